@@ -1,0 +1,1 @@
+//! analyze (to be filled).

@@ -1,0 +1,14 @@
+//! `analyze-profile`: the same as `rankprof analyze`.
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(name = "analyze-profile", version, about = "Per-rank kernel tables: which rank is slow, where, since when")]
+struct Cli {
+    #[command(flatten)]
+    args: rankprof::cli::AnalyzeArgs,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    std::process::exit(rankprof::commands::main(rankprof::cli::Command::Analyze(cli.args)));
+}

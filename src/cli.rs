@@ -1,0 +1,189 @@
+//! Command-line definitions (clap) and nothing else: each subcommand's logic lives in its
+//! module and takes these structs, so tests can call it without a process.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(name = "rankprof", version, about = "Find out why one GPU rank is slower than the others")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the profiles in a directory: ids, stages, ranks found and missing, sizes.
+    Ls(LsArgs),
+    /// Merge every rank's trace into one Perfetto-ready trace per profile.
+    Merge(MergeArgs),
+    /// Per-rank kernel tables, classes, steps and collectives: which rank is slow, where, since when.
+    Analyze(AnalyzeArgs),
+    /// Compare a profile against a baseline: deltas, thresholds, exit code for CI.
+    Compare(CompareArgs),
+    /// Start/stop the profiler on every worker behind a router, drive load, collect, merge.
+    #[command(subcommand)]
+    Capture(CaptureCommand),
+    /// Drive Nsight Systems sessions (`nsys sessions list`, `nsys start`, `nsys stop`).
+    #[command(subcommand)]
+    Nsys(NsysCommand),
+    /// Write deterministic, realistic Kineto traces (for fixtures, tests and benchmarks).
+    Synth(SynthArgs),
+    /// Run `ls` and `merge` (and `analyze`) on the bundled fixtures/.
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LsArgs {
+    /// Directory holding the rank traces.
+    pub dir: PathBuf,
+    /// Also look in subdirectories (per-step folders such as rollout_step_3/).
+    #[arg(long, short = 'r')]
+    pub recursive: bool,
+    /// Read every file and count its events (slower).
+    #[arg(long)]
+    pub count: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Align {
+    /// Leave every `ts` as written.
+    None,
+    /// Put all ranks on one common base from each file's `baseTimeNanoseconds`.
+    Base,
+    /// As `base`, then shift each rank so its first step starts when the earliest rank's does.
+    FirstStep,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Directory holding the rank traces.
+    #[arg(long = "profile-dir", value_name = "DIR")]
+    pub profile_dir: Option<PathBuf>,
+    /// Rank trace files to merge (instead of, or besides, --profile-dir).
+    pub files: Vec<PathBuf>,
+    /// Merge only this profile id (default: every profile found).
+    #[arg(long = "profile-id")]
+    pub profile_id: Option<String>,
+    /// Merge only this stage (EXTEND, DECODE, prefill, decode).
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Output file (only when one group is merged). Default DIR/merged-<id>[-<stage>].trace.json.gz
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Look in subdirectories too.
+    #[arg(long, short = 'r')]
+    pub recursive: bool,
+    /// Clock alignment across ranks.
+    #[arg(long, value_enum, default_value_t = Align::Base)]
+    pub align: Align,
+    /// Keep only these ranks (indices in rank order, as `ls` prints them): 0,3-5
+    #[arg(long)]
+    pub ranks: Option<String>,
+    /// Keep only events overlapping START_US:END_US (output `ts` units, µs).
+    #[arg(long)]
+    pub window: Option<String>,
+    /// Keep only steps A:B (ProfilerStep#N or SGLang step[...] annotations, counted from 0 per rank).
+    #[arg(long)]
+    pub steps: Option<String>,
+    /// Drop events of these categories: python_function,cuda_runtime
+    #[arg(long = "drop-cat", value_delimiter = ',')]
+    pub drop_cat: Vec<String>,
+    /// Keep only GPU events (kernels, memcpy, memset, GPU annotations) and metadata.
+    #[arg(long = "gpu-only")]
+    pub gpu_only: bool,
+    /// Write nothing when any rank is damaged.
+    #[arg(long)]
+    pub strict: bool,
+    /// gzip level of the output (0-9).
+    #[arg(long, default_value_t = 1)]
+    pub level: u32,
+    /// Worker threads (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct AnalyzeArgs {
+    // Filled in by the analyze-profile issue.
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct CompareArgs {
+    // Filled in by the compare issue.
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum CaptureCommand {
+    // Filled in by the capture issue.
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum NsysCommand {
+    // Filled in by the capture issue.
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Naming {
+    Sglang,
+    Vllm,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SynthArgs {
+    /// Output directory.
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+    /// File names as SGLang or vLLM write them.
+    #[arg(long, value_enum, default_value_t = Naming::Sglang)]
+    pub naming: Naming,
+    #[arg(long, default_value_t = 2)]
+    pub tp: u32,
+    #[arg(long, default_value_t = 1)]
+    pub dp: u32,
+    #[arg(long, default_value_t = 1)]
+    pub pp: u32,
+    #[arg(long, default_value_t = 1)]
+    pub ep: u32,
+    /// Profiler steps per rank.
+    #[arg(long, default_value_t = 8)]
+    pub steps: u32,
+    /// Transformer layers per step (scales the kernels per step).
+    #[arg(long, default_value_t = 4)]
+    pub layers: u32,
+    /// Make each rank about this many MB of uncompressed JSON (overrides --steps).
+    #[arg(long = "target-mb")]
+    pub target_mb: Option<u64>,
+    /// Profile id in the file names.
+    #[arg(long = "profile-id", default_value = "synth")]
+    pub profile_id: String,
+    /// Rank made slower (global rank index).
+    #[arg(long = "slow-rank")]
+    pub slow_rank: Option<u32>,
+    /// How much slower the slow rank's kernels are.
+    #[arg(long, default_value_t = 1.3)]
+    pub factor: f64,
+    /// First step from which the slow rank is slow.
+    #[arg(long = "from-step", default_value_t = 0)]
+    pub from_step: u32,
+    /// Only kernels of this class get slower (gemm, attention, comm, moe, norm, memory); default all.
+    #[arg(long = "slow-class")]
+    pub slow_class: Option<String>,
+    /// Random seed (same seed, same bytes).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write plain JSON instead of gzip.
+    #[arg(long)]
+    pub plain: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Fixtures directory (default: the bundled fixtures/).
+    #[arg(long)]
+    pub fixtures: Option<PathBuf>,
+    /// Where merged outputs go (default: a temporary directory).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}

@@ -1,0 +1,41 @@
+//! # rankprof
+//!
+//! Find out why one GPU rank is slower than the others.
+//!
+//! The pipeline, one module per stage:
+//!
+//! 1. [`trace::discover`] finds the per-rank trace files of a profile (SGLang, vLLM and generic
+//!    names) and gives each its [`trace::RankId`];
+//! 2. [`trace::read_trace`] streams one file event by event as borrowed [`trace::Event`]s,
+//!    salvaging everything before any damage;
+//! 3. [`merge`] writes one Perfetto-ready trace from many ranks (labels, unique ids, aligned
+//!    clocks); [`analyze`] turns events into per-rank tables; [`compare`] gates a profile
+//!    against a baseline;
+//! 4. [`report`] prints tables and writes CSV / JSON / markdown / HTML.
+//!
+//! [`capture`] sits beside the pipeline: it drives the profilers of running servers and hands
+//! the files it collected to merge and analyze.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! let found = rankprof::trace::discover(Path::new("/tmp/profiles"), false).unwrap();
+//! for group in &found.groups {
+//!     for file in &group.files {
+//!         let mut kernels = 0u64;
+//!         let report = rankprof::trace::read_trace(&file.path, |ev| {
+//!             if ev.cat.eq_str("kernel") { kernels += 1; }
+//!         }).unwrap();
+//!         println!("{} {}: {kernels} kernels, {} events", group.profile_id, file.label, report.events);
+//!     }
+//! }
+//! ```
+
+pub mod analyze;
+pub mod cli;
+pub mod commands;
+pub mod capture;
+pub mod compare;
+pub mod merge;
+pub mod report;
+pub mod synth;
+pub mod trace;

@@ -1,0 +1,353 @@
+//! The one `Event` view that merge, analyze and compare consume: a borrowed, already validated
+//! trace event. The common fields are decoded once (`ph`, `cat`, `name`, `pid`, `tid`, `ts`,
+//! `dur`, `id`); `args` stays raw and is searched on demand; every field is still available as
+//! raw bytes so a writer can copy what it does not change.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use super::json::{self, Field, Kind, Stop};
+use super::time::Ns;
+
+/// A JSON string as it sits in the input: valid UTF-8, escapes not yet decoded.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct Str<'a> {
+    raw: &'a str,
+    escaped: bool,
+}
+
+impl<'a> Str<'a> {
+    pub fn new(raw: &'a str, escaped: bool) -> Self {
+        Str { raw, escaped }
+    }
+    /// The text between the quotes, escapes as written.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+    /// The decoded text (borrowed unless it holds escapes).
+    pub fn get(&self) -> Cow<'a, str> {
+        if self.escaped {
+            Cow::Owned(json::unescape(self.raw))
+        } else {
+            Cow::Borrowed(self.raw)
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+    pub fn eq_str(&self, s: &str) -> bool {
+        if self.escaped {
+            self.get() == s
+        } else {
+            self.raw == s
+        }
+    }
+}
+
+impl fmt::Debug for Str<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.get())
+    }
+}
+
+impl fmt::Display for Str<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.get())
+    }
+}
+
+/// A `pid`, `tid` or `id`: Kineto writes integers, but also strings such as `"Spans"` or `""`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Id<'a> {
+    #[default]
+    None,
+    Int(i64),
+    Str(Str<'a>),
+}
+
+impl Id<'_> {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Id::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Id<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::None => Ok(()),
+            Id::Int(v) => write!(f, "{v}"),
+            Id::Str(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// A value inside `args`.
+#[derive(Clone, Copy, Debug)]
+pub struct Val<'a> {
+    pub kind: Kind,
+    /// For strings the text between the quotes; otherwise the raw JSON.
+    pub text: &'a str,
+}
+
+impl<'a> Val<'a> {
+    pub fn as_i64(&self) -> Option<i64> {
+        match self.kind {
+            Kind::Num => self.text.parse::<i64>().ok().or_else(|| {
+                self.text
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.fract() == 0.0 && v.abs() < 9.0e18)
+                    .map(|v| v as i64)
+            }),
+            Kind::Str { .. } => self.text.parse::<i64>().ok(),
+            _ => None,
+        }
+    }
+    pub fn as_f64(&self) -> Option<f64> {
+        match self.kind {
+            Kind::Num | Kind::Str { .. } => self.text.parse::<f64>().ok(),
+            _ => None,
+        }
+    }
+    pub fn as_str(&self) -> Option<Str<'a>> {
+        match self.kind {
+            Kind::Str { escaped } => Some(Str::new(self.text, escaped)),
+            _ => None,
+        }
+    }
+}
+
+/// One trace event, borrowed from the reader's buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Event<'a> {
+    /// The event's JSON text, exactly as in the input.
+    pub raw: &'a str,
+    /// Byte offset of the event in the decompressed input.
+    pub offset: u64,
+    /// Every top-level field, in input order, as ranges into `raw`.
+    pub fields: &'a [Field],
+    /// The phase character (`X`, `M`, `i`, `s`, `f`, …).
+    pub ph: u8,
+    pub name: Str<'a>,
+    pub cat: Str<'a>,
+    pub pid: Id<'a>,
+    pub tid: Id<'a>,
+    pub ts: Option<Ns>,
+    pub dur: Option<Ns>,
+    pub id: Id<'a>,
+    /// The raw `args` object, if any.
+    pub args: Option<&'a str>,
+}
+
+/// Why an event was rejected; the offset is relative to the event's start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventError {
+    pub at: usize,
+    pub msg: String,
+}
+
+fn bad(at: usize, msg: impl Into<String>) -> EventError {
+    EventError {
+        at,
+        msg: msg.into(),
+    }
+}
+
+impl<'a> Event<'a> {
+    /// Builds the view over a scanned object. `raw` must be the object's bytes and `fields` its
+    /// fields as found by [`json::scan_object`].
+    pub fn from_fields(raw: &'a [u8], offset: u64, fields: &'a [Field]) -> Result<Self, EventError> {
+        let raw = match std::str::from_utf8(raw) {
+            Ok(s) => s,
+            Err(e) => return Err(bad(e.valid_up_to(), "invalid UTF-8")),
+        };
+        let b = raw.as_bytes();
+        let mut ev = Event {
+            raw,
+            offset,
+            fields,
+            ph: 0,
+            name: Str::default(),
+            cat: Str::default(),
+            pid: Id::None,
+            tid: Id::None,
+            ts: None,
+            dur: None,
+            id: Id::None,
+            args: None,
+        };
+        let text = |f: &Field| &raw[f.val.0 as usize..f.val.1 as usize];
+        let string = |f: &Field, what: &str| match f.kind {
+            Kind::Str { escaped } => Ok(Str::new(text(f), escaped)),
+            _ => Err(bad(f.val.0 as usize, format!("\"{what}\" is not a string"))),
+        };
+        let id = |f: &Field, what: &str| match f.kind {
+            Kind::Str { escaped } => Ok(Id::Str(Str::new(text(f), escaped))),
+            Kind::Num => match text(f).parse::<i64>() {
+                Ok(v) => Ok(Id::Int(v)),
+                Err(_) if text(f).bytes().all(|c| c.is_ascii_digit() || c == b'-') => Err(bad(
+                    f.val.0 as usize,
+                    format!("\"{what}\" is an integer beyond 64 bits"),
+                )),
+                Err(_) => Err(bad(
+                    f.val.0 as usize,
+                    format!("\"{what}\" is not an integer"),
+                )),
+            },
+            Kind::Null => Ok(Id::None),
+            _ => Err(bad(
+                f.val.0 as usize,
+                format!("\"{what}\" is neither an integer nor a string"),
+            )),
+        };
+        let time = |f: &Field, what: &str| match f.kind {
+            Kind::Num => Ns::parse_us(text(f).as_bytes()).map(Some).ok_or_else(|| {
+                bad(
+                    f.val.0 as usize,
+                    format!("\"{what}\" does not fit in 64-bit nanoseconds"),
+                )
+            }),
+            Kind::Null => Ok(None),
+            _ => Err(bad(f.val.0 as usize, format!("\"{what}\" is not a number"))),
+        };
+        let mut have_ph = false;
+        for f in fields {
+            match f.key(b) {
+                b"ph" => {
+                    let s = string(f, "ph")?;
+                    ev.ph = s.raw().as_bytes().first().copied().unwrap_or(0);
+                    have_ph = true;
+                }
+                b"name" => ev.name = string(f, "name")?,
+                b"cat" => ev.cat = string(f, "cat")?,
+                b"pid" => ev.pid = id(f, "pid")?,
+                b"tid" => ev.tid = id(f, "tid")?,
+                b"ts" => ev.ts = time(f, "ts")?,
+                b"dur" => ev.dur = time(f, "dur")?,
+                b"id" => ev.id = id(f, "id")?,
+                b"args" => match f.kind {
+                    Kind::Obj => ev.args = Some(text(f)),
+                    _ => return Err(bad(f.val.0 as usize, "\"args\" is not an object")),
+                },
+                _ => {}
+            }
+        }
+        if !have_ph {
+            return Err(bad(0, "event has no \"ph\""));
+        }
+        if ev.ph != b'M' && ev.ts.is_none() {
+            return Err(bad(0, "event has no \"ts\""));
+        }
+        if ev.ph == b'X' && ev.dur.is_none() {
+            return Err(bad(0, "complete event (ph \"X\") has no \"dur\""));
+        }
+        Ok(ev)
+    }
+
+    /// End time (`ts + dur`), for events that have both.
+    pub fn end(&self) -> Option<Ns> {
+        Some(self.ts? + self.dur.unwrap_or(Ns::ZERO))
+    }
+
+    /// Looks up one key of `args`.
+    pub fn arg(&self, key: &str) -> Option<Val<'a>> {
+        find_in_object(self.args?, key)
+    }
+}
+
+/// Finds `key` among the top-level fields of the (already validated) JSON object `obj`.
+pub fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
+    let mut found = None;
+    each_field(obj, |k, kind, text| {
+        if k == key {
+            found = Some(Val { kind, text });
+            false
+        } else {
+            true
+        }
+    });
+    found
+}
+
+/// Calls `f(key, kind, text)` for every top-level field of a validated object, until it
+/// returns false. Keys are given as written (escapes undecoded).
+pub fn each_field<'a>(obj: &'a str, mut f: impl FnMut(&'a str, Kind, &'a str) -> bool) {
+    let b = obj.as_bytes();
+    let mut j = json::skip_ws(b, 1);
+    while b.get(j) == Some(&b'"') {
+        let Ok((kend, _)) = json::scan_string(b, j) else {
+            return;
+        };
+        let key = &obj[j + 1..kend - 1];
+        j = json::skip_ws(b, kend) + 1;
+        j = json::skip_ws(b, j);
+        let Ok((vend, kind)) = json::skip_value(b, j) else {
+            return;
+        };
+        let text = match kind {
+            Kind::Str { .. } => &obj[j + 1..vend - 1],
+            _ => &obj[j..vend],
+        };
+        if !f(key, kind, text) {
+            return;
+        }
+        j = json::skip_ws(b, vend);
+        if b.get(j) == Some(&b',') {
+            j = json::skip_ws(b, j + 1);
+        }
+    }
+}
+
+/// Scans `b[i..]` as an event object: convenience for tests and small inputs.
+pub fn scan_event<'a>(b: &'a [u8], fields: &'a mut Vec<Field>) -> Result<Event<'a>, EventError> {
+    let end = match json::scan_object(b, 0, fields) {
+        Ok(e) => e,
+        Err(Stop::Incomplete) => return Err(bad(b.len(), "truncated")),
+        Err(Stop::Invalid(at, m)) => return Err(bad(at, m)),
+    };
+    Event::from_fields(&b[..end], 0, fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_kineto_kernel() {
+        let b = br#"{"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": "stream 7", "ts": 1000.5, "dur": 20.25, "args": {"device": 0, "stream": 7, "correlation": 99, "Collective name": "allreduce"}}"#;
+        let mut f = Vec::new();
+        let ev = scan_event(b, &mut f).unwrap();
+        assert_eq!(ev.ph, b'X');
+        assert!(ev.cat.eq_str("kernel"));
+        assert_eq!(ev.pid, Id::Int(0));
+        assert_eq!(ev.tid.to_string(), "stream 7");
+        assert_eq!(ev.ts, Some(Ns(1_000_500)));
+        assert_eq!(ev.end(), Some(Ns(1_020_750)));
+        assert_eq!(ev.arg("correlation").and_then(|v| v.as_i64()), Some(99));
+        assert_eq!(
+            ev.arg("Collective name").and_then(|v| v.as_str()).map(|s| s.to_string()),
+            Some("allreduce".to_string())
+        );
+        assert!(ev.arg("missing").is_none());
+    }
+
+    #[test]
+    fn rejects_bad_fields_with_position() {
+        let mut f = Vec::new();
+        let e = scan_event(br#"{"ph": "X", "ts": 1, "dur": 1, "pid": 123456789012345678901234}"#, &mut f)
+            .unwrap_err();
+        assert!(e.msg.contains("beyond 64 bits"), "{e:?}");
+        assert_eq!(e.at, 38);
+        let e = scan_event(br#"{"ph": "X", "ts": "1", "dur": 1}"#, &mut f).unwrap_err();
+        assert!(e.msg.contains("\"ts\" is not a number"), "{e:?}");
+        let e = scan_event(br#"{"ts": 1}"#, &mut f).unwrap_err();
+        assert!(e.msg.contains("no \"ph\""), "{e:?}");
+        let e = scan_event(br#"{"ph": "X", "ts": 1}"#, &mut f).unwrap_err();
+        assert!(e.msg.contains("no \"dur\""), "{e:?}");
+        let e = scan_event(b"{\"ph\": \"X\", \"name\": \"a\xff\"}", &mut f).unwrap_err();
+        assert_eq!((e.at, e.msg.as_str()), (22, "invalid UTF-8"));
+    }
+}

@@ -1,0 +1,384 @@
+//! A small validating JSON scanner over byte windows, in the manner of Perfetto's JSON tokenizer:
+//! it finds value boundaries and the top-level fields of an object without building a tree, so
+//! one pass both validates an event and indexes it. Positions are indices into the window; the
+//! reader turns them into file offsets. Running off the end of the window is `Incomplete` (read
+//! more, or the input is truncated), never an error of its own.
+//!
+//! Why not serde_json for this: serde_json parses a value, but it cannot tell where the next
+//! event starts in a partly-read buffer, nor say at which byte a damaged file stops being
+//! readable while keeping what came before. We still use serde_json for the small header values.
+
+/// Why a scan stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The window ended inside a value.
+    Incomplete,
+    /// The bytes at this index are not valid JSON.
+    Invalid(usize, &'static str),
+}
+
+pub type Scan<T> = Result<T, Stop>;
+
+/// What kind of value a field holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A string; the field's value range is the text between the quotes.
+    Str { escaped: bool },
+    Num,
+    Obj,
+    Arr,
+    Bool,
+    Null,
+}
+
+/// One `"key": value` pair of an object, as ranges into the scanned slice.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    pub key: (u32, u32),
+    pub val: (u32, u32),
+    pub kind: Kind,
+}
+
+impl Field {
+    pub fn key<'a>(&self, b: &'a [u8]) -> &'a [u8] {
+        &b[self.key.0 as usize..self.key.1 as usize]
+    }
+    pub fn val<'a>(&self, b: &'a [u8]) -> &'a [u8] {
+        &b[self.val.0 as usize..self.val.1 as usize]
+    }
+    /// The value exactly as written, quotes included for strings.
+    pub fn raw_val<'a>(&self, b: &'a [u8]) -> &'a [u8] {
+        match self.kind {
+            Kind::Str { .. } => &b[self.val.0 as usize - 1..self.val.1 as usize + 1],
+            _ => self.val(b),
+        }
+    }
+}
+
+const MAX_DEPTH: usize = 512;
+
+#[inline]
+pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// `b[i]` is the opening quote. Returns the index after the closing quote and whether the
+/// string holds escapes.
+#[inline]
+pub fn scan_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
+    let mut j = i + 1;
+    let mut escaped = false;
+    loop {
+        let Some(k) = memchr::memchr2(b'"', b'\\', &b[j.min(b.len())..]) else {
+            return Err(Stop::Incomplete);
+        };
+        let p = j + k;
+        if b[p] == b'"' {
+            return Ok((p + 1, escaped));
+        }
+        escaped = true;
+        let Some(&c) = b.get(p + 1) else {
+            return Err(Stop::Incomplete);
+        };
+        match c {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j = p + 2,
+            b'u' => {
+                if p + 6 > b.len() {
+                    return Err(Stop::Incomplete);
+                }
+                if !b[p + 2..p + 6].iter().all(u8::is_ascii_hexdigit) {
+                    return Err(Stop::Invalid(p, "invalid \\u escape in string"));
+                }
+                j = p + 6;
+            }
+            _ => return Err(Stop::Invalid(p, "invalid escape in string")),
+        }
+    }
+}
+
+/// `b[i]` starts a number. Returns the index after it.
+pub fn scan_number(b: &[u8], i: usize) -> Scan<usize> {
+    let mut j = i;
+    let at = |j: usize| b.get(j).copied();
+    if at(j) == Some(b'-') {
+        j += 1;
+    }
+    match at(j) {
+        None => return Err(Stop::Incomplete),
+        Some(b'0') => j += 1,
+        Some(b'1'..=b'9') => {
+            while matches!(at(j), Some(b'0'..=b'9')) {
+                j += 1;
+            }
+        }
+        Some(b'I') => return Err(Stop::Invalid(i, "-Infinity is not valid JSON")),
+        Some(_) => return Err(Stop::Invalid(i, "invalid number")),
+    }
+    if at(j) == Some(b'.') {
+        j += 1;
+        let s = j;
+        while matches!(at(j), Some(b'0'..=b'9')) {
+            j += 1;
+        }
+        if j == s {
+            return if j == b.len() {
+                Err(Stop::Incomplete)
+            } else {
+                Err(Stop::Invalid(i, "invalid number"))
+            };
+        }
+    }
+    if matches!(at(j), Some(b'e' | b'E')) {
+        j += 1;
+        if matches!(at(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let s = j;
+        while matches!(at(j), Some(b'0'..=b'9')) {
+            j += 1;
+        }
+        if j == s {
+            return if j == b.len() {
+                Err(Stop::Incomplete)
+            } else {
+                Err(Stop::Invalid(i, "invalid number"))
+            };
+        }
+    }
+    match at(j) {
+        // A number may go on in the next read.
+        None => Err(Stop::Incomplete),
+        Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') => Ok(j),
+        Some(_) => Err(Stop::Invalid(j, "unexpected character after number")),
+    }
+}
+
+fn scan_literal(b: &[u8], i: usize, word: &'static [u8]) -> Scan<usize> {
+    let end = i + word.len();
+    let have = &b[i..end.min(b.len())];
+    if !word.starts_with(have) {
+        return Err(Stop::Invalid(i, "invalid literal"));
+    }
+    if end > b.len() {
+        return Err(Stop::Incomplete);
+    }
+    Ok(end)
+}
+
+/// Skips one value starting at `b[i]` (no leading whitespace), validating it.
+/// Returns the index after it and its kind.
+pub fn skip_value(b: &[u8], i: usize) -> Scan<(usize, Kind)> {
+    skip_value_depth(b, i, 0)
+}
+
+fn skip_value_depth(b: &[u8], i: usize, depth: usize) -> Scan<(usize, Kind)> {
+    let Some(&c) = b.get(i) else {
+        return Err(Stop::Incomplete);
+    };
+    match c {
+        b'"' => scan_string(b, i).map(|(e, escaped)| (e, Kind::Str { escaped })),
+        b'{' | b'[' => {
+            if depth >= MAX_DEPTH {
+                return Err(Stop::Invalid(i, "nesting too deep"));
+            }
+            let close = if c == b'{' { b'}' } else { b']' };
+            let mut j = skip_ws(b, i + 1);
+            if b.get(j) == Some(&close) {
+                return Ok((j + 1, if c == b'{' { Kind::Obj } else { Kind::Arr }));
+            }
+            loop {
+                if c == b'{' {
+                    match b.get(j) {
+                        None => return Err(Stop::Incomplete),
+                        Some(b'"') => {}
+                        Some(_) => return Err(Stop::Invalid(j, "expected a string key")),
+                    }
+                    j = skip_ws(b, scan_string(b, j)?.0);
+                    match b.get(j) {
+                        None => return Err(Stop::Incomplete),
+                        Some(b':') => j = skip_ws(b, j + 1),
+                        Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
+                    }
+                }
+                j = skip_ws(b, skip_value_depth(b, j, depth + 1)?.0);
+                match b.get(j) {
+                    None => return Err(Stop::Incomplete),
+                    Some(b',') => j = skip_ws(b, j + 1),
+                    Some(&x) if x == close => {
+                        return Ok((j + 1, if c == b'{' { Kind::Obj } else { Kind::Arr }))
+                    }
+                    Some(_) => {
+                        return Err(Stop::Invalid(
+                            j,
+                            if c == b'{' {
+                                "expected ',' or '}'"
+                            } else {
+                                "expected ',' or ']'"
+                            },
+                        ))
+                    }
+                }
+            }
+        }
+        b'-' | b'0'..=b'9' => scan_number(b, i).map(|e| (e, Kind::Num)),
+        b't' => scan_literal(b, i, b"true").map(|e| (e, Kind::Bool)),
+        b'f' => scan_literal(b, i, b"false").map(|e| (e, Kind::Bool)),
+        b'n' => scan_literal(b, i, b"null").map(|e| (e, Kind::Null)),
+        b'N' => Err(Stop::Invalid(i, "NaN is not valid JSON")),
+        b'I' => Err(Stop::Invalid(i, "Infinity is not valid JSON")),
+        _ => Err(Stop::Invalid(i, "unexpected character")),
+    }
+}
+
+/// Scans the object at `b[i] == '{'`, pushing its top-level fields (ranges relative to `i`)
+/// into `fields`. Returns the index after the closing brace.
+pub fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
+    fields.clear();
+    let mut j = skip_ws(b, i + 1);
+    if b.get(j) == Some(&b'}') {
+        return Ok(j + 1);
+    }
+    let rel = |x: usize| (x - i) as u32;
+    loop {
+        match b.get(j) {
+            None => return Err(Stop::Incomplete),
+            Some(b'"') => {}
+            Some(_) => return Err(Stop::Invalid(j, "expected a string key")),
+        }
+        let (kend, _) = scan_string(b, j)?;
+        let key = (rel(j + 1), rel(kend - 1));
+        j = skip_ws(b, kend);
+        match b.get(j) {
+            None => return Err(Stop::Incomplete),
+            Some(b':') => j = skip_ws(b, j + 1),
+            Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
+        }
+        let (vend, kind) = skip_value_depth(b, j, 1)?;
+        let val = match kind {
+            Kind::Str { .. } => (rel(j + 1), rel(vend - 1)),
+            _ => (rel(j), rel(vend)),
+        };
+        fields.push(Field { key, val, kind });
+        j = skip_ws(b, vend);
+        match b.get(j) {
+            None => return Err(Stop::Incomplete),
+            Some(b',') => j = skip_ws(b, j + 1),
+            Some(b'}') => return Ok(j + 1),
+            Some(_) => return Err(Stop::Invalid(j, "expected ',' or '}'")),
+        }
+    }
+}
+
+/// Decodes the escapes of a JSON string body (already validated).
+pub fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('u') => {
+                let hex: String = it.by_ref().take(4).collect();
+                let mut code = u32::from_str_radix(&hex, 16).unwrap_or(0xFFFD);
+                if (0xD800..0xDC00).contains(&code) {
+                    // A surrogate pair: the low half follows as another \u escape.
+                    let rest = it.as_str();
+                    if let Some(low) = rest
+                        .strip_prefix("\\u")
+                        .and_then(|r| r.get(..4))
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .filter(|l| (0xDC00..0xE000).contains(l))
+                    {
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                        for _ in 0..6 {
+                            it.next();
+                        }
+                    }
+                }
+                out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+/// Writes `s` as a JSON string literal, quotes included.
+pub fn write_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    for &c in s.as_bytes() {
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            c if c < 0x20 => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
+            c => out.push(c),
+        }
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_nested_values_and_reports_kinds() {
+        let b = br#"{"a": [1, 2.5e-3, "x\"y", {"b": null}], "c": true} rest"#;
+        let (end, kind) = skip_value(b, 0).unwrap();
+        assert_eq!(kind, Kind::Obj);
+        assert_eq!(&b[end..], b" rest");
+    }
+
+    #[test]
+    fn incomplete_is_not_invalid() {
+        assert_eq!(skip_value(br#"{"a": [1, 2"#, 0), Err(Stop::Incomplete));
+        assert_eq!(skip_value(br#"{"a": "abc"#, 0), Err(Stop::Incomplete));
+        assert_eq!(skip_value(b"123", 0), Err(Stop::Incomplete));
+        assert_eq!(skip_value(b"tru", 0), Err(Stop::Incomplete));
+    }
+
+    #[test]
+    fn rejects_nan_and_garbage() {
+        assert!(matches!(skip_value(br#"{"a": NaN}"#, 0), Err(Stop::Invalid(6, _))));
+        assert!(matches!(skip_value(br#"{"a": 1 "b": 2}"#, 0), Err(Stop::Invalid(8, _))));
+        assert!(matches!(skip_value(br#"{"a": tx}"#, 0), Err(Stop::Invalid(6, _))));
+        assert!(matches!(skip_value(br#"{"a": 01}"#, 0), Err(Stop::Invalid(7, _))));
+    }
+
+    #[test]
+    fn object_fields_are_indexed() {
+        let b = br#"  {"ph": "X", "ts": 12.5, "args": {"k": [1]}}"#;
+        let mut f = Vec::new();
+        let end = scan_object(b, 2, &mut f).unwrap();
+        assert_eq!(end, b.len());
+        let ev = &b[2..];
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[0].key(ev), b"ph");
+        assert_eq!(f[0].val(ev), b"X");
+        assert_eq!(f[0].raw_val(ev), b"\"X\"");
+        assert_eq!(f[1].val(ev), b"12.5");
+        assert_eq!(f[2].val(ev), br#"{"k": [1]}"#);
+    }
+
+    #[test]
+    fn unescapes() {
+        assert_eq!(unescape(r#"a\"b\\c\u00e9\ud83d\ude00"#), "a\"b\\c\u{e9}\u{1F600}");
+        let mut o = Vec::new();
+        write_string(&mut o, "a\"b\n");
+        assert_eq!(o, br#""a\"b\n""#);
+    }
+}

@@ -1,0 +1,15 @@
+//! Everything about trace files themselves: the streaming [`reader`], the [`Event`] view every
+//! later stage consumes, [`discover`]y of rank files and their identity, and the [`writer`]
+//! (streaming JSON + gzip, atomic).
+
+pub mod discover;
+pub mod event;
+pub mod json;
+pub mod reader;
+pub mod time;
+pub mod writer;
+
+pub use discover::{discover, discover_files, Discovery, Group, RankFile, RankId};
+pub use event::{Event, Id, Str, Val};
+pub use reader::{read_trace, Damage, Header, ReadReport};
+pub use time::Ns;

@@ -1,0 +1,558 @@
+//! The streaming reader: gzip (found by magic bytes, multi-member) or plain JSON, object form
+//! `{"traceEvents": [...], ...}` or bare-array form `[...]`, header keys before and/or after
+//! `traceEvents`. Events are handed to a callback one at a time from a bounded buffer, so memory
+//! does not grow with the file.
+//!
+//! Damage never loses what came before it: every complete event before the damage is delivered,
+//! an invalid event is skipped and counted, and the [`ReadReport`] names the file and the
+//! decompressed byte offset of each problem.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use flate2::bufread::MultiGzDecoder;
+
+use super::event::Event;
+use super::json::{self, Field, Stop};
+
+/// Top-level keys of a trace other than `traceEvents`. Values are kept as raw JSON text.
+#[derive(Debug, Clone, Default)]
+pub struct Header {
+    /// `true` for `{"traceEvents": …}`, `false` for a bare array.
+    pub object_form: bool,
+    pub schema_version: Option<i64>,
+    /// Kineto's `baseTimeNanoseconds`: event `ts` are relative to it when present.
+    pub base_time_ns: Option<i64>,
+    pub display_time_unit: Option<String>,
+    /// Raw JSON of `deviceProperties` (an array).
+    pub device_properties: Option<String>,
+    /// Raw JSON of `distributedInfo`.
+    pub distributed_info: Option<String>,
+    /// Every other key with its raw JSON value, in input order.
+    pub other: Vec<(String, String)>,
+}
+
+impl Header {
+    /// `distributedInfo.rank`, if present.
+    pub fn distributed_rank(&self) -> Option<i64> {
+        let v: serde_json::Value = serde_json::from_str(self.distributed_info.as_deref()?).ok()?;
+        v.get("rank")?.as_i64()
+    }
+    /// `distributedInfo.world_size`, if present.
+    pub fn world_size(&self) -> Option<i64> {
+        let v: serde_json::Value = serde_json::from_str(self.distributed_info.as_deref()?).ok()?;
+        v.get("world_size")?.as_i64()
+    }
+    /// Device names from `deviceProperties`.
+    pub fn device_names(&self) -> Vec<String> {
+        let Some(raw) = self.device_properties.as_deref() else {
+            return Vec::new();
+        };
+        let v: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|d| d.get("name").and_then(|n| n.as_str()).map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A problem found while reading, at a byte offset of the decompressed input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub offset: u64,
+    pub msg: String,
+}
+
+/// How reading a file went.
+#[derive(Debug, Clone)]
+pub struct ReadReport {
+    pub path: PathBuf,
+    pub header: Header,
+    /// Events delivered to the callback.
+    pub events: u64,
+    /// Events skipped because they were invalid (wrong types, missing fields, bad UTF-8).
+    pub rejected: u64,
+    /// The first problems with single events (at most [`MAX_PROBLEMS`]).
+    pub problems: Vec<Problem>,
+    /// Where reading had to stop early, if it did.
+    pub damage: Option<Damage>,
+    /// Decompressed bytes read.
+    pub bytes: u64,
+    pub gzip: bool,
+}
+
+pub const MAX_PROBLEMS: usize = 20;
+
+/// Why reading stopped before the end of the document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// The data ends inside the document.
+    Truncated { at: u64 },
+    /// The JSON is invalid at this offset.
+    InvalidJson { at: u64, msg: String },
+    /// The gzip stream is broken (not merely cut short).
+    Gzip { at: u64, msg: String },
+}
+
+impl Damage {
+    pub fn offset(&self) -> u64 {
+        match self {
+            Damage::Truncated { at } | Damage::InvalidJson { at, .. } | Damage::Gzip { at, .. } => {
+                *at
+            }
+        }
+    }
+}
+
+impl ReadReport {
+    fn new(path: &Path, gzip: bool) -> Self {
+        ReadReport {
+            path: path.to_path_buf(),
+            header: Header::default(),
+            events: 0,
+            rejected: 0,
+            problems: Vec::new(),
+            damage: None,
+            bytes: 0,
+            gzip,
+        }
+    }
+
+    /// True when anything was lost: reading stopped early or an event was rejected.
+    pub fn is_damaged(&self) -> bool {
+        self.damage.is_some() || self.rejected > 0
+    }
+
+    /// One line per problem, each naming the file and byte offset.
+    pub fn notes(&self) -> Vec<String> {
+        let file = self.path.display();
+        let mut out = Vec::new();
+        if let Some(d) = &self.damage {
+            out.push(match d {
+                Damage::Truncated { at } => format!(
+                    "salvaged {} events; {file} is truncated at byte {at}",
+                    self.events
+                ),
+                Damage::InvalidJson { at, msg } => format!(
+                    "salvaged {} events; {file} has invalid JSON at byte {at}: {msg}",
+                    self.events
+                ),
+                Damage::Gzip { at, msg } => format!(
+                    "salvaged {} events; {file} has a broken gzip stream after byte {at}: {msg}",
+                    self.events
+                ),
+            });
+        }
+        for p in &self.problems {
+            out.push(format!("{file}: skipped an event at byte {}: {}", p.offset, p.msg));
+        }
+        if self.rejected as usize > self.problems.len() {
+            out.push(format!(
+                "{file}: skipped {} more invalid events",
+                self.rejected as usize - self.problems.len()
+            ));
+        }
+        out
+    }
+}
+
+impl fmt::Display for ReadReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} events", self.path.display(), self.events)?;
+        for n in self.notes() {
+            write!(f, "\n  {n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Opens `path` and calls `on_event` for every valid event, in file order.
+///
+/// The only `Err` is failing to open or start reading the file; damage inside it is reported
+/// in the [`ReadReport`].
+pub fn read_trace(path: &Path, on_event: impl FnMut(&Event<'_>)) -> io::Result<ReadReport> {
+    let (src, gzip) = open(path)?;
+    Ok(read_from(path, src, gzip, on_event))
+}
+
+/// Opens a file as a byte stream, decompressing it when it starts with the gzip magic bytes.
+/// Returns the stream and whether it was gzip.
+pub fn open(path: &Path) -> io::Result<(Box<dyn Read>, bool)> {
+    let file = File::open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let mut input = BufReader::with_capacity(1 << 18, file);
+    let gzip = input.fill_buf()?.starts_with(&[0x1f, 0x8b]);
+    Ok(if gzip {
+        (Box::new(MultiGzDecoder::new(input)), true)
+    } else {
+        (Box::new(input), false)
+    })
+}
+
+/// Reads only the header keys that come before the events. `None` when the file is not a
+/// trace (JSON without `traceEvents`, or not JSON at all).
+pub fn read_head(path: &Path) -> io::Result<Option<Header>> {
+    let (src, gzip) = open(path)?;
+    let mut s = Scanner::new(src);
+    s.head_only = true;
+    let mut report = ReadReport::new(path, gzip);
+    s.run(&mut report, &mut |_| {});
+    Ok(s.reached_events.then_some(report.header))
+}
+
+/// Reads a trace from any byte stream (`gzip` only labels the report).
+pub fn read_from(
+    path: &Path,
+    src: Box<dyn Read>,
+    gzip: bool,
+    mut on_event: impl FnMut(&Event<'_>),
+) -> ReadReport {
+    let mut s = Scanner::new(src);
+    let mut report = ReadReport::new(path, gzip);
+    s.run(&mut report, &mut on_event);
+    report.bytes = s.base + s.end as u64;
+    report
+}
+
+const CHUNK: usize = 1 << 20;
+
+struct Scanner {
+    src: Box<dyn Read>,
+    data: Vec<u8>,
+    /// Everything before `pos` is consumed.
+    pos: usize,
+    /// `data[..end]` holds read bytes.
+    end: usize,
+    /// Stream offset of `data[0]`.
+    base: u64,
+    eof: bool,
+    read_err: Option<io::Error>,
+    /// Stop as soon as the event array starts (for [`read_head`]).
+    head_only: bool,
+    reached_events: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Start,
+    FirstKey,
+    Key,
+    AfterValue,
+    FirstEvent,
+    Event,
+    AfterEvent,
+    Done,
+}
+
+impl Scanner {
+    fn new(src: Box<dyn Read>) -> Self {
+        Scanner {
+            src,
+            data: vec![0; CHUNK],
+            pos: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            read_err: None,
+            head_only: false,
+            reached_events: false,
+        }
+    }
+
+    /// Moves unconsumed bytes to the front and reads more. False when no byte was added.
+    fn fill(&mut self) -> bool {
+        if self.eof {
+            return false;
+        }
+        if self.pos > 0 {
+            self.data.copy_within(self.pos..self.end, 0);
+            self.base += self.pos as u64;
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        if self.end + CHUNK / 4 > self.data.len() {
+            let n = (self.data.len() * 2).max(CHUNK);
+            self.data.resize(n, 0);
+        }
+        loop {
+            match self.src.read(&mut self.data[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return false;
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.eof = true;
+                    self.read_err = Some(e);
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// The damage to report when the data ran out inside the document.
+    fn ran_out(&mut self) -> Damage {
+        let at = self.base + self.end as u64;
+        match self.read_err.take() {
+            Some(e) if e.kind() != io::ErrorKind::UnexpectedEof => Damage::Gzip {
+                at,
+                msg: e.to_string(),
+            },
+            _ => Damage::Truncated { at },
+        }
+    }
+
+    fn run(&mut self, report: &mut ReadReport, on_event: &mut dyn FnMut(&Event<'_>)) {
+        let mut fields: Vec<Field> = Vec::with_capacity(16);
+        let mut state = State::Start;
+        loop {
+            let b = &self.data[..self.end];
+            let i = json::skip_ws(b, self.pos);
+            if i == b.len() {
+                self.pos = i;
+                if self.fill() {
+                    continue;
+                }
+                if state == State::Done {
+                    return;
+                }
+                // A bare array may legally end without its closing bracket.
+                let open_array = !report.header.object_form
+                    && matches!(state, State::Event | State::AfterEvent | State::FirstEvent);
+                if !(open_array && self.read_err.is_none()) {
+                    report.damage = Some(self.ran_out());
+                }
+                return;
+            }
+            let abs = |x: usize| self.base + x as u64;
+            let invalid = |at: usize, msg: &str| {
+                Some(Damage::InvalidJson {
+                    at: abs(at),
+                    msg: msg.to_string(),
+                })
+            };
+            let c = b[i];
+            let step: Result<(usize, State), Stop> = match state {
+                State::Start => {
+                    if b[i..].starts_with(&[0xEF, 0xBB, 0xBF]) {
+                        Ok((i + 3, State::Start))
+                    } else if b.len() - i < 3 && [0xEF, 0xBB, 0xBF].starts_with(&b[i..]) {
+                        Err(Stop::Incomplete)
+                    } else {
+                        match c {
+                            b'{' => {
+                                report.header.object_form = true;
+                                Ok((i + 1, State::FirstKey))
+                            }
+                            b'[' => Ok((i + 1, State::FirstEvent)),
+                            _ => Err(Stop::Invalid(i, "expected '{' or '[' at the start of a trace")),
+                        }
+                    }
+                }
+                State::FirstKey if c == b'}' => Ok((i + 1, State::Done)),
+                State::FirstKey | State::Key => {
+                    if c != b'"' {
+                        Err(Stop::Invalid(i, "expected a string key"))
+                    } else {
+                        key_value(b, i, &mut report.header)
+                    }
+                }
+                State::AfterValue => match c {
+                    b',' => Ok((i + 1, State::Key)),
+                    b'}' => Ok((i + 1, State::Done)),
+                    _ => Err(Stop::Invalid(i, "expected ',' or '}'")),
+                },
+                State::FirstEvent if c == b']' => Ok((i + 1, after_events(report))),
+                State::FirstEvent | State::Event => {
+                    if c == b'{' {
+                        match json::scan_object(b, i, &mut fields) {
+                            Ok(end) => {
+                                match Event::from_fields(&b[i..end], abs(i), &fields) {
+                                    Ok(ev) => {
+                                        report.events += 1;
+                                        on_event(&ev);
+                                    }
+                                    Err(e) => reject(report, abs(i + e.at), e.msg),
+                                }
+                                Ok((end, State::AfterEvent))
+                            }
+                            Err(e) => Err(e),
+                        }
+                    } else {
+                        match json::skip_value(b, i) {
+                            Ok((end, _)) => {
+                                reject(report, abs(i), "event is not a JSON object".into());
+                                Ok((end, State::AfterEvent))
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                }
+                State::AfterEvent => match c {
+                    b',' => Ok((i + 1, State::Event)),
+                    b']' => Ok((i + 1, after_events(report))),
+                    _ => Err(Stop::Invalid(i, "expected ',' or ']' between events")),
+                },
+                State::Done => Err(Stop::Invalid(i, "unexpected data after the end of the trace")),
+            };
+            match step {
+                Ok((next, st)) => {
+                    self.pos = next;
+                    state = st;
+                    if st == State::FirstEvent {
+                        self.reached_events = true;
+                        if self.head_only {
+                            return;
+                        }
+                    }
+                }
+                Err(Stop::Incomplete) => {
+                    self.pos = i;
+                    if !self.fill() {
+                        report.damage = Some(self.ran_out());
+                        return;
+                    }
+                }
+                Err(Stop::Invalid(at, msg)) => {
+                    report.damage = invalid(at, msg);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn reject(report: &mut ReadReport, offset: u64, msg: String) {
+    report.rejected += 1;
+    if report.problems.len() < MAX_PROBLEMS {
+        report.problems.push(Problem { offset, msg });
+    }
+}
+
+fn after_events(report: &ReadReport) -> State {
+    if report.header.object_form {
+        State::AfterValue
+    } else {
+        State::Done
+    }
+}
+
+/// Parses `"key": value` at `b[i]`. For `traceEvents` it stops after the opening bracket.
+fn key_value(b: &[u8], i: usize, header: &mut Header) -> Result<(usize, State), Stop> {
+    let (kend, escaped) = json::scan_string(b, i)?;
+    let key_raw = std::str::from_utf8(&b[i + 1..kend - 1])
+        .map_err(|_| Stop::Invalid(i, "invalid UTF-8 in a key"))?;
+    let key = if escaped {
+        json::unescape(key_raw)
+    } else {
+        key_raw.to_string()
+    };
+    let mut j = json::skip_ws(b, kend);
+    match b.get(j) {
+        None => return Err(Stop::Incomplete),
+        Some(b':') => j = json::skip_ws(b, j + 1),
+        Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
+    }
+    if j >= b.len() {
+        return Err(Stop::Incomplete);
+    }
+    if key == "traceEvents" {
+        return if b[j] == b'[' {
+            Ok((j + 1, State::FirstEvent))
+        } else {
+            Err(Stop::Invalid(j, "\"traceEvents\" is not an array"))
+        };
+    }
+    let (vend, kind) = json::skip_value(b, j)?;
+    let raw = std::str::from_utf8(&b[j..vend])
+        .map_err(|e| Stop::Invalid(j + e.valid_up_to(), "invalid UTF-8"))?
+        .to_string();
+    match key.as_str() {
+        "schemaVersion" => header.schema_version = raw.parse().ok(),
+        "baseTimeNanoseconds" => {
+            header.base_time_ns = Some(
+                raw.parse()
+                    .map_err(|_| Stop::Invalid(j, "baseTimeNanoseconds is not a 64-bit integer"))?,
+            )
+        }
+        "displayTimeUnit" => {
+            header.display_time_unit = match kind {
+                json::Kind::Str { .. } => Some(raw.trim_matches('"').to_string()),
+                _ => None,
+            }
+        }
+        "deviceProperties" => header.device_properties = Some(raw),
+        "distributedInfo" => header.distributed_info = Some(raw),
+        _ => header.other.push((key, raw)),
+    }
+    Ok((vend, State::AfterValue))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_bytes(b: &[u8]) -> (ReadReport, Vec<String>) {
+        let mut names = Vec::new();
+        let r = read_from(
+            Path::new("t.json"),
+            Box::new(io::Cursor::new(b.to_vec())),
+            false,
+            |e| names.push(e.name.to_string()),
+        );
+        (r, names)
+    }
+
+    #[test]
+    fn object_form_with_header_on_both_sides() {
+        let doc = br#"{"schemaVersion": 1, "distributedInfo": {"rank": 3}, "traceEvents": [
+            {"ph": "X", "name": "a", "ts": 1, "dur": 2},
+            {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}
+        ], "baseTimeNanoseconds": 1700000000000000000, "displayTimeUnit": "ms", "traceName": "t"}"#;
+        let (r, names) = read_bytes(doc);
+        assert_eq!(names, ["a", "process_name"]);
+        assert!(r.damage.is_none() && r.rejected == 0, "{r}");
+        assert_eq!(r.header.base_time_ns, Some(1_700_000_000_000_000_000));
+        assert_eq!(r.header.distributed_rank(), Some(3));
+        assert_eq!(r.header.display_time_unit.as_deref(), Some("ms"));
+        assert_eq!(r.header.other, [("traceName".to_string(), "\"t\"".to_string())]);
+    }
+
+    #[test]
+    fn bare_array_may_lack_its_closing_bracket() {
+        let (r, names) = read_bytes(br#"[{"ph": "i", "ts": 1, "name": "a"}, {"ph": "i", "ts": 2, "name": "b"},"#);
+        assert_eq!(names, ["a", "b"]);
+        assert!(r.damage.is_none());
+    }
+
+    #[test]
+    fn truncated_object_keeps_complete_events() {
+        let doc = br#"{"traceEvents": [{"ph": "i", "ts": 1, "name": "a"}, {"ph": "i", "ts": 2, "na"#;
+        let (r, names) = read_bytes(doc);
+        assert_eq!(names, ["a"]);
+        assert_eq!(r.damage, Some(Damage::Truncated { at: doc.len() as u64 }));
+        assert_eq!(
+            r.notes()[0],
+            format!("salvaged 1 events; t.json is truncated at byte {}", doc.len())
+        );
+    }
+
+    #[test]
+    fn invalid_event_is_skipped_and_reading_goes_on() {
+        let doc = br#"{"traceEvents": [{"ph": "i", "ts": "x"}, {"ph": "i", "ts": 2, "name": "b"}]}"#;
+        let (r, names) = read_bytes(doc);
+        assert_eq!(names, ["b"]);
+        assert_eq!(r.rejected, 1);
+        assert_eq!(r.problems[0].offset, 35);
+        assert!(r.damage.is_none());
+    }
+}

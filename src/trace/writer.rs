@@ -1,0 +1,1 @@
+//! Writer (to be filled).
