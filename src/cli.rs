@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
-#[command(name = "rankprof", version, about = "Find out why one GPU rank is slower than the others")]
+#[command(
+    name = "rankprof",
+    version,
+    about = "Find out why one GPU rank is slower than the others"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -38,7 +38,14 @@ impl RankId {
     /// Ordering as SGLang's merger sorts files: DP, EP, PP, TP, then the global rank.
     pub fn sort_key(&self) -> (u32, u32, u32, u32, u32, u32) {
         let z = |v: Option<u32>| v.unwrap_or(0);
-        (z(self.dp), z(self.ep), z(self.pp), z(self.tp), z(self.dcp), z(self.rank))
+        (
+            z(self.dp),
+            z(self.ep),
+            z(self.pp),
+            z(self.tp),
+            z(self.dcp),
+            z(self.rank),
+        )
     }
 
     /// SGLang's `process_sort_index` base: `dp*1e8 + ep*1e6 + pp*1e4 + tp*100` (a GPU adds its
@@ -92,12 +99,8 @@ impl Group {
     /// Ranks absent from a full TP × DP × PP × EP grid, as labels.
     pub fn missing(&self) -> Vec<String> {
         let max = |f: fn(&RankId) -> Option<u32>| self.files.iter().filter_map(|r| f(&r.id)).max();
-        let (Some(tp), dp, pp, ep) = (
-            max(|r| r.tp),
-            max(|r| r.dp),
-            max(|r| r.pp),
-            max(|r| r.ep),
-        ) else {
+        let (Some(tp), dp, pp, ep) = (max(|r| r.tp), max(|r| r.dp), max(|r| r.pp), max(|r| r.ep))
+        else {
             return self.missing_global();
         };
         let mut out = Vec::new();
@@ -329,8 +332,10 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
             continue;
         }
         if name.starts_with("merged-") {
-            d.notes
-                .push(format!("{}: a merged trace, not a rank file; skipped", path.display()));
+            d.notes.push(format!(
+                "{}: a merged trace, not a rank file; skipped",
+                path.display()
+            ));
             continue;
         }
         if name.contains(".async_llm.") {
@@ -486,10 +491,21 @@ fn label_of(id: &RankId, shown: Shown) -> String {
     format!("[{}]", parts.join("-"))
 }
 
-fn finish_group(dir: PathBuf, profile_id: String, stage: Option<String>, mut files: Vec<RankFile>) -> Group {
-    files.sort_by(|a, b| a.id.sort_key().cmp(&b.id.sort_key()).then(a.path.cmp(&b.path)));
+fn finish_group(
+    dir: PathBuf,
+    profile_id: String,
+    stage: Option<String>,
+    mut files: Vec<RankFile>,
+) -> Group {
+    files.sort_by(|a, b| {
+        a.id.sort_key()
+            .cmp(&b.id.sort_key())
+            .then(a.path.cmp(&b.path))
+    });
     // vLLM names every dimension even of size 1: show only those that vary (TP at least).
-    let vllm = files.iter().any(|f| f.naming == Naming::Vllm && f.id.tp.is_some());
+    let vllm = files
+        .iter()
+        .any(|f| f.naming == Naming::Vllm && f.id.tp.is_some());
     let shown = if vllm {
         let varies = |f: fn(&RankId) -> Option<u32>| {
             let mut v: Vec<_> = files.iter().map(|r| f(&r.id)).collect();
@@ -535,10 +551,19 @@ mod tests {
     #[test]
     fn sglang_names() {
         let (n, k, s, id) = p("1795212682.6326063-TP-1.trace.json.gz").unwrap();
-        assert_eq!((n, k.as_str(), s, id.tp, id.dp), (Naming::Sglang, "1795212682.6326063", None, Some(1), None));
+        assert_eq!(
+            (n, k.as_str(), s, id.tp, id.dp),
+            (Naming::Sglang, "1795212682.6326063", None, Some(1), None)
+        );
         let (_, k, _, id) = p("1795213098.719915-TP-1-DP-1.trace.json.gz").unwrap();
-        assert_eq!((k.as_str(), id.tp, id.dp), ("1795213098.719915", Some(1), Some(1)));
+        assert_eq!(
+            (k.as_str(), id.tp, id.dp),
+            ("1795213098.719915", Some(1), Some(1))
+        );
         let (_, k, s, id) = p("bystage-1-TP-0-EXTEND.trace.json.gz").unwrap();
-        assert_eq!((k.as_str(), s.as_deref(), id.tp), ("bystage-1", Some("EXTEND"), Some(0)));
+        assert_eq!(
+            (k.as_str(), s.as_deref(), id.tp),
+            ("bystage-1", Some("EXTEND"), Some(0))
+        );
     }
 }

@@ -159,7 +159,11 @@ fn bad(at: usize, msg: impl Into<String>) -> EventError {
 impl<'a> Event<'a> {
     /// Builds the view over a scanned object. `raw` must be the object's bytes and `fields` its
     /// fields as found by [`json::scan_object`].
-    pub fn from_fields(raw: &'a [u8], offset: u64, fields: &'a [Field]) -> Result<Self, EventError> {
+    pub fn from_fields(
+        raw: &'a [u8],
+        offset: u64,
+        fields: &'a [Field],
+    ) -> Result<Self, EventError> {
         let raw = match std::str::from_utf8(raw) {
             Ok(s) => s,
             Err(e) => return Err(bad(e.valid_up_to(), "invalid UTF-8")),
@@ -328,7 +332,9 @@ mod tests {
         assert_eq!(ev.end(), Some(Ns(1_020_750)));
         assert_eq!(ev.arg("correlation").and_then(|v| v.as_i64()), Some(99));
         assert_eq!(
-            ev.arg("Collective name").and_then(|v| v.as_str()).map(|s| s.to_string()),
+            ev.arg("Collective name")
+                .and_then(|v| v.as_str())
+                .map(|s| s.to_string()),
             Some("allreduce".to_string())
         );
         assert!(ev.arg("missing").is_none());
@@ -337,8 +343,11 @@ mod tests {
     #[test]
     fn rejects_bad_fields_with_position() {
         let mut f = Vec::new();
-        let e = scan_event(br#"{"ph": "X", "ts": 1, "dur": 1, "pid": 123456789012345678901234}"#, &mut f)
-            .unwrap_err();
+        let e = scan_event(
+            br#"{"ph": "X", "ts": 1, "dur": 1, "pid": 123456789012345678901234}"#,
+            &mut f,
+        )
+        .unwrap_err();
         assert!(e.msg.contains("beyond 64 bits"), "{e:?}");
         assert_eq!(e.at, 38);
         let e = scan_event(br#"{"ph": "X", "ts": "1", "dur": 1}"#, &mut f).unwrap_err();

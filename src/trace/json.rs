@@ -23,7 +23,9 @@ pub type Scan<T> = Result<T, Stop>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// A string; the field's value range is the text between the quotes.
-    Str { escaped: bool },
+    Str {
+        escaped: bool,
+    },
     Num,
     Obj,
     Arr,
@@ -353,10 +355,22 @@ mod tests {
 
     #[test]
     fn rejects_nan_and_garbage() {
-        assert!(matches!(skip_value(br#"{"a": NaN}"#, 0), Err(Stop::Invalid(6, _))));
-        assert!(matches!(skip_value(br#"{"a": 1 "b": 2}"#, 0), Err(Stop::Invalid(8, _))));
-        assert!(matches!(skip_value(br#"{"a": tx}"#, 0), Err(Stop::Invalid(6, _))));
-        assert!(matches!(skip_value(br#"{"a": 01}"#, 0), Err(Stop::Invalid(7, _))));
+        assert!(matches!(
+            skip_value(br#"{"a": NaN}"#, 0),
+            Err(Stop::Invalid(6, _))
+        ));
+        assert!(matches!(
+            skip_value(br#"{"a": 1 "b": 2}"#, 0),
+            Err(Stop::Invalid(8, _))
+        ));
+        assert!(matches!(
+            skip_value(br#"{"a": tx}"#, 0),
+            Err(Stop::Invalid(6, _))
+        ));
+        assert!(matches!(
+            skip_value(br#"{"a": 01}"#, 0),
+            Err(Stop::Invalid(7, _))
+        ));
     }
 
     #[test]
@@ -376,7 +390,10 @@ mod tests {
 
     #[test]
     fn unescapes() {
-        assert_eq!(unescape(r#"a\"b\\c\u00e9\ud83d\ude00"#), "a\"b\\c\u{e9}\u{1F600}");
+        assert_eq!(
+            unescape(r#"a\"b\\c\u00e9\ud83d\ude00"#),
+            "a\"b\\c\u{e9}\u{1F600}"
+        );
         let mut o = Vec::new();
         write_string(&mut o, "a\"b\n");
         assert_eq!(o, br#""a\"b\n""#);
