@@ -35,7 +35,7 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Demo(a) => crate::report::demo::run(&a),
         Command::Analyze(_) => anyhow::bail!("analyze is not built yet"),
         Command::Compare(_) => anyhow::bail!("compare is not built yet"),
-        Command::Capture(_) => anyhow::bail!("capture is not built yet"),
-        Command::Nsys(_) => anyhow::bail!("nsys is not built yet"),
+        Command::Capture(c) => crate::capture::run(&c),
+        Command::Nsys(c) => crate::capture::nsys::run(&c),
     }
 }

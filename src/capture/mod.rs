@@ -1,1 +1,41 @@
-//! capture (to be filled).
+//! `rankprof capture` and `rankprof nsys`: drive the profilers of running servers.
+//!
+//! People profiling an SGLang or vLLM deployment read the router port from a log, loop over
+//! `GET /workers` with curl, send requests by hand, guess when the traces are flushed, then merge
+//! them with other tools. `capture run` does the loop in one command and says what went wrong
+//! per server:
+//!
+//! 1. [`workers`] finds the servers (router `GET /workers`, `--worker-url`, `--from-log`),
+//!    one per DP-aware `url@N` group;
+//! 2. [`dialect`] knows what SGLang and vLLM expect and what their answers mean (a 500 after
+//!    `num_steps` is success; vLLM's 404 means no `--profiler-config`);
+//! 3. [`fanout`] calls every server at once, each with its own timeout;
+//! 4. [`session`] orders start → [`load`] → stop → [`flush`] wait → merge and analyze;
+//! 5. [`report`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
+//!    2 usage);
+//! 6. [`nsys`] does the same for Nsight Systems sessions.
+//!
+//! Capture does not look inside traces: it hands the directory to `merge` and `analyze`
+//! through [`session::merge_and_analyze`].
+
+pub mod dialect;
+pub mod fanout;
+pub mod flush;
+pub mod load;
+pub mod nsys;
+pub mod report;
+pub mod session;
+pub mod workers;
+
+use anyhow::Result;
+
+use crate::cli::CaptureCommand;
+
+/// Runs one `capture` subcommand, prints its table (or JSON) and returns the exit code.
+pub fn run(c: &CaptureCommand) -> Result<i32> {
+    match c {
+        CaptureCommand::Start(a) => session::print_outcome(&session::start(a)?, a.targets.json),
+        CaptureCommand::Stop(a) => session::print_outcome(&session::stop(a)?, a.targets.json),
+        CaptureCommand::Run(a) => session::print_run(&session::run(a)?, a.targets.json),
+    }
+}

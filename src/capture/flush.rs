@@ -1,0 +1,202 @@
+//! Knowing when the traces are written: the profiler answers `stop` before (vLLM, shared file
+//! systems) or while its files grow, so `capture run` snapshots the output directory before it
+//! starts and afterwards waits until enough new trace files are there and none has changed size
+//! for a quiet period.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+/// Size and modification time of every trace file in a directory.
+pub type Snapshot = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
+
+/// `*.json` or `*.json.gz` (Kineto, SGLang, vLLM and merged traces).
+pub fn is_trace_name(name: &str) -> bool {
+    name.ends_with(".json") || name.ends_with(".json.gz")
+}
+
+/// The trace files directly in `dir` (an absent directory is empty).
+pub fn snapshot(dir: &Path) -> Snapshot {
+    let mut out = Snapshot::new();
+    let Ok(rd) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !is_trace_name(name) {
+            continue;
+        }
+        if let Ok(md) = e.metadata() {
+            if md.is_file() {
+                out.insert(e.path(), (md.len(), md.modified().ok()));
+            }
+        }
+    }
+    out
+}
+
+/// Files that are new or changed since `before`, with their sizes.
+pub fn new_files(before: &Snapshot, now: &Snapshot) -> Vec<(PathBuf, u64)> {
+    now.iter()
+        .filter(|(p, v)| before.get(*p) != Some(v))
+        .map(|(p, (size, _))| (p.clone(), *size))
+        .collect()
+}
+
+fn is_merged(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("merged-"))
+}
+
+/// What the wait saw.
+#[derive(Clone, Debug, Serialize)]
+pub struct Flushed {
+    pub dir: PathBuf,
+    /// New or changed trace files and their final sizes.
+    pub files: Vec<(PathBuf, u64)>,
+    /// At least the expected number of rank files appeared and stopped growing.
+    pub complete: bool,
+    pub waited_ms: u64,
+}
+
+impl Flushed {
+    /// Rank files (not `merged-*`).
+    pub fn rank_files(&self) -> usize {
+        self.files.iter().filter(|(p, _)| !is_merged(p)).count()
+    }
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|(_, s)| s).sum()
+    }
+}
+
+/// Waits until at least `expect` new rank files are in `dir` and none has changed for `settle`,
+/// or `timeout` passes. Shows a spinner on stderr when it is a terminal.
+pub fn wait(
+    dir: &Path,
+    before: &Snapshot,
+    expect: usize,
+    settle: Duration,
+    timeout: Duration,
+) -> Flushed {
+    let t0 = Instant::now();
+    let poll = Duration::from_millis(100).min(settle.max(Duration::from_millis(10)));
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let mut last: Vec<(PathBuf, u64)> = Vec::new();
+    let mut last_change = Instant::now();
+    loop {
+        let now = new_files(before, &snapshot(dir));
+        if now != last {
+            last = now;
+            last_change = Instant::now();
+        }
+        let ranks = last.iter().filter(|(p, _)| !is_merged(p)).count();
+        let bytes: u64 = last.iter().map(|(_, s)| s).sum();
+        bar.set_message(format!(
+            "waiting for traces in {}: {ranks}/{expect} files, {:.1} MB",
+            dir.display(),
+            bytes as f64 / 1e6
+        ));
+        bar.tick();
+        let complete = ranks >= expect.max(1) && last_change.elapsed() >= settle;
+        if complete || t0.elapsed() >= timeout {
+            bar.finish_and_clear();
+            return Flushed {
+                dir: dir.to_path_buf(),
+                files: last,
+                complete,
+                waited_ms: t0.elapsed().as_millis() as u64,
+            };
+        }
+        std::thread::sleep(poll);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn waits_for_a_growing_file_to_settle() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("old-TP-0.trace.json.gz"), b"old").unwrap();
+        fs::write(dir.path().join("notes.txt"), b"not a trace").unwrap();
+        let before = snapshot(dir.path());
+        assert_eq!(before.len(), 1);
+        let path = dir.path().join("new-TP-0.trace.json.gz");
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut f = fs::File::create(&path).unwrap();
+                for _ in 0..4 {
+                    f.write_all(&[b'x'; 1000]).unwrap();
+                    f.flush().unwrap();
+                    std::thread::sleep(Duration::from_millis(150));
+                }
+            })
+        };
+        let got = wait(
+            dir.path(),
+            &before,
+            1,
+            Duration::from_millis(400),
+            Duration::from_secs(20),
+        );
+        writer.join().unwrap();
+        assert!(got.complete);
+        // it did not stop before the writer finished: the final size is there
+        assert_eq!(got.files, vec![(path, 4000)]);
+        assert_eq!(got.rank_files(), 1);
+    }
+
+    #[test]
+    fn gives_up_after_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = snapshot(dir.path());
+        let got = wait(
+            dir.path(),
+            &before,
+            2,
+            Duration::from_millis(50),
+            Duration::from_millis(300),
+        );
+        assert!(!got.complete);
+        assert!(got.files.is_empty());
+        // an absent directory is just empty
+        let got = wait(
+            &dir.path().join("nope"),
+            &before,
+            1,
+            Duration::from_millis(10),
+            Duration::from_millis(50),
+        );
+        assert!(!got.complete);
+    }
+
+    #[test]
+    fn merged_files_do_not_count_as_ranks() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = snapshot(dir.path());
+        fs::write(dir.path().join("merged-1.trace.json.gz"), b"m").unwrap();
+        let got = wait(
+            dir.path(),
+            &before,
+            1,
+            Duration::from_millis(10),
+            Duration::from_millis(200),
+        );
+        assert!(!got.complete);
+        assert_eq!(got.files.len(), 1);
+        assert_eq!(got.rank_files(), 0);
+    }
+}

@@ -1,0 +1,648 @@
+//! One capture from start to finish: start every server's profiler, drive load, wait (for
+//! `--duration`, the load, or `num_steps`), stop, wait until the trace files stop growing,
+//! then merge and analyze them ([`merge_and_analyze`], the single hand-over to the rest of
+//! rankprof). `capture start` and `capture stop` are the first and middle steps on their own.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use super::dialect::{self, Dialect};
+use super::fanout::{fan_out, Http};
+use super::flush::{self, Flushed, Snapshot};
+use super::load::{self, LoadReport, Plan};
+use super::report::{self, Call, WorkerRow};
+use super::workers::{self, is_loopback, Worker};
+use crate::cli::{
+    Align, AnalyzeArgs, Backend, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets,
+    Command, MergeArgs, ProfileSettings,
+};
+use crate::commands::exit;
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(if s.is_finite() && s > 0.0 { s } else { 0.001 })
+}
+
+/// Asks a server which dialect it speaks (`--backend auto`); `Err` is the failed probe.
+pub fn probe(http: &Http, url: &str, timeout: Duration) -> Result<Dialect, Call> {
+    let a = http.get(&format!("{url}{}", dialect::PROBE_SGLANG), timeout);
+    if a.failure.is_some() && a.status.is_none() {
+        return Err(Call::from_answer(
+            dialect::PROBE_SGLANG,
+            &a,
+            false,
+            String::new(),
+        ));
+    }
+    if let Some(d) = dialect::detect(a.status, None) {
+        return Ok(d);
+    }
+    let b = http.get(&format!("{url}{}", dialect::PROBE_MODELS), timeout);
+    match dialect::detect(a.status, Some((b.status, &b.body))) {
+        Some(d) => Ok(d),
+        None => {
+            let mut c = Call::from_answer(dialect::PROBE_MODELS, &b, false, String::new());
+            let show =
+                |s: Option<u16>| s.map_or_else(|| "no answer".to_string(), |s| s.to_string());
+            c.note = format!(
+                "cannot tell SGLang from vLLM ({} {}, {} {}): pass --backend",
+                dialect::PROBE_SGLANG,
+                show(a.status),
+                dialect::PROBE_MODELS,
+                show(b.status)
+            );
+            Err(c)
+        }
+    }
+}
+
+fn dialect_for(
+    http: &Http,
+    row: &mut WorkerRow,
+    backend: Backend,
+    timeout: Duration,
+) -> Option<Dialect> {
+    let d = match backend {
+        Backend::Sglang => Dialect::Sglang,
+        Backend::Vllm => Dialect::Vllm,
+        Backend::Auto => match probe(http, &row.url, timeout) {
+            Ok(d) => d,
+            Err(c) => {
+                row.probe = Some(c);
+                return None;
+            }
+        },
+    };
+    row.backend = Some(d);
+    Some(d)
+}
+
+/// Where each dialect writes: SGLang where it is told (`sglang`), vLLM in its own
+/// `torch_profiler_dir` (`vllm`, = `--output-dir`).
+#[derive(Clone, Debug, Default)]
+pub struct Dirs {
+    pub sglang: Option<PathBuf>,
+    pub vllm: Option<PathBuf>,
+    /// `OUTPUT_DIR/step_N` when `--step` is given.
+    pub step: Option<PathBuf>,
+}
+
+impl Dirs {
+    pub fn new(p: &ProfileSettings) -> Result<Dirs> {
+        let Some(base) = &p.output_dir else {
+            if p.step.is_some() {
+                bail!("--step needs --output-dir");
+            }
+            return Ok(Dirs::default());
+        };
+        let base = std::path::absolute(base)
+            .with_context(|| format!("bad --output-dir {}", base.display()))?;
+        let step = p.step.map(|n| base.join(format!("step_{n}")));
+        Ok(Dirs {
+            sglang: Some(step.clone().unwrap_or_else(|| base.clone())),
+            vllm: Some(base),
+            step,
+        })
+    }
+
+    fn of(&self, d: Dialect) -> Option<&Path> {
+        match d {
+            Dialect::Sglang => self.sglang.as_deref(),
+            Dialect::Vllm => self.vllm.as_deref(),
+        }
+    }
+}
+
+/// Starts one server's profiler (probing its dialect first with `--backend auto`).
+pub fn start_one(
+    http: &Http,
+    w: &Worker,
+    t: &CaptureTargets,
+    p: &ProfileSettings,
+    dirs: &Dirs,
+) -> WorkerRow {
+    let timeout = secs(t.timeout);
+    let mut row = WorkerRow::new(w);
+    let Some(d) = dialect_for(http, &mut row, t.backend, timeout) else {
+        return row;
+    };
+    let body = dialect::start_body(d, p, dirs.sglang.as_deref());
+    let a = http.post(
+        &format!("{}{}", w.url, dialect::START),
+        body.as_ref(),
+        timeout,
+    );
+    let v = match a.status {
+        Some(s) => dialect::start_verdict(d, s, &a.body, dirs.of(d)),
+        None => dialect::Verdict {
+            ok: false,
+            note: String::new(),
+        },
+    };
+    let mut note = v.note;
+    if d == Dialect::Vllm && v.ok && (p.num_steps.is_some() || p.start_step.is_some()) {
+        note = "vLLM takes no profile settings over HTTP (set them in --profiler-config)".into();
+    }
+    row.start = Some(Call::from_answer(dialect::START, &a, v.ok, note));
+    row
+}
+
+/// Stops one server's profiler: `/stop_profile`, SGLang's `/end_profile` after a 404.
+pub fn stop_one(
+    http: &Http,
+    row: &mut WorkerRow,
+    backend: Backend,
+    auto_stop: bool,
+    timeout: Duration,
+    dirs: &Dirs,
+) {
+    let d = match row.backend {
+        Some(d) => d,
+        None => match dialect_for(http, row, backend, timeout) {
+            Some(d) => d,
+            None => return,
+        },
+    };
+    let mut route = dialect::STOP;
+    loop {
+        let a = http.post(&format!("{}{route}", row.url), None, timeout);
+        let Some(status) = a.status else {
+            row.stop = Some(Call::from_answer(route, &a, false, String::new()));
+            return;
+        };
+        if dialect::retry_stop_on_old_route(d, route, status) {
+            route = dialect::STOP_OLD;
+            continue;
+        }
+        let v = dialect::stop_verdict(d, status, &a.body, auto_stop, dirs.of(d));
+        row.stop = Some(Call::from_answer(route, &a, v.ok, v.note));
+        return;
+    }
+}
+
+/// The result of `capture start` / `capture stop`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    pub command: &'static str,
+    pub router: Option<String>,
+    pub workers: Vec<WorkerRow>,
+    pub notes: Vec<String>,
+    pub exit_code: i32,
+}
+
+/// `capture start`.
+pub fn start(a: &CaptureStartArgs) -> Result<Outcome> {
+    let http = Http::new();
+    let found = workers::resolve(&http, &a.targets)?;
+    let dirs = Dirs::new(&a.profile)?;
+    let rows = fan_out(&found.workers, "start", |w| {
+        start_one(&http, w, &a.targets, &a.profile, &dirs)
+    });
+    Ok(Outcome {
+        command: "capture start",
+        router: found.router,
+        exit_code: report::exit_code(&rows),
+        workers: rows,
+        notes: found.notes,
+    })
+}
+
+/// `capture stop`.
+pub fn stop(a: &CaptureStopArgs) -> Result<Outcome> {
+    let http = Http::new();
+    let found = workers::resolve(&http, &a.targets)?;
+    let timeout = secs(a.targets.timeout);
+    let dirs = Dirs::default();
+    let rows = fan_out(&found.workers, "stop", |w| {
+        let mut row = WorkerRow::new(w);
+        stop_one(
+            &http,
+            &mut row,
+            a.targets.backend,
+            a.num_steps.is_some(),
+            timeout,
+            &dirs,
+        );
+        row
+    });
+    Ok(Outcome {
+        command: "capture stop",
+        router: found.router,
+        exit_code: report::exit_code(&rows),
+        workers: rows,
+        notes: found.notes,
+    })
+}
+
+/// One merge or analyze hand-over.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Step {
+    /// Its exit code, when it ran.
+    pub code: Option<i32>,
+    pub note: String,
+}
+
+/// What [`merge_and_analyze`] did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PostProcess {
+    pub merge: Step,
+    pub analyze: Step,
+    /// `merged-*` files that appeared in the directory.
+    pub merged: Vec<PathBuf>,
+}
+
+impl PostProcess {
+    /// 0, or the worst code merge/analyze returned (an error counts as 1, "not built" as 0).
+    pub fn code(&self) -> i32 {
+        [&self.merge, &self.analyze]
+            .iter()
+            .filter_map(|s| s.code)
+            .max()
+            .unwrap_or(exit::OK)
+    }
+}
+
+fn hand_over(what: &str, cmd: Command) -> Step {
+    match crate::commands::run(cmd) {
+        Ok(code) => Step {
+            code: Some(code),
+            note: String::new(),
+        },
+        // The stage is being written in parallel: a warning, not a failure, until it lands.
+        Err(e) if e.to_string().contains("not built yet") => Step {
+            code: None,
+            note: format!("warning: {what} skipped: {e}"),
+        },
+        Err(e) => Step {
+            code: Some(exit::FAILED),
+            note: format!("{what} failed: {e:#}"),
+        },
+    }
+}
+
+/// The one place `capture run` hands its traces to the rest of rankprof: merges every profile in
+/// `dir` (default merge settings) and analyzes the result. Capture knows nothing of the
+/// analysis internals; it runs the same commands a user would.
+pub fn merge_and_analyze(dir: &Path) -> PostProcess {
+    let before: Snapshot = flush::snapshot(dir);
+    let merge = hand_over(
+        "merge",
+        Command::Merge(MergeArgs {
+            profile_dir: Some(dir.to_path_buf()),
+            files: Vec::new(),
+            profile_id: None,
+            stage: None,
+            output: None,
+            recursive: false,
+            align: Align::Base,
+            ranks: None,
+            window: None,
+            steps: None,
+            drop_cat: Vec::new(),
+            gpu_only: false,
+            strict: false,
+            level: 1,
+            jobs: None,
+        }),
+    );
+    let merged: Vec<PathBuf> = flush::new_files(&before, &flush::snapshot(dir))
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("merged-"))
+        })
+        .collect();
+    // INTEGRATION(analyze): point the analysis at `dir` (its rank files, or `merged`) once
+    // `AnalyzeArgs` has its fields; this is the only line that needs to change.
+    let analyze = hand_over("analyze", Command::Analyze(AnalyzeArgs::default()));
+    PostProcess {
+        merge,
+        analyze,
+        merged,
+    }
+}
+
+/// The result of `capture run`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunOutcome {
+    pub command: &'static str,
+    pub router: Option<String>,
+    pub workers: Vec<WorkerRow>,
+    pub load: Option<LoadReport>,
+    pub traces: Vec<Flushed>,
+    /// Where the traces of this capture are (the step folder with `--step`).
+    pub trace_dir: Option<PathBuf>,
+    pub post: Option<PostProcess>,
+    pub notes: Vec<String>,
+    pub exit_code: i32,
+}
+
+/// Where load goes: the router, else every started server, round-robin.
+fn load_plan(
+    http: &Http,
+    a: &CaptureRunArgs,
+    router: Option<&str>,
+    rows: &[WorkerRow],
+) -> Result<Plan, String> {
+    let started: Vec<(String, Dialect)> = rows
+        .iter()
+        .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
+        .filter_map(|r| r.backend.map(|d| (r.url.clone(), d)))
+        .collect();
+    let Some((_, first)) = started.first().cloned() else {
+        return Err("no server started".into());
+    };
+    let targets = match router {
+        Some(r) => vec![(r.to_string(), first)],
+        None => started,
+    };
+    let timeout = secs(a.targets.timeout.max(300.0));
+    let mut model = a.model.clone();
+    if model.is_none() && targets.iter().any(|(_, d)| *d == Dialect::Vllm) {
+        let (base, _) = &targets[0];
+        let ans = http.get(
+            &format!("{base}{}", dialect::PROBE_MODELS),
+            secs(a.targets.timeout),
+        );
+        model = dialect::first_model(&ans.body);
+        if model.is_none() {
+            return Err(format!(
+                "cannot read the model name from {base}{}: pass --model",
+                dialect::PROBE_MODELS
+            ));
+        }
+    }
+    Ok(Plan {
+        targets,
+        model,
+        requests: a.requests,
+        concurrency: a.concurrency.unwrap_or(32).max(1),
+        prompt: a.prompt.clone(),
+        max_tokens: a.max_tokens,
+        timeout,
+    })
+}
+
+/// A directory that will be watched for this capture's trace files.
+struct Watch {
+    dir: PathBuf,
+    before: Snapshot,
+    dialect: Dialect,
+}
+
+fn sleep_for(d: Duration) {
+    let end = Instant::now() + d;
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        std::thread::sleep(left.min(Duration::from_millis(200)));
+    }
+}
+
+/// `capture run`.
+pub fn run(a: &CaptureRunArgs) -> Result<RunOutcome> {
+    let p = &a.profile;
+    if p.output_dir.is_none() && !a.no_merge {
+        bail!("capture run needs --output-dir: a directory the servers write to and this machine can read (or --no-merge)");
+    }
+    if a.requests == 0 && a.duration.is_none() && p.num_steps.is_none() {
+        bail!("capture run needs to know when to stop: give --requests N, --duration SECS or --num-steps N");
+    }
+    let http = Http::new();
+    let found = workers::resolve(&http, &a.targets)?;
+    let dirs = Dirs::new(p)?;
+    let all_local = found.workers.iter().all(|w| is_loopback(&w.url));
+    let mut notes = found.notes.clone();
+    // Snapshot before starting: files already there are not this capture's.
+    let watches: Vec<Watch> = [Dialect::Sglang, Dialect::Vllm]
+        .into_iter()
+        .filter_map(|d| {
+            dirs.of(d).map(|dir| Watch {
+                dir: dir.to_path_buf(),
+                before: flush::snapshot(dir),
+                dialect: d,
+            })
+        })
+        .collect();
+
+    let mut rows = fan_out(&found.workers, "start", |w| {
+        start_one(&http, w, &a.targets, p, &dirs)
+    });
+    let started = rows
+        .iter()
+        .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
+        .count();
+    let auto_stop = p.num_steps.is_some();
+    let stop_timeout = secs(a.stop_timeout);
+    let settle = secs(a.settle);
+    let flush_timeout = secs(a.flush_timeout);
+    let mut load_report = None;
+
+    if started == 0 {
+        notes.push("no server started profiling".into());
+    } else {
+        let plan = if a.requests > 0 {
+            match load_plan(&http, a, found.router.as_deref(), &rows) {
+                Ok(plan) => Some(plan),
+                Err(e) => {
+                    notes.push(format!("load skipped: {e}"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let cancel = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let handle = plan
+                .as_ref()
+                .map(|plan| s.spawn(|| load::drive(&http, plan, &cancel)));
+            if let Some(d) = a.duration {
+                sleep_for(secs(d));
+                cancel.store(true, Ordering::Relaxed);
+            } else if let Some(h) = handle.as_ref() {
+                while !h.is_finished() {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            } else if auto_stop {
+                // No load of our own: wait until SGLang has profiled num_steps and written them.
+                let expect = rows
+                    .iter()
+                    .filter(|r| {
+                        r.start.as_ref().is_some_and(|c| c.ok) && r.backend == Some(Dialect::Sglang)
+                    })
+                    .count();
+                if let Some(w) = watches.iter().find(|w| w.dialect == Dialect::Sglang) {
+                    if expect > 0 && (w.dir.is_dir() || all_local) {
+                        let f = flush::wait(&w.dir, &w.before, expect, settle, flush_timeout);
+                        if !f.complete {
+                            notes.push(format!(
+                                "num_steps not reached within --flush-timeout ({} of {expect} servers wrote traces)",
+                                f.rank_files()
+                            ));
+                        }
+                    }
+                }
+            }
+            let needs_stop: Vec<usize> =
+                (0..rows.len()).filter(|&i| rows[i].needs_stop()).collect();
+            let stopped = fan_out(&needs_stop, "stop", |&i| {
+                let mut r = rows[i].clone();
+                stop_one(
+                    &http,
+                    &mut r,
+                    a.targets.backend,
+                    auto_stop,
+                    stop_timeout,
+                    &dirs,
+                );
+                r
+            });
+            for (i, r) in needs_stop.into_iter().zip(stopped) {
+                rows[i] = r;
+            }
+            cancel.store(true, Ordering::Relaxed);
+            load_report = handle.and_then(|h| h.join().ok());
+        });
+    }
+
+    // Wait for the files of every server that stopped.
+    let mut traces = Vec::new();
+    let mut code = report::exit_code(&rows);
+    if !a.no_merge {
+        for w in &watches {
+            let expect = rows
+                .iter()
+                .filter(|r| r.backend == Some(w.dialect) && r.stop.as_ref().is_some_and(|c| c.ok))
+                .count();
+            if expect == 0 {
+                continue;
+            }
+            if !w.dir.is_dir() && !all_local {
+                notes.push(format!(
+                    "{} is not on this machine: the traces stay on the servers (use a shared directory to collect them)",
+                    w.dir.display()
+                ));
+                continue;
+            }
+            let f = flush::wait(&w.dir, &w.before, expect, settle, flush_timeout);
+            if !f.complete {
+                notes.push(format!(
+                    "only {} trace files (of at least {expect}) appeared in {} within --flush-timeout",
+                    f.rank_files(),
+                    w.dir.display()
+                ));
+                code = code.max(exit::FAILED);
+            }
+            traces.push(f);
+        }
+    }
+
+    // vLLM writes into its own directory: move this capture's files into the step folder.
+    if let Some(step) = &dirs.step {
+        for f in traces
+            .iter_mut()
+            .filter(|f| Some(&f.dir) != dirs.sglang.as_ref())
+        {
+            std::fs::create_dir_all(step)
+                .with_context(|| format!("cannot create {}", step.display()))?;
+            for (path, _) in f.files.iter_mut() {
+                let Some(name) = path.file_name() else {
+                    continue;
+                };
+                let to = step.join(name);
+                std::fs::rename(&*path, &to).with_context(|| {
+                    format!("cannot move {} to {}", path.display(), to.display())
+                })?;
+                *path = to;
+            }
+            f.dir = step.clone();
+        }
+    }
+
+    let trace_dir = dirs.step.clone().or_else(|| dirs.sglang.clone());
+    let mut post = None;
+    if !a.no_merge && traces.iter().any(|f| f.rank_files() > 0) {
+        if let Some(dir) = &trace_dir {
+            let pp = merge_and_analyze(dir);
+            for s in [&pp.merge, &pp.analyze] {
+                if !s.note.is_empty() {
+                    notes.push(s.note.clone());
+                }
+            }
+            code = code.max(pp.code());
+            post = Some(pp);
+        }
+    }
+    if let Some(l) = &load_report {
+        if l.failed > 0 {
+            notes.push(format!(
+                "{} of {} load requests failed; first: {}",
+                l.failed,
+                l.sent,
+                l.first_error.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+    Ok(RunOutcome {
+        command: "capture run",
+        router: found.router,
+        workers: rows,
+        load: load_report,
+        traces,
+        trace_dir,
+        post,
+        notes,
+        exit_code: code,
+    })
+}
+
+/// Prints an outcome (table or JSON) and returns its exit code.
+pub fn print_outcome(o: &Outcome, as_json: bool) -> Result<i32> {
+    if as_json {
+        report::print_json(&json!(o))?;
+    } else {
+        report::print_human(&o.workers, &o.notes)?;
+    }
+    Ok(o.exit_code)
+}
+
+/// Prints a `capture run` outcome and returns its exit code.
+pub fn print_run(o: &RunOutcome, as_json: bool) -> Result<i32> {
+    if as_json {
+        report::print_json(&json!(o))?;
+        return Ok(o.exit_code);
+    }
+    report::print_human(&o.workers, &[])?;
+    if let Some(l) = &o.load {
+        println!(
+            "load: {} requests, {} ok, {} failed, {:.1} s",
+            l.sent,
+            l.ok,
+            l.failed,
+            l.ms as f64 / 1e3
+        );
+    }
+    for f in &o.traces {
+        println!(
+            "traces: {} files, {:.1} MB in {}{}",
+            f.files.len(),
+            f.bytes() as f64 / 1e6,
+            f.dir.display(),
+            if f.complete { "" } else { " (incomplete)" }
+        );
+    }
+    if let Some(pp) = &o.post {
+        for m in &pp.merged {
+            println!("merged: {}", m.display());
+        }
+    }
+    for n in &o.notes {
+        println!("note: {n}");
+    }
+    Ok(o.exit_code)
+}
