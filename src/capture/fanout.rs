@@ -44,10 +44,12 @@ impl Failure {
     /// What it most likely means.
     pub fn hint(&self) -> String {
         match self {
-            Failure::Refused(d) => {
-                format!("connection refused: the server is down or the url is wrong ({d})")
+            Failure::Refused(_) => {
+                "connection refused: the server is down or the url is wrong".into()
             }
-            Failure::Timeout(d) => format!("no answer in time: the server is busy or hung ({d})"),
+            Failure::Timeout(_) => {
+                "no answer within the timeout: the server is busy or hung".into()
+            }
             Failure::Closed(d) => {
                 format!("connection closed without an answer: did the server die? ({d})")
             }

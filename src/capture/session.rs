@@ -358,26 +358,24 @@ fn load_plan(
     let Some((_, first)) = started.first().cloned() else {
         return Err("no server started".into());
     };
+    let mut model = a.model.clone();
+    if model.is_none() {
+        // Ask a server, not the router: a router may not know the served model name.
+        if let Some((base, _)) = started.iter().find(|(_, d)| *d == Dialect::Vllm) {
+            let url = format!("{base}{}", dialect::PROBE_MODELS);
+            model = dialect::first_model(&http.get(&url, secs(a.targets.timeout)).body);
+            if model.is_none() {
+                return Err(format!(
+                    "cannot read the model name from {url}: pass --model"
+                ));
+            }
+        }
+    }
     let targets = match router {
         Some(r) => vec![(r.to_string(), first)],
         None => started,
     };
     let timeout = secs(a.targets.timeout.max(300.0));
-    let mut model = a.model.clone();
-    if model.is_none() && targets.iter().any(|(_, d)| *d == Dialect::Vllm) {
-        let (base, _) = &targets[0];
-        let ans = http.get(
-            &format!("{base}{}", dialect::PROBE_MODELS),
-            secs(a.targets.timeout),
-        );
-        model = dialect::first_model(&ans.body);
-        if model.is_none() {
-            return Err(format!(
-                "cannot read the model name from {base}{}: pass --model",
-                dialect::PROBE_MODELS
-            ));
-        }
-    }
     Ok(Plan {
         targets,
         model,

@@ -1,0 +1,356 @@
+//! `rankprof capture` against test servers called directly or through stand-in routers that
+//! answer the other worker-list shapes (legacy `/list_workers`, unhealthy workers), and the
+//! failure paths: refused, timed out, closed, 404/500/503, old stop route, slow trace writes.
+
+mod support;
+
+use std::time::Duration;
+
+use rankprof::capture::session;
+use rankprof::cli::{CaptureCommand, Command};
+use serde_json::{json, Value};
+
+use support::capture;
+use support::http::{dead_port, Reply, Server};
+use support::worker::TestWorker;
+
+fn start(args: &[&str]) -> session::Outcome {
+    let mut v = vec!["capture", "start"];
+    v.extend_from_slice(args);
+    match capture(&v) {
+        CaptureCommand::Start(a) => session::start(&a).unwrap(),
+        _ => unreachable!(),
+    }
+}
+
+fn stop(args: &[&str]) -> session::Outcome {
+    let mut v = vec!["capture", "stop"];
+    v.extend_from_slice(args);
+    match capture(&v) {
+        CaptureCommand::Stop(a) => session::stop(&a).unwrap(),
+        _ => unreachable!(),
+    }
+}
+
+fn run(args: &[&str]) -> session::RunOutcome {
+    let mut v = vec!["capture", "run"];
+    v.extend_from_slice(args);
+    match capture(&v) {
+        CaptureCommand::Run(a) => session::run(&a).unwrap(),
+        _ => unreachable!(),
+    }
+}
+
+fn row<'a>(o: &'a session::Outcome, w: &TestWorker) -> &'a rankprof::capture::report::WorkerRow {
+    o.workers.iter().find(|r| r.url == w.url()).unwrap()
+}
+
+#[test]
+fn legacy_list_workers_and_dp_urls() {
+    let a = TestWorker::sglang_dp(1, 2);
+    let b = TestWorker::sglang(1);
+    let listed = json!({"urls": [format!("{}@0", a.url()), format!("{}@1", a.url()), format!("{}/", b.url())]});
+    let router = Server::start(move |r| match r.path.as_str() {
+        "/list_workers" => Reply::json(200, &listed),
+        _ => Reply::json(404, &json!({"detail": "Not Found"})),
+    });
+    let o = start(&["--router-url", &router.url]);
+    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.workers.len(), 2);
+    assert_eq!(a.posts("/start_profile").len(), 1);
+    assert_eq!(b.posts("/start_profile").len(), 1);
+    // /workers first, then the legacy route
+    let paths: Vec<String> = router.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/workers", "/list_workers"]);
+}
+
+#[test]
+fn unhealthy_workers_are_skipped_with_a_note() {
+    let good = TestWorker::sglang(1);
+    let sick = TestWorker::sglang(1);
+    // the real router's answer shape, one worker unhealthy
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/router/router_workers_fake.json"
+    ))
+    .unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["workers"][0]["url"] = json!(good.url());
+    v["workers"][1]["url"] = json!(sick.url());
+    v["workers"][1]["is_healthy"] = json!(false);
+    let router = Server::start(move |_| Reply::json(200, &v));
+    let o = start(&["--router-url", &router.url, "--backend", "sglang"]);
+    assert_eq!(o.exit_code, 0);
+    assert_eq!(o.workers.len(), 1);
+    assert_eq!(good.posts("/start_profile").len(), 1);
+    assert!(sick.server.requests().is_empty());
+    assert!(
+        o.notes
+            .iter()
+            .any(|n| n.contains(sick.url()) && n.contains("unhealthy")),
+        "{:?}",
+        o.notes
+    );
+}
+
+#[test]
+fn router_found_in_a_training_log() {
+    let w = TestWorker::sglang(1);
+    let listed = json!({"workers": [{"url": w.url(), "worker_type": "regular", "is_healthy": true}], "total": 1});
+    let router = Server::start(move |_| Reply::json(200, &listed));
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("train.log");
+    std::fs::write(
+        &log,
+        format!(
+            "Router launched at 127.0.0.1:{}, Prometheus port: 1\nrestart\n(pid=3) Router launched at 127.0.0.1:{}, Prometheus port: 2\n",
+            dead_port(),
+            router.port
+        ),
+    )
+    .unwrap();
+    let o = start(&["--from-log", log.to_str().unwrap()]);
+    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.router.as_deref(), Some(router.url.as_str()));
+    assert_eq!(w.posts("/start_profile").len(), 1);
+}
+
+#[test]
+fn refused_timeout_and_status_failures_each_get_their_row() {
+    let ok = TestWorker::sglang(1);
+    let slow = TestWorker::sglang(1);
+    slow.set(|b| b.delay = Duration::from_secs(3));
+    let busy = TestWorker::sglang(1);
+    busy.set(|b| b.start_status = Some(503));
+    let dead = format!("http://127.0.0.1:{}", dead_port());
+    let o = start(&[
+        "--worker-url",
+        ok.url(),
+        slow.url(),
+        busy.url(),
+        &dead,
+        "--backend",
+        "sglang",
+        "--timeout",
+        "0.5",
+    ]);
+    assert_eq!(o.exit_code, 1);
+    assert!(row(&o, &ok).ok());
+    let s = row(&o, &slow).start.clone().unwrap();
+    assert_eq!(s.failure.as_deref(), Some("timeout"));
+    assert!(s.ms < 3000, "{}", s.ms);
+    let b = row(&o, &busy).start.clone().unwrap();
+    assert_eq!(b.status, Some(503));
+    assert!(b.note.contains("not ready"), "{}", b.note);
+    let d = o.workers.iter().find(|r| r.url == dead).unwrap();
+    assert_eq!(
+        d.start.as_ref().unwrap().failure.as_deref(),
+        Some("refused")
+    );
+    // the table says the same
+    let t = rankprof::capture::report::table(&o.workers).to_string();
+    assert_eq!(t.matches("FAILED").count(), 3, "{t}");
+    assert!(
+        t.contains("refused") && t.contains("timeout") && t.contains("503"),
+        "{t}"
+    );
+}
+
+#[test]
+fn stop_falls_back_to_end_profile_and_reads_500s() {
+    let old = TestWorker::sglang(1);
+    old.set(|b| b.old_stop_route = true);
+    let idle = TestWorker::sglang(1);
+    assert_eq!(start(&["--worker-url", old.url()]).exit_code, 0);
+    // `idle` was never started: its 500 is a failure unless --num-steps says it may have stopped
+    let o = stop(&["--worker-url", old.url(), idle.url()]);
+    assert_eq!(o.exit_code, 1);
+    let r = row(&o, &old).stop.clone().unwrap();
+    assert_eq!(
+        (r.route.as_str(), r.status, r.ok),
+        ("/end_profile", Some(200), true)
+    );
+    assert_eq!(old.posts("/stop_profile").len(), 1);
+    assert_eq!(old.posts("/end_profile").len(), 1);
+    let i = row(&o, &idle).stop.clone().unwrap();
+    assert_eq!((i.status, i.ok), (Some(500), false));
+    assert!(i.note.contains("--num-steps"), "{}", i.note);
+    let o = stop(&["--worker-url", idle.url(), "--num-steps", "5"]);
+    assert_eq!(o.exit_code, 0);
+    assert!(row(&o, &idle)
+        .stop
+        .as_ref()
+        .unwrap()
+        .note
+        .contains("num_steps"));
+}
+
+#[test]
+fn vllm_without_profiler_config_says_how_to_restart() {
+    let w = TestWorker::vllm(1, None);
+    let o = start(&["--worker-url", w.url(), "--output-dir", "/srv/traces"]);
+    assert_eq!(o.exit_code, 1);
+    let r = row(&o, &w);
+    assert_eq!(r.backend.map(|d| d.name()), Some("vllm"));
+    assert!(
+        r.hint().contains(
+            r#"--profiler-config '{"profiler":"torch","torch_profiler_dir":"/srv/traces"}'"#
+        ),
+        "{}",
+        r.hint()
+    );
+    // auto-detection asked /get_model_info (404 on vLLM), then /v1/models
+    let gets: Vec<String> = w
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET")
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(gets, ["/get_model_info", "/v1/models"]);
+}
+
+#[test]
+fn run_waits_for_slowly_written_traces_and_uses_step_folders() {
+    let out = tempfile::tempdir().unwrap();
+    let ws = [TestWorker::sglang(2), TestWorker::sglang(1)];
+    for w in &ws {
+        w.set(|b| b.slow_write = Some(Duration::from_millis(1200)));
+    }
+    let dir = out.path().to_str().unwrap();
+    let o = run(&[
+        "--worker-url",
+        ws[0].url(),
+        ws[1].url(),
+        "--output-dir",
+        dir,
+        "--step",
+        "12",
+        "--requests",
+        "5",
+        "--concurrency",
+        "2",
+        "--profile-by-stage",
+        "--settle",
+        "0.5",
+        "--flush-timeout",
+        "30",
+    ]);
+    assert_eq!(o.exit_code, 0, "{o:#?}");
+    let step = out.path().join("step_12");
+    assert_eq!(o.trace_dir.as_deref(), Some(step.as_path()));
+    for w in &ws {
+        let s: Value = serde_json::from_str(&w.posts("/start_profile")[0].body).unwrap();
+        assert_eq!(
+            s,
+            json!({"output_dir": step.to_str().unwrap(), "profile_by_stage": true})
+        );
+    }
+    // without a router the load is spread over the servers: 5 requests, round-robin
+    let per: Vec<usize> = ws.iter().map(|w| w.posts("/generate").len()).collect();
+    assert_eq!(per.iter().sum::<usize>(), 5);
+    assert!(per.iter().all(|&n| n >= 2), "{per:?}");
+    // (2 + 1) ranks × EXTEND/DECODE, each at its final size although written after stop answered
+    let f = &o.traces[0];
+    assert!(f.complete);
+    assert_eq!(f.rank_files(), 6);
+    for (path, size) in &f.files {
+        assert_eq!(
+            std::fs::metadata(path).unwrap().len(),
+            *size,
+            "{}",
+            path.display()
+        );
+    }
+    let written: usize = ws.iter().map(|w| w.written().len()).sum();
+    assert_eq!(written, 6);
+}
+
+#[test]
+fn run_reports_traces_that_never_come() {
+    let out = tempfile::tempdir().unwrap();
+    let w = TestWorker::sglang(1);
+    // answers stop but writes nothing (output_dir elsewhere)
+    w.set(|b| b.stop_status = Some(200));
+    let o = run(&[
+        "--worker-url",
+        w.url(),
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--duration",
+        "0.2",
+        "--settle",
+        "0.1",
+        "--flush-timeout",
+        "0.5",
+    ]);
+    assert_eq!(o.exit_code, 1, "{o:#?}");
+    assert!(o.workers[0].ok());
+    assert!(!o.traces[0].complete);
+    assert!(
+        o.notes.iter().any(|n| n.contains("within --flush-timeout")),
+        "{:?}",
+        o.notes
+    );
+    assert!(o.post.is_none());
+}
+
+#[test]
+fn no_workers_and_bad_flags_are_usage_errors() {
+    let code = |args: &[&str]| {
+        let mut v = vec!["capture"];
+        v.extend_from_slice(args);
+        rankprof::commands::main(Command::Capture(capture(&v)))
+    };
+    assert_eq!(code(&["start"]), 2);
+    assert_eq!(
+        code(&[
+            "start",
+            "--router-url",
+            &format!("127.0.0.1:{}", dead_port())
+        ]),
+        2
+    );
+    let empty = Server::start(|_| Reply::json(200, &json!({"workers": [], "total": 0})));
+    assert_eq!(code(&["stop", "--router-url", &empty.url]), 2);
+    let w = TestWorker::sglang(1);
+    // run without a way to know when to stop, or without an output dir
+    assert_eq!(
+        code(&["run", "--worker-url", w.url(), "--output-dir", "/tmp/x"]),
+        2
+    );
+    assert_eq!(
+        code(&["run", "--worker-url", w.url(), "--requests", "1"]),
+        2
+    );
+    assert!(w.server.requests().is_empty());
+}
+
+#[test]
+fn json_output_and_exit_code_from_the_binary() {
+    let ok = TestWorker::sglang(1);
+    let dead = format!("http://127.0.0.1:{}", dead_port());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args([
+            "capture",
+            "start",
+            "--worker-url",
+            ok.url(),
+            &dead,
+            "--backend",
+            "sglang",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(v["exit_code"], 1);
+    let rows = v["workers"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["url"], ok.url());
+    assert_eq!(rows[0]["start"]["status"], 200);
+    assert_eq!(rows[1]["start"]["failure"], "refused");
+    assert_eq!(ok.posts("/start_profile").len(), 1);
+}

@@ -1,0 +1,358 @@
+//! In-process test servers that speak SGLang's or vLLM's HTTP dialect well enough for the real
+//! sglang-router to register them and for `rankprof capture` to profile them: they answer the
+//! router's polls, `/generate` and `/v1/completions`, record every request, and write small
+//! valid Kineto traces named as the real servers name them when profiling stops. They can be
+//! told to be slow, to close the socket, or to answer a fixed status.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use flate2::write::GzEncoder;
+use serde_json::{json, Value};
+
+use super::http::{Reply, Request, Server};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sglang,
+    Vllm,
+}
+
+/// How a worker behaves; change it at any time through [`TestWorker::set`].
+#[derive(Clone, Debug)]
+pub struct Behaviour {
+    /// Sleep this long before answering a profiling route.
+    pub delay: Duration,
+    /// Close the socket instead of answering a profiling route.
+    pub die: bool,
+    /// Answer `/start_profile` with this status instead.
+    pub start_status: Option<u16>,
+    /// Answer `/stop_profile` with this status instead.
+    pub stop_status: Option<u16>,
+    /// SGLang before /stop_profile existed: 404 there, `/end_profile` works.
+    pub old_stop_route: bool,
+    /// Write the trace files in a background thread, in pieces, over this long after
+    /// answering stop (a slow or shared file system).
+    pub slow_write: Option<Duration>,
+    /// SGLang with `num_steps`: the profiler stops by itself (and writes) this long after start.
+    pub steps_take: Duration,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            delay: Duration::ZERO,
+            die: false,
+            start_status: None,
+            stop_status: None,
+            old_stop_route: false,
+            slow_write: None,
+            steps_take: Duration::from_millis(150),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Profiler {
+    running: bool,
+    output_dir: Option<PathBuf>,
+    prefix: Option<String>,
+    by_stage: bool,
+    generation: u64,
+}
+
+struct Inner {
+    dialect: Dialect,
+    port: Mutex<u16>,
+    tp: u32,
+    dp: u32,
+    /// Kernel events per rank file.
+    kernels: usize,
+    /// vLLM's `torch_profiler_dir` (`None`: started without `--profiler-config`).
+    vllm_dir: Option<PathBuf>,
+    behaviour: Mutex<Behaviour>,
+    profiler: Mutex<Profiler>,
+    written: Mutex<Vec<PathBuf>>,
+}
+
+pub struct TestWorker {
+    pub server: Server,
+    inner: Arc<Inner>,
+}
+
+fn model_info() -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/router/sglang_get_model_info.json");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A small valid Kineto trace for one rank: `kernels` kernel events, one ProfilerStep, metadata.
+pub fn trace_json(rank: u32, world: u32, kernels: usize) -> Value {
+    let mut events = vec![
+        json!({"ph":"M","name":"process_name","pid":0,"tid":0,"args":{"name":"python"}}),
+        json!({"ph":"X","cat":"user_annotation","name":"ProfilerStep#0","pid":1,"tid":1,"ts":100.0,"dur":10000.0}),
+    ];
+    for i in 0..kernels {
+        events.push(
+            json!({"ph":"X","cat":"kernel","name":format!("gemm_kernel_{}", i % 3),
+            "pid":0,"tid":7,"ts":200.0 + 20.0 * i as f64,"dur":10.5,
+            "args":{"device":0,"stream":7,"correlation":i + 1}}),
+        );
+    }
+    json!({"schemaVersion":1,"deviceProperties":[{"id":0,"name":"Test GPU"}],
+           "distributedInfo":{"backend":"nccl","rank":rank,"world_size":world},
+           "traceEvents":events,"traceName":"test","displayTimeUnit":"ms",
+           "baseTimeNanoseconds":1_700_000_000_000_000_000u64})
+}
+
+fn gz(v: &Value) -> Vec<u8> {
+    let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(v.to_string().as_bytes()).unwrap();
+    e.finish().unwrap()
+}
+
+impl Inner {
+    /// The files this server writes when its profiler stops, with their contents.
+    fn trace_files(&self, p: &Profiler) -> Vec<(PathBuf, Vec<u8>)> {
+        let port = *self.port.lock().unwrap();
+        let ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let world = self.tp * self.dp;
+        let mut out = Vec::new();
+        match self.dialect {
+            Dialect::Sglang => {
+                let Some(dir) = &p.output_dir else { return out };
+                // SGLang's profile id is time.time(); the port keeps servers apart.
+                let id = format!("{}.{port}{}", ns / 1_000_000_000, p.generation);
+                let stages: &[&str] = if p.by_stage {
+                    &["-EXTEND", "-DECODE"]
+                } else {
+                    &[""]
+                };
+                for dp in 0..self.dp {
+                    for tp in 0..self.tp {
+                        for st in stages {
+                            let prefix = p
+                                .prefix
+                                .as_ref()
+                                .map(|s| format!("{s}-"))
+                                .unwrap_or_default();
+                            let dp_part = if self.dp > 1 {
+                                format!("-DP-{dp}")
+                            } else {
+                                String::new()
+                            };
+                            let name = format!("{prefix}{id}-TP-{tp}{dp_part}{st}.trace.json.gz");
+                            out.push((dir.join(name), gz(&trace_json(tp, world, self.kernels))));
+                        }
+                    }
+                }
+            }
+            Dialect::Vllm => {
+                let Some(dir) = &self.vllm_dir else {
+                    return out;
+                };
+                for r in 0..world {
+                    let name = format!("dp0_pp0_tp{r}_dcp0_ep0_rank{r}.{ns}.pt.trace.json.gz");
+                    out.push((dir.join(name), gz(&trace_json(r, world, self.kernels))));
+                }
+            }
+        }
+        out
+    }
+
+    fn write(self: &Arc<Self>, files: Vec<(PathBuf, Vec<u8>)>, slow: Option<Duration>) {
+        let write_all = {
+            let me = self.clone();
+            move || {
+                for (path, bytes) in files {
+                    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    let mut f = std::fs::File::create(&path).unwrap();
+                    match slow {
+                        Some(total) => {
+                            let pieces = 4;
+                            for chunk in bytes.chunks(bytes.len().div_ceil(pieces).max(1)) {
+                                f.write_all(chunk).unwrap();
+                                f.flush().unwrap();
+                                std::thread::sleep(total / pieces as u32);
+                            }
+                        }
+                        None => f.write_all(&bytes).unwrap(),
+                    }
+                    me.written.lock().unwrap().push(path);
+                }
+            }
+        };
+        if slow.is_some() {
+            std::thread::spawn(write_all);
+        } else {
+            write_all();
+        }
+    }
+
+    fn stop_profiler(self: &Arc<Self>, slow: Option<Duration>) -> bool {
+        let files = {
+            let mut p = self.profiler.lock().unwrap();
+            if !p.running {
+                return false;
+            }
+            p.running = false;
+            self.trace_files(&p)
+        };
+        self.write(files, slow);
+        true
+    }
+
+    fn handle(self: &Arc<Self>, r: &Request) -> Reply {
+        let b = self.behaviour.lock().unwrap().clone();
+        let profiling = matches!(
+            r.path.as_str(),
+            "/start_profile" | "/stop_profile" | "/end_profile"
+        );
+        if profiling {
+            std::thread::sleep(b.delay);
+            if b.die {
+                return Reply::Close;
+            }
+        }
+        let sgl = self.dialect == Dialect::Sglang;
+        match (r.method.as_str(), r.path.as_str()) {
+            ("GET", "/health" | "/health_generate") => Reply::text(200, ""),
+            ("GET", "/get_model_info" | "/model_info") if sgl => Reply::json(200, &model_info()),
+            ("GET", "/get_server_info" | "/server_info") if sgl => {
+                Reply::json(200, &json!({"tp_size": self.tp, "dp_size": self.dp, "version": "test"}))
+            }
+            ("GET", "/get_load") if sgl => Reply::json(
+                200,
+                &json!((0..self.dp).map(|d| json!({"dp_rank": d, "num_reqs": 0, "num_waiting_reqs": 0, "num_tokens": 0})).collect::<Vec<_>>()),
+            ),
+            ("GET", "/metrics") => Reply::text(200, "# test\n"),
+            ("GET", "/v1/models") => Reply::json(
+                200,
+                &json!({"object":"list","data":[{"id":"tiny-llama","object":"model","owned_by": if sgl {"sglang"} else {"vllm"}}]}),
+            ),
+            ("POST", "/generate") if sgl => Reply::json(200, &json!({"text":"ok","meta_info":{"id":"1"}})),
+            ("POST", "/v1/completions") => {
+                Reply::json(200, &json!({"id":"c","object":"text_completion","choices":[{"index":0,"text":"ok"}]}))
+            }
+            ("POST", "/start_profile") => {
+                if let Some(s) = b.start_status {
+                    return Reply::text(s, "forced");
+                }
+                if !sgl {
+                    if self.vllm_dir.is_none() {
+                        return Reply::json(404, &json!({"detail":"Not Found"}));
+                    }
+                    self.profiler.lock().unwrap().running = true;
+                    return Reply::text(200, "");
+                }
+                let body: Value = serde_json::from_str(&r.body).unwrap_or(json!({}));
+                let num_steps = body.get("num_steps").and_then(Value::as_u64);
+                {
+                    let mut p = self.profiler.lock().unwrap();
+                    if p.running {
+                        // RuntimeError("Profiling is already in progress") in SGLang
+                        return Reply::text(500, "Internal Server Error");
+                    }
+                    p.running = true;
+                    p.generation += 1;
+                    p.output_dir = body.get("output_dir").and_then(Value::as_str).map(PathBuf::from);
+                    p.prefix = body.get("profile_prefix").and_then(Value::as_str).map(str::to_string);
+                    p.by_stage = body.get("profile_by_stage").and_then(Value::as_bool).unwrap_or(false);
+                }
+                if num_steps.is_some() {
+                    let me = self.clone();
+                    let (after, slow) = (b.steps_take, b.slow_write);
+                    std::thread::spawn(move || {
+                        std::thread::sleep(after);
+                        me.stop_profiler(slow);
+                    });
+                }
+                Reply::text(200, "Start profiling.\n")
+            }
+            ("POST", "/stop_profile" | "/end_profile") => {
+                if sgl && b.old_stop_route == (r.path == "/stop_profile") {
+                    return Reply::json(404, &json!({"detail":"Not Found"}));
+                }
+                if !sgl && (r.path == "/end_profile" || self.vllm_dir.is_none()) {
+                    return Reply::json(404, &json!({"detail":"Not Found"}));
+                }
+                if let Some(s) = b.stop_status {
+                    return Reply::text(s, "forced");
+                }
+                if self.stop_profiler(b.slow_write) {
+                    Reply::text(200, if sgl { "Stop profiling. This will take some time.\n" } else { "" })
+                } else if sgl {
+                    // RuntimeError("Profiling is not in progress. Call /start_profile first.")
+                    Reply::text(500, "Internal Server Error")
+                } else {
+                    Reply::text(200, "")
+                }
+            }
+            _ => Reply::json(404, &json!({"detail":"Not Found"})),
+        }
+    }
+}
+
+impl TestWorker {
+    fn start(dialect: Dialect, tp: u32, dp: u32, vllm_dir: Option<PathBuf>) -> TestWorker {
+        let inner = Arc::new(Inner {
+            dialect,
+            port: Mutex::new(0),
+            tp,
+            dp,
+            kernels: 5,
+            vllm_dir,
+            behaviour: Mutex::new(Behaviour::default()),
+            profiler: Mutex::default(),
+            written: Mutex::default(),
+        });
+        let server = {
+            let inner = inner.clone();
+            Server::start(move |r| inner.handle(r))
+        };
+        *inner.port.lock().unwrap() = server.port;
+        TestWorker { server, inner }
+    }
+
+    pub fn sglang(tp: u32) -> TestWorker {
+        Self::start(Dialect::Sglang, tp, 1, None)
+    }
+
+    /// A TP×DP SGLang server (one process, `dp_size` reported to the router).
+    pub fn sglang_dp(tp: u32, dp: u32) -> TestWorker {
+        Self::start(Dialect::Sglang, tp, dp, None)
+    }
+
+    /// A vLLM server started with `--profiler-config` pointing at `dir` (`None`: without).
+    pub fn vllm(tp: u32, dir: Option<&Path>) -> TestWorker {
+        Self::start(Dialect::Vllm, tp, 1, dir.map(Path::to_path_buf))
+    }
+
+    pub fn url(&self) -> &str {
+        &self.server.url
+    }
+
+    pub fn set(&self, f: impl FnOnce(&mut Behaviour)) {
+        f(&mut self.inner.behaviour.lock().unwrap());
+    }
+
+    /// Kernel events in each rank file this worker writes.
+    pub fn kernels_per_file(&self) -> usize {
+        self.inner.kernels
+    }
+
+    /// Trace files written so far.
+    pub fn written(&self) -> Vec<PathBuf> {
+        self.inner.written.lock().unwrap().clone()
+    }
+
+    pub fn posts(&self, path: &str) -> Vec<Request> {
+        self.server.calls("POST", path)
+    }
+}
