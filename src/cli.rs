@@ -249,6 +249,9 @@ pub struct CaptureStopArgs {
     /// progress" to this stop means done, not failed.
     #[arg(long = "num-steps", value_name = "N")]
     pub num_steps: Option<u64>,
+    /// Seconds a stop request may take (stopping writes the traces, which can be slow).
+    #[arg(long = "stop-timeout", default_value_t = 600.0, value_name = "SECS")]
+    pub stop_timeout: f64,
 }
 
 #[derive(Args, Debug, Clone, Default)]

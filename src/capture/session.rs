@@ -215,18 +215,21 @@ pub fn start(a: &CaptureStartArgs) -> Result<Outcome> {
 pub fn stop(a: &CaptureStopArgs) -> Result<Outcome> {
     let http = Http::new();
     let found = workers::resolve(&http, &a.targets)?;
-    let timeout = secs(a.targets.timeout);
+    let probe_timeout = secs(a.targets.timeout);
     let dirs = Dirs::default();
     let rows = fan_out(&found.workers, "stop", |w| {
         let mut row = WorkerRow::new(w);
-        stop_one(
-            &http,
-            &mut row,
-            a.targets.backend,
-            a.num_steps.is_some(),
-            timeout,
-            &dirs,
-        );
+        if dialect_for(&http, &mut row, a.targets.backend, probe_timeout).is_some() {
+            let auto_stop = a.num_steps.is_some();
+            stop_one(
+                &http,
+                &mut row,
+                a.targets.backend,
+                auto_stop,
+                secs(a.stop_timeout),
+                &dirs,
+            );
+        }
         row
     });
     Ok(Outcome {
@@ -256,13 +259,24 @@ pub struct PostProcess {
 }
 
 impl PostProcess {
-    /// 0, or the worst code merge/analyze returned (an error counts as 1, "not built" as 0).
+    /// 0; 3 when merge/analyze read damaged input (partial result); 1 when either failed
+    /// (an error or any other code). A stage that is not built yet counts as 0.
     pub fn code(&self) -> i32 {
-        [&self.merge, &self.analyze]
-            .iter()
-            .filter_map(|s| s.code)
-            .max()
-            .unwrap_or(exit::OK)
+        let one = |s: &Step| match s.code {
+            None | Some(exit::OK) => exit::OK,
+            Some(exit::PARTIAL) => exit::PARTIAL,
+            Some(_) => exit::FAILED,
+        };
+        worst(one(&self.merge), one(&self.analyze))
+    }
+}
+
+/// Failed (1) wins over partial (3), which wins over ok (0).
+pub fn worst(a: i32, b: i32) -> i32 {
+    if a == exit::FAILED || b == exit::FAILED {
+        exit::FAILED
+    } else {
+        a.max(b)
     }
 }
 
@@ -490,14 +504,14 @@ pub fn run(a: &CaptureRunArgs) -> Result<RunOutcome> {
                 (0..rows.len()).filter(|&i| rows[i].needs_stop()).collect();
             let stopped = fan_out(&needs_stop, "stop", |&i| {
                 let mut r = rows[i].clone();
-                stop_one(
-                    &http,
-                    &mut r,
-                    a.targets.backend,
-                    auto_stop,
-                    stop_timeout,
-                    &dirs,
-                );
+                // A server that did not answer the start in time gets the short timeout.
+                let started = r.start.as_ref().is_some_and(|c| c.ok);
+                let t = if started {
+                    stop_timeout
+                } else {
+                    secs(a.targets.timeout)
+                };
+                stop_one(&http, &mut r, a.targets.backend, auto_stop, t, &dirs);
                 r
             });
             for (i, r) in needs_stop.into_iter().zip(stopped) {
@@ -572,7 +586,7 @@ pub fn run(a: &CaptureRunArgs) -> Result<RunOutcome> {
                     notes.push(s.note.clone());
                 }
             }
-            code = code.max(pp.code());
+            code = worst(code, pp.code());
             post = Some(pp);
         }
     }
@@ -643,4 +657,47 @@ pub fn print_run(o: &RunOutcome, as_json: bool) -> Result<i32> {
         println!("note: {n}");
     }
     Ok(o.exit_code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn post_process_codes() {
+        let step = |code: Option<i32>| Step {
+            code,
+            note: String::new(),
+        };
+        let pp = |m, a| PostProcess {
+            merge: step(m),
+            analyze: step(a),
+            merged: Vec::new(),
+        };
+        assert_eq!(pp(None, None).code(), 0);
+        assert_eq!(pp(Some(0), None).code(), 0);
+        assert_eq!(pp(Some(3), Some(0)).code(), 3);
+        assert_eq!(pp(Some(2), Some(0)).code(), 1);
+        assert_eq!(pp(Some(3), Some(1)).code(), 1);
+        assert_eq!(worst(1, 3), 1);
+        assert_eq!(worst(0, 3), 3);
+    }
+
+    #[test]
+    fn dirs_follow_output_dir_and_step() {
+        let p = ProfileSettings {
+            output_dir: Some("rel/prof".into()),
+            step: Some(4),
+            ..Default::default()
+        };
+        let d = Dirs::new(&p).unwrap();
+        let base = std::env::current_dir().unwrap().join("rel/prof");
+        assert_eq!(d.vllm.as_deref(), Some(base.as_path()));
+        assert_eq!(d.sglang.as_deref(), Some(base.join("step_4").as_path()));
+        let p = ProfileSettings {
+            step: Some(4),
+            ..Default::default()
+        };
+        assert!(Dirs::new(&p).is_err());
+    }
 }
