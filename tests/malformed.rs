@@ -12,7 +12,9 @@ use rankprof::trace::{read_trace, Damage, ReadReport};
 const HEAD: &str = "{\"schemaVersion\": 1, \"traceEvents\": [\n";
 
 fn ev(i: usize) -> String {
-    format!(r#"{{"ph": "X", "cat": "kernel", "name": "k{i}", "pid": 0, "tid": 7, "ts": {i}.5, "dur": 1.25}}"#)
+    format!(
+        r#"{{"ph": "X", "cat": "kernel", "name": "k{i}", "pid": 0, "tid": 7, "ts": {i}.5, "dur": 1.25}}"#
+    )
 }
 
 /// A document of `n` good events, returned with the offset where each event starts.
@@ -48,11 +50,22 @@ fn truncated_json_salvages_complete_events() {
     let (d, starts) = doc(5);
     let cut = starts[3] + 10; // inside event 3
     for gz in [false, true] {
-        let (r, names) = read(t.path(), if gz { "a.json.gz" } else { "a.json" }, &d.as_bytes()[..cut], gz);
+        let (r, names) = read(
+            t.path(),
+            if gz { "a.json.gz" } else { "a.json" },
+            &d.as_bytes()[..cut],
+            gz,
+        );
         assert_eq!(names, ["k0", "k1", "k2"]);
         assert_eq!(r.damage, Some(Damage::Truncated { at: cut as u64 }));
         let file = t.path().join(if gz { "a.json.gz" } else { "a.json" });
-        assert_eq!(r.notes()[0], format!("salvaged 3 events; {} is truncated at byte {cut}", file.display()));
+        assert_eq!(
+            r.notes()[0],
+            format!(
+                "salvaged 3 events; {} is truncated at byte {cut}",
+                file.display()
+            )
+        );
     }
 }
 
@@ -68,9 +81,15 @@ fn truncated_gzip_stream_salvages_what_inflated() {
     std::fs::write(&cutp, &gz[..gz.len() / 2]).unwrap();
     let mut names = Vec::new();
     let r = read_trace(&cutp, |e| names.push(e.name.to_string())).unwrap();
-    let Some(Damage::Truncated { at }) = r.damage else { panic!("{r}") };
+    let Some(Damage::Truncated { at }) = r.damage else {
+        panic!("{r}")
+    };
     // Every delivered event is whole and in order, and the damage lies after the last one.
-    assert!(names.len() > 1000 && names.len() < 20_000, "{}", names.len());
+    assert!(
+        names.len() > 1000 && names.len() < 20_000,
+        "{}",
+        names.len()
+    );
     assert!(names.iter().enumerate().all(|(i, n)| *n == format!("k{i}")));
     let (_, starts) = doc(names.len() + 1);
     assert!(at as usize >= starts[names.len() - 1] + ev(names.len() - 1).len());
@@ -91,7 +110,9 @@ fn invalid_utf8_skips_only_that_event() {
     assert_eq!(r.problems[0].offset, at as u64);
     assert_eq!(r.problems[0].msg, "invalid UTF-8");
     assert!(r.is_damaged() && r.damage.is_none());
-    assert!(r.notes()[0].contains(&format!("u.json: skipped an event at byte {at}: invalid UTF-8")));
+    assert!(r.notes()[0].contains(&format!(
+        "u.json: skipped an event at byte {at}: invalid UTF-8"
+    )));
 }
 
 #[test]
@@ -102,8 +123,13 @@ fn integer_beyond_64_bits_is_named() {
     let d = d.replacen(&ev(1), &bad, 1);
     let (r, names) = read(t.path(), "i.json", d.as_bytes(), false);
     assert_eq!(names, ["k0", "k2"]);
-    assert_eq!(r.problems[0].offset, (starts[1] + bad.find("1844").unwrap()) as u64);
-    assert!(r.problems[0].msg.contains("\"pid\" is an integer beyond 64 bits"));
+    assert_eq!(
+        r.problems[0].offset,
+        (starts[1] + bad.find("1844").unwrap()) as u64
+    );
+    assert!(r.problems[0]
+        .msg
+        .contains("\"pid\" is an integer beyond 64 bits"));
 }
 
 #[test]
@@ -116,9 +142,17 @@ fn nan_stops_reading_with_the_offset() {
     // Invalid JSON: the document cannot be followed past it, so reading stops there.
     assert_eq!(names, ["k0", "k1"]);
     let at = (starts[2] + bad.find("NaN").unwrap()) as u64;
-    assert_eq!(r.damage, Some(Damage::InvalidJson { at, msg: "NaN is not valid JSON".into() }));
+    assert_eq!(
+        r.damage,
+        Some(Damage::InvalidJson {
+            at,
+            msg: "NaN is not valid JSON".into()
+        })
+    );
     assert!(r.notes()[0].starts_with("salvaged 2 events; "));
-    assert!(r.notes()[0].ends_with(&format!("n.json has invalid JSON at byte {at}: NaN is not valid JSON")));
+    assert!(r.notes()[0].ends_with(&format!(
+        "n.json has invalid JSON at byte {at}: NaN is not valid JSON"
+    )));
 }
 
 #[test]
@@ -126,10 +160,22 @@ fn missing_fields_and_wrong_types_skip_the_event() {
     let t = tempfile::tempdir().unwrap();
     let cases = [
         (ev(1).replace("\"ph\": \"X\", ", ""), "event has no \"ph\""),
-        (ev(1).replace(", \"dur\": 1.25", ""), "complete event (ph \"X\") has no \"dur\""),
-        (ev(1).replace("\"ts\": 1.5", "\"ts\": \"1.5\""), "\"ts\" is not a number"),
-        (ev(1).replace("\"tid\": 7", "\"tid\": [7]"), "\"tid\" is neither an integer nor a string"),
-        (ev(1).replace("\"name\": \"k1\"", "\"name\": 5"), "\"name\" is not a string"),
+        (
+            ev(1).replace(", \"dur\": 1.25", ""),
+            "complete event (ph \"X\") has no \"dur\"",
+        ),
+        (
+            ev(1).replace("\"ts\": 1.5", "\"ts\": \"1.5\""),
+            "\"ts\" is not a number",
+        ),
+        (
+            ev(1).replace("\"tid\": 7", "\"tid\": [7]"),
+            "\"tid\" is neither an integer nor a string",
+        ),
+        (
+            ev(1).replace("\"name\": \"k1\"", "\"name\": 5"),
+            "\"name\" is not a string",
+        ),
     ];
     for (bad, msg) in cases {
         let (d, starts) = doc(3);
@@ -138,7 +184,10 @@ fn missing_fields_and_wrong_types_skip_the_event() {
         assert_eq!(names.len(), 2, "{msg}");
         assert_eq!(r.rejected, 1, "{msg}");
         assert_eq!(r.problems[0].msg, msg);
-        assert!(r.problems[0].offset >= starts[1] as u64 && r.problems[0].offset < (starts[1] + bad.len()) as u64);
+        assert!(
+            r.problems[0].offset >= starts[1] as u64
+                && r.problems[0].offset < (starts[1] + bad.len()) as u64
+        );
     }
 }
 
@@ -147,12 +196,23 @@ fn garbage_and_empty_files() {
     let t = tempfile::tempdir().unwrap();
     let (r, names) = read(t.path(), "g.json", b"hello", false);
     assert!(names.is_empty());
-    assert_eq!(r.damage, Some(Damage::InvalidJson { at: 0, msg: "expected '{' or '[' at the start of a trace".into() }));
+    assert_eq!(
+        r.damage,
+        Some(Damage::InvalidJson {
+            at: 0,
+            msg: "expected '{' or '[' at the start of a trace".into()
+        })
+    );
     let (r, _) = read(t.path(), "e.json", b"", false);
     assert_eq!(r.damage, Some(Damage::Truncated { at: 0 }));
     // Bytes after a complete document are reported, but nothing is lost.
     let (d, _) = doc(2);
-    let (r, names) = read(t.path(), "x.json", format!("{d} trailing").as_bytes(), false);
+    let (r, names) = read(
+        t.path(),
+        "x.json",
+        format!("{d} trailing").as_bytes(),
+        false,
+    );
     assert_eq!(names.len(), 2);
     assert!(matches!(r.damage, Some(Damage::InvalidJson { .. })));
 }
