@@ -69,7 +69,7 @@ pub fn plan(mode: Align, clocks: &[RankClock]) -> Alignment {
         if let Some(t) = starts.iter().flatten().min().copied() {
             for (s, start) in shifts.iter_mut().zip(&starts) {
                 if let Some(f) = start {
-                    *s = *s + (t - *f);
+                    *s += t - *f;
                 }
             }
         }

@@ -123,13 +123,13 @@ pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
     let mut pids: HashMap<String, PidMeta> = HashMap::new();
     let mut last_pid: Option<(Option<i64>, String)> = None;
     let mut err: Option<io::Error> = None;
-    let ctx = Ctx {
-        r: job.index as i64,
-        n: job.nranks.max(1) as i64,
-        label: &job.label,
-        sort_base: job.sort_base,
-        shift: job.shift,
-    };
+    let ctx = Ctx::new(
+        job.index as i64,
+        job.nranks.max(1) as i64,
+        &job.label,
+        job.sort_base,
+        job.shift,
+    );
     let filter_noop = job.filter.is_noop();
     let report = read_trace(&job.path, |ev| {
         if err.is_some() {
@@ -209,8 +209,27 @@ struct Ctx<'a> {
     r: i64,
     n: i64,
     label: &'a str,
+    /// `"<label> ` as JSON: the opening quote, the escaped label and a space.
+    label_open: Vec<u8>,
     sort_base: i64,
     shift: Ns,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(r: i64, n: i64, label: &'a str, sort_base: i64, shift: Ns) -> Self {
+        let mut label_open = Vec::new();
+        json::write_string(&mut label_open, label);
+        label_open.pop();
+        label_open.push(b' ');
+        Ctx {
+            r,
+            n,
+            label,
+            label_open,
+            sort_base,
+            shift,
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -224,18 +243,21 @@ impl Ctx<'_> {
     /// Writes an integer id made unique across ranks.
     fn write_int_id(&self, v: i64, out: &mut Vec<u8>) {
         match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
-            Some(x) => out.extend_from_slice(x.to_string().as_bytes()),
+            Some(x) => out.extend_from_slice(itoa::Buffer::new().format(x).as_bytes()),
             None => json::write_string(out, &format!("{} {v}", self.label)),
         }
     }
 
+    /// Writes `"<label> <raw_str>"`; `raw_str` is JSON string content, escapes as written.
     fn write_labelled(&self, raw_str: &str, out: &mut Vec<u8>) {
-        out.push(b'"');
-        let mut label = Vec::new();
-        json::write_string(&mut label, self.label);
-        out.extend_from_slice(&label[1..label.len() - 1]);
-        out.push(b' ');
+        out.extend_from_slice(&self.label_open);
         out.extend_from_slice(raw_str.as_bytes());
+        out.push(b'"');
+    }
+
+    fn write_labelled_int(&self, v: i64, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.label_open);
+        out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
         out.push(b'"');
     }
 }
@@ -253,7 +275,7 @@ fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(b"\":");
         match key {
             b"pid" => match ev.pid {
-                Id::Int(v) => ctx.write_labelled(&v.to_string(), out),
+                Id::Int(v) => ctx.write_labelled_int(v, out),
                 Id::Str(s) => ctx.write_labelled(s.raw(), out),
                 Id::None => out.extend_from_slice(f.raw_val(raw)),
             },
@@ -336,13 +358,7 @@ mod tests {
     fn rewrite(src: &str, r: i64, n: i64, shift: i64) -> serde_json::Value {
         let mut f = Vec::new();
         let ev = scan_event(src.as_bytes(), &mut f).unwrap();
-        let ctx = Ctx {
-            r,
-            n,
-            label: "[TP01]",
-            sort_base: 100,
-            shift: Ns(shift),
-        };
+        let ctx = Ctx::new(r, n, "[TP01]", 100, Ns(shift));
         let mut out = Vec::new();
         write_event(&ev, &ctx, &mut out);
         serde_json::from_slice(&out).unwrap()

@@ -196,13 +196,16 @@ fn collect(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> io::Result<()
     Ok(())
 }
 
-struct Parsed {
-    naming: Naming,
-    key: String,
-    stage: Option<String>,
-    id: RankId,
+/// What a file name says about its rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub naming: Naming,
+    /// The profile key: SGLang's `[prefix-]profile_id`, vLLM's prefix, a generic stem.
+    pub key: String,
+    pub stage: Option<String>,
+    pub id: RankId,
     /// vLLM's time stamp in the name: ranks of one session are split from other sessions.
-    ns: Option<u128>,
+    pub ns: Option<u128>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
@@ -214,11 +217,7 @@ fn num(c: &regex::Captures<'_>, name: &str) -> Option<u32> {
 }
 
 /// Reads the rank identity from a file name alone. `None`: not a rank-file name we know.
-pub fn parse_name(name: &str) -> Option<(Naming, String, Option<String>, RankId, Option<u128>)> {
-    parse(name).map(|p| (p.naming, p.key, p.stage, p.id, p.ns))
-}
-
-fn parse(name: &str) -> Option<Parsed> {
+pub fn parse_name(name: &str) -> Option<Parsed> {
     static SGLANG: OnceLock<Regex> = OnceLock::new();
     static VLLM: OnceLock<Regex> = OnceLock::new();
     static VLLM_OLD: OnceLock<Regex> = OnceLock::new();
@@ -285,10 +284,9 @@ fn parse(name: &str) -> Option<Parsed> {
     if let Some(c) = generic.captures(name) {
         let mut key = c["key"].trim_matches(['-', '_', '.']).to_string();
         let rest = c["rest"]
-            .trim_start_matches(['-', '_', '.'])
-            .trim_end_matches(".pt.trace")
             .trim_end_matches(".trace")
-            .trim_end_matches(".pt");
+            .trim_end_matches(".pt")
+            .trim_matches(['-', '_', '.']);
         if !rest.is_empty() {
             key = if key.is_empty() {
                 rest.to_string()
@@ -317,12 +315,14 @@ fn is_trace_name(name: &str) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
+/// (directory, profile key, stage).
+type GroupKey = (PathBuf, String, Option<String>);
+
 /// Groups the given files by profile and stage, with rank identities.
 pub fn discover_files(paths: &[PathBuf]) -> Discovery {
     let mut d = Discovery::default();
     // (dir, naming, key, stage) -> files
-    let mut by_key: BTreeMap<(PathBuf, String, Option<String>), Vec<(Parsed, PathBuf)>> =
-        BTreeMap::new();
+    let mut by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> = BTreeMap::new();
     let mut unnamed: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     for path in paths {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
@@ -346,7 +346,7 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
             continue;
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        match parse(name) {
+        match parse_name(name) {
             Some(p) => by_key
                 .entry((dir, p.key.clone(), p.stage.clone()))
                 .or_default()
@@ -545,7 +545,7 @@ mod tests {
     use super::*;
 
     fn p(name: &str) -> Option<(Naming, String, Option<String>, RankId)> {
-        parse_name(name).map(|(n, k, s, id, _)| (n, k, s, id))
+        parse_name(name).map(|p| (p.naming, p.key, p.stage, p.id))
     }
 
     #[test]
