@@ -18,7 +18,7 @@ use super::load::{self, LoadReport, Plan};
 use super::report::{self, Call, WorkerRow};
 use super::workers::{self, is_loopback, Worker};
 use crate::cli::{
-    Align, AnalyzeArgs, Backend, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets,
+    Align, Backend, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets, Cli,
     Command, MergeArgs, ProfileSettings,
 };
 use crate::commands::exit;
@@ -244,30 +244,50 @@ pub fn stop(a: &CaptureStopArgs) -> Result<Outcome> {
 /// One merge or analyze hand-over.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Step {
+    /// What it was run on.
+    pub target: Option<PathBuf>,
     /// Its exit code, when it ran.
     pub code: Option<i32>,
     pub note: String,
+}
+
+impl Step {
+    /// 0 (also when it did not run), 3 (partial), or 1 (an error or any other code).
+    fn outcome(&self) -> i32 {
+        match self.code {
+            None | Some(exit::OK) => exit::OK,
+            Some(exit::PARTIAL) => exit::PARTIAL,
+            Some(_) => exit::FAILED,
+        }
+    }
 }
 
 /// What [`merge_and_analyze`] did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PostProcess {
     pub merge: Step,
-    pub analyze: Step,
+    /// One analysis per merged file (or one of the directory when nothing was merged).
+    pub analyze: Vec<Step>,
     /// `merged-*` files that appeared in the directory.
     pub merged: Vec<PathBuf>,
 }
 
 impl PostProcess {
-    /// 0; 3 when merge/analyze read damaged input (partial result); 1 when either failed
-    /// (an error or any other code). A stage that is not built yet counts as 0.
+    /// 0; 3 when merge/analyze read damaged input (partial result); 1 when any failed.
+    /// A stage that is not built yet counts as 0.
     pub fn code(&self) -> i32 {
-        let one = |s: &Step| match s.code {
-            None | Some(exit::OK) => exit::OK,
-            Some(exit::PARTIAL) => exit::PARTIAL,
-            Some(_) => exit::FAILED,
-        };
-        worst(one(&self.merge), one(&self.analyze))
+        self.analyze
+            .iter()
+            .fold(self.merge.outcome(), |c, s| worst(c, s.outcome()))
+    }
+
+    /// Every step's note that says something.
+    pub fn notes(&self) -> Vec<String> {
+        std::iter::once(&self.merge)
+            .chain(&self.analyze)
+            .filter(|s| !s.note.is_empty())
+            .map(|s| s.note.clone())
+            .collect()
     }
 }
 
@@ -280,34 +300,79 @@ pub fn worst(a: i32, b: i32) -> i32 {
     }
 }
 
-fn hand_over(what: &str, cmd: Command) -> Step {
+fn hand_over(what: &str, target: &Path, cmd: Result<Command, String>) -> Step {
+    let target = Some(target.to_path_buf());
+    let cmd = match cmd {
+        Ok(c) => c,
+        Err(e) => {
+            return Step {
+                target,
+                code: None,
+                note: format!("warning: {what} skipped: {e}"),
+            };
+        }
+    };
     match crate::commands::run(cmd) {
         Ok(code) => Step {
+            target,
             code: Some(code),
             note: String::new(),
         },
         // The stage is being written in parallel: a warning, not a failure, until it lands.
         Err(e) if e.to_string().contains("not built yet") => Step {
+            target,
             code: None,
             note: format!("warning: {what} skipped: {e}"),
         },
         Err(e) => Step {
+            target,
             code: Some(exit::FAILED),
             note: format!("{what} failed: {e:#}"),
         },
     }
 }
 
-/// The one place `capture run` hands its traces to the rest of rankprof: merges every profile in
-/// `dir` (default merge settings) and analyzes the result. Capture knows nothing of the
-/// analysis internals; it runs the same commands a user would.
-pub fn merge_and_analyze(dir: &Path) -> PostProcess {
+/// `rankprof analyze FILE` / `rankprof analyze --profile-dir DIR`, built the way a user's
+/// command line is, so this code does not depend on the analyze arguments' fields.
+fn analyze_command(target: &Path) -> Result<Command, String> {
+    let t = target.as_os_str();
+    let args: Vec<&std::ffi::OsStr> = if target.is_dir() {
+        vec![
+            "rankprof".as_ref(),
+            "analyze".as_ref(),
+            "--profile-dir".as_ref(),
+            t,
+        ]
+    } else {
+        vec!["rankprof".as_ref(), "analyze".as_ref(), t]
+    };
+    match <Cli as clap::Parser>::try_parse_from(args) {
+        Ok(cli) => Ok(cli.command),
+        Err(e) => {
+            let first = e.to_string().lines().next().unwrap_or_default().to_string();
+            Err(format!(
+                "this build's analyze does not take these arguments (not built yet?): {first}"
+            ))
+        }
+    }
+}
+
+/// The one place `capture run` hands its traces to the rest of rankprof: merges `files` (this
+/// capture's rank files; every profile in `dir` when empty) with the default settings, then
+/// analyzes each merged trace. Capture knows nothing of the merge and analysis internals: it
+/// runs the commands a user would.
+pub fn merge_and_analyze(dir: &Path, files: &[PathBuf]) -> PostProcess {
     let before: Snapshot = flush::snapshot(dir);
     let merge = hand_over(
         "merge",
-        Command::Merge(MergeArgs {
-            profile_dir: Some(dir.to_path_buf()),
-            files: Vec::new(),
+        dir,
+        Ok(Command::Merge(MergeArgs {
+            profile_dir: if files.is_empty() {
+                Some(dir.to_path_buf())
+            } else {
+                None
+            },
+            files: files.to_vec(),
             profile_id: None,
             stage: None,
             output: None,
@@ -321,25 +386,33 @@ pub fn merge_and_analyze(dir: &Path) -> PostProcess {
             strict: false,
             level: 1,
             jobs: None,
-        }),
+        })),
     );
     let merged: Vec<PathBuf> = flush::new_files(&before, &flush::snapshot(dir))
         .into_iter()
         .map(|(p, _)| p)
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("merged-"))
-        })
+        .filter(|p| is_merged(p))
         .collect();
-    // INTEGRATION(analyze): point the analysis at `dir` (its rank files, or `merged`) once
-    // `AnalyzeArgs` has its fields; this is the only line that needs to change.
-    let analyze = hand_over("analyze", Command::Analyze(AnalyzeArgs::default()));
+    let targets: Vec<&Path> = if merged.is_empty() {
+        vec![dir]
+    } else {
+        merged.iter().map(PathBuf::as_path).collect()
+    };
+    let analyze = targets
+        .into_iter()
+        .map(|t| hand_over("analyze", t, analyze_command(t)))
+        .collect();
     PostProcess {
         merge,
         analyze,
         merged,
     }
+}
+
+fn is_merged(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("merged-"))
 }
 
 /// The result of `capture run`.
@@ -580,12 +653,13 @@ pub fn run(a: &CaptureRunArgs) -> Result<RunOutcome> {
     let mut post = None;
     if !a.no_merge && traces.iter().any(|f| f.rank_files() > 0) {
         if let Some(dir) = &trace_dir {
-            let pp = merge_and_analyze(dir);
-            for s in [&pp.merge, &pp.analyze] {
-                if !s.note.is_empty() {
-                    notes.push(s.note.clone());
-                }
-            }
+            let files: Vec<PathBuf> = traces
+                .iter()
+                .flat_map(|f| f.files.iter().map(|(p, _)| p.clone()))
+                .filter(|p| !is_merged(p))
+                .collect();
+            let pp = merge_and_analyze(dir, &files);
+            notes.extend(pp.notes());
             code = worst(code, pp.code());
             post = Some(pp);
         }
@@ -666,12 +740,13 @@ mod tests {
     #[test]
     fn post_process_codes() {
         let step = |code: Option<i32>| Step {
+            target: None,
             code,
             note: String::new(),
         };
         let pp = |m, a| PostProcess {
             merge: step(m),
-            analyze: step(a),
+            analyze: vec![step(a)],
             merged: Vec::new(),
         };
         assert_eq!(pp(None, None).code(), 0);
