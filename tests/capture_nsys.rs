@@ -23,7 +23,9 @@ impl Fake {
     fn new(sessions: &str) -> Fake {
         let dir = tempfile::tempdir().unwrap();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fake-nsys.sh");
-        std::fs::copy(&script, dir.path().join("nsys")).unwrap();
+        // A link, not a copy: writing an executable while other test threads fork can make
+        // running it fail with ETXTBSY. The script keeps its state beside the link ($0).
+        std::os::unix::fs::symlink(&script, dir.path().join("nsys")).unwrap();
         std::fs::write(dir.path().join("sessions.txt"), sessions).unwrap();
         Fake { dir }
     }
