@@ -48,6 +48,13 @@ impl Field {
     pub fn val<'a>(&self, b: &'a [u8]) -> &'a [u8] {
         &b[self.val.0 as usize..self.val.1 as usize]
     }
+    /// Where the value starts (its opening quote for strings).
+    pub fn val_start(&self) -> usize {
+        match self.kind {
+            Kind::Str { .. } => self.val.0 as usize - 1,
+            _ => self.val.0 as usize,
+        }
+    }
     /// The value exactly as written, quotes included for strings.
     pub fn raw_val<'a>(&self, b: &'a [u8]) -> &'a [u8] {
         match self.kind {
