@@ -512,7 +512,8 @@ fn committed_fixtures_hold_what_the_readme_says() {
         Class::Moe,
     ];
     // (dir, tp, pp, files, slow rank, classes, factor, from step)
-    let table: &[(&str, i64, i64, usize, i64, &[Class], f64, usize)] = &[
+    type Row<'a> = (&'a str, i64, i64, usize, i64, &'a [Class], f64, usize);
+    let table: &[Row] = &[
         ("sglang-tp4", 4, 1, 4, 2, &[Class::Gemm], 1.3, 5),
         ("sglang-tp2dp2", 2, 1, 4, 3, &[Class::Attention], 1.5, 3),
         ("vllm-tp2", 2, 1, 2, 1, &compute, 1.25, 4),
