@@ -33,6 +33,7 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Merge(a) => crate::merge::run(&a),
         Command::Synth(a) => crate::synth::run(&a),
         Command::Demo(a) => crate::report::demo::run(&a),
+        Command::Inflate(a) => crate::synth::inflate::run(&a),
         Command::Analyze(_) => anyhow::bail!("analyze is not built yet"),
         Command::Compare(_) => anyhow::bail!("compare is not built yet"),
         Command::Capture(c) => crate::capture::run(&c),

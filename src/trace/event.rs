@@ -186,36 +186,33 @@ impl<'a> Event<'a> {
         let text = |f: &Field| &raw[f.val.0 as usize..f.val.1 as usize];
         let string = |f: &Field, what: &str| match f.kind {
             Kind::Str { escaped } => Ok(Str::new(text(f), escaped)),
-            _ => Err(bad(f.val.0 as usize, format!("\"{what}\" is not a string"))),
+            _ => Err(bad(f.val_start(), format!("\"{what}\" is not a string"))),
         };
         let id = |f: &Field, what: &str| match f.kind {
             Kind::Str { escaped } => Ok(Id::Str(Str::new(text(f), escaped))),
             Kind::Num => match text(f).parse::<i64>() {
                 Ok(v) => Ok(Id::Int(v)),
                 Err(_) if text(f).bytes().all(|c| c.is_ascii_digit() || c == b'-') => Err(bad(
-                    f.val.0 as usize,
+                    f.val_start(),
                     format!("\"{what}\" is an integer beyond 64 bits"),
                 )),
-                Err(_) => Err(bad(
-                    f.val.0 as usize,
-                    format!("\"{what}\" is not an integer"),
-                )),
+                Err(_) => Err(bad(f.val_start(), format!("\"{what}\" is not an integer"))),
             },
             Kind::Null => Ok(Id::None),
             _ => Err(bad(
-                f.val.0 as usize,
+                f.val_start(),
                 format!("\"{what}\" is neither an integer nor a string"),
             )),
         };
         let time = |f: &Field, what: &str| match f.kind {
             Kind::Num => Ns::parse_us(text(f).as_bytes()).map(Some).ok_or_else(|| {
                 bad(
-                    f.val.0 as usize,
+                    f.val_start(),
                     format!("\"{what}\" does not fit in 64-bit nanoseconds"),
                 )
             }),
             Kind::Null => Ok(None),
-            _ => Err(bad(f.val.0 as usize, format!("\"{what}\" is not a number"))),
+            _ => Err(bad(f.val_start(), format!("\"{what}\" is not a number"))),
         };
         let mut have_ph = false;
         for f in fields {
@@ -234,7 +231,7 @@ impl<'a> Event<'a> {
                 b"id" => ev.id = id(f, "id")?,
                 b"args" => match f.kind {
                     Kind::Obj => ev.args = Some(text(f)),
-                    _ => return Err(bad(f.val.0 as usize, "\"args\" is not an object")),
+                    _ => return Err(bad(f.val_start(), "\"args\" is not an object")),
                 },
                 _ => {}
             }

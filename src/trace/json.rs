@@ -48,6 +48,13 @@ impl Field {
     pub fn val<'a>(&self, b: &'a [u8]) -> &'a [u8] {
         &b[self.val.0 as usize..self.val.1 as usize]
     }
+    /// Where the value starts (its opening quote for strings).
+    pub fn val_start(&self) -> usize {
+        match self.kind {
+            Kind::Str { .. } => self.val.0 as usize - 1,
+            _ => self.val.0 as usize,
+        }
+    }
     /// The value exactly as written, quotes included for strings.
     pub fn raw_val<'a>(&self, b: &'a [u8]) -> &'a [u8] {
         match self.kind {
@@ -73,6 +80,15 @@ pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
 pub fn scan_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
     let mut j = i + 1;
     let mut escaped = false;
+    // Most strings in a trace are short keys and names: look at them byte by byte first.
+    let short_end = (j + 24).min(b.len());
+    while j < short_end {
+        match b[j] {
+            b'"' => return Ok((j + 1, false)),
+            b'\\' => break,
+            _ => j += 1,
+        }
+    }
     loop {
         let Some(k) = memchr::memchr2(b'"', b'\\', &b[j.min(b.len())..]) else {
             return Err(Stop::Incomplete);
