@@ -321,7 +321,7 @@ fn damaged_rank_is_merged_as_far_as_it_reads() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("in");
     std::fs::create_dir(&dir).unwrap();
-    let good = kineto(Some(0), 4, 10.0);
+    let good = kineto(Some(1_700_000_000_000_000_000), 4, 10.0);
     write_gz(&dir.join("d-TP-0.trace.json.gz"), good.as_bytes());
     // Rank 1: cut inside the 10th event (3 metadata + 6 per step: events 1-9 complete).
     let cut = good.match_indices("},\n{").nth(8).unwrap().0 + 20;
@@ -337,6 +337,17 @@ fn damaged_rank_is_merged_as_far_as_it_reads() {
     );
     assert!(res.ranks[1].notes[0].contains(&format!("truncated at byte {cut}")));
     assert!(out.exists());
+    // The cut removed rank 1's baseTimeNanoseconds (written after the events); its times are
+    // plainly relative, so it keeps the common base instead of being taken as absolute.
+    assert_eq!(res.base_ns, Some(1_700_000_000_000_000_000));
+    assert_eq!(res.ranks[1].shift, Ns::ZERO);
+    assert!(
+        res.notes
+            .iter()
+            .any(|n| n.starts_with("[TP01] has no baseTimeNanoseconds")),
+        "{:?}",
+        res.notes
+    );
 
     // Through the command: exit code 3 (partial); with --strict, 1 and nothing written.
     let args = |strict: bool, o: &Path| rankprof::cli::MergeArgs {

@@ -24,6 +24,19 @@ pub struct RankClock {
     pub base_ns: Option<i64>,
     /// Start of the rank's first step, in its own `ts` units.
     pub first_step: Option<Ns>,
+    /// The earliest `ts` of the rank, in its own units.
+    pub min_ts: Option<Ns>,
+}
+
+/// `ts` below this (~3 years after 1970 in µs) cannot be absolute epoch time: they are relative
+/// to a `baseTimeNanoseconds` the file lost (Kineto writes the key after the events, so a
+/// truncated file has none).
+const RELATIVE_BELOW: Ns = Ns(100_000_000_000_000_000);
+
+impl RankClock {
+    fn lost_base(&self) -> bool {
+        self.base_ns.is_none() && self.min_ts.is_some_and(|t| t < RELATIVE_BELOW)
+    }
 }
 
 /// The common base and each rank's shift.
@@ -32,14 +45,40 @@ pub struct Alignment {
     /// `baseTimeNanoseconds` of the merged trace (none when its `ts` are absolute).
     pub base_ns: Option<i64>,
     pub shifts: Vec<Ns>,
+    /// Ranks without a base whose `ts` are plainly relative: given the common base (the
+    /// earliest of the others), since Kineto's bases are usually equal across ranks.
+    pub assumed_base: Vec<usize>,
 }
 
 pub fn plan(mode: Align, clocks: &[RankClock]) -> Alignment {
+    let known = clocks.iter().filter_map(|c| c.base_ns).min();
+    let mut assumed_base = Vec::new();
+    let clocks: Vec<RankClock> = clocks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match known {
+            Some(b) if c.lost_base() => {
+                assumed_base.push(i);
+                RankClock {
+                    base_ns: Some(b),
+                    ..*c
+                }
+            }
+            _ => *c,
+        })
+        .collect();
+    let mut a = plan_known(mode, &clocks);
+    a.assumed_base = assumed_base;
+    a
+}
+
+fn plan_known(mode: Align, clocks: &[RankClock]) -> Alignment {
     let n = clocks.len();
     if mode == Align::None {
         return Alignment {
             base_ns: clocks.iter().find_map(|c| c.base_ns),
             shifts: vec![Ns::ZERO; n],
+            assumed_base: Vec::new(),
         };
     }
     let with_base = clocks.iter().filter(|c| c.base_ns.is_some()).count();
@@ -74,7 +113,11 @@ pub fn plan(mode: Align, clocks: &[RankClock]) -> Alignment {
             }
         }
     }
-    Alignment { base_ns, shifts }
+    Alignment {
+        base_ns,
+        shifts,
+        assumed_base: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -85,7 +128,31 @@ mod tests {
         RankClock {
             base_ns: base,
             first_step: first.map(Ns),
+            min_ts: None,
         }
+    }
+
+    #[test]
+    fn a_truncated_rank_keeps_the_common_base() {
+        // Rank 1 lost its base (cut before the key); its ts are small, so relative.
+        let lost = RankClock {
+            base_ns: None,
+            first_step: None,
+            min_ts: Some(Ns(5_000)),
+        };
+        let a = plan(Align::Base, &[clock(Some(1_000_000), None), lost]);
+        assert_eq!(a.base_ns, Some(1_000_000));
+        assert_eq!(a.shifts, [Ns(0), Ns(0)]);
+        assert_eq!(a.assumed_base, [1]);
+        // Absolute epoch µs without a base stay absolute.
+        let abs = RankClock {
+            base_ns: None,
+            first_step: None,
+            min_ts: Some(Ns(1_700_000_000_000_000_000)),
+        };
+        let a = plan(Align::Base, &[clock(Some(1_000_000), None), abs]);
+        assert_eq!(a.base_ns, None);
+        assert!(a.assumed_base.is_empty());
     }
 
     #[test]

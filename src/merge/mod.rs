@@ -292,9 +292,10 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
     } else {
         vec![None; chosen.len()]
     };
-    let clock_of = |k: usize, report: Option<&ReadReport>| RankClock {
+    let clock_of = |k: usize, report: Option<&ReadReport>, min_ts: Option<Ns>| RankClock {
         base_ns: report.and_then(|r| r.header.base_time_ns),
         first_step: scans[k].as_ref().and_then(|s| s.first_step()),
+        min_ts,
     };
     let mut notes = Vec::new();
     let step_windows: Vec<Option<(Ns, Ns)>> = chosen
@@ -314,7 +315,14 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         .collect();
     let planned = scans.iter().all(Option::is_some).then(|| {
         let clocks: Vec<_> = (0..chosen.len())
-            .map(|k| clock_of(k, scans[k].as_ref().and_then(|s| s.report.as_ref())))
+            .map(|k| {
+                let s = scans[k].as_ref();
+                clock_of(
+                    k,
+                    s.and_then(|s| s.report.as_ref()),
+                    s.and_then(|s| s.min_ts),
+                )
+            })
             .collect();
         align::plan(opts.align, &clocks)
     });
@@ -357,7 +365,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         .collect::<std::io::Result<_>>()
         .context("writing the merged trace")?;
     let clocks: Vec<_> = (0..chosen.len())
-        .map(|k| clock_of(k, Some(&outs[k].report)))
+        .map(|k| clock_of(k, Some(&outs[k].report), outs[k].min_ts))
         .collect();
     let alignment = align::plan(opts.align, &clocks);
     let redo: Vec<usize> = (0..chosen.len())
@@ -388,13 +396,24 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
             damaged: o.report.is_damaged(),
         })
         .collect();
+    for &k in &alignment.assumed_base {
+        notes.push(format!(
+            "{} has no baseTimeNanoseconds (Kineto writes it after the events: the file is cut short?) \
+             and relative times: given the common base",
+            g.files[chosen[k]].label
+        ));
+    }
     let bases: BTreeSet<_> = ranks.iter().map(|r| r.base_ns).collect();
     if opts.align == Align::None && bases.len() > 1 {
         notes.push(
             "ranks have different baseTimeNanoseconds and --align none keeps them apart".into(),
         );
     }
-    if bases.contains(&None) && bases.len() > 1 && opts.align != Align::None {
+    if bases.contains(&None)
+        && bases.len() > 1
+        && opts.align != Align::None
+        && alignment.base_ns.is_none()
+    {
         notes.push(
             "some ranks lack baseTimeNanoseconds: all ranks were put on absolute time".into(),
         );

@@ -27,6 +27,8 @@ use super::filter::Filter;
 #[derive(Clone, Debug, Default)]
 pub struct ScanInfo {
     pub report: Option<ReadReport>,
+    /// The earliest `ts`.
+    pub min_ts: Option<Ns>,
     /// `(ProfilerStep number or None, start, end)` in the rank's own `ts`, sorted by start.
     pub steps: Vec<(Option<u64>, Ns, Ns)>,
 }
@@ -65,6 +67,9 @@ impl ScanInfo {
 pub fn scan(file: &RankFile) -> io::Result<ScanInfo> {
     let mut info = ScanInfo::default();
     let report = read_trace(&file.path, |ev| {
+        if let Some(ts) = ev.ts {
+            info.min_ts = Some(info.min_ts.map_or(ts, |m| m.min(ts)));
+        }
         if let (Some(mark), Some(ts)) = (step_mark(ev), ev.ts) {
             let n = match mark {
                 StepMark::Profiler(n) => Some(n),
@@ -107,6 +112,8 @@ pub struct RankOut {
     pub added: u64,
     pub piece: Piece,
     pub shift: Ns,
+    /// The earliest input `ts` (before the shift).
+    pub min_ts: Option<Ns>,
 }
 
 #[derive(Default)]
@@ -131,9 +138,13 @@ pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
         job.shift,
     );
     let filter_noop = job.filter.is_noop();
+    let mut min_ts: Option<Ns> = None;
     let report = read_trace(&job.path, |ev| {
         if err.is_some() {
             return;
+        }
+        if let Some(ts) = ev.ts {
+            min_ts = Some(min_ts.map_or(ts, |m| m.min(ts)));
         }
         if !filter_noop && !job.filter.keep(ev) {
             dropped += 1;
@@ -175,6 +186,7 @@ pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
         added,
         piece: w.finish()?,
         shift: job.shift,
+        min_ts,
     })
 }
 
