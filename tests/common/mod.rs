@@ -202,3 +202,166 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
         );
     }
 }
+
+/// A small synthetic profile with a planted imbalance, written by hand (no rankprof code):
+/// `ranks` TP ranks, `steps` ProfilerSteps of 10 ms each on the CPU. Per step each rank launches
+/// (from inside its step window) a GEMM (3 ms), a flash-attention kernel (2 ms) and an RMS norm
+/// (0.5 ms) back to back on stream 7, then an NCCL all-reduce on stream 20 that starts when the
+/// rank's compute is done and ends 0.2 ms after the last rank's compute is done. The GPU runs
+/// `LAG` behind the CPU, so kernels of step s run into the CPU window of step s+1 (only the
+/// launch correlation puts them in the right step). Rank r starts r µs late (jitter, so that
+/// no two ranks tie). From step `from` on, rank `slow`'s GEMM takes `factor` times as long.
+pub struct Planted {
+    pub ranks: usize,
+    pub steps: usize,
+    pub slow: usize,
+    pub from: usize,
+    pub factor: f64,
+}
+
+pub const STEP_NS: i64 = 10_000_000;
+pub const LAG_NS: i64 = 6_000_000;
+pub const GEMM_NS: i64 = 3_000_000;
+pub const ATTN_NS: i64 = 2_000_000;
+pub const NORM_NS: i64 = 500_000;
+pub const TAIL_NS: i64 = 200_000;
+pub const BASE_NS: i64 = 1_700_000_000_000_000_000;
+
+fn us(ns: i64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+impl Planted {
+    pub fn gemm(&self, r: usize, s: usize) -> i64 {
+        if r == self.slow && s >= self.from {
+            (GEMM_NS as f64 * self.factor).round() as i64
+        } else {
+            GEMM_NS
+        }
+    }
+    /// Compute (work) of rank r in step s.
+    pub fn work(&self, r: usize, s: usize) -> i64 {
+        self.gemm(r, s) + ATTN_NS + NORM_NS
+    }
+    pub fn jitter(&self, r: usize) -> i64 {
+        r as i64 * 1_000
+    }
+    /// GPU start of rank r's step s (file time).
+    pub fn gpu_start(&self, r: usize, s: usize) -> i64 {
+        s as i64 * STEP_NS + LAG_NS + self.jitter(r)
+    }
+    /// (start, end) of the all-reduce of rank r in step s.
+    pub fn allreduce(&self, r: usize, s: usize) -> (i64, i64) {
+        let start = self.gpu_start(r, s) + self.work(r, s);
+        let end = (0..self.ranks)
+            .map(|q| self.gpu_start(q, s) + self.work(q, s))
+            .max()
+            .unwrap()
+            + TAIL_NS;
+        (start, end)
+    }
+
+    /// The events of rank r, as JSON objects (GPU ops first, then CPU: not in time order).
+    pub fn events(&self, r: usize, pid_cpu: &str, pid_gpu: &str) -> Vec<String> {
+        let mut gpu = Vec::new();
+        let mut cpu = Vec::new();
+        let mut corr = 1000;
+        for s in 0..self.steps {
+            let t0 = s as i64 * STEP_NS;
+            cpu.push(format!(
+                r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{s}", "pid": {pid_cpu}, "tid": 1, "ts": {}, "dur": {}, "args": {{"External id": {s}}}}}"#,
+                us(t0),
+                us(STEP_NS)
+            ));
+            let mut t = self.gpu_start(r, s);
+            let kernels = [
+                ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", self.gemm(r, s)),
+                ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::bfloat16_t> >(Flash_fwd_params)", ATTN_NS),
+                ("void vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, float, int, int)", NORM_NS),
+            ];
+            for (k, (name, dur)) in kernels.iter().enumerate() {
+                corr += 1;
+                let launch = t0 + 100_000 + k as i64 * 20_000;
+                cpu.push(format!(
+                    r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": {pid_cpu}, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#,
+                    us(launch)
+                ));
+                gpu.push(format!(
+                    r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": {pid_gpu}, "tid": 7, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 7, "correlation": {corr}}}}}"#,
+                    us(t),
+                    us(*dur)
+                ));
+                t += dur;
+            }
+            corr += 1;
+            let (a, b) = self.allreduce(r, s);
+            cpu.push(format!(
+                r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": {pid_cpu}, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#,
+                us(t0 + 200_000)
+            ));
+            gpu.push(format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "pid": {pid_gpu}, "tid": 20, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 20, "correlation": {corr}, "Collective name": "allreduce", "Process Group Name": "0", "Process Group Ranks": "[0, 1, 2, 3]"}}}}"#,
+                us(a),
+                us(b - a)
+            ));
+        }
+        gpu.extend(cpu);
+        gpu
+    }
+
+    fn header(&self, r: usize) -> String {
+        format!(
+            r#""schemaVersion": 1, "deviceProperties": [{{"id": 0, "name": "NVIDIA H100 80GB HBM3"}}], "distributedInfo": {{"backend": "nccl", "rank": {r}, "world_size": {}}}"#,
+            self.ranks
+        )
+    }
+
+    /// One file per rank, SGLang names (`planted-TP-{r}.trace.json[.gz]`).
+    pub fn write_ranks(&self, dir: &Path, gzip: bool) -> Vec<PathBuf> {
+        (0..self.ranks)
+            .map(|r| {
+                let body = format!(
+                    "{{{}, \"traceEvents\": [\n{}\n], \"baseTimeNanoseconds\": {BASE_NS}}}",
+                    self.header(r),
+                    self.events(r, "1234", "0").join(",\n")
+                );
+                let name = format!("planted-TP-{r}.trace.json{}", if gzip { ".gz" } else { "" });
+                let path = dir.join(name);
+                write_maybe_gz(&path, body.as_bytes(), gzip);
+                path
+            })
+            .collect()
+    }
+
+    /// One merged trace with `[TPnn] pid` labels (as SGLang's merger and ours write them).
+    pub fn write_merged(&self, dir: &Path) -> PathBuf {
+        let mut all = Vec::new();
+        for r in 0..self.ranks {
+            all.extend(self.events(
+                r,
+                &format!("\"[TP{r:02}] 1234\""),
+                &format!("\"[TP{r:02}] 0\""),
+            ));
+        }
+        let body = format!(
+            "{{{}, \"traceEvents\": [\n{}\n], \"baseTimeNanoseconds\": {BASE_NS}}}",
+            self.header(0),
+            all.join(",\n")
+        );
+        let path = dir.join("merged-planted.trace.json.gz");
+        write_maybe_gz(&path, body.as_bytes(), true);
+        path
+    }
+}
+
+fn write_maybe_gz(path: &Path, bytes: &[u8], gzip: bool) {
+    use std::io::Write;
+    if gzip {
+        let f = std::fs::File::create(path).unwrap();
+        let mut e = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap();
+    } else {
+        std::fs::write(path, bytes).unwrap();
+    }
+}
