@@ -94,9 +94,11 @@ pub fn top(
                 .collect();
             let totals: Vec<i64> = per_rank.iter().map(|s| s.total_ns).collect();
             let (max_over_mean, cv) = spread(&totals);
-            let slowest = argmax(&totals)
-                .map(|i| ranks[i].clone())
-                .unwrap_or_default();
+            // No slowest rank when all are equal.
+            let slowest = match argmax(&totals) {
+                Some(i) if max_over_mean > 1.0 => ranks[i].clone(),
+                _ => "-".to_string(),
+            };
             KernelRow {
                 name: name.to_string(),
                 short: short_name(name),

@@ -136,6 +136,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
         bail!("--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`");
     }
     let a = analyze(args)?;
+    refuse_to_overwrite_inputs(args, &a)?;
     for n in &a.notes {
         eprintln!("note: {n}");
     }
@@ -161,6 +162,26 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
         eprintln!("wrote {} ({} bytes)", path.display(), text.len());
     }
     Ok(if a.damaged { exit::PARTIAL } else { exit::OK })
+}
+
+/// Output files must never replace an input trace.
+fn refuse_to_overwrite_inputs(args: &AnalyzeArgs, a: &Analysis) -> Result<()> {
+    let inputs: Vec<PathBuf> = a
+        .files
+        .iter()
+        .filter_map(|f| std::fs::canonicalize(&f.path).ok())
+        .collect();
+    for out in [&args.html, &args.save_summary].into_iter().flatten() {
+        if let Ok(c) = std::fs::canonicalize(out) {
+            if inputs.contains(&c) {
+                bail!(
+                    "{}: is an input trace; choose another output file",
+                    out.display()
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One file to read, with the rank it holds (a merged trace may hold several).

@@ -87,7 +87,7 @@ fn heatmap(
     let w = label_w + cell_w * cols.len() + 10;
     let h = head_h + cell_h * rows.len() + 6;
     let mut s = format!(
-        r#"<svg id="{id}" class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}">"#
+        r#"<svg id="{id}" class="heatmap" width="{w}" height="{h}" viewBox="0 0 {w} {h}">"#
     );
     for (c, name) in cols.iter().enumerate() {
         let show = !many || c % (cols.len() / 12).max(1) == 0;

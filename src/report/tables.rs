@@ -243,9 +243,14 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
                     }
                     let (mom, _) = crate::analyze::kernels::spread(&s.work_ns);
                     let slow = crate::analyze::kernels::argmax(&s.work_ns).unwrap_or(0);
+                    let name = if mom > 1.0 {
+                        ranks.get(slow).copied().unwrap_or("")
+                    } else {
+                        "-"
+                    };
                     row.extend([
                         Cell::Num(mom, 3),
-                        text(ranks.get(slow).copied().unwrap_or("").to_string()),
+                        text(name.to_string()),
                         Cell::Num(s.excess_pct.get(slow).copied().unwrap_or(0.0), 1),
                     ]);
                     row
