@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
-#[command(name = "rankprof", version, about = "Find out why one GPU rank is slower than the others")]
+#[command(
+    name = "rankprof",
+    version,
+    about = "Find out why one GPU rank is slower than the others"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -32,6 +36,9 @@ pub enum Command {
     Synth(SynthArgs),
     /// Run `ls` and `merge` (and `analyze`) on the bundled fixtures/.
     Demo(DemoArgs),
+    /// Decompress trace files in parallel and discard the bytes (benchmark baseline).
+    #[command(hide = true)]
+    Inflate(InflateArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -261,7 +268,8 @@ pub struct SynthArgs {
     /// First step from which the slow rank is slow.
     #[arg(long = "from-step", default_value_t = 0)]
     pub from_step: u32,
-    /// Only kernels of this class get slower (gemm, attention, comm, moe, norm, memory); default all.
+    /// Only kernels of this class get slower (gemm, attention, norm, elementwise, moe, memory;
+    /// comm: the slow rank's collectives transfer slower); default all compute classes.
     #[arg(long = "slow-class")]
     pub slow_class: Option<String>,
     /// Random seed (same seed, same bytes).
@@ -270,6 +278,40 @@ pub struct SynthArgs {
     /// Write plain JSON instead of gzip.
     #[arg(long)]
     pub plain: bool,
+    /// gzip level (0-9).
+    #[arg(long, default_value_t = 1)]
+    pub level: u32,
+    /// File-name prefix (SGLang `{instance}-{id}-TP-…`, vLLM `{instance}_dp0_…`).
+    #[arg(long)]
+    pub instance: Option<String>,
+    /// SGLang profile_by_stage: one EXTEND and one DECODE file per rank.
+    #[arg(long = "by-stage")]
+    pub by_stage: bool,
+    /// The common baseTimeNanoseconds (default 1790857026000000000).
+    #[arg(long = "base-time-ns")]
+    pub base_time_ns: Option<i64>,
+    /// Rank r's file gets baseTimeNanoseconds + r*N and its ts shifted by -r*N ns
+    /// (absolute times unchanged).
+    #[arg(
+        long = "base-skew-ns",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub base_skew_ns: i64,
+    /// Write displayTimeUnit/baseTimeNanoseconds before traceEvents (current Kineto) instead of
+    /// after it (Kineto until 2024).
+    #[arg(long = "base-first")]
+    pub base_first: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct InflateArgs {
+    /// Trace files (.json.gz or .json).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
 }
 
 #[derive(Args, Debug, Clone)]

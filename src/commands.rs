@@ -33,6 +33,7 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Merge(a) => crate::merge::run(&a),
         Command::Synth(a) => crate::synth::run(&a),
         Command::Demo(a) => crate::report::demo::run(&a),
+        Command::Inflate(a) => crate::synth::inflate::run(&a),
         Command::Analyze(a) => crate::analyze::run(&a),
         Command::Compare(_) => anyhow::bail!("compare is not built yet"),
         Command::Capture(_) => anyhow::bail!("capture is not built yet"),

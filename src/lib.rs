@@ -31,9 +31,9 @@
 //! ```
 
 pub mod analyze;
+pub mod capture;
 pub mod cli;
 pub mod commands;
-pub mod capture;
 pub mod compare;
 pub mod merge;
 pub mod report;

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use rankprof::trace::{read_trace, Ns};
 
 fn shared(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures")
+        .join(rel)
 }
 
 struct Figures {
@@ -17,7 +19,12 @@ struct Figures {
 }
 
 fn figures(rel: &str) -> Figures {
-    let mut f = Figures { events: 0, kernels: 0, kernel_ns: 0, nccl_ns: 0 };
+    let mut f = Figures {
+        events: 0,
+        kernels: 0,
+        kernel_ns: 0,
+        nccl_ns: 0,
+    };
     let report = read_trace(&shared(rel), |ev| {
         if ev.ph == b'X' && ev.cat.eq_str("kernel") {
             f.kernels += 1;
@@ -39,9 +46,27 @@ fn figures(rel: &str) -> Figures {
 fn hta_counts_and_kernel_times_match_the_readme() {
     // (file, events, kernel events, kernel µs, NCCL µs) from ../shared/fixtures/README.md
     let table: &[(&str, u64, u64, f64, f64)] = &[
-        ("hta/sampled-rank-0.json.gz", 4_855, 1_154, 606_519.0, 396_199.0),
-        ("hta/sampled-rank-1.json.gz", 4_720, 1_104, 651_026.0, 379_053.0),
-        ("hta/nccl-a100-rank-0.json.gz", 40_573, 2_700, 162_532.34, 46_876.493),
+        (
+            "hta/sampled-rank-0.json.gz",
+            4_855,
+            1_154,
+            606_519.0,
+            396_199.0,
+        ),
+        (
+            "hta/sampled-rank-1.json.gz",
+            4_720,
+            1_104,
+            651_026.0,
+            379_053.0,
+        ),
+        (
+            "hta/nccl-a100-rank-0.json.gz",
+            40_573,
+            2_700,
+            162_532.34,
+            46_876.493,
+        ),
         ("hta/rocm-mi250.json.gz", 220, 14, 110.881, 0.0),
         ("hta/cpu-only-rank-34.pt.trace.json.gz", 30, 0, 0.0, 0.0),
         ("hta/triton-example.json.gz", 71, 1, 1.76, 0.0),
@@ -51,8 +76,16 @@ fn hta_counts_and_kernel_times_match_the_readme() {
         let f = figures(file);
         assert_eq!(f.events, events, "{file} events");
         assert_eq!(f.kernels, kernels, "{file} kernels");
-        assert_eq!(f.kernel_ns, (kernel_us * 1000.0).round() as i64, "{file} kernel time");
-        assert_eq!(f.nccl_ns, (nccl_us * 1000.0).round() as i64, "{file} NCCL time");
+        assert_eq!(
+            f.kernel_ns,
+            (kernel_us * 1000.0).round() as i64,
+            "{file} kernel time"
+        );
+        assert_eq!(
+            f.nccl_ns,
+            (nccl_us * 1000.0).round() as i64,
+            "{file} NCCL time"
+        );
     }
 }
 

@@ -2,7 +2,11 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "analyze-profile", version, about = "Per-rank kernel tables: which rank is slow, where, since when")]
+#[command(
+    name = "analyze-profile",
+    version,
+    about = "Per-rank kernel tables: which rank is slow, where, since when"
+)]
 struct Cli {
     #[command(flatten)]
     args: rankprof::cli::AnalyzeArgs,
@@ -10,5 +14,7 @@ struct Cli {
 
 fn main() {
     let cli = Cli::parse();
-    std::process::exit(rankprof::commands::main(rankprof::cli::Command::Analyze(cli.args)));
+    std::process::exit(rankprof::commands::main(rankprof::cli::Command::Analyze(
+        cli.args,
+    )));
 }

@@ -2,7 +2,11 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "merge-traces", version, about = "Merge every rank's trace into one Perfetto-ready trace")]
+#[command(
+    name = "merge-traces",
+    version,
+    about = "Merge every rank's trace into one Perfetto-ready trace"
+)]
 struct Cli {
     #[command(flatten)]
     args: rankprof::cli::MergeArgs,
@@ -10,5 +14,7 @@ struct Cli {
 
 fn main() {
     let cli = Cli::parse();
-    std::process::exit(rankprof::commands::main(rankprof::cli::Command::Merge(cli.args)));
+    std::process::exit(rankprof::commands::main(rankprof::cli::Command::Merge(
+        cli.args,
+    )));
 }

@@ -1,8 +1,525 @@
-//! Merge (being written).
-use anyhow::Result;
+//! `merge-traces` / `rankprof merge`: every rank's trace into one Perfetto-ready file per
+//! profile (and stage), streamed and compressed in parallel, never held in memory.
+//!
+//! Per group: (optionally) a scan pass finds each rank's steps; each rank is then read and
+//! written into its own compressed piece ([`rank::write_rank`]), ranks in parallel; the pieces,
+//! a head and a tail with the merged top-level keys make one gzip file, renamed into place.
+//!
+//! With `--align base` (the default) the common base `min(baseTimeNanoseconds)` is only known
+//! once every file has been read (Kineto writes the key after the events). The write pass
+//! assumes every rank already sits on the common base (true whenever the bases are equal, as
+//! they usually are) and re-runs only the ranks for which that turned out wrong.
 
-use crate::cli::MergeArgs;
+pub mod align;
+pub mod filter;
+pub mod rank;
 
-pub fn run(_args: &MergeArgs) -> Result<i32> {
-    anyhow::bail!("merge is not built yet")
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+
+use crate::cli::{Align, MergeArgs};
+use crate::commands::exit;
+use crate::trace::writer::{piece_from_bytes, write_gzip, Piece};
+use crate::trace::{discover, discover_files, Discovery, Group, Ns, ReadReport};
+
+use align::RankClock;
+use filter::Filter;
+use rank::{RankJob, RankOut, ScanInfo};
+
+/// Merge settings, independent of the command line.
+#[derive(Clone, Debug)]
+pub struct MergeOptions {
+    pub align: Align,
+    pub ranks: Option<Vec<usize>>,
+    /// In output `ts` units.
+    pub window: Option<(Ns, Ns)>,
+    pub steps: Option<(u64, u64)>,
+    pub drop_cat: Vec<String>,
+    pub gpu_only: bool,
+    pub strict: bool,
+    pub level: u32,
+}
+
+impl Default for MergeOptions {
+    fn default() -> Self {
+        MergeOptions {
+            align: Align::Base,
+            ranks: None,
+            window: None,
+            steps: None,
+            drop_cat: Vec::new(),
+            gpu_only: false,
+            strict: false,
+            level: 1,
+        }
+    }
+}
+
+impl MergeOptions {
+    pub fn from_args(a: &MergeArgs) -> Result<Self> {
+        if a.level > 9 {
+            bail!("--level must be 0 to 9");
+        }
+        Ok(MergeOptions {
+            align: a.align,
+            ranks: a.ranks.as_deref().map(filter::parse_ranks).transpose()?,
+            window: a.window.as_deref().map(filter::parse_window).transpose()?,
+            steps: a.steps.as_deref().map(filter::parse_steps).transpose()?,
+            drop_cat: a.drop_cat.clone(),
+            gpu_only: a.gpu_only,
+            strict: a.strict,
+            level: a.level,
+        })
+    }
+}
+
+/// One rank's line in the merge result.
+#[derive(Debug, Clone)]
+pub struct RankSummary {
+    pub label: String,
+    pub path: PathBuf,
+    pub read: u64,
+    pub written: u64,
+    pub dropped: u64,
+    pub added: u64,
+    pub shift: Ns,
+    pub base_ns: Option<i64>,
+    pub notes: Vec<String>,
+    pub damaged: bool,
+}
+
+/// What merging one group did.
+#[derive(Debug, Clone)]
+pub struct MergeResult {
+    /// `None` when `--strict` refused to write.
+    pub output: Option<PathBuf>,
+    pub ranks: Vec<RankSummary>,
+    pub events: u64,
+    pub bytes_in: u64,
+    pub uncompressed_out: u64,
+    pub base_ns: Option<i64>,
+    pub notes: Vec<String>,
+    /// Ranks re-read because their clock shift was not known in advance.
+    pub redone: usize,
+}
+
+impl MergeResult {
+    pub fn damaged(&self) -> bool {
+        self.ranks.iter().any(|r| r.damaged)
+    }
+}
+
+/// Finds the groups named by the arguments.
+pub fn gather(
+    profile_dir: Option<&Path>,
+    files: &[PathBuf],
+    recursive: bool,
+    profile_id: Option<&str>,
+    stage: Option<&str>,
+) -> Result<Discovery> {
+    let mut d = match profile_dir {
+        Some(dir) => {
+            discover(dir, recursive).with_context(|| format!("reading {}", dir.display()))?
+        }
+        None => Discovery::default(),
+    };
+    if !files.is_empty() {
+        for f in files {
+            if !f.is_file() {
+                bail!("{}: no such file", f.display());
+            }
+        }
+        let more = discover_files(files);
+        d.groups.extend(more.groups);
+        d.notes.extend(more.notes);
+    }
+    if profile_dir.is_none() && files.is_empty() {
+        bail!("give --profile-dir DIR or trace files");
+    }
+    d.select(profile_id, stage);
+    if d.groups.is_empty() {
+        let mut msg = String::from("no rank traces found");
+        if let Some(dir) = profile_dir {
+            msg += &format!(" in {}", dir.display());
+        }
+        if let Some(id) = profile_id {
+            msg += &format!(" for profile id {id}");
+        }
+        for n in &d.notes {
+            msg += &format!("\n  {n}");
+        }
+        bail!(msg);
+    }
+    Ok(d)
+}
+
+pub fn run(args: &MergeArgs) -> Result<i32> {
+    let opts = MergeOptions::from_args(args)?;
+    let d = gather(
+        args.profile_dir.as_deref(),
+        &args.files,
+        args.recursive,
+        args.profile_id.as_deref(),
+        args.stage.as_deref(),
+    )?;
+    for n in &d.notes {
+        eprintln!("note: {n}");
+    }
+    if args.output.is_some() && d.groups.len() > 1 {
+        let ids: Vec<_> = d.groups.iter().map(|g| g.merged_name()).collect();
+        bail!(
+            "-o names one file but {} profiles were found ({}); pick one with --profile-id/--stage",
+            d.groups.len(),
+            ids.join(", ")
+        );
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .context("starting worker threads")?;
+    let mut code = exit::OK;
+    for g in &d.groups {
+        let out = args
+            .output
+            .clone()
+            .unwrap_or_else(|| g.dir.join(g.merged_name()));
+        let t = Instant::now();
+        let res = pool.install(|| merge_group(g, &out, &opts))?;
+        print_result(g, &res, t.elapsed().as_secs_f64());
+        if res.damaged() {
+            code = code.max(if res.output.is_none() {
+                exit::FAILED
+            } else {
+                exit::PARTIAL
+            });
+        }
+    }
+    Ok(code)
+}
+
+fn print_result(g: &Group, res: &MergeResult, secs: f64) {
+    let stage = g
+        .stage
+        .as_deref()
+        .map(|s| format!(" stage {s}"))
+        .unwrap_or_default();
+    println!("profile {}{stage}: {} ranks", g.profile_id, res.ranks.len());
+    for r in &res.ranks {
+        let shift = if r.shift == Ns::ZERO {
+            String::new()
+        } else {
+            format!("  clock {:+.3} µs", r.shift.as_us())
+        };
+        let filt = if r.dropped > 0 {
+            format!("  ({} filtered out)", r.dropped)
+        } else {
+            String::new()
+        };
+        println!(
+            "  {:<14} {:>10} events{filt}{shift}  {}",
+            r.label,
+            r.written,
+            r.path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        );
+        for n in &r.notes {
+            println!("    ! {n}");
+        }
+    }
+    for n in &res.notes {
+        println!("  note: {n}");
+    }
+    match &res.output {
+        Some(p) => println!(
+            "  -> {}: {} events, {:.1} MB in, {:.1} MB JSON out, {:.2} s ({:.0} MB/s)",
+            p.display(),
+            res.events,
+            res.bytes_in as f64 / 1e6,
+            res.uncompressed_out as f64 / 1e6,
+            secs,
+            res.bytes_in as f64 / 1e6 / secs.max(1e-9)
+        ),
+        None => println!("  -> nothing written: a rank is damaged and --strict is set"),
+    }
+    if res.damaged() && res.output.is_some() {
+        println!("  PARTIAL: damaged ranks were merged as far as they could be read (exit code 3)");
+    }
+}
+
+/// Merges one group into `out`.
+pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeResult> {
+    let n = g.files.len();
+    let chosen: Vec<usize> = match &opts.ranks {
+        Some(r) => {
+            if let Some(bad) = r.iter().find(|&&i| i >= n) {
+                bail!(
+                    "--ranks: rank {bad} does not exist ({} has ranks 0-{})",
+                    g.profile_id,
+                    n.saturating_sub(1)
+                );
+            }
+            r.clone()
+        }
+        None => (0..n).collect(),
+    };
+    let out_abs = absolute(out);
+    for f in &g.files {
+        if absolute(&f.path) == out_abs {
+            bail!("refusing to overwrite the input {}", f.path.display());
+        }
+    }
+    let dir = out_abs
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let tmp = tempfile::Builder::new()
+        .prefix(".rankprof-merge-")
+        .tempdir_in(&dir)
+        .with_context(|| format!("creating a temporary directory in {}", dir.display()))?;
+
+    // Scan first when the plan needs each rank's steps before writing.
+    let scans: Vec<Option<ScanInfo>> = if opts.align == Align::FirstStep || opts.steps.is_some() {
+        chosen
+            .par_iter()
+            .map(|&i| rank::scan(&g.files[i]).map(Some))
+            .collect::<std::io::Result<_>>()?
+    } else {
+        vec![None; chosen.len()]
+    };
+    let clock_of = |k: usize, report: Option<&ReadReport>| RankClock {
+        base_ns: report.and_then(|r| r.header.base_time_ns),
+        first_step: scans[k].as_ref().and_then(|s| s.first_step()),
+    };
+    let mut notes = Vec::new();
+    let step_windows: Vec<Option<(Ns, Ns)>> = chosen
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let (a, b) = opts.steps?;
+            let w = scans[k].as_ref().and_then(|s| s.window_of_steps(a, b));
+            if w.is_none() {
+                notes.push(format!(
+                    "{}: no steps {a}:{b} found; rank kept whole",
+                    g.files[i].label
+                ));
+            }
+            w
+        })
+        .collect();
+    let planned = scans.iter().all(Option::is_some).then(|| {
+        let clocks: Vec<_> = (0..chosen.len())
+            .map(|k| clock_of(k, scans[k].as_ref().and_then(|s| s.report.as_ref())))
+            .collect();
+        align::plan(opts.align, &clocks)
+    });
+
+    let job = |k: usize, shift: Ns| {
+        let i = chosen[k];
+        let f = &g.files[i];
+        let mut window = step_windows[k];
+        if let Some((lo, hi)) = opts.window {
+            // The window is in output units; the rank's own units are shifted back.
+            let (lo, hi) = (lo - shift, hi - shift);
+            window = Some(match window {
+                Some((a, b)) => (a.max(lo), b.min(hi)),
+                None => (lo, hi),
+            });
+        }
+        RankJob {
+            index: i,
+            nranks: n,
+            label: f.label.clone(),
+            sort_base: f.id.sort_index_base(),
+            path: f.path.clone(),
+            shift,
+            filter: Filter {
+                drop_cat: opts.drop_cat.clone(),
+                gpu_only: opts.gpu_only,
+                window,
+            },
+            level: opts.level,
+            piece_path: tmp.path().join(format!("rank-{i}.deflate")),
+        }
+    };
+    let first_shifts: Vec<Ns> = match &planned {
+        Some(a) => a.shifts.clone(),
+        None => vec![Ns::ZERO; chosen.len()],
+    };
+    let mut outs: Vec<RankOut> = (0..chosen.len())
+        .into_par_iter()
+        .map(|k| rank::write_rank(&job(k, first_shifts[k])))
+        .collect::<std::io::Result<_>>()
+        .context("writing the merged trace")?;
+    let clocks: Vec<_> = (0..chosen.len())
+        .map(|k| clock_of(k, Some(&outs[k].report)))
+        .collect();
+    let alignment = align::plan(opts.align, &clocks);
+    let redo: Vec<usize> = (0..chosen.len())
+        .filter(|&k| outs[k].shift != alignment.shifts[k])
+        .collect();
+    let redone: Vec<(usize, RankOut)> = redo
+        .par_iter()
+        .map(|&k| rank::write_rank(&job(k, alignment.shifts[k])).map(|o| (k, o)))
+        .collect::<std::io::Result<_>>()
+        .context("rewriting ranks with their clock shift")?;
+    for (k, o) in redone {
+        outs[k] = o;
+    }
+
+    let ranks: Vec<RankSummary> = chosen
+        .iter()
+        .zip(&outs)
+        .map(|(&i, o)| RankSummary {
+            label: g.files[i].label.clone(),
+            path: g.files[i].path.clone(),
+            read: o.report.events,
+            written: o.written,
+            dropped: o.dropped,
+            added: o.added,
+            shift: o.shift,
+            base_ns: o.report.header.base_time_ns,
+            notes: o.report.notes(),
+            damaged: o.report.is_damaged(),
+        })
+        .collect();
+    let bases: BTreeSet<_> = ranks.iter().map(|r| r.base_ns).collect();
+    if opts.align == Align::None && bases.len() > 1 {
+        notes.push(
+            "ranks have different baseTimeNanoseconds and --align none keeps them apart".into(),
+        );
+    }
+    if bases.contains(&None) && bases.len() > 1 && opts.align != Align::None {
+        notes.push(
+            "some ranks lack baseTimeNanoseconds: all ranks were put on absolute time".into(),
+        );
+    }
+    let mut result = MergeResult {
+        output: None,
+        events: outs.iter().map(|o| o.written + o.added).sum(),
+        bytes_in: outs.iter().map(|o| o.report.bytes).sum(),
+        uncompressed_out: 0,
+        base_ns: alignment.base_ns,
+        ranks,
+        notes,
+        redone: redo.len(),
+    };
+    if opts.strict && result.damaged() {
+        return Ok(result);
+    }
+
+    let tail = tail_json(g, &chosen, &outs, &alignment, out)?;
+    let mut pieces: Vec<Piece> = vec![piece_from_bytes(
+        b"{\"traceEvents\":[\n",
+        opts.level,
+        false,
+    )?];
+    let mut any = false;
+    for o in outs {
+        if o.piece.len == 0 {
+            continue;
+        }
+        if any {
+            pieces.push(piece_from_bytes(b",\n", opts.level, false)?);
+        }
+        any = true;
+        pieces.push(o.piece);
+    }
+    pieces.push(piece_from_bytes(tail.as_bytes(), opts.level, true)?);
+    result.uncompressed_out = write_gzip(out, &pieces)?;
+    result.output = Some(out.to_path_buf());
+    Ok(result)
+}
+
+/// The merged document's keys after `traceEvents`.
+fn tail_json(
+    g: &Group,
+    chosen: &[usize],
+    outs: &[RankOut],
+    alignment: &align::Alignment,
+    out: &Path,
+) -> Result<String> {
+    use serde_json::{json, Map, Value};
+    let mut devices: Vec<Value> = Vec::new();
+    let mut ranks = Vec::new();
+    for (&i, o) in chosen.iter().zip(outs) {
+        let h = &o.report.header;
+        if let Some(raw) = &h.device_properties {
+            if let Ok(Value::Array(list)) = serde_json::from_str::<Value>(raw) {
+                for d in list {
+                    if !devices.contains(&d) {
+                        devices.push(d);
+                    }
+                }
+            }
+        }
+        let dist: Value = h
+            .distributed_info
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or(Value::Null);
+        let f = &g.files[i];
+        ranks.push(json!({
+            "label": f.label,
+            "file": f.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "index": i,
+            "tp": f.id.tp, "dp": f.id.dp, "pp": f.id.pp, "ep": f.id.ep, "rank": f.id.rank,
+            "baseTimeNanoseconds": h.base_time_ns,
+            "clock_shift_ns": o.shift.0,
+            "events": o.written,
+            "damaged": o.report.is_damaged(),
+            "distributedInfo": dist,
+        }));
+    }
+    let first = outs.first().map(|o| &o.report.header);
+    let mut top = Map::new();
+    top.insert(
+        "schemaVersion".into(),
+        json!(first.and_then(|h| h.schema_version).unwrap_or(1)),
+    );
+    if !devices.is_empty() {
+        top.insert("deviceProperties".into(), Value::Array(devices));
+    }
+    if let Some(d) = first
+        .and_then(|h| h.distributed_info.as_deref())
+        .and_then(|s| serde_json::from_str::<Value>(s).ok())
+    {
+        top.insert("distributedInfo".into(), d);
+    }
+    top.insert("ranks".into(), Value::Array(ranks));
+    top.insert(
+        "traceName".into(),
+        json!(out.file_name().map(|n| n.to_string_lossy().into_owned())),
+    );
+    top.insert(
+        "displayTimeUnit".into(),
+        json!(first
+            .and_then(|h| h.display_time_unit.clone())
+            .unwrap_or_else(|| "ms".into())),
+    );
+    if let Some(b) = alignment.base_ns {
+        top.insert("baseTimeNanoseconds".into(), json!(b));
+    }
+    let body = serde_json::to_string(&Value::Object(top))?;
+    // `{...}` -> `\n],\n...}`: the keys follow the event array inside the same object.
+    let inner = body.strip_prefix('{').unwrap_or(&body);
+    Ok(format!("\n],\n{inner}\n"))
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    // The output may not exist yet: resolve its directory.
+    let parent = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+    dir.join(p.file_name().unwrap_or_default())
 }

@@ -1,8 +1,75 @@
-//! `rankprof demo` (being written).
-use anyhow::Result;
+//! `rankprof demo`: the main job on the bundled `fixtures/` — list the profiles, merge each one
+//! (into a scratch directory, never into fixtures/), then analyze them.
 
-use crate::cli::DemoArgs;
+use std::path::PathBuf;
 
-pub fn run(_args: &DemoArgs) -> Result<i32> {
-    anyhow::bail!("demo is not built yet")
+use anyhow::{bail, Result};
+
+use crate::cli::{Align, AnalyzeArgs, Command, DemoArgs, LsArgs, MergeArgs};
+use crate::commands::{self, exit};
+use crate::trace::discover;
+
+pub fn run(args: &DemoArgs) -> Result<i32> {
+    let fixtures = args
+        .fixtures
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures"));
+    if !fixtures.is_dir() {
+        bail!(
+            "{}: no fixtures directory (give --fixtures DIR)",
+            fixtures.display()
+        );
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/demo"));
+    std::fs::create_dir_all(&out)?;
+    println!(
+        "== rankprof ls {} --recursive --count\n",
+        fixtures.display()
+    );
+    let mut code = commands::run(Command::Ls(LsArgs {
+        dir: fixtures.clone(),
+        recursive: true,
+        count: true,
+    }))?;
+    let found = discover(&fixtures, true)?;
+    for g in &found.groups {
+        let name = g.merged_name();
+        let dest = out.join(&name);
+        println!(
+            "\n== rankprof merge --profile-dir {} --profile-id {} -o {}\n",
+            g.dir.display(),
+            g.profile_id,
+            dest.display()
+        );
+        let merge = MergeArgs {
+            profile_dir: Some(g.dir.clone()),
+            files: Vec::new(),
+            profile_id: Some(g.profile_id.clone()),
+            stage: g.stage.clone(),
+            output: Some(dest),
+            recursive: false,
+            align: Align::Base,
+            ranks: None,
+            window: None,
+            steps: None,
+            drop_cat: Vec::new(),
+            gpu_only: false,
+            strict: false,
+            level: 1,
+            jobs: None,
+        };
+        code = code.max(commands::run(Command::Merge(merge))?);
+    }
+    let analyze = commands::run(Command::Analyze(AnalyzeArgs::default()));
+    if let Err(e) = analyze {
+        println!("\n(analyze: {e})");
+    }
+    println!(
+        "\nmerged traces are in {} (open them in https://ui.perfetto.dev)",
+        out.display()
+    );
+    Ok(if code == exit::OK { exit::OK } else { code })
 }

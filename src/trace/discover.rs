@@ -38,7 +38,14 @@ impl RankId {
     /// Ordering as SGLang's merger sorts files: DP, EP, PP, TP, then the global rank.
     pub fn sort_key(&self) -> (u32, u32, u32, u32, u32, u32) {
         let z = |v: Option<u32>| v.unwrap_or(0);
-        (z(self.dp), z(self.ep), z(self.pp), z(self.tp), z(self.dcp), z(self.rank))
+        (
+            z(self.dp),
+            z(self.ep),
+            z(self.pp),
+            z(self.tp),
+            z(self.dcp),
+            z(self.rank),
+        )
     }
 
     /// SGLang's `process_sort_index` base: `dp*1e8 + ep*1e6 + pp*1e4 + tp*100` (a GPU adds its
@@ -92,12 +99,8 @@ impl Group {
     /// Ranks absent from a full TP × DP × PP × EP grid, as labels.
     pub fn missing(&self) -> Vec<String> {
         let max = |f: fn(&RankId) -> Option<u32>| self.files.iter().filter_map(|r| f(&r.id)).max();
-        let (Some(tp), dp, pp, ep) = (
-            max(|r| r.tp),
-            max(|r| r.dp),
-            max(|r| r.pp),
-            max(|r| r.ep),
-        ) else {
+        let (Some(tp), dp, pp, ep) = (max(|r| r.tp), max(|r| r.dp), max(|r| r.pp), max(|r| r.ep))
+        else {
             return self.missing_global();
         };
         let mut out = Vec::new();
@@ -193,13 +196,16 @@ fn collect(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> io::Result<()
     Ok(())
 }
 
-struct Parsed {
-    naming: Naming,
-    key: String,
-    stage: Option<String>,
-    id: RankId,
+/// What a file name says about its rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub naming: Naming,
+    /// The profile key: SGLang's `[prefix-]profile_id`, vLLM's prefix, a generic stem.
+    pub key: String,
+    pub stage: Option<String>,
+    pub id: RankId,
     /// vLLM's time stamp in the name: ranks of one session are split from other sessions.
-    ns: Option<u128>,
+    pub ns: Option<u128>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
@@ -211,11 +217,7 @@ fn num(c: &regex::Captures<'_>, name: &str) -> Option<u32> {
 }
 
 /// Reads the rank identity from a file name alone. `None`: not a rank-file name we know.
-pub fn parse_name(name: &str) -> Option<(Naming, String, Option<String>, RankId, Option<u128>)> {
-    parse(name).map(|p| (p.naming, p.key, p.stage, p.id, p.ns))
-}
-
-fn parse(name: &str) -> Option<Parsed> {
+pub fn parse_name(name: &str) -> Option<Parsed> {
     static SGLANG: OnceLock<Regex> = OnceLock::new();
     static VLLM: OnceLock<Regex> = OnceLock::new();
     static VLLM_OLD: OnceLock<Regex> = OnceLock::new();
@@ -282,10 +284,9 @@ fn parse(name: &str) -> Option<Parsed> {
     if let Some(c) = generic.captures(name) {
         let mut key = c["key"].trim_matches(['-', '_', '.']).to_string();
         let rest = c["rest"]
-            .trim_start_matches(['-', '_', '.'])
-            .trim_end_matches(".pt.trace")
             .trim_end_matches(".trace")
-            .trim_end_matches(".pt");
+            .trim_end_matches(".pt")
+            .trim_matches(['-', '_', '.']);
         if !rest.is_empty() {
             key = if key.is_empty() {
                 rest.to_string()
@@ -314,12 +315,14 @@ fn is_trace_name(name: &str) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
+/// (directory, profile key, stage).
+type GroupKey = (PathBuf, String, Option<String>);
+
 /// Groups the given files by profile and stage, with rank identities.
 pub fn discover_files(paths: &[PathBuf]) -> Discovery {
     let mut d = Discovery::default();
     // (dir, naming, key, stage) -> files
-    let mut by_key: BTreeMap<(PathBuf, String, Option<String>), Vec<(Parsed, PathBuf)>> =
-        BTreeMap::new();
+    let mut by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> = BTreeMap::new();
     let mut unnamed: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     for path in paths {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
@@ -329,8 +332,10 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
             continue;
         }
         if name.starts_with("merged-") {
-            d.notes
-                .push(format!("{}: a merged trace, not a rank file; skipped", path.display()));
+            d.notes.push(format!(
+                "{}: a merged trace, not a rank file; skipped",
+                path.display()
+            ));
             continue;
         }
         if name.contains(".async_llm.") {
@@ -341,7 +346,7 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
             continue;
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        match parse(name) {
+        match parse_name(name) {
             Some(p) => by_key
                 .entry((dir, p.key.clone(), p.stage.clone()))
                 .or_default()
@@ -486,10 +491,21 @@ fn label_of(id: &RankId, shown: Shown) -> String {
     format!("[{}]", parts.join("-"))
 }
 
-fn finish_group(dir: PathBuf, profile_id: String, stage: Option<String>, mut files: Vec<RankFile>) -> Group {
-    files.sort_by(|a, b| a.id.sort_key().cmp(&b.id.sort_key()).then(a.path.cmp(&b.path)));
+fn finish_group(
+    dir: PathBuf,
+    profile_id: String,
+    stage: Option<String>,
+    mut files: Vec<RankFile>,
+) -> Group {
+    files.sort_by(|a, b| {
+        a.id.sort_key()
+            .cmp(&b.id.sort_key())
+            .then(a.path.cmp(&b.path))
+    });
     // vLLM names every dimension even of size 1: show only those that vary (TP at least).
-    let vllm = files.iter().any(|f| f.naming == Naming::Vllm && f.id.tp.is_some());
+    let vllm = files
+        .iter()
+        .any(|f| f.naming == Naming::Vllm && f.id.tp.is_some());
     let shown = if vllm {
         let varies = |f: fn(&RankId) -> Option<u32>| {
             let mut v: Vec<_> = files.iter().map(|r| f(&r.id)).collect();
@@ -529,16 +545,25 @@ mod tests {
     use super::*;
 
     fn p(name: &str) -> Option<(Naming, String, Option<String>, RankId)> {
-        parse_name(name).map(|(n, k, s, id, _)| (n, k, s, id))
+        parse_name(name).map(|p| (p.naming, p.key, p.stage, p.id))
     }
 
     #[test]
     fn sglang_names() {
         let (n, k, s, id) = p("1795212682.6326063-TP-1.trace.json.gz").unwrap();
-        assert_eq!((n, k.as_str(), s, id.tp, id.dp), (Naming::Sglang, "1795212682.6326063", None, Some(1), None));
+        assert_eq!(
+            (n, k.as_str(), s, id.tp, id.dp),
+            (Naming::Sglang, "1795212682.6326063", None, Some(1), None)
+        );
         let (_, k, _, id) = p("1795213098.719915-TP-1-DP-1.trace.json.gz").unwrap();
-        assert_eq!((k.as_str(), id.tp, id.dp), ("1795213098.719915", Some(1), Some(1)));
+        assert_eq!(
+            (k.as_str(), id.tp, id.dp),
+            ("1795213098.719915", Some(1), Some(1))
+        );
         let (_, k, s, id) = p("bystage-1-TP-0-EXTEND.trace.json.gz").unwrap();
-        assert_eq!((k.as_str(), s.as_deref(), id.tp), ("bystage-1", Some("EXTEND"), Some(0)));
+        assert_eq!(
+            (k.as_str(), s.as_deref(), id.tp),
+            ("bystage-1", Some("EXTEND"), Some(0))
+        );
     }
 }

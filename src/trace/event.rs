@@ -159,7 +159,11 @@ fn bad(at: usize, msg: impl Into<String>) -> EventError {
 impl<'a> Event<'a> {
     /// Builds the view over a scanned object. `raw` must be the object's bytes and `fields` its
     /// fields as found by [`json::scan_object`].
-    pub fn from_fields(raw: &'a [u8], offset: u64, fields: &'a [Field]) -> Result<Self, EventError> {
+    pub fn from_fields(
+        raw: &'a [u8],
+        offset: u64,
+        fields: &'a [Field],
+    ) -> Result<Self, EventError> {
         let raw = match std::str::from_utf8(raw) {
             Ok(s) => s,
             Err(e) => return Err(bad(e.valid_up_to(), "invalid UTF-8")),
@@ -182,36 +186,33 @@ impl<'a> Event<'a> {
         let text = |f: &Field| &raw[f.val.0 as usize..f.val.1 as usize];
         let string = |f: &Field, what: &str| match f.kind {
             Kind::Str { escaped } => Ok(Str::new(text(f), escaped)),
-            _ => Err(bad(f.val.0 as usize, format!("\"{what}\" is not a string"))),
+            _ => Err(bad(f.val_start(), format!("\"{what}\" is not a string"))),
         };
         let id = |f: &Field, what: &str| match f.kind {
             Kind::Str { escaped } => Ok(Id::Str(Str::new(text(f), escaped))),
             Kind::Num => match text(f).parse::<i64>() {
                 Ok(v) => Ok(Id::Int(v)),
                 Err(_) if text(f).bytes().all(|c| c.is_ascii_digit() || c == b'-') => Err(bad(
-                    f.val.0 as usize,
+                    f.val_start(),
                     format!("\"{what}\" is an integer beyond 64 bits"),
                 )),
-                Err(_) => Err(bad(
-                    f.val.0 as usize,
-                    format!("\"{what}\" is not an integer"),
-                )),
+                Err(_) => Err(bad(f.val_start(), format!("\"{what}\" is not an integer"))),
             },
             Kind::Null => Ok(Id::None),
             _ => Err(bad(
-                f.val.0 as usize,
+                f.val_start(),
                 format!("\"{what}\" is neither an integer nor a string"),
             )),
         };
         let time = |f: &Field, what: &str| match f.kind {
             Kind::Num => Ns::parse_us(text(f).as_bytes()).map(Some).ok_or_else(|| {
                 bad(
-                    f.val.0 as usize,
+                    f.val_start(),
                     format!("\"{what}\" does not fit in 64-bit nanoseconds"),
                 )
             }),
             Kind::Null => Ok(None),
-            _ => Err(bad(f.val.0 as usize, format!("\"{what}\" is not a number"))),
+            _ => Err(bad(f.val_start(), format!("\"{what}\" is not a number"))),
         };
         let mut have_ph = false;
         for f in fields {
@@ -230,7 +231,7 @@ impl<'a> Event<'a> {
                 b"id" => ev.id = id(f, "id")?,
                 b"args" => match f.kind {
                     Kind::Obj => ev.args = Some(text(f)),
-                    _ => return Err(bad(f.val.0 as usize, "\"args\" is not an object")),
+                    _ => return Err(bad(f.val_start(), "\"args\" is not an object")),
                 },
                 _ => {}
             }
@@ -328,7 +329,9 @@ mod tests {
         assert_eq!(ev.end(), Some(Ns(1_020_750)));
         assert_eq!(ev.arg("correlation").and_then(|v| v.as_i64()), Some(99));
         assert_eq!(
-            ev.arg("Collective name").and_then(|v| v.as_str()).map(|s| s.to_string()),
+            ev.arg("Collective name")
+                .and_then(|v| v.as_str())
+                .map(|s| s.to_string()),
             Some("allreduce".to_string())
         );
         assert!(ev.arg("missing").is_none());
@@ -337,8 +340,11 @@ mod tests {
     #[test]
     fn rejects_bad_fields_with_position() {
         let mut f = Vec::new();
-        let e = scan_event(br#"{"ph": "X", "ts": 1, "dur": 1, "pid": 123456789012345678901234}"#, &mut f)
-            .unwrap_err();
+        let e = scan_event(
+            br#"{"ph": "X", "ts": 1, "dur": 1, "pid": 123456789012345678901234}"#,
+            &mut f,
+        )
+        .unwrap_err();
         assert!(e.msg.contains("beyond 64 bits"), "{e:?}");
         assert_eq!(e.at, 38);
         let e = scan_event(br#"{"ph": "X", "ts": "1", "dur": 1}"#, &mut f).unwrap_err();

@@ -23,7 +23,9 @@ pub type Scan<T> = Result<T, Stop>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// A string; the field's value range is the text between the quotes.
-    Str { escaped: bool },
+    Str {
+        escaped: bool,
+    },
     Num,
     Obj,
     Arr,
@@ -45,6 +47,13 @@ impl Field {
     }
     pub fn val<'a>(&self, b: &'a [u8]) -> &'a [u8] {
         &b[self.val.0 as usize..self.val.1 as usize]
+    }
+    /// Where the value starts (its opening quote for strings).
+    pub fn val_start(&self) -> usize {
+        match self.kind {
+            Kind::Str { .. } => self.val.0 as usize - 1,
+            _ => self.val.0 as usize,
+        }
     }
     /// The value exactly as written, quotes included for strings.
     pub fn raw_val<'a>(&self, b: &'a [u8]) -> &'a [u8] {
@@ -71,6 +80,15 @@ pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
 pub fn scan_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
     let mut j = i + 1;
     let mut escaped = false;
+    // Most strings in a trace are short keys and names: look at them byte by byte first.
+    let short_end = (j + 24).min(b.len());
+    while j < short_end {
+        match b[j] {
+            b'"' => return Ok((j + 1, false)),
+            b'\\' => break,
+            _ => j += 1,
+        }
+    }
     loop {
         let Some(k) = memchr::memchr2(b'"', b'\\', &b[j.min(b.len())..]) else {
             return Err(Stop::Incomplete);
@@ -353,10 +371,22 @@ mod tests {
 
     #[test]
     fn rejects_nan_and_garbage() {
-        assert!(matches!(skip_value(br#"{"a": NaN}"#, 0), Err(Stop::Invalid(6, _))));
-        assert!(matches!(skip_value(br#"{"a": 1 "b": 2}"#, 0), Err(Stop::Invalid(8, _))));
-        assert!(matches!(skip_value(br#"{"a": tx}"#, 0), Err(Stop::Invalid(6, _))));
-        assert!(matches!(skip_value(br#"{"a": 01}"#, 0), Err(Stop::Invalid(7, _))));
+        assert!(matches!(
+            skip_value(br#"{"a": NaN}"#, 0),
+            Err(Stop::Invalid(6, _))
+        ));
+        assert!(matches!(
+            skip_value(br#"{"a": 1 "b": 2}"#, 0),
+            Err(Stop::Invalid(8, _))
+        ));
+        assert!(matches!(
+            skip_value(br#"{"a": tx}"#, 0),
+            Err(Stop::Invalid(6, _))
+        ));
+        assert!(matches!(
+            skip_value(br#"{"a": 01}"#, 0),
+            Err(Stop::Invalid(7, _))
+        ));
     }
 
     #[test]
@@ -376,7 +406,10 @@ mod tests {
 
     #[test]
     fn unescapes() {
-        assert_eq!(unescape(r#"a\"b\\c\u00e9\ud83d\ude00"#), "a\"b\\c\u{e9}\u{1F600}");
+        assert_eq!(
+            unescape(r#"a\"b\\c\u00e9\ud83d\ude00"#),
+            "a\"b\\c\u{e9}\u{1F600}"
+        );
         let mut o = Vec::new();
         write_string(&mut o, "a\"b\n");
         assert_eq!(o, br#""a\"b\n""#);

@@ -6,6 +6,7 @@ pub mod discover;
 pub mod event;
 pub mod json;
 pub mod reader;
+pub mod steps;
 pub mod time;
 pub mod writer;
 

@@ -149,7 +149,10 @@ impl ReadReport {
             });
         }
         for p in &self.problems {
-            out.push(format!("{file}: skipped an event at byte {}: {}", p.offset, p.msg));
+            out.push(format!(
+                "{file}: skipped an event at byte {}: {}",
+                p.offset, p.msg
+            ));
         }
         if self.rejected as usize > self.problems.len() {
             out.push(format!(
@@ -354,7 +357,10 @@ impl Scanner {
                                 Ok((i + 1, State::FirstKey))
                             }
                             b'[' => Ok((i + 1, State::FirstEvent)),
-                            _ => Err(Stop::Invalid(i, "expected '{' or '[' at the start of a trace")),
+                            _ => Err(Stop::Invalid(
+                                i,
+                                "expected '{' or '[' at the start of a trace",
+                            )),
                         }
                     }
                 }
@@ -402,7 +408,10 @@ impl Scanner {
                     b']' => Ok((i + 1, after_events(report))),
                     _ => Err(Stop::Invalid(i, "expected ',' or ']' between events")),
                 },
-                State::Done => Err(Stop::Invalid(i, "unexpected data after the end of the trace")),
+                State::Done => Err(Stop::Invalid(
+                    i,
+                    "unexpected data after the end of the trace",
+                )),
             };
             match step {
                 Ok((next, st)) => {
@@ -524,31 +533,46 @@ mod tests {
         assert_eq!(r.header.base_time_ns, Some(1_700_000_000_000_000_000));
         assert_eq!(r.header.distributed_rank(), Some(3));
         assert_eq!(r.header.display_time_unit.as_deref(), Some("ms"));
-        assert_eq!(r.header.other, [("traceName".to_string(), "\"t\"".to_string())]);
+        assert_eq!(
+            r.header.other,
+            [("traceName".to_string(), "\"t\"".to_string())]
+        );
     }
 
     #[test]
     fn bare_array_may_lack_its_closing_bracket() {
-        let (r, names) = read_bytes(br#"[{"ph": "i", "ts": 1, "name": "a"}, {"ph": "i", "ts": 2, "name": "b"},"#);
+        let (r, names) = read_bytes(
+            br#"[{"ph": "i", "ts": 1, "name": "a"}, {"ph": "i", "ts": 2, "name": "b"},"#,
+        );
         assert_eq!(names, ["a", "b"]);
         assert!(r.damage.is_none());
     }
 
     #[test]
     fn truncated_object_keeps_complete_events() {
-        let doc = br#"{"traceEvents": [{"ph": "i", "ts": 1, "name": "a"}, {"ph": "i", "ts": 2, "na"#;
+        let doc =
+            br#"{"traceEvents": [{"ph": "i", "ts": 1, "name": "a"}, {"ph": "i", "ts": 2, "na"#;
         let (r, names) = read_bytes(doc);
         assert_eq!(names, ["a"]);
-        assert_eq!(r.damage, Some(Damage::Truncated { at: doc.len() as u64 }));
+        assert_eq!(
+            r.damage,
+            Some(Damage::Truncated {
+                at: doc.len() as u64
+            })
+        );
         assert_eq!(
             r.notes()[0],
-            format!("salvaged 1 events; t.json is truncated at byte {}", doc.len())
+            format!(
+                "salvaged 1 events; t.json is truncated at byte {}",
+                doc.len()
+            )
         );
     }
 
     #[test]
     fn invalid_event_is_skipped_and_reading_goes_on() {
-        let doc = br#"{"traceEvents": [{"ph": "i", "ts": "x"}, {"ph": "i", "ts": 2, "name": "b"}]}"#;
+        let doc =
+            br#"{"traceEvents": [{"ph": "i", "ts": "x"}, {"ph": "i", "ts": 2, "name": "b"}]}"#;
         let (r, names) = read_bytes(doc);
         assert_eq!(names, ["b"]);
         assert_eq!(r.rejected, 1);

@@ -155,7 +155,10 @@ mod tests {
 
     #[test]
     fn parses_kineto_microseconds_exactly() {
-        assert_eq!(Ns::parse_us(b"1712345678901234.567"), Some(Ns(1_712_345_678_901_234_567)));
+        assert_eq!(
+            Ns::parse_us(b"1712345678901234.567"),
+            Some(Ns(1_712_345_678_901_234_567))
+        );
         assert_eq!(Ns::parse_us(b"12.5"), Some(Ns(12_500)));
         assert_eq!(Ns::parse_us(b"7"), Some(Ns(7_000)));
         assert_eq!(Ns::parse_us(b"-3.001"), Some(Ns(-3_001)));

@@ -1,0 +1,129 @@
+//! Clock alignment across ranks.
+//!
+//! Kineto writes each event's `ts` in µs relative to the file's `baseTimeNanoseconds` (when the
+//! key is present; older traces hold absolute epoch µs instead). For rank `r` with base `b_r`,
+//! the absolute time of an event is `b_r + ts` (in ns). The merged trace uses one common base
+//! `B = min_r b_r`, so each rank's events move by `shift_r = b_r - B` ns:
+//!
+//! ```text
+//! ts_out = ts_in + (b_r - B) / 1000   [µs]        baseTimeNanoseconds_out = B
+//! ```
+//!
+//! If some ranks have a base and others do not, the ones without hold absolute times: `B = 0`
+//! and every rank with a base moves by its whole base (`shift_r = b_r`), so all are absolute.
+//! `first-step` then adds, per rank, the amount that makes its first step start when the
+//! earliest rank's first step starts (after the base shift): `shift_r += T - (f_r + shift_r)`
+//! with `T = min_r (f_r + shift_r)`. `none` leaves every `ts` as written.
+
+use crate::cli::Align;
+use crate::trace::Ns;
+
+/// What the merge knows of one rank's clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RankClock {
+    pub base_ns: Option<i64>,
+    /// Start of the rank's first step, in its own `ts` units.
+    pub first_step: Option<Ns>,
+}
+
+/// The common base and each rank's shift.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alignment {
+    /// `baseTimeNanoseconds` of the merged trace (none when its `ts` are absolute).
+    pub base_ns: Option<i64>,
+    pub shifts: Vec<Ns>,
+}
+
+pub fn plan(mode: Align, clocks: &[RankClock]) -> Alignment {
+    let n = clocks.len();
+    if mode == Align::None {
+        return Alignment {
+            base_ns: clocks.iter().find_map(|c| c.base_ns),
+            shifts: vec![Ns::ZERO; n],
+        };
+    }
+    let with_base = clocks.iter().filter(|c| c.base_ns.is_some()).count();
+    let (base_ns, mut shifts): (Option<i64>, Vec<Ns>) = if with_base == 0 {
+        (None, vec![Ns::ZERO; n])
+    } else if with_base == n {
+        let b = clocks.iter().filter_map(|c| c.base_ns).min().unwrap_or(0);
+        (
+            Some(b),
+            clocks
+                .iter()
+                .map(|c| Ns(c.base_ns.unwrap_or(b) - b))
+                .collect(),
+        )
+    } else {
+        (
+            None,
+            clocks.iter().map(|c| Ns(c.base_ns.unwrap_or(0))).collect(),
+        )
+    };
+    if mode == Align::FirstStep {
+        let starts: Vec<Option<Ns>> = clocks
+            .iter()
+            .zip(&shifts)
+            .map(|(c, s)| c.first_step.map(|f| f + *s))
+            .collect();
+        if let Some(t) = starts.iter().flatten().min().copied() {
+            for (s, start) in shifts.iter_mut().zip(&starts) {
+                if let Some(f) = start {
+                    *s += t - *f;
+                }
+            }
+        }
+    }
+    Alignment { base_ns, shifts }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(base: Option<i64>, first: Option<i64>) -> RankClock {
+        RankClock {
+            base_ns: base,
+            first_step: first.map(Ns),
+        }
+    }
+
+    #[test]
+    fn common_base_is_the_earliest() {
+        // Rank 1's clock starts 2.5 ms later: its events move 2.5 ms later on the common base.
+        let a = plan(
+            Align::Base,
+            &[
+                clock(Some(1_000_000_000), None),
+                clock(Some(1_002_500_000), None),
+            ],
+        );
+        assert_eq!(a.base_ns, Some(1_000_000_000));
+        assert_eq!(a.shifts, [Ns(0), Ns(2_500_000)]);
+    }
+
+    #[test]
+    fn mixed_bases_become_absolute() {
+        let a = plan(Align::Base, &[clock(None, None), clock(Some(7_000), None)]);
+        assert_eq!(a.base_ns, None);
+        assert_eq!(a.shifts, [Ns(0), Ns(7_000)]);
+    }
+
+    #[test]
+    fn first_step_lines_up_step_starts() {
+        // Bases 0 and 1000 ns; first steps at 5000 and 3000 (own units) -> 5000 and 4000 on the
+        // common base; T = 4000: rank 0 moves -1000, rank 1 keeps its base shift of 1000.
+        let a = plan(
+            Align::FirstStep,
+            &[clock(Some(0), Some(5_000)), clock(Some(1_000), Some(3_000))],
+        );
+        assert_eq!(a.shifts, [Ns(-1_000), Ns(1_000)]);
+        assert_eq!(Ns(5_000) + a.shifts[0], Ns(3_000) + a.shifts[1]);
+    }
+
+    #[test]
+    fn none_leaves_ts_alone() {
+        let a = plan(Align::None, &[clock(Some(5), None), clock(Some(9), None)]);
+        assert_eq!(a.shifts, [Ns(0), Ns(0)]);
+    }
+}

@@ -1,0 +1,391 @@
+//! `rankprof synth`: deterministic, realistic Kineto traces of a distributed LLM server, one file
+//! per rank, named as SGLang or vLLM name them — for fixtures, tests and benchmarks.
+//!
+//! The parts: [`layout`] places ranks (TP × DP × PP, EP) and names files; [`model`] says what a
+//! rank does in a step (its kernels and collectives); [`sim`] times every rank's step in lock
+//! step — collectives end at the same instant on all members, so a slow rank makes the others
+//! wait inside NCCL; [`emit`] streams each rank's events to gzip, atomically. Ranks are written
+//! in parallel, one step at a time, so memory stays at one step per rank whatever the size.
+//!
+//! Same [`SynthConfig`] (seed included) ⇒ byte-identical files: every random draw comes from a
+//! [`rng::Rng`] keyed by what it is for (rank, step, collective), never by thread timing.
+//!
+//! ```no_run
+//! use rankprof::synth::{write_set, SynthConfig};
+//! let cfg = SynthConfig { tp: 4, steps: 10, ..SynthConfig::default() };
+//! for f in write_set(&cfg, std::path::Path::new("/tmp/synth")).unwrap() {
+//!     println!("{} {} events", f.path.display(), f.events);
+//! }
+//! ```
+
+pub mod catalog;
+pub mod emit;
+pub mod inflate;
+pub mod layout;
+pub mod model;
+pub mod rng;
+pub mod sim;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+
+use crate::cli::{Naming, SynthArgs};
+use crate::commands::exit;
+use catalog::Class;
+use emit::{RankInfo, TraceWriter};
+use layout::{FileNaming, Layout, Stage};
+use rng::{mix, Rng};
+use sim::RankState;
+
+/// Kineto's usual `baseTimeNanoseconds`: whole seconds, far before the events.
+pub const DEFAULT_BASE_NS: i64 = 1_790_857_026_000_000_000;
+/// Where the first profiler starts, relative to the base (≈ 50 days, as in real traces).
+pub const START_NS: i64 = 4_355_656_645_227_235;
+
+/// The planted imbalance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slow {
+    /// Global rank.
+    pub rank: u32,
+    pub factor: f64,
+    /// First step (counted from 0 in each file) from which the rank is slow.
+    pub from_step: u32,
+    /// Only this class; `None`: every compute class (not comm, not memory).
+    pub class: Option<Class>,
+}
+
+/// Everything that decides the output bytes.
+#[derive(Clone, Debug)]
+pub struct SynthConfig {
+    pub naming: Naming,
+    pub tp: u32,
+    pub dp: u32,
+    pub pp: u32,
+    pub ep: u32,
+    /// Steps per file (ignored with `target_bytes`).
+    pub steps: u32,
+    pub layers: u32,
+    /// Keep adding steps until every file holds this many uncompressed JSON bytes.
+    pub target_bytes: Option<u64>,
+    pub profile_id: String,
+    /// Prefix of the file names (SGLang `{instance}-…`, vLLM `{instance}_…`).
+    pub instance: Option<String>,
+    pub slow: Option<Slow>,
+    pub seed: u64,
+    pub plain: bool,
+    /// gzip level 0–9.
+    pub level: u32,
+    /// SGLang `profile_by_stage`: an EXTEND and a DECODE file per rank.
+    pub by_stage: bool,
+    /// The common `baseTimeNanoseconds`.
+    pub base_ns: i64,
+    /// Rank r's file gets base `base_ns + r * skew` and `ts` shifted by `-r * skew`.
+    pub base_skew_ns: i64,
+    /// Write `displayTimeUnit`/`baseTimeNanoseconds` before `traceEvents` (current Kineto)
+    /// instead of after (Kineto up to 2024, the default).
+    pub base_first: bool,
+}
+
+impl Default for SynthConfig {
+    fn default() -> Self {
+        SynthConfig {
+            naming: Naming::Sglang,
+            tp: 2,
+            dp: 1,
+            pp: 1,
+            ep: 1,
+            steps: 8,
+            layers: 4,
+            target_bytes: None,
+            profile_id: "synth".into(),
+            instance: None,
+            slow: None,
+            seed: 1,
+            plain: false,
+            level: 1,
+            by_stage: false,
+            base_ns: DEFAULT_BASE_NS,
+            base_skew_ns: 0,
+            base_first: false,
+        }
+    }
+}
+
+impl SynthConfig {
+    pub fn from_args(a: &SynthArgs) -> Result<Self> {
+        let class = match a.slow_class.as_deref() {
+            None => None,
+            Some(s) => Some(Class::parse(s).with_context(|| {
+                let names: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
+                format!("--slow-class {s}: expected one of {}", names.join(", "))
+            })?),
+        };
+        let cfg = SynthConfig {
+            naming: a.naming,
+            tp: a.tp,
+            dp: a.dp,
+            pp: a.pp,
+            ep: a.ep,
+            steps: a.steps,
+            layers: a.layers,
+            target_bytes: a.target_mb.map(|m| m.saturating_mul(1_000_000)),
+            profile_id: a.profile_id.clone(),
+            instance: a.instance.clone(),
+            slow: a.slow_rank.map(|rank| Slow {
+                rank,
+                factor: a.factor,
+                from_step: a.from_step,
+                class,
+            }),
+            seed: a.seed,
+            plain: a.plain,
+            level: a.level,
+            by_stage: a.by_stage,
+            base_ns: a.base_time_ns.unwrap_or(DEFAULT_BASE_NS),
+            base_skew_ns: a.base_skew_ns,
+            base_first: a.base_first,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Rejects layouts and plants the generator cannot honour.
+    pub fn validate(&self) -> Result<()> {
+        for (name, v) in [
+            ("tp", self.tp),
+            ("dp", self.dp),
+            ("pp", self.pp),
+            ("ep", self.ep),
+        ] {
+            if v == 0 {
+                bail!("--{name} must be at least 1");
+            }
+        }
+        if !self.tp.is_multiple_of(self.ep) {
+            bail!(
+                "--ep {} must divide --tp {} (EP splits each TP group)",
+                self.ep,
+                self.tp
+            );
+        }
+        let world = u64::from(self.tp) * u64::from(self.dp) * u64::from(self.pp);
+        if world > 4096 {
+            bail!("{world} ranks: at most 4096");
+        }
+        if self.layers < self.pp {
+            bail!("--layers {} must be at least --pp {}", self.layers, self.pp);
+        }
+        if self.steps == 0 && self.target_bytes.is_none() {
+            bail!("--steps must be at least 1");
+        }
+        if self.level > 9 {
+            bail!("--level must be 0-9");
+        }
+        if self.by_stage && self.naming == Naming::Vllm {
+            bail!("--by-stage is SGLang's profile_by_stage; vLLM has no such files");
+        }
+        if let Some(s) = &self.slow {
+            if u64::from(s.rank) >= world {
+                bail!(
+                    "--slow-rank {} is not a rank of a {world}-rank layout",
+                    s.rank
+                );
+            }
+            if !(s.factor.is_finite() && s.factor > 0.0) {
+                bail!("--factor must be a positive number");
+            }
+        }
+        let skew = i128::from(self.base_skew_ns) * i128::from(world as u32);
+        if skew.abs() >= i128::from(START_NS) / 2 {
+            bail!(
+                "--base-skew-ns {} is too large for {world} ranks",
+                self.base_skew_ns
+            );
+        }
+        Ok(())
+    }
+
+    fn layout(&self) -> Layout {
+        Layout::new(self.tp, self.dp, self.pp, self.ep)
+    }
+}
+
+/// One file written.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub path: PathBuf,
+    /// Global rank.
+    pub rank: u32,
+    pub stage: Option<Stage>,
+    pub steps: u32,
+    pub events: u64,
+    /// Uncompressed JSON bytes.
+    pub json_bytes: u64,
+    /// Bytes on disk.
+    pub file_bytes: u64,
+}
+
+/// Writes one trace per rank (per stage with `by_stage`) into `out_dir`, in rank order.
+pub fn write_set(cfg: &SynthConfig, out_dir: &Path) -> Result<Vec<Written>> {
+    cfg.validate()?;
+    fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let layout = cfg.layout();
+    let groups = layout.groups().len();
+    let mut states: Vec<RankState> = (0..layout.world())
+        .map(|r| {
+            let mut rng = Rng::keyed(cfg.seed, &[0x57A7, u64::from(r)]);
+            // Processes start their profilers a little apart; the first collective lines them up.
+            let start = START_NS + rng.range(0, 200_000) as i64;
+            RankState::new(start, groups, 1_000 + rng.range(0, 5_000))
+        })
+        .collect();
+    let mut out = Vec::new();
+    let stages: Vec<Option<Stage>> = if cfg.by_stage {
+        vec![Some(Stage::Extend), Some(Stage::Decode)]
+    } else {
+        vec![None]
+    };
+    for (profile, stage) in stages.into_iter().enumerate() {
+        out.extend(write_profile(
+            cfg,
+            &layout,
+            stage,
+            profile as u32,
+            out_dir,
+            &mut states,
+        )?);
+        // The next profile is started a while later.
+        let later = states
+            .iter()
+            .map(|s| s.cpu_t.max(s.gpu_t))
+            .max()
+            .unwrap_or(0)
+            + 50_000_000;
+        for s in &mut states {
+            s.cpu_t = later;
+            s.gpu_t = later;
+        }
+    }
+    Ok(out)
+}
+
+fn write_profile(
+    cfg: &SynthConfig,
+    layout: &Layout,
+    stage: Option<Stage>,
+    profile: u32,
+    out_dir: &Path,
+    states: &mut [RankState],
+) -> Result<Vec<Written>> {
+    let naming = FileNaming {
+        naming: cfg.naming,
+        profile_id: &cfg.profile_id,
+        instance: cfg.instance.as_deref(),
+        vllm_ns: (cfg.base_ns as u128) + (START_NS as u128) + 4_000_000_000,
+        plain: cfg.plain,
+    };
+    let mut writers = Vec::with_capacity(states.len());
+    for r in 0..layout.world() {
+        let pos = layout.pos(r);
+        let path = out_dir.join(layout.file_name(&naming, &pos, stage));
+        let skew = cfg.base_skew_ns * i64::from(r);
+        let mut rng = Rng::keyed(cfg.seed, &[0x7A3E, u64::from(r), u64::from(profile)]);
+        let tmpname: String = (0..8)
+            .map(|_| b"abcdefghijklmnopqrstuvwxyz0123456789_"[rng.range(0, 36) as usize] as char)
+            .collect();
+        let info = RankInfo {
+            pos,
+            pid: 12_000 + mix(cfg.seed) % 4_000 + u64::from(r) * 173,
+            device: layout.device(&pos),
+            process_name: layout.process_name(cfg.naming, &pos),
+            distributed_info: layout.distributed_info(&pos),
+            base_ns: cfg.base_ns + skew,
+            shift_ns: skew,
+            trace_name: format!("/tmp/tmp{tmpname}.json"),
+            base_first: cfg.base_first,
+        };
+        writers.push(TraceWriter::create(&path, cfg.plain, cfg.level, info)?);
+    }
+    let start = states.iter().map(|s| s.cpu_t).min().unwrap_or(START_NS) - 300_000;
+    writers
+        .par_iter_mut()
+        .try_for_each(|w| w.begin(start, layout))?;
+    let mut index = 0u32;
+    loop {
+        let steps = sim::simulate_step(cfg, layout, stage, profile, index, states)?;
+        writers
+            .par_iter_mut()
+            .zip(steps.par_iter())
+            .try_for_each(|(w, s)| w.step(s, layout))?;
+        index += 1;
+        let done = match cfg.target_bytes {
+            Some(t) => writers.iter().all(|w| w.json_bytes() >= t),
+            None => index >= cfg.steps,
+        };
+        if done {
+            break;
+        }
+        if index == u32::MAX {
+            bail!("synth: step limit reached before the target size");
+        }
+    }
+    let finished: Vec<Result<emit::Finished>> =
+        writers.into_par_iter().map(TraceWriter::finish).collect();
+    let mut out = Vec::with_capacity(finished.len());
+    for (r, f) in finished.into_iter().enumerate() {
+        let f = f?;
+        out.push(Written {
+            path: f.path,
+            rank: r as u32,
+            stage,
+            steps: index,
+            events: f.events,
+            json_bytes: f.json_bytes,
+            file_bytes: f.file_bytes,
+        });
+    }
+    Ok(out)
+}
+
+/// `rankprof synth`: writes the set and lists what was written.
+pub fn run(args: &SynthArgs) -> Result<i32> {
+    let cfg = SynthConfig::from_args(args)?;
+    let t0 = std::time::Instant::now();
+    let written = write_set(&cfg, &args.out)?;
+    let (mut events, mut json, mut disk) = (0u64, 0u64, 0u64);
+    for w in &written {
+        println!(
+            "{}  rank {}  {} steps  {} events  {:.1} MB JSON  {:.1} MB on disk",
+            w.path.display(),
+            w.rank,
+            w.steps,
+            w.events,
+            w.json_bytes as f64 / 1e6,
+            w.file_bytes as f64 / 1e6
+        );
+        events += w.events;
+        json += w.json_bytes;
+        disk += w.file_bytes;
+    }
+    let plant = match &cfg.slow {
+        Some(s) => format!(
+            "rank {} ×{} on {} from step {}",
+            s.rank,
+            s.factor,
+            s.class.map_or("all compute", Class::name),
+            s.from_step
+        ),
+        None => "none".into(),
+    };
+    eprintln!(
+        "wrote {} files, {events} events, {:.1} MB JSON, {:.1} MB on disk in {:.1} s; slow: {plant}",
+        written.len(),
+        json as f64 / 1e6,
+        disk as f64 / 1e6,
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(exit::OK)
+}

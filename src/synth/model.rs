@@ -1,0 +1,427 @@
+//! What one rank does in one step: the batch of the step (shared by the ranks of a DP replica,
+//! different across replicas) and the rank's program — the ordered list of CPU calls and the GPU
+//! work each one launches, with nominal durations before jitter and planted slowdowns.
+//!
+//! A step is the forward pass of a decoder-only model: input copy, embedding (first PP stage) or
+//! receive from the previous stage, then per layer `norm → QKV GEMM → rotary → attention →
+//! O-proj GEMM → all-reduce → norm → MLP (dense, or MoE when EP > 1) → all-reduce`, then LM head
+//! and sampling (last stage) or send to the next stage, then a copy back and a stream sync.
+
+use super::catalog::{self as cat, Call, Class, KSpec};
+use super::layout::{Layout, RankPos, Stage};
+use super::rng::Rng;
+use crate::cli::Naming;
+
+/// Hidden size of the synthetic model (elements per token in an all-reduce).
+pub const HIDDEN: u64 = 4096;
+
+/// The batch of one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepKind {
+    Extend { bs: u32, toks: u32 },
+    Decode { bs: u32 },
+}
+
+impl StepKind {
+    /// Tokens the step processes.
+    pub fn tokens(self) -> u64 {
+        match self {
+            StepKind::Extend { toks, .. } => u64::from(toks),
+            StepKind::Decode { bs } => u64::from(bs),
+        }
+    }
+
+    pub fn bs(self) -> u64 {
+        match self {
+            StepKind::Extend { bs, .. } | StepKind::Decode { bs } => u64::from(bs),
+        }
+    }
+
+    /// SGLang's forward annotation: `step[DECODE bs=8]`, `step[EXTEND bs=4 toks=512]`.
+    pub fn annotation(self) -> String {
+        match self {
+            StepKind::Extend { bs, toks } => format!("step[EXTEND bs={bs} toks={toks}]"),
+            StepKind::Decode { bs } => format!("step[DECODE bs={bs}]"),
+        }
+    }
+}
+
+/// The batch of step `index` in DP replica `d`. Without a stage, about one step in six (and
+/// always the first) is a prefill.
+pub fn step_kind(seed: u64, stage: Option<Stage>, profile: u32, d: u32, index: u32) -> StepKind {
+    let mut rng = Rng::keyed(
+        seed,
+        &[0x57E9, u64::from(profile), u64::from(d), u64::from(index)],
+    );
+    let extend = match stage {
+        Some(Stage::Extend) => true,
+        Some(Stage::Decode) => false,
+        None => index == 0 || rng.unit() < 0.17,
+    };
+    if extend {
+        let bs = rng.range(1, 8) as u32;
+        let per = rng.range(4, 32) as u32 * 16;
+        StepKind::Extend { bs, toks: bs * per }
+    } else {
+        StepKind::Decode {
+            bs: rng.range(8, 48) as u32,
+        }
+    }
+}
+
+/// What a CPU call puts on the GPU.
+#[derive(Clone, Copy, Debug)]
+pub enum Gpu {
+    Kernel(&'static KSpec),
+    Memcpy {
+        name: &'static str,
+        bytes: u64,
+    },
+    Memset {
+        bytes: u64,
+    },
+    Coll(Coll),
+    /// Nothing: the call waits for the GPU (`cudaStreamSynchronize`).
+    Sync,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollKind {
+    AllReduce,
+    Send,
+    Recv,
+}
+
+/// A collective (or point-to-point) NCCL kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct Coll {
+    pub kind: CollKind,
+    pub spec: &'static KSpec,
+    /// Index of its process group in [`Layout::groups`].
+    pub pg: usize,
+    /// Replica-local rank of the other side (send/recv only).
+    pub peer: u32,
+    pub nelems: u64,
+}
+
+/// One CPU call and its GPU work.
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    pub gpu: Gpu,
+    /// The outer `cpu_op`.
+    pub cpu: &'static str,
+    /// A nested `cpu_op` that makes the CUDA call (e.g. `aten::mm` inside `aten::linear`).
+    pub inner: Option<&'static str>,
+    pub call: Call,
+    /// Nominal GPU duration (kernels, copies) in ns; collectives use [`transfer_ns`].
+    pub gpu_ns: i64,
+    /// Nominal duration of the outer CPU op in ns.
+    pub cpu_ns: i64,
+}
+
+impl Op {
+    /// The class of the GPU work, if any.
+    pub fn class(&self) -> Option<Class> {
+        match self.gpu {
+            Gpu::Kernel(k) => Some(k.class),
+            Gpu::Coll(_) => Some(Class::Comm),
+            Gpu::Memcpy { .. } | Gpu::Memset { .. } => Some(Class::Memory),
+            Gpu::Sync => None,
+        }
+    }
+}
+
+fn kernel(spec: &'static KSpec, cpu: &'static str, gpu_ns: i64, cpu_ns: i64) -> Op {
+    let call = if spec.name == cat::MOE_FUSED.name {
+        cat::LAUNCH_DRIVER
+    } else {
+        cat::LAUNCH
+    };
+    Op {
+        gpu: Gpu::Kernel(spec),
+        cpu,
+        inner: None,
+        call,
+        gpu_ns,
+        cpu_ns,
+    }
+}
+
+fn linear(spec: &'static KSpec, gpu_ns: i64) -> Op {
+    Op {
+        inner: Some("aten::mm"),
+        ..kernel(spec, "aten::linear", gpu_ns, 12_000)
+    }
+}
+
+/// Nominal time of a collective's data transfer, once every member has arrived.
+pub fn transfer_ns(c: &Coll) -> i64 {
+    let bytes = (c.nelems * 2) as i64;
+    match c.kind {
+        CollKind::AllReduce => 9_000 + bytes / 100,
+        CollKind::Send | CollKind::Recv => 6_000 + bytes / 50,
+    }
+}
+
+/// Per-framework names of the kernels and CPU ops that differ.
+struct Flavour {
+    attn_decode: &'static KSpec,
+    attn_prefill: &'static KSpec,
+    norm_first: &'static KSpec,
+    norm_add: &'static KSpec,
+    act: &'static KSpec,
+    cpu_norm: &'static str,
+    cpu_attn: &'static str,
+    cpu_act: &'static str,
+}
+
+fn flavour(naming: Naming) -> Flavour {
+    match naming {
+        Naming::Sglang => Flavour {
+            attn_decode: &cat::ATTN_DECODE_FI,
+            attn_prefill: &cat::ATTN_PREFILL_FI,
+            norm_first: &cat::NORM_RMS,
+            norm_add: &cat::NORM_ADD_RMS,
+            act: &cat::ELEM_ACT_FI,
+            cpu_norm: "sgl_kernel::fused_add_rmsnorm",
+            cpu_attn: "flashinfer::batch_attention_run",
+            cpu_act: "sgl_kernel::silu_and_mul",
+        },
+        Naming::Vllm => Flavour {
+            attn_decode: &cat::ATTN_DECODE_FA,
+            attn_prefill: &cat::ATTN_PREFILL_FA,
+            norm_first: &cat::NORM_VLLM,
+            norm_add: &cat::NORM_VLLM,
+            act: &cat::ELEM_ACT_VLLM,
+            cpu_norm: "_C::fused_add_rms_norm",
+            cpu_attn: "vllm::unified_attention_with_output",
+            cpu_act: "_C::silu_and_mul",
+        },
+    }
+}
+
+/// Layers of pipeline stage `p`: an even split of `layers` (earlier stages get the remainder).
+pub fn stage_layers(layers: u32, pp: u32, p: u32) -> std::ops::Range<u32> {
+    let lo = p * layers / pp;
+    let hi = (p + 1) * layers / pp;
+    lo..hi
+}
+
+/// The program of one rank for one step.
+pub fn program(
+    naming: Naming,
+    layers: u32,
+    layout: &Layout,
+    pos: &RankPos,
+    kind: StepKind,
+) -> Vec<Op> {
+    let f = flavour(naming);
+    let n = kind.tokens() as i64;
+    let bs = kind.bs() as i64;
+    let nelems = kind.tokens() * HIDDEN;
+    let tp_pg = layout.tp_group(pos.p);
+    let allreduce = Op {
+        gpu: Gpu::Coll(Coll {
+            kind: CollKind::AllReduce,
+            spec: if nelems <= 64 * 1024 {
+                &cat::NCCL_AR_LL
+            } else {
+                &cat::NCCL_AR_LL128
+            },
+            pg: tp_pg,
+            peer: 0,
+            nelems,
+        }),
+        cpu: "c10d::allreduce_",
+        inner: Some("record_param_comms"),
+        call: cat::LAUNCH_EXC,
+        gpu_ns: 0,
+        cpu_ns: 18_000,
+    };
+    let p2p = |kind: CollKind, peer_p: u32| Op {
+        gpu: Gpu::Coll(Coll {
+            kind,
+            spec: &cat::NCCL_SENDRECV,
+            pg: layout.pp_group(pos.t),
+            peer: peer_p * layout.tp + pos.t,
+            nelems,
+        }),
+        cpu: if kind == CollKind::Send {
+            "c10d::send"
+        } else {
+            "c10d::recv_"
+        },
+        inner: Some("record_param_comms"),
+        call: cat::LAUNCH_EXC,
+        gpu_ns: 0,
+        cpu_ns: 16_000,
+    };
+
+    let mut ops = Vec::with_capacity(16 + 14 * layers as usize);
+    ops.push(Op {
+        gpu: Gpu::Memcpy {
+            name: cat::MEMCPY_HTOD,
+            bytes: kind.tokens() * 8,
+        },
+        cpu: "aten::copy_",
+        inner: None,
+        call: cat::MEMCPY,
+        gpu_ns: 1_800 + n,
+        cpu_ns: 14_000,
+    });
+    ops.push(Op {
+        gpu: Gpu::Memset {
+            bytes: (bs as u64) * 4,
+        },
+        cpu: "aten::zero_",
+        inner: Some("aten::fill_"),
+        call: cat::MEMSET,
+        gpu_ns: 1_400,
+        cpu_ns: 9_000,
+    });
+    if pos.p == 0 {
+        ops.push(kernel(
+            &cat::ELEM_EMBED,
+            "aten::embedding",
+            2_000 + 2 * n,
+            12_000,
+        ));
+    } else {
+        ops.push(p2p(CollKind::Recv, pos.p - 1));
+    }
+    let prefill = matches!(kind, StepKind::Extend { .. });
+    for l in stage_layers(layers, layout.pp, pos.p) {
+        let norm = if l == 0 { f.norm_first } else { f.norm_add };
+        ops.push(kernel(norm, f.cpu_norm, 3_000 + 4 * n, 7_000));
+        ops.push(linear(&cat::GEMM_QKV, 20_000 + 40 * n));
+        ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 2_500 + 3 * n, 6_000));
+        if prefill {
+            ops.push(kernel(f.attn_prefill, f.cpu_attn, 20_000 + 60 * n, 14_000));
+        } else {
+            ops.push(kernel(f.attn_decode, f.cpu_attn, 12_000 + 900 * n, 14_000));
+        }
+        ops.push(linear(&cat::GEMM_OPROJ, 12_000 + 25 * n));
+        if layout.tp > 1 {
+            ops.push(allreduce);
+        }
+        ops.push(kernel(f.norm_add, f.cpu_norm, 3_000 + 4 * n, 7_000));
+        if layout.ep > 1 {
+            let per_ep = n / i64::from(layout.ep) + 1;
+            ops.push(linear(&cat::GEMM_ROUTER, 3_000 + 5 * n));
+            ops.push(kernel(
+                &cat::MOE_TOPK,
+                "sgl_kernel::topk_softmax",
+                3_000 + 2 * n,
+                10_000,
+            ));
+            ops.push(kernel(
+                &cat::MOE_ALIGN,
+                "sgl_kernel::moe_align_block_size",
+                5_000,
+                11_000,
+            ));
+            ops.push(kernel(
+                &cat::MOE_FUSED,
+                "fused_moe_kernel",
+                50_000 + 90 * per_ep,
+                16_000,
+            ));
+            ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * n, 6_000));
+            ops.push(kernel(
+                &cat::MOE_FUSED,
+                "fused_moe_kernel",
+                30_000 + 50 * per_ep,
+                16_000,
+            ));
+        } else {
+            ops.push(linear(&cat::GEMM_UP, 45_000 + 80 * n));
+            ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * n, 6_000));
+            ops.push(linear(&cat::GEMM_DOWN, 25_000 + 45 * n));
+        }
+        if layout.tp > 1 {
+            ops.push(allreduce);
+        }
+    }
+    if pos.p + 1 == layout.pp {
+        ops.push(kernel(f.norm_add, f.cpu_norm, 2_500 + 4 * bs, 9_000));
+        ops.push(linear(&cat::GEMM_LM_HEAD, 30_000 + 600 * bs));
+        ops.push(kernel(
+            &cat::ELEM_ARGMAX,
+            "aten::argmax",
+            4_000 + 20 * bs,
+            10_000,
+        ));
+        ops.push(Op {
+            gpu: Gpu::Memcpy {
+                name: cat::MEMCPY_DTOH,
+                bytes: (bs as u64) * 8,
+            },
+            cpu: "aten::to",
+            inner: Some("aten::copy_"),
+            call: cat::MEMCPY,
+            gpu_ns: 1_900,
+            cpu_ns: 15_000,
+        });
+    } else {
+        ops.push(p2p(CollKind::Send, pos.p + 1));
+    }
+    ops.push(Op {
+        gpu: Gpu::Sync,
+        cpu: "aten::item",
+        inner: None,
+        call: cat::SYNC,
+        gpu_ns: 0,
+        cpu_ns: 6_000,
+    });
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_split_the_layers_without_gaps() {
+        for (layers, pp) in [(4, 1), (4, 2), (5, 2), (7, 3)] {
+            let mut next = 0;
+            for p in 0..pp {
+                let r = stage_layers(layers, pp, p);
+                assert_eq!(r.start, next);
+                assert!(!r.is_empty());
+                next = r.end;
+            }
+            assert_eq!(next, layers);
+        }
+    }
+
+    #[test]
+    fn a_step_has_two_allreduces_per_layer_with_tp() {
+        let l = Layout::new(2, 1, 1, 1);
+        let ops = program(Naming::Sglang, 3, &l, &l.pos(0), StepKind::Decode { bs: 8 });
+        let ar = ops.iter().filter(|o| matches!(o.gpu, Gpu::Coll(_))).count();
+        assert_eq!(ar, 6);
+        let single = Layout::new(1, 1, 1, 1);
+        let ops = program(
+            Naming::Sglang,
+            3,
+            &single,
+            &single.pos(0),
+            StepKind::Decode { bs: 8 },
+        );
+        assert!(!ops.iter().any(|o| matches!(o.gpu, Gpu::Coll(_))));
+    }
+
+    #[test]
+    fn annotation_names() {
+        assert_eq!(StepKind::Decode { bs: 8 }.annotation(), "step[DECODE bs=8]");
+        assert_eq!(
+            StepKind::Extend { bs: 4, toks: 512 }.annotation(),
+            "step[EXTEND bs=4 toks=512]"
+        );
+        assert!(step_kind(1, Some(Stage::Decode), 0, 0, 0).tokens() >= 8);
+        assert!(matches!(
+            step_kind(1, None, 0, 0, 0),
+            StepKind::Extend { .. }
+        ));
+    }
+}

@@ -1,0 +1,330 @@
+//! The timing model: runs one step of every rank in lock step and returns, per rank, when each
+//! CPU call and each GPU activity started and how long it took.
+//!
+//! - A rank's CPU issues its program in order; each call launches its GPU work, which starts when
+//!   both the launch is done and the GPU is free (one compute stream).
+//! - A collective ends at the same instant on every member: the latest arrival plus the transfer
+//!   time. Earlier arrivals wait inside their NCCL kernel, so a slow rank shows up as *longer*
+//!   NCCL kernels on the others.
+//! - Every kernel gets ±1.5 % jitter; the planted slow rank's kernels (of one class, or all compute
+//!   classes) take `factor` × as long from `from_step` on. With `--slow-class comm` the transfers
+//!   of the slow rank's collectives take `factor` × as long instead (a slow link).
+//! - The step ends with a copy back and a stream sync: the CPU waits for its GPU.
+//!
+//! All times are nanoseconds on one shared clock (relative to the common base time).
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+
+use super::catalog::Class;
+use super::layout::{Layout, Stage};
+use super::model::{self, CollKind, Gpu, Op, StepKind};
+use super::rng::Rng;
+use super::SynthConfig;
+
+/// What carries over from one step to the next, per rank.
+#[derive(Clone, Debug)]
+pub struct RankState {
+    /// When the CPU thread is free.
+    pub cpu_t: i64,
+    /// When the compute stream is free.
+    pub gpu_t: i64,
+    pub corr: u64,
+    pub ext: u64,
+    /// Next NCCL `seq` per process group.
+    seq: Vec<u64>,
+    /// Next `seq` per point-to-point pair (src, dst).
+    p2p: BTreeMap<(u32, u32), u64>,
+}
+
+impl RankState {
+    pub fn new(start: i64, groups: usize, corr0: u64) -> Self {
+        RankState {
+            cpu_t: start,
+            gpu_t: start,
+            corr: corr0,
+            ext: 1,
+            seq: vec![0; groups],
+            p2p: BTreeMap::new(),
+        }
+    }
+
+    fn next_ext(&mut self, n: u64) -> u64 {
+        let e = self.ext;
+        self.ext += n;
+        e
+    }
+}
+
+/// When one op ran. GPU fields are 0 for [`Gpu::Sync`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rec {
+    pub cpu_start: i64,
+    pub cpu_dur: i64,
+    pub rt_start: i64,
+    pub rt_dur: i64,
+    pub gpu_start: i64,
+    pub gpu_dur: i64,
+    pub corr: u64,
+    /// External id of the outer CPU op (the inner one, if any, has `ext + 1`).
+    pub ext: u64,
+    /// NCCL `seq` (collectives only).
+    pub seq: u64,
+}
+
+/// One rank's step: its program and when each op ran.
+#[derive(Clone, Debug)]
+pub struct RankStep {
+    pub index: u32,
+    pub kind: StepKind,
+    pub ops: Vec<Op>,
+    pub recs: Vec<Rec>,
+    /// `ProfilerStep#N` span.
+    pub cpu_start: i64,
+    pub cpu_end: i64,
+    /// Forward annotation span.
+    pub fwd_start: i64,
+    pub fwd_end: i64,
+    pub step_ext: u64,
+    pub fwd_ext: u64,
+}
+
+/// Identity of one collective: (replica, group, seq, src, dst).
+type CollKey = (u32, usize, u64, u32, u32);
+
+struct Arrival {
+    rank: usize,
+    at: i64,
+    rec: Rec,
+}
+
+/// Runs step `index` of profile number `profile` for every rank.
+pub fn simulate_step(
+    cfg: &SynthConfig,
+    layout: &Layout,
+    stage: Option<Stage>,
+    profile: u32,
+    index: u32,
+    states: &mut [RankState],
+) -> Result<Vec<RankStep>> {
+    let world = layout.world() as usize;
+    let kinds: Vec<StepKind> = (0..layout.dp)
+        .map(|d| model::step_kind(cfg.seed, stage, profile, d, index))
+        .collect();
+    let mut steps = Vec::with_capacity(world);
+    let mut rngs = Vec::with_capacity(world);
+    for (r, st) in states.iter_mut().enumerate() {
+        let pos = layout.pos(r as u32);
+        let kind = kinds[pos.d as usize];
+        let mut rng = Rng::keyed(
+            cfg.seed,
+            &[0x51EB, r as u64, u64::from(profile), u64::from(index)],
+        );
+        let cpu_start = st.cpu_t;
+        let step_ext = st.next_ext(1);
+        let fwd_ext = st.next_ext(1);
+        // The scheduler's own work before the forward pass: the same batch on every rank of a
+        // replica, so about the same time.
+        let mut sched = Rng::keyed(
+            cfg.seed,
+            &[
+                0x5C4E,
+                u64::from(profile),
+                u64::from(pos.d),
+                u64::from(index),
+            ],
+        );
+        st.cpu_t += rng.jittered(sched.range(120_000, 300_000) as i64, 0.03);
+        let ops = model::program(cfg.naming, cfg.layers, layout, &pos, kind);
+        steps.push(RankStep {
+            index,
+            kind,
+            recs: Vec::with_capacity(ops.len()),
+            ops,
+            cpu_start,
+            cpu_end: 0,
+            fwd_start: st.cpu_t,
+            fwd_end: 0,
+            step_ext,
+            fwd_ext,
+        });
+        rngs.push(rng);
+    }
+
+    let slow_mult = |rank: usize, class: Class| -> f64 {
+        match &cfg.slow {
+            Some(s) if s.rank as usize == rank && index >= s.from_step => {
+                let hit = match s.class {
+                    Some(c) => c == class && c != Class::Comm,
+                    None => class.is_compute(),
+                };
+                if hit {
+                    s.factor
+                } else {
+                    1.0
+                }
+            }
+            _ => 1.0,
+        }
+    };
+
+    let mut pc = vec![0usize; world];
+    let mut waiting = vec![false; world];
+    let mut pending: BTreeMap<CollKey, (usize, Vec<Arrival>)> = BTreeMap::new();
+    loop {
+        let mut moved = false;
+        for r in 0..world {
+            if waiting[r] {
+                continue;
+            }
+            while pc[r] < steps[r].ops.len() {
+                let op = steps[r].ops[pc[r]];
+                let st = &mut states[r];
+                let rng = &mut rngs[r];
+                moved = true;
+                let mut rec = cpu_side(&op, st, rng);
+                match op.gpu {
+                    Gpu::Coll(c) => {
+                        let pos = layout.pos(r as u32);
+                        let local = layout.local(&pos);
+                        let (members, seq, src, dst) = match c.kind {
+                            CollKind::AllReduce => {
+                                let s = st.seq[c.pg];
+                                st.seq[c.pg] += 1;
+                                (layout.groups()[c.pg].ranks.len(), s, u32::MAX, u32::MAX)
+                            }
+                            CollKind::Send | CollKind::Recv => {
+                                let (src, dst) = if c.kind == CollKind::Send {
+                                    (local, c.peer)
+                                } else {
+                                    (c.peer, local)
+                                };
+                                let s = st.p2p.entry((src, dst)).or_insert(0);
+                                let seq = *s;
+                                *s += 1;
+                                (2, seq, src, dst)
+                            }
+                        };
+                        rec.seq = seq;
+                        let at = (st.gpu_t + rng.range(800, 1_600) as i64)
+                            .max(rec.rt_start + rec.rt_dur);
+                        pending
+                            .entry((pos.d, c.pg, seq, src, dst))
+                            .or_insert_with(|| (members, Vec::new()))
+                            .1
+                            .push(Arrival { rank: r, at, rec });
+                        waiting[r] = true;
+                        break;
+                    }
+                    Gpu::Sync => {
+                        // The call returns once the GPU has drained.
+                        let end = (rec.rt_start + rec.rt_dur)
+                            .max(st.gpu_t + rng.range(1_500, 3_500) as i64);
+                        rec.rt_dur = end - rec.rt_start;
+                        rec.cpu_dur = end + rng.range(1_500, 3_000) as i64 - rec.cpu_start;
+                        st.cpu_t = rec.cpu_start + rec.cpu_dur;
+                    }
+                    _ => {
+                        let class = op.class().unwrap_or(Class::Memory);
+                        let nominal = op.gpu_ns as f64 * rng.jitter(0.015) * slow_mult(r, class);
+                        rec.gpu_dur = (nominal.round() as i64).max(1);
+                        rec.gpu_start = (st.gpu_t + rng.range(800, 1_600) as i64)
+                            .max(rec.rt_start + rec.rt_dur);
+                        st.gpu_t = rec.gpu_start + rec.gpu_dur;
+                    }
+                }
+                steps[r].recs.push(rec);
+                pc[r] += 1;
+            }
+        }
+        let ready: Vec<CollKey> = pending
+            .iter()
+            .filter(|(_, (members, v))| v.len() == *members)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in ready {
+            let Some((_, arrivals)) = pending.remove(&key) else {
+                continue;
+            };
+            moved = true;
+            let latest = arrivals.iter().map(|a| a.at).max().unwrap_or(0);
+            let first = &arrivals[0];
+            let Gpu::Coll(c) = steps[first.rank].ops[pc[first.rank]].gpu else {
+                bail!("synth: a collective lost its op (bug)");
+            };
+            let mut rng = Rng::keyed(
+                cfg.seed,
+                &[
+                    0xC011,
+                    u64::from(key.0),
+                    key.1 as u64,
+                    key.2,
+                    u64::from(key.3),
+                    u64::from(key.4),
+                ],
+            );
+            let mut transfer = model::transfer_ns(&c) as f64 * rng.jitter(0.02);
+            if let Some(s) = &cfg.slow {
+                let slow_in = arrivals.iter().any(|a| a.rank == s.rank as usize);
+                if s.class == Some(Class::Comm) && slow_in && index >= s.from_step {
+                    transfer *= s.factor;
+                }
+            }
+            let end = latest + transfer.round() as i64;
+            for a in arrivals {
+                let mut rec = a.rec;
+                rec.gpu_start = a.at;
+                rec.gpu_dur = end - a.at;
+                states[a.rank].gpu_t = end;
+                steps[a.rank].recs.push(rec);
+                pc[a.rank] += 1;
+                waiting[a.rank] = false;
+            }
+        }
+        if pc.iter().zip(&steps).all(|(&p, s)| p == s.ops.len()) {
+            break;
+        }
+        if !moved {
+            bail!(
+                "synth: the collectives of step {index} cannot all complete (bug in the schedule)"
+            );
+        }
+    }
+
+    for ((step, st), rng) in steps.iter_mut().zip(states.iter_mut()).zip(rngs.iter_mut()) {
+        step.fwd_end = st.cpu_t;
+        st.cpu_t += rng.range(8_000, 30_000) as i64;
+        step.cpu_end = st.cpu_t;
+    }
+    Ok(steps)
+}
+
+/// The CPU side of one op: outer op, CUDA call inside it. Advances the CPU clock.
+fn cpu_side(op: &Op, st: &mut RankState, rng: &mut Rng) -> Rec {
+    let cpu_start = st.cpu_t;
+    let mut cpu_dur = rng.jittered(op.cpu_ns, 0.10);
+    let rt_start = cpu_start + cpu_dur * 45 / 100;
+    let rt_dur = rng.jittered(
+        match op.gpu {
+            Gpu::Memcpy { .. } => 6_500,
+            Gpu::Coll(_) => 5_500,
+            _ => 4_200,
+        },
+        0.20,
+    );
+    cpu_dur = cpu_dur.max(rt_start + rt_dur + 1_500 - cpu_start);
+    let corr = st.corr;
+    st.corr += 1;
+    let ext = st.next_ext(if op.inner.is_some() { 2 } else { 1 });
+    st.cpu_t = cpu_start + cpu_dur + rng.range(300, 1_500) as i64;
+    Rec {
+        cpu_start,
+        cpu_dur,
+        rt_start,
+        rt_dur,
+        corr,
+        ext,
+        ..Rec::default()
+    }
+}

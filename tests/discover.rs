@@ -1,0 +1,290 @@
+//! Rank discovery: file names as SGLang, vLLM and others write them, grouping, and the
+//! fallbacks. Expected identities are read off the names by hand.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{kineto, shared, write_gz};
+use rankprof::trace::discover::{parse_name, Naming};
+use rankprof::trace::{discover, discover_files};
+
+/// (name, naming, key, stage, tp, dp, pp, ep, rank)
+type Case = (
+    &'static str,
+    Naming,
+    &'static str,
+    Option<&'static str>,
+    [Option<u32>; 5],
+);
+
+#[test]
+fn file_names() {
+    use Naming::*;
+    const N: Option<u32> = None;
+    let cases: &[Case] = &[
+        (
+            "1795212416.246168-TP-0.trace.json.gz",
+            Sglang,
+            "1795212416.246168",
+            None,
+            [Some(0), N, N, N, N],
+        ),
+        (
+            "1795213098.719915-TP-1-DP-1.trace.json.gz",
+            Sglang,
+            "1795213098.719915",
+            None,
+            [Some(1), Some(1), N, N, N],
+        ),
+        (
+            "bystage-1-TP-0-EXTEND.trace.json.gz",
+            Sglang,
+            "bystage-1",
+            Some("EXTEND"),
+            [Some(0), N, N, N, N],
+        ),
+        (
+            "bystage-1-TP-1-DECODE.trace.json.gz",
+            Sglang,
+            "bystage-1",
+            Some("DECODE"),
+            [Some(1), N, N, N, N],
+        ),
+        (
+            "myprefix-1712.5-TP-3-DP-2-PP-1-EP-7.trace.json.gz",
+            Sglang,
+            "myprefix-1712.5",
+            None,
+            [Some(3), Some(2), Some(1), Some(7), N],
+        ),
+        (
+            "abc-TP-2-PP-1.trace.json.gz",
+            Sglang,
+            "abc",
+            None,
+            [Some(2), N, Some(1), N, N],
+        ),
+        (
+            "abc-TP-2-EP-3-prefill.trace.json.gz",
+            Sglang,
+            "abc",
+            Some("prefill"),
+            [Some(2), N, N, Some(3), N],
+        ),
+        (
+            "abc-TP-0-decode.trace.json",
+            Sglang,
+            "abc",
+            Some("decode"),
+            [Some(0), N, N, N, N],
+        ),
+        (
+            "dp0_pp0_tp1_dcp0_ep0_rank1.1763000000000000000.pt.trace.json.gz",
+            Vllm,
+            "vllm",
+            None,
+            [Some(1), Some(0), Some(0), Some(0), Some(1)],
+        ),
+        (
+            "run7_dp1_pp0_tp0_dcp0_ep2_rank2.1763000000000000001.pt.trace.json.gz",
+            Vllm,
+            "run7",
+            None,
+            [Some(0), Some(1), Some(0), Some(2), Some(2)],
+        ),
+        (
+            "dp0_pp1_tp3_rank7.1763.pt.trace.json",
+            Vllm,
+            "vllm",
+            None,
+            [Some(3), Some(0), Some(1), N, Some(7)],
+        ),
+        (
+            "llama-rank-3.1763000000000000000.pt.trace.json.gz",
+            Vllm,
+            "llama",
+            None,
+            [N, N, N, N, Some(3)],
+        ),
+        (
+            "sampled-rank-1.json.gz",
+            Generic,
+            "sampled",
+            None,
+            [N, N, N, N, Some(1)],
+        ),
+        (
+            "cpu-only-rank-34.pt.trace.json.gz",
+            Generic,
+            "cpu-only",
+            None,
+            [N, N, N, N, Some(34)],
+        ),
+        (
+            "trace_rank_5_step10.json",
+            Generic,
+            "trace-step10",
+            None,
+            [N, N, N, N, Some(5)],
+        ),
+        (
+            "rank3.json.gz",
+            Generic,
+            "trace",
+            None,
+            [N, N, N, N, Some(3)],
+        ),
+        (
+            "host-a_worker12.pt.trace.json.gz",
+            Generic,
+            "host-a",
+            None,
+            [N, N, N, N, Some(12)],
+        ),
+    ];
+    for &(name, naming, key, stage, [tp, dp, pp, ep, rank]) in cases {
+        let p = parse_name(name).unwrap_or_else(|| panic!("{name} not recognised"));
+        assert_eq!(p.naming, naming, "{name}");
+        assert_eq!(p.key, key, "{name}");
+        assert_eq!(p.stage.as_deref(), stage, "{name}");
+        assert_eq!(
+            [p.id.tp, p.id.dp, p.id.pp, p.id.ep, p.id.rank],
+            [tp, dp, pp, ep, rank],
+            "{name}"
+        );
+    }
+    for name in [
+        "config.json",
+        "merged-x.json.gz.txt",
+        "notes.txt",
+        "TP-0.trace.json.gz",
+    ] {
+        assert!(
+            parse_name(name).is_none(),
+            "{name} should not be a rank file"
+        );
+    }
+}
+
+#[test]
+fn real_sglang_dirs_group_by_profile_and_stage() {
+    let d = discover(&shared("sglang-cpu"), true).unwrap();
+    let mut got: Vec<(String, Option<String>, Vec<String>)> = d
+        .groups
+        .iter()
+        .map(|g| {
+            (
+                g.profile_id.clone(),
+                g.stage.clone(),
+                g.files.iter().map(|f| f.label.clone()).collect(),
+            )
+        })
+        .collect();
+    got.sort();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        got,
+        vec![
+            ("1795212416.246168".into(), None, s(&["[TP00]"])),
+            ("1795212682.6326063".into(), None, s(&["[TP00]", "[TP01]"])),
+            // DP-major order, as SGLang's sort index: names win over distributedInfo.rank,
+            // which repeats across the two DP replicas.
+            (
+                "1795213098.719915".into(),
+                None,
+                s(&["[TP00-DP00]", "[TP01-DP00]", "[TP00-DP01]", "[TP01-DP01]"])
+            ),
+            (
+                "bystage-1".into(),
+                Some("DECODE".into()),
+                s(&["[TP00]", "[TP01]"])
+            ),
+            (
+                "bystage-1".into(),
+                Some("EXTEND".into()),
+                s(&["[TP00]", "[TP01]"])
+            ),
+            ("manual-1".into(), None, s(&["[TP00]", "[TP01]"])),
+        ]
+    );
+    // SGLang's own merged output sits in merge_by_sglang/ and is never picked up.
+    assert!(d
+        .notes
+        .iter()
+        .any(|n| n.contains("merged-manual-1") && n.contains("skipped")));
+    // Without --recursive the top folder holds no rank files.
+    assert!(discover(&shared("sglang-cpu"), false)
+        .unwrap()
+        .groups
+        .is_empty());
+}
+
+fn touch(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    write_gz(&p, text.as_bytes());
+    p
+}
+
+#[test]
+fn vllm_sessions_frontend_and_missing_ranks() {
+    let t = tempfile::tempdir().unwrap();
+    let k = kineto(Some(0), 1, 1.0);
+    // Two profiling sessions of a TP=2 server, and the frontend's own trace.
+    for (r, ns) in [(0, 100), (1, 101), (0, 900), (1, 902)] {
+        touch(
+            t.path(),
+            &format!("dp0_pp0_tp{r}_dcp0_ep0_rank{r}.{ns}.pt.trace.json.gz"),
+            &k,
+        );
+    }
+    touch(t.path(), "host_123.async_llm.99.pt.trace.json.gz", &k);
+    let d = discover(t.path(), false).unwrap();
+    assert_eq!(d.groups.len(), 2);
+    assert_eq!(d.groups[0].profile_id, "vllm.100");
+    assert_eq!(d.groups[1].profile_id, "vllm.900");
+    assert!(d.groups.iter().all(|g| g
+        .files
+        .iter()
+        .map(|f| f.label.as_str())
+        .eq(["[TP00]", "[TP01]"])));
+    assert!(d.notes.iter().any(|n| n.contains("async_llm")));
+
+    // A TP2 x DP2 grid with one rank missing.
+    let t2 = tempfile::tempdir().unwrap();
+    for (tp, dp) in [(0, 0), (1, 0), (0, 1)] {
+        touch(t2.path(), &format!("p-TP-{tp}-DP-{dp}.trace.json.gz"), &k);
+    }
+    let d = discover(t2.path(), false).unwrap();
+    assert_eq!(d.groups[0].missing(), ["[TP01-DP01]"]);
+}
+
+#[test]
+fn unnamed_files_use_distributed_info_then_order() {
+    let t = tempfile::tempdir().unwrap();
+    let with_rank = |r: u32| {
+        kineto(Some(0), 1, 1.0).replacen(
+            "{\"schemaVersion\": 1,",
+            &format!("{{\"schemaVersion\": 1, \"distributedInfo\": {{\"rank\": {r}}},"),
+            1,
+        )
+    };
+    let a = touch(t.path(), "b.json.gz", &with_rank(1));
+    let b = touch(t.path(), "a.json.gz", &with_rank(0));
+    std::fs::write(t.path().join("config.json"), "{\"not\": \"a trace\"}").unwrap();
+    let d = discover_files(&[a, b, t.path().join("config.json")]);
+    assert_eq!(d.groups.len(), 1);
+    let g = &d.groups[0];
+    assert_eq!(
+        g.files.iter().map(|f| f.naming).collect::<Vec<_>>(),
+        [Naming::DistributedInfo; 2]
+    );
+    assert!(g.files[0].path.ends_with("a.json.gz") && g.files[0].label == "[RANK00]");
+    // Same rank twice: fall back to file order, with a warning.
+    let t2 = tempfile::tempdir().unwrap();
+    let a = touch(t2.path(), "x.json.gz", &with_rank(0));
+    let b = touch(t2.path(), "y.json.gz", &with_rank(0));
+    let d = discover_files(&[a, b]);
+    assert!(d.notes[0].contains("file-name order"));
+    assert_eq!(d.groups[0].files[1].naming, Naming::FileOrder);
+}
