@@ -28,8 +28,10 @@
 //!                  "straggler", "straggler_pct" }
 //! }
 //! StepStats = { "count", "time_median_ns", "time_p90_ns", "busy_median_ns", "busy_p90_ns",
-//!               "work_median_ns", "work_p90_ns" }   (time = the step annotation's duration;
-//!               median and p90 by nearest rank)
+//!               "work_median_ns", "work_p90_ns", "class_median_ns": {class: ns} }
+//!               (time = the step annotation's duration; median and p90 by nearest rank;
+//!               class_median_ns = median over steps of the step's summed op time per class,
+//!               for "overall" summed over ranks; absent in older files, read as empty)
 //! ```
 //!
 //! Size: about 120 bytes per kernel plus 16 per rank and kernel, so a realistic 8-rank profile
@@ -80,6 +82,9 @@ pub struct StepStats {
     pub busy_p90_ns: i64,
     pub work_median_ns: i64,
     pub work_p90_ns: i64,
+    /// Median over steps of the step's op time per class (overall: summed over ranks).
+    #[serde(default)]
+    pub class_median_ns: BTreeMap<String, i64>,
 }
 
 impl StepStats {
@@ -95,7 +100,27 @@ impl StepStats {
             busy_p90_ns: bp,
             work_median_ns: wm,
             work_p90_ns: wp,
+            class_median_ns: BTreeMap::new(),
         }
+    }
+
+    /// Adds the per-class medians: `per_step[s][c]` = step s's time in class c.
+    fn with_classes(mut self, class_names: &[String], per_step: &[Vec<i64>]) -> StepStats {
+        if per_step.is_empty() {
+            return self;
+        }
+        self.class_median_ns = class_names
+            .iter()
+            .enumerate()
+            .map(|(c, name)| {
+                let v: Vec<i64> = per_step
+                    .iter()
+                    .map(|s| s.get(c).copied().unwrap_or(0))
+                    .collect();
+                (name.clone(), median_p90(&v).0)
+            })
+            .collect();
+        self
     }
 }
 
@@ -193,6 +218,7 @@ pub fn build(
             let t: Vec<i64> = r.steps.iter().map(|f| f.dur_ns).collect();
             let b: Vec<i64> = r.steps.iter().map(|f| f.busy_ns).collect();
             let w: Vec<i64> = r.steps.iter().map(|f| f.work_ns).collect();
+            let c: Vec<Vec<i64>> = r.steps.iter().map(|f| f.class_ns.clone()).collect();
             RankEntry {
                 rank: r.label.clone(),
                 device: s.device.clone(),
@@ -208,7 +234,7 @@ pub fn build(
                 kernels: s.kernels,
                 kernel_sum_ns: s.kernel_sum_ns,
                 class_ns: class_map(&r.class_ns),
-                steps: StepStats::of(&t, &b, &w),
+                steps: StepStats::of(&t, &b, &w).with_classes(class_names, &c),
             }
         })
         .collect();
@@ -287,6 +313,21 @@ pub fn build(
     let rows_t: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.dur_ns.clone()).collect();
     let rows_b: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.busy_ns.clone()).collect();
     let rows_w: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.work_ns.clone()).collect();
+    let rows_c: Vec<Vec<i64>> = steps
+        .rows
+        .iter()
+        .map(|row| {
+            let mut sum = vec![0i64; class_names.len()];
+            for (r, &i) in results.iter().zip(&row.idx) {
+                if let Some(f) = r.steps.get(i) {
+                    for (s, x) in sum.iter_mut().zip(&f.class_ns) {
+                        *s += x;
+                    }
+                }
+            }
+            sum
+        })
+        .collect();
     let (mom, cv) = super::kernels::spread(&work);
     let source = if results.iter().all(|r| r.gpu) {
         "gpu"
@@ -316,7 +357,8 @@ pub fn build(
             work_ns_mean: mean(&work),
             work_ns_max: work.iter().copied().max().unwrap_or(0),
             class_ns: class_map(&class_total),
-            steps: StepStats::of(&max_of(&rows_t), &max_of(&rows_b), &max_of(&rows_w)),
+            steps: StepStats::of(&max_of(&rows_t), &max_of(&rows_b), &max_of(&rows_w))
+                .with_classes(class_names, &rows_c),
         },
         ranks,
         kernels,
