@@ -210,9 +210,116 @@ fn percent(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    // Filled in by the compare issue.
+    /// Baseline: a profile directory, a trace (one rank's or a merged one), or a summary saved
+    /// with `analyze --save-summary`.
+    #[arg(value_name = "BASELINE")]
+    pub baseline: PathBuf,
+    /// Current: the same kinds as BASELINE.
+    #[arg(value_name = "CURRENT")]
+    pub current: PathBuf,
+    /// Fail when a time (overall, per rank, per class) grows by more than this: `5%` or `5`.
+    #[arg(long = "max-regression", value_name = "PCT", default_value = "5", value_parser = percent)]
+    pub max_regression: f64,
+    /// Fail when the current imbalance (slowest rank's work over the mean) exceeds this, e.g. 1.10.
+    #[arg(long = "max-imbalance", value_name = "RATIO", value_parser = ratio)]
+    pub max_imbalance: Option<f64>,
+    /// Ignore rows (and new kernels) whose baseline and current are both below this many µs.
+    #[arg(long = "min-time-us", value_name = "US", default_value = "0", value_parser = non_negative)]
+    pub min_time_us: f64,
+    /// Match kernels after stripping template arguments and launch-shape suffixes.
+    #[arg(long)]
+    pub normalize: bool,
+    /// Do not fail on kernels found only in CURRENT (they are still listed).
+    #[arg(long = "allow-new-kernels")]
+    pub allow_new_kernels: bool,
+    /// What the times are: per-step medians (`steps`), whole-profile totals (`totals`), or
+    /// steps when both sides have steps (`auto`).
+    #[arg(long, value_enum, default_value_t = CompareBasis::Auto)]
+    pub basis: CompareBasis,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+    /// Kernels in the top-kernels table (and in the appeared / vanished lists).
+    #[arg(long = "top-n", value_name = "K", default_value_t = 15)]
+    pub top_n: usize,
+    /// For directory sides: the profile id to use (when a directory holds several).
+    #[arg(long = "profile-id")]
+    pub profile_id: Option<String>,
+    /// For directory sides: the stage to use (EXTEND, DECODE, prefill, decode).
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Also write the report (in --format) to FILE.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Worker threads for reading traces (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+}
+
+impl Default for CompareArgs {
+    /// The same defaults as the command line (with empty paths).
+    fn default() -> Self {
+        CompareArgs {
+            baseline: PathBuf::new(),
+            current: PathBuf::new(),
+            max_regression: 5.0,
+            max_imbalance: None,
+            min_time_us: 0.0,
+            normalize: false,
+            allow_new_kernels: false,
+            basis: CompareBasis::Auto,
+            format: CompareFormat::Table,
+            top_n: 15,
+            profile_id: None,
+            stage: None,
+            output: None,
+            jobs: None,
+        }
+    }
+}
+
+/// How `compare` prints its report.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Terminal tables.
+    Table,
+    /// GitHub-flavoured markdown (a PR comment, `$GITHUB_STEP_SUMMARY`).
+    Markdown,
+    Json,
+}
+
+/// Which times `compare` gates on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareBasis {
+    Auto,
+    Steps,
+    Totals,
+}
+
+/// A ratio of at least 1: `1.10`.
+fn ratio(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if !(v >= 1.0 && v.is_finite()) {
+        return Err(format!("{s} is below 1 (slowest over mean is at least 1)"));
+    }
+    Ok(v)
+}
+
+/// A finite number >= 0.
+fn non_negative(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("{s} must be 0 or more"));
+    }
+    Ok(v)
 }
 
 #[derive(Subcommand, Debug, Clone)]

@@ -35,7 +35,7 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Demo(a) => crate::report::demo::run(&a),
         Command::Inflate(a) => crate::synth::inflate::run(&a),
         Command::Analyze(a) => crate::analyze::run(&a),
-        Command::Compare(_) => anyhow::bail!("compare is not built yet"),
+        Command::Compare(a) => crate::compare::run(&a),
         Command::Capture(_) => anyhow::bail!("capture is not built yet"),
         Command::Nsys(_) => anyhow::bail!("nsys is not built yet"),
     }
