@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::analyze::summary::{load_summary, Summary, KIND};
 use crate::cli::{AnalyzeArgs, CompareArgs};
+use crate::trace::json;
 
 /// One side, loaded.
 #[derive(Debug, Clone)]
@@ -18,6 +19,8 @@ pub struct Side {
     pub summary: Summary,
     /// The analysis' notes (traces only), for stderr.
     pub notes: Vec<String>,
+    /// Every file read (so that `-o` never replaces one).
+    pub inputs: Vec<PathBuf>,
 }
 
 /// What a side was, for the report.
@@ -35,20 +38,57 @@ pub struct SideInfo {
     pub step_source: String,
 }
 
-/// Is `path` a saved summary? Only the first bytes are looked at: traces may be large.
+/// How much of a file is looked at to tell a summary from a trace.
+const HEAD: u64 = 4 << 20;
+
+/// Is `path` a saved summary? Walks the top-level keys of the file's first [`HEAD`] bytes
+/// (gzip: never): `"kind": "rankprof-summary"` says yes, `"traceEvents"` (a trace, which may
+/// be large) or anything else says no. Bounded memory whatever the file.
 fn is_summary(path: &Path) -> Result<bool> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if !name.ends_with(".json") {
-        return Ok(false);
-    }
-    let mut head = Vec::with_capacity(512);
+    let mut head = Vec::new();
     std::fs::File::open(path)
         .with_context(|| format!("cannot open {}", path.display()))?
-        .take(512)
+        .take(HEAD)
         .read_to_end(&mut head)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let needle = format!("\"{KIND}\"");
-    Ok(String::from_utf8_lossy(&head).contains(&needle))
+    Ok(top_level_kind(&head).as_deref() == Some(KIND))
+}
+
+/// The string value of the top-level `"kind"` key, if it comes before `"traceEvents"` and
+/// within `b`.
+fn top_level_kind(b: &[u8]) -> Option<String> {
+    let mut i = json::skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = json::skip_ws(b, i + 1);
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (kend, _) = json::scan_string(b, i).ok()?;
+        let key = &b[i + 1..kend - 1];
+        i = json::skip_ws(b, kend);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = json::skip_ws(b, i + 1);
+        if key == b"traceEvents" {
+            return None;
+        }
+        let (vend, kind) = json::skip_value(b, i).ok()?;
+        if key == b"kind" {
+            return match kind {
+                json::Kind::Str { .. } => Some(String::from_utf8_lossy(&b[i + 1..vend - 1]).into()),
+                _ => None,
+            };
+        }
+        i = json::skip_ws(b, vend);
+        match b.get(i) {
+            Some(b',') => i = json::skip_ws(b, i + 1),
+            _ => return None,
+        }
+    }
 }
 
 /// Loads one side; `which` ("baseline" / "current") names it in errors.
@@ -63,6 +103,7 @@ pub fn load(path: &Path, which: &str, args: &CompareArgs) -> Result<Side> {
             info: info(&shown, "summary", &s),
             summary: s,
             notes: Vec::new(),
+            inputs: vec![path.to_path_buf()],
         });
     }
     let mut a = AnalyzeArgs {
@@ -96,6 +137,11 @@ pub fn load(path: &Path, which: &str, args: &CompareArgs) -> Result<Side> {
         }
         bail!(msg);
     }
+    let inputs = analysis
+        .files
+        .iter()
+        .map(|f| PathBuf::from(&f.path))
+        .collect();
     let s = analysis
         .summary
         .with_context(|| format!("{which} {shown}: the analysis built no summary"))?;
@@ -107,6 +153,7 @@ pub fn load(path: &Path, which: &str, args: &CompareArgs) -> Result<Side> {
             .iter()
             .map(|n| format!("{which}: {n}"))
             .collect(),
+        inputs,
     })
 }
 
@@ -119,5 +166,33 @@ fn info(path: &str, kind: &str, s: &Summary) -> SideInfo {
         ranks: s.profile.ranks.clone(),
         steps: s.overall.steps.count,
         step_source: s.profile.step_source.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_level_kind;
+
+    #[test]
+    fn summaries_are_told_from_traces_by_their_top_level_keys() {
+        let k = |s: &str| top_level_kind(s.as_bytes());
+        assert_eq!(
+            k(r#"{"version": 1, "kind": "rankprof-summary", "x": 1}"#).as_deref(),
+            Some("rankprof-summary")
+        );
+        // Keys sorted (a summary rewritten by another tool): "kind" after big values.
+        assert_eq!(
+            k(r#"{"classes": ["a"], "imbalance": {"kind": "no"}, "kind": "rankprof-summary"}"#)
+                .as_deref(),
+            Some("rankprof-summary")
+        );
+        // A trace: traceEvents first, or a "kind" nested deeper, or an array.
+        assert_eq!(
+            k(r#"{"schemaVersion": 1, "traceEvents": [{"kind": "rankprof-summary"}]"#),
+            None
+        );
+        assert_eq!(k(r#"[{"ph": "X"}]"#), None);
+        // Cut short before the key: not a summary.
+        assert_eq!(k(r#"{"a": [1, 2"#), None);
     }
 }

@@ -33,6 +33,8 @@ pub mod load;
 pub mod normalize;
 pub mod render;
 
+use std::path::PathBuf;
+
 use anyhow::{bail, Result};
 
 use crate::cli::{CompareArgs, CompareFormat};
@@ -42,11 +44,14 @@ pub use diff::Comparison;
 /// Loads both sides, measures and judges, without printing anything (the notes of analyzed
 /// traces are left out; `run` prints them on stderr).
 pub fn compare(args: &CompareArgs) -> Result<Comparison> {
-    let (c, _) = compare_with_notes(args)?;
+    let (c, _, _) = compare_with_notes(args)?;
     Ok(c)
 }
 
-fn compare_with_notes(args: &CompareArgs) -> Result<(Comparison, Vec<String>)> {
+/// A comparison, the notes of the analyses, and every file read.
+type Compared = (Comparison, Vec<String>, Vec<PathBuf>);
+
+fn compare_with_notes(args: &CompareArgs) -> Result<Compared> {
     let base = load::load(&args.baseline, "baseline", args)?;
     let cur = load::load(&args.current, "current", args)?;
     let opts = diff::Options {
@@ -64,7 +69,9 @@ fn compare_with_notes(args: &CompareArgs) -> Result<(Comparison, Vec<String>)> {
     gate::apply(&mut c);
     let mut notes = base.notes;
     notes.extend(cur.notes);
-    Ok((c, notes))
+    let mut inputs = base.inputs;
+    inputs.extend(cur.inputs);
+    Ok((c, notes, inputs))
 }
 
 /// The report in the format asked for.
@@ -78,16 +85,20 @@ pub fn render(c: &Comparison, format: CompareFormat) -> Result<String> {
 
 /// Compares, prints, writes `-o`; exit code 0 pass, 1 regression (errors: 2, by the caller).
 pub fn run(args: &CompareArgs) -> Result<i32> {
+    let (c, notes, inputs) = compare_with_notes(args)?;
     if let Some(out) = &args.output {
-        for input in [&args.baseline, &args.current] {
-            if let (Ok(a), Ok(b)) = (std::fs::canonicalize(out), std::fs::canonicalize(input)) {
-                if a == b {
-                    bail!("-o {}: is an input; choose another file", out.display());
-                }
+        if let Ok(o) = std::fs::canonicalize(out) {
+            let mut all = inputs;
+            all.push(args.baseline.clone());
+            all.push(args.current.clone());
+            if all
+                .iter()
+                .any(|i| std::fs::canonicalize(i).is_ok_and(|i| i == o))
+            {
+                bail!("-o {}: is an input; choose another file", out.display());
             }
         }
     }
-    let (c, notes) = compare_with_notes(args)?;
     for n in &notes {
         eprintln!("note: {n}");
     }
