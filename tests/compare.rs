@@ -586,3 +586,44 @@ fn formats_agree() {
         }
     }
 }
+
+#[test]
+fn saved_summary_of_a_tp8_set_is_stable_and_small() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("tp8");
+    write_set(
+        &SynthConfig {
+            tp: 8,
+            ..SynthConfig::default()
+        },
+        &dir,
+    )
+    .unwrap();
+    let save = |name: &str| -> Vec<u8> {
+        let out = t.path().join(name);
+        let st = bin()
+            .args(["analyze", "--profile-dir"])
+            .arg(&dir)
+            .arg("--save-summary")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(st.status.code(), Some(0), "{st:?}");
+        std::fs::read(out).unwrap()
+    };
+    let a = save("a.json");
+    let b = save("b.json");
+    assert_eq!(a, b, "two runs, two different summaries");
+    // docs/compare.md gives 18,484 bytes for this set; anything near 64 KB would be news.
+    assert!(a.len() < 64 * 1024, "{} bytes", a.len());
+    let v: Value = serde_json::from_slice(&a).unwrap();
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 8);
+    assert_eq!(v["overall"]["steps"]["count"], 8);
+    for r in v["ranks"].as_array().unwrap() {
+        assert!(r["steps"]["class_median_ns"]["gemm"].as_i64().unwrap() > 0);
+        assert!(
+            r["steps"]["time_p90_ns"].as_i64().unwrap()
+                >= r["steps"]["time_median_ns"].as_i64().unwrap()
+        );
+    }
+}

@@ -120,19 +120,23 @@ pub fn headline(c: &Comparison) -> String {
     )
 }
 
-fn side_line(s: &super::load::SideInfo) -> String {
+fn plural(n: usize, one: &str) -> String {
+    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+}
+
+/// What a side is, after its path: `directory: profile X, 4 ranks, 12 steps`.
+fn side_what(s: &super::load::SideInfo) -> String {
     let stage = s
         .stage
         .as_deref()
         .map(|x| format!(", stage {x}"))
         .unwrap_or_default();
     format!(
-        "{} ({}: profile {}{stage}, {} ranks, {} steps)",
-        s.path,
+        "{}: profile {}{stage}, {}, {}",
         s.kind,
         s.profile_id,
-        s.ranks.len(),
-        s.steps
+        plural(s.ranks.len(), "rank"),
+        plural(s.steps, "step")
     )
 }
 
@@ -266,8 +270,48 @@ fn sections(c: &Comparison, top: usize) -> Vec<Section> {
 }
 
 /// Class × rank matrix of Δ %; failing cells end in `!`.
+/// Columns of the class × rank matrix at most; beyond, the ranks with a failing cell and then
+/// those with the largest changes.
+const MATRIX_RANKS: usize = 16;
+
 fn by_rank(c: &Comparison) -> Section {
-    let ranks: Vec<&str> = c.ranks.iter().map(|r| r.name.as_str()).collect();
+    let mut ranks: Vec<&str> = c.ranks.iter().map(|r| r.name.as_str()).collect();
+    let mut footer = None;
+    if ranks.len() > MATRIX_RANKS {
+        // (failing cells, largest |Δ %|) per rank, most interesting first.
+        let key = |rk: &str| {
+            let cells = || {
+                c.rank_classes
+                    .iter()
+                    .filter(move |r| r.rank.as_deref() == Some(rk))
+            };
+            let fails = cells().filter(|r| r.status == Status::Regression).count();
+            let moved = cells()
+                .filter_map(|r| r.delta_pct)
+                .map(f64::abs)
+                .fold(0.0, f64::max);
+            (fails, moved)
+        };
+        let mut scored: Vec<(usize, &str, (usize, f64))> = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, *r, key(r)))
+            .collect();
+        scored.sort_by(|a, b| {
+            b.2 .0
+                .cmp(&a.2 .0)
+                .then(b.2 .1.total_cmp(&a.2 .1))
+                .then(a.0.cmp(&b.0))
+        });
+        scored.truncate(MATRIX_RANKS);
+        scored.sort_by_key(|s| s.0);
+        footer = Some(format!(
+            "({} of {} ranks shown: those with failures, then the largest changes; --format json has all)",
+            scored.len(),
+            ranks.len()
+        ));
+        ranks = scored.into_iter().map(|s| s.1).collect();
+    }
     let mut classes: Vec<&str> = Vec::new();
     for r in &c.rank_classes {
         if let Some(x) = r.class.as_deref() {
@@ -306,7 +350,7 @@ fn by_rank(c: &Comparison) -> Section {
             .chain(ranks.iter().map(|_| true))
             .collect(),
         rows,
-        footer: None,
+        footer,
     }
 }
 
@@ -317,8 +361,9 @@ fn cols(names: &[&str]) -> Vec<String> {
 /// Terminal tables.
 pub fn table(c: &Comparison) -> String {
     let mut s = format!("rankprof compare: {}\n", headline(c));
-    s.push_str(&format!("  baseline  {}\n", side_line(&c.baseline)));
-    s.push_str(&format!("  current   {}\n", side_line(&c.current)));
+    for (name, side) in [("baseline", &c.baseline), ("current ", &c.current)] {
+        s.push_str(&format!("  {name}  {} ({})\n", side.path, side_what(side)));
+    }
     s.push_str(&format!("  basis     {}\n", c.basis_note));
     s.push_str(&format!("  gate      {}\n", gate_line(c)));
     if !c.failures.is_empty() {
@@ -365,11 +410,13 @@ fn md(s: &str) -> String {
 pub fn markdown(c: &Comparison) -> String {
     let mark = if c.passed { "✅" } else { "❌" };
     let mut s = format!("### {mark} rankprof compare: {}\n\n", md(&headline(c)));
-    s.push_str(&format!(
-        "- **baseline** `{}`\n",
-        md(&side_line(&c.baseline))
-    ));
-    s.push_str(&format!("- **current** `{}`\n", md(&side_line(&c.current))));
+    for (name, side) in [("baseline", &c.baseline), ("current", &c.current)] {
+        s.push_str(&format!(
+            "- **{name}** `{}` ({})\n",
+            md(&side.path),
+            md(&side_what(side))
+        ));
+    }
     s.push_str(&format!("- **basis** {}\n", md(&c.basis_note)));
     s.push_str(&format!("- **gate** {}\n", md(&gate_line(c))));
     if !c.failures.is_empty() {
