@@ -219,23 +219,28 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// Looks up (or creates, classifying the decoded name once) the aggregate of a name.
+    /// Adds one duration to the aggregate of a name (created, and its decoded name classified,
+    /// when first seen); returns the name's class. One hash lookup on the common hit.
     #[inline]
-    fn agg<'m>(
-        map: &'m mut FxMap<Box<str>, Agg>,
+    fn add(
+        map: &mut FxMap<Box<str>, Agg>,
         classes: &Classifier,
         name: Str<'_>,
         kind: OpKind,
-    ) -> &'m mut Agg {
-        // Two lookups on the rare miss keep the common hit free of allocation.
-        if !map.contains_key(name.raw()) {
-            let class = match kind {
-                OpKind::Memcpy | OpKind::Memset => classes.memory(),
-                _ => classes.classify(&name.get()),
-            };
-            map.insert(name.raw().into(), Agg::new(class, kind));
+        dur: i64,
+    ) -> u8 {
+        if let Some(a) = map.get_mut(name.raw()) {
+            a.add(dur);
+            return a.class;
         }
-        map.get_mut(name.raw()).expect("inserted above")
+        let class = match kind {
+            OpKind::Memcpy | OpKind::Memset => classes.memory(),
+            _ => classes.classify(&name.get()),
+        };
+        let mut a = Agg::new(class, kind);
+        a.add(dur);
+        map.insert(name.raw().into(), a);
+        class
     }
 
     /// Takes one event.
@@ -263,9 +268,13 @@ impl<'a> Collector<'a> {
                 }
             }
             "cpu_op" => {
-                let a = Self::agg(&mut self.cpu_ops, self.cfg.classes, ev.name, OpKind::Cpu);
-                a.add(dur);
-                let class = a.class;
+                let class = Self::add(
+                    &mut self.cpu_ops,
+                    self.cfg.classes,
+                    ev.name,
+                    OpKind::Cpu,
+                    dur,
+                );
                 self.cpu.push(CpuIv {
                     start,
                     end: start + dur,
@@ -318,9 +327,7 @@ impl<'a> Collector<'a> {
     #[inline]
     fn gpu_op(&mut self, ev: &Event<'_>, start: i64, dur: i64, kind: OpKind) {
         let classes = self.cfg.classes;
-        let a = Self::agg(&mut self.gpu_ops, classes, ev.name, kind);
-        a.add(dur);
-        let class = a.class;
+        let class = Self::add(&mut self.gpu_ops, classes, ev.name, kind, dur);
         let corr = ev.arg("correlation").and_then(|v| v.as_i64()).unwrap_or(-1);
         let stream = match ev.tid {
             Id::Int(v) => v,
