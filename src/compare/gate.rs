@@ -45,13 +45,17 @@ fn judge(r: &mut Row, max_pct: f64, min_ns: i64) -> bool {
     r.status == Status::Regression
 }
 
-fn change(r: &Row, per_step: bool) -> String {
+/// `1.00 ms → 1.12 ms per step (+12.0 % > 5 %)`, or `(new)` where the baseline had none.
+fn change(r: &Row, per_step: bool, max_pct: f64) -> String {
     format!(
-        "{} → {}{} ({}",
+        "{} → {}{} ({})",
         fmt_ns(r.baseline_ns),
         fmt_ns(r.current_ns),
         if per_step { " per step" } else { "" },
-        fmt_pct(r.delta_pct)
+        match r.delta_pct {
+            Some(_) => format!("{} > {max_pct} %", fmt_pct(r.delta_pct)),
+            None => "new".into(),
+        }
     )
 }
 
@@ -59,7 +63,7 @@ fn change(r: &Row, per_step: bool) -> String {
 pub fn apply(c: &mut Comparison) {
     let t = c.thresholds.clone();
     let per_step = c.basis == super::diff::Basis::Steps;
-    let limit = format!("> {} %)", t.max_regression_pct);
+    let m = t.max_regression_pct;
     let mut failures = Vec::new();
 
     if let Some(max) = t.max_imbalance {
@@ -86,7 +90,7 @@ pub fn apply(c: &mut Comparison) {
                 rank: None,
                 class: None,
                 waiting: false,
-                message: format!("{}: {} {limit}", r.name, change(r, per_step)),
+                message: format!("{}: {}", r.name, change(r, false, m)),
             });
         }
     }
@@ -100,9 +104,9 @@ pub fn apply(c: &mut Comparison) {
                 class: None,
                 waiting: false,
                 message: format!(
-                    "rank {}: work (non-communication kernels) {} {limit}",
+                    "rank {}: work (time outside communication) {}",
                     r.name,
-                    change(r, per_step)
+                    change(r, per_step, m)
                 ),
             });
         }
@@ -114,11 +118,7 @@ pub fn apply(c: &mut Comparison) {
                 rank: None,
                 class: r.class.clone(),
                 waiting: false,
-                message: format!(
-                    "class {} (all ranks): {} {limit}",
-                    r.name,
-                    change(r, per_step)
-                ),
+                message: format!("class {} (all ranks): {}", r.name, change(r, per_step, m)),
             });
         }
     }
@@ -133,8 +133,8 @@ pub fn apply(c: &mut Comparison) {
                 class: r.class.clone(),
                 waiting,
                 message: format!(
-                    "class {class} on rank {rank}: {} {limit}{}",
-                    change(r, per_step),
+                    "class {class} on rank {rank}: {}{}",
+                    change(r, per_step, m),
                     if waiting {
                         "; communication time includes waiting for slower ranks"
                     } else {
