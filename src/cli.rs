@@ -111,14 +111,215 @@ pub struct MergeArgs {
     pub jobs: Option<usize>,
 }
 
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct AnalyzeArgs {
-    // Filled in by the analyze-profile issue.
+    /// Directory holding the rank traces (or one merged trace).
+    #[arg(long = "profile-dir", value_name = "DIR")]
+    pub profile_dir: Option<PathBuf>,
+    /// Rank trace files, or one merged trace (ranks recovered from its `[TP00]` pid labels).
+    pub files: Vec<PathBuf>,
+    /// Compare every rank (the default).
+    #[arg(long = "all-ranks", conflicts_with = "rank")]
+    pub all_ranks: bool,
+    /// One rank in depth: its index in rank order (0 = first, as `ls` lists them).
+    #[arg(long, value_name = "N")]
+    pub rank: Option<usize>,
+    /// Analyze only this profile id (when the directory holds several).
+    #[arg(long = "profile-id")]
+    pub profile_id: Option<String>,
+    /// Analyze only this stage (EXTEND, DECODE, prefill, decode).
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Kernels in the top-kernels table.
+    #[arg(long = "top-n", value_name = "K", default_value_t = 15)]
+    pub top_n: usize,
+    /// Step annotations to use (regex on annotation names) instead of ProfilerStep#N / step[...].
+    #[arg(long = "step-marker", value_name = "REGEX")]
+    pub step_marker: Option<String>,
+    /// How far above the others' mean a rank must stay to count as slower, in percent.
+    #[arg(long, value_name = "PCT", default_value = "5", value_parser = percent)]
+    pub threshold: f64,
+    /// Kernel class rules to use before (or instead of) the built-in ones (TOML).
+    #[arg(long, value_name = "RULES.toml")]
+    pub classes: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
+    /// Also write one Parquet file per section into DIR (needs the `parquet` build feature).
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
+    /// Also write a self-contained HTML report (heatmaps and tables).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write the small versioned JSON summary that `compare` reads.
+    #[arg(long = "save-summary", value_name = "FILE.json")]
+    pub save_summary: Option<PathBuf>,
+    /// Kernels kept by name in the saved summary (the rest are folded into one entry).
+    #[arg(long = "summary-kernels", value_name = "N", default_value_t = 200)]
+    pub summary_kernels: usize,
+    /// Worker threads (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
 }
 
-#[derive(Args, Debug, Clone, Default)]
+impl Default for AnalyzeArgs {
+    /// The same defaults as the command line.
+    fn default() -> Self {
+        AnalyzeArgs {
+            profile_dir: None,
+            files: Vec::new(),
+            all_ranks: false,
+            rank: None,
+            profile_id: None,
+            stage: None,
+            top_n: 15,
+            step_marker: None,
+            threshold: 5.0,
+            classes: None,
+            format: ReportFormat::Table,
+            parquet: None,
+            html: None,
+            save_summary: None,
+            summary_kernels: 200,
+            jobs: None,
+        }
+    }
+}
+
+/// How `analyze` prints its report.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Terminal tables.
+    Table,
+    Json,
+    Csv,
+    Markdown,
+}
+
+/// A percentage: `5`, `5%`, `2.5`.
+fn percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage"))?;
+    if !(0.0..=1000.0).contains(&v) {
+        return Err(format!("{s} is outside 0-1000 %"));
+    }
+    Ok(v)
+}
+
+#[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    // Filled in by the compare issue.
+    /// Baseline: a profile directory, a trace (one rank's or a merged one), or a summary saved
+    /// with `analyze --save-summary`.
+    #[arg(value_name = "BASELINE")]
+    pub baseline: PathBuf,
+    /// Current: the same kinds as BASELINE.
+    #[arg(value_name = "CURRENT")]
+    pub current: PathBuf,
+    /// Fail when a time (overall, per rank, per class) grows by more than this: `5%` or `5`.
+    #[arg(long = "max-regression", value_name = "PCT", default_value = "5", value_parser = percent)]
+    pub max_regression: f64,
+    /// Fail when the current imbalance (slowest rank's work over the mean) exceeds this, e.g. 1.10.
+    #[arg(long = "max-imbalance", value_name = "RATIO", value_parser = ratio)]
+    pub max_imbalance: Option<f64>,
+    /// Ignore rows (and new kernels) whose baseline and current are both below this many µs.
+    #[arg(long = "min-time-us", value_name = "US", default_value = "0", value_parser = non_negative)]
+    pub min_time_us: f64,
+    /// Match kernels after stripping template arguments and launch-shape suffixes.
+    #[arg(long)]
+    pub normalize: bool,
+    /// Do not fail on kernels found only in CURRENT (they are still listed).
+    #[arg(long = "allow-new-kernels")]
+    pub allow_new_kernels: bool,
+    /// What the times are: per-step medians (`steps`), whole-profile totals (`totals`), or
+    /// steps when both sides have steps (`auto`).
+    #[arg(long, value_enum, default_value_t = CompareBasis::Auto)]
+    pub basis: CompareBasis,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+    /// Kernels in the top-kernels table (and in the appeared / vanished lists).
+    #[arg(long = "top-n", value_name = "K", default_value_t = 15)]
+    pub top_n: usize,
+    /// For directory sides: the profile id to use (when a directory holds several).
+    #[arg(long = "profile-id")]
+    pub profile_id: Option<String>,
+    /// For directory sides: the stage to use (EXTEND, DECODE, prefill, decode).
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Also write the report (in --format) to FILE.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Worker threads for reading traces (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+}
+
+impl Default for CompareArgs {
+    /// The same defaults as the command line (with empty paths).
+    fn default() -> Self {
+        CompareArgs {
+            baseline: PathBuf::new(),
+            current: PathBuf::new(),
+            max_regression: 5.0,
+            max_imbalance: None,
+            min_time_us: 0.0,
+            normalize: false,
+            allow_new_kernels: false,
+            basis: CompareBasis::Auto,
+            format: CompareFormat::Table,
+            top_n: 15,
+            profile_id: None,
+            stage: None,
+            output: None,
+            jobs: None,
+        }
+    }
+}
+
+/// How `compare` prints its report.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Terminal tables.
+    Table,
+    /// GitHub-flavoured markdown (a PR comment, `$GITHUB_STEP_SUMMARY`).
+    Markdown,
+    Json,
+}
+
+/// Which times `compare` gates on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareBasis {
+    Auto,
+    Steps,
+    Totals,
+}
+
+/// A ratio of at least 1: `1.10`.
+fn ratio(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if !(v >= 1.0 && v.is_finite()) {
+        return Err(format!("{s} is below 1 (slowest over mean is at least 1)"));
+    }
+    Ok(v)
+}
+
+/// A finite number >= 0.
+fn non_negative(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("{s} must be 0 or more"));
+    }
+    Ok(v)
 }
 
 #[derive(Subcommand, Debug, Clone)]

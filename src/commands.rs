@@ -34,8 +34,8 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Synth(a) => crate::synth::run(&a),
         Command::Demo(a) => crate::report::demo::run(&a),
         Command::Inflate(a) => crate::synth::inflate::run(&a),
-        Command::Analyze(_) => anyhow::bail!("analyze is not built yet"),
-        Command::Compare(_) => anyhow::bail!("compare is not built yet"),
+        Command::Analyze(a) => crate::analyze::run(&a),
+        Command::Compare(a) => crate::compare::run(&a),
         Command::Capture(c) => crate::capture::run(&c),
         Command::Nsys(c) => crate::capture::nsys::run(&c),
     }

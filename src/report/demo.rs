@@ -63,12 +63,27 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         };
         code = code.max(commands::run(Command::Merge(merge))?);
     }
-    let analyze = commands::run(Command::Analyze(AnalyzeArgs::default()));
-    if let Err(e) = analyze {
-        println!("\n(analyze: {e})");
+    for g in &found.groups {
+        let html = out.join(g.merged_name().replace(".trace.json.gz", ".html"));
+        println!(
+            "\n== analyze-profile --profile-dir {} --profile-id {} --all-ranks --html {}\n",
+            g.dir.display(),
+            g.profile_id,
+            html.display()
+        );
+        let analyze = AnalyzeArgs {
+            profile_dir: Some(g.dir.clone()),
+            profile_id: Some(g.profile_id.clone()),
+            stage: g.stage.clone(),
+            all_ranks: true,
+            html: Some(html),
+            top_n: 8,
+            ..AnalyzeArgs::default()
+        };
+        code = code.max(commands::run(Command::Analyze(analyze))?);
     }
     println!(
-        "\nmerged traces are in {} (open them in https://ui.perfetto.dev)",
+        "\nmerged traces and HTML reports are in {} (open the traces in https://ui.perfetto.dev)",
         out.display()
     );
     Ok(if code == exit::OK { exit::OK } else { code })

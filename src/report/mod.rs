@@ -1,5 +1,9 @@
-//! Output of results: the `ls` listing, terminal tables, CSV / JSON / markdown / HTML, and the
-//! `demo` walk-through.
+//! Output of results: the `ls` listing, terminal tables, CSV / JSON / markdown / HTML /
+//! Parquet, and the `demo` walk-through.
 
 pub mod demo;
+pub mod formats;
+pub mod html;
 pub mod ls;
+pub mod parquet;
+pub mod tables;

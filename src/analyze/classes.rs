@@ -1,0 +1,308 @@
+//! Kernel classes: the one table of name rules that sorts GPU kernels (and CPU ops, in CPU-only
+//! traces) into GEMM, attention, communication, MoE, norm/elementwise/activation, memory and
+//! other, plus the `--classes rules.toml` override.
+//!
+//! Rules are case-insensitive regular expressions tried in order; the first match wins, so the
+//! specific classes (communication, attention, MoE) come before the broad ones (GEMM, memory,
+//! norm). `gpu_memcpy` / `gpu_memset` events are always `memory`, whatever their name.
+//!
+//! The override file adds rules in front of the built-in table (or replaces it):
+//!
+//! ```toml
+//! # rules.toml: tried before the built-in rules; the first match wins.
+//! builtin = true            # false: use only the rules below
+//!
+//! [[rule]]
+//! class = "attention"
+//! pattern = "my_fused_attn"
+//!
+//! [[rule]]
+//! class = "sampling"        # a class of your own gets its own column
+//! pattern = "top_k_top_p|sampling"
+//! ```
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use regex::Regex;
+use serde::Deserialize;
+
+/// Communication: NCCL/RCCL/MSCCL, custom all-reduce (vLLM/SGLang `cross_device_reduce`,
+/// TRT-LLM one-/two-shot and Lamport all-reduce), DeepEP dispatch/combine, NVSHMEM; on the CPU
+/// side `c10d::*`, `record_param_comms`, `gloo:*`.
+pub const COMM: &str = "comm";
+pub const MEMORY: &str = "memory";
+pub const OTHER: &str = "other";
+
+/// The built-in rules: (class, pattern). Order matters: first match wins.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        COMM,
+        r"nccl|rccl|msccl|cross_device_reduce|custom_?all_?reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|deep_?ep|nvshmem|lamport|sendrecv|c10d::|record_param_comms|gloo",
+    ),
+    (
+        "attention",
+        r"flash|fmha|attention|attn|paged|mla|flashinfer|xformers|sdpa|scaled_dot_product|batchprefill|batchdecode|withkvcache|merge_state|^_fwd_(grouped_)?kernel|decode_att",
+    ),
+    (
+        "moe",
+        r"moe|expert|topk_softmax|grouped_topk|fused_topk|ep_scatter|ep_gather|count_and_sort|m_grouped|grouped_gemm|group_gemm",
+    ),
+    (
+        "gemm",
+        r"^gemm|[^b]gemm|gemv|matmul|cublas|cutlass|wgmma|nvjet|xmma|s16816|s1688|splitk|scaled_mm|_mm_|bmm|marlin|w8a8|^aten::(mm|addmm|linear)$",
+    ),
+    (
+        MEMORY,
+        r"memcpy|memset|copy|gather|scatter|index|catarray|concat|store_kvcache|kv_?buffer|transpose|permute|contiguous|embedding",
+    ),
+    (
+        "norm",
+        r"norm|rms|elementwise|vectorized|unrolled|silu|gelu|relu|swiglu|act_and_mul|activation|rotary|rope|softmax|reduce_kernel|reduction|fill|dropout|quant|triton_poi|triton_red|triton_per|sigmoid|tanh|aten::(add|mul|sub|div)",
+    ),
+];
+
+/// What each built-in class holds (for help texts and reports).
+pub const DESCRIPTIONS: &[(&str, &str)] = &[
+    (
+        COMM,
+        "NCCL/RCCL, custom all-reduce, DeepEP dispatch/combine",
+    ),
+    ("attention", "flash/paged/MLA/FlashInfer attention"),
+    ("moe", "MoE routing, grouped GEMM, expert kernels"),
+    ("gemm", "dense GEMM/GEMV (cuBLAS, CUTLASS, nvjet, DeepGEMM)"),
+    (MEMORY, "memcpy/memset, copies, gathers, KV-cache stores"),
+    ("norm", "norm/elementwise/activation"),
+    (OTHER, "everything else"),
+];
+
+struct Rule {
+    class: u8,
+    re: Regex,
+}
+
+/// Sorts names into classes. Class ids index [`Classifier::names`].
+pub struct Classifier {
+    names: Vec<String>,
+    rules: Vec<Rule>,
+    comm: u8,
+    memory: u8,
+    other: u8,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    #[serde(default = "yes")]
+    builtin: bool,
+    #[serde(default)]
+    rule: Vec<RuleEntry>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleEntry {
+    class: String,
+    pattern: String,
+}
+
+impl Default for Classifier {
+    fn default() -> Self {
+        Classifier::new(&[], true).expect("the built-in rules compile")
+    }
+}
+
+impl Classifier {
+    /// `extra` rules (class, pattern) are tried first; `builtin` keeps the built-in table after
+    /// them. Classes keep the built-in order, new classes follow, `other` is always last.
+    pub fn new(extra: &[(String, String)], builtin: bool) -> Result<Self> {
+        let mut names: Vec<String> = Vec::new();
+        let mut add = |c: &str| {
+            if c != OTHER && !names.iter().any(|n| n == c) {
+                names.push(c.to_string());
+            }
+        };
+        for (c, _) in BUILTIN {
+            add(c);
+        }
+        for (c, _) in extra {
+            if c.trim().is_empty() {
+                bail!("a rule has an empty class name");
+            }
+            add(c.trim());
+        }
+        names.push(OTHER.to_string());
+        if names.len() > 250 {
+            bail!("too many kernel classes ({}; at most 250)", names.len());
+        }
+        let id = |c: &str| names.iter().position(|n| n == c).unwrap_or(0) as u8;
+        let mut rules = Vec::new();
+        for (class, pat) in extra {
+            let class = class.trim();
+            let re = Regex::new(&format!("(?i){pat}"))
+                .with_context(|| format!("rule for class {class:?}: bad pattern {pat:?}"))?;
+            rules.push(Rule {
+                class: id(class),
+                re,
+            });
+        }
+        if builtin {
+            for (c, pat) in BUILTIN {
+                rules.push(Rule {
+                    class: id(c),
+                    re: Regex::new(&format!("(?i){pat}")).context("built-in rule")?,
+                });
+            }
+        }
+        Ok(Classifier {
+            comm: id(COMM),
+            memory: id(MEMORY),
+            other: id(OTHER),
+            names,
+            rules,
+        })
+    }
+
+    /// Reads a `rules.toml` (see the module documentation).
+    pub fn from_toml_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read class rules {}", path.display()))?;
+        Self::from_toml(&text).with_context(|| format!("class rules {}", path.display()))
+    }
+
+    pub fn from_toml(text: &str) -> Result<Self> {
+        let f: RulesFile = toml::from_str(text)?;
+        let extra: Vec<(String, String)> =
+            f.rule.into_iter().map(|r| (r.class, r.pattern)).collect();
+        if !f.builtin && extra.is_empty() {
+            bail!("builtin = false and no [[rule]]: every kernel would be \"other\"");
+        }
+        Self::new(&extra, f.builtin)
+    }
+
+    /// Class names, in column order (`other` last).
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn name(&self, id: u8) -> &str {
+        self.names.get(id as usize).map_or(OTHER, String::as_str)
+    }
+
+    pub fn id(&self, name: &str) -> Option<u8> {
+        self.names.iter().position(|n| n == name).map(|i| i as u8)
+    }
+
+    pub fn comm(&self) -> u8 {
+        self.comm
+    }
+
+    pub fn memory(&self) -> u8 {
+        self.memory
+    }
+
+    pub fn other(&self) -> u8 {
+        self.other
+    }
+
+    /// The class of a (decoded) kernel or op name.
+    pub fn classify(&self, name: &str) -> u8 {
+        self.rules
+            .iter()
+            .find(|r| r.re.is_match(name))
+            .map_or(self.other, |r| r.class)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_rules_sort_real_kernel_names() {
+        let c = Classifier::default();
+        let class = |n: &str| c.name(c.classify(n)).to_string();
+        let cases = [
+            ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "comm"),
+            ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "comm"),
+            ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(RankData*, RankSignals, Signal*, __nv_bfloat16*, int, int)", "comm"),
+            ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*)", "comm"),
+            ("c10d::allreduce_", "comm"),
+            ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>(Flash_fwd_params)", "attention"),
+            ("void flashinfer::BatchPrefillWithPagedKVCacheKernel<...>", "attention"),
+            ("_fwd_kernel_stage1", "attention"),
+            ("void fused_moe_kernel(...)", "moe"),
+            ("void moe_align_block_size_kernel<int>(int*, int*)", "moe"),
+            ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", "gemm"),
+            ("nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT", "gemm"),
+            ("ampere_sgemm_128x64_nn", "gemm"),
+            ("aten::mm", "gemm"),
+            ("void fbgemm_gpu::split_embedding_codegen_forward_unweighted_kernel<float>()", "memory"),
+            ("Memcpy DtoH (Device -> Pageable)", "memory"),
+            ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 4, 64, 64>()", "memory"),
+            ("void store_kvcache_kernel<bf16>()", "memory"),
+            ("void vllm::rms_norm_kernel<c10::BFloat16, 8>()", "norm"),
+            ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float> >()", "norm"),
+            ("void silu_and_mul_kernel<bf16>()", "norm"),
+            ("triton_poi_fused_add_0", "norm"),
+            ("void cub::DeviceRadixSortOnesweepKernel<int>()", "other"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(class(name), want, "{name}");
+        }
+        assert_eq!(c.names().last().map(String::as_str), Some("other"));
+        assert_eq!(c.name(c.comm()), "comm");
+    }
+
+    #[test]
+    fn toml_rules_come_first_and_may_add_classes() {
+        let c = Classifier::from_toml(
+            r#"
+            [[rule]]
+            class = "sampling"
+            pattern = "top_k_top_p"
+            [[rule]]
+            class = "attention"
+            pattern = "^my_kernel$"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.name(c.classify("top_k_top_p_sampling_from_probs")),
+            "sampling"
+        );
+        assert_eq!(c.name(c.classify("MY_KERNEL")), "attention");
+        assert_eq!(c.name(c.classify("ncclKernel_AllGather")), "comm");
+        let names: Vec<&str> = c.names().iter().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "comm",
+                "attention",
+                "moe",
+                "gemm",
+                "memory",
+                "norm",
+                "sampling",
+                "other"
+            ]
+        );
+
+        let only =
+            Classifier::from_toml("builtin = false\n[[rule]]\nclass = \"x\"\npattern = \"a\"\n")
+                .unwrap();
+        assert_eq!(only.name(only.classify("ncclKernel")), "other");
+        assert_eq!(only.name(only.classify("abc")), "x");
+
+        let bad = Classifier::from_toml("[[rule]]\nclass = \"x\"\npattern = \"(\"\n")
+            .err()
+            .unwrap();
+        assert!(format!("{bad:#}").contains("bad pattern"), "{bad:#}");
+        assert!(Classifier::from_toml("[[rule]]\nclas = \"x\"\npattern = \"a\"\n").is_err());
+        assert!(Classifier::from_toml("builtin = false\n").is_err());
+    }
+}

@@ -1,0 +1,388 @@
+//! The one-pass collector: the hot path. It sees every event of one rank once, through the
+//! reader's callback, and keeps only what the analysis needs:
+//!
+//! - per-name aggregates of GPU ops (kernels, memcpy, memset) and of CPU ops, in hash maps
+//!   keyed by the raw name (each name classified once, when first seen);
+//! - compact GPU intervals (start, end, correlation, class, kind: 32 bytes each) for the busy
+//!   unions and the per-step figures, and CPU-op intervals (32 bytes) for CPU-only traces;
+//! - the launch time of each kernel launch (correlation → `ts`), to put a kernel in the step
+//!   that launched it;
+//! - step annotations, collective kernels (or `c10d::` ops) and per-stream totals.
+//!
+//! Nothing else is kept: no event text, no `args`.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use regex::Regex;
+
+use super::classes::Classifier;
+use super::steps::Mark;
+use crate::trace::{Event, Id, Str};
+
+/// FxHash (the rustc hasher): a fast, non-cryptographic hash for the per-event name lookups.
+#[derive(Default, Clone, Copy)]
+pub struct Fx(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl Hasher for Fx {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(SEED);
+        }
+        for &b in chunks.remainder() {
+            h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(SEED);
+        }
+        self.0 = h;
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(i)).wrapping_mul(SEED);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(SEED);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// What a GPU op is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpKind {
+    Kernel,
+    Memcpy,
+    Memset,
+    /// A CPU op (`cpu_op`), for CPU-only traces.
+    Cpu,
+}
+
+impl OpKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpKind::Kernel => "kernel",
+            OpKind::Memcpy => "memcpy",
+            OpKind::Memset => "memset",
+            OpKind::Cpu => "cpu_op",
+        }
+    }
+}
+
+/// Totals of one op name on one rank.
+#[derive(Debug, Clone, Copy)]
+pub struct Agg {
+    pub class: u8,
+    pub kind: OpKind,
+    pub total: i64,
+    pub count: u64,
+    pub min: i64,
+    pub max: i64,
+}
+
+impl Agg {
+    fn new(class: u8, kind: OpKind) -> Self {
+        Agg {
+            class,
+            kind,
+            total: 0,
+            count: 0,
+            min: i64::MAX,
+            max: 0,
+        }
+    }
+    #[inline]
+    fn add(&mut self, dur: i64) {
+        self.total += dur;
+        self.count += 1;
+        self.min = self.min.min(dur);
+        self.max = self.max.max(dur);
+    }
+    pub fn merge(&mut self, o: &Agg) {
+        self.total += o.total;
+        self.count += o.count;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+}
+
+/// One GPU op on the timeline (times as in the file, not yet shifted by the base time).
+#[derive(Debug, Clone, Copy)]
+pub struct GpuIv {
+    pub start: i64,
+    pub end: i64,
+    /// The launch's correlation id (-1: none); later reused for the step index.
+    pub corr: i64,
+    pub class: u8,
+    pub kind: OpKind,
+}
+
+/// One CPU op on the timeline.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuIv {
+    pub start: i64,
+    pub end: i64,
+    /// The thread (`tid`; -1 when it is not an integer).
+    pub tid: i64,
+    pub class: u8,
+}
+
+/// One collective: a communication kernel (GPU) or a `c10d::` op (CPU).
+#[derive(Debug, Clone, Copy)]
+pub struct CollEv {
+    /// Index into [`Collector::coll_keys`]: `pg` + stream for GPU, op name for CPU.
+    pub key: u32,
+    /// Index into [`Collector::coll_names`].
+    pub name: u32,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// What the collector is told to look for.
+pub struct Config<'a> {
+    pub classes: &'a Classifier,
+    pub step_marker: Option<&'a Regex>,
+}
+
+/// Everything one pass keeps about one rank.
+pub struct Collector<'a> {
+    cfg: &'a Config<'a>,
+    /// GPU ops by raw name.
+    pub gpu_ops: FxMap<Box<str>, Agg>,
+    /// CPU ops by raw name.
+    pub cpu_ops: FxMap<Box<str>, Agg>,
+    pub gpu: Vec<GpuIv>,
+    pub cpu: Vec<CpuIv>,
+    /// (correlation, launch ts) of kernel / memcpy / memset launches.
+    pub launches: Vec<(i64, i64)>,
+    pub profiler_steps: Vec<Mark>,
+    pub sglang_steps: Vec<Mark>,
+    pub custom_steps: Vec<Mark>,
+    pub gpu_colls: Vec<CollEv>,
+    pub cpu_colls: Vec<CollEv>,
+    pub coll_keys: Vec<String>,
+    pub coll_names: Vec<String>,
+    coll_key_ids: FxMap<String, u32>,
+    coll_name_ids: FxMap<String, u32>,
+    /// stream -> (sum of durations, ops)
+    pub streams: FxMap<i64, (i64, u64)>,
+    /// Device index (pid) of the first GPU op.
+    pub gpu_pid: Option<i64>,
+    /// Events seen.
+    pub events: u64,
+}
+
+fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
+    if let Some(&i) = map.get(s) {
+        return i;
+    }
+    let i = list.len() as u32;
+    list.push(s.to_string());
+    map.insert(s.to_string(), i);
+    i
+}
+
+impl<'a> Collector<'a> {
+    pub fn new(cfg: &'a Config<'a>) -> Self {
+        Collector {
+            cfg,
+            gpu_ops: FxMap::default(),
+            cpu_ops: FxMap::default(),
+            gpu: Vec::new(),
+            cpu: Vec::new(),
+            launches: Vec::new(),
+            profiler_steps: Vec::new(),
+            sglang_steps: Vec::new(),
+            custom_steps: Vec::new(),
+            gpu_colls: Vec::new(),
+            cpu_colls: Vec::new(),
+            coll_keys: Vec::new(),
+            coll_names: Vec::new(),
+            coll_key_ids: FxMap::default(),
+            coll_name_ids: FxMap::default(),
+            streams: FxMap::default(),
+            gpu_pid: None,
+            events: 0,
+        }
+    }
+
+    /// Adds one duration to the aggregate of a name (created, and its decoded name classified,
+    /// when first seen); returns the name's class. One hash lookup on the common hit.
+    #[inline]
+    fn add(
+        map: &mut FxMap<Box<str>, Agg>,
+        classes: &Classifier,
+        name: Str<'_>,
+        kind: OpKind,
+        dur: i64,
+    ) -> u8 {
+        if let Some(a) = map.get_mut(name.raw()) {
+            a.add(dur);
+            return a.class;
+        }
+        let class = match kind {
+            OpKind::Memcpy | OpKind::Memset => classes.memory(),
+            _ => classes.classify(&name.get()),
+        };
+        let mut a = Agg::new(class, kind);
+        a.add(dur);
+        map.insert(name.raw().into(), a);
+        class
+    }
+
+    /// Takes one event.
+    #[inline]
+    pub fn on_event(&mut self, ev: &Event<'_>) {
+        self.events += 1;
+        if ev.ph != b'X' {
+            return;
+        }
+        let (Some(ts), Some(dur)) = (ev.ts, ev.dur) else {
+            return;
+        };
+        let (start, dur) = (ts.0, dur.0.max(0));
+        let cat = ev.cat.raw();
+        match cat {
+            "kernel" => self.gpu_op(ev, start, dur, OpKind::Kernel),
+            "gpu_memcpy" => self.gpu_op(ev, start, dur, OpKind::Memcpy),
+            "gpu_memset" => self.gpu_op(ev, start, dur, OpKind::Memset),
+            "cuda_runtime" | "cuda_driver" => {
+                let n = ev.name.raw();
+                if n.contains("Launch") || n.contains("Memcpy") || n.contains("Memset") {
+                    if let Some(c) = ev.arg("correlation").and_then(|v| v.as_i64()) {
+                        self.launches.push((c, start));
+                    }
+                }
+            }
+            "cpu_op" => {
+                let class = Self::add(
+                    &mut self.cpu_ops,
+                    self.cfg.classes,
+                    ev.name,
+                    OpKind::Cpu,
+                    dur,
+                );
+                self.cpu.push(CpuIv {
+                    start,
+                    end: start + dur,
+                    tid: ev.tid.as_int().unwrap_or(-1),
+                    class,
+                });
+                let raw = ev.name.raw();
+                if raw.starts_with("c10d::") {
+                    let name = ev.name.get();
+                    let key = id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name);
+                    let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
+                    self.cpu_colls.push(CollEv {
+                        key,
+                        name: nid,
+                        start,
+                        end: start + dur,
+                    });
+                } else if raw.starts_with("ProfilerStep#") && self.cfg.step_marker.is_none() {
+                    self.mark(ev, start, dur, false);
+                }
+            }
+            "user_annotation" => self.mark(ev, start, dur, false),
+            "gpu_user_annotation" => self.mark(ev, start, dur, true),
+            _ => {}
+        }
+    }
+
+    fn mark(&mut self, ev: &Event<'_>, start: i64, dur: i64, on_gpu: bool) {
+        let raw = ev.name.raw();
+        let mk = |number| Mark {
+            start,
+            dur,
+            name: ev.name.get().into_owned(),
+            number,
+            on_gpu,
+        };
+        if let Some(re) = self.cfg.step_marker {
+            if re.is_match(&ev.name.get()) {
+                self.custom_steps.push(mk(None));
+            }
+            return;
+        }
+        if let Some(n) = raw.strip_prefix("ProfilerStep#") {
+            self.profiler_steps.push(mk(n.parse().ok()));
+        } else if raw.starts_with("step[") {
+            self.sglang_steps.push(mk(None));
+        }
+    }
+
+    #[inline]
+    fn gpu_op(&mut self, ev: &Event<'_>, start: i64, dur: i64, kind: OpKind) {
+        let classes = self.cfg.classes;
+        let class = Self::add(&mut self.gpu_ops, classes, ev.name, kind, dur);
+        let corr = ev.arg("correlation").and_then(|v| v.as_i64()).unwrap_or(-1);
+        let stream = match ev.tid {
+            Id::Int(v) => v,
+            _ => ev.arg("stream").and_then(|v| v.as_i64()).unwrap_or(-1),
+        };
+        if self.gpu_pid.is_none() {
+            self.gpu_pid = ev.pid.as_int();
+        }
+        let s = self.streams.entry(stream).or_insert((0, 0));
+        s.0 += dur;
+        s.1 += 1;
+        self.gpu.push(GpuIv {
+            start,
+            end: start + dur,
+            corr,
+            class,
+            kind,
+        });
+        if kind == OpKind::Kernel && class == classes.comm() {
+            let pg = ev
+                .arg("Process Group Name")
+                .and_then(|v| v.as_str())
+                .map(|s| s.get().into_owned())
+                .unwrap_or_default();
+            let name = ev
+                .arg("Collective name")
+                .and_then(|v| v.as_str())
+                .map(|s| s.get().into_owned())
+                .unwrap_or_else(|| super::kernels::short_name(&ev.name.get()));
+            let key = id_of(
+                &mut self.coll_key_ids,
+                &mut self.coll_keys,
+                &format!("{pg}\u{1f}{stream}"),
+            );
+            let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
+            self.gpu_colls.push(CollEv {
+                key,
+                name: nid,
+                start,
+                end: start + dur,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn fx_hash_differs_on_tails() {
+        let b = BuildHasherDefault::<Fx>::default();
+        let h = |s: &str| b.hash_one(s);
+        assert_ne!(h("ncclKernel_AllReduce_a"), h("ncclKernel_AllReduce_b"));
+        assert_eq!(h("gemm"), h("gemm"));
+    }
+}

@@ -1,0 +1,380 @@
+//! Collectives across ranks: the n-th collective of each (process group, stream) on one rank is
+//! matched with the n-th of the same key on every other rank of its world.
+//!
+//! On the GPU a collective is a communication kernel; its key is the `Process Group Name` arg
+//! (empty when absent) and the stream's position among that group's streams on the rank (so
+//! stream numbers may differ between ranks); its name is the `Collective name` arg, else the
+//! kernel's short name. In CPU-only traces a collective is a `c10d::` op, keyed by its name.
+//!
+//! A collective kernel starts when its rank arrives and ends when all have, so per matched
+//! collective the **arrival skew** is the latest start minus the earliest; each rank *waits*
+//! the latest start minus its own; the rank that started last is the one the others waited
+//! for. The straggler is the rank that arrived last most often.
+//!
+//! Ranks are split into worlds when their traces say the world is smaller than the set of ranks
+//! (SGLang with DP > 1 runs one world per DP replica): collectives match only within a world.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use serde::{Deserialize, Serialize};
+
+use super::collect::CollEv;
+
+/// One rank's collectives, on the common clock, each key's list in start order.
+#[derive(Debug, Clone, Default)]
+pub struct RankColls {
+    /// key -> collectives (start order)
+    pub by_key: BTreeMap<String, Vec<Coll>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Coll {
+    pub name: String,
+    pub start: i64,
+    pub end: i64,
+}
+
+impl RankColls {
+    /// From the collector's raw list. `gpu`: keys are `pg\x1fstream` and get stream ordinals.
+    pub fn build(
+        evs: &[CollEv],
+        keys: &[String],
+        names: &[String],
+        base: i64,
+        gpu: bool,
+    ) -> RankColls {
+        let mut label: Vec<String> = keys.to_vec();
+        if gpu {
+            // pg -> sorted streams
+            let mut streams: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
+            let split: Vec<(&str, i64)> = keys
+                .iter()
+                .map(|k| {
+                    let (pg, s) = k.split_once('\u{1f}').unwrap_or((k.as_str(), "-1"));
+                    (pg, s.parse().unwrap_or(-1))
+                })
+                .collect();
+            for &(pg, s) in &split {
+                streams.entry(pg).or_default().insert(s);
+            }
+            for (i, &(pg, s)) in split.iter().enumerate() {
+                let ord = streams[pg].iter().position(|&x| x == s).unwrap_or(0);
+                label[i] = if pg.is_empty() {
+                    format!("stream #{ord}")
+                } else {
+                    format!("pg {pg} stream #{ord}")
+                };
+            }
+        }
+        let mut by_key: BTreeMap<String, Vec<Coll>> = BTreeMap::new();
+        for e in evs {
+            by_key
+                .entry(label.get(e.key as usize).cloned().unwrap_or_default())
+                .or_default()
+                .push(Coll {
+                    name: names.get(e.name as usize).cloned().unwrap_or_default(),
+                    start: e.start + base,
+                    end: e.end + base,
+                });
+        }
+        for v in by_key.values_mut() {
+            v.sort_by_key(|c| (c.start, c.end));
+        }
+        RankColls { by_key }
+    }
+
+    pub fn count(&self) -> usize {
+        self.by_key.values().map(Vec::len).sum()
+    }
+}
+
+/// One key (process group + stream, or op name) within one world.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GroupRow {
+    pub world: usize,
+    pub key: String,
+    pub name: String,
+    pub matched: usize,
+    pub mean_skew_ns: f64,
+    pub max_skew_ns: i64,
+    /// The rank that arrived last most often on this key.
+    pub last_most: String,
+    pub last_most_count: usize,
+    /// Matched collectives whose names differ between ranks.
+    pub name_mismatches: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RankRow {
+    pub rank: String,
+    pub world: usize,
+    pub collectives: usize,
+    pub matched: usize,
+    /// Sum over matched collectives of (latest arrival - own arrival).
+    pub wait_ns: i64,
+    pub arrived_last: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Instance {
+    pub world: usize,
+    pub key: String,
+    pub index: usize,
+    pub name: String,
+    pub skew_ns: i64,
+    pub last: String,
+    /// Earliest arrival, ms from the first matched collective.
+    pub t_ms: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CollectiveReport {
+    /// `gpu` (communication kernels), `cpu` (`c10d::` ops) or `none`.
+    pub source: String,
+    /// Rank labels of each world.
+    pub worlds: Vec<Vec<String>>,
+    pub groups: Vec<GroupRow>,
+    pub ranks: Vec<RankRow>,
+    /// The matched collectives with the largest skew.
+    pub worst: Vec<Instance>,
+    pub matched: usize,
+    pub straggler: Option<String>,
+    /// Share of matched collectives at which the straggler arrived last, percent.
+    pub straggler_pct: f64,
+    pub notes: Vec<String>,
+}
+
+/// (skew, world, key, index, name, last rank, earliest start) of one matched collective.
+type Worst = (i64, usize, String, usize, String, usize, i64);
+
+/// Matches collectives across ranks. `worlds` holds rank indices.
+pub fn analyze(
+    ranks: &[String],
+    worlds: &[Vec<usize>],
+    per_rank: &[RankColls],
+    source: &str,
+    top_n: usize,
+) -> CollectiveReport {
+    let mut rep = CollectiveReport {
+        source: source.to_string(),
+        worlds: worlds
+            .iter()
+            .map(|w| w.iter().map(|&r| ranks[r].clone()).collect())
+            .collect(),
+        ranks: ranks
+            .iter()
+            .enumerate()
+            .map(|(r, l)| RankRow {
+                rank: l.clone(),
+                world: worlds.iter().position(|w| w.contains(&r)).unwrap_or(0),
+                collectives: per_rank[r].count(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    // Smallest skew at the top, to keep the largest top_n.
+    let mut worst: BinaryHeap<Reverse<Worst>> = BinaryHeap::new();
+    let mut origin = i64::MAX;
+    for (w, members) in worlds.iter().enumerate() {
+        if members.len() < 2 {
+            continue;
+        }
+        let mut keys: BTreeSet<&String> = BTreeSet::new();
+        for &r in members {
+            keys.extend(per_rank[r].by_key.keys());
+        }
+        for key in keys {
+            let lists: Vec<&[Coll]> = members
+                .iter()
+                .map(|&r| per_rank[r].by_key.get(key).map_or(&[][..], Vec::as_slice))
+                .collect();
+            let n = lists.iter().map(|l| l.len()).min().unwrap_or(0);
+            let most = lists.iter().map(|l| l.len()).max().unwrap_or(0);
+            if most > n {
+                let counts: Vec<String> = members
+                    .iter()
+                    .zip(&lists)
+                    .map(|(&r, l)| format!("{} {}", ranks[r], l.len()))
+                    .collect();
+                rep.notes.push(format!(
+                    "{key}: ranks have different numbers of collectives ({}); the first {n} are matched",
+                    counts.join(", ")
+                ));
+            }
+            if n == 0 {
+                continue;
+            }
+            let mut last_count = vec![0usize; members.len()];
+            let (mut skew_sum, mut skew_max, mut mismatches) = (0i128, 0i64, 0usize);
+            for i in 0..n {
+                let starts: Vec<i64> = lists.iter().map(|l| l[i].start).collect();
+                let lo = *starts.iter().min().unwrap_or(&0);
+                let hi = *starts.iter().max().unwrap_or(&0);
+                let last = starts.iter().position(|&s| s == hi).unwrap_or(0);
+                origin = origin.min(lo);
+                let skew = hi - lo;
+                skew_sum += i128::from(skew);
+                skew_max = skew_max.max(skew);
+                last_count[last] += 1;
+                if lists.iter().any(|l| l[i].name != lists[0][i].name) {
+                    mismatches += 1;
+                }
+                for (m, &r) in members.iter().enumerate() {
+                    rep.ranks[r].wait_ns += hi - starts[m];
+                    rep.ranks[r].matched += 1;
+                }
+                rep.ranks[members[last]].arrived_last += 1;
+                let item = (
+                    skew,
+                    w,
+                    key.clone(),
+                    i,
+                    lists[0][i].name.clone(),
+                    members[last],
+                    lo,
+                );
+                if worst.len() < top_n {
+                    worst.push(Reverse(item));
+                } else if worst.peek().is_some_and(|Reverse(min)| skew > min.0) {
+                    worst.pop();
+                    worst.push(Reverse(item));
+                }
+            }
+            rep.matched += n;
+            let lm =
+                super::kernels::argmax(&last_count.iter().map(|&c| c as i64).collect::<Vec<_>>())
+                    .unwrap_or(0);
+            if mismatches > 0 {
+                rep.notes.push(format!(
+                    "{key}: {mismatches} of {n} matched collectives have different names on different ranks"
+                ));
+            }
+            rep.groups.push(GroupRow {
+                world: w,
+                key: key.clone(),
+                name: lists[0][0].name.clone(),
+                matched: n,
+                mean_skew_ns: (skew_sum as f64) / n as f64,
+                max_skew_ns: skew_max,
+                last_most: ranks[members[lm]].clone(),
+                last_most_count: last_count[lm],
+                name_mismatches: mismatches,
+            });
+        }
+    }
+    let mut worst: Vec<_> = worst.into_iter().map(|Reverse(x)| x).collect();
+    worst.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(a.1.cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+            .then(a.3.cmp(&b.3))
+    });
+    rep.worst = worst
+        .into_iter()
+        .map(|(skew, world, key, index, name, last, lo)| Instance {
+            world,
+            key,
+            index,
+            name,
+            skew_ns: skew,
+            last: ranks[last].clone(),
+            t_ms: (lo - origin) as f64 / 1e6,
+        })
+        .collect();
+    // The straggler: most last arrivals, relative to the collectives its world matched.
+    let mut best: Option<(f64, usize)> = None;
+    for (r, row) in rep.ranks.iter().enumerate() {
+        let world_matched = rep
+            .groups
+            .iter()
+            .filter(|g| g.world == row.world)
+            .map(|g| g.matched)
+            .sum::<usize>();
+        if row.arrived_last == 0 || world_matched == 0 {
+            continue;
+        }
+        let share = row.arrived_last as f64 / world_matched as f64;
+        if best.is_none_or(|(s, _)| share > s) {
+            best = Some((share, r));
+        }
+    }
+    if let Some((share, r)) = best {
+        rep.straggler = Some(ranks[r].clone());
+        rep.straggler_pct = 100.0 * share;
+    }
+    if rep.matched == 0 && ranks.len() > 1 {
+        rep.notes
+            .push("no collective could be matched across ranks".to_string());
+    }
+    rep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn colls(key: &str, starts: &[i64]) -> RankColls {
+        let mut by_key = BTreeMap::new();
+        by_key.insert(
+            key.to_string(),
+            starts
+                .iter()
+                .map(|&s| Coll {
+                    name: "allreduce".into(),
+                    start: s,
+                    end: s + 100,
+                })
+                .collect(),
+        );
+        RankColls { by_key }
+    }
+
+    #[test]
+    fn skew_wait_and_straggler_by_hand() {
+        let ranks: Vec<String> = vec!["A".into(), "B".into(), "C".into()];
+        // Three collectives: C arrives last twice (by 30 and 50), A once (by 10).
+        let per = vec![
+            colls("pg 0 stream #0", &[0, 1000, 2010]),
+            colls("pg 0 stream #0", &[5, 1010, 2000]),
+            colls("pg 0 stream #0", &[30, 1050, 2005]),
+        ];
+        let rep = analyze(&ranks, &[vec![0, 1, 2]], &per, "gpu", 2);
+        assert_eq!(rep.matched, 3);
+        let g = &rep.groups[0];
+        assert_eq!(
+            (g.max_skew_ns, g.last_most.as_str(), g.last_most_count),
+            (50, "C", 2)
+        );
+        assert!((g.mean_skew_ns - (30.0 + 50.0 + 10.0) / 3.0).abs() < 1e-9);
+        // waits: A: 30 + 50 + 0 = 80; B: 25 + 40 + 10 = 75; C: 0 + 0 + 5 = 5
+        let w: Vec<i64> = rep.ranks.iter().map(|r| r.wait_ns).collect();
+        assert_eq!(w, vec![80, 75, 5]);
+        let last: Vec<usize> = rep.ranks.iter().map(|r| r.arrived_last).collect();
+        assert_eq!(last, vec![1, 0, 2]);
+        assert_eq!(rep.straggler.as_deref(), Some("C"));
+        assert_eq!(rep.worst.len(), 2);
+        assert_eq!((rep.worst[0].skew_ns, rep.worst[0].index), (50, 1));
+    }
+
+    #[test]
+    fn uneven_counts_are_noted_and_worlds_do_not_mix() {
+        let ranks: Vec<String> = (0..4).map(|i| format!("R{i}")).collect();
+        let per = vec![
+            colls("k", &[0, 10]),
+            colls("k", &[1]),
+            colls("k", &[100, 200]),
+            colls("k", &[150, 260]),
+        ];
+        let rep = analyze(&ranks, &[vec![0, 1], vec![2, 3]], &per, "cpu", 5);
+        assert_eq!(rep.matched, 1 + 2);
+        assert!(
+            rep.notes.iter().any(|n| n.contains("different numbers")),
+            "{:?}",
+            rep.notes
+        );
+        assert_eq!(rep.ranks[3].arrived_last, 2);
+        assert_eq!(rep.ranks[2].wait_ns, 50 + 60);
+    }
+}

@@ -1,0 +1,342 @@
+//! One rank's results, computed from its collector right after its pass (in the same worker
+//! thread): the rank summary (busy unions), op aggregates with decoded names, class totals,
+//! per-step figures and the collectives on the common clock. Only these small results outlive
+//! the pass; the intervals are dropped here.
+
+use std::path::PathBuf;
+
+use super::busy::{pct, Kind, RankSummary, Timeline, Union};
+use super::classes::Classifier;
+use super::collect::{Collector, CpuIv, OpKind};
+use super::collectives::RankColls;
+use super::kernels::NameAgg;
+use super::steps::{self, StepFig};
+use crate::trace::{json, Header, RankId};
+
+/// Per-stream totals (GPU).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct StreamRow {
+    pub stream: i64,
+    pub ops: u64,
+    pub sum_ns: i64,
+}
+
+/// Everything the cross-rank stages need from one rank.
+#[derive(Debug, Clone)]
+pub struct RankResult {
+    pub label: String,
+    pub id: RankId,
+    pub path: PathBuf,
+    /// `true`: figures come from GPU ops; `false`: from CPU ops (no GPU events).
+    pub gpu: bool,
+    pub summary: RankSummary,
+    /// Op aggregates, largest total first.
+    pub ops: Vec<NameAgg>,
+    /// Sum of op durations per class id.
+    pub class_ns: Vec<i64>,
+    pub step_source: String,
+    pub steps: Vec<StepFig>,
+    pub colls: RankColls,
+    pub streams: Vec<StreamRow>,
+    pub world_size: Option<i64>,
+    pub distributed_rank: Option<i64>,
+}
+
+fn decode(raw: &str) -> String {
+    if raw.contains('\\') {
+        json::unescape(raw)
+    } else {
+        raw.to_string()
+    }
+}
+
+/// Turns one rank's collector into its results. `label` without brackets.
+pub fn finish(
+    c: Collector<'_>,
+    header: &Header,
+    label: String,
+    id: RankId,
+    path: PathBuf,
+    classes: &Classifier,
+    custom_marker: bool,
+) -> RankResult {
+    let base = header.base_time_ns.unwrap_or(0);
+    let gpu = !c.gpu.is_empty();
+    let device = header_device(header, c.gpu_pid);
+    let Collector {
+        gpu_ops,
+        cpu_ops,
+        gpu: mut gpu_ivs,
+        cpu: mut cpu_ivs,
+        mut launches,
+        profiler_steps,
+        sglang_steps,
+        custom_steps,
+        gpu_colls,
+        cpu_colls,
+        coll_keys,
+        coll_names,
+        streams,
+        events,
+        ..
+    } = c;
+    let ops_map = if gpu { gpu_ops } else { cpu_ops };
+    let mut class_ns = vec![0i64; classes.names().len()];
+    let mut ops: Vec<NameAgg> = ops_map
+        .into_iter()
+        .map(|(k, agg)| {
+            if gpu {
+                if let Some(x) = class_ns.get_mut(agg.class as usize) {
+                    *x += agg.total;
+                }
+            }
+            NameAgg {
+                name: decode(&k),
+                agg,
+            }
+        })
+        .collect();
+    ops.sort_by(|a, b| b.agg.total.cmp(&a.agg.total).then(a.name.cmp(&b.name)));
+    let kernels: u64 = ops
+        .iter()
+        .filter(|o| matches!(o.agg.kind, OpKind::Kernel | OpKind::Cpu))
+        .map(|o| o.agg.count)
+        .sum();
+    let kernel_sum_ns: i64 = ops
+        .iter()
+        .filter(|o| matches!(o.agg.kind, OpKind::Kernel | OpKind::Cpu))
+        .map(|o| o.agg.total)
+        .sum();
+    let comm = classes.comm();
+
+    let (source, marks) = steps::choose(custom_steps, profiler_steps, sglang_steps, custom_marker);
+    let mut figs: Vec<StepFig> = marks
+        .iter()
+        .map(|m| StepFig {
+            name: m.name.clone(),
+            number: m.number,
+            start_ns: m.start + base,
+            dur_ns: m.dur,
+            busy_ns: 0,
+            work_ns: 0,
+            class_ns: vec![0; classes.names().len()],
+        })
+        .collect();
+
+    let timeline;
+    if gpu {
+        gpu_ivs.sort_unstable_by_key(|g| (g.start, g.end));
+        let kind = |g: &super::collect::GpuIv| match g.kind {
+            OpKind::Memcpy | OpKind::Memset => Kind::Copy,
+            _ if g.class == comm => Kind::Comm,
+            _ => Kind::Compute,
+        };
+        timeline = Timeline::build(&gpu_ivs, |g| (g.start, g.end, kind(g)));
+        drop(cpu_ivs);
+        if !marks.is_empty() {
+            let gpu_marks = marks.iter().all(|m| m.on_gpu);
+            launches.sort_unstable();
+            for g in gpu_ivs.iter_mut() {
+                let mut t = g.start;
+                if !gpu_marks && g.corr >= 0 {
+                    let k = launches.partition_point(|&(c, _)| c < g.corr);
+                    if let Some(&(c, ts)) = launches.get(k) {
+                        if c == g.corr {
+                            t = ts;
+                        }
+                    }
+                }
+                g.corr = steps::window_of(&marks, t).map_or(-1, |i| i as i64);
+            }
+            drop(launches);
+            gpu_ivs.sort_unstable_by_key(|g| (g.corr, g.start, g.end));
+            let mut i = 0;
+            while i < gpu_ivs.len() {
+                let s = gpu_ivs[i].corr;
+                let mut j = i;
+                while j < gpu_ivs.len() && gpu_ivs[j].corr == s {
+                    j += 1;
+                }
+                if s >= 0 {
+                    let group = &gpu_ivs[i..j];
+                    let f = &mut figs[s as usize];
+                    f.busy_ns = Union::from_sorted(group.iter().map(|g| (g.start, g.end))).len();
+                    f.work_ns = Union::from_sorted(
+                        group
+                            .iter()
+                            .filter(|g| kind(g) != Kind::Comm)
+                            .map(|g| (g.start, g.end)),
+                    )
+                    .len();
+                    for g in group {
+                        if let Some(x) = f.class_ns.get_mut(g.class as usize) {
+                            *x += g.end - g.start;
+                        }
+                    }
+                }
+                i = j;
+            }
+        }
+    } else {
+        // CPU ops nest: classes get *self* time (own time minus the children's), so they add
+        // up to the time the threads were busy instead of counting nested ops twice.
+        let selfs = self_times(&mut cpu_ivs);
+        for (c, s) in cpu_ivs.iter().zip(&selfs) {
+            if let Some(x) = class_ns.get_mut(c.class as usize) {
+                *x += s;
+            }
+            if let Some(i) = steps::window_of(&marks, c.start) {
+                if let Some(x) = figs[i].class_ns.get_mut(c.class as usize) {
+                    *x += s;
+                }
+            }
+        }
+        drop(selfs);
+        cpu_ivs.sort_unstable_by_key(|c| (c.start, c.end));
+        timeline = Timeline::build(&cpu_ivs, |c| {
+            (
+                c.start,
+                c.end,
+                if c.class == comm {
+                    Kind::Comm
+                } else {
+                    Kind::Compute
+                },
+            )
+        });
+        for (f, m) in figs.iter_mut().zip(&marks) {
+            f.busy_ns = m.dur;
+            f.work_ns = m.dur - timeline.comm.len_within(m.start, m.start + m.dur);
+        }
+    }
+
+    let span = match (timeline.all.first(), timeline.all.last()) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0,
+    };
+    let busy = timeline.all.len();
+    let summary = RankSummary {
+        rank: label.clone(),
+        device,
+        source: if gpu { "gpu" } else { "cpu" }.to_string(),
+        span_ns: span,
+        busy_ns: busy,
+        idle_ns: span - busy,
+        utilization_pct: pct(busy, span),
+        compute_ns: timeline.compute.len(),
+        comm_ns: timeline.comm.len(),
+        exposed_comm_ns: timeline.exposed_comm(),
+        memcpy_memset_ns: timeline.copy.len(),
+        kernels,
+        kernel_sum_ns,
+        events,
+    };
+    let colls = if gpu {
+        RankColls::build(&gpu_colls, &coll_keys, &coll_names, base, true)
+    } else {
+        RankColls::build(&cpu_colls, &coll_keys, &coll_names, base, false)
+    };
+    let mut streams: Vec<StreamRow> = streams
+        .into_iter()
+        .map(|(stream, (sum_ns, ops))| StreamRow {
+            stream,
+            ops,
+            sum_ns,
+        })
+        .collect();
+    streams.sort_by_key(|s| s.stream);
+    RankResult {
+        label,
+        id,
+        path,
+        gpu,
+        summary,
+        ops,
+        class_ns,
+        step_source: source,
+        steps: figs,
+        colls,
+        streams,
+        world_size: header.world_size(),
+        distributed_rank: header.distributed_rank(),
+    }
+}
+
+/// Sorts CPU ops by thread and start (outer ops first) and returns each op's self time: its
+/// duration minus the parts covered by its direct children.
+pub fn self_times(ivs: &mut [CpuIv]) -> Vec<i64> {
+    ivs.sort_unstable_by_key(|c| (c.tid, c.start, std::cmp::Reverse(c.end)));
+    let mut selfs: Vec<i64> = ivs.iter().map(|c| c.end - c.start).collect();
+    // (end, index) of the open ops on the current thread.
+    let mut stack: Vec<(i64, usize)> = Vec::new();
+    let mut tid = None;
+    for (i, c) in ivs.iter().enumerate() {
+        if tid != Some(c.tid) {
+            stack.clear();
+            tid = Some(c.tid);
+        }
+        while stack.last().is_some_and(|&(end, _)| end <= c.start) {
+            stack.pop();
+        }
+        if let Some(&(pend, p)) = stack.last() {
+            selfs[p] -= c.end.min(pend) - c.start;
+        }
+        stack.push((c.end, i));
+    }
+    selfs
+}
+
+/// The name of the device the rank's GPU ops ran on (by `deviceProperties[].id`), else the
+/// first listed device.
+fn header_device(header: &Header, pid: Option<i64>) -> Option<String> {
+    let raw = header.device_properties.as_deref()?;
+    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let arr = v.as_array()?;
+    let by_id = pid.and_then(|p| {
+        arr.iter()
+            .find(|d| d.get("id").and_then(|i| i.as_i64()) == Some(p))
+            .and_then(|d| d.get("name")?.as_str().map(String::from))
+    });
+    by_id.or_else(|| header.device_names().into_iter().next())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn self_times_subtract_direct_children() {
+        let iv = |tid, start, end| CpuIv {
+            start,
+            end,
+            tid,
+            class: 0,
+        };
+        // Thread 1: A 0-100 holds B 10-40 (which holds C 20-30) and D 50-60.
+        // Thread 2: E 0-100 alone (same times as A, another thread).
+        let mut v = vec![
+            iv(1, 50, 60),
+            iv(1, 20, 30),
+            iv(2, 0, 100),
+            iv(1, 0, 100),
+            iv(1, 10, 40),
+        ];
+        let s = self_times(&mut v);
+        let got: Vec<(i64, i64, i64)> = v
+            .iter()
+            .zip(&s)
+            .map(|(c, &x)| (c.tid, c.start, x))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 0, 100 - 30 - 10),
+                (1, 10, 30 - 10),
+                (1, 20, 10),
+                (1, 50, 10),
+                (2, 0, 100)
+            ]
+        );
+        assert_eq!(s.iter().sum::<i64>(), 100 + 100);
+    }
+}

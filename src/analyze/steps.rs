@@ -1,0 +1,380 @@
+//! Steps: the windows that cut a profile into iterations, the per-step × rank figures, and the
+//! **onset** of an imbalance.
+//!
+//! Step markers, in order of preference: `--step-marker REGEX` (matched against annotation
+//! names), PyTorch's `ProfilerStep#N`, SGLang's `step[EXTEND …]` / `step[DECODE …]`. CPU-side
+//! annotations win over their `gpu_user_annotation` copies.
+//!
+//! A GPU op belongs to the step whose window contains the CPU launch of that op (found through
+//! the launch's `correlation`), so a kernel that runs late still counts for the step that
+//! issued it; without a launch record (or with GPU-side markers) its own start decides.
+//!
+//! Per step and rank the figures are the GPU *busy* time (union of the step's ops) and the
+//! GPU *work* time (union of its non-communication ops). Imbalance is judged on work: in a
+//! synchronous job the fast ranks spend the slow rank's extra time waiting inside collectives,
+//! so their busy time (waiting included) evens out while work does not. In CPU-only traces the
+//! step's time is its annotation's duration, and work is that minus the time in `c10d::` ops.
+//!
+//! Steps are matched across ranks by `ProfilerStep` number when every rank has numbers, else
+//! by position. The onset is the first step from which a rank stays above the mean of the
+//! others by more than the threshold in every later step (at least two steps, or the only one).
+
+use serde::{Deserialize, Serialize};
+
+/// A step annotation as found in the trace (file times).
+#[derive(Debug, Clone)]
+pub struct Mark {
+    pub start: i64,
+    pub dur: i64,
+    pub name: String,
+    pub number: Option<i64>,
+    pub on_gpu: bool,
+}
+
+/// Picks the marker set and orders it by start: custom, then ProfilerStep, then SGLang.
+/// CPU-side marks are preferred to GPU-side copies.
+pub fn choose(
+    custom: Vec<Mark>,
+    profiler: Vec<Mark>,
+    sglang: Vec<Mark>,
+    use_custom: bool,
+) -> (String, Vec<Mark>) {
+    let (source, marks) = if use_custom {
+        ("step-marker", custom)
+    } else if !profiler.is_empty() {
+        ("ProfilerStep", profiler)
+    } else if !sglang.is_empty() {
+        ("sglang step[...]", sglang)
+    } else {
+        ("none", Vec::new())
+    };
+    let any_cpu = marks.iter().any(|m| !m.on_gpu);
+    let mut marks: Vec<Mark> = marks
+        .into_iter()
+        .filter(|m| !any_cpu || !m.on_gpu)
+        .collect();
+    marks.sort_by_key(|m| (m.start, m.dur));
+    (source.to_string(), marks)
+}
+
+/// Index of the window (sorted by start) that contains `t`, if any.
+pub fn window_of(marks: &[Mark], t: i64) -> Option<usize> {
+    let k = marks.partition_point(|m| m.start <= t);
+    // The latest window starting at or before t, else an earlier one still open (nesting).
+    (0..k)
+        .rev()
+        .take(4)
+        .find(|&i| t < marks[i].start + marks[i].dur.max(1))
+}
+
+/// One step of one rank.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepFig {
+    pub name: String,
+    pub number: Option<i64>,
+    /// Start on the common clock (file time + base time), ns.
+    pub start_ns: i64,
+    /// The annotation's duration (CPU time of the step).
+    pub dur_ns: i64,
+    /// GPU busy (union of the step's ops); in CPU-only traces the step's duration.
+    pub busy_ns: i64,
+    /// GPU busy without communication; in CPU-only traces duration minus `c10d::` time.
+    pub work_ns: i64,
+    /// Sum of op durations per class (class ids of the classifier).
+    #[serde(skip)]
+    pub class_ns: Vec<i64>,
+}
+
+/// One step across ranks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepRow {
+    /// `ProfilerStep` number, else position.
+    pub step: String,
+    /// Start of the step on the earliest rank, from the first step's start, ms.
+    pub t_ms: f64,
+    pub name: String,
+    pub busy_ns: Vec<i64>,
+    pub work_ns: Vec<i64>,
+    pub dur_ns: Vec<i64>,
+    /// Work relative to the mean of the other ranks, percent.
+    pub excess_pct: Vec<f64>,
+    /// Index of this step in each rank's own step list.
+    #[serde(skip)]
+    pub idx: Vec<usize>,
+}
+
+/// When a rank became slower.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Onset {
+    pub rank: String,
+    pub rank_index: usize,
+    pub step: String,
+    pub step_index: usize,
+    /// Start of that step on that rank, from the first step's start, ms.
+    pub t_ms: f64,
+    /// Work from the onset on, relative to the others' mean, percent.
+    pub excess_pct: f64,
+    pub steps_after: usize,
+}
+
+impl Onset {
+    pub fn sentence(&self) -> String {
+        format!(
+            "rank {} slower by {:.0} % from step {} (t = {:.1} ms) on",
+            self.rank, self.excess_pct, self.step, self.t_ms
+        )
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepTable {
+    /// Which markers: `ProfilerStep`, `sglang step[...]`, `step-marker`, `none`.
+    pub source: String,
+    /// `gpu` or `cpu`: what busy/work are measured from.
+    pub basis: String,
+    pub ranks: Vec<String>,
+    pub rows: Vec<StepRow>,
+    pub onset: Option<Onset>,
+    pub notes: Vec<String>,
+}
+
+/// Builds the cross-rank step table. `per_rank[r]` are rank r's steps in start order.
+pub fn table(
+    ranks: &[String],
+    per_rank: &[&[StepFig]],
+    source: &str,
+    basis: &str,
+    threshold: f64,
+) -> StepTable {
+    let mut t = StepTable {
+        source: source.to_string(),
+        basis: basis.to_string(),
+        ranks: ranks.to_vec(),
+        ..Default::default()
+    };
+    if per_rank.is_empty() || per_rank.iter().all(|s| s.is_empty()) {
+        return t;
+    }
+    // Rows: (key, index per rank).
+    let numbered = per_rank
+        .iter()
+        .all(|s| !s.is_empty() && s.iter().all(|f| f.number.is_some()));
+    let mut rows: Vec<(String, Vec<usize>)> = Vec::new();
+    if numbered {
+        let mut nums: Vec<i64> = per_rank[0].iter().filter_map(|f| f.number).collect();
+        nums.sort_unstable();
+        nums.dedup();
+        for n in nums {
+            let idx: Option<Vec<usize>> = per_rank
+                .iter()
+                .map(|s| s.iter().position(|f| f.number == Some(n)))
+                .collect();
+            if let Some(idx) = idx {
+                rows.push((n.to_string(), idx));
+            }
+        }
+    } else {
+        let n = per_rank.iter().map(|s| s.len()).min().unwrap_or(0);
+        for i in 0..n {
+            rows.push((i.to_string(), vec![i; per_rank.len()]));
+        }
+    }
+    for (r, s) in per_rank.iter().enumerate() {
+        if s.len() > rows.len() {
+            t.notes.push(format!(
+                "rank {} has {} steps, {} are on every rank; the rest are left out of the step table",
+                ranks[r],
+                s.len(),
+                rows.len()
+            ));
+        }
+    }
+    let origin = per_rank
+        .iter()
+        .filter_map(|s| s.first().map(|f| f.start_ns))
+        .min()
+        .unwrap_or(0);
+    for (key, idx) in &rows {
+        let figs: Vec<&StepFig> = idx.iter().zip(per_rank).map(|(&i, s)| &s[i]).collect();
+        let work: Vec<i64> = figs.iter().map(|f| f.work_ns).collect();
+        t.rows.push(StepRow {
+            step: key.clone(),
+            t_ms: (figs.iter().map(|f| f.start_ns).min().unwrap_or(origin) - origin) as f64 / 1e6,
+            name: figs[0].name.clone(),
+            busy_ns: figs.iter().map(|f| f.busy_ns).collect(),
+            dur_ns: figs.iter().map(|f| f.dur_ns).collect(),
+            excess_pct: (0..work.len()).map(|r| 100.0 * excess(&work, r)).collect(),
+            work_ns: work,
+            idx: idx.clone(),
+        });
+    }
+    t.onset = onset(&t, per_rank, &rows, origin, threshold);
+    t
+}
+
+/// `v[r]` relative to the mean of the others, minus one (0 when there are no others).
+pub fn excess(v: &[i64], r: usize) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let others: i64 = v
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != r)
+        .map(|(_, x)| x)
+        .sum();
+    let mean = others as f64 / (v.len() - 1) as f64;
+    if mean > 0.0 {
+        v[r] as f64 / mean - 1.0
+    } else if v[r] > 0 {
+        f64::INFINITY
+    } else {
+        0.0
+    }
+}
+
+fn onset(
+    t: &StepTable,
+    per_rank: &[&[StepFig]],
+    rows: &[(String, Vec<usize>)],
+    origin: i64,
+    threshold: f64,
+) -> Option<Onset> {
+    let n = t.rows.len();
+    if n == 0 || t.ranks.len() < 2 {
+        return None;
+    }
+    let min_run = n.min(2);
+    let mut best: Option<Onset> = None;
+    for r in 0..t.ranks.len() {
+        // Walk back from the last step while the rank stays above.
+        let mut s0 = n;
+        while s0 > 0 && t.rows[s0 - 1].excess_pct[r] > 100.0 * threshold {
+            s0 -= 1;
+        }
+        if n - s0 < min_run {
+            continue;
+        }
+        let (mut mine, mut theirs) = (0f64, 0f64);
+        for row in &t.rows[s0..] {
+            mine += row.work_ns[r] as f64;
+            let others: i64 = row
+                .work_ns
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != r)
+                .map(|(_, x)| x)
+                .sum();
+            theirs += others as f64 / (t.ranks.len() - 1) as f64;
+        }
+        let ex = if theirs > 0.0 {
+            100.0 * (mine / theirs - 1.0)
+        } else {
+            0.0
+        };
+        let start = per_rank[r][rows[s0].1[r]].start_ns;
+        let cand = Onset {
+            rank: t.ranks[r].clone(),
+            rank_index: r,
+            step: t.rows[s0].step.clone(),
+            step_index: s0,
+            t_ms: (start - origin) as f64 / 1e6,
+            excess_pct: ex,
+            steps_after: n - s0,
+        };
+        if best.as_ref().is_none_or(|b| cand.excess_pct > b.excess_pct) {
+            best = Some(cand);
+        }
+    }
+    best
+}
+
+/// Median and 90th percentile (nearest rank) of a list.
+pub fn median_p90(v: &[i64]) -> (i64, i64) {
+    if v.is_empty() {
+        return (0, 0);
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let q = |p: f64| {
+        let k = ((p * s.len() as f64).ceil() as usize).clamp(1, s.len());
+        s[k - 1]
+    };
+    (q(0.5), q(0.9))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fig(start: i64, work: i64) -> StepFig {
+        StepFig {
+            name: "s".into(),
+            number: None,
+            start_ns: start,
+            dur_ns: work,
+            busy_ns: work,
+            work_ns: work,
+            class_ns: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn onset_is_the_first_step_of_the_sustained_run() {
+        let ranks: Vec<String> = (0..3).map(|i| format!("R{i}")).collect();
+        // Rank 2 is 20 % slower from step 3 on; a one-step blip at step 1 does not count.
+        let mk = |r: usize| -> Vec<StepFig> {
+            (0..6)
+                .map(|s| {
+                    let w = if r == 2 && (s >= 3 || s == 1) {
+                        120
+                    } else {
+                        100
+                    };
+                    fig(s as i64 * 1_000_000 + r as i64, w)
+                })
+                .collect()
+        };
+        let a: Vec<Vec<StepFig>> = (0..3).map(mk).collect();
+        let refs: Vec<&[StepFig]> = a.iter().map(|v| v.as_slice()).collect();
+        let t = table(&ranks, &refs, "x", "gpu", 0.05);
+        let o = t.onset.expect("an onset");
+        assert_eq!(
+            (o.rank.as_str(), o.step.as_str(), o.steps_after),
+            ("R2", "3", 3)
+        );
+        assert!((o.excess_pct - 20.0).abs() < 1e-9, "{}", o.excess_pct);
+        assert!((o.t_ms - 3.000002).abs() < 1e-9, "{}", o.t_ms);
+        assert_eq!(
+            o.sentence(),
+            "rank R2 slower by 20 % from step 3 (t = 3.0 ms) on"
+        );
+        // Below the threshold: no onset.
+        let t = table(&ranks, &refs, "x", "gpu", 0.25);
+        assert!(t.onset.is_none());
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        assert_eq!(median_p90(&[5, 1, 4, 2, 3]), (3, 5));
+        assert_eq!(median_p90(&(1..=10).collect::<Vec<_>>()), (5, 9));
+        assert_eq!(median_p90(&[]), (0, 0));
+    }
+
+    #[test]
+    fn windows_find_their_step() {
+        let m = |s, d| Mark {
+            start: s,
+            dur: d,
+            name: String::new(),
+            number: None,
+            on_gpu: false,
+        };
+        let marks = vec![m(0, 10), m(10, 10), m(30, 5)];
+        assert_eq!(window_of(&marks, 0), Some(0));
+        assert_eq!(window_of(&marks, 10), Some(1));
+        assert_eq!(window_of(&marks, 25), None);
+        assert_eq!(window_of(&marks, 34), Some(2));
+        assert_eq!(window_of(&marks, -1), None);
+    }
+}

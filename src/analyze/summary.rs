@@ -1,0 +1,421 @@
+//! The saved summary (`--save-summary FILE.json`): a small, versioned JSON digest of one
+//! profile that `compare` reads back with [`load_summary`]. It is meant to be committed next to
+//! a benchmark, so it is deterministic (no clocks, paths or hash order: the same traces give
+//! the same bytes) and small (kernels limited to the top `--summary-kernels`, 200 by default,
+//! the rest folded into `other_kernels`).
+//!
+//! Format, version 1 (all times integer nanoseconds; percentages rounded to 4 decimals):
+//!
+//! ```text
+//! {
+//!   "version": 1, "kind": "rankprof-summary",
+//!   "profile": { "id", "stage", "ranks": [labels], "source": "gpu"|"cpu"|"mixed",
+//!                "step_source", "devices": [name|null per rank] },
+//!   "classes": [class names, column order],
+//!   "overall": { "ranks", "kernels", "kernel_sum_ns", "busy_ns_mean", "busy_ns_max",
+//!                "work_ns_mean", "work_ns_max", "class_ns": {class: ns summed over ranks},
+//!                "steps": StepStats of the per-step maximum over ranks (the job's step) },
+//!   "ranks": [ { "rank", "device", "source", "span_ns", "busy_ns", "idle_ns",
+//!                "utilization_pct", "compute_ns", "comm_ns", "exposed_comm_ns",
+//!                "memcpy_memset_ns", "kernels", "kernel_sum_ns", "class_ns": {class: ns},
+//!                "steps": StepStats } ],
+//!   "kernels": [ { "name", "class", "kind", "total_ns": [per rank], "count": [per rank] } ],
+//!   "other_kernels": { "names", "total_ns": [per rank], "count": [per rank] },
+//!   "imbalance": { "balanced", "threshold_pct", "metric", "slowest", "excess_pct",
+//!                  "work_max_over_mean", "work_cv", "classes": [{class, gap_ns, share_pct}],
+//!                  "onset": {rank, rank_index, step, step_index, t_ms, excess_pct,
+//!                            steps_after} | null,
+//!                  "straggler", "straggler_pct" }
+//! }
+//! StepStats = { "count", "time_median_ns", "time_p90_ns", "busy_median_ns", "busy_p90_ns",
+//!               "work_median_ns", "work_p90_ns", "class_median_ns": {class: ns} }
+//!               (time = the step annotation's duration; median and p90 by nearest rank;
+//!               class_median_ns = median over steps of the step's summed op time per class,
+//!               for "overall" summed over ranks; absent in older files, read as empty)
+//! ```
+//!
+//! Size (measured, docs/compare.md): 18,484 bytes for `rankprof synth --tp 8` (8 ranks, 16
+//! kernel names); 143,638 bytes (9,692 gzipped) for 8 ranks of real HTA traces with 199 kernel
+//! names of 322 characters on average — about 700 bytes per kernel at 8 ranks, names included.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::rank::RankResult;
+use super::steps::{median_p90, Onset, StepTable};
+use super::verdict::{ClassShare, Verdict};
+
+pub const VERSION: u32 = 1;
+pub const KIND: &str = "rankprof-summary";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub version: u32,
+    pub kind: String,
+    pub profile: ProfileMeta,
+    pub classes: Vec<String>,
+    pub overall: Overall,
+    pub ranks: Vec<RankEntry>,
+    pub kernels: Vec<KernelEntry>,
+    pub other_kernels: OtherKernels,
+    pub imbalance: Imbalance,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProfileMeta {
+    pub id: String,
+    pub stage: Option<String>,
+    pub ranks: Vec<String>,
+    pub source: String,
+    pub step_source: String,
+    pub devices: Vec<Option<String>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepStats {
+    pub count: usize,
+    pub time_median_ns: i64,
+    pub time_p90_ns: i64,
+    pub busy_median_ns: i64,
+    pub busy_p90_ns: i64,
+    pub work_median_ns: i64,
+    pub work_p90_ns: i64,
+    /// Median over steps of the step's op time per class (overall: summed over ranks).
+    #[serde(default)]
+    pub class_median_ns: BTreeMap<String, i64>,
+}
+
+impl StepStats {
+    fn of(time: &[i64], busy: &[i64], work: &[i64]) -> StepStats {
+        let (tm, tp) = median_p90(time);
+        let (bm, bp) = median_p90(busy);
+        let (wm, wp) = median_p90(work);
+        StepStats {
+            count: time.len(),
+            time_median_ns: tm,
+            time_p90_ns: tp,
+            busy_median_ns: bm,
+            busy_p90_ns: bp,
+            work_median_ns: wm,
+            work_p90_ns: wp,
+            class_median_ns: BTreeMap::new(),
+        }
+    }
+
+    /// Adds the per-class medians: `per_step[s][c]` = step s's time in class c.
+    fn with_classes(mut self, class_names: &[String], per_step: &[Vec<i64>]) -> StepStats {
+        if per_step.is_empty() {
+            return self;
+        }
+        self.class_median_ns = class_names
+            .iter()
+            .enumerate()
+            .map(|(c, name)| {
+                let v: Vec<i64> = per_step
+                    .iter()
+                    .map(|s| s.get(c).copied().unwrap_or(0))
+                    .collect();
+                (name.clone(), median_p90(&v).0)
+            })
+            .collect();
+        self
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Overall {
+    pub ranks: usize,
+    pub kernels: u64,
+    pub kernel_sum_ns: i64,
+    pub busy_ns_mean: i64,
+    pub busy_ns_max: i64,
+    pub work_ns_mean: i64,
+    pub work_ns_max: i64,
+    pub class_ns: BTreeMap<String, i64>,
+    pub steps: StepStats,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankEntry {
+    pub rank: String,
+    pub device: Option<String>,
+    pub source: String,
+    pub span_ns: i64,
+    pub busy_ns: i64,
+    pub idle_ns: i64,
+    pub utilization_pct: f64,
+    pub compute_ns: i64,
+    pub comm_ns: i64,
+    pub exposed_comm_ns: i64,
+    pub memcpy_memset_ns: i64,
+    pub kernels: u64,
+    pub kernel_sum_ns: i64,
+    pub class_ns: BTreeMap<String, i64>,
+    pub steps: StepStats,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelEntry {
+    pub name: String,
+    pub class: String,
+    pub kind: String,
+    pub total_ns: Vec<i64>,
+    pub count: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OtherKernels {
+    pub names: usize,
+    pub total_ns: Vec<i64>,
+    pub count: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Imbalance {
+    pub balanced: bool,
+    pub threshold_pct: f64,
+    pub metric: String,
+    pub slowest: Option<String>,
+    pub excess_pct: f64,
+    pub work_max_over_mean: f64,
+    pub work_cv: f64,
+    pub classes: Vec<ClassShare>,
+    pub onset: Option<Onset>,
+    pub straggler: Option<String>,
+    pub straggler_pct: f64,
+}
+
+fn r4(x: f64) -> f64 {
+    if x.is_finite() {
+        (x * 1e4).round() / 1e4
+    } else {
+        0.0
+    }
+}
+
+/// Builds the summary of analyzed ranks.
+#[allow(clippy::too_many_arguments)]
+pub fn build(
+    id: &str,
+    stage: Option<&str>,
+    results: &[RankResult],
+    class_names: &[String],
+    steps: &StepTable,
+    verdict: &Verdict,
+    max_kernels: usize,
+) -> Summary {
+    let labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
+    let n = results.len();
+    let class_map = |v: &[i64]| -> BTreeMap<String, i64> {
+        class_names.iter().cloned().zip(v.iter().copied()).collect()
+    };
+    let ranks: Vec<RankEntry> = results
+        .iter()
+        .map(|r| {
+            let s = &r.summary;
+            let t: Vec<i64> = r.steps.iter().map(|f| f.dur_ns).collect();
+            let b: Vec<i64> = r.steps.iter().map(|f| f.busy_ns).collect();
+            let w: Vec<i64> = r.steps.iter().map(|f| f.work_ns).collect();
+            let c: Vec<Vec<i64>> = r.steps.iter().map(|f| f.class_ns.clone()).collect();
+            RankEntry {
+                rank: r.label.clone(),
+                device: s.device.clone(),
+                source: s.source.clone(),
+                span_ns: s.span_ns,
+                busy_ns: s.busy_ns,
+                idle_ns: s.idle_ns,
+                utilization_pct: r4(s.utilization_pct),
+                compute_ns: s.compute_ns,
+                comm_ns: s.comm_ns,
+                exposed_comm_ns: s.exposed_comm_ns,
+                memcpy_memset_ns: s.memcpy_memset_ns,
+                kernels: s.kernels,
+                kernel_sum_ns: s.kernel_sum_ns,
+                class_ns: class_map(&r.class_ns),
+                steps: StepStats::of(&t, &b, &w).with_classes(class_names, &c),
+            }
+        })
+        .collect();
+
+    // Kernels: top by total over ranks, the rest folded.
+    // name -> (class, kind, total per rank, count per rank)
+    type Entry = (String, String, Vec<i64>, Vec<u64>);
+    let mut by_name: BTreeMap<&str, Entry> = BTreeMap::new();
+    for (i, r) in results.iter().enumerate() {
+        for op in &r.ops {
+            let e = by_name.entry(op.name.as_str()).or_insert_with(|| {
+                (
+                    class_names
+                        .get(op.agg.class as usize)
+                        .cloned()
+                        .unwrap_or_default(),
+                    op.agg.kind.as_str().to_string(),
+                    vec![0; n],
+                    vec![0; n],
+                )
+            });
+            e.2[i] += op.agg.total;
+            e.3[i] += op.agg.count;
+        }
+    }
+    let mut all: Vec<(&str, Entry)> = by_name.into_iter().collect();
+    all.sort_by(|a, b| {
+        let ta: i64 = a.1 .2.iter().sum();
+        let tb: i64 = b.1 .2.iter().sum();
+        tb.cmp(&ta).then(a.0.cmp(b.0))
+    });
+    let mut other = OtherKernels {
+        names: 0,
+        total_ns: vec![0; n],
+        count: vec![0; n],
+    };
+    let mut kernels = Vec::new();
+    for (i, (name, (class, kind, total, count))) in all.into_iter().enumerate() {
+        if i < max_kernels {
+            kernels.push(KernelEntry {
+                name: name.to_string(),
+                class,
+                kind,
+                total_ns: total,
+                count,
+            });
+        } else {
+            other.names += 1;
+            for r in 0..n {
+                other.total_ns[r] += total[r];
+                other.count[r] += count[r];
+            }
+        }
+    }
+
+    let mut class_total = vec![0i64; class_names.len()];
+    for r in results {
+        for (t, x) in class_total.iter_mut().zip(&r.class_ns) {
+            *t += x;
+        }
+    }
+    let busy: Vec<i64> = results.iter().map(|r| r.summary.busy_ns).collect();
+    let work: Vec<i64> = results.iter().map(|r| r.summary.compute_ns).collect();
+    let mean = |v: &[i64]| {
+        if v.is_empty() {
+            0
+        } else {
+            v.iter().sum::<i64>() / v.len() as i64
+        }
+    };
+    let max_of = |v: &[Vec<i64>]| -> Vec<i64> {
+        v.iter()
+            .map(|x| x.iter().copied().max().unwrap_or(0))
+            .collect()
+    };
+    let rows_t: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.dur_ns.clone()).collect();
+    let rows_b: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.busy_ns.clone()).collect();
+    let rows_w: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.work_ns.clone()).collect();
+    let rows_c: Vec<Vec<i64>> = steps
+        .rows
+        .iter()
+        .map(|row| {
+            let mut sum = vec![0i64; class_names.len()];
+            for (r, &i) in results.iter().zip(&row.idx) {
+                if let Some(f) = r.steps.get(i) {
+                    for (s, x) in sum.iter_mut().zip(&f.class_ns) {
+                        *s += x;
+                    }
+                }
+            }
+            sum
+        })
+        .collect();
+    let (mom, cv) = super::kernels::spread(&work);
+    let source = if results.iter().all(|r| r.gpu) {
+        "gpu"
+    } else if results.iter().all(|r| !r.gpu) {
+        "cpu"
+    } else {
+        "mixed"
+    };
+    Summary {
+        version: VERSION,
+        kind: KIND.to_string(),
+        profile: ProfileMeta {
+            id: id.to_string(),
+            stage: stage.map(String::from),
+            ranks: labels,
+            source: source.to_string(),
+            step_source: steps.source.clone(),
+            devices: results.iter().map(|r| r.summary.device.clone()).collect(),
+        },
+        classes: class_names.to_vec(),
+        overall: Overall {
+            ranks: n,
+            kernels: results.iter().map(|r| r.summary.kernels).sum(),
+            kernel_sum_ns: results.iter().map(|r| r.summary.kernel_sum_ns).sum(),
+            busy_ns_mean: mean(&busy),
+            busy_ns_max: busy.iter().copied().max().unwrap_or(0),
+            work_ns_mean: mean(&work),
+            work_ns_max: work.iter().copied().max().unwrap_or(0),
+            class_ns: class_map(&class_total),
+            steps: StepStats::of(&max_of(&rows_t), &max_of(&rows_b), &max_of(&rows_w))
+                .with_classes(class_names, &rows_c),
+        },
+        ranks,
+        kernels,
+        other_kernels: other,
+        imbalance: Imbalance {
+            balanced: verdict.balanced,
+            threshold_pct: r4(verdict.threshold_pct),
+            metric: verdict.metric.clone(),
+            slowest: verdict.slowest.clone(),
+            excess_pct: r4(verdict.excess_pct),
+            work_max_over_mean: r4(mom),
+            work_cv: r4(cv),
+            classes: verdict
+                .classes
+                .iter()
+                .map(|c| ClassShare {
+                    class: c.class.clone(),
+                    gap_ns: c.gap_ns,
+                    share_pct: r4(c.share_pct),
+                })
+                .collect(),
+            onset: verdict.onset.clone().map(|mut o| {
+                o.t_ms = r4(o.t_ms);
+                o.excess_pct = r4(o.excess_pct);
+                o
+            }),
+            straggler: verdict.straggler.clone(),
+            straggler_pct: r4(verdict.straggler_pct),
+        },
+    }
+}
+
+/// Serializes a summary (pretty JSON, trailing newline).
+pub fn to_json(s: &Summary) -> Result<String> {
+    Ok(serde_json::to_string_pretty(s)? + "\n")
+}
+
+/// Reads a summary written by `--save-summary`, checking its kind and version.
+pub fn load_summary(path: &Path) -> Result<Summary> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read summary {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    if v.get("kind").and_then(|k| k.as_str()) != Some(KIND) {
+        bail!(
+            "{}: not a rankprof summary (no \"kind\": \"{KIND}\")",
+            path.display()
+        );
+    }
+    match v.get("version").and_then(|x| x.as_u64()) {
+        Some(x) if x == u64::from(VERSION) => {}
+        Some(x) => bail!(
+            "{}: summary version {x}; this rankprof reads version {VERSION}",
+            path.display()
+        ),
+        None => bail!("{}: summary without a version", path.display()),
+    }
+    serde_json::from_value(v).with_context(|| format!("{}: malformed summary", path.display()))
+}

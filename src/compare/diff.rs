@@ -1,0 +1,514 @@
+//! The rows of a comparison: two summaries in, baseline / current / delta / delta % out — the
+//! job as a whole, every rank, every kernel class (over all ranks and per rank), the top
+//! kernels, the kernels that appeared or vanished, and the imbalance. Which rows fail is
+//! [`super::gate`]'s business; this module only measures.
+//!
+//! Times are per-step medians ([`Basis::Steps`]: the summary's `steps.*_median_ns`, so one slow
+//! step does not move them) or whole-profile totals ([`Basis::Totals`]). Kernel rows are always
+//! totals (the summary keeps no per-step figures per kernel), summed over ranks.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use super::load::SideInfo;
+use super::normalize::normalize;
+use crate::analyze::summary::{RankEntry, Summary};
+use crate::cli::CompareBasis;
+
+/// What the compared times are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// Per-step medians.
+    Steps,
+    /// Whole-profile totals.
+    Totals,
+}
+
+/// A row's outcome ([`super::gate`] sets it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Within the threshold (or faster).
+    Ok,
+    /// Slower by more than `--max-regression`, or time where the baseline had none.
+    Regression,
+    /// Baseline and current both below `--min-time-us`: not judged.
+    BelowMinTime,
+}
+
+/// One measured figure on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// What the row is: a metric, a rank label, a class.
+    pub name: String,
+    pub rank: Option<String>,
+    pub class: Option<String>,
+    pub baseline_ns: i64,
+    pub current_ns: i64,
+    pub delta_ns: i64,
+    /// `None` when the baseline is 0.
+    pub delta_pct: Option<f64>,
+    pub status: Status,
+}
+
+impl Row {
+    fn new(name: String, rank: Option<&str>, class: Option<&str>, b: i64, c: i64) -> Row {
+        Row {
+            name,
+            rank: rank.map(String::from),
+            class: class.map(String::from),
+            baseline_ns: b,
+            current_ns: c,
+            delta_ns: c - b,
+            delta_pct: pct(b, c),
+            status: Status::Ok,
+        }
+    }
+}
+
+/// `(c - b) / b` in percent; `None` when `b` is 0.
+pub fn pct(b: i64, c: i64) -> Option<f64> {
+    (b != 0).then(|| (c - b) as f64 / b as f64 * 100.0)
+}
+
+/// A kernel found on both sides (totals summed over ranks).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelRow {
+    pub name: String,
+    pub class: String,
+    pub baseline_ns: i64,
+    pub current_ns: i64,
+    pub delta_ns: i64,
+    pub delta_pct: Option<f64>,
+    pub baseline_count: u64,
+    pub current_count: u64,
+}
+
+/// A kernel found on one side only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelOnly {
+    pub name: String,
+    pub class: String,
+    pub total_ns: i64,
+    pub count: u64,
+    /// False when the other side's summary folded kernels into `other_kernels`: this one may
+    /// be among them.
+    pub certain: bool,
+    /// Set by the gate: this new kernel fails the comparison.
+    pub fails: bool,
+}
+
+/// Slowest rank's work over the mean, both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImbalanceRow {
+    pub baseline: f64,
+    pub current: f64,
+    pub delta: f64,
+    pub baseline_slowest: Option<String>,
+    pub current_slowest: Option<String>,
+    /// Ranks on the current side (the figure means nothing below 2).
+    pub ranks: usize,
+    pub fails: bool,
+}
+
+/// One reason the gate failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Failure {
+    /// `overall`, `rank`, `class`, `rank-class`, `new-kernel` or `imbalance`.
+    pub kind: String,
+    pub rank: Option<String>,
+    pub class: Option<String>,
+    pub message: String,
+    /// Communication grew on a rank whose own work did not: most likely it waits for a slower
+    /// rank, so the report names the slower rank first.
+    pub waiting: bool,
+}
+
+/// The thresholds a comparison was judged by.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Thresholds {
+    pub max_regression_pct: f64,
+    pub max_imbalance: Option<f64>,
+    pub min_time_ns: i64,
+    pub new_kernels_fail: bool,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub baseline: SideInfo,
+    pub current: SideInfo,
+    pub basis: Basis,
+    /// Why this basis, in words.
+    pub basis_note: String,
+    pub normalized: bool,
+    /// `--top-n`: kernels shown per list.
+    pub top_n: usize,
+    pub thresholds: Thresholds,
+    /// Slowest rank's busy and work.
+    pub overall: Vec<Row>,
+    /// Each matched rank's work.
+    pub ranks: Vec<Row>,
+    /// Each class over all ranks.
+    pub classes: Vec<Row>,
+    /// Each class on each matched rank.
+    pub rank_classes: Vec<Row>,
+    pub imbalance: ImbalanceRow,
+    /// Top kernels found on both sides, by the larger of the two totals.
+    pub kernels: Vec<KernelRow>,
+    /// Kernels only in CURRENT, largest first.
+    pub appeared: Vec<KernelOnly>,
+    /// Kernels only in BASELINE, largest first.
+    pub vanished: Vec<KernelOnly>,
+    pub baseline_only_ranks: Vec<String>,
+    pub current_only_ranks: Vec<String>,
+    pub failures: Vec<Failure>,
+    pub passed: bool,
+    pub notes: Vec<String>,
+}
+
+/// How to build the rows.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub basis: CompareBasis,
+    pub normalize: bool,
+    pub top_n: usize,
+    pub thresholds: Thresholds,
+}
+
+/// Pairs ranks by label; when no label is shared and both sides have as many ranks, by
+/// position (two single-rank traces of different ranks, say).
+fn match_ranks(b: &[RankEntry], c: &[RankEntry]) -> (Vec<(usize, usize)>, Option<String>) {
+    let pairs: Vec<(usize, usize)> = b
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| c.iter().position(|q| q.rank == r.rank).map(|j| (i, j)))
+        .collect();
+    if pairs.is_empty() && !b.is_empty() && b.len() == c.len() {
+        let note = format!(
+            "no rank label is on both sides; ranks matched by position ({})",
+            b.iter()
+                .zip(c)
+                .map(|(x, y)| format!("{}→{}", x.rank, y.rank))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return ((0..b.len()).map(|i| (i, i)).collect(), Some(note));
+    }
+    (pairs, None)
+}
+
+fn rank_name(b: &RankEntry, c: &RankEntry) -> String {
+    if b.rank == c.rank {
+        b.rank.clone()
+    } else {
+        format!("{}→{}", b.rank, c.rank)
+    }
+}
+
+/// Per-kernel totals over ranks: name → (class, total, count), names normalized if asked.
+fn kernel_totals(s: &Summary, norm: bool) -> BTreeMap<String, (String, i64, u64)> {
+    let mut m: BTreeMap<String, (String, i64, u64)> = BTreeMap::new();
+    for k in &s.kernels {
+        let name = if norm {
+            normalize(&k.name)
+        } else {
+            k.name.clone()
+        };
+        let e = m.entry(name).or_insert_with(|| (k.class.clone(), 0, 0));
+        e.1 += k.total_ns.iter().sum::<i64>();
+        e.2 += k.count.iter().sum::<u64>();
+    }
+    m
+}
+
+/// The slowest rank by work, if there are at least two ranks.
+fn slowest(s: &Summary) -> Option<String> {
+    if s.ranks.len() < 2 {
+        return None;
+    }
+    s.ranks
+        .iter()
+        .max_by_key(|r| r.compute_ns)
+        .map(|r| r.rank.clone())
+}
+
+/// Chooses the basis.
+fn basis(
+    want: CompareBasis,
+    b: &Summary,
+    c: &Summary,
+    pairs: &[(usize, usize)],
+) -> Result<(Basis, String)> {
+    let why_not = |s: &Summary, side: &str| -> Option<String> {
+        if s.overall.steps.count == 0 {
+            Some(format!("{side} has no steps"))
+        } else if s.overall.steps.class_median_ns.is_empty() {
+            Some(format!(
+                "{side} is a summary without per-class step medians (an older file)"
+            ))
+        } else {
+            None
+        }
+    };
+    let mut reason = why_not(b, "baseline").or_else(|| why_not(c, "current"));
+    if reason.is_none() {
+        if let Some((i, j)) = pairs
+            .iter()
+            .find(|(i, j)| b.ranks[*i].steps.count == 0 || c.ranks[*j].steps.count == 0)
+        {
+            reason = Some(format!(
+                "rank {} has no steps on one side",
+                rank_name(&b.ranks[*i], &c.ranks[*j])
+            ));
+        }
+    }
+    let steps = format!(
+        "per-step medians over {} baseline and {} current steps ({} / {})",
+        b.overall.steps.count, c.overall.steps.count, b.profile.step_source, c.profile.step_source
+    );
+    match (want, reason) {
+        (CompareBasis::Totals, _) => Ok((
+            Basis::Totals,
+            "whole-profile totals (--basis totals)".into(),
+        )),
+        (CompareBasis::Steps | CompareBasis::Auto, None) => Ok((Basis::Steps, steps)),
+        (CompareBasis::Steps, Some(r)) => bail!("--basis steps: {r}"),
+        (CompareBasis::Auto, Some(r)) => Ok((Basis::Totals, format!("whole-profile totals: {r}"))),
+    }
+}
+
+/// Builds every row (all statuses `Ok`; [`super::gate::apply`] judges them).
+pub fn build(
+    base: &Summary,
+    cur: &Summary,
+    baseline: SideInfo,
+    current: SideInfo,
+    opts: &Options,
+) -> Result<Comparison> {
+    let mut notes = Vec::new();
+    let (pairs, pnote) = match_ranks(&base.ranks, &cur.ranks);
+    notes.extend(pnote);
+    let (basis, basis_note) = basis(opts.basis, base, cur, &pairs)?;
+    let steps = basis == Basis::Steps;
+    if !steps && base.overall.steps.count != cur.overall.steps.count {
+        notes.push(format!(
+            "the sides have {} and {} steps: totals grow with the number of steps",
+            base.overall.steps.count, cur.overall.steps.count
+        ));
+    }
+
+    let (busy, work) = if steps {
+        (
+            "busy per step (slowest rank)",
+            "work per step (slowest rank)",
+        )
+    } else {
+        ("busy (slowest rank)", "work (slowest rank)")
+    };
+    let ov = |s: &Summary| -> (i64, i64) {
+        if steps {
+            (
+                s.overall.steps.busy_median_ns,
+                s.overall.steps.work_median_ns,
+            )
+        } else {
+            (s.overall.busy_ns_max, s.overall.work_ns_max)
+        }
+    };
+    let (bb, bw) = ov(base);
+    let (cb, cw) = ov(cur);
+    let overall = vec![
+        Row::new(busy.into(), None, None, bb, cb),
+        Row::new(work.into(), None, None, bw, cw),
+    ];
+
+    let rank_work = |r: &RankEntry| {
+        if steps {
+            r.steps.work_median_ns
+        } else {
+            r.compute_ns
+        }
+    };
+    let ranks: Vec<Row> = pairs
+        .iter()
+        .map(|&(i, j)| {
+            let (rb, rc) = (&base.ranks[i], &cur.ranks[j]);
+            let name = rank_name(rb, rc);
+            Row::new(
+                name.clone(),
+                Some(&name),
+                None,
+                rank_work(rb),
+                rank_work(rc),
+            )
+        })
+        .collect();
+
+    // Classes: the baseline's order, then any the current side adds.
+    let mut class_names: Vec<String> = base.classes.clone();
+    for c in &cur.classes {
+        if !class_names.contains(c) {
+            class_names.push(c.clone());
+        }
+    }
+    let class_of = |m_steps: &BTreeMap<String, i64>, m_tot: &BTreeMap<String, i64>, c: &str| {
+        let m = if steps { m_steps } else { m_tot };
+        m.get(c).copied().unwrap_or(0)
+    };
+    let classes: Vec<Row> = class_names
+        .iter()
+        .map(|c| {
+            let b = class_of(
+                &base.overall.steps.class_median_ns,
+                &base.overall.class_ns,
+                c,
+            );
+            let x = class_of(&cur.overall.steps.class_median_ns, &cur.overall.class_ns, c);
+            Row::new(c.clone(), None, Some(c), b, x)
+        })
+        .filter(|r| r.baseline_ns != 0 || r.current_ns != 0)
+        .collect();
+    let mut rank_classes = Vec::new();
+    for &(i, j) in &pairs {
+        let (rb, rc) = (&base.ranks[i], &cur.ranks[j]);
+        let name = rank_name(rb, rc);
+        for c in &class_names {
+            let b = class_of(&rb.steps.class_median_ns, &rb.class_ns, c);
+            let x = class_of(&rc.steps.class_median_ns, &rc.class_ns, c);
+            if b != 0 || x != 0 {
+                rank_classes.push(Row::new(
+                    format!("{c} on {name}"),
+                    Some(&name),
+                    Some(c),
+                    b,
+                    x,
+                ));
+            }
+        }
+    }
+
+    let bi = base.imbalance.work_max_over_mean;
+    let ci = cur.imbalance.work_max_over_mean;
+    let imbalance = ImbalanceRow {
+        baseline: bi,
+        current: ci,
+        delta: ((ci - bi) * 1e4).round() / 1e4,
+        baseline_slowest: slowest(base),
+        current_slowest: slowest(cur),
+        ranks: cur.ranks.len(),
+        fails: false,
+    };
+
+    let kb = kernel_totals(base, opts.normalize);
+    let kc = kernel_totals(cur, opts.normalize);
+    let mut kernels: Vec<KernelRow> = kb
+        .iter()
+        .filter_map(|(name, (class, bt, bn))| {
+            kc.get(name).map(|(_, ct, cn)| KernelRow {
+                name: name.clone(),
+                class: class.clone(),
+                baseline_ns: *bt,
+                current_ns: *ct,
+                delta_ns: ct - bt,
+                delta_pct: pct(*bt, *ct),
+                baseline_count: *bn,
+                current_count: *cn,
+            })
+        })
+        .collect();
+    kernels.sort_by(|a, b| {
+        b.baseline_ns
+            .max(b.current_ns)
+            .cmp(&a.baseline_ns.max(a.current_ns))
+            .then(a.name.cmp(&b.name))
+    });
+    kernels.truncate(opts.top_n);
+    let only = |from: &BTreeMap<String, (String, i64, u64)>,
+                other: &BTreeMap<String, (String, i64, u64)>,
+                certain: bool| {
+        let mut v: Vec<KernelOnly> = from
+            .iter()
+            .filter(|(n, _)| !other.contains_key(*n))
+            .map(|(n, (class, t, k))| KernelOnly {
+                name: n.clone(),
+                class: class.clone(),
+                total_ns: *t,
+                count: *k,
+                certain,
+                fails: false,
+            })
+            .collect();
+        v.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        v
+    };
+    let appeared = only(&kc, &kb, base.other_kernels.names == 0);
+    let vanished = only(&kb, &kc, cur.other_kernels.names == 0);
+    for (s, side, n) in [(base, "baseline", &appeared), (cur, "current", &vanished)] {
+        if s.other_kernels.names > 0 && !n.is_empty() {
+            notes.push(format!(
+                "the {side} summary keeps {} kernels by name and folds {} more: a kernel missing from it may be among those",
+                s.kernels.len(),
+                s.other_kernels.names
+            ));
+        }
+    }
+
+    let matched: BTreeSet<usize> = pairs.iter().map(|p| p.0).collect();
+    let matched_c: BTreeSet<usize> = pairs.iter().map(|p| p.1).collect();
+    let baseline_only_ranks: Vec<String> = (0..base.ranks.len())
+        .filter(|i| !matched.contains(i))
+        .map(|i| base.ranks[i].rank.clone())
+        .collect();
+    let current_only_ranks: Vec<String> = (0..cur.ranks.len())
+        .filter(|i| !matched_c.contains(i))
+        .map(|i| cur.ranks[i].rank.clone())
+        .collect();
+    if !baseline_only_ranks.is_empty() || !current_only_ranks.is_empty() {
+        notes.push(format!(
+            "ranks on one side only (not compared one by one): baseline {}; current {}",
+            list_or_none(&baseline_only_ranks),
+            list_or_none(&current_only_ranks)
+        ));
+    }
+    if base.profile.source != cur.profile.source {
+        notes.push(format!(
+            "baseline figures come from {} events, current from {}: they do not compare well",
+            base.profile.source, cur.profile.source
+        ));
+    }
+
+    Ok(Comparison {
+        baseline,
+        current,
+        basis,
+        basis_note,
+        normalized: opts.normalize,
+        top_n: opts.top_n,
+        thresholds: opts.thresholds.clone(),
+        overall,
+        ranks,
+        classes,
+        rank_classes,
+        imbalance,
+        kernels,
+        appeared,
+        vanished,
+        baseline_only_ranks,
+        current_only_ranks,
+        failures: Vec::new(),
+        passed: true,
+        notes,
+    })
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}

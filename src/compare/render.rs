@@ -1,0 +1,484 @@
+//! A [`Comparison`] as text: terminal tables, GitHub markdown (a PR comment or
+//! `$GITHUB_STEP_SUMMARY`), or JSON. The three show the same sections in the same order:
+//! verdict and failures, overall, ranks, classes, classes by rank, top kernels, kernels that
+//! appeared or vanished, notes.
+
+use anyhow::Result;
+use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table as CTable};
+
+use super::diff::{Basis, Comparison, KernelOnly, Row, Status};
+use super::gate::{fmt_ns, fmt_pct};
+use crate::analyze::classes::COMM;
+use crate::analyze::kernels::short_name;
+
+/// A section: title, header, rows; `right[i]` aligns column i to the right.
+struct Section {
+    title: String,
+    columns: Vec<String>,
+    right: Vec<bool>,
+    rows: Vec<Vec<String>>,
+    /// A line under the table.
+    footer: Option<String>,
+}
+
+fn status(s: Status) -> String {
+    match s {
+        Status::Ok => "ok",
+        Status::Regression => "FAIL",
+        Status::BelowMinTime => "below min",
+    }
+    .into()
+}
+
+fn delta(ns: i64) -> String {
+    if ns > 0 {
+        format!("+{}", fmt_ns(ns))
+    } else {
+        fmt_ns(ns)
+    }
+}
+
+fn time_rows(rows: &[Row], label: impl Fn(&Row) -> String) -> Vec<Vec<String>> {
+    rows.iter()
+        .map(|r| {
+            vec![
+                label(r),
+                fmt_ns(r.baseline_ns),
+                fmt_ns(r.current_ns),
+                delta(r.delta_ns),
+                fmt_pct(r.delta_pct),
+                status(r.status),
+            ]
+        })
+        .collect()
+}
+
+const TIME_COLS: [&str; 5] = ["baseline", "current", "Δ", "Δ %", "verdict"];
+
+fn time_section(title: String, first: &'static str, rows: Vec<Vec<String>>) -> Section {
+    let mut columns = vec![first.to_string()];
+    columns.extend(TIME_COLS.iter().map(|c| c.to_string()));
+    Section {
+        title,
+        columns,
+        right: vec![false, true, true, true, true, false],
+        rows,
+        footer: None,
+    }
+}
+
+/// "FAIL: 3 failures (ranks TP2; classes gemm, comm; comm waits on TP0, TP1)" or "PASS: …".
+/// Ranks and classes of a rank's own regressions come first.
+pub fn headline(c: &Comparison) -> String {
+    if c.passed {
+        return "PASS: no regression".into();
+    }
+    fn add<'a>(v: &mut Vec<&'a str>, x: Option<&'a str>) {
+        if let Some(x) = x {
+            if !v.contains(&x) {
+                v.push(x);
+            }
+        }
+    }
+    let mut ranks: Vec<&str> = Vec::new();
+    let mut classes: Vec<&str> = Vec::new();
+    let mut waits: Vec<&str> = Vec::new();
+    for f in c
+        .failures
+        .iter()
+        .filter(|f| f.kind == "rank-class" && !f.waiting)
+    {
+        add(&mut classes, f.class.as_deref());
+    }
+    for f in &c.failures {
+        if f.waiting {
+            add(&mut waits, f.rank.as_deref());
+        } else {
+            add(&mut ranks, f.rank.as_deref());
+        }
+        add(&mut classes, f.class.as_deref());
+    }
+    let mut what = Vec::new();
+    if !ranks.is_empty() {
+        what.push(format!("ranks {}", ranks.join(", ")));
+    }
+    if !classes.is_empty() {
+        what.push(format!("classes {}", classes.join(", ")));
+    }
+    if !waits.is_empty() {
+        what.push(format!("{COMM} waits on {}", waits.join(", ")));
+    }
+    let n = c.failures.len();
+    format!(
+        "FAIL: {n} {}{}",
+        if n == 1 { "failure" } else { "failures" },
+        if what.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", what.join("; "))
+        }
+    )
+}
+
+fn plural(n: usize, one: &str) -> String {
+    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+}
+
+/// What a side is, after its path: `directory: profile X, 4 ranks, 12 steps`.
+fn side_what(s: &super::load::SideInfo) -> String {
+    let stage = s
+        .stage
+        .as_deref()
+        .map(|x| format!(", stage {x}"))
+        .unwrap_or_default();
+    format!(
+        "{}: profile {}{stage}, {}, {}",
+        s.kind,
+        s.profile_id,
+        plural(s.ranks.len(), "rank"),
+        plural(s.steps, "step")
+    )
+}
+
+fn gate_line(c: &Comparison) -> String {
+    let t = &c.thresholds;
+    let mut s = format!("max regression {} %", t.max_regression_pct);
+    match t.max_imbalance {
+        Some(m) => s.push_str(&format!(", max imbalance {m}")),
+        None => s.push_str(", imbalance not gated"),
+    }
+    s.push_str(&format!(", min time {}", fmt_ns(t.min_time_ns)));
+    s.push_str(if t.new_kernels_fail {
+        ", new kernels fail"
+    } else {
+        ", new kernels allowed"
+    });
+    if c.normalized {
+        s.push_str(", kernel names normalized");
+    }
+    s
+}
+
+fn kernel_only(v: &[KernelOnly], top: usize, what: &str) -> Option<Section> {
+    if v.is_empty() {
+        return None;
+    }
+    let shown = v.len().min(top);
+    Some(Section {
+        title: format!("Kernels that {what} ({})", v.len()),
+        columns: cols(&["kernel", "class", "total", "calls", "note"]),
+        right: vec![false, false, true, true, false],
+        rows: v
+            .iter()
+            .take(shown)
+            .map(|k| {
+                vec![
+                    short_name(&k.name),
+                    k.class.clone(),
+                    fmt_ns(k.total_ns),
+                    k.count.to_string(),
+                    if k.fails {
+                        "FAIL".into()
+                    } else if !k.certain {
+                        "maybe folded in the other summary".into()
+                    } else {
+                        String::new()
+                    },
+                ]
+            })
+            .collect(),
+        footer: (v.len() > shown).then(|| {
+            format!(
+                "({} more; --top-n or --format json shows them)",
+                v.len() - shown
+            )
+        }),
+    })
+}
+
+fn sections(c: &Comparison, top: usize) -> Vec<Section> {
+    let per = if c.basis == Basis::Steps {
+        " (per-step medians)"
+    } else {
+        " (totals)"
+    };
+    let mut out = Vec::new();
+    let mut overall = time_rows(&c.overall, |r| r.name.clone());
+    let im = &c.imbalance;
+    overall.push(vec![
+        "imbalance (slowest / mean work)".into(),
+        format!("{:.3}", im.baseline),
+        format!("{:.3}", im.current),
+        format!("{:+.3}", im.delta),
+        String::new(),
+        if im.fails {
+            "FAIL".into()
+        } else if c.thresholds.max_imbalance.is_none() || im.ranks < 2 {
+            "not gated".into()
+        } else {
+            "ok".into()
+        },
+    ]);
+    out.push(time_section("Overall".into(), "metric", overall));
+    if !c.ranks.is_empty() {
+        out.push(time_section(
+            format!("Ranks: work{per}"),
+            "rank",
+            time_rows(&c.ranks, |r| r.name.clone()),
+        ));
+    }
+    out.push(time_section(
+        format!("Classes, all ranks{per}"),
+        "class",
+        time_rows(&c.classes, |r| r.name.clone()),
+    ));
+    if c.ranks.len() > 1 {
+        out.push(by_rank(c));
+    }
+    if !c.kernels.is_empty() {
+        out.push(Section {
+            title: format!(
+                "Top {} kernels on both sides (totals over ranks)",
+                c.kernels.len()
+            ),
+            columns: cols(&["kernel", "class", "baseline", "current", "Δ %", "calls"]),
+            right: vec![false, false, true, true, true, true],
+            rows: c
+                .kernels
+                .iter()
+                .map(|k| {
+                    vec![
+                        short_name(&k.name),
+                        k.class.clone(),
+                        fmt_ns(k.baseline_ns),
+                        fmt_ns(k.current_ns),
+                        fmt_pct(k.delta_pct),
+                        if k.baseline_count == k.current_count {
+                            k.current_count.to_string()
+                        } else {
+                            format!("{} → {}", k.baseline_count, k.current_count)
+                        },
+                    ]
+                })
+                .collect(),
+            footer: None,
+        });
+    }
+    out.extend(kernel_only(&c.appeared, top, "appeared"));
+    out.extend(kernel_only(&c.vanished, top, "vanished"));
+    out
+}
+
+/// Class × rank matrix of Δ %; failing cells end in `!`.
+/// Columns of the class × rank matrix at most; beyond, the ranks with a failing cell and then
+/// those with the largest changes.
+const MATRIX_RANKS: usize = 16;
+
+fn by_rank(c: &Comparison) -> Section {
+    let mut ranks: Vec<&str> = c.ranks.iter().map(|r| r.name.as_str()).collect();
+    let mut footer = None;
+    if ranks.len() > MATRIX_RANKS {
+        // (failing cells, largest |Δ %|) per rank, most interesting first.
+        let key = |rk: &str| {
+            let cells = || {
+                c.rank_classes
+                    .iter()
+                    .filter(move |r| r.rank.as_deref() == Some(rk))
+            };
+            let fails = cells().filter(|r| r.status == Status::Regression).count();
+            let moved = cells()
+                .filter_map(|r| r.delta_pct)
+                .map(f64::abs)
+                .fold(0.0, f64::max);
+            (fails, moved)
+        };
+        let mut scored: Vec<(usize, &str, (usize, f64))> = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, *r, key(r)))
+            .collect();
+        scored.sort_by(|a, b| {
+            b.2 .0
+                .cmp(&a.2 .0)
+                .then(b.2 .1.total_cmp(&a.2 .1))
+                .then(a.0.cmp(&b.0))
+        });
+        scored.truncate(MATRIX_RANKS);
+        scored.sort_by_key(|s| s.0);
+        footer = Some(format!(
+            "({} of {} ranks shown: those with failures, then the largest changes; --format json has all)",
+            scored.len(),
+            ranks.len()
+        ));
+        ranks = scored.into_iter().map(|s| s.1).collect();
+    }
+    let mut classes: Vec<&str> = Vec::new();
+    for r in &c.rank_classes {
+        if let Some(x) = r.class.as_deref() {
+            if !classes.contains(&x) {
+                classes.push(x);
+            }
+        }
+    }
+    let rows = classes
+        .iter()
+        .map(|cl| {
+            let mut row = vec![cl.to_string()];
+            for rk in &ranks {
+                let cell = c
+                    .rank_classes
+                    .iter()
+                    .find(|r| r.class.as_deref() == Some(cl) && r.rank.as_deref() == Some(rk));
+                row.push(match cell {
+                    None => String::new(),
+                    Some(r) => match r.status {
+                        Status::Regression => format!("{}!", fmt_pct(r.delta_pct)),
+                        Status::BelowMinTime => "·".into(),
+                        Status::Ok => fmt_pct(r.delta_pct),
+                    },
+                });
+            }
+            row
+        })
+        .collect();
+    let mut columns = vec!["class".to_string()];
+    columns.extend(ranks.iter().map(|r| r.to_string()));
+    Section {
+        title: "Classes by rank: Δ % (! = fails, · = below --min-time-us)".into(),
+        columns,
+        right: std::iter::once(false)
+            .chain(ranks.iter().map(|_| true))
+            .collect(),
+        rows,
+        footer,
+    }
+}
+
+fn cols(names: &[&str]) -> Vec<String> {
+    names.iter().map(|c| c.to_string()).collect()
+}
+
+/// Terminal tables.
+pub fn table(c: &Comparison) -> String {
+    let mut s = format!("rankprof compare: {}\n", headline(c));
+    for (name, side) in [("baseline", &c.baseline), ("current ", &c.current)] {
+        s.push_str(&format!("  {name}  {} ({})\n", side.path, side_what(side)));
+    }
+    s.push_str(&format!("  basis     {}\n", c.basis_note));
+    s.push_str(&format!("  gate      {}\n", gate_line(c)));
+    if !c.failures.is_empty() {
+        s.push_str("\nFailures:\n");
+        for f in &c.failures {
+            s.push_str(&format!("  - {}\n", f.message));
+        }
+    }
+    for sec in sections(c, c.top_n) {
+        let (head, rows) = (&sec.columns, &sec.rows);
+        let mut t = CTable::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_header(head.iter().map(Cell::new));
+        for r in rows {
+            t.add_row(r.iter().enumerate().map(|(i, v)| {
+                let cell = Cell::new(v);
+                if sec.right.get(i).copied().unwrap_or(false) {
+                    cell.set_alignment(CellAlignment::Right)
+                } else {
+                    cell
+                }
+            }));
+        }
+        s.push_str(&format!("\n{}\n{t}\n", sec.title));
+        if let Some(f) = &sec.footer {
+            s.push_str(&format!("{f}\n"));
+        }
+    }
+    if !c.notes.is_empty() {
+        s.push_str("\nNotes:\n");
+        for n in &c.notes {
+            s.push_str(&format!("  - {n}\n"));
+        }
+    }
+    s
+}
+
+fn md(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// GitHub-flavoured markdown.
+pub fn markdown(c: &Comparison) -> String {
+    let mark = if c.passed { "✅" } else { "❌" };
+    let mut s = format!("### {mark} rankprof compare: {}\n\n", md(&headline(c)));
+    for (name, side) in [("baseline", &c.baseline), ("current", &c.current)] {
+        s.push_str(&format!(
+            "- **{name}** `{}` ({})\n",
+            md(&side.path),
+            md(&side_what(side))
+        ));
+    }
+    s.push_str(&format!("- **basis** {}\n", md(&c.basis_note)));
+    s.push_str(&format!("- **gate** {}\n", md(&gate_line(c))));
+    if !c.failures.is_empty() {
+        s.push_str("\n**Failures**\n\n");
+        for f in &c.failures {
+            s.push_str(&format!("- {}\n", md(&f.message)));
+        }
+    }
+    for (i, sec) in sections(c, c.top_n).iter().enumerate() {
+        let (head, rows) = (&sec.columns, &sec.rows);
+        // The first three sections stay open; the longer ones fold.
+        let fold = i >= 3;
+        if fold {
+            s.push_str(&format!(
+                "\n<details><summary>{}</summary>\n\n",
+                md(&sec.title)
+            ));
+        } else {
+            s.push_str(&format!("\n**{}**\n\n", md(&sec.title)));
+        }
+        s.push_str(&format!(
+            "| {} |\n|{}\n",
+            head.iter().map(|h| md(h)).collect::<Vec<_>>().join(" | "),
+            (0..head.len())
+                .map(|i| if sec.right.get(i).copied().unwrap_or(false) {
+                    "---:|"
+                } else {
+                    "---|"
+                })
+                .collect::<String>()
+        ));
+        for r in rows {
+            let cells: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    if i == 0 && sec.columns.first().map(String::as_str) == Some("kernel") {
+                        format!("`{}`", md(v))
+                    } else {
+                        md(v)
+                    }
+                })
+                .collect();
+            s.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        if let Some(f) = &sec.footer {
+            s.push_str(&format!("\n{}\n", md(f)));
+        }
+        if fold {
+            s.push_str("\n</details>\n");
+        }
+    }
+    if !c.notes.is_empty() {
+        s.push_str("\n**Notes**\n\n");
+        for n in &c.notes {
+            s.push_str(&format!("- {}\n", md(n)));
+        }
+    }
+    s
+}
+
+/// The comparison as pretty JSON (all times integer ns).
+pub fn json(c: &Comparison) -> Result<String> {
+    Ok(serde_json::to_string_pretty(c)? + "\n")
+}

@@ -1,0 +1,588 @@
+//! The analysis as plain tables — built once here and rendered by every format (terminal,
+//! CSV, markdown, HTML, Parquet) — and the terminal rendering with comfy-table, fitted to the
+//! terminal width.
+
+use comfy_table::{presets, Cell as CCell, CellAlignment, ContentArrangement, Table as CTable};
+
+use crate::analyze::Analysis;
+
+/// One value of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Text(String),
+    Int(i64),
+    /// A number shown with this many decimals.
+    Num(f64, usize),
+    Empty,
+}
+
+impl Cell {
+    pub fn show(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Int(v) => v.to_string(),
+            Cell::Num(v, d) if v.is_finite() => format!("{v:.d$}"),
+            Cell::Num(..) => "inf".to_string(),
+            Cell::Empty => String::new(),
+        }
+    }
+    fn numeric(&self) -> bool {
+        matches!(self, Cell::Int(_) | Cell::Num(..))
+    }
+}
+
+fn ms(ns: i64) -> Cell {
+    Cell::Num(ns as f64 / 1e6, 2)
+}
+
+fn us(ns: f64) -> Cell {
+    Cell::Num(ns / 1e3, 1)
+}
+
+fn text(s: impl Into<String>) -> Cell {
+    Cell::Text(s.into())
+}
+
+/// A named table. `name` is a stable file/section id (`ranks`, `classes`, …).
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub name: &'static str,
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Shown in the terminal (long-form tables are only written to files).
+    pub terminal: bool,
+}
+
+/// Per-rank columns are shown one per rank up to this many ranks, else summarized.
+const WIDE_RANKS: usize = 16;
+
+/// Every table of the analysis, in report order.
+pub fn sections(a: &Analysis) -> Vec<Table> {
+    let mut out = Vec::new();
+    let ranks: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
+    let wide = ranks.len() <= WIDE_RANKS;
+
+    out.push(Table {
+        name: "verdict",
+        title: "Verdict".into(),
+        columns: vec!["verdict".into()],
+        rows: a
+            .verdict
+            .lines
+            .iter()
+            .map(|l| vec![text(l.clone())])
+            .collect(),
+        terminal: false,
+    });
+
+    out.push(Table {
+        name: "ranks",
+        title: "Rank summary (ms)".into(),
+        columns: [
+            "rank",
+            "device",
+            "source",
+            "span",
+            "busy",
+            "idle",
+            "util %",
+            "compute",
+            "comm",
+            "exposed comm",
+            "memcpy/set",
+            "kernels",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: a
+            .ranks
+            .iter()
+            .map(|r| {
+                vec![
+                    text(r.rank.clone()),
+                    r.device.clone().map_or(Cell::Empty, Cell::Text),
+                    text(r.source.clone()),
+                    ms(r.span_ns),
+                    ms(r.busy_ns),
+                    ms(r.idle_ns),
+                    Cell::Num(r.utilization_pct, 1),
+                    ms(r.compute_ns),
+                    ms(r.comm_ns),
+                    ms(r.exposed_comm_ns),
+                    ms(r.memcpy_memset_ns),
+                    Cell::Int(r.kernels as i64),
+                ]
+            })
+            .collect(),
+        terminal: true,
+    });
+
+    let c = &a.classes;
+    let mut cols = vec!["rank".to_string()];
+    cols.extend(c.classes.iter().cloned());
+    out.push(Table {
+        name: "classes",
+        title: if a.source == "cpu" {
+            "CPU op classes × rank (ms, self time)".into()
+        } else {
+            "Kernel classes × rank (ms, summed op time)".into()
+        },
+        columns: cols,
+        rows: c
+            .ranks
+            .iter()
+            .zip(&c.ns)
+            .map(|(r, v)| {
+                let mut row = vec![text(r.clone())];
+                row.extend(v.iter().map(|&x| ms(x)));
+                row
+            })
+            .collect(),
+        terminal: true,
+    });
+
+    if !a.kernels.is_empty() {
+        let mut cols = vec!["kernel".to_string(), "class".into(), "total".into()];
+        if wide {
+            cols.extend(ranks.iter().map(|r| r.to_string()));
+        } else {
+            cols.extend(["min rank".to_string(), "mean rank".into()]);
+        }
+        cols.extend(["max/mean".to_string(), "cv".into(), "slowest".into()]);
+        out.push(Table {
+            name: "kernels",
+            title: if a.source == "cpu" {
+                format!("Top {} CPU ops × rank (ms, inclusive)", a.kernels.len())
+            } else {
+                format!("Top {} kernels × rank (ms)", a.kernels.len())
+            },
+            columns: cols,
+            rows: a
+                .kernels
+                .iter()
+                .map(|k| {
+                    let mut row =
+                        vec![text(k.short.clone()), text(k.class.clone()), ms(k.total_ns)];
+                    if wide {
+                        row.extend(k.per_rank.iter().map(|s| ms(s.total_ns)));
+                    } else {
+                        let t: Vec<i64> = k.per_rank.iter().map(|s| s.total_ns).collect();
+                        row.push(ms(t.iter().copied().min().unwrap_or(0)));
+                        row.push(ms(t.iter().sum::<i64>() / t.len().max(1) as i64));
+                    }
+                    row.extend([
+                        Cell::Num(k.max_over_mean, 3),
+                        Cell::Num(k.cv, 3),
+                        text(k.slowest.clone()),
+                    ]);
+                    row
+                })
+                .collect(),
+            terminal: true,
+        });
+        let mut rows = Vec::new();
+        for k in &a.kernels {
+            for (r, s) in ranks.iter().zip(&k.per_rank) {
+                rows.push(vec![
+                    text(k.name.clone()),
+                    text(k.class.clone()),
+                    text(r.to_string()),
+                    ms(s.total_ns),
+                    Cell::Int(s.count as i64),
+                    us(s.mean_ns),
+                    us(s.max_ns as f64),
+                ]);
+            }
+        }
+        out.push(Table {
+            name: "kernels_by_rank",
+            title: "Top kernels by rank".into(),
+            columns: [
+                "kernel", "class", "rank", "total ms", "count", "mean µs", "max µs",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+            terminal: false,
+        });
+    }
+
+    let st = &a.steps;
+    if !st.rows.is_empty() {
+        let what = if st.basis == "cpu" {
+            "CPU work"
+        } else {
+            "GPU work (busy excl. comm)"
+        };
+        let mut cols = vec!["step".to_string(), "t ms".into()];
+        if wide {
+            cols.extend(ranks.iter().map(|r| r.to_string()));
+        } else {
+            cols.extend(["min".to_string(), "mean".into()]);
+        }
+        cols.extend(["max/mean".to_string(), "slowest".into(), "excess %".into()]);
+        out.push(Table {
+            name: "steps",
+            title: format!("Per-step {what} × rank (ms; steps from {})", st.source),
+            columns: cols,
+            rows: st
+                .rows
+                .iter()
+                .map(|s| {
+                    let mut row = vec![text(s.step.clone()), Cell::Num(s.t_ms, 1)];
+                    if wide {
+                        row.extend(s.work_ns.iter().map(|&x| ms(x)));
+                    } else {
+                        row.push(ms(s.work_ns.iter().copied().min().unwrap_or(0)));
+                        row.push(ms(
+                            s.work_ns.iter().sum::<i64>() / s.work_ns.len().max(1) as i64
+                        ));
+                    }
+                    let (mom, _) = crate::analyze::kernels::spread(&s.work_ns);
+                    let slow = crate::analyze::kernels::argmax(&s.work_ns).unwrap_or(0);
+                    let name = if mom > 1.0 {
+                        ranks.get(slow).copied().unwrap_or("")
+                    } else {
+                        "-"
+                    };
+                    row.extend([
+                        Cell::Num(mom, 3),
+                        text(name.to_string()),
+                        Cell::Num(s.excess_pct.get(slow).copied().unwrap_or(0.0), 1),
+                    ]);
+                    row
+                })
+                .collect(),
+            terminal: true,
+        });
+        let mut rows = Vec::new();
+        for s in &st.rows {
+            for (i, r) in ranks.iter().enumerate() {
+                rows.push(vec![
+                    text(s.step.clone()),
+                    text(r.to_string()),
+                    text(s.name.clone()),
+                    ms(s.dur_ns[i]),
+                    ms(s.busy_ns[i]),
+                    ms(s.work_ns[i]),
+                    Cell::Num(s.excess_pct[i], 2),
+                ]);
+            }
+        }
+        out.push(Table {
+            name: "steps_by_rank",
+            title: "Steps by rank".into(),
+            columns: [
+                "step", "rank", "name", "time ms", "busy ms", "work ms", "excess %",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+            terminal: false,
+        });
+    }
+
+    let co = &a.collectives;
+    if co.matched > 0 {
+        out.push(Table {
+            name: "collectives_ranks",
+            title: format!(
+                "Collectives × rank ({} matched, from {} events)",
+                co.matched, co.source
+            ),
+            columns: [
+                "rank",
+                "world",
+                "collectives",
+                "matched",
+                "wait ms",
+                "arrived last",
+                "last %",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows: co
+                .ranks
+                .iter()
+                .map(|r| {
+                    vec![
+                        text(r.rank.clone()),
+                        Cell::Int(r.world as i64),
+                        Cell::Int(r.collectives as i64),
+                        Cell::Int(r.matched as i64),
+                        ms(r.wait_ns),
+                        Cell::Int(r.arrived_last as i64),
+                        Cell::Num(
+                            if r.matched > 0 {
+                                100.0 * r.arrived_last as f64 / r.matched as f64
+                            } else {
+                                0.0
+                            },
+                            1,
+                        ),
+                    ]
+                })
+                .collect(),
+            terminal: true,
+        });
+        out.push(Table {
+            name: "collectives",
+            title: "Collectives by process group and stream".into(),
+            columns: [
+                "world",
+                "key",
+                "name",
+                "matched",
+                "mean skew µs",
+                "max skew µs",
+                "last most",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows: co
+                .groups
+                .iter()
+                .map(|g| {
+                    vec![
+                        Cell::Int(g.world as i64),
+                        text(g.key.clone()),
+                        text(g.name.clone()),
+                        Cell::Int(g.matched as i64),
+                        us(g.mean_skew_ns),
+                        us(g.max_skew_ns as f64),
+                        text(format!("{} ({})", g.last_most, g.last_most_count)),
+                    ]
+                })
+                .collect(),
+            terminal: true,
+        });
+        out.push(Table {
+            name: "collectives_worst",
+            title: "Largest arrival skews".into(),
+            columns: ["world", "key", "#", "name", "skew µs", "last", "t ms"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows: co
+                .worst
+                .iter()
+                .map(|w| {
+                    vec![
+                        Cell::Int(w.world as i64),
+                        text(w.key.clone()),
+                        Cell::Int(w.index as i64),
+                        text(w.name.clone()),
+                        us(w.skew_ns as f64),
+                        text(w.last.clone()),
+                        Cell::Num(w.t_ms, 3),
+                    ]
+                })
+                .collect(),
+            terminal: false,
+        });
+    }
+
+    if let Some(d) = &a.depth {
+        out.push(Table {
+            name: "rank_kernels",
+            title: format!("Rank {}: top {} ops", d.rank, d.kernels.len()),
+            columns: [
+                "kernel", "class", "kind", "total ms", "%", "count", "mean µs", "min µs", "max µs",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows: d
+                .kernels
+                .iter()
+                .map(|k| {
+                    vec![
+                        text(k.short.clone()),
+                        text(k.class.clone()),
+                        text(k.kind.clone()),
+                        ms(k.total_ns),
+                        Cell::Num(k.pct, 1),
+                        Cell::Int(k.count as i64),
+                        us(k.mean_ns),
+                        us(k.min_ns as f64),
+                        us(k.max_ns as f64),
+                    ]
+                })
+                .collect(),
+            terminal: true,
+        });
+        out.push(Table {
+            name: "rank_streams",
+            title: format!("Rank {}: streams", d.rank),
+            columns: ["stream", "ops", "sum ms"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows: d
+                .streams
+                .iter()
+                .map(|s| vec![Cell::Int(s.stream), Cell::Int(s.ops as i64), ms(s.sum_ns)])
+                .collect(),
+            terminal: true,
+        });
+        out.push(Table {
+            name: "rank_steps",
+            title: format!("Rank {}: steps (from {})", d.rank, d.step_source),
+            columns: ["#", "name", "time ms", "busy ms", "work ms"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows: d
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    vec![
+                        text(s.number.map_or(i.to_string(), |n| n.to_string())),
+                        text(s.name.clone()),
+                        ms(s.dur_ns),
+                        ms(s.busy_ns),
+                        ms(s.work_ns),
+                    ]
+                })
+                .collect(),
+            terminal: true,
+        });
+    }
+    out
+}
+
+/// Terminal width: the terminal's, else `$COLUMNS`, else 120.
+fn width() -> u16 {
+    if let Some(w) = CTable::new().width() {
+        return w;
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(120)
+}
+
+/// Rows shown in the terminal for long step tables: the start, around the onset, the end.
+fn visible_rows(n: usize, onset: Option<usize>) -> Vec<Option<usize>> {
+    const LIMIT: usize = 40;
+    if n <= LIMIT {
+        return (0..n).map(Some).collect();
+    }
+    let mut keep = vec![false; n];
+    for k in keep.iter_mut().take(10) {
+        *k = true;
+    }
+    for k in keep.iter_mut().skip(n - 10) {
+        *k = true;
+    }
+    if let Some(o) = onset {
+        for k in keep.iter_mut().skip(o.saturating_sub(3)).take(10) {
+            *k = true;
+        }
+    }
+    let mut out = Vec::new();
+    for (i, &k) in keep.iter().enumerate() {
+        if k {
+            out.push(Some(i));
+        } else if out.last().is_some_and(|x: &Option<usize>| x.is_some()) {
+            out.push(None);
+        }
+    }
+    out
+}
+
+/// Renders one table for the terminal.
+pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
+    let mut ct = CTable::new();
+    ct.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width());
+    ct.set_header(t.columns.iter().map(CCell::new));
+    let rows: Vec<Option<usize>> = if t.name == "steps" {
+        visible_rows(t.rows.len(), onset_row)
+    } else {
+        (0..t.rows.len()).map(Some).collect()
+    };
+    let skipped = t.rows.len() - rows.iter().flatten().count();
+    for r in rows {
+        match r {
+            Some(i) => {
+                ct.add_row(t.rows[i].iter().map(|c| {
+                    let cell = CCell::new(c.show());
+                    if c.numeric() {
+                        cell.set_alignment(CellAlignment::Right)
+                    } else {
+                        cell
+                    }
+                }));
+            }
+            None => {
+                ct.add_row(t.columns.iter().map(|_| CCell::new("…")));
+            }
+        }
+    }
+    let mut s = format!("{}\n{ct}\n", t.title);
+    if skipped > 0 {
+        s.push_str(&format!(
+            "({skipped} rows not shown; --format csv or json has them all)\n"
+        ));
+    }
+    s
+}
+
+/// The terminal report: verdict, then every terminal table, then notes.
+pub fn render(a: &Analysis) -> String {
+    let mut s = String::new();
+    let scope = match &a.stage {
+        Some(st) => format!("{} (stage {st})", a.profile_id),
+        None => a.profile_id.clone(),
+    };
+    s.push_str(&format!("Profile {scope}: {} ranks\n", a.ranks.len()));
+    for l in &a.verdict.lines {
+        s.push_str(&format!("  {l}\n"));
+    }
+    s.push('\n');
+    let onset = a.steps.onset.as_ref().map(|o| o.step_index);
+    for t in sections(a).iter().filter(|t| t.terminal) {
+        s.push_str(&render_table(t, onset));
+        s.push('\n');
+    }
+    let mut notes: Vec<&String> = a.steps.notes.iter().chain(&a.collectives.notes).collect();
+    notes.dedup();
+    if !notes.is_empty() {
+        s.push_str("Notes:\n");
+        for n in notes.iter().take(20) {
+            s.push_str(&format!("  - {n}\n"));
+        }
+        if notes.len() > 20 {
+            s.push_str(&format!(
+                "  - … {} more (see --format json)\n",
+                notes.len() - 20
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_step_tables_keep_start_onset_and_end() {
+        let v = visible_rows(100, Some(50));
+        let shown: Vec<usize> = v.iter().flatten().copied().collect();
+        assert!(shown.contains(&0) && shown.contains(&9) && shown.contains(&99));
+        assert!(shown.contains(&47) && shown.contains(&56));
+        assert!(!shown.contains(&30));
+        assert_eq!(v.iter().filter(|x| x.is_none()).count(), 2);
+        assert_eq!(visible_rows(5, None).len(), 5);
+    }
+}

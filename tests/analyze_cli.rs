@@ -1,0 +1,341 @@
+//! The `analyze-profile` / `rankprof analyze` command lines: output formats, the saved summary
+//! (stable bytes, loadable), exit codes on damaged and missing input, the Parquet message
+//! without the feature, and the HTML file (self-contained).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::Planted;
+use rankprof::analyze::load_summary;
+
+fn planted_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    Planted {
+        ranks: 4,
+        steps: 8,
+        slow: 2,
+        from: 3,
+        factor: 1.5,
+    }
+    .write_ranks(dir.path(), true);
+    dir
+}
+
+fn run(bin: &str, args: &[&str]) -> Output {
+    let exe = match bin {
+        "analyze-profile" => env!("CARGO_BIN_EXE_analyze-profile"),
+        _ => env!("CARGO_BIN_EXE_rankprof"),
+    };
+    Command::new(exe)
+        .args(args)
+        .env("COLUMNS", "160")
+        .output()
+        .expect("runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn terminal_report_names_the_slow_rank() {
+    let d = planted_dir();
+    let dir = d.path().to_str().unwrap();
+    for out in [
+        run("analyze-profile", &["--profile-dir", dir, "--all-ranks"]),
+        run("rankprof", &["analyze", "--profile-dir", dir]),
+    ] {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let s = stdout(&out);
+        assert!(s.contains("Imbalanced: rank TP02 is the slowest"), "{s}");
+        assert!(
+            s.contains("Onset: rank TP02 slower by 27 % from step 3 (t = 30.0 ms) on."),
+            "{s}"
+        );
+        for title in [
+            "Rank summary",
+            "Kernel classes × rank",
+            "Top ",
+            "Per-step GPU work",
+            "Collectives × rank",
+        ] {
+            assert!(s.contains(title), "missing {title}: {s}");
+        }
+        // Fits the terminal width it was given.
+        let widest = s.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 160, "a line of {widest} characters");
+    }
+}
+
+#[test]
+fn json_csv_and_markdown() {
+    let d = planted_dir();
+    let dir = d.path().to_str().unwrap();
+    let o = run(
+        "analyze-profile",
+        &["--profile-dir", dir, "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["verdict"]["slowest"], "TP02");
+    assert_eq!(v["steps"]["onset"]["step"], "3");
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 4);
+    // Rank 0: 8 steps of 5.5 ms compute.
+    assert_eq!(v["ranks"][0]["compute_ns"], 44_000_000);
+
+    let o = run(
+        "analyze-profile",
+        &["--profile-dir", dir, "--format", "csv"],
+    );
+    let s = stdout(&o);
+    let section: Vec<&str> = s
+        .split("\n\n")
+        .find(|b| b.starts_with("# ranks:"))
+        .expect("a ranks section")
+        .lines()
+        .collect();
+    assert_eq!(section.len(), 1 + 1 + 4, "{section:?}");
+    assert!(
+        section[1].starts_with("rank,device,source,span,busy"),
+        "{}",
+        section[1]
+    );
+    let row0: Vec<&str> = section[2].split(',').collect();
+    assert_eq!(row0[0], "TP00");
+    assert_eq!(row0[7], "44", "compute ms of TP00: {row0:?}");
+    for name in [
+        "verdict",
+        "classes",
+        "kernels",
+        "kernels_by_rank",
+        "steps",
+        "steps_by_rank",
+        "collectives_ranks",
+        "collectives",
+        "collectives_worst",
+    ] {
+        assert!(s.contains(&format!("# {name}:")), "csv lacks {name}");
+    }
+
+    let o = run(
+        "analyze-profile",
+        &["--profile-dir", dir, "--format", "markdown"],
+    );
+    let s = stdout(&o);
+    assert!(s.starts_with("# rankprof analyze: planted"), "{s}");
+    assert!(
+        s.contains("## Rank summary (ms)\n\n| rank | device |"),
+        "{s}"
+    );
+    assert!(s.contains("| TP02 |"), "{s}");
+}
+
+#[test]
+fn saved_summary_is_stable_small_and_loadable() {
+    let d = planted_dir();
+    let dir = d.path().to_str().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let p1 = out.path().join("a.json");
+    let p2 = out.path().join("b.json");
+    for p in [&p1, &p2] {
+        let o = run(
+            "analyze-profile",
+            &[
+                "--profile-dir",
+                dir,
+                "--save-summary",
+                p.to_str().unwrap(),
+                "-j",
+                "2",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let (a, b) = (std::fs::read(&p1).unwrap(), std::fs::read(&p2).unwrap());
+    assert_eq!(a, b, "re-runs must write the same bytes");
+    assert!(a.len() < 16_000, "summary of {} bytes", a.len());
+    let s = load_summary(&p1).unwrap();
+    assert_eq!(s.version, 1);
+    assert_eq!(s.profile.ranks, ["TP00", "TP01", "TP02", "TP03"]);
+    assert_eq!(s.imbalance.slowest.as_deref(), Some("TP02"));
+    assert_eq!(
+        s.imbalance.onset.as_ref().map(|o| o.step.as_str()),
+        Some("3")
+    );
+    let gemm = s.kernels.iter().find(|k| k.class == "gemm").unwrap();
+    assert_eq!(
+        gemm.total_ns,
+        [24_000_000, 24_000_000, 31_500_000, 24_000_000]
+    );
+    assert_eq!(gemm.count, [8, 8, 8, 8]);
+    // Steps of rank 2: five at 7.0 ms work, three at 5.5: median (nearest rank) 7.0, p90 7.0.
+    assert_eq!(s.ranks[2].steps.work_median_ns, 7_000_000);
+    assert_eq!(s.ranks[0].steps.work_p90_ns, 5_500_000);
+    assert_eq!(s.ranks[0].steps.time_median_ns, 10_000_000);
+    assert_eq!(s.ranks[2].class_ns["gemm"], 31_500_000);
+    // Version and kind are checked.
+    let bad = out.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        String::from_utf8(a)
+            .unwrap()
+            .replacen("\"version\": 1", "\"version\": 99", 1),
+    )
+    .unwrap();
+    let e = load_summary(&bad).unwrap_err().to_string();
+    assert!(e.contains("version 99"), "{e}");
+    std::fs::write(&bad, "{\"version\": 1}").unwrap();
+    assert!(load_summary(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("not a rankprof summary"));
+}
+
+#[test]
+fn damaged_input_is_partial_and_named() {
+    let d = tempfile::tempdir().unwrap();
+    let files = Planted {
+        ranks: 2,
+        steps: 4,
+        slow: 1,
+        from: 1,
+        factor: 1.2,
+    }
+    .write_ranks(d.path(), false);
+    let text = std::fs::read(&files[1]).unwrap();
+    std::fs::write(&files[1], &text[..text.len() * 2 / 3]).unwrap();
+    let o = run(
+        "analyze-profile",
+        &["--profile-dir", d.path().to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("planted-TP-1.trace.json is truncated at byte"),
+        "{e}"
+    );
+    assert!(
+        stdout(&o).contains("TP01"),
+        "the damaged rank is still reported"
+    );
+}
+
+#[test]
+fn bad_usage_exits_2_with_a_clear_message() {
+    let o = run("analyze-profile", &["/no/such/trace.json.gz"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("/no/such/trace.json.gz: no such file"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run("analyze-profile", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nothing to analyze"), "{}", stderr(&o));
+    let d = planted_dir();
+    let dir = d.path().to_str().unwrap();
+    let o = run(
+        "analyze-profile",
+        &["--profile-dir", dir, "--step-marker", "("],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--step-marker"), "{}", stderr(&o));
+    let o = run(
+        "analyze-profile",
+        &["--profile-dir", dir, "--threshold", "lots"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    // An output may not replace an input.
+    let input = d.path().join("planted-TP-0.trace.json.gz");
+    let before = std::fs::read(&input).unwrap();
+    let o = run(
+        "analyze-profile",
+        &["--profile-dir", dir, "--html", input.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is an input trace"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}
+
+#[test]
+fn threshold_takes_a_percent_sign() {
+    let d = planted_dir();
+    let o = run(
+        "analyze-profile",
+        &[
+            "--profile-dir",
+            d.path().to_str().unwrap(),
+            "--threshold",
+            "30%",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["threshold_pct"], 30.0);
+    assert_eq!(v["verdict"]["balanced"], true);
+}
+
+#[cfg(not(feature = "parquet"))]
+#[test]
+fn parquet_without_the_feature_says_how_to_get_it() {
+    let d = planted_dir();
+    let out = tempfile::tempdir().unwrap();
+    let o = run(
+        "analyze-profile",
+        &[
+            "--profile-dir",
+            d.path().to_str().unwrap(),
+            "--parquet",
+            out.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--features parquet"), "{}", stderr(&o));
+}
+
+#[test]
+fn html_is_one_self_contained_file() {
+    let d = planted_dir();
+    let out = tempfile::tempdir().unwrap();
+    let html = out.path().join("report.html");
+    let o = run(
+        "analyze-profile",
+        &[
+            "--profile-dir",
+            d.path().to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = std::fs::read_to_string(&html).unwrap();
+    for id in [
+        "id=\"verdict\"",
+        "id=\"heat-classes\"",
+        "id=\"heat-steps\"",
+        "id=\"t-ranks\"",
+        "id=\"t-kernels\"",
+        "id=\"t-steps\"",
+        "id=\"t-collectives\"",
+    ] {
+        assert!(s.contains(id), "missing {id}");
+    }
+    for fetch in ["http://", "https://", "<script", "<link", "src="] {
+        assert!(!s.contains(fetch), "the HTML refers to {fetch}");
+    }
+    // Nothing but the report was left in the directory (atomic write, no temp file).
+    let names: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from("report.html")]);
+    assert!(Path::new(&html).metadata().unwrap().len() > 2_000);
+}

@@ -1,0 +1,180 @@
+//! `analyze` on the real traces in ../shared/fixtures: kernel totals must equal the figures in
+//! ../shared/fixtures/README.md, and every other figure (busy unions, exposed communication,
+//! per-step busy/work, collective skew and waits) must equal what the independent Python
+//! checker `tests/check_analyze.py` computes from the same files.
+
+mod common;
+
+use common::{analyze_files, assert_matches_checker, checker, shared};
+use rankprof::cli::AnalyzeArgs;
+
+#[test]
+fn hta_kernel_totals_match_the_readme() {
+    // (file, kernel events, kernel µs, NCCL µs) from ../shared/fixtures/README.md
+    let table: &[(&str, u64, f64, f64)] = &[
+        ("hta/sampled-rank-0.json.gz", 1_154, 606_519.0, 396_199.0),
+        ("hta/sampled-rank-1.json.gz", 1_104, 651_026.0, 379_053.0),
+        (
+            "hta/nccl-a100-rank-0.json.gz",
+            2_700,
+            162_532.34,
+            46_876.493,
+        ),
+        ("hta/rocm-mi250.json.gz", 14, 110.881, 0.0),
+        ("hta/triton-example.json.gz", 1, 1.76, 0.0),
+        ("hta/alexnet-single-gpu.json.gz", 79, 10_692.0, 0.0),
+    ];
+    for &(file, kernels, kernel_us, nccl_us) in table {
+        let a = analyze_files(&[shared(file)], |a| a.summary_kernels = 100_000);
+        assert_eq!(a.ranks.len(), 1, "{file}");
+        let r = &a.ranks[0];
+        assert_eq!(r.source, "gpu", "{file}");
+        assert_eq!(r.kernels, kernels, "{file} kernel events");
+        let us = |x: f64| (x * 1000.0).round() as i64;
+        assert_eq!(r.kernel_sum_ns, us(kernel_us), "{file} kernel time");
+        // The per-name aggregates add up to the same total.
+        let s = a.summary.as_ref().unwrap();
+        assert_eq!(s.other_kernels.names, 0);
+        let by_name: i64 = s
+            .kernels
+            .iter()
+            .filter(|k| k.kind == "kernel")
+            .map(|k| k.total_ns[0])
+            .sum();
+        let count: u64 = s
+            .kernels
+            .iter()
+            .filter(|k| k.kind == "kernel")
+            .map(|k| k.count[0])
+            .sum();
+        assert_eq!((by_name, count), (us(kernel_us), kernels), "{file} by name");
+        // The communication class holds exactly the NCCL kernels.
+        let comm = a.classes.classes.iter().position(|c| c == "comm").unwrap();
+        assert_eq!(a.classes.ns[0][comm], us(nccl_us), "{file} NCCL time");
+    }
+}
+
+#[test]
+fn cpu_only_hta_trace_gives_a_summary_instead_of_failing() {
+    let a = analyze_files(&[shared("hta/cpu-only-rank-34.pt.trace.json.gz")], |_| {});
+    assert_eq!(a.ranks.len(), 1);
+    assert_eq!(a.ranks[0].source, "cpu");
+    let c = checker(&[shared("hta/cpu-only-rank-34.pt.trace.json.gz")], &[]);
+    assert_matches_checker(&a, &c);
+}
+
+#[test]
+fn sampled_pair_matches_the_checker() {
+    let files = [
+        shared("hta/sampled-rank-0.json.gz"),
+        shared("hta/sampled-rank-1.json.gz"),
+    ];
+    let a = analyze_files(&files, |_| {});
+    assert_eq!(a.ranks.len(), 2);
+    let c = checker(&files, &[]);
+    assert_matches_checker(&a, &c);
+    // Two ProfilerSteps, matched by number.
+    assert_eq!(a.steps.source, "ProfilerStep");
+    let steps: Vec<&str> = a.steps.rows.iter().map(|r| r.step.as_str()).collect();
+    assert_eq!(steps, ["551", "552"]);
+    assert_eq!(a.collectives.matched, 10);
+}
+
+#[test]
+fn single_gpu_traces_match_the_checker() {
+    for f in [
+        "hta/nccl-a100-rank-0.json.gz",
+        "hta/rocm-mi250.json.gz",
+        "hta/alexnet-single-gpu.json.gz",
+        "hta/triton-example.json.gz",
+    ] {
+        let a = analyze_files(&[shared(f)], |_| {});
+        let c = checker(&[shared(f)], &[]);
+        assert_matches_checker(&a, &c);
+    }
+    let a = analyze_files(&[shared("hta/nccl-a100-rank-0.json.gz")], |_| {});
+    assert_eq!(a.ranks[0].device.as_deref(), Some("NVIDIA A100-PG509-200"));
+    assert_eq!(a.steps.rows.len(), 3);
+}
+
+#[test]
+fn sglang_cpu_tp2_gives_summary_steps_and_collectives() {
+    let dir = shared("sglang-cpu/tp2");
+    let a = analyze_files(&[], |a| a.profile_dir = Some(dir.clone()));
+    assert_eq!(
+        a.ranks.iter().map(|r| r.rank.as_str()).collect::<Vec<_>>(),
+        ["TP00", "TP01"]
+    );
+    assert!(a.ranks.iter().all(|r| r.source == "cpu"));
+    assert_eq!(a.steps.source, "sglang step[...]");
+    assert_eq!(a.steps.basis, "cpu");
+    assert_eq!(a.steps.rows.len(), 3);
+    assert_eq!(a.collectives.source, "cpu");
+    // c10d::allreduce_ 15 + broadcast_ 11 + _allgather_base_ 3 per rank (counted in the trace).
+    assert_eq!(a.collectives.matched, 29);
+    let c = checker(&[], &["--dir", dir.to_str().unwrap()]);
+    assert_matches_checker(&a, &c);
+}
+
+#[test]
+fn sglang_cpu_tp2dp2_matches_collectives_within_each_dp_replica() {
+    let dir = shared("sglang-cpu/tp2dp2");
+    let a = analyze_files(&[], |a| a.profile_dir = Some(dir.clone()));
+    assert_eq!(a.ranks.len(), 4);
+    assert_eq!(a.collectives.worlds.len(), 2, "{:?}", a.collectives.worlds);
+    assert_eq!(a.collectives.worlds[0], ["TP00-DP00", "TP01-DP00"]);
+    // Each replica against the checker run on that replica's two files alone.
+    for dp in 0..2 {
+        let files: Vec<_> = (0..2)
+            .map(|tp| dir.join(format!("1795213098.719915-TP-{tp}-DP-{dp}.trace.json.gz")))
+            .collect();
+        let c = checker(&files, &[]);
+        assert_matches_checker(&a, &c);
+    }
+}
+
+#[test]
+fn sglang_by_stage_needs_a_stage_and_then_works() {
+    let dir = shared("sglang-cpu/by_stage");
+    let mut args = AnalyzeArgs {
+        profile_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let err = rankprof::analyze::analyze(&args).unwrap_err().to_string();
+    assert!(
+        err.contains("2 profiles found") && err.contains("--stage"),
+        "{err}"
+    );
+    args.stage = Some("DECODE".into());
+    let a = rankprof::analyze::analyze(&args).unwrap();
+    assert_eq!(a.stage.as_deref(), Some("DECODE"));
+    assert_eq!(a.steps.rows.len(), 2);
+    let files: Vec<_> = (0..2)
+        .map(|tp| dir.join(format!("bystage-1-TP-{tp}-DECODE.trace.json.gz")))
+        .collect();
+    assert_matches_checker(&a, &checker(&files, &[]));
+}
+
+#[test]
+fn sglang_merged_trace_gives_back_its_ranks() {
+    let merged = shared("sglang-cpu/merge_by_sglang/merged-manual-1.trace.json.gz");
+    let a = analyze_files(std::slice::from_ref(&merged), |_| {});
+    assert_eq!(
+        a.ranks.iter().map(|r| r.rank.as_str()).collect::<Vec<_>>(),
+        ["TP00", "TP01"]
+    );
+    assert_matches_checker(&a, &checker(&[merged], &[]));
+    // Same op totals as the two rank files read separately.
+    let dir = shared("sglang-cpu/merge_by_sglang");
+    let b = analyze_files(&[], |a| a.profile_dir = Some(dir.clone()));
+    assert_eq!(b.ranks.len(), 2);
+    for (x, y) in a.ranks.iter().zip(&b.ranks) {
+        assert_eq!(
+            (x.kernels, x.kernel_sum_ns, x.busy_ns),
+            (y.kernels, y.kernel_sum_ns, y.busy_ns),
+            "{}",
+            x.rank
+        );
+    }
+    assert_eq!(a.steps.rows.len(), b.steps.rows.len());
+}

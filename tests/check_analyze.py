@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Independent checker for `rankprof analyze` (stdlib only: gzip + json).
+
+Computes, from the trace files themselves and without any rankprof code, the figures the
+analysis reports, so the Rust tests can compare against them:
+
+  per rank:  GPU op totals by name (kernels, memcpy, memset), kernel count and time,
+             GPU busy (union of kernel + memcpy + memset intervals over all streams),
+             compute (union of non-communication kernels), communication (union),
+             exposed communication (comm minus the union of compute), memcpy/memset (union),
+             span; per step (ProfilerStep#N, SGLang step[...], or --step-marker REGEX) the
+             busy and work (busy without communication) time, ops put in the step whose
+             window holds their CPU launch (by correlation), else their own start;
+             CPU-only traces: the same from `cpu_op` events, step time = annotation duration,
+             work = duration minus the time covered by communication ops inside the step.
+  across the given ranks (one world): collectives matched by key and position, arrival skew,
+             per-rank wait and last arrivals.
+
+Usage: check_analyze.py [--step-marker REGEX] [--comm-regex REGEX] [--dir DIR] FILE...
+A merged trace (pids like "[TP01] 1234") is split into its ranks. Output: JSON on stdout,
+ranks keyed by file path (or by label for merged traces). Times are integer nanoseconds.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import re
+import sys
+from decimal import Decimal, ROUND_HALF_UP
+
+GPU_COMM = r"nccl|rccl"
+CPU_COMM = r"c10d::|record_param_comms|gloo|nccl"
+
+
+def ns(v):
+    """Kineto microseconds (number) -> integer nanoseconds, rounding half away from zero."""
+    if isinstance(v, int):
+        return v * 1000
+    return int((Decimal(v) * 1000).to_integral_value(rounding=ROUND_HALF_UP))
+
+
+def load(path):
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    opener = gzip.open if magic == b"\x1f\x8b" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f, parse_float=Decimal)
+    if isinstance(doc, list):
+        return doc, {}
+    return doc.get("traceEvents", []), doc
+
+
+def union(ivs):
+    """Sorted, merged list of [start, end) intervals."""
+    out = []
+    for s, e in sorted(ivs):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def length(u):
+    return sum(e - s for s, e in u)
+
+
+def overlap_fast(a, b):
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def within(u, lo, hi):
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in u)
+
+
+def rank_figures(events, base, args):
+    gpu_comm = re.compile(args.comm_regex or GPU_COMM, re.I)
+    cpu_comm = re.compile(args.cpu_comm_regex or CPU_COMM, re.I)
+    marker = re.compile(args.step_marker) if args.step_marker else None
+    gpu, cpu, launches = [], [], {}
+    ops = {}
+    marks = {"custom": [], "profiler": [], "sglang": []}
+    for e in events:
+        if e.get("ph") != "X" or "ts" not in e or "dur" not in e:
+            continue
+        cat, name = e.get("cat"), e.get("name", "")
+        ts, dur = ns(e["ts"]), max(0, ns(e["dur"]))
+        a = e.get("args") or {}
+        if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+            kind = {"kernel": "kernel", "gpu_memcpy": "copy", "gpu_memset": "copy"}[cat]
+            comm = kind == "kernel" and bool(gpu_comm.search(name))
+            stream = e.get("tid") if isinstance(e.get("tid"), int) else a.get("stream", -1)
+            gpu.append(dict(start=ts, end=ts + dur, kind=kind, comm=comm, corr=a.get("correlation"),
+                            name=name, stream=stream, pg=a.get("Process Group Name"),
+                            cname=a.get("Collective name")))
+            t = ops.setdefault(name, [0, 0])
+            t[0] += dur
+            t[1] += 1
+        elif cat in ("cuda_runtime", "cuda_driver"):
+            if any(w in name for w in ("Launch", "Memcpy", "Memset")) and "correlation" in a:
+                launches[a["correlation"]] = ts
+        elif cat == "cpu_op":
+            cpu.append(dict(start=ts, end=ts + dur, comm=bool(cpu_comm.search(name)), name=name))
+        if cat in ("user_annotation", "gpu_user_annotation") or (cat == "cpu_op" and name.startswith("ProfilerStep#")):
+            m = dict(start=ts, dur=dur, name=name, gpu=cat == "gpu_user_annotation")
+            if marker is not None:
+                if cat != "cpu_op" and marker.search(name):
+                    marks["custom"].append(m)
+            elif name.startswith("ProfilerStep#"):
+                m["number"] = int(name.split("#", 1)[1]) if name.split("#", 1)[1].isdigit() else None
+                marks["profiler"].append(m)
+            elif name.startswith("step[") and cat != "cpu_op":
+                marks["sglang"].append(m)
+    steps = marks["custom"] if marker is not None else (marks["profiler"] or marks["sglang"])
+    if any(not m["gpu"] for m in steps):
+        steps = [m for m in steps if not m["gpu"]]
+    steps.sort(key=lambda m: (m["start"], m["dur"]))
+    gpu_marks = bool(steps) and all(m["gpu"] for m in steps)
+
+    def step_of(t):
+        best = None
+        for i, m in enumerate(steps):
+            if m["start"] <= t < m["start"] + max(m["dur"], 1):
+                best = i
+        return best
+
+    out = {"mode": "gpu" if gpu else "cpu"}
+    if gpu:
+        items = gpu
+        allu = union([(g["start"], g["end"]) for g in gpu])
+        comp = union([(g["start"], g["end"]) for g in gpu if g["kind"] == "kernel" and not g["comm"]])
+        comm = union([(g["start"], g["end"]) for g in gpu if g["comm"]])
+        copy = union([(g["start"], g["end"]) for g in gpu if g["kind"] == "copy"])
+        kernels = [g for g in gpu if g["kind"] == "kernel"]
+        out["kernel_count"] = len(kernels)
+        out["kernel_total_ns"] = sum(g["end"] - g["start"] for g in kernels)
+        out["ops"] = ops
+    else:
+        items = cpu
+        allu = union([(c["start"], c["end"]) for c in cpu])
+        comp = union([(c["start"], c["end"]) for c in cpu if not c["comm"]])
+        comm = union([(c["start"], c["end"]) for c in cpu if c["comm"]])
+        copy = []
+        out["kernel_count"] = len(cpu)
+        out["kernel_total_ns"] = sum(c["end"] - c["start"] for c in cpu)
+    out["busy_ns"] = length(allu)
+    out["compute_ns"] = length(comp)
+    out["comm_ns"] = length(comm)
+    out["exposed_comm_ns"] = length(comm) - overlap_fast(comm, comp)
+    out["copy_ns"] = length(copy)
+    out["span_ns"] = (allu[-1][1] - allu[0][0]) if allu else 0
+
+    figs = []
+    if gpu:
+        groups = [[] for _ in steps]
+        for g in gpu:
+            t = g["start"]
+            if not gpu_marks and g["corr"] is not None and g["corr"] in launches:
+                t = launches[g["corr"]]
+            i = step_of(t)
+            if i is not None:
+                groups[i].append(g)
+        for m, grp in zip(steps, groups):
+            figs.append(dict(name=m["name"], start_ns=m["start"] + base, dur_ns=m["dur"],
+                             busy_ns=length(union([(g["start"], g["end"]) for g in grp])),
+                             work_ns=length(union([(g["start"], g["end"]) for g in grp if not g["comm"]]))))
+    else:
+        for m in steps:
+            figs.append(dict(name=m["name"], start_ns=m["start"] + base, dur_ns=m["dur"], busy_ns=m["dur"],
+                             work_ns=m["dur"] - within(comm, m["start"], m["start"] + m["dur"])))
+    out["steps"] = figs
+
+    # Collectives.
+    colls = {}
+    if gpu:
+        streams = {}
+        for g in gpu:
+            if g["comm"]:
+                streams.setdefault(g["pg"] or "", set()).add(g["stream"])
+        for g in sorted((g for g in gpu if g["comm"]), key=lambda g: (g["start"], g["end"])):
+            pg = g["pg"] or ""
+            ordinal = sorted(streams[pg]).index(g["stream"])
+            key = f"pg {pg} stream #{ordinal}" if pg else f"stream #{ordinal}"
+            colls.setdefault(key, []).append((g["cname"] or short(g["name"]), g["start"] + base))
+    else:
+        for c in sorted((c for c in cpu if c["name"].startswith("c10d::")), key=lambda c: (c["start"], c["end"])):
+            colls.setdefault(c["name"], []).append((c["name"], c["start"] + base))
+    out["colls"] = colls
+    return out
+
+
+def short(name):
+    """The collective name rankprof shows for a kernel without a `Collective name` arg."""
+    s = name.strip()
+    if s.startswith("void "):
+        s = s[5:]
+    s = s.replace("(anonymous namespace)::", "")
+    if len(s) > 70:
+        depth = 0
+        for i, c in enumerate(s):
+            if c == "<":
+                depth += 1
+            elif c == ">":
+                depth -= 1
+            elif c == "(" and depth <= 0 and i > 0:
+                s = s[:i]
+                break
+    if len(s) > 70 and "<" in s:
+        s = s[: s.index("<")] + "<…>"
+    if len(s) > 70:
+        s = s[:69] + "…"
+    return s
+
+
+def match(ranks):
+    """Matches collectives across all given ranks (one world)."""
+    names = list(ranks)
+    keys = set()
+    for r in names:
+        keys.update(ranks[r]["colls"])
+    per_rank = {r: dict(wait_ns=0, arrived_last=0, matched=0) for r in names}
+    groups = {}
+    if len(names) < 2:
+        return dict(ranks=per_rank, groups=groups)
+    for key in sorted(keys):
+        lists = [ranks[r]["colls"].get(key, []) for r in names]
+        n = min(len(x) for x in lists)
+        skews = []
+        for i in range(n):
+            starts = [x[i][1] for x in lists]
+            hi, lo = max(starts), min(starts)
+            skews.append(hi - lo)
+            last = starts.index(hi)
+            per_rank[names[last]]["arrived_last"] += 1
+            for r, s in zip(names, starts):
+                per_rank[r]["wait_ns"] += hi - s
+                per_rank[r]["matched"] += 1
+        if n:
+            groups[key] = dict(matched=n, skew_sum_ns=sum(skews), skew_max_ns=max(skews))
+    return dict(ranks=per_rank, groups=groups)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--dir")
+    ap.add_argument("--step-marker")
+    ap.add_argument("--comm-regex")
+    ap.add_argument("--cpu-comm-regex")
+    args = ap.parse_args()
+    files = list(args.files)
+    if args.dir:
+        files += sorted(os.path.join(args.dir, f) for f in os.listdir(args.dir)
+                        if (f.endswith(".json") or f.endswith(".json.gz")) and not f.startswith("merged-"))
+    ranks = {}
+    for path in files:
+        events, doc = load(path)
+        base = int(doc.get("baseTimeNanoseconds") or 0)
+        labeled = {}
+        rest = []
+        for e in events:
+            pid = e.get("pid")
+            m = re.match(r"^\[([^\]]*)\]", pid) if isinstance(pid, str) else None
+            if m:
+                labeled.setdefault(m.group(1), []).append(e)
+            else:
+                rest.append(e)
+        if labeled:
+            for label, evs in labeled.items():
+                ranks[label] = rank_figures(evs, base, args)
+        else:
+            ranks[path] = rank_figures(rest, base, args)
+    out = dict(ranks=ranks, collectives=match(ranks))
+    for r in out["ranks"].values():
+        r["colls"] = {k: len(v) for k, v in r["colls"].items()}
+    json.dump(out, sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
