@@ -167,31 +167,29 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
         ));
     }
-    if !v.balanced {
-        if !v.classes.is_empty() {
-            let parts: Vec<String> = v
-                .classes
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{} {:.0} % (+{:.2} ms)",
-                        c.class,
-                        c.share_pct,
-                        ms(c.gap_ns as f64)
-                    )
-                })
-                .collect();
-            v.lines.push(format!(
-                "The gap of rank {} is mostly {}{}.",
-                inp.summaries[who].rank,
-                parts.join(", "),
-                if v.onset.is_some() {
-                    " (steps from the onset on)"
-                } else {
-                    ""
-                }
-            ));
-        }
+    if !v.balanced && !v.classes.is_empty() {
+        let parts: Vec<String> = v
+            .classes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:.0} % (+{:.2} ms)",
+                    c.class,
+                    c.share_pct,
+                    ms(c.gap_ns as f64)
+                )
+            })
+            .collect();
+        v.lines.push(format!(
+            "The gap of rank {} is mostly {}{}.",
+            inp.summaries[who].rank,
+            parts.join(", "),
+            if v.onset.is_some() {
+                " (steps from the onset on)"
+            } else {
+                ""
+            }
+        ));
     }
     match &v.onset {
         Some(o) => v.lines.push(format!("Onset: {}.", o.sentence())),
