@@ -339,3 +339,56 @@ fn html_is_one_self_contained_file() {
     assert_eq!(names, [std::ffi::OsString::from("report.html")]);
     assert!(Path::new(&html).metadata().unwrap().len() > 2_000);
 }
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_writes_one_typed_file_per_section() {
+    use polars::prelude::*;
+    let d = planted_dir();
+    let out = tempfile::tempdir().unwrap();
+    let pq = out.path().join("pq");
+    let o = run(
+        "analyze-profile",
+        &[
+            "--profile-dir",
+            d.path().to_str().unwrap(),
+            "--parquet",
+            pq.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for name in [
+        "verdict",
+        "ranks",
+        "classes",
+        "kernels",
+        "kernels_by_rank",
+        "steps",
+        "steps_by_rank",
+        "collectives_ranks",
+        "collectives",
+        "collectives_worst",
+    ] {
+        assert!(
+            pq.join(format!("{name}.parquet")).is_file(),
+            "no {name}.parquet"
+        );
+    }
+    let df = ParquetReader::new(std::fs::File::open(pq.join("ranks.parquet")).unwrap())
+        .finish()
+        .unwrap();
+    assert_eq!(df.height(), 4);
+    let compute: Vec<Option<f64>> = df
+        .column("compute")
+        .unwrap()
+        .as_materialized_series()
+        .f64()
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(compute, [Some(44.0), Some(44.0), Some(51.5), Some(44.0)]);
+    let kernels = df.column("kernels").unwrap().as_materialized_series();
+    assert_eq!(kernels.dtype(), &DataType::Int64);
+    let ranks = df.column("rank").unwrap().as_materialized_series();
+    assert_eq!(ranks.str().unwrap().get(2), Some("TP02"));
+}

@@ -193,35 +193,12 @@ def rank_figures(events, base, args):
             pg = g["pg"] or ""
             ordinal = sorted(streams[pg]).index(g["stream"])
             key = f"pg {pg} stream #{ordinal}" if pg else f"stream #{ordinal}"
-            colls.setdefault(key, []).append((g["cname"] or short(g["name"]), g["start"] + base))
+            colls.setdefault(key, []).append((g["cname"] or g["name"], g["start"] + base))
     else:
         for c in sorted((c for c in cpu if c["name"].startswith("c10d::")), key=lambda c: (c["start"], c["end"])):
             colls.setdefault(c["name"], []).append((c["name"], c["start"] + base))
     out["colls"] = colls
     return out
-
-
-def short(name):
-    """The collective name rankprof shows for a kernel without a `Collective name` arg."""
-    s = name.strip()
-    if s.startswith("void "):
-        s = s[5:]
-    s = s.replace("(anonymous namespace)::", "")
-    if len(s) > 70:
-        depth = 0
-        for i, c in enumerate(s):
-            if c == "<":
-                depth += 1
-            elif c == ">":
-                depth -= 1
-            elif c == "(" and depth <= 0 and i > 0:
-                s = s[:i]
-                break
-    if len(s) > 70 and "<" in s:
-        s = s[: s.index("<")] + "<…>"
-    if len(s) > 70:
-        s = s[:69] + "…"
-    return s
 
 
 def match(ranks):

@@ -50,15 +50,15 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     (
         "gemm",
-        r"^gemm|[^b]gemm|gemv|matmul|cublas|cutlass|wgmma|nvjet|xmma|s16816|s1688|splitk|scaled_mm|_mm_|bmm|marlin|w8a8|^aten::(mm|addmm|linear)$",
+        r"^gemm|[^b]gemm|gemv|matmul|cublas|cutlass|wgmma|nvjet|xmma|s16816|s1688|splitk|scaled_mm|_mm_|bmm|marlin|w8a8|conv|scudnn|wgrad|dgrad|fprop|^aten::(mm|addmm|linear)$",
     ),
     (
         MEMORY,
-        r"memcpy|memset|copy|gather|scatter|index|catarray|concat|store_kvcache|kv_?buffer|transpose|permute|contiguous|embedding",
+        r"memcpy|memset|copy|gather|scatter|index|catarray|concat|store_kvcache|kv_?buffer|transpose|permute|contiguous|embedding|nchwtonhwc|nhwctonchw",
     ),
     (
         "norm",
-        r"norm|rms|elementwise|vectorized|unrolled|silu|gelu|relu|swiglu|act_and_mul|activation|rotary|rope|softmax|reduce_kernel|reduction|fill|dropout|quant|triton_poi|triton_red|triton_per|sigmoid|tanh|aten::(add|mul|sub|div)",
+        r"norm|rms|bn_fw|bn_bw|elementwise|vectorized|unrolled|multi_tensor_apply|silu|gelu|relu|swiglu|act_and_mul|activation|rotary|rope|softmax|reduce_kernel|reduction|pool|fill|dropout|quant|triton_poi|triton_red|triton_per|sigmoid|tanh|aten::(add|mul|sub|div)",
     ),
 ];
 
@@ -249,6 +249,11 @@ mod tests {
             ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float> >()", "norm"),
             ("void silu_and_mul_kernel<bf16>()", "norm"),
             ("triton_poi_fused_add_0", "norm"),
+            ("void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float)", "norm"),
+            ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>()", "memory"),
+            ("sm80_xmma_wgrad_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nhwc", "gemm"),
+            ("cudnn_infer_ampere_scudnn_128x64_relu_xregs_large_nn_v1", "gemm"),
+            ("void at::native::max_pool_backward_nchw<float, float>()", "norm"),
             ("void cub::DeviceRadixSortOnesweepKernel<int>()", "other"),
         ];
         for (name, want) in cases {

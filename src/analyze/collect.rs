@@ -4,7 +4,8 @@
 //! - per-name aggregates of GPU ops (kernels, memcpy, memset) and of CPU ops, in hash maps
 //!   keyed by the raw name (each name classified once, when first seen);
 //! - compact GPU intervals (start, end, correlation, class, kind: 32 bytes each) for the busy
-//!   unions and the per-step figures, and CPU-op intervals (32 bytes) for CPU-only traces;
+//!   unions and the per-step figures, and CPU-op totals and intervals (32 bytes) for CPU-only
+//!   traces (dropped, and no longer collected, from the first GPU op on);
 //! - the launch time of each kernel launch (correlation → `ts`), to put a kernel in the step
 //!   that launched it;
 //! - step annotations, collective kernels (or `c10d::` ops) and per-stream totals.
@@ -268,19 +269,23 @@ impl<'a> Collector<'a> {
                 }
             }
             "cpu_op" => {
-                let class = Self::add(
-                    &mut self.cpu_ops,
-                    self.cfg.classes,
-                    ev.name,
-                    OpKind::Cpu,
-                    dur,
-                );
-                self.cpu.push(CpuIv {
-                    start,
-                    end: start + dur,
-                    tid: ev.tid.as_int().unwrap_or(-1),
-                    class,
-                });
+                // CPU op totals and intervals only matter for CPU-only traces: none are kept
+                // once a GPU op is seen.
+                if self.gpu.is_empty() {
+                    let class = Self::add(
+                        &mut self.cpu_ops,
+                        self.cfg.classes,
+                        ev.name,
+                        OpKind::Cpu,
+                        dur,
+                    );
+                    self.cpu.push(CpuIv {
+                        start,
+                        end: start + dur,
+                        tid: ev.tid.as_int().unwrap_or(-1),
+                        class,
+                    });
+                }
                 let raw = ev.name.raw();
                 if raw.starts_with("c10d::") {
                     let name = ev.name.get();
@@ -333,8 +338,10 @@ impl<'a> Collector<'a> {
             Id::Int(v) => v,
             _ => ev.arg("stream").and_then(|v| v.as_i64()).unwrap_or(-1),
         };
-        if self.gpu_pid.is_none() {
+        if self.gpu.is_empty() {
             self.gpu_pid = ev.pid.as_int();
+            self.cpu = Vec::new();
+            self.cpu_ops = FxMap::default();
         }
         let s = self.streams.entry(stream).or_insert((0, 0));
         s.0 += dur;

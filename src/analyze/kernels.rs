@@ -150,8 +150,11 @@ pub fn argmax(v: &[i64]) -> Option<usize> {
     best
 }
 
-/// A display name: without `void `, the parameter list and, when still long, the template
-/// arguments; cut to 70 characters.
+/// A display name: without `void ` and the parameter list; when still long, the template
+/// arguments are replaced by the distinctive names inside them (functors, lambdas: not scalar
+/// types, numbers or namespaces), so `vectorized_elementwise_kernel<4, AUnaryFunctor<float,
+/// …, MulFunctor<float> >, …>` becomes `…vectorized_elementwise_kernel<AUnaryFunctor,
+/// MulFunctor>`; cut to 70 characters.
 pub fn short_name(name: &str) -> String {
     const MAX: usize = 70;
     let t = name.trim();
@@ -166,8 +169,30 @@ pub fn short_name(name: &str) -> String {
     }
     if s.chars().count() > MAX {
         if let Some(p) = s.find('<') {
-            s.truncate(p);
-            s.push_str("<…>");
+            let inner = &s[p + 1..];
+            let mut names: Vec<&str> = Vec::new();
+            let b = inner.as_bytes();
+            let mut i = 0;
+            while i < b.len() {
+                let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+                if !ident(b[i]) {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < b.len() && ident(b[i]) {
+                    i += 1;
+                }
+                let tok = &inner[start..i];
+                // Namespaces (followed by `::`), numbers and scalar types say little.
+                let noise = inner[i..].starts_with("::")
+                    || b[start].is_ascii_digit()
+                    || NOISE.contains(&tok);
+                if !noise && !names.contains(&tok) {
+                    names.push(tok);
+                }
+            }
+            s = format!("{}<{}>", &s[..p], names.join(", "));
         }
     }
     if s.chars().count() > MAX {
@@ -175,6 +200,56 @@ pub fn short_name(name: &str) -> String {
     }
     s
 }
+
+/// Words inside template arguments that do not tell kernels apart.
+const NOISE: &[&str] = &[
+    "at",
+    "native",
+    "detail",
+    "c10",
+    "std",
+    "cuda",
+    "cutlass",
+    "void",
+    "const",
+    "unsigned",
+    "signed",
+    "long",
+    "int",
+    "short",
+    "char",
+    "bool",
+    "float",
+    "double",
+    "float2",
+    "float4",
+    "half",
+    "Half",
+    "BFloat16",
+    "bfloat16",
+    "__nv_bfloat16",
+    "__half",
+    "true",
+    "false",
+    "decltype",
+    "nullptr",
+    "Array",
+    "int64_t",
+    "int32_t",
+    "uint32_t",
+    "uint64_t",
+    "int8_t",
+    "uint8_t",
+    "size_t",
+    "unnamed",
+    "type",
+    "memory",
+    "OffsetCalculator",
+    "LoadWithoutCast",
+    "StoreWithoutCast",
+    "TrivialOffsetCalculator",
+    "func_wrapper_t",
+];
 
 /// Byte index of the `(` that opens the parameter list (outside any template brackets).
 fn top_level_paren(s: &str) -> Option<usize> {
@@ -210,7 +285,12 @@ mod tests {
         let long = "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2>)";
         assert_eq!(
             short_name(long),
-            "at::native::vectorized_elementwise_kernel<…>"
+            "at::native::vectorized_elementwise_kernel<AUnaryFunctor, MulFunctor>"
+        );
+        let fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<int>, at::detail::Array<char*, 1>)";
+        assert_eq!(
+            short_name(fill),
+            "at::native::vectorized_elementwise_kernel<FillFunctor>"
         );
         assert_eq!(
             short_name(

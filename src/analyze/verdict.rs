@@ -155,35 +155,41 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             "Balanced: the busiest rank ({}) has {:.1} % more {} than the others' mean ({:.2} ms vs {:.2} ms), within the {:.0} % threshold.",
             inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others), v.threshold_pct
         ));
+    } else if who != slow {
+        // The rank that became slower is not the one with the most work over the whole profile.
+        v.lines.push(format!(
+            "Imbalanced: rank {} became slower (see the onset); over the whole profile rank {} has the most {}, {:.1} % above the others' mean ({:.2} ms vs {:.2} ms).",
+            inp.summaries[who].rank, inp.summaries[slow].rank, v.metric, v.excess_pct, ms(work[slow] as f64), ms(others)
+        ));
     } else {
         v.lines.push(format!(
             "Imbalanced: rank {} is the slowest, with {:.1} % more {} than the others' mean ({:.2} ms vs {:.2} ms).",
             inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
         ));
-        if !v.classes.is_empty() {
-            let parts: Vec<String> = v
-                .classes
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{} {:.0} % (+{:.2} ms)",
-                        c.class,
-                        c.share_pct,
-                        ms(c.gap_ns as f64)
-                    )
-                })
-                .collect();
-            v.lines.push(format!(
-                "The gap of rank {} is mostly {}{}.",
-                inp.summaries[who].rank,
-                parts.join(", "),
-                if v.onset.is_some() {
-                    " (steps from the onset on)"
-                } else {
-                    ""
-                }
-            ));
-        }
+    }
+    if !v.balanced && !v.classes.is_empty() {
+        let parts: Vec<String> = v
+            .classes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:.0} % (+{:.2} ms)",
+                    c.class,
+                    c.share_pct,
+                    ms(c.gap_ns as f64)
+                )
+            })
+            .collect();
+        v.lines.push(format!(
+            "The gap of rank {} is mostly {}{}.",
+            inp.summaries[who].rank,
+            parts.join(", "),
+            if v.onset.is_some() {
+                " (steps from the onset on)"
+            } else {
+                ""
+            }
+        ));
     }
     match &v.onset {
         Some(o) => v.lines.push(format!("Onset: {}.", o.sentence())),

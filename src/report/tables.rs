@@ -57,11 +57,25 @@ pub struct Table {
 /// Per-rank columns are shown one per rank up to this many ranks, else summarized.
 const WIDE_RANKS: usize = 16;
 
-/// Every table of the analysis, in report order.
+/// Every table of the analysis, in report order, with all columns (for files).
 pub fn sections(a: &Analysis) -> Vec<Table> {
+    sections_for(a, None)
+}
+
+/// Every table; with a terminal `width`, per-rank columns are summarized (min / mean / max)
+/// when they would not fit, and columns equal on every rank (device, source) move into the
+/// title.
+pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
     let mut out = Vec::new();
     let ranks: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
-    let wide = ranks.len() <= WIDE_RANKS;
+    let wide = ranks.len() <= WIDE_RANKS && width.is_none_or(|w| w >= 70 + 9 * ranks.len() + 30);
+    let same = |f: fn(&crate::analyze::busy::RankSummary) -> Option<String>| -> Option<String> {
+        let first = a.ranks.first().map(f)?;
+        (width.is_some() && a.ranks.iter().all(|r| f(r) == first))
+            .then(|| first.unwrap_or_else(|| "-".into()))
+    };
+    let same_device = same(|r| r.device.clone());
+    let same_source = same(|r| Some(r.source.clone()));
 
     out.push(Table {
         name: "verdict",
@@ -76,34 +90,48 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
         terminal: false,
     });
 
+    let mut cols = vec!["rank"];
+    if same_device.is_none() {
+        cols.push("device");
+    }
+    if same_source.is_none() {
+        cols.push("source");
+    }
+    cols.extend([
+        "span",
+        "busy",
+        "idle",
+        "util %",
+        "compute",
+        "comm",
+        "exposed comm",
+        "memcpy/set",
+        "kernels",
+    ]);
+    let mut title = "Rank summary (ms".to_string();
+    if let Some(d) = &same_device {
+        title.push_str(&format!("; device {d}"));
+    }
+    if let Some(s) = &same_source {
+        title.push_str(&format!("; from {s} events"));
+    }
+    title.push(')');
     out.push(Table {
         name: "ranks",
-        title: "Rank summary (ms)".into(),
-        columns: [
-            "rank",
-            "device",
-            "source",
-            "span",
-            "busy",
-            "idle",
-            "util %",
-            "compute",
-            "comm",
-            "exposed comm",
-            "memcpy/set",
-            "kernels",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        title,
+        columns: cols.iter().map(|s| s.to_string()).collect(),
         rows: a
             .ranks
             .iter()
             .map(|r| {
-                vec![
-                    text(r.rank.clone()),
-                    r.device.clone().map_or(Cell::Empty, Cell::Text),
-                    text(r.source.clone()),
+                let mut row = vec![text(r.rank.clone())];
+                if same_device.is_none() {
+                    row.push(r.device.clone().map_or(Cell::Empty, Cell::Text));
+                }
+                if same_source.is_none() {
+                    row.push(text(r.source.clone()));
+                }
+                row.extend([
                     ms(r.span_ns),
                     ms(r.busy_ns),
                     ms(r.idle_ns),
@@ -113,7 +141,8 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
                     ms(r.exposed_comm_ns),
                     ms(r.memcpy_memset_ns),
                     Cell::Int(r.kernels as i64),
-                ]
+                ]);
+                row
             })
             .collect(),
         terminal: true,
@@ -148,7 +177,7 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
         if wide {
             cols.extend(ranks.iter().map(|r| r.to_string()));
         } else {
-            cols.extend(["min rank".to_string(), "mean rank".into()]);
+            cols.extend(["min".to_string(), "mean".into(), "max".into()]);
         }
         cols.extend(["max/mean".to_string(), "cv".into(), "slowest".into()]);
         out.push(Table {
@@ -171,6 +200,7 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
                         let t: Vec<i64> = k.per_rank.iter().map(|s| s.total_ns).collect();
                         row.push(ms(t.iter().copied().min().unwrap_or(0)));
                         row.push(ms(t.iter().sum::<i64>() / t.len().max(1) as i64));
+                        row.push(ms(t.iter().copied().max().unwrap_or(0)));
                     }
                     row.extend([
                         Cell::Num(k.max_over_mean, 3),
@@ -221,7 +251,7 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
         if wide {
             cols.extend(ranks.iter().map(|r| r.to_string()));
         } else {
-            cols.extend(["min".to_string(), "mean".into()]);
+            cols.extend(["min".to_string(), "mean".into(), "max".into()]);
         }
         cols.extend(["max/mean".to_string(), "slowest".into(), "excess %".into()]);
         out.push(Table {
@@ -240,6 +270,7 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
                         row.push(ms(
                             s.work_ns.iter().sum::<i64>() / s.work_ns.len().max(1) as i64
                         ));
+                        row.push(ms(s.work_ns.iter().copied().max().unwrap_or(0)));
                     }
                     let (mom, _) = crate::analyze::kernels::spread(&s.work_ns);
                     let slow = crate::analyze::kernels::argmax(&s.work_ns).unwrap_or(0);
@@ -550,7 +581,10 @@ pub fn render(a: &Analysis) -> String {
     }
     s.push('\n');
     let onset = a.steps.onset.as_ref().map(|o| o.step_index);
-    for t in sections(a).iter().filter(|t| t.terminal) {
+    for t in sections_for(a, Some(width() as usize))
+        .iter()
+        .filter(|t| t.terminal)
+    {
         s.push_str(&render_table(t, onset));
         s.push('\n');
     }
