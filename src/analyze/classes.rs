@@ -42,7 +42,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     (
         "attention",
-        r"flash|fmha|attention|attn|paged|mla|flashinfer|xformers|sdpa|scaled_dot_product|batchprefill|batchdecode|withkvcache|merge_state|^_fwd_(grouped_)?kernel|decode_att",
+        r"flash_|flash::|flashattn|flashmla|flashinfer::(batch|single|mla|merge|prefill|decode|cascade|page|pod)|fmha|attention|attn|paged|mla|xformers|sdpa|scaled_dot_product|batchprefill|batchdecode|withkvcache|merge_state|^_fwd_(grouped_)?kernel|decode_att",
     ),
     (
         "moe",
@@ -234,6 +234,11 @@ mod tests {
             ("c10d::allreduce_", "comm"),
             ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>(Flash_fwd_params)", "attention"),
             ("void flashinfer::BatchPrefillWithPagedKVCacheKernel<...>", "attention"),
+            ("FlashAttnFwdSm90<cutlass::bfloat16_t>", "attention"),
+            ("void flashinfer::mla::BatchMLAPagedAttentionKernel<...>", "attention"),
+            // FlashInfer's norm and activation kernels are not attention.
+            ("void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>(...)", "norm"),
+            ("void flashinfer::activation::act_and_mul_kernel<__nv_bfloat16, silu>(...)", "norm"),
             ("_fwd_kernel_stage1", "attention"),
             ("void fused_moe_kernel(...)", "moe"),
             ("void moe_align_block_size_kernel<int>(int*, int*)", "moe"),

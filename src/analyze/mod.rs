@@ -624,8 +624,10 @@ fn cross_rank(
     } else {
         "gpu"
     };
+    let (w, wnote) = worlds(&results);
+    notes.extend(wnote);
     let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
-    let steps = steps::table(&labels, &figs, &step_source, basis, threshold);
+    let steps = steps::table(&labels, &figs, &w, &step_source, basis, threshold);
     let step_class_ns: Vec<Vec<Vec<i64>>> = (0..results.len())
         .map(|r| {
             steps
@@ -636,8 +638,6 @@ fn cross_rank(
         })
         .collect();
 
-    let (w, wnote) = worlds(&results);
-    notes.extend(wnote);
     let colls: Vec<collectives::RankColls> = results.iter().map(|r| r.colls.clone()).collect();
     let csource = if results.iter().all(|r| r.gpu) {
         "gpu"

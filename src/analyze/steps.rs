@@ -139,13 +139,18 @@ pub struct StepTable {
 }
 
 /// Builds the cross-rank step table. `per_rank[r]` are rank r's steps in start order.
+/// `worlds` groups rank indices that run the same steps (one per DP replica, see
+/// [`super::collectives`]): a rank is compared with the others of its world, because DP
+/// replicas run different batches and their steps differ by design. Empty: one world.
 pub fn table(
     ranks: &[String],
     per_rank: &[&[StepFig]],
+    worlds: &[Vec<usize>],
     source: &str,
     basis: &str,
     threshold: f64,
 ) -> StepTable {
+    let peers = peers(worlds, ranks.len());
     let mut t = StepTable {
         source: source.to_string(),
         basis: basis.to_string(),
@@ -203,13 +208,44 @@ pub fn table(
             name: figs[0].name.clone(),
             busy_ns: figs.iter().map(|f| f.busy_ns).collect(),
             dur_ns: figs.iter().map(|f| f.dur_ns).collect(),
-            excess_pct: (0..work.len()).map(|r| 100.0 * excess(&work, r)).collect(),
+            excess_pct: (0..work.len())
+                .map(|r| 100.0 * excess_among(&work, r, &peers[r]))
+                .collect(),
             work_ns: work,
             idx: idx.clone(),
         });
     }
-    t.onset = onset(&t, per_rank, &rows, origin, threshold);
+    t.onset = onset(&t, per_rank, &rows, &peers, origin, threshold);
     t
+}
+
+/// For each rank, the ranks it is compared with: the others of its world when that world has
+/// two or more ranks, else every other rank.
+pub fn peers(worlds: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
+    (0..n)
+        .map(|r| {
+            let world = worlds.iter().find(|w| w.contains(&r) && w.len() >= 2);
+            match world {
+                Some(w) => w.iter().copied().filter(|&i| i != r).collect(),
+                None => (0..n).filter(|&i| i != r).collect(),
+            }
+        })
+        .collect()
+}
+
+/// `v[r]` relative to the mean of `v` over `peers`, minus one.
+pub fn excess_among(v: &[i64], r: usize, peers: &[usize]) -> f64 {
+    if peers.is_empty() {
+        return 0.0;
+    }
+    let mean = peers.iter().map(|&i| v[i]).sum::<i64>() as f64 / peers.len() as f64;
+    if mean > 0.0 {
+        v[r] as f64 / mean - 1.0
+    } else if v[r] > 0 {
+        f64::INFINITY
+    } else {
+        0.0
+    }
 }
 
 /// `v[r]` relative to the mean of the others, minus one (0 when there are no others).
@@ -237,6 +273,7 @@ fn onset(
     t: &StepTable,
     per_rank: &[&[StepFig]],
     rows: &[(String, Vec<usize>)],
+    peers: &[Vec<usize>],
     origin: i64,
     threshold: f64,
 ) -> Option<Onset> {
@@ -258,14 +295,11 @@ fn onset(
         let (mut mine, mut theirs) = (0f64, 0f64);
         for row in &t.rows[s0..] {
             mine += row.work_ns[r] as f64;
-            let others: i64 = row
-                .work_ns
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| i != r)
-                .map(|(_, x)| x)
-                .sum();
-            theirs += others as f64 / (t.ranks.len() - 1) as f64;
+            if peers[r].is_empty() {
+                continue;
+            }
+            let others: i64 = peers[r].iter().map(|&i| row.work_ns[i]).sum();
+            theirs += others as f64 / peers[r].len() as f64;
         }
         let ex = if theirs > 0.0 {
             100.0 * (mine / theirs - 1.0)
@@ -337,7 +371,7 @@ mod tests {
         };
         let a: Vec<Vec<StepFig>> = (0..3).map(mk).collect();
         let refs: Vec<&[StepFig]> = a.iter().map(|v| v.as_slice()).collect();
-        let t = table(&ranks, &refs, "x", "gpu", 0.05);
+        let t = table(&ranks, &refs, &[], "x", "gpu", 0.05);
         let o = t.onset.expect("an onset");
         assert_eq!(
             (o.rank.as_str(), o.step.as_str(), o.steps_after),
@@ -350,7 +384,7 @@ mod tests {
             "rank R2 slower by 20 % from step 3 (t = 3.0 ms) on"
         );
         // Below the threshold: no onset.
-        let t = table(&ranks, &refs, "x", "gpu", 0.25);
+        let t = table(&ranks, &refs, &[], "x", "gpu", 0.25);
         assert!(t.onset.is_none());
     }
 

@@ -96,34 +96,28 @@ impl Group {
         }
     }
 
-    /// Ranks absent from a full TP × DP × PP × EP grid, as labels.
+    /// Ranks absent from the full TP × DP × PP grid, as labels. EP is left out of the grid:
+    /// it splits the TP group (each TP rank has one EP rank), it is not a dimension of its own.
     pub fn missing(&self) -> Vec<String> {
         let max = |f: fn(&RankId) -> Option<u32>| self.files.iter().filter_map(|r| f(&r.id)).max();
-        let (Some(tp), dp, pp, ep) = (max(|r| r.tp), max(|r| r.dp), max(|r| r.pp), max(|r| r.ep))
-        else {
+        let (Some(tp), dp, pp) = (max(|r| r.tp), max(|r| r.dp), max(|r| r.pp)) else {
             return self.missing_global();
         };
         let mut out = Vec::new();
         for d in 0..=dp.unwrap_or(0) {
             for p in 0..=pp.unwrap_or(0) {
-                for e in 0..=ep.unwrap_or(0) {
-                    for t in 0..=tp {
-                        let found = self.files.iter().any(|r| {
-                            r.id.tp == Some(t)
-                                && r.id.dp.unwrap_or(0) == d
-                                && r.id.pp.unwrap_or(0) == p
-                                && r.id.ep.unwrap_or(0) == e
-                        });
-                        if !found {
-                            let id = RankId {
-                                tp: Some(t),
-                                dp: dp.map(|_| d),
-                                pp: pp.map(|_| p),
-                                ep: ep.map(|_| e),
-                                ..Default::default()
-                            };
-                            out.push(label_of(&id, Shown::present()));
-                        }
+                for t in 0..=tp {
+                    let found = self.files.iter().any(|r| {
+                        r.id.tp == Some(t) && r.id.dp.unwrap_or(0) == d && r.id.pp.unwrap_or(0) == p
+                    });
+                    if !found {
+                        let id = RankId {
+                            tp: Some(t),
+                            dp: dp.map(|_| d),
+                            pp: pp.map(|_| p),
+                            ..Default::default()
+                        };
+                        out.push(label_of(&id, Shown::present()));
                     }
                 }
             }
