@@ -95,3 +95,46 @@ fn generated_sets_match_the_checker() {
         assert_matches_checker(&a, &checker(replica, &[]));
     }
 }
+
+#[test]
+fn a_rank_cut_before_its_base_time_keeps_the_common_clock() {
+    // Kineto writes baseTimeNanoseconds after the events: cut rank 1 in the middle.
+    let t = tempfile::tempdir().unwrap();
+    for f in set("sglang-tp4") {
+        let dest = t.path().join(f.file_name().unwrap());
+        if f.to_string_lossy().contains("-TP-1.") {
+            let mut text = Vec::new();
+            let (mut r, _) = rankprof::trace::reader::open(&f).unwrap();
+            std::io::Read::read_to_end(&mut r, &mut text).unwrap();
+            std::fs::write(&dest, &text[..text.len() / 2]).unwrap();
+        } else {
+            std::fs::copy(&f, &dest).unwrap();
+        }
+    }
+    let files = set_in(t.path());
+    let a = analyze_files(&files, |_| {});
+    assert!(a.damaged);
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("rank TP01 has no baseTimeNanoseconds")),
+        "{:?}",
+        a.notes
+    );
+    // Collective waits stay those of one clock: each rank waits less than the profile's span.
+    let span = a.ranks.iter().map(|r| r.span_ns).max().unwrap();
+    assert!(
+        a.collectives
+            .ranks
+            .iter()
+            .all(|r| r.wait_ns >= 0 && r.wait_ns < span),
+        "{:?}",
+        a.collectives.ranks
+    );
+    assert_eq!(a.verdict.slowest.as_deref(), Some("TP02"));
+}
+
+fn set_in(dir: &std::path::Path) -> Vec<PathBuf> {
+    let d = rankprof::trace::discover(dir, false).unwrap();
+    d.groups[0].files.iter().map(|f| f.path.clone()).collect()
+}

@@ -515,6 +515,18 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<Analysis> {
             results = vec![results.swap_remove(n)];
         }
     }
+    // A rank cut short before Kineto wrote its baseTimeNanoseconds (after the events) has
+    // relative times: it gets the common base of the others, as `merge` does.
+    if let Some(common) = results.iter().filter_map(|r| r.base_ns).min() {
+        for r in results.iter_mut().filter(|r| r.lost_base) {
+            r.add_base(common);
+            notes.push(format!(
+                "rank {} has no baseTimeNanoseconds (the file is cut short?) and relative times: \
+                 given the common base",
+                r.label
+            ));
+        }
+    }
     let mut seen = std::collections::BTreeSet::new();
     for r in &results {
         if !seen.insert(r.label.clone()) {

@@ -40,6 +40,30 @@ pub struct RankResult {
     pub streams: Vec<StreamRow>,
     pub world_size: Option<i64>,
     pub distributed_rank: Option<i64>,
+    /// The file had no `baseTimeNanoseconds` but relative times (cut short before Kineto
+    /// wrote the key): its clock still needs the common base, see [`RankResult::add_base`].
+    pub lost_base: bool,
+    /// The file's `baseTimeNanoseconds`.
+    pub base_ns: Option<i64>,
+}
+
+/// Times below this (ns; ~3 years after 1970) cannot be absolute epoch times.
+const RELATIVE_BELOW_NS: i64 = 100_000_000_000_000_000;
+
+impl RankResult {
+    /// Moves every time of the rank by `ns` (steps and collectives).
+    pub fn add_base(&mut self, ns: i64) {
+        for s in &mut self.steps {
+            s.start_ns += ns;
+        }
+        for list in self.colls.by_key.values_mut() {
+            for c in list {
+                c.start += ns;
+                c.end += ns;
+            }
+        }
+        self.lost_base = false;
+    }
 }
 
 fn decode(raw: &str) -> String {
@@ -245,6 +269,11 @@ pub fn finish(
         })
         .collect();
     streams.sort_by_key(|s| s.stream);
+    let earliest = figs
+        .iter()
+        .map(|f| f.start_ns)
+        .chain(colls.by_key.values().flatten().map(|c| c.start))
+        .min();
     RankResult {
         label,
         id,
@@ -259,6 +288,8 @@ pub fn finish(
         streams,
         world_size: header.world_size(),
         distributed_rank: header.distributed_rank(),
+        lost_base: header.base_time_ns.is_none() && earliest.is_some_and(|t| t < RELATIVE_BELOW_NS),
+        base_ns: header.base_time_ns,
     }
 }
 
