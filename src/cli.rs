@@ -111,6 +111,29 @@ pub struct MergeArgs {
     pub jobs: Option<usize>,
 }
 
+impl Default for MergeArgs {
+    /// The same defaults as the command line.
+    fn default() -> Self {
+        MergeArgs {
+            profile_dir: None,
+            files: Vec::new(),
+            profile_id: None,
+            stage: None,
+            output: None,
+            recursive: false,
+            align: Align::Base,
+            ranks: None,
+            window: None,
+            steps: None,
+            drop_cat: Vec::new(),
+            gpu_only: false,
+            strict: false,
+            level: 1,
+            jobs: None,
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct AnalyzeArgs {
     /// Directory holding the rank traces (or one merged trace).

@@ -352,20 +352,10 @@ fn damaged_rank_is_merged_as_far_as_it_reads() {
     // Through the command: exit code 3 (partial); with --strict, 1 and nothing written.
     let args = |strict: bool, o: &Path| rankprof::cli::MergeArgs {
         profile_dir: Some(dir.clone()),
-        files: vec![],
-        profile_id: None,
-        stage: None,
         output: Some(o.to_path_buf()),
-        recursive: false,
-        align: Align::Base,
-        ranks: None,
-        window: None,
-        steps: None,
-        drop_cat: vec![],
-        gpu_only: false,
         strict,
-        level: 1,
         jobs: Some(1),
+        ..Default::default()
     };
     let o2 = tmp.path().join("cmd.json.gz");
     assert_eq!(rankprof::merge::run(&args(false, &o2)).unwrap(), 3);

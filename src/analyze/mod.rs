@@ -129,6 +129,17 @@ pub struct Analysis {
     pub summary: Option<Summary>,
 }
 
+impl Analysis {
+    /// Every note of the report: inputs, steps, collectives.
+    pub fn all_notes(&self) -> Vec<&String> {
+        self.notes
+            .iter()
+            .chain(&self.steps.notes)
+            .chain(&self.collectives.notes)
+            .collect()
+    }
+}
+
 /// Analyzes, prints, writes the requested files. Exit code: OK, or PARTIAL when an input was
 /// damaged.
 pub fn run(args: &AnalyzeArgs) -> Result<i32> {

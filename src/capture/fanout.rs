@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -221,13 +220,7 @@ where
     if n == 0 {
         return Vec::new();
     }
-    let bar = ProgressBar::new(n as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(label.to_string());
+    let bar = crate::report::progress::bar(n as u64, label);
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<R>>> = Mutex::new((0..n).map(|_| None).collect());
     std::thread::scope(|s| {

@@ -18,8 +18,8 @@ use super::load::{self, LoadReport, Plan};
 use super::report::{self, Call, WorkerRow};
 use super::workers::{self, is_loopback, Worker};
 use crate::cli::{
-    Align, Backend, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets, Cli,
-    Command, MergeArgs, ProfileSettings,
+    Backend, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets, Cli, Command,
+    MergeArgs, ProfileSettings,
 };
 use crate::commands::exit;
 
@@ -373,19 +373,7 @@ pub fn merge_and_analyze(dir: &Path, files: &[PathBuf]) -> PostProcess {
                 None
             },
             files: files.to_vec(),
-            profile_id: None,
-            stage: None,
-            output: None,
-            recursive: false,
-            align: Align::Base,
-            ranks: None,
-            window: None,
-            steps: None,
-            drop_cat: Vec::new(),
-            gpu_only: false,
-            strict: false,
-            level: 1,
-            jobs: None,
+            ..MergeArgs::default()
         })),
     );
     let merged: Vec<PathBuf> = flush::new_files(&before, &flush::snapshot(dir))

@@ -359,9 +359,15 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         Some(a) => a.shifts.clone(),
         None => vec![Ns::ZERO; chosen.len()],
     };
+    let bar = crate::report::progress::bar(chosen.len() as u64, "merge");
+    bar.set_message("ranks");
     let mut outs: Vec<RankOut> = (0..chosen.len())
         .into_par_iter()
-        .map(|k| rank::write_rank(&job(k, first_shifts[k])))
+        .map(|k| {
+            let out = rank::write_rank(&job(k, first_shifts[k]));
+            bar.inc(1);
+            out
+        })
         .collect::<std::io::Result<_>>()
         .context("writing the merged trace")?;
     let clocks: Vec<_> = (0..chosen.len())
@@ -379,6 +385,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
     for (k, o) in redone {
         outs[k] = o;
     }
+    bar.finish_and_clear();
 
     let ranks: Vec<RankSummary> = chosen
         .iter()

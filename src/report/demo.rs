@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{Align, AnalyzeArgs, Command, DemoArgs, LsArgs, MergeArgs};
+use crate::cli::{AnalyzeArgs, Command, DemoArgs, LsArgs, MergeArgs};
 use crate::commands::{self, exit};
 use crate::trace::discover;
 
@@ -46,20 +46,10 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         );
         let merge = MergeArgs {
             profile_dir: Some(g.dir.clone()),
-            files: Vec::new(),
             profile_id: Some(g.profile_id.clone()),
             stage: g.stage.clone(),
             output: Some(dest),
-            recursive: false,
-            align: Align::Base,
-            ranks: None,
-            window: None,
-            steps: None,
-            drop_cat: Vec::new(),
-            gpu_only: false,
-            strict: false,
-            level: 1,
-            jobs: None,
+            ..MergeArgs::default()
         };
         code = code.max(commands::run(Command::Merge(merge))?);
     }

@@ -100,12 +100,7 @@ pub fn markdown(a: &Analysis) -> String {
         }
         s.push('\n');
     }
-    let notes: Vec<&String> = a
-        .notes
-        .iter()
-        .chain(&a.steps.notes)
-        .chain(&a.collectives.notes)
-        .collect();
+    let notes = a.all_notes();
     if !notes.is_empty() {
         s.push_str("## Notes\n\n");
         for n in notes {

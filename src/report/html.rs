@@ -258,12 +258,7 @@ pub fn render(a: &Analysis) -> String {
         }
         s.push_str("</tbody></table>\n");
     }
-    let notes: Vec<&String> = a
-        .notes
-        .iter()
-        .chain(&a.steps.notes)
-        .chain(&a.collectives.notes)
-        .collect();
+    let notes = a.all_notes();
     if !notes.is_empty() {
         s.push_str("<h2>Notes</h2><ul class=\"notes\">");
         for n in notes {

@@ -6,4 +6,5 @@ pub mod formats;
 pub mod html;
 pub mod ls;
 pub mod parquet;
+pub mod progress;
 pub mod tables;
