@@ -13,7 +13,6 @@
 //! Nothing else is kept: no event text, no `args`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use regex::Regex;
 
@@ -21,46 +20,8 @@ use super::classes::Classifier;
 use super::steps::Mark;
 use crate::trace::{Event, Id, Str};
 
-/// FxHash (the rustc hasher): a fast, non-cryptographic hash for the per-event name lookups.
-#[derive(Default, Clone, Copy)]
-pub struct Fx(u64);
-
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl Hasher for Fx {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = self.0;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(SEED);
-        }
-        for &b in chunks.remainder() {
-            h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(SEED);
-        }
-        self.0 = h;
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.0 = (self.0.rotate_left(5) ^ u64::from(i)).wrapping_mul(SEED);
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(SEED);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+/// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.
+pub type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
 
 /// What a GPU op is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -377,19 +338,5 @@ impl<'a> Collector<'a> {
                 end: start + dur,
             });
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::hash::BuildHasher;
-
-    #[test]
-    fn fx_hash_differs_on_tails() {
-        let b = BuildHasherDefault::<Fx>::default();
-        let h = |s: &str| b.hash_one(s);
-        assert_ne!(h("ncclKernel_AllReduce_a"), h("ncclKernel_AllReduce_b"));
-        assert_eq!(h("gemm"), h("gemm"));
     }
 }
