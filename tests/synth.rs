@@ -460,6 +460,17 @@ fn bad_layouts_are_refused() {
         ..SynthConfig::default()
     };
     assert!(err(vllm).contains("--by-stage"));
+    let huge = SynthConfig {
+        base_ns: i64::MAX - 5,
+        ..SynthConfig::default()
+    };
+    assert!(err(huge).contains("--base-time-ns"));
+    assert!(err(SynthConfig {
+        tp: 64,
+        dp: 32,
+        ..SynthConfig::default()
+    })
+    .contains("2048 ranks"));
 }
 
 #[test]

@@ -12,7 +12,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use super::catalog::{self as cat, KSpec};
-use super::layout::{Layout, RankPos};
+use super::layout::Layout;
 use super::model::{CollKind, Gpu};
 use super::sim::{RankStep, Rec};
 use crate::trace::json::write_string;
@@ -22,7 +22,7 @@ pub const STREAM_COMPUTE: u32 = 7;
 pub const STREAM_NCCL: u32 = 28;
 pub const STREAM_P2P: u32 = 32;
 
-const FLUSH_AT: usize = 1 << 18;
+const FLUSH_AT: usize = 1 << 17;
 
 enum Sink {
     Plain(BufWriter<File>),
@@ -48,7 +48,6 @@ impl Sink {
 
 /// Everything about a rank that its events repeat.
 pub struct RankInfo {
-    pub pos: RankPos,
     pub pid: u64,
     pub device: u32,
     pub process_name: String,
@@ -121,7 +120,7 @@ impl TraceWriter {
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
         let file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        let w = BufWriter::with_capacity(1 << 20, file);
+        let w = BufWriter::with_capacity(1 << 17, file);
         let sink = if plain {
             Sink::Plain(w)
         } else {
@@ -296,9 +295,8 @@ impl TraceWriter {
             self.bytes(if id + 1 < n { b",\n" } else { b"\n" });
         }
         self.bytes(b"  ],\n  \"distributedInfo\": ");
-        let di = std::mem::take(&mut self.info.distributed_info);
+        let di = self.info.distributed_info.clone();
         self.bytes(di.as_bytes());
-        self.info.distributed_info = di;
         self.bytes(b",\n");
         if self.info.base_first {
             self.trailing_time_keys();

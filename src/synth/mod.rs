@@ -42,6 +42,8 @@ use sim::RankState;
 
 /// Kineto's usual `baseTimeNanoseconds`: whole seconds, far before the events.
 pub const DEFAULT_BASE_NS: i64 = 1_790_857_026_000_000_000;
+/// Most ranks one set may have.
+pub const MAX_RANKS: u64 = 1024;
 /// Where the first profiler starts, relative to the base (≈ 50 days, as in real traces).
 pub const START_NS: i64 = 4_355_656_645_227_235;
 
@@ -172,8 +174,8 @@ impl SynthConfig {
             );
         }
         let world = u64::from(self.tp) * u64::from(self.dp) * u64::from(self.pp);
-        if world > 4096 {
-            bail!("{world} ranks: at most 4096");
+        if world > MAX_RANKS {
+            bail!("{world} ranks: at most {MAX_RANKS} (one open file and ~0.5 MB of buffers each)");
         }
         if self.layers < self.pp {
             bail!("--layers {} must be at least --pp {}", self.layers, self.pp);
@@ -204,6 +206,11 @@ impl SynthConfig {
                 "--base-skew-ns {} is too large for {world} ranks",
                 self.base_skew_ns
             );
+        }
+        // Every file's base and every absolute time must fit in an i64 of nanoseconds.
+        let latest = i128::from(self.base_ns) + skew.abs() + 2 * i128::from(START_NS);
+        if self.base_ns < 0 || latest > i128::from(i64::MAX) {
+            bail!("--base-time-ns {} is out of range", self.base_ns);
         }
         Ok(())
     }
@@ -297,7 +304,6 @@ fn write_profile(
             .map(|_| b"abcdefghijklmnopqrstuvwxyz0123456789_"[rng.range(0, 36) as usize] as char)
             .collect();
         let info = RankInfo {
-            pos,
             pid: 12_000 + mix(cfg.seed) % 4_000 + u64::from(r) * 173,
             device: layout.device(&pos),
             process_name: layout.process_name(cfg.naming, &pos),
