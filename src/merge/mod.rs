@@ -45,17 +45,9 @@ pub struct MergeOptions {
 }
 
 impl Default for MergeOptions {
+    /// The command line's defaults.
     fn default() -> Self {
-        MergeOptions {
-            align: Align::Base,
-            ranks: None,
-            window: None,
-            steps: None,
-            drop_cat: Vec::new(),
-            gpu_only: false,
-            strict: false,
-            level: 1,
-        }
+        Self::from_args(&MergeArgs::default()).expect("the default arguments are valid")
     }
 }
 
