@@ -27,6 +27,16 @@ fn check(out: &Path, ins: &[PathBuf], extra: &[&str]) -> serde_json::Value {
     python("check_merge.py", &args, extra)
 }
 
+/// The rank labels the checker found in a merged trace, sorted.
+fn labels(c: &serde_json::Value) -> Vec<String> {
+    c["per_label"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
 fn sum(v: &serde_json::Value) -> u64 {
     v.as_array()
         .unwrap()
@@ -49,14 +59,8 @@ fn real_sglang_tp2dp2_counts_labels_and_ids() {
     assert_eq!(res.events, c["output_events"].as_u64().unwrap());
     assert_eq!(c["unlabelled"], 0);
     assert_eq!(c["shared_ids"], 0);
-    let labels: Vec<_> = c["per_label"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .cloned()
-        .collect();
     assert_eq!(
-        labels,
+        labels(&c),
         ["[TP00-DP00]", "[TP00-DP01]", "[TP01-DP00]", "[TP01-DP01]"]
     );
     assert_eq!(c["ranks"].as_array().unwrap().len(), 4);
@@ -178,13 +182,7 @@ fn filters_drop_exactly_what_the_checker_drops() {
         },
     );
     let c = python("check_merge.py", &[&out], &[]);
-    let labels: Vec<_> = c["per_label"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .cloned()
-        .collect();
-    assert_eq!(labels, ["[TP01-DP00]"]);
+    assert_eq!(labels(&c), ["[TP01-DP00]"]);
 }
 
 /// Two ranks whose clocks started 2.5 ms apart; Kineto writes baseTimeNanoseconds last.

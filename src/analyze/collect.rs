@@ -18,6 +18,7 @@ use regex::Regex;
 
 use super::classes::Classifier;
 use super::steps::Mark;
+use crate::trace::steps::{mark_of_name, StepMark};
 use crate::trace::{Event, Id, Str};
 
 /// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.
@@ -258,7 +259,9 @@ impl<'a> Collector<'a> {
                         start,
                         end: start + dur,
                     });
-                } else if raw.starts_with("ProfilerStep#") && self.cfg.step_marker.is_none() {
+                } else if self.cfg.step_marker.is_none()
+                    && matches!(mark_of_name(raw), Some(StepMark::Profiler(_)))
+                {
                     self.mark(ev, start, dur, false);
                 }
             }
@@ -283,10 +286,10 @@ impl<'a> Collector<'a> {
             }
             return;
         }
-        if let Some(n) = raw.strip_prefix("ProfilerStep#") {
-            self.profiler_steps.push(mk(n.parse().ok()));
-        } else if raw.starts_with("step[") {
-            self.sglang_steps.push(mk(None));
+        match mark_of_name(raw) {
+            Some(StepMark::Profiler(n)) => self.profiler_steps.push(mk(n.map(|n| n as i64))),
+            Some(StepMark::Forward) => self.sglang_steps.push(mk(None)),
+            None => {}
         }
     }
 

@@ -11,7 +11,7 @@ use super::collect::{Collector, CpuIv, OpKind};
 use super::collectives::RankColls;
 use super::kernels::NameAgg;
 use super::steps::{self, StepFig};
-use crate::trace::{json, Header, RankId};
+use crate::trace::{json, Header, Ns, RankId};
 
 /// Per-stream totals (GPU).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
@@ -46,9 +46,6 @@ pub struct RankResult {
     /// The file's `baseTimeNanoseconds`.
     pub base_ns: Option<i64>,
 }
-
-/// Times below this (ns; ~3 years after 1970) cannot be absolute epoch times.
-const RELATIVE_BELOW_NS: i64 = 100_000_000_000_000_000;
 
 impl RankResult {
     /// Moves every time of the rank by `ns` (steps and collectives).
@@ -288,7 +285,7 @@ pub fn finish(
         streams,
         world_size: header.world_size(),
         distributed_rank: header.distributed_rank(),
-        lost_base: header.base_time_ns.is_none() && earliest.is_some_and(|t| t < RELATIVE_BELOW_NS),
+        lost_base: crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns)),
         base_ns: header.base_time_ns,
     }
 }

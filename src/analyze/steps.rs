@@ -136,6 +136,9 @@ pub struct StepTable {
     pub rows: Vec<StepRow>,
     pub onset: Option<Onset>,
     pub notes: Vec<String>,
+    /// For each rank, the ranks it is compared with (see [`peers`]).
+    #[serde(skip)]
+    pub peers: Vec<Vec<usize>>,
 }
 
 /// Builds the cross-rank step table. `per_rank[r]` are rank r's steps in start order.
@@ -216,6 +219,7 @@ pub fn table(
         });
     }
     t.onset = onset(&t, per_rank, &rows, &peers, origin, threshold);
+    t.peers = peers;
     t
 }
 
@@ -239,27 +243,6 @@ pub fn excess_among(v: &[i64], r: usize, peers: &[usize]) -> f64 {
         return 0.0;
     }
     let mean = peers.iter().map(|&i| v[i]).sum::<i64>() as f64 / peers.len() as f64;
-    if mean > 0.0 {
-        v[r] as f64 / mean - 1.0
-    } else if v[r] > 0 {
-        f64::INFINITY
-    } else {
-        0.0
-    }
-}
-
-/// `v[r]` relative to the mean of the others, minus one (0 when there are no others).
-pub fn excess(v: &[i64], r: usize) -> f64 {
-    if v.len() < 2 {
-        return 0.0;
-    }
-    let others: i64 = v
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != r)
-        .map(|(_, x)| x)
-        .sum();
-    let mean = others as f64 / (v.len() - 1) as f64;
     if mean > 0.0 {
         v[r] as f64 / mean - 1.0
     } else if v[r] > 0 {

@@ -28,14 +28,9 @@ pub struct RankClock {
     pub min_ts: Option<Ns>,
 }
 
-/// `ts` below this (~3 years after 1970 in µs) cannot be absolute epoch time: they are relative
-/// to a `baseTimeNanoseconds` the file lost (Kineto writes the key after the events, so a
-/// truncated file has none).
-const RELATIVE_BELOW: Ns = Ns(100_000_000_000_000_000);
-
 impl RankClock {
     fn lost_base(&self) -> bool {
-        self.base_ns.is_none() && self.min_ts.is_some_and(|t| t < RELATIVE_BELOW)
+        crate::trace::time::lost_base(self.base_ns, self.min_ts)
     }
 }
 

@@ -72,7 +72,7 @@ pub fn scan(file: &RankFile) -> io::Result<ScanInfo> {
         }
         if let (Some(mark), Some(ts)) = (step_mark(ev), ev.ts) {
             let n = match mark {
-                StepMark::Profiler(n) => Some(n),
+                StepMark::Profiler(n) => n,
                 StepMark::Forward => None,
             };
             info.steps.push((n, ts, ts + ev.dur.unwrap_or(Ns::ZERO)));

@@ -185,6 +185,12 @@ fn step_heatmap(a: &Analysis) -> String {
         })
         .collect();
     let ranks = st.ranks.len();
+    // Deviation as the step table measures it: against the rank's own peers (its DP replica).
+    let peers = if st.peers.len() == ranks {
+        st.peers.clone()
+    } else {
+        crate::analyze::steps::peers(&[], ranks)
+    };
     let mut val = vec![Vec::new(); ranks];
     let mut dev = vec![Vec::new(); ranks];
     for b in &buckets {
@@ -193,7 +199,7 @@ fn step_heatmap(a: &Analysis) -> String {
             .collect();
         for r in 0..ranks {
             val[r].push(format!("{:.2}", sums[r] as f64 / 1e6 / b.len() as f64));
-            dev[r].push(crate::analyze::steps::excess(&sums, r));
+            dev[r].push(crate::analyze::steps::excess_among(&sums, r, &peers[r]));
         }
     }
     heatmap("heat-steps", &st.ranks, &cols, &val, &dev)

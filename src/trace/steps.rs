@@ -5,8 +5,8 @@ use super::event::Event;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepMark {
-    /// `ProfilerStep#N`, with its N.
-    Profiler(u64),
+    /// `ProfilerStep#N`, with its N (`None` when N is not a number).
+    Profiler(Option<u64>),
     /// An SGLang `step[...]` forward annotation.
     Forward,
 }
@@ -16,12 +16,17 @@ pub fn step_mark(ev: &Event<'_>) -> Option<StepMark> {
     if ev.ph != b'X' || ev.cat.eq_str("gpu_user_annotation") {
         return None;
     }
-    let name = ev.name.raw();
+    match mark_of_name(ev.name.raw())? {
+        // A `ProfilerStep#` without a number is no step of the profiler's.
+        StepMark::Profiler(None) => None,
+        mark => Some(mark),
+    }
+}
+
+/// Reads a step marker from an annotation name alone: the one place that knows the marker names.
+pub fn mark_of_name(name: &str) -> Option<StepMark> {
     if let Some(n) = name.strip_prefix("ProfilerStep#") {
-        return n.parse().ok().map(StepMark::Profiler);
+        return Some(StepMark::Profiler(n.parse().ok()));
     }
-    if name.starts_with("step[") {
-        return Some(StepMark::Forward);
-    }
-    None
+    name.starts_with("step[").then_some(StepMark::Forward)
 }
