@@ -126,7 +126,7 @@ fn main() {
         json as f64 / 1e6
     );
 
-    let args = rankprof::cli::AnalyzeArgs {
+    let args = rankprof::analyze::AnalyzeOptions {
         profile_dir: Some(dir.clone()),
         jobs: Some(jobs),
         ..Default::default()

@@ -35,7 +35,7 @@ fn main() {
                 unreachable!()
             };
             let t0 = Instant::now();
-            let o = session::start(&a).expect("start");
+            let o = session::start(&rankprof::commands::capture::start_options(&a)).expect("start");
             start_s.push(t0.elapsed().as_secs_f64());
             assert_eq!(o.exit_code, 0, "{:?}", o.workers.iter().find(|r| !r.ok()));
 
@@ -44,7 +44,7 @@ fn main() {
                 unreachable!()
             };
             let t0 = Instant::now();
-            let o = session::stop(&a).expect("stop");
+            let o = session::stop(&rankprof::commands::capture::stop_options(&a)).expect("stop");
             stop_s.push(t0.elapsed().as_secs_f64());
             assert_eq!(o.exit_code, 0);
         }

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::time::Instant;
 
 use rankprof::merge::{gather, merge_group, MergeOptions};
-use rankprof::synth::{write_set, SynthConfig};
+use rankprof::synth::{write_set, SynthOptions};
 use rankprof::trace::read_trace;
 
 fn best<F: FnMut()>(runs: usize, mut f: F) -> f64 {
@@ -21,7 +21,7 @@ fn best<F: FnMut()>(runs: usize, mut f: F) -> f64 {
 
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cfg = SynthConfig {
+    let cfg = SynthOptions {
         tp: 4,
         target_bytes: Some(50_000_000),
         layers: 16,

@@ -45,9 +45,8 @@ fn html_report_renders_in_headless_chromium() {
     .write_ranks(d.path(), true);
     let out = tempfile::tempdir().unwrap();
     let html = out.path().join("report.html");
-    let args = rankprof::cli::AnalyzeArgs {
+    let args = rankprof::analyze::AnalyzeOptions {
         profile_dir: Some(d.path().to_path_buf()),
-        html: Some(html.clone()),
         ..Default::default()
     };
     let a = rankprof::analyze::analyze(&args).unwrap();

@@ -220,7 +220,7 @@ fn one_rank_in_depth() {
     assert_eq!(gemm.total_ns, 3 * 3_000_000 + 5 * 4_500_000);
     let streams: Vec<(i64, u64)> = d.streams.iter().map(|s| (s.stream, s.ops)).collect();
     assert_eq!(streams, [(7, 24), (20, 8)]);
-    let err = rankprof::analyze::analyze(&rankprof::cli::AnalyzeArgs {
+    let err = rankprof::analyze::analyze(&rankprof::analyze::AnalyzeOptions {
         profile_dir: Some(dir.path().to_path_buf()),
         rank: Some(9),
         ..Default::default()

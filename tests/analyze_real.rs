@@ -6,7 +6,7 @@
 mod common;
 
 use common::{analyze_files, assert_matches_checker, checker, shared};
-use rankprof::cli::AnalyzeArgs;
+use rankprof::analyze::AnalyzeOptions;
 
 #[test]
 fn hta_kernel_totals_match_the_readme() {
@@ -136,7 +136,7 @@ fn sglang_cpu_tp2dp2_matches_collectives_within_each_dp_replica() {
 #[test]
 fn sglang_by_stage_needs_a_stage_and_then_works() {
     let dir = shared("sglang-cpu/by_stage");
-    let mut args = AnalyzeArgs {
+    let mut args = AnalyzeOptions {
         profile_dir: Some(dir.clone()),
         ..Default::default()
     };

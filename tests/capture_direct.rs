@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use rankprof::capture::session;
 use rankprof::cli::{CaptureCommand, Command};
+use rankprof::commands::capture::{run_options, start_options, stop_options};
 use serde_json::{json, Value};
 
 use support::capture;
@@ -18,7 +19,7 @@ fn start(args: &[&str]) -> session::Outcome {
     let mut v = vec!["capture", "start"];
     v.extend_from_slice(args);
     match capture(&v) {
-        CaptureCommand::Start(a) => session::start(&a).unwrap(),
+        CaptureCommand::Start(a) => session::start(&start_options(&a)).unwrap(),
         _ => unreachable!(),
     }
 }
@@ -27,7 +28,7 @@ fn stop(args: &[&str]) -> session::Outcome {
     let mut v = vec!["capture", "stop"];
     v.extend_from_slice(args);
     match capture(&v) {
-        CaptureCommand::Stop(a) => session::stop(&a).unwrap(),
+        CaptureCommand::Stop(a) => session::stop(&stop_options(&a)).unwrap(),
         _ => unreachable!(),
     }
 }
@@ -36,7 +37,7 @@ fn run(args: &[&str]) -> session::RunOutcome {
     let mut v = vec!["capture", "run"];
     v.extend_from_slice(args);
     match capture(&v) {
-        CaptureCommand::Run(a) => session::run(&a).unwrap(),
+        CaptureCommand::Run(a) => session::run(&run_options(&a)).unwrap(),
         _ => unreachable!(),
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rankprof::capture::nsys;
-use rankprof::cli::NsysArgs;
+use rankprof::capture::nsys::NsysOptions;
 
 const SESSIONS: &str = "\
  ID      TIME       STATE               LAUNCH  NAME
@@ -40,8 +40,8 @@ impl Fake {
             .map(str::to_string)
             .collect()
     }
-    fn args(&self, session: Option<&str>, all: bool) -> NsysArgs {
-        NsysArgs {
+    fn args(&self, session: Option<&str>, all: bool) -> NsysOptions {
+        NsysOptions {
             session: session.map(str::to_string),
             all,
             nsys: Some(self.bin()),
@@ -119,7 +119,11 @@ fn unknown_session_and_failing_nsys() {
     // a listed session that nsys then refuses: exit code 1, nsys's words kept
     std::fs::write(f.dir.path().join("refuse.txt"), "profile-4188\n").unwrap();
     let code = rankprof::commands::run(rankprof::cli::Command::Nsys(
-        rankprof::cli::NsysCommand::Stop(f.args(None, true)),
+        rankprof::cli::NsysCommand::Stop(rankprof::cli::NsysArgs {
+            all: true,
+            nsys: Some(f.bin()),
+            ..Default::default()
+        }),
     ))
     .unwrap();
     assert_eq!(code, 1);

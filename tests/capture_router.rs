@@ -16,23 +16,23 @@ use support::capture;
 use support::router::Router;
 use support::worker::TestWorker;
 
-fn start_args(c: CaptureCommand) -> rankprof::cli::CaptureStartArgs {
+fn start_args(c: CaptureCommand) -> rankprof::capture::StartOptions {
     match c {
-        CaptureCommand::Start(a) => a,
+        CaptureCommand::Start(a) => rankprof::commands::capture::start_options(&a),
         _ => unreachable!(),
     }
 }
 
-fn stop_args(c: CaptureCommand) -> rankprof::cli::CaptureStopArgs {
+fn stop_args(c: CaptureCommand) -> rankprof::capture::StopOptions {
     match c {
-        CaptureCommand::Stop(a) => a,
+        CaptureCommand::Stop(a) => rankprof::commands::capture::stop_options(&a),
         _ => unreachable!(),
     }
 }
 
-fn run_args(c: CaptureCommand) -> rankprof::cli::CaptureRunArgs {
+fn run_args(c: CaptureCommand) -> rankprof::capture::CaptureOptions {
     match c {
-        CaptureCommand::Run(a) => a,
+        CaptureCommand::Run(a) => rankprof::commands::capture::run_options(&a),
         _ => unreachable!(),
     }
 }

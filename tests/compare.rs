@@ -8,18 +8,19 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rankprof::cli::{CompareArgs, CompareBasis, CompareFormat};
+use rankprof::cli::CompareFormat;
 use rankprof::compare::diff::{Basis, Row, Status};
 use rankprof::compare::{compare, Comparison};
+use rankprof::compare::{CompareBasis, CompareOptions};
 use rankprof::synth::catalog::Class;
-use rankprof::synth::{write_set, Slow, SynthConfig};
+use rankprof::synth::{write_set, Slow, SynthOptions};
 use serde_json::Value;
 
 const STEPS: u32 = 12;
 
 /// A TP=4 SGLang set, seed 1, 12 steps × 2 layers; `slow`: (rank, class, factor, from step).
 fn synth(dir: &Path, slow: Option<(u32, Class, f64, u32)>) -> PathBuf {
-    let cfg = SynthConfig {
+    let cfg = SynthOptions {
         tp: 4,
         steps: STEPS,
         layers: 2,
@@ -30,22 +31,24 @@ fn synth(dir: &Path, slow: Option<(u32, Class, f64, u32)>) -> PathBuf {
             from_step,
             class: Some(class),
         }),
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     };
     write_set(&cfg, dir).expect("synth");
     dir.to_path_buf()
 }
 
-fn args(base: &Path, cur: &Path) -> CompareArgs {
-    CompareArgs {
+fn args(base: &Path, cur: &Path) -> CompareOptions {
+    CompareOptions {
         baseline: base.to_path_buf(),
         current: cur.to_path_buf(),
-        ..CompareArgs::default()
+        ..CompareOptions::default()
     }
 }
 
-fn run_cmp(a: &CompareArgs) -> Comparison {
-    compare(a).unwrap_or_else(|e| panic!("compare: {e:#}"))
+fn run_cmp(a: &CompareOptions) -> Comparison {
+    compare(a)
+        .unwrap_or_else(|e| panic!("compare: {e:#}"))
+        .comparison
 }
 
 fn bin() -> Command {
@@ -103,7 +106,7 @@ fn planted_gemm_on_one_rank_fails_and_names_the_class_and_the_rank() {
         .iter()
         .filter(|f| f.class.as_deref() == Some("comm") && f.rank.is_some())
         .all(|f| f.waiting && f.rank.as_deref() != Some("TP02")));
-    let head = rankprof::compare::render::headline(&c);
+    let head = rankprof::report::compare::headline(&c);
     assert!(
         head.starts_with("FAIL") && head.contains("ranks TP02;"),
         "{head}"
@@ -486,12 +489,12 @@ fn exit_codes_and_input_errors() {
     // events, so that the cut file keeps its clock.)
     let whole = t.path().join("whole");
     write_set(
-        &SynthConfig {
+        &SynthOptions {
             tp: 4,
             steps: STEPS,
             layers: 2,
             base_first: true,
-            ..SynthConfig::default()
+            ..SynthOptions::default()
         },
         &whole,
     )
@@ -550,8 +553,10 @@ fn formats_agree() {
     let base = synth(&t.path().join("base"), None);
     let cur = synth(&t.path().join("cur"), Some((2, Class::Gemm, 1.12, 0)));
     let c = run_cmp(&args(&base, &cur));
-    let j: Value =
-        serde_json::from_str(&rankprof::compare::render(&c, CompareFormat::Json).unwrap()).unwrap();
+    let j: Value = serde_json::from_str(
+        &rankprof::commands::compare::render(&c, CompareFormat::Json).unwrap(),
+    )
+    .unwrap();
     assert_eq!(j["passed"], Value::Bool(false));
     assert_eq!(j["basis"], "steps");
     assert_eq!(j["failures"].as_array().unwrap().len(), c.failures.len());
@@ -562,8 +567,8 @@ fn formats_agree() {
         .find(|r| r["name"] == "gemm on TP02")
         .unwrap();
     assert_eq!(g["status"], "regression");
-    let md = rankprof::compare::render(&c, CompareFormat::Markdown).unwrap();
-    let table = rankprof::compare::render(&c, CompareFormat::Table).unwrap();
+    let md = rankprof::commands::compare::render(&c, CompareFormat::Markdown).unwrap();
+    let table = rankprof::commands::compare::render(&c, CompareFormat::Table).unwrap();
     for f in &c.failures {
         assert!(table.contains(&f.message), "{}", f.message);
         assert!(md.contains(&f.message.replace('|', "\\|")), "{}", f.message);
@@ -592,9 +597,9 @@ fn saved_summary_of_a_tp8_set_is_stable_and_small() {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().join("tp8");
     write_set(
-        &SynthConfig {
+        &SynthOptions {
             tp: 8,
-            ..SynthConfig::default()
+            ..SynthOptions::default()
         },
         &dir,
     )

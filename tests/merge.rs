@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{kineto, python, shared, write_gz};
-use rankprof::cli::Align;
+use rankprof::merge::Align;
 use rankprof::merge::{gather, merge_group, MergeOptions};
 use rankprof::trace::{read_trace, Ns};
 
@@ -348,18 +348,26 @@ fn damaged_rank_is_merged_as_far_as_it_reads() {
     );
 
     // Through the command: exit code 3 (partial); with --strict, 1 and nothing written.
-    let args = |strict: bool, o: &Path| rankprof::cli::MergeArgs {
-        profile_dir: Some(dir.clone()),
-        output: Some(o.to_path_buf()),
-        strict,
-        jobs: Some(1),
-        ..Default::default()
+    let run = |strict: bool, o: &Path| {
+        let mut argv = vec!["rankprof".into(), "merge".into(), "--profile-dir".into()];
+        argv.push(dir.clone().into_os_string());
+        argv.extend([
+            "-o".into(),
+            o.as_os_str().to_owned(),
+            "-j".into(),
+            "1".into(),
+        ]);
+        if strict {
+            argv.push("--strict".into());
+        }
+        let cli = <rankprof::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+        rankprof::commands::run(cli.command).unwrap()
     };
     let o2 = tmp.path().join("cmd.json.gz");
-    assert_eq!(rankprof::merge::run(&args(false, &o2)).unwrap(), 3);
+    assert_eq!(run(false, &o2), 3);
     assert!(o2.exists());
     let o3 = tmp.path().join("strict.json.gz");
-    assert_eq!(rankprof::merge::run(&args(true, &o3)).unwrap(), 1);
+    assert_eq!(run(true, &o3), 1);
     assert!(!o3.exists());
 }
 

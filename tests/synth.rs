@@ -9,9 +9,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rankprof::cli::Naming;
 use rankprof::synth::catalog::Class;
-use rankprof::synth::{write_set, Slow, SynthConfig, Written, DEFAULT_BASE_NS};
+use rankprof::synth::Vendor;
+use rankprof::synth::{write_set, Slow, SynthOptions, Written, DEFAULT_BASE_NS};
 use rankprof::trace::{discover, read_trace};
 use serde_json::Value;
 
@@ -115,16 +115,16 @@ fn assert_planted(r: &[f64], factor: f64, from: usize) {
     }
 }
 
-fn small(tp: u32, steps: u32) -> SynthConfig {
-    SynthConfig {
+fn small(tp: u32, steps: u32) -> SynthOptions {
+    SynthOptions {
         tp,
         steps,
         layers: 2,
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     }
 }
 
-fn write(cfg: &SynthConfig) -> (tempfile::TempDir, Vec<Written>) {
+fn write(cfg: &SynthOptions) -> (tempfile::TempDir, Vec<Written>) {
     let dir = tempfile::tempdir().unwrap();
     let w = write_set(cfg, dir.path()).unwrap();
     (dir, w)
@@ -145,13 +145,13 @@ fn bytes_by_name(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn same_seed_same_bytes_other_seed_other_bytes() {
-    let cfg = SynthConfig {
+    let cfg = SynthOptions {
         dp: 2,
         ..small(2, 3)
     };
     let (a, _) = write(&cfg);
     let (b, _) = write(&cfg);
-    let (c, _) = write(&SynthConfig {
+    let (c, _) = write(&SynthOptions {
         seed: 2,
         ..cfg.clone()
     });
@@ -171,7 +171,7 @@ fn same_seed_same_bytes_other_seed_other_bytes() {
 #[test]
 fn planted_gemm_slowdown_shows_from_its_step_and_not_before() {
     let skew = 1_234_567;
-    let cfg = SynthConfig {
+    let cfg = SynthOptions {
         base_skew_ns: skew,
         slow: Some(Slow {
             rank: 2,
@@ -225,7 +225,7 @@ fn planted_gemm_slowdown_shows_from_its_step_and_not_before() {
 #[test]
 fn every_file_reads_back_whole_with_the_crate_reader() {
     for plain in [false, true] {
-        let cfg = SynthConfig {
+        let cfg = SynthOptions {
             plain,
             base_skew_ns: -777,
             slow: Some(Slow {
@@ -270,7 +270,7 @@ fn every_file_reads_back_whole_with_the_crate_reader() {
 
 #[test]
 fn pipeline_moe_and_dp_layout() {
-    let cfg = SynthConfig {
+    let cfg = SynthOptions {
         tp: 2,
         dp: 2,
         pp: 2,
@@ -283,7 +283,7 @@ fn pipeline_moe_and_dp_layout() {
             from_step: 0,
             class: None,
         }),
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     };
     let (dir, _) = write(&cfg);
     let v = check(dir.path());
@@ -317,8 +317,8 @@ fn pipeline_moe_and_dp_layout() {
 
 #[test]
 fn vllm_names_base_first_and_discovery() {
-    let cfg = SynthConfig {
-        naming: Naming::Vllm,
+    let cfg = SynthOptions {
+        naming: Vendor::Vllm,
         dp: 2,
         base_first: true,
         plain: true,
@@ -363,7 +363,7 @@ fn vllm_names_base_first_and_discovery() {
 
 #[test]
 fn by_stage_writes_an_extend_and_a_decode_file_per_rank() {
-    let cfg = SynthConfig {
+    let cfg = SynthOptions {
         by_stage: true,
         profile_id: "1790857300.25".into(),
         ..small(2, 3)
@@ -388,7 +388,7 @@ fn by_stage_writes_an_extend_and_a_decode_file_per_rank() {
 #[test]
 fn target_size_adds_steps_until_each_file_is_big_enough() {
     let target = 600_000;
-    let cfg = SynthConfig {
+    let cfg = SynthOptions {
         target_bytes: Some(target),
         layers: 1,
         ..small(2, 1)
@@ -414,21 +414,21 @@ fn target_size_adds_steps_until_each_file_is_big_enough() {
 
 #[test]
 fn bad_layouts_are_refused() {
-    let err = |cfg: SynthConfig| {
+    let err = |cfg: SynthOptions| {
         write_set(&cfg, Path::new("/nonexistent/never"))
             .unwrap_err()
             .to_string()
     };
-    assert!(err(SynthConfig {
+    assert!(err(SynthOptions {
         tp: 4,
         ep: 3,
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     })
     .contains("--ep 3"));
-    assert!(err(SynthConfig {
+    assert!(err(SynthOptions {
         pp: 4,
         layers: 2,
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     })
     .contains("--layers"));
     let slow = Some(Slow {
@@ -437,10 +437,10 @@ fn bad_layouts_are_refused() {
         from_step: 0,
         class: None,
     });
-    assert!(err(SynthConfig {
+    assert!(err(SynthOptions {
         tp: 4,
         slow,
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     })
     .contains("--slow-rank 9"));
     let slow = Some(Slow {
@@ -449,26 +449,26 @@ fn bad_layouts_are_refused() {
         from_step: 0,
         class: None,
     });
-    assert!(err(SynthConfig {
+    assert!(err(SynthOptions {
         slow,
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     })
     .contains("--factor"));
-    let vllm = SynthConfig {
-        naming: Naming::Vllm,
+    let vllm = SynthOptions {
+        naming: Vendor::Vllm,
         by_stage: true,
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     };
     assert!(err(vllm).contains("--by-stage"));
-    let huge = SynthConfig {
+    let huge = SynthOptions {
         base_ns: i64::MAX - 5,
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     };
     assert!(err(huge).contains("--base-time-ns"));
-    assert!(err(SynthConfig {
+    assert!(err(SynthOptions {
         tp: 64,
         dp: 32,
-        ..SynthConfig::default()
+        ..SynthOptions::default()
     })
     .contains("2048 ranks"));
 }

@@ -16,12 +16,14 @@
 //! 4. **Output** through [`crate::report`]: terminal tables, JSON / CSV / markdown, HTML,
 //!    Parquet.
 //!
-//! ```no_run
-//! let args = rankprof::cli::AnalyzeArgs {
-//!     profile_dir: Some("/tmp/profiles".into()),
+//! ```
+//! use rankprof::analyze::{analyze, AnalyzeOptions};
+//! let opts = AnalyzeOptions {
+//!     profile_dir: Some("fixtures/sglang-tp4".into()),
 //!     ..Default::default()
 //! };
-//! let a = rankprof::analyze::analyze(&args).unwrap();
+//! let a = analyze(&opts).unwrap();
+//! assert_eq!(a.ranks.len(), 4);
 //! for line in &a.verdict.lines {
 //!     println!("{line}");
 //! }
@@ -32,441 +34,79 @@ pub mod classes;
 pub mod collect;
 pub mod collectives;
 pub mod kernels;
+pub mod model;
+pub mod plan;
 pub mod rank;
 pub mod steps;
 pub mod summary;
 pub mod verdict;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 
-use crate::cli::{AnalyzeArgs, ReportFormat};
-use crate::commands::exit;
-use crate::trace::{self, Id, RankId};
+use crate::trace;
 use busy::RankSummary;
 use classes::Classifier;
-use collect::{Collector, Config, FxMap};
-use collectives::CollectiveReport;
-use kernels::{ClassTable, KernelRow};
-use rank::{RankResult, StreamRow};
-use steps::{StepFig, StepTable};
-use verdict::Verdict;
+use collect::Config;
+use kernels::ClassTable;
+use plan::{plan, read_input, FileResult};
+use rank::RankResult;
+use steps::StepFig;
 
+pub use model::{Analysis, DepthClass, DepthKernel, FileInfo, RankDepth};
 pub use summary::{load_summary, Summary};
 
-/// How one input file was read.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct FileInfo {
-    pub path: String,
-    pub events: u64,
-    /// Decompressed bytes.
-    pub bytes: u64,
-    pub gzip: bool,
-    pub damaged: bool,
-    /// Ranks this file gave (one, or several for a merged trace).
-    pub ranks: Vec<String>,
-}
-
-/// One rank in depth (`--rank N`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RankDepth {
-    pub rank: String,
-    pub summary: RankSummary,
-    pub classes: Vec<DepthClass>,
-    pub kernels: Vec<DepthKernel>,
-    pub streams: Vec<StreamRow>,
-    pub step_source: String,
-    pub steps: Vec<StepFig>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct DepthClass {
-    pub class: String,
-    pub total_ns: i64,
-    /// Share of the rank's summed op time, percent.
-    pub pct: f64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct DepthKernel {
-    pub name: String,
-    pub short: String,
-    pub class: String,
-    pub kind: String,
-    pub total_ns: i64,
-    pub count: u64,
-    pub mean_ns: f64,
-    pub min_ns: i64,
-    pub max_ns: i64,
-    /// Share of the rank's summed op time, percent.
-    pub pct: f64,
-}
-
-/// The whole report of one profile.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Analysis {
-    pub profile_id: String,
-    pub stage: Option<String>,
-    pub files: Vec<FileInfo>,
-    /// `gpu` (every rank has GPU ops), `cpu` (none has: CPU-only traces) or `mixed`.
-    pub source: String,
-    pub threshold_pct: f64,
-    pub verdict: Verdict,
-    pub ranks: Vec<RankSummary>,
-    pub classes: ClassTable,
-    pub kernels: Vec<KernelRow>,
-    pub steps: StepTable,
-    pub collectives: CollectiveReport,
-    pub depth: Option<RankDepth>,
-    pub notes: Vec<String>,
-    /// Some input was damaged: figures cover what could be read.
-    pub damaged: bool,
-    #[serde(skip)]
-    pub summary: Option<Summary>,
-}
-
-impl Analysis {
-    /// Every note of the report: inputs, steps, collectives.
-    pub fn all_notes(&self) -> Vec<&String> {
-        self.notes
-            .iter()
-            .chain(&self.steps.notes)
-            .chain(&self.collectives.notes)
-            .collect()
-    }
-}
-
-/// Analyzes, prints, writes the requested files. Exit code: OK, or PARTIAL when an input was
-/// damaged.
-pub fn run(args: &AnalyzeArgs) -> Result<i32> {
-    if args.parquet.is_some() && !cfg!(feature = "parquet") {
-        bail!("--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`");
-    }
-    let a = analyze(args)?;
-    refuse_to_overwrite_inputs(args, &a)?;
-    for n in &a.notes {
-        eprintln!("note: {n}");
-    }
-    let text = match args.format {
-        ReportFormat::Table => crate::report::tables::render(&a),
-        ReportFormat::Json => crate::report::formats::json(&a)?,
-        ReportFormat::Csv => crate::report::formats::csv(&a),
-        ReportFormat::Markdown => crate::report::formats::markdown(&a),
-    };
-    print!("{text}");
-    if let Some(path) = &args.html {
-        crate::report::formats::write_atomic(path, crate::report::html::render(&a).as_bytes())?;
-        eprintln!("wrote {}", path.display());
-    }
-    if let Some(dir) = &args.parquet {
-        let files = crate::report::parquet::write(&a, dir)?;
-        eprintln!("wrote {} Parquet files into {}", files, dir.display());
-    }
-    if let Some(path) = &args.save_summary {
-        let s = a.summary.as_ref().context("no summary was built")?;
-        let text = summary::to_json(s)?;
-        crate::report::formats::write_atomic(path, text.as_bytes())?;
-        eprintln!("wrote {} ({} bytes)", path.display(), text.len());
-    }
-    Ok(if a.damaged { exit::PARTIAL } else { exit::OK })
-}
-
-/// Output files must never replace an input trace.
-fn refuse_to_overwrite_inputs(args: &AnalyzeArgs, a: &Analysis) -> Result<()> {
-    let inputs: Vec<PathBuf> = a
-        .files
-        .iter()
-        .filter_map(|f| std::fs::canonicalize(&f.path).ok())
-        .collect();
-    for out in [&args.html, &args.save_summary].into_iter().flatten() {
-        if let Ok(c) = std::fs::canonicalize(out) {
-            if inputs.contains(&c) {
-                bail!(
-                    "{}: is an input trace; choose another output file",
-                    out.display()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// One file to read, with the rank it holds (a merged trace may hold several).
+/// What to analyze and how, independent of the command line (every default equals the
+/// command line's).
 #[derive(Debug, Clone)]
-struct Input {
-    path: PathBuf,
-    label: String,
-    id: RankId,
+pub struct AnalyzeOptions {
+    /// A directory of rank traces (or holding one merged trace).
+    pub profile_dir: Option<PathBuf>,
+    /// Rank trace files, or one merged trace.
+    pub files: Vec<PathBuf>,
+    /// One rank in depth: its index in rank order.
+    pub rank: Option<usize>,
+    /// Only this profile id (when the directory holds several).
+    pub profile_id: Option<String>,
+    /// Only this stage (EXTEND, DECODE, prefill, decode).
+    pub stage: Option<String>,
+    /// Kernels in the top-kernels table.
+    pub top_n: usize,
+    /// A regex on annotation names that marks steps, instead of ProfilerStep#N / step[...].
+    pub step_marker: Option<String>,
+    /// How far above its peers' mean a rank must stay to count as slower, in percent.
+    pub threshold: f64,
+    /// Kernel class rules (TOML) used before the built-in ones.
+    pub classes: Option<PathBuf>,
+    /// Kernels kept by name in the summary.
+    pub summary_kernels: usize,
+    /// Worker threads (`None`: all cores).
+    pub jobs: Option<usize>,
 }
 
-struct Plan {
-    profile_id: String,
-    stage: Option<String>,
-    inputs: Vec<Input>,
-    notes: Vec<String>,
-}
-
-fn is_trace_name(p: &Path) -> bool {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.ends_with(".json") || n.ends_with(".json.gz"))
-}
-
-fn is_merged_name(p: &Path) -> bool {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("merged-"))
-}
-
-fn strip_brackets(label: &str) -> String {
-    label
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string()
-}
-
-/// Finds the files to read: rank files win over a merged trace in the same directory.
-fn plan(args: &AnalyzeArgs) -> Result<Plan> {
-    let mut ranks: Vec<PathBuf> = Vec::new();
-    let mut merged: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = &args.profile_dir {
-        let rd = std::fs::read_dir(dir)
-            .with_context(|| format!("cannot read directory {}", dir.display()))?;
-        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
-        for p in paths {
-            if p.is_file() && is_trace_name(&p) {
-                if is_merged_name(&p) {
-                    merged.push(p);
-                } else {
-                    ranks.push(p);
-                }
-            }
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            profile_dir: None,
+            files: Vec::new(),
+            rank: None,
+            profile_id: None,
+            stage: None,
+            top_n: 15,
+            step_marker: None,
+            threshold: 5.0,
+            classes: None,
+            summary_kernels: 200,
+            jobs: None,
         }
     }
-    for f in &args.files {
-        if !f.is_file() {
-            bail!("{}: no such file", f.display());
-        }
-        if is_merged_name(f) {
-            merged.push(f.clone());
-        } else {
-            ranks.push(f.clone());
-        }
-    }
-    if args.profile_dir.is_none() && args.files.is_empty() {
-        bail!("nothing to analyze: give --profile-dir DIR or trace files");
-    }
-    let mut disc = trace::discover_files(&ranks);
-    disc.select(args.profile_id.as_deref(), args.stage.as_deref());
-    let mut notes: Vec<String> = disc
-        .notes
-        .iter()
-        .filter(|n| !n.contains("a merged trace"))
-        .cloned()
-        .collect();
-    match disc.groups.len() {
-        1 => {
-            let g = disc.groups.remove(0);
-            let missing = g.missing();
-            if !missing.is_empty() {
-                notes.push(format!(
-                    "ranks missing from the grid: {}",
-                    missing.join(", ")
-                ));
-            }
-            Ok(Plan {
-                profile_id: g.profile_id,
-                stage: g.stage,
-                inputs: g
-                    .files
-                    .into_iter()
-                    .map(|f| Input {
-                        path: f.path,
-                        label: strip_brackets(&f.label),
-                        id: f.id,
-                    })
-                    .collect(),
-                notes,
-            })
-        }
-        0 => {
-            let want = |p: &Path| {
-                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                args.profile_id
-                    .as_deref()
-                    .is_none_or(|id| name.contains(id))
-                    && args.stage.as_deref().is_none_or(|st| name.contains(st))
-            };
-            let picked: Vec<PathBuf> = merged.into_iter().filter(|p| want(p)).collect();
-            match picked.len() {
-                0 => bail!("no rank traces found (looked for *.json / *.json.gz rank files and merged-*.trace.json.gz)"),
-                1 => {
-                    let p = picked[0].clone();
-                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("merged");
-                    let id = name
-                        .trim_start_matches("merged-")
-                        .trim_end_matches(".gz")
-                        .trim_end_matches(".json")
-                        .trim_end_matches(".trace")
-                        .to_string();
-                    Ok(Plan {
-                        profile_id: id,
-                        stage: args.stage.clone(),
-                        inputs: vec![Input {
-                            path: p,
-                            label: "RANK00".into(),
-                            id: RankId::default(),
-                        }],
-                        notes,
-                    })
-                }
-                _ => bail!(
-                    "{} merged traces found ({}); choose one with --profile-id or give the file",
-                    picked.len(),
-                    picked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-                ),
-            }
-        }
-        _ => {
-            let list: Vec<String> = disc
-                .groups
-                .iter()
-                .map(|g| match &g.stage {
-                    Some(s) => format!("{} (stage {s}, {} ranks)", g.profile_id, g.files.len()),
-                    None => format!("{} ({} ranks)", g.profile_id, g.files.len()),
-                })
-                .collect();
-            bail!(
-                "{} profiles found: {}; choose one with --profile-id and/or --stage",
-                list.len(),
-                list.join(", ")
-            )
-        }
-    }
-}
-
-/// Parses a merged-trace label such as `TP01-DP01` or `RANK03`.
-fn parse_label(label: &str) -> RankId {
-    let mut id = RankId::default();
-    for part in label.split('-') {
-        let digits = part.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-        let key = &part[..part.len() - digits.len()];
-        let v: Option<u32> = digits.parse().ok();
-        match key.to_ascii_uppercase().as_str() {
-            "TP" => id.tp = v,
-            "DP" => id.dp = v,
-            "PP" => id.pp = v,
-            "EP" => id.ep = v,
-            "DCP" => id.dcp = v,
-            "RANK" => id.rank = v,
-            _ => {}
-        }
-    }
-    id
-}
-
-/// The rank(s) of one file, how reading it went, and notes.
-type FileResult = (Vec<RankResult>, FileInfo, Vec<String>);
-
-/// Reads one file and returns its rank(s).
-fn read_input(
-    input: &Input,
-    cfg: &Config<'_>,
-    classes: &Classifier,
-    custom: bool,
-) -> Result<FileResult> {
-    let mut own = Collector::new(cfg);
-    let mut labeled: Vec<(String, Collector<'_>)> = Vec::new();
-    let mut index: FxMap<String, usize> = FxMap::default();
-    let mut last: Option<(String, usize)> = None;
-    let report = trace::read_trace(&input.path, |ev| {
-        if let Id::Str(s) = ev.pid {
-            let raw = s.raw();
-            if raw.starts_with('[') {
-                if let Some(end) = raw.find(']') {
-                    let lab = &raw[1..end];
-                    let i = match &last {
-                        Some((l, i)) if l == lab => *i,
-                        _ => {
-                            let i = match index.get(lab) {
-                                Some(&i) => i,
-                                None => {
-                                    labeled.push((lab.to_string(), Collector::new(cfg)));
-                                    index.insert(lab.to_string(), labeled.len() - 1);
-                                    labeled.len() - 1
-                                }
-                            };
-                            last = Some((lab.to_string(), i));
-                            i
-                        }
-                    };
-                    labeled[i].1.on_event(ev);
-                    return;
-                }
-            }
-        }
-        own.on_event(ev);
-    })
-    .with_context(|| format!("cannot read {}", input.path.display()))?;
-    let mut notes = report.notes();
-    let path_s = input.path.display().to_string();
-    let results: Vec<RankResult> = if labeled.is_empty() {
-        vec![rank::finish(
-            own,
-            &report.header,
-            input.label.clone(),
-            input.id.clone(),
-            input.path.clone(),
-            classes,
-            custom,
-        )]
-    } else {
-        if own.events > 0 {
-            notes.push(format!(
-                "{path_s}: a merged trace; {} events without a rank label were left out",
-                own.events
-            ));
-        }
-        let mut v: Vec<RankResult> = labeled
-            .into_par_iter()
-            .map(|(lab, c)| {
-                let id = parse_label(&lab);
-                rank::finish(
-                    c,
-                    &report.header,
-                    lab,
-                    id,
-                    input.path.clone(),
-                    classes,
-                    custom,
-                )
-            })
-            .collect();
-        v.sort_by(|a, b| {
-            a.id.sort_key()
-                .cmp(&b.id.sort_key())
-                .then(a.label.cmp(&b.label))
-        });
-        v
-    };
-    let info = FileInfo {
-        path: path_s,
-        events: report.events,
-        bytes: report.bytes,
-        gzip: report.gzip,
-        damaged: report.is_damaged(),
-        ranks: results.iter().map(|r| r.label.clone()).collect(),
-    };
-    Ok((results, info, notes))
 }
 
 /// Reads and analyzes a profile as `args` say, without printing anything.
-pub fn analyze(args: &AnalyzeArgs) -> Result<Analysis> {
+pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
     let classifier = match &args.classes {
         Some(p) => Classifier::from_toml_file(p)?,
         None => Classifier::default(),
@@ -479,7 +119,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<Analysis> {
     };
     let threshold = args.threshold / 100.0;
     let mut plan = plan(args)?;
-    let merged_input = plan.inputs.len() == 1 && is_merged_name(&plan.inputs[0].path);
+    let merged_input = plan.inputs.len() == 1 && trace::is_merged_trace(&plan.inputs[0].path);
     if let (Some(n), false) = (args.rank, merged_input) {
         if n >= plan.inputs.len() {
             bail!(
@@ -611,7 +251,7 @@ fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
 fn cross_rank(
     results: Vec<RankResult>,
     classifier: &Classifier,
-    args: &AnalyzeArgs,
+    args: &AnalyzeOptions,
     threshold: f64,
     id: &str,
     stage: Option<&str>,

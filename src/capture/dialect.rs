@@ -14,8 +14,32 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use super::options::ProfileSettings;
 use super::workers::excerpt;
-use crate::cli::{Activity, ProfileSettings};
+
+/// Which server dialect to speak; `Auto` asks each server.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Backend {
+    #[default]
+    Auto,
+    Sglang,
+    Vllm,
+}
+
+/// A profiler activity SGLang records.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Activity {
+    #[value(name = "CPU", alias = "cpu")]
+    Cpu,
+    #[value(name = "GPU", alias = "gpu")]
+    Gpu,
+    #[value(name = "MEM", alias = "mem")]
+    Mem,
+    #[value(name = "RPD", alias = "rpd")]
+    Rpd,
+    #[value(name = "CUDA_PROFILER", alias = "cuda_profiler")]
+    CudaProfiler,
+}
 
 /// A server dialect.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -80,15 +104,6 @@ fn activity_name(a: Activity) -> &'static str {
     }
 }
 
-/// `--with-stack` / `--no-with-stack` / neither.
-pub fn tri(yes: bool, no: bool) -> Option<bool> {
-    match (yes, no) {
-        (true, _) => Some(true),
-        (_, true) => Some(false),
-        _ => None,
-    }
-}
-
 /// SGLang's `ProfileReqInput` body: only the fields given. `output_dir` is passed separately
 /// because `capture` decides it (absolute, `step_N/`).
 pub fn sglang_start_body(p: &ProfileSettings, output_dir: Option<&Path>) -> Value {
@@ -109,10 +124,10 @@ pub fn sglang_start_body(p: &ProfileSettings, output_dir: Option<&Path>) -> Valu
     if p.profile_by_stage {
         m.insert("profile_by_stage".into(), json!(true));
     }
-    if let Some(v) = tri(p.with_stack, p.no_with_stack) {
+    if let Some(v) = p.with_stack {
         m.insert("with_stack".into(), json!(v));
     }
-    if let Some(v) = tri(p.record_shapes, p.no_record_shapes) {
+    if let Some(v) = p.record_shapes {
         m.insert("record_shapes".into(), json!(v));
     }
     if p.merge_profiles {
@@ -298,8 +313,8 @@ mod tests {
             num_steps: Some(5),
             activities: vec![Activity::Cpu, Activity::Gpu, Activity::CudaProfiler],
             profile_by_stage: true,
-            no_with_stack: true,
-            record_shapes: true,
+            with_stack: Some(false),
+            record_shapes: Some(true),
             merge_profiles: true,
             profile_prefix: Some("exp1".into()),
             profile_stages: vec!["EXTEND".into()],

@@ -48,12 +48,6 @@ pub fn new_files(before: &Snapshot, now: &Snapshot) -> Vec<(PathBuf, u64)> {
         .collect()
 }
 
-fn is_merged(p: &Path) -> bool {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("merged-"))
-}
-
 /// What the wait saw.
 #[derive(Clone, Debug, Serialize)]
 pub struct Flushed {
@@ -68,7 +62,10 @@ pub struct Flushed {
 impl Flushed {
     /// Rank files (not `merged-*`).
     pub fn rank_files(&self) -> usize {
-        self.files.iter().filter(|(p, _)| !is_merged(p)).count()
+        self.files
+            .iter()
+            .filter(|(p, _)| !crate::trace::is_merged_trace(p))
+            .count()
     }
     pub fn bytes(&self) -> u64 {
         self.files.iter().map(|(_, s)| s).sum()
@@ -99,7 +96,10 @@ pub fn wait(
             last = now;
             last_change = Instant::now();
         }
-        let ranks = last.iter().filter(|(p, _)| !is_merged(p)).count();
+        let ranks = last
+            .iter()
+            .filter(|(p, _)| !crate::trace::is_merged_trace(p))
+            .count();
         let bytes: u64 = last.iter().map(|(_, s)| s).sum();
         bar.set_message(format!(
             "waiting for traces in {}: {ranks}/{expect} files, {:.1} MB",

@@ -15,27 +15,21 @@
 //!    2 usage);
 //! 6. [`nsys`] does the same for Nsight Systems sessions.
 //!
-//! Capture does not look inside traces: it hands the directory to `merge` and `analyze`
-//! through [`session::merge_and_analyze`].
+//! Capture does not look inside traces: it hands the files to [`crate::pipeline`] (merge, then
+//! analyze) through [`handoff::merge_and_analyze`]. Its settings come as [`options`] types;
+//! `crate::commands::capture` turns the command line into them and prints the outcome.
 
 pub mod dialect;
 pub mod fanout;
 pub mod flush;
+pub mod handoff;
 pub mod load;
 pub mod nsys;
+pub mod options;
 pub mod report;
 pub mod session;
 pub mod workers;
 
-use anyhow::Result;
-
-use crate::cli::CaptureCommand;
-
-/// Runs one `capture` subcommand, prints its table (or JSON) and returns the exit code.
-pub fn run(c: &CaptureCommand) -> Result<i32> {
-    match c {
-        CaptureCommand::Start(a) => session::print_outcome(&session::start(a)?, a.targets.json),
-        CaptureCommand::Stop(a) => session::print_outcome(&session::stop(a)?, a.targets.json),
-        CaptureCommand::Run(a) => session::print_run(&session::run(a)?, a.targets.json),
-    }
-}
+pub use dialect::{Activity, Backend};
+pub use options::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
+pub use workers::WorkerType;

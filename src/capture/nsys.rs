@@ -6,17 +6,24 @@
 //! `nsys stop --session=NAME`. nsys is run with an argument vector, never through a shell, so a
 //! session name cannot inject anything.
 
-use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use anyhow::{anyhow, bail, Result};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
-use serde_json::json;
 
-use crate::cli::{NsysArgs, NsysCommand};
-use crate::commands::exit;
+/// Which sessions to act on and how to run nsys, independent of the command line.
+#[derive(Debug, Clone, Default)]
+pub struct NsysOptions {
+    /// A session ID or NAME as `nsys sessions list` shows it.
+    pub session: Option<String>,
+    /// Every session (start: those not collecting; stop: those collecting).
+    pub all: bool,
+    /// The nsys binary (default: `$RANKPROF_NSYS`, else `nsys` on PATH).
+    pub nsys: Option<PathBuf>,
+    /// Extra arguments for `nsys start` / `nsys stop`.
+    pub extra: Vec<String>,
+}
 
 /// One row of `nsys sessions list`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -92,7 +99,7 @@ pub fn parse_sessions(text: &str) -> Result<Vec<Session>> {
 }
 
 /// The nsys binary: `--nsys`, `$RANKPROF_NSYS`, else `nsys` on PATH.
-pub fn nsys_binary(a: &NsysArgs) -> PathBuf {
+pub fn nsys_binary(a: &NsysOptions) -> PathBuf {
     a.nsys
         .clone()
         .or_else(|| {
@@ -106,7 +113,7 @@ pub fn nsys_binary(a: &NsysArgs) -> PathBuf {
 /// Runs nsys with these arguments.
 pub fn exec(bin: &PathBuf, args: &[String]) -> Result<Output> {
     Command::new(bin).args(args).output().map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
+        if e.kind() == std::io::ErrorKind::NotFound {
             anyhow!(
                 "`{}` not found: install Nsight Systems and put nsys on PATH, or pass --nsys /path/to/nsys",
                 bin.display()
@@ -148,7 +155,7 @@ pub struct Done {
     pub output: String,
 }
 
-fn pick<'a>(sessions: &'a [Session], a: &NsysArgs, action: &str) -> Result<Vec<&'a Session>> {
+fn pick<'a>(sessions: &'a [Session], a: &NsysOptions, action: &str) -> Result<Vec<&'a Session>> {
     let names = || {
         if sessions.is_empty() {
             "there are none".to_string()
@@ -194,7 +201,7 @@ fn pick<'a>(sessions: &'a [Session], a: &NsysArgs, action: &str) -> Result<Vec<&
 }
 
 /// Runs `nsys start|stop --session=NAME [extra…]` on each chosen session.
-pub fn act(a: &NsysArgs, action: &'static str) -> Result<Vec<Done>> {
+pub fn act(a: &NsysOptions, action: &'static str) -> Result<Vec<Done>> {
     let bin = nsys_binary(a);
     let sessions = list(&bin)?;
     let chosen = pick(&sessions, a, action)?;
@@ -212,70 +219,6 @@ pub fn act(a: &NsysArgs, action: &'static str) -> Result<Vec<Done>> {
         });
     }
     Ok(out)
-}
-
-/// `rankprof nsys …`.
-pub fn run(c: &NsysCommand) -> Result<i32> {
-    let mut w = io::stdout().lock();
-    match c {
-        NsysCommand::List(a) => {
-            let sessions = list(&nsys_binary(a))?;
-            if a.json {
-                serde_json::to_writer_pretty(&mut w, &json!({ "sessions": sessions }))?;
-                writeln!(w)?;
-            } else if sessions.is_empty() {
-                writeln!(w, "no nsys sessions")?;
-            } else {
-                let mut t = Table::new();
-                t.load_preset(UTF8_FULL_CONDENSED);
-                t.set_header(vec!["id", "time", "state", "launch", "name"]);
-                for s in &sessions {
-                    t.add_row(vec![&s.id, &s.time, &s.state, &s.launch, &s.name]);
-                }
-                writeln!(w, "{t}")?;
-            }
-            Ok(exit::OK)
-        }
-        NsysCommand::Start(a) | NsysCommand::Stop(a) => {
-            let action = if matches!(c, NsysCommand::Start(_)) {
-                "start"
-            } else {
-                "stop"
-            };
-            let done = act(a, action)?;
-            let code = if done.iter().all(|d| d.ok) {
-                exit::OK
-            } else {
-                exit::FAILED
-            };
-            if a.json {
-                serde_json::to_writer_pretty(
-                    &mut w,
-                    &json!({ "action": action, "sessions": done, "exit_code": code }),
-                )?;
-                writeln!(w)?;
-            } else {
-                let mut t = Table::new();
-                t.load_preset(UTF8_FULL_CONDENSED);
-                t.set_header(vec!["session", "state before", "nsys", "result", "output"]);
-                for d in &done {
-                    t.add_row(vec![
-                        format!("{} {}", d.session.id, d.session.name),
-                        d.session.state.clone(),
-                        format!(
-                            "{action} exit {}",
-                            d.exit
-                                .map_or_else(|| "signal".to_string(), |c| c.to_string())
-                        ),
-                        if d.ok { "ok".into() } else { "FAILED".into() },
-                        d.output.clone(),
-                    ]);
-                }
-                writeln!(w, "{t}")?;
-            }
-            Ok(code)
-        }
-    }
 }
 
 #[cfg(test)]
@@ -316,7 +259,7 @@ mod tests {
     fn picks_sessions() {
         let s = parse_sessions(LISTED).unwrap();
         let by = |session: Option<&str>, all: bool, action: &str| {
-            let a = NsysArgs {
+            let a = NsysOptions {
                 session: session.map(str::to_string),
                 all,
                 ..Default::default()

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::dialect::Dialect;
 use super::fanout::Answer;
 use super::workers::Worker;
-use crate::commands::exit;
+use crate::exit;
 
 /// One request to one server and what it meant.
 #[derive(Clone, Debug, Serialize)]

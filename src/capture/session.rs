@@ -1,6 +1,6 @@
 //! One capture from start to finish: start every server's profiler, drive load, wait (for
 //! `--duration`, the load, or `num_steps`), stop, wait until the trace files stop growing,
-//! then merge and analyze them ([`merge_and_analyze`], the single hand-over to the rest of
+//! then merge and analyze them ([`super::handoff`], the single hand-over to the rest of
 //! rankprof). `capture start` and `capture stop` are the first and middle steps on their own.
 
 use std::path::{Path, PathBuf};
@@ -9,19 +9,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use serde_json::json;
 
+use super::dialect::Backend;
 use super::dialect::{self, Dialect};
 use super::fanout::{fan_out, Http};
 use super::flush::{self, Flushed, Snapshot};
+use super::handoff::{merge_and_analyze, worst, PostProcess};
 use super::load::{self, LoadReport, Plan};
+use super::options::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
 use super::report::{self, Call, WorkerRow};
 use super::workers::{self, is_loopback, Worker};
-use crate::cli::{
-    Backend, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets, Cli, Command,
-    MergeArgs, ProfileSettings,
-};
-use crate::commands::exit;
+use crate::exit;
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(if s.is_finite() && s > 0.0 { s } else { 0.001 })
@@ -121,7 +119,7 @@ impl Dirs {
 pub fn start_one(
     http: &Http,
     w: &Worker,
-    t: &CaptureTargets,
+    t: &Targets,
     p: &ProfileSettings,
     dirs: &Dirs,
 ) -> WorkerRow {
@@ -195,7 +193,7 @@ pub struct Outcome {
 }
 
 /// `capture start`.
-pub fn start(a: &CaptureStartArgs) -> Result<Outcome> {
+pub fn start(a: &StartOptions) -> Result<Outcome> {
     let http = Http::new();
     let found = workers::resolve(&http, &a.targets)?;
     let dirs = Dirs::new(&a.profile)?;
@@ -212,7 +210,7 @@ pub fn start(a: &CaptureStartArgs) -> Result<Outcome> {
 }
 
 /// `capture stop`.
-pub fn stop(a: &CaptureStopArgs) -> Result<Outcome> {
+pub fn stop(a: &StopOptions) -> Result<Outcome> {
     let http = Http::new();
     let found = workers::resolve(&http, &a.targets)?;
     let probe_timeout = secs(a.targets.timeout);
@@ -241,170 +239,8 @@ pub fn stop(a: &CaptureStopArgs) -> Result<Outcome> {
     })
 }
 
-/// One merge or analyze hand-over.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Step {
-    /// What it was run on.
-    pub target: Option<PathBuf>,
-    /// Its exit code, when it ran.
-    pub code: Option<i32>,
-    pub note: String,
-}
-
-impl Step {
-    /// 0 (also when it did not run), 3 (partial), or 1 (an error or any other code).
-    fn outcome(&self) -> i32 {
-        match self.code {
-            None | Some(exit::OK) => exit::OK,
-            Some(exit::PARTIAL) => exit::PARTIAL,
-            Some(_) => exit::FAILED,
-        }
-    }
-}
-
-/// What [`merge_and_analyze`] did.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct PostProcess {
-    pub merge: Step,
-    /// One analysis per merged file (or one of the directory when nothing was merged).
-    pub analyze: Vec<Step>,
-    /// `merged-*` files that appeared in the directory.
-    pub merged: Vec<PathBuf>,
-}
-
-impl PostProcess {
-    /// 0; 3 when merge/analyze read damaged input (partial result); 1 when any failed.
-    /// A stage that is not built yet counts as 0.
-    pub fn code(&self) -> i32 {
-        self.analyze
-            .iter()
-            .fold(self.merge.outcome(), |c, s| worst(c, s.outcome()))
-    }
-
-    /// Every step's note that says something.
-    pub fn notes(&self) -> Vec<String> {
-        std::iter::once(&self.merge)
-            .chain(&self.analyze)
-            .filter(|s| !s.note.is_empty())
-            .map(|s| s.note.clone())
-            .collect()
-    }
-}
-
-/// Failed (1) wins over partial (3), which wins over ok (0).
-pub fn worst(a: i32, b: i32) -> i32 {
-    if a == exit::FAILED || b == exit::FAILED {
-        exit::FAILED
-    } else {
-        a.max(b)
-    }
-}
-
-fn hand_over(what: &str, target: &Path, cmd: Result<Command, String>) -> Step {
-    let target = Some(target.to_path_buf());
-    let cmd = match cmd {
-        Ok(c) => c,
-        Err(e) => {
-            return Step {
-                target,
-                code: None,
-                note: format!("warning: {what} skipped: {e}"),
-            };
-        }
-    };
-    match crate::commands::run(cmd) {
-        Ok(code) => Step {
-            target,
-            code: Some(code),
-            note: String::new(),
-        },
-        // The stage is being written in parallel: a warning, not a failure, until it lands.
-        Err(e) if e.to_string().contains("not built yet") => Step {
-            target,
-            code: None,
-            note: format!("warning: {what} skipped: {e}"),
-        },
-        Err(e) => Step {
-            target,
-            code: Some(exit::FAILED),
-            note: format!("{what} failed: {e:#}"),
-        },
-    }
-}
-
-/// `rankprof analyze FILE` / `rankprof analyze --profile-dir DIR`, built the way a user's
-/// command line is, so this code does not depend on the analyze arguments' fields.
-fn analyze_command(target: &Path) -> Result<Command, String> {
-    let t = target.as_os_str();
-    let args: Vec<&std::ffi::OsStr> = if target.is_dir() {
-        vec![
-            "rankprof".as_ref(),
-            "analyze".as_ref(),
-            "--profile-dir".as_ref(),
-            t,
-        ]
-    } else {
-        vec!["rankprof".as_ref(), "analyze".as_ref(), t]
-    };
-    match <Cli as clap::Parser>::try_parse_from(args) {
-        Ok(cli) => Ok(cli.command),
-        Err(e) => {
-            let first = e.to_string().lines().next().unwrap_or_default().to_string();
-            Err(format!(
-                "this build's analyze does not take these arguments (not built yet?): {first}"
-            ))
-        }
-    }
-}
-
-/// The one place `capture run` hands its traces to the rest of rankprof: merges `files` (this
-/// capture's rank files; every profile in `dir` when empty) with the default settings, then
-/// analyzes each merged trace. Capture knows nothing of the merge and analysis internals: it
-/// runs the commands a user would.
-pub fn merge_and_analyze(dir: &Path, files: &[PathBuf]) -> PostProcess {
-    let before: Snapshot = flush::snapshot(dir);
-    let merge = hand_over(
-        "merge",
-        dir,
-        Ok(Command::Merge(MergeArgs {
-            profile_dir: if files.is_empty() {
-                Some(dir.to_path_buf())
-            } else {
-                None
-            },
-            files: files.to_vec(),
-            ..MergeArgs::default()
-        })),
-    );
-    let merged: Vec<PathBuf> = flush::new_files(&before, &flush::snapshot(dir))
-        .into_iter()
-        .map(|(p, _)| p)
-        .filter(|p| is_merged(p))
-        .collect();
-    let targets: Vec<&Path> = if merged.is_empty() {
-        vec![dir]
-    } else {
-        merged.iter().map(PathBuf::as_path).collect()
-    };
-    let analyze = targets
-        .into_iter()
-        .map(|t| hand_over("analyze", t, analyze_command(t)))
-        .collect();
-    PostProcess {
-        merge,
-        analyze,
-        merged,
-    }
-}
-
-fn is_merged(p: &Path) -> bool {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("merged-"))
-}
-
 /// The result of `capture run`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct RunOutcome {
     pub command: &'static str,
     pub router: Option<String>,
@@ -421,7 +257,7 @@ pub struct RunOutcome {
 /// Where load goes: the router, else every started server, round-robin.
 fn load_plan(
     http: &Http,
-    a: &CaptureRunArgs,
+    a: &CaptureOptions,
     router: Option<&str>,
     rows: &[WorkerRow],
 ) -> Result<Plan, String> {
@@ -477,7 +313,7 @@ fn sleep_for(d: Duration) {
 }
 
 /// `capture run`.
-pub fn run(a: &CaptureRunArgs) -> Result<RunOutcome> {
+pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     let p = &a.profile;
     if p.output_dir.is_none() && !a.no_merge {
         bail!("capture run needs --output-dir: a directory the servers write to and this machine can read (or --no-merge)");
@@ -644,7 +480,7 @@ pub fn run(a: &CaptureRunArgs) -> Result<RunOutcome> {
             let files: Vec<PathBuf> = traces
                 .iter()
                 .flat_map(|f| f.files.iter().map(|(p, _)| p.clone()))
-                .filter(|p| !is_merged(p))
+                .filter(|p| !crate::trace::is_merged_trace(p))
                 .collect();
             let pp = merge_and_analyze(dir, &files);
             notes.extend(pp.notes());
@@ -675,76 +511,9 @@ pub fn run(a: &CaptureRunArgs) -> Result<RunOutcome> {
     })
 }
 
-/// Prints an outcome (table or JSON) and returns its exit code.
-pub fn print_outcome(o: &Outcome, as_json: bool) -> Result<i32> {
-    if as_json {
-        report::print_json(&json!(o))?;
-    } else {
-        report::print_human(&o.workers, &o.notes)?;
-    }
-    Ok(o.exit_code)
-}
-
-/// Prints a `capture run` outcome and returns its exit code.
-pub fn print_run(o: &RunOutcome, as_json: bool) -> Result<i32> {
-    if as_json {
-        report::print_json(&json!(o))?;
-        return Ok(o.exit_code);
-    }
-    report::print_human(&o.workers, &[])?;
-    if let Some(l) = &o.load {
-        println!(
-            "load: {} requests, {} ok, {} failed, {:.1} s",
-            l.sent,
-            l.ok,
-            l.failed,
-            l.ms as f64 / 1e3
-        );
-    }
-    for f in &o.traces {
-        println!(
-            "traces: {} files, {:.1} MB in {}{}",
-            f.files.len(),
-            f.bytes() as f64 / 1e6,
-            f.dir.display(),
-            if f.complete { "" } else { " (incomplete)" }
-        );
-    }
-    if let Some(pp) = &o.post {
-        for m in &pp.merged {
-            println!("merged: {}", m.display());
-        }
-    }
-    for n in &o.notes {
-        println!("note: {n}");
-    }
-    Ok(o.exit_code)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn post_process_codes() {
-        let step = |code: Option<i32>| Step {
-            target: None,
-            code,
-            note: String::new(),
-        };
-        let pp = |m, a| PostProcess {
-            merge: step(m),
-            analyze: vec![step(a)],
-            merged: Vec::new(),
-        };
-        assert_eq!(pp(None, None).code(), 0);
-        assert_eq!(pp(Some(0), None).code(), 0);
-        assert_eq!(pp(Some(3), Some(0)).code(), 3);
-        assert_eq!(pp(Some(2), Some(0)).code(), 1);
-        assert_eq!(pp(Some(3), Some(1)).code(), 1);
-        assert_eq!(worst(1, 3), 1);
-        assert_eq!(worst(0, 3), 3);
-    }
 
     #[test]
     fn dirs_follow_output_dir_and_step() {

@@ -19,7 +19,15 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fanout::Http;
-use crate::cli::{CaptureTargets, WorkerType};
+use super::options::Targets;
+
+/// A worker's role under PD disaggregation (as routers report it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkerType {
+    Prefill,
+    Decode,
+    Regular,
+}
 
 /// One server to profile.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -320,7 +328,7 @@ pub fn ask_router(http: &Http, router: &str, timeout: Duration) -> Result<Vec<Li
 }
 
 /// Resolves `--router-url` / `--from-log` / `--worker-url` into the servers to call.
-pub fn resolve(http: &Http, t: &CaptureTargets) -> Result<Found> {
+pub fn resolve(http: &Http, t: &Targets) -> Result<Found> {
     let timeout = Duration::from_secs_f64(t.timeout.max(0.001));
     let mut found = Found::default();
     let mut listed = Vec::new();

@@ -15,7 +15,14 @@ use serde::Serialize;
 use super::load::SideInfo;
 use super::normalize::normalize;
 use crate::analyze::summary::{RankEntry, Summary};
-use crate::cli::CompareBasis;
+
+/// Which times `compare` gates on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareBasis {
+    Auto,
+    Steps,
+    Totals,
+}
 
 /// What the compared times are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use super::CompareOptions;
 use crate::analyze::summary::{load_summary, Summary, KIND};
-use crate::cli::{AnalyzeArgs, CompareArgs};
+use crate::analyze::AnalyzeOptions;
 use crate::trace::json;
 
 /// One side, loaded.
@@ -92,7 +93,7 @@ fn top_level_kind(b: &[u8]) -> Option<String> {
 }
 
 /// Loads one side; `which` ("baseline" / "current") names it in errors.
-pub fn load(path: &Path, which: &str, args: &CompareArgs) -> Result<Side> {
+pub fn load(path: &Path, which: &str, args: &CompareOptions) -> Result<Side> {
     if !path.exists() {
         bail!("{which} {}: no such file or directory", path.display());
     }
@@ -106,10 +107,10 @@ pub fn load(path: &Path, which: &str, args: &CompareArgs) -> Result<Side> {
             inputs: vec![path.to_path_buf()],
         });
     }
-    let mut a = AnalyzeArgs {
+    let mut a = AnalyzeOptions {
         summary_kernels: usize::MAX,
         jobs: args.jobs,
-        ..AnalyzeArgs::default()
+        ..AnalyzeOptions::default()
     };
     let kind = if path.is_dir() {
         a.profile_dir = Some(path.to_path_buf());

@@ -7,51 +7,97 @@
 //! job, every rank, every kernel class (over all ranks and on each rank), the top kernels, the
 //! kernels that appeared or vanished ([`normalize`] matches renamed template instances with
 //! `--normalize`) and the imbalance. [`gate`] judges the rows against `--max-regression`,
-//! `--max-imbalance` and `--min-time-us`; [`render`] prints a terminal table, markdown for a PR
+//! `--max-imbalance` and `--min-time-us`; `crate::report::compare` prints a terminal table, markdown for a PR
 //! comment, or JSON.
 //!
 //! Times are per-step medians when both sides have steps (one slow step does not fail a run),
 //! else whole-profile totals; the report says which. Exit codes: 0 no regression, 1
 //! regression, 2 usage or input error (unreadable or damaged input).
 //!
-//! ```no_run
-//! let args = rankprof::cli::CompareArgs {
-//!     baseline: "baseline.summary.json".into(),
-//!     current: "/tmp/profiles".into(),
+//! ```
+//! use rankprof::compare::{compare, CompareOptions};
+//! let opts = CompareOptions {
+//!     baseline: "fixtures/sglang-tp4".into(),
+//!     current: "fixtures/sglang-tp4".into(),
 //!     ..Default::default()
 //! };
-//! let c = rankprof::compare::compare(&args).unwrap();
+//! let c = compare(&opts).unwrap().comparison;
 //! for f in &c.failures {
 //!     println!("{}", f.message);
 //! }
-//! std::process::exit(if c.passed { 0 } else { 1 });
+//! assert!(c.passed);
 //! ```
 
 pub mod diff;
 pub mod gate;
 pub mod load;
 pub mod normalize;
-pub mod render;
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
-use crate::cli::{CompareArgs, CompareFormat};
-use crate::commands::exit;
-pub use diff::Comparison;
+pub use diff::{CompareBasis, Comparison};
 
-/// Loads both sides, measures and judges, without printing anything (the notes of analyzed
-/// traces are left out; `run` prints them on stderr).
-pub fn compare(args: &CompareArgs) -> Result<Comparison> {
-    let (c, _, _) = compare_with_notes(args)?;
-    Ok(c)
+/// What to compare and the gate's thresholds, independent of the command line (every default
+/// equals the command line's).
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// A profile directory, a trace (one rank's or merged) or a saved summary.
+    pub baseline: PathBuf,
+    /// The same kinds as `baseline`.
+    pub current: PathBuf,
+    /// Fail when a time grows by more than this many percent.
+    pub max_regression: f64,
+    /// Fail when the current imbalance (slowest rank's work over the mean) exceeds this.
+    pub max_imbalance: Option<f64>,
+    /// Ignore rows whose baseline and current are both below this many µs.
+    pub min_time_us: f64,
+    /// Match kernels after stripping template arguments and launch-shape suffixes.
+    pub normalize: bool,
+    /// Do not fail on kernels found only in `current`.
+    pub allow_new_kernels: bool,
+    pub basis: CompareBasis,
+    /// Kernels in the top-kernels table and the appeared / vanished lists.
+    pub top_n: usize,
+    /// For directory sides: the profile id to use.
+    pub profile_id: Option<String>,
+    /// For directory sides: the stage to use.
+    pub stage: Option<String>,
+    /// Worker threads (`None`: all cores).
+    pub jobs: Option<usize>,
 }
 
-/// A comparison, the notes of the analyses, and every file read.
-type Compared = (Comparison, Vec<String>, Vec<PathBuf>);
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            baseline: PathBuf::new(),
+            current: PathBuf::new(),
+            max_regression: 5.0,
+            max_imbalance: None,
+            min_time_us: 0.0,
+            normalize: false,
+            allow_new_kernels: false,
+            basis: CompareBasis::Auto,
+            top_n: 15,
+            profile_id: None,
+            stage: None,
+            jobs: None,
+        }
+    }
+}
 
-fn compare_with_notes(args: &CompareArgs) -> Result<Compared> {
+/// A comparison with what it read: the analyses' notes (for stderr) and every input file (so
+/// that an output never replaces one).
+#[derive(Debug, Clone)]
+pub struct Compared {
+    pub comparison: Comparison,
+    pub notes: Vec<String>,
+    pub inputs: Vec<PathBuf>,
+}
+
+/// Loads both sides, measures and judges, without printing anything.
+pub fn compare(args: &CompareOptions) -> Result<Compared> {
     let base = load::load(&args.baseline, "baseline", args)?;
     let cur = load::load(&args.current, "current", args)?;
     let opts = diff::Options {
@@ -71,42 +117,9 @@ fn compare_with_notes(args: &CompareArgs) -> Result<Compared> {
     notes.extend(cur.notes);
     let mut inputs = base.inputs;
     inputs.extend(cur.inputs);
-    Ok((c, notes, inputs))
-}
-
-/// The report in the format asked for.
-pub fn render(c: &Comparison, format: CompareFormat) -> Result<String> {
-    Ok(match format {
-        CompareFormat::Table => render::table(c),
-        CompareFormat::Markdown => render::markdown(c),
-        CompareFormat::Json => render::json(c)?,
+    Ok(Compared {
+        comparison: c,
+        notes,
+        inputs,
     })
-}
-
-/// Compares, prints, writes `-o`; exit code 0 pass, 1 regression (errors: 2, by the caller).
-pub fn run(args: &CompareArgs) -> Result<i32> {
-    let (c, notes, inputs) = compare_with_notes(args)?;
-    if let Some(out) = &args.output {
-        if let Ok(o) = std::fs::canonicalize(out) {
-            let mut all = inputs;
-            all.push(args.baseline.clone());
-            all.push(args.current.clone());
-            if all
-                .iter()
-                .any(|i| std::fs::canonicalize(i).is_ok_and(|i| i == o))
-            {
-                bail!("-o {}: is an input; choose another file", out.display());
-            }
-        }
-    }
-    for n in &notes {
-        eprintln!("note: {n}");
-    }
-    let text = render(&c, args.format)?;
-    print!("{text}");
-    if let Some(out) = &args.output {
-        crate::report::formats::write_atomic(out, text.as_bytes())?;
-        eprintln!("wrote {}", out.display());
-    }
-    Ok(if c.passed { exit::OK } else { exit::FAILED })
 }

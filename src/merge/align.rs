@@ -15,8 +15,18 @@
 //! earliest rank's first step starts (after the base shift): `shift_r += T - (f_r + shift_r)`
 //! with `T = min_r (f_r + shift_r)`. `none` leaves every `ts` as written.
 
-use crate::cli::Align;
 use crate::trace::Ns;
+
+/// Clock alignment across ranks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Align {
+    /// Leave every `ts` as written.
+    None,
+    /// Put all ranks on one common base from each file's `baseTimeNanoseconds`.
+    Base,
+    /// As `base`, then shift each rank so its first step starts when the earliest rank's does.
+    FirstStep,
+}
 
 /// What the merge knows of one rank's clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -16,16 +16,14 @@ pub mod rank;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
-use crate::cli::{Align, MergeArgs};
-use crate::commands::exit;
 use crate::trace::writer::{piece_from_bytes, write_gzip, Piece};
 use crate::trace::{discover, discover_files, Discovery, Group, Ns, ReadReport};
 
+pub use align::Align;
 use align::RankClock;
 use filter::Filter;
 use rank::{RankJob, RankOut, ScanInfo};
@@ -47,25 +45,26 @@ pub struct MergeOptions {
 impl Default for MergeOptions {
     /// The command line's defaults.
     fn default() -> Self {
-        Self::from_args(&MergeArgs::default()).expect("the default arguments are valid")
+        MergeOptions {
+            align: Align::Base,
+            ranks: None,
+            window: None,
+            steps: None,
+            drop_cat: Vec::new(),
+            gpu_only: false,
+            strict: false,
+            level: 1,
+        }
     }
 }
 
 impl MergeOptions {
-    pub fn from_args(a: &MergeArgs) -> Result<Self> {
-        if a.level > 9 {
+    /// Rejects settings no merge can honour.
+    pub fn validate(&self) -> Result<()> {
+        if self.level > 9 {
             bail!("--level must be 0 to 9");
         }
-        Ok(MergeOptions {
-            align: a.align,
-            ranks: a.ranks.as_deref().map(filter::parse_ranks).transpose()?,
-            window: a.window.as_deref().map(filter::parse_window).transpose()?,
-            steps: a.steps.as_deref().map(filter::parse_steps).transpose()?,
-            drop_cat: a.drop_cat.clone(),
-            gpu_only: a.gpu_only,
-            strict: a.strict,
-            level: a.level,
-        })
+        Ok(())
     }
 }
 
@@ -102,6 +101,16 @@ pub struct MergeResult {
 impl MergeResult {
     pub fn damaged(&self) -> bool {
         self.ranks.iter().any(|r| r.damaged)
+    }
+
+    /// OK; PARTIAL when a damaged rank was merged as far as it could be read; FAILED when
+    /// `strict` refused to write.
+    pub fn exit_code(&self) -> i32 {
+        match (self.damaged(), self.output.is_some()) {
+            (false, _) => crate::exit::OK,
+            (true, true) => crate::exit::PARTIAL,
+            (true, false) => crate::exit::FAILED,
+        }
     }
 }
 
@@ -147,101 +156,6 @@ pub fn gather(
         bail!(msg);
     }
     Ok(d)
-}
-
-pub fn run(args: &MergeArgs) -> Result<i32> {
-    let opts = MergeOptions::from_args(args)?;
-    let d = gather(
-        args.profile_dir.as_deref(),
-        &args.files,
-        args.recursive,
-        args.profile_id.as_deref(),
-        args.stage.as_deref(),
-    )?;
-    for n in &d.notes {
-        eprintln!("note: {n}");
-    }
-    if args.output.is_some() && d.groups.len() > 1 {
-        let ids: Vec<_> = d.groups.iter().map(|g| g.merged_name()).collect();
-        bail!(
-            "-o names one file but {} profiles were found ({}); pick one with --profile-id/--stage",
-            d.groups.len(),
-            ids.join(", ")
-        );
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
-        .build()
-        .context("starting worker threads")?;
-    let mut code = exit::OK;
-    for g in &d.groups {
-        let out = args
-            .output
-            .clone()
-            .unwrap_or_else(|| g.dir.join(g.merged_name()));
-        let t = Instant::now();
-        let res = pool.install(|| merge_group(g, &out, &opts))?;
-        print_result(g, &res, t.elapsed().as_secs_f64());
-        if res.damaged() {
-            code = code.max(if res.output.is_none() {
-                exit::FAILED
-            } else {
-                exit::PARTIAL
-            });
-        }
-    }
-    Ok(code)
-}
-
-fn print_result(g: &Group, res: &MergeResult, secs: f64) {
-    let stage = g
-        .stage
-        .as_deref()
-        .map(|s| format!(" stage {s}"))
-        .unwrap_or_default();
-    println!("profile {}{stage}: {} ranks", g.profile_id, res.ranks.len());
-    for r in &res.ranks {
-        let shift = if r.shift == Ns::ZERO {
-            String::new()
-        } else {
-            format!("  clock {:+.3} µs", r.shift.as_us())
-        };
-        let filt = if r.dropped > 0 {
-            format!("  ({} filtered out)", r.dropped)
-        } else {
-            String::new()
-        };
-        println!(
-            "  {:<14} {:>10} events{filt}{shift}  {}",
-            r.label,
-            r.written,
-            r.path
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        );
-        for n in &r.notes {
-            println!("    ! {n}");
-        }
-    }
-    for n in &res.notes {
-        println!("  note: {n}");
-    }
-    match &res.output {
-        Some(p) => println!(
-            "  -> {}: {} events, {:.1} MB in, {:.1} MB JSON out, {:.2} s ({:.0} MB/s)",
-            p.display(),
-            res.events,
-            res.bytes_in as f64 / 1e6,
-            res.uncompressed_out as f64 / 1e6,
-            secs,
-            res.bytes_in as f64 / 1e6 / secs.max(1e-9)
-        ),
-        None => println!("  -> nothing written: a rank is damaged and --strict is set"),
-    }
-    if res.damaged() && res.output.is_some() {
-        println!("  PARTIAL: damaged ranks were merged as far as they could be read (exit code 3)");
-    }
 }
 
 /// Merges one group into `out`.

@@ -2,12 +2,10 @@
 //! CSV (every table, each after a `# name: title` line), markdown (headings and pipe tables),
 //! and atomic file writing (temp file + rename) shared by every writer.
 
-use std::io::Write;
-use std::path::Path;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::tables::{sections, Cell};
+use super::text::md_cell;
 use crate::analyze::Analysis;
 
 pub fn json(a: &Analysis) -> Result<String> {
@@ -50,10 +48,6 @@ pub fn csv(a: &Analysis) -> String {
         s.push('\n');
     }
     s
-}
-
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
 }
 
 pub fn markdown(a: &Analysis) -> String {
@@ -108,30 +102,4 @@ pub fn markdown(a: &Analysis) -> String {
         }
     }
     s
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
-/// readers never see a half-written file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{}: not a file name", path.display()))?
-        .to_string_lossy()
-        .to_string();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let res = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
-    }
-    Ok(())
 }

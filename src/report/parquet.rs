@@ -71,17 +71,13 @@ pub fn write(a: &Analysis, dir: &Path) -> Result<usize> {
         }
         let mut df = DataFrame::new(cols).with_context(|| format!("table {}", t.name))?;
         let path = dir.join(format!("{}.parquet", t.name));
-        let tmp = dir.join(format!(".{}.parquet.{}.tmp", t.name, std::process::id()));
-        let res = (|| -> Result<()> {
-            let f = std::fs::File::create(&tmp)?;
-            ParquetWriter::new(f).finish(&mut df)?;
-            std::fs::rename(&tmp, &path)?;
-            Ok(())
-        })();
-        if let Err(e) = res {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e).with_context(|| format!("cannot write {}", path.display()));
-        }
+        crate::trace::writer::write_atomic(&path, |w| {
+            ParquetWriter::new(w)
+                .finish(&mut df)
+                .map(|_| ())
+                .map_err(std::io::Error::other)
+        })
+        .with_context(|| format!("cannot write {}", path.display()))?;
         n += 1;
     }
     Ok(n)

@@ -2,7 +2,7 @@
 //! CSV, markdown, HTML, Parquet) — and the terminal rendering with comfy-table, fitted to the
 //! terminal width.
 
-use comfy_table::{presets, Cell as CCell, CellAlignment, ContentArrangement, Table as CTable};
+use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 
 use crate::analyze::Analysis;
 
@@ -531,10 +531,8 @@ fn visible_rows(n: usize, onset: Option<usize>) -> Vec<Option<usize>> {
 
 /// Renders one table for the terminal.
 pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
-    let mut ct = CTable::new();
-    ct.load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(width());
+    let mut ct = super::text::table();
+    ct.set_width(width());
     ct.set_header(t.columns.iter().map(CCell::new));
     let rows: Vec<Option<usize>> = if t.name == "steps" {
         visible_rows(t.rows.len(), onset_row)

@@ -4,15 +4,12 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use flate2::bufread::MultiGzDecoder;
 use rayon::prelude::*;
-
-use crate::cli::InflateArgs;
-use crate::commands::exit;
 
 /// Decompressed (or, for plain files, read) bytes of one file.
 pub fn inflate_file(path: &Path) -> Result<u64> {
@@ -40,25 +37,16 @@ pub fn inflate_file(path: &Path) -> Result<u64> {
     }
 }
 
-pub fn run(args: &InflateArgs) -> Result<i32> {
+/// Inflates every file on `jobs` threads (`None`: all cores); each file's byte count, in
+/// order, and the wall time.
+pub fn inflate_all(files: &[PathBuf], jobs: Option<usize>) -> Result<(Vec<u64>, f64)> {
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
+        .num_threads(jobs.unwrap_or(0))
         .build()
         .context("starting worker threads")?;
     let t0 = Instant::now();
     let sizes: Vec<Result<u64>> =
-        pool.install(|| args.files.par_iter().map(|p| inflate_file(p)).collect());
+        pool.install(|| files.par_iter().map(|p| inflate_file(p)).collect());
     let secs = t0.elapsed().as_secs_f64();
-    let mut total = 0u64;
-    for (p, s) in args.files.iter().zip(sizes) {
-        let n = s?;
-        total += n;
-        eprintln!("{}  {n} bytes", p.display());
-    }
-    println!(
-        "inflated {} files, {total} bytes in {secs:.3} s ({:.1} MB/s)",
-        args.files.len(),
-        total as f64 / 1e6 / secs.max(1e-9)
-    );
-    Ok(exit::OK)
+    Ok((sizes.into_iter().collect::<Result<_>>()?, secs))
 }

@@ -10,7 +10,12 @@
 //! PP > 1 one `tp:device` group per stage and one `pp:device` group per TP rank, then with
 //! EP > 1 one `moe_ep:device` group per EP slice.
 
-use crate::cli::Naming;
+/// Whose file names and process names the generated traces carry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Vendor {
+    Sglang,
+    Vllm,
+}
 
 /// GPUs per node: device index = global rank modulo this.
 pub const GPUS_PER_NODE: u32 = 8;
@@ -189,10 +194,10 @@ impl Layout {
 
     /// The CPU process name: SGLang's `sglang::scheduler_DP1_TP0`, vLLM's `VLLM::Worker_TP0`
     /// (a dimension only when its size is > 1).
-    pub fn process_name(&self, naming: Naming, pos: &RankPos) -> String {
+    pub fn process_name(&self, naming: Vendor, pos: &RankPos) -> String {
         let mut s = String::from(match naming {
-            Naming::Sglang => "sglang::scheduler",
-            Naming::Vllm => "VLLM::Worker",
+            Vendor::Sglang => "sglang::scheduler",
+            Vendor::Vllm => "VLLM::Worker",
         });
         if self.dp > 1 {
             s += &format!("_DP{}", pos.d);
@@ -216,7 +221,7 @@ impl Layout {
     pub fn file_name(&self, f: &FileNaming<'_>, pos: &RankPos, stage: Option<Stage>) -> String {
         let ext = if f.plain { "json" } else { "json.gz" };
         match f.naming {
-            Naming::Sglang => {
+            Vendor::Sglang => {
                 let mut s = String::new();
                 if let Some(i) = f.instance {
                     s += i;
@@ -238,7 +243,7 @@ impl Layout {
                 }
                 format!("{s}.trace.{ext}")
             }
-            Naming::Vllm => {
+            Vendor::Vllm => {
                 let prefix = f.instance.map(|i| format!("{i}_")).unwrap_or_default();
                 let ep = if self.ep > 1 { pos.e } else { 0 };
                 format!(
@@ -256,7 +261,7 @@ impl Layout {
 
 /// What the file name of a rank depends on besides its position.
 pub struct FileNaming<'a> {
-    pub naming: Naming,
+    pub naming: Vendor,
     pub profile_id: &'a str,
     pub instance: Option<&'a str>,
     /// vLLM's `time.time_ns()` at export for rank 0; other ranks a little later.
@@ -307,7 +312,7 @@ mod tests {
     fn names_as_the_frameworks_write_them() {
         let l = Layout::new(2, 2, 1, 1);
         let f = FileNaming {
-            naming: Naming::Sglang,
+            naming: Vendor::Sglang,
             profile_id: "17",
             instance: None,
             vllm_ns: 5,
@@ -322,11 +327,11 @@ mod tests {
             "17-TP-0-DP-1-DECODE.trace.json.gz"
         );
         assert_eq!(
-            l.process_name(Naming::Sglang, &l.pos(2)),
+            l.process_name(Vendor::Sglang, &l.pos(2)),
             "sglang::scheduler_DP1_TP0"
         );
         let v = FileNaming {
-            naming: Naming::Vllm,
+            naming: Vendor::Vllm,
             instance: Some("a"),
             ..f
         };
@@ -339,7 +344,7 @@ mod tests {
         );
         let one = Layout::new(1, 1, 1, 1);
         assert_eq!(
-            one.process_name(Naming::Sglang, &one.pos(0)),
+            one.process_name(Vendor::Sglang, &one.pos(0)),
             "sglang::scheduler"
         );
     }

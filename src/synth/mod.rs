@@ -7,12 +7,12 @@
 //! wait inside NCCL; [`emit`] streams each rank's events to gzip, atomically. Ranks are written
 //! in parallel, one step at a time, so memory stays at one step per rank whatever the size.
 //!
-//! Same [`SynthConfig`] (seed included) ⇒ byte-identical files: every random draw comes from a
+//! Same [`SynthOptions`] (seed included) ⇒ byte-identical files: every random draw comes from a
 //! [`rng::Rng`] keyed by what it is for (rank, step, collective), never by thread timing.
 //!
 //! ```no_run
-//! use rankprof::synth::{write_set, SynthConfig};
-//! let cfg = SynthConfig { tp: 4, steps: 10, ..SynthConfig::default() };
+//! use rankprof::synth::{write_set, SynthOptions};
+//! let cfg = SynthOptions { tp: 4, steps: 10, ..SynthOptions::default() };
 //! for f in write_set(&cfg, std::path::Path::new("/tmp/synth")).unwrap() {
 //!     println!("{} {} events", f.path.display(), f.events);
 //! }
@@ -32,10 +32,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
-use crate::cli::{Naming, SynthArgs};
-use crate::commands::exit;
 use catalog::Class;
 use emit::{RankInfo, TraceWriter};
+pub use layout::Vendor;
 use layout::{FileNaming, Layout, Stage};
 use rng::{mix, Rng};
 use sim::RankState;
@@ -61,8 +60,8 @@ pub struct Slow {
 
 /// Everything that decides the output bytes.
 #[derive(Clone, Debug)]
-pub struct SynthConfig {
-    pub naming: Naming,
+pub struct SynthOptions {
+    pub naming: Vendor,
     pub tp: u32,
     pub dp: u32,
     pub pp: u32,
@@ -91,10 +90,10 @@ pub struct SynthConfig {
     pub base_first: bool,
 }
 
-impl Default for SynthConfig {
+impl Default for SynthOptions {
     fn default() -> Self {
-        SynthConfig {
-            naming: Naming::Sglang,
+        SynthOptions {
+            naming: Vendor::Sglang,
             tp: 2,
             dp: 1,
             pp: 1,
@@ -116,44 +115,7 @@ impl Default for SynthConfig {
     }
 }
 
-impl SynthConfig {
-    pub fn from_args(a: &SynthArgs) -> Result<Self> {
-        let class = match a.slow_class.as_deref() {
-            None => None,
-            Some(s) => Some(Class::parse(s).with_context(|| {
-                let names: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
-                format!("--slow-class {s}: expected one of {}", names.join(", "))
-            })?),
-        };
-        let cfg = SynthConfig {
-            naming: a.naming,
-            tp: a.tp,
-            dp: a.dp,
-            pp: a.pp,
-            ep: a.ep,
-            steps: a.steps,
-            layers: a.layers,
-            target_bytes: a.target_mb.map(|m| m.saturating_mul(1_000_000)),
-            profile_id: a.profile_id.clone(),
-            instance: a.instance.clone(),
-            slow: a.slow_rank.map(|rank| Slow {
-                rank,
-                factor: a.factor,
-                from_step: a.from_step,
-                class,
-            }),
-            seed: a.seed,
-            plain: a.plain,
-            level: a.level,
-            by_stage: a.by_stage,
-            base_ns: a.base_time_ns.unwrap_or(DEFAULT_BASE_NS),
-            base_skew_ns: a.base_skew_ns,
-            base_first: a.base_first,
-        };
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
+impl SynthOptions {
     /// Rejects layouts and plants the generator cannot honour.
     pub fn validate(&self) -> Result<()> {
         for (name, v) in [
@@ -186,7 +148,7 @@ impl SynthConfig {
         if self.level > 9 {
             bail!("--level must be 0-9");
         }
-        if self.by_stage && self.naming == Naming::Vllm {
+        if self.by_stage && self.naming == Vendor::Vllm {
             bail!("--by-stage is SGLang's profile_by_stage; vLLM has no such files");
         }
         if let Some(s) = &self.slow {
@@ -236,7 +198,7 @@ pub struct Written {
 }
 
 /// Writes one trace per rank (per stage with `by_stage`) into `out_dir`, in rank order.
-pub fn write_set(cfg: &SynthConfig, out_dir: &Path) -> Result<Vec<Written>> {
+pub fn write_set(cfg: &SynthOptions, out_dir: &Path) -> Result<Vec<Written>> {
     cfg.validate()?;
     fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let layout = cfg.layout();
@@ -280,7 +242,7 @@ pub fn write_set(cfg: &SynthConfig, out_dir: &Path) -> Result<Vec<Written>> {
 }
 
 fn write_profile(
-    cfg: &SynthConfig,
+    cfg: &SynthOptions,
     layout: &Layout,
     stage: Option<Stage>,
     profile: u32,
@@ -354,44 +316,4 @@ fn write_profile(
         });
     }
     Ok(out)
-}
-
-/// `rankprof synth`: writes the set and lists what was written.
-pub fn run(args: &SynthArgs) -> Result<i32> {
-    let cfg = SynthConfig::from_args(args)?;
-    let t0 = std::time::Instant::now();
-    let written = write_set(&cfg, &args.out)?;
-    let (mut events, mut json, mut disk) = (0u64, 0u64, 0u64);
-    for w in &written {
-        println!(
-            "{}  rank {}  {} steps  {} events  {:.1} MB JSON  {:.1} MB on disk",
-            w.path.display(),
-            w.rank,
-            w.steps,
-            w.events,
-            w.json_bytes as f64 / 1e6,
-            w.file_bytes as f64 / 1e6
-        );
-        events += w.events;
-        json += w.json_bytes;
-        disk += w.file_bytes;
-    }
-    let plant = match &cfg.slow {
-        Some(s) => format!(
-            "rank {} ×{} on {} from step {}",
-            s.rank,
-            s.factor,
-            s.class.map_or("all compute", Class::name),
-            s.from_step
-        ),
-        None => "none".into(),
-    };
-    eprintln!(
-        "wrote {} files, {events} events, {:.1} MB JSON, {:.1} MB on disk in {:.1} s; slow: {plant}",
-        written.len(),
-        json as f64 / 1e6,
-        disk as f64 / 1e6,
-        t0.elapsed().as_secs_f64()
-    );
-    Ok(exit::OK)
 }

@@ -8,9 +8,8 @@
 //! and sampling (last stage) or send to the next stage, then a copy back and a stream sync.
 
 use super::catalog::{self as cat, Call, Class, KSpec};
-use super::layout::{Layout, RankPos, Stage};
+use super::layout::{Layout, RankPos, Stage, Vendor};
 use super::rng::Rng;
-use crate::cli::Naming;
 
 /// Hidden size of the synthetic model (elements per token in an all-reduce).
 pub const HIDDEN: u64 = 4096;
@@ -175,9 +174,9 @@ struct Flavour {
     cpu_act: &'static str,
 }
 
-fn flavour(naming: Naming) -> Flavour {
+fn flavour(naming: Vendor) -> Flavour {
     match naming {
-        Naming::Sglang => Flavour {
+        Vendor::Sglang => Flavour {
             attn_decode: &cat::ATTN_DECODE_FI,
             attn_prefill: &cat::ATTN_PREFILL_FI,
             norm_first: &cat::NORM_RMS,
@@ -187,7 +186,7 @@ fn flavour(naming: Naming) -> Flavour {
             cpu_attn: "flashinfer::batch_attention_run",
             cpu_act: "sgl_kernel::silu_and_mul",
         },
-        Naming::Vllm => Flavour {
+        Vendor::Vllm => Flavour {
             attn_decode: &cat::ATTN_DECODE_FA,
             attn_prefill: &cat::ATTN_PREFILL_FA,
             norm_first: &cat::NORM_VLLM,
@@ -209,7 +208,7 @@ pub fn stage_layers(layers: u32, pp: u32, p: u32) -> std::ops::Range<u32> {
 
 /// The program of one rank for one step.
 pub fn program(
-    naming: Naming,
+    naming: Vendor,
     layers: u32,
     layout: &Layout,
     pos: &RankPos,
@@ -397,12 +396,12 @@ mod tests {
     #[test]
     fn a_step_has_two_allreduces_per_layer_with_tp() {
         let l = Layout::new(2, 1, 1, 1);
-        let ops = program(Naming::Sglang, 3, &l, &l.pos(0), StepKind::Decode { bs: 8 });
+        let ops = program(Vendor::Sglang, 3, &l, &l.pos(0), StepKind::Decode { bs: 8 });
         let ar = ops.iter().filter(|o| matches!(o.gpu, Gpu::Coll(_))).count();
         assert_eq!(ar, 6);
         let single = Layout::new(1, 1, 1, 1);
         let ops = program(
-            Naming::Sglang,
+            Vendor::Sglang,
             3,
             &single,
             &single.pos(0),

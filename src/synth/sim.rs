@@ -21,7 +21,7 @@ use super::catalog::Class;
 use super::layout::{Layout, Stage};
 use super::model::{self, CollKind, Gpu, Op, StepKind};
 use super::rng::Rng;
-use super::SynthConfig;
+use super::SynthOptions;
 
 /// What carries over from one step to the next, per rank.
 #[derive(Clone, Debug)]
@@ -101,7 +101,7 @@ struct Arrival {
 
 /// Runs step `index` of profile number `profile` for every rank.
 pub fn simulate_step(
-    cfg: &SynthConfig,
+    cfg: &SynthOptions,
     layout: &Layout,
     stage: Option<Stage>,
     profile: u32,

@@ -55,6 +55,76 @@ impl RankId {
         let tp = self.tp.or(self.rank);
         z(self.dp) * 100_000_000 + z(self.ep) * 1_000_000 + z(self.pp) * 10_000 + z(tp) * 100
     }
+
+    /// The label of this rank with every dimension it has, without brackets: `TP01-DP01`,
+    /// `RANK03`. (In a group, [`RankFile::label`] shows only the dimensions that vary.)
+    pub fn label(&self) -> String {
+        strip_brackets(&label_of(self, Shown::present())).to_string()
+    }
+
+    /// Parses a label such as `TP01-DP01`, `[TP01-DP01]` or `RANK03` (the inverse of
+    /// [`RankId::label`]; unknown parts are ignored).
+    pub fn from_label(label: &str) -> RankId {
+        let mut id = RankId::default();
+        for part in strip_brackets(label).split('-') {
+            let digits = part.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+            let key = &part[..part.len() - digits.len()];
+            let v: Option<u32> = digits.parse().ok();
+            match key.to_ascii_uppercase().as_str() {
+                "TP" => id.tp = v,
+                "DP" => id.dp = v,
+                "PP" => id.pp = v,
+                "EP" => id.ep = v,
+                "DCP" => id.dcp = v,
+                "RANK" => id.rank = v,
+                _ => {}
+            }
+        }
+        id
+    }
+}
+
+fn strip_brackets(label: &str) -> &str {
+    label.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// The prefix of every merged trace's file name.
+pub const MERGED_PREFIX: &str = "merged-";
+
+/// `merged-<id>[-<stage>].trace.json.gz`: the name of a profile's merged trace.
+pub fn merged_name(profile_id: &str, stage: Option<&str>) -> String {
+    match stage {
+        Some(s) => format!("{MERGED_PREFIX}{profile_id}-{s}.trace.json.gz"),
+        None => format!("{MERGED_PREFIX}{profile_id}.trace.json.gz"),
+    }
+}
+
+/// Is this file a merged trace (by its name, `merged-*`)? Rank discovery never picks one up.
+pub fn is_merged_trace(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(MERGED_PREFIX))
+}
+
+/// The profile id (and stage, if any) a merged trace's name carries: `merged-1234-EXTEND` for
+/// `merged-1234-EXTEND.trace.json.gz`, without the prefix: `1234-EXTEND`.
+pub fn merged_profile_id(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("merged");
+    name.trim_start_matches(MERGED_PREFIX)
+        .trim_end_matches(".gz")
+        .trim_end_matches(".json")
+        .trim_end_matches(".trace")
+        .to_string()
+}
+
+/// Does this path name a trace file (`*.json` or `*.json.gz`)?
+pub fn is_trace_path(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(is_trace_name)
 }
 
 /// How a file's rank was found.
@@ -78,6 +148,13 @@ pub struct RankFile {
     pub naming: Naming,
 }
 
+impl RankFile {
+    /// [`RankFile::label`] without its brackets: `TP01-DP01`.
+    pub fn id_label(&self) -> String {
+        strip_brackets(&self.label).to_string()
+    }
+}
+
 /// The rank files of one profile (and stage) in one directory, in rank order.
 #[derive(Clone, Debug)]
 pub struct Group {
@@ -90,10 +167,7 @@ pub struct Group {
 impl Group {
     /// `merged-<id>[-<stage>].trace.json.gz`.
     pub fn merged_name(&self) -> String {
-        match &self.stage {
-            Some(s) => format!("merged-{}-{s}.trace.json.gz", self.profile_id),
-            None => format!("merged-{}.trace.json.gz", self.profile_id),
-        }
+        merged_name(&self.profile_id, self.stage.as_deref())
     }
 
     /// Ranks absent from the full TP × DP × PP grid, as labels. EP is left out of the grid:
@@ -325,7 +399,7 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
         if !is_trace_name(name) {
             continue;
         }
-        if name.starts_with("merged-") {
+        if name.starts_with(MERGED_PREFIX) {
             d.notes.push(format!(
                 "{}: a merged trace, not a rank file; skipped",
                 path.display()

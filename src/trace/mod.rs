@@ -10,7 +10,9 @@ pub mod steps;
 pub mod time;
 pub mod writer;
 
-pub use discover::{discover, discover_files, Discovery, Group, RankFile, RankId};
+pub use discover::{
+    discover, discover_files, is_merged_trace, merged_name, Discovery, Group, RankFile, RankId,
+};
 pub use event::{Event, Id, Str, Val};
 pub use reader::{read_trace, Damage, Header, ReadReport};
 pub use time::Ns;

@@ -190,6 +190,11 @@ pub fn write_atomic(
     result.map_err(|e| io::Error::new(e.kind(), format!("writing {}: {e}", out.display())))
 }
 
+/// [`write_atomic`] of a byte buffer (reports, summaries): the one atomic writer.
+pub fn write_atomic_bytes(out: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic(out, |w| w.write_all(bytes))
+}
+
 /// Reads a whole small file (used by tests and tools).
 pub fn read_all(path: &Path) -> io::Result<Vec<u8>> {
     let mut v = Vec::new();

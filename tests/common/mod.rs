@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rankprof::analyze::Analysis;
-use rankprof::cli::AnalyzeArgs;
+use rankprof::analyze::AnalyzeOptions;
 use serde_json::Value;
 
 pub fn shared(rel: &str) -> PathBuf {
@@ -17,8 +17,8 @@ pub fn shared(rel: &str) -> PathBuf {
 }
 
 /// Analyzes `files` (plus whatever `tweak` sets); every kernel kept in the summary.
-pub fn analyze_files(files: &[PathBuf], tweak: impl FnOnce(&mut AnalyzeArgs)) -> Analysis {
-    let mut args = AnalyzeArgs {
+pub fn analyze_files(files: &[PathBuf], tweak: impl FnOnce(&mut AnalyzeOptions)) -> Analysis {
+    let mut args = AnalyzeOptions {
         files: files.to_vec(),
         summary_kernels: 1_000_000,
         ..Default::default()

@@ -1,9 +1,17 @@
-//! Command-line definitions (clap) and nothing else: each subcommand's logic lives in its
-//! module and takes these structs, so tests can call it without a process.
+//! Command-line definitions (clap) and nothing else. `crate::commands` turns these structs into
+//! each library's options type; the value enums (`Align`, `CompareBasis`, `Backend`, …) are the
+//! libraries' own.
+
+mod capture;
+pub use capture::*;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::compare::CompareBasis;
+use crate::merge::Align;
+use crate::synth::Vendor;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -53,16 +61,6 @@ pub struct LsArgs {
     pub count: bool,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Align {
-    /// Leave every `ts` as written.
-    None,
-    /// Put all ranks on one common base from each file's `baseTimeNanoseconds`.
-    Base,
-    /// As `base`, then shift each rank so its first step starts when the earliest rank's does.
-    FirstStep,
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct MergeArgs {
     /// Directory holding the rank traces.
@@ -109,29 +107,6 @@ pub struct MergeArgs {
     /// Worker threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
-}
-
-impl Default for MergeArgs {
-    /// The same defaults as the command line.
-    fn default() -> Self {
-        MergeArgs {
-            profile_dir: None,
-            files: Vec::new(),
-            profile_id: None,
-            stage: None,
-            output: None,
-            recursive: false,
-            align: Align::Base,
-            ranks: None,
-            window: None,
-            steps: None,
-            drop_cat: Vec::new(),
-            gpu_only: false,
-            strict: false,
-            level: 1,
-            jobs: None,
-        }
-    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -183,30 +158,6 @@ pub struct AnalyzeArgs {
     /// Worker threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
-}
-
-impl Default for AnalyzeArgs {
-    /// The same defaults as the command line.
-    fn default() -> Self {
-        AnalyzeArgs {
-            profile_dir: None,
-            files: Vec::new(),
-            all_ranks: false,
-            rank: None,
-            profile_id: None,
-            stage: None,
-            top_n: 15,
-            step_marker: None,
-            threshold: 5.0,
-            classes: None,
-            format: ReportFormat::Table,
-            parquet: None,
-            html: None,
-            save_summary: None,
-            summary_kernels: 200,
-            jobs: None,
-        }
-    }
 }
 
 /// How `analyze` prints its report.
@@ -281,28 +232,6 @@ pub struct CompareArgs {
     pub jobs: Option<usize>,
 }
 
-impl Default for CompareArgs {
-    /// The same defaults as the command line (with empty paths).
-    fn default() -> Self {
-        CompareArgs {
-            baseline: PathBuf::new(),
-            current: PathBuf::new(),
-            max_regression: 5.0,
-            max_imbalance: None,
-            min_time_us: 0.0,
-            normalize: false,
-            allow_new_kernels: false,
-            basis: CompareBasis::Auto,
-            format: CompareFormat::Table,
-            top_n: 15,
-            profile_id: None,
-            stage: None,
-            output: None,
-            jobs: None,
-        }
-    }
-}
-
 /// How `compare` prints its report.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
@@ -311,14 +240,6 @@ pub enum CompareFormat {
     /// GitHub-flavoured markdown (a PR comment, `$GITHUB_STEP_SUMMARY`).
     Markdown,
     Json,
-}
-
-/// Which times `compare` gates on.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CompareBasis {
-    Auto,
-    Steps,
-    Totals,
 }
 
 /// A ratio of at least 1: `1.10`.
@@ -345,223 +266,14 @@ fn non_negative(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-#[derive(Subcommand, Debug, Clone)]
-pub enum CaptureCommand {
-    /// Start the profiler on every worker (one POST /start_profile each, all at once).
-    Start(CaptureStartArgs),
-    /// Stop the profiler on every worker (POST /stop_profile; SGLang falls back to /end_profile).
-    Stop(CaptureStopArgs),
-    /// The whole loop: start, drive load, wait, stop, wait for the traces to be written, merge,
-    /// analyze.
-    Run(CaptureRunArgs),
-}
-
-/// Which workers to call and how (shared by every `capture` subcommand).
-#[derive(Args, Debug, Clone, Default)]
-pub struct CaptureTargets {
-    /// Router (sglang-router / sgl-model-gateway / vllm-router) whose `GET /workers` lists the
-    /// workers.
-    #[arg(long = "router-url", value_name = "URL")]
-    pub router_url: Option<String>,
-    /// Worker urls to call directly (repeatable; `http://h:p@N` DP-aware urls are accepted).
-    #[arg(long = "worker-url", value_name = "URL", num_args = 1..)]
-    pub worker_urls: Vec<String>,
-    /// Find the router in a training log (last `Router launched at HOST:PORT` line).
-    #[arg(long = "from-log", value_name = "FILE")]
-    pub from_log: Option<PathBuf>,
-    /// Only workers of these types (PD disaggregation): prefill, decode, regular.
-    #[arg(long = "worker-type", value_enum, value_delimiter = ',')]
-    pub worker_type: Vec<WorkerType>,
-    /// Server dialect; `auto` asks each worker (`/get_model_info`, then `/v1/models`).
-    #[arg(long, value_enum, default_value_t = Backend::Auto)]
-    pub backend: Backend,
-    /// Seconds one request may take (connect + answer) before its worker counts as failed.
-    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
-    pub timeout: f64,
-    /// Print the result as JSON on stdout instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum WorkerType {
-    Prefill,
-    Decode,
-    Regular,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, ValueEnum)]
-pub enum Backend {
-    #[default]
-    Auto,
-    Sglang,
-    Vllm,
-}
-
-/// The profiler settings SGLang's `ProfileReqInput` takes (vLLM takes none: its profiler is set
-/// by `--profiler-config` when the server starts).
-#[derive(Args, Debug, Clone, Default)]
-pub struct ProfileSettings {
-    /// Where the traces go. SGLang gets it in the request (made absolute); for vLLM it is the
-    /// server's `torch_profiler_dir`, used here only to watch for the files.
-    #[arg(long = "output-dir", value_name = "DIR")]
-    pub output_dir: Option<PathBuf>,
-    /// Put everything under OUTPUT_DIR/step_N/ (one folder per global step, as verl does).
-    #[arg(long, value_name = "N")]
-    pub step: Option<u64>,
-    /// First forward step to profile (skips warm-up).
-    #[arg(long = "start-step", value_name = "N")]
-    pub start_step: Option<u64>,
-    /// Profile this many steps; SGLang then stops by itself.
-    #[arg(long = "num-steps", value_name = "N")]
-    pub num_steps: Option<u64>,
-    /// Activities: CPU,GPU,MEM,RPD,CUDA_PROFILER.
-    #[arg(long, value_enum, value_delimiter = ',')]
-    pub activities: Vec<Activity>,
-    /// Profile prefill and decode separately (files end in -EXTEND / -DECODE).
-    #[arg(long = "profile-by-stage")]
-    pub profile_by_stage: bool,
-    /// Only these stages (with --profile-by-stage): EXTEND,DECODE.
-    #[arg(long = "profile-stages", value_delimiter = ',', value_name = "STAGES")]
-    pub profile_stages: Vec<String>,
-    /// Record Python stacks.
-    #[arg(long = "with-stack", overrides_with = "no_with_stack")]
-    pub with_stack: bool,
-    #[arg(long = "no-with-stack", overrides_with = "with_stack", hide = true)]
-    pub no_with_stack: bool,
-    /// Record operator input shapes.
-    #[arg(long = "record-shapes", overrides_with = "no_record_shapes")]
-    pub record_shapes: bool,
-    #[arg(
-        long = "no-record-shapes",
-        overrides_with = "record_shapes",
-        hide = true
-    )]
-    pub no_record_shapes: bool,
-    /// Let SGLang merge its ranks' traces itself when it stops.
-    #[arg(long = "merge-profiles")]
-    pub merge_profiles: bool,
-    /// Prefix of the trace file names.
-    #[arg(long = "profile-prefix", value_name = "PREFIX")]
-    pub profile_prefix: Option<String>,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Activity {
-    #[value(name = "CPU", alias = "cpu")]
-    Cpu,
-    #[value(name = "GPU", alias = "gpu")]
-    Gpu,
-    #[value(name = "MEM", alias = "mem")]
-    Mem,
-    #[value(name = "RPD", alias = "rpd")]
-    Rpd,
-    #[value(name = "CUDA_PROFILER", alias = "cuda_profiler")]
-    CudaProfiler,
-}
-
-#[derive(Args, Debug, Clone, Default)]
-pub struct CaptureStartArgs {
-    #[command(flatten)]
-    pub targets: CaptureTargets,
-    #[command(flatten)]
-    pub profile: ProfileSettings,
-}
-
-#[derive(Args, Debug, Clone, Default)]
-pub struct CaptureStopArgs {
-    #[command(flatten)]
-    pub targets: CaptureTargets,
-    /// As given to `capture start`: SGLang then stops by itself, and its 500 "Profiling is not in
-    /// progress" to this stop means done, not failed.
-    #[arg(long = "num-steps", value_name = "N")]
-    pub num_steps: Option<u64>,
-    /// Seconds a stop request may take (stopping writes the traces, which can be slow).
-    #[arg(long = "stop-timeout", default_value_t = 600.0, value_name = "SECS")]
-    pub stop_timeout: f64,
-}
-
-#[derive(Args, Debug, Clone, Default)]
-pub struct CaptureRunArgs {
-    #[command(flatten)]
-    pub targets: CaptureTargets,
-    #[command(flatten)]
-    pub profile: ProfileSettings,
-    /// Send this many generation requests while profiling (through the router when there is one).
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub requests: u64,
-    /// Prompt of the load requests.
-    #[arg(long, default_value = "The quick brown fox jumps over the lazy dog.")]
-    pub prompt: String,
-    /// Tokens each load request generates.
-    #[arg(long = "max-tokens", default_value_t = 32, value_name = "M")]
-    pub max_tokens: u64,
-    /// Load requests in flight at once (default: min(requests, 32)).
-    #[arg(long, value_name = "N")]
-    pub concurrency: Option<usize>,
-    /// Model name for vLLM's /v1/completions (default: the first of GET /v1/models).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Stop after this many seconds (otherwise when the load is done / num_steps are reached).
-    #[arg(long, value_name = "SECS")]
-    pub duration: Option<f64>,
-    /// Seconds to wait for the trace files to appear and stop growing.
-    #[arg(long = "flush-timeout", default_value_t = 300.0, value_name = "SECS")]
-    pub flush_timeout: f64,
-    /// Seconds the trace files must stay the same size to count as written.
-    #[arg(long, default_value_t = 3.0, value_name = "SECS")]
-    pub settle: f64,
-    /// Seconds a stop request may take (stopping writes the traces, which can be slow).
-    #[arg(long = "stop-timeout", default_value_t = 600.0, value_name = "SECS")]
-    pub stop_timeout: f64,
-    /// Do not merge and analyze the collected traces.
-    #[arg(long = "no-merge")]
-    pub no_merge: bool,
-}
-
-#[derive(Subcommand, Debug, Clone)]
-pub enum NsysCommand {
-    /// List the Nsight Systems sessions (`nsys sessions list`).
-    List(NsysArgs),
-    /// Start collection in a session (`nsys start --session=…`).
-    Start(NsysArgs),
-    /// Stop collection in a session and write its report (`nsys stop --session=…`).
-    Stop(NsysArgs),
-}
-
-#[derive(Args, Debug, Clone, Default)]
-pub struct NsysArgs {
-    /// Session ID or NAME as `nsys sessions list` shows it.
-    #[arg(long, value_name = "ID|NAME", conflicts_with = "all")]
-    pub session: Option<String>,
-    /// Every session (start: those not collecting; stop: those collecting).
-    #[arg(long)]
-    pub all: bool,
-    /// The nsys binary (default: $RANKPROF_NSYS, else `nsys` on PATH).
-    #[arg(long, value_name = "PATH")]
-    pub nsys: Option<PathBuf>,
-    /// Print JSON on stdout instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Extra arguments handed to `nsys start` / `nsys stop` unchanged (after `--`).
-    #[arg(last = true)]
-    pub extra: Vec<String>,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Naming {
-    Sglang,
-    Vllm,
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct SynthArgs {
     /// Output directory.
     #[arg(long, short = 'o')]
     pub out: PathBuf,
     /// File names as SGLang or vLLM write them.
-    #[arg(long, value_enum, default_value_t = Naming::Sglang)]
-    pub naming: Naming,
+    #[arg(long, value_enum, default_value_t = Vendor::Sglang)]
+    pub naming: Vendor,
     #[arg(long, default_value_t = 2)]
     pub tp: u32,
     #[arg(long, default_value_t = 1)]

@@ -4,12 +4,14 @@
 //! appeared or vanished, notes.
 
 use anyhow::Result;
-use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table as CTable};
+use comfy_table::{Cell, CellAlignment};
 
-use super::diff::{Basis, Comparison, KernelOnly, Row, Status};
-use super::gate::{fmt_ns, fmt_pct};
+use super::text::md_cell as md;
+
 use crate::analyze::classes::COMM;
 use crate::analyze::kernels::short_name;
+use crate::compare::diff::{Basis, Comparison, KernelOnly, Row, Status};
+use crate::compare::gate::{fmt_ns, fmt_pct};
 
 /// A section: title, header, rows; `right[i]` aligns column i to the right.
 struct Section {
@@ -125,7 +127,7 @@ fn plural(n: usize, one: &str) -> String {
 }
 
 /// What a side is, after its path: `directory: profile X, 4 ranks, 12 steps`.
-fn side_what(s: &super::load::SideInfo) -> String {
+fn side_what(s: &crate::compare::load::SideInfo) -> String {
     let stage = s
         .stage
         .as_deref()
@@ -374,9 +376,7 @@ pub fn table(c: &Comparison) -> String {
     }
     for sec in sections(c, c.top_n) {
         let (head, rows) = (&sec.columns, &sec.rows);
-        let mut t = CTable::new();
-        t.load_preset(presets::UTF8_FULL_CONDENSED)
-            .set_content_arrangement(ContentArrangement::Dynamic);
+        let mut t = super::text::table();
         t.set_header(head.iter().map(Cell::new));
         for r in rows {
             t.add_row(r.iter().enumerate().map(|(i, v)| {
@@ -400,10 +400,6 @@ pub fn table(c: &Comparison) -> String {
         }
     }
     s
-}
-
-fn md(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// GitHub-flavoured markdown.

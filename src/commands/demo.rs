@@ -1,13 +1,16 @@
 //! `rankprof demo`: the main job on the bundled `fixtures/` — list the profiles, merge each one
-//! (into a scratch directory, never into fixtures/), then analyze them.
+//! (into a scratch directory, never into fixtures/), then analyze them, through
+//! [`crate::pipeline`].
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{AnalyzeArgs, Command, DemoArgs, LsArgs, MergeArgs};
-use crate::commands::{self, exit};
+use crate::cli::{DemoArgs, LsArgs};
+use crate::exit;
+use crate::pipeline::{run_group, AnalyzeInput, PipelineOptions};
 use crate::trace::discover;
+use crate::trace::writer::write_atomic_bytes;
 
 pub fn run(args: &DemoArgs) -> Result<i32> {
     let fixtures = args
@@ -29,31 +32,34 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         "== rankprof ls {} --recursive --count\n",
         fixtures.display()
     );
-    let mut code = commands::run(Command::Ls(LsArgs {
+    let mut code = super::ls::run(&LsArgs {
         dir: fixtures.clone(),
         recursive: true,
         count: true,
-    }))?;
+    })?;
     let found = discover(&fixtures, true)?;
+    let mut opts = PipelineOptions {
+        analyze_input: AnalyzeInput::Ranks,
+        ..PipelineOptions::default()
+    };
+    opts.analyze.top_n = 8;
+    let mut runs = Vec::new();
     for g in &found.groups {
-        let name = g.merged_name();
-        let dest = out.join(&name);
+        let dest = out.join(g.merged_name());
         println!(
             "\n== rankprof merge --profile-dir {} --profile-id {} -o {}\n",
             g.dir.display(),
             g.profile_id,
             dest.display()
         );
-        let merge = MergeArgs {
-            profile_dir: Some(g.dir.clone()),
-            profile_id: Some(g.profile_id.clone()),
-            stage: g.stage.clone(),
-            output: Some(dest),
-            ..MergeArgs::default()
-        };
-        code = code.max(commands::run(Command::Merge(merge))?);
+        let run = run_group(g, &dest, &opts);
+        let res = run.merge.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        super::merge::print_result(g, res, run.merge_secs);
+        code = code.max(res.exit_code());
+        runs.push(run);
     }
-    for g in &found.groups {
+    for run in runs {
+        let g = &run.group;
         let html = out.join(g.merged_name().replace(".trace.json.gz", ".html"));
         println!(
             "\n== analyze-profile --profile-dir {} --profile-id {} --all-ranks --html {}\n",
@@ -61,20 +67,19 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
             g.profile_id,
             html.display()
         );
-        let analyze = AnalyzeArgs {
-            profile_dir: Some(g.dir.clone()),
-            profile_id: Some(g.profile_id.clone()),
-            stage: g.stage.clone(),
-            all_ranks: true,
-            html: Some(html),
-            top_n: 8,
-            ..AnalyzeArgs::default()
-        };
-        code = code.max(commands::run(Command::Analyze(analyze))?);
+        let Some(a) = run.analysis else { continue };
+        let a = a?;
+        for n in &a.notes {
+            eprintln!("note: {n}");
+        }
+        print!("{}", crate::report::tables::render(&a));
+        write_atomic_bytes(&html, crate::report::html::render(&a).as_bytes())?;
+        eprintln!("wrote {}", html.display());
+        code = code.max(if a.damaged { exit::PARTIAL } else { exit::OK });
     }
     println!(
         "\nmerged traces and HTML reports are in {} (open the traces in https://ui.perfetto.dev)",
         out.display()
     );
-    Ok(if code == exit::OK { exit::OK } else { code })
+    Ok(code)
 }

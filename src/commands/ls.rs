@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 
 use crate::cli::LsArgs;
-use crate::commands::exit;
+use crate::exit;
 use crate::trace::discover::Naming;
 use crate::trace::{discover, read_trace, Group};
 

@@ -1,0 +1,95 @@
+//! The result model of an analysis: [`Analysis`] (the whole report of one profile), how each
+//! input file was read ([`FileInfo`]) and one rank in depth ([`RankDepth`]). Computed by
+//! [`super::analyze`]; rendered by `crate::report`; serialized as `analyze --format json`.
+
+use serde::{Deserialize, Serialize};
+
+use super::busy::RankSummary;
+use super::collectives::CollectiveReport;
+use super::kernels::{ClassTable, KernelRow};
+use super::rank::StreamRow;
+use super::steps::{StepFig, StepTable};
+use super::summary::Summary;
+use super::verdict::Verdict;
+
+/// How one input file was read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileInfo {
+    pub path: String,
+    pub events: u64,
+    /// Decompressed bytes.
+    pub bytes: u64,
+    pub gzip: bool,
+    pub damaged: bool,
+    /// Ranks this file gave (one, or several for a merged trace).
+    pub ranks: Vec<String>,
+}
+
+/// One rank in depth (`--rank N`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankDepth {
+    pub rank: String,
+    pub summary: RankSummary,
+    pub classes: Vec<DepthClass>,
+    pub kernels: Vec<DepthKernel>,
+    pub streams: Vec<StreamRow>,
+    pub step_source: String,
+    pub steps: Vec<StepFig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DepthClass {
+    pub class: String,
+    pub total_ns: i64,
+    /// Share of the rank's summed op time, percent.
+    pub pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DepthKernel {
+    pub name: String,
+    pub short: String,
+    pub class: String,
+    pub kind: String,
+    pub total_ns: i64,
+    pub count: u64,
+    pub mean_ns: f64,
+    pub min_ns: i64,
+    pub max_ns: i64,
+    /// Share of the rank's summed op time, percent.
+    pub pct: f64,
+}
+
+/// The whole report of one profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Analysis {
+    pub profile_id: String,
+    pub stage: Option<String>,
+    pub files: Vec<FileInfo>,
+    /// `gpu` (every rank has GPU ops), `cpu` (none has: CPU-only traces) or `mixed`.
+    pub source: String,
+    pub threshold_pct: f64,
+    pub verdict: Verdict,
+    pub ranks: Vec<RankSummary>,
+    pub classes: ClassTable,
+    pub kernels: Vec<KernelRow>,
+    pub steps: StepTable,
+    pub collectives: CollectiveReport,
+    pub depth: Option<RankDepth>,
+    pub notes: Vec<String>,
+    /// Some input was damaged: figures cover what could be read.
+    pub damaged: bool,
+    #[serde(skip)]
+    pub summary: Option<Summary>,
+}
+
+impl Analysis {
+    /// Every note of the report: inputs, steps, collectives.
+    pub fn all_notes(&self) -> Vec<&String> {
+        self.notes
+            .iter()
+            .chain(&self.steps.notes)
+            .chain(&self.collectives.notes)
+            .collect()
+    }
+}

@@ -1,0 +1,240 @@
+//! Input planning: which files an analysis reads (a directory's rank files, a list, or one
+//! merged trace) and the rank each holds; then reading one file into its rank result(s) — a
+//! merged trace is split back into its ranks by the `[TP01-DP01] …` labels of its pids.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+
+use super::classes::Classifier;
+use super::collect::{Collector, Config, FxMap};
+use super::model::FileInfo;
+use super::rank::{self, RankResult};
+use super::AnalyzeOptions;
+use crate::trace::{self, Id, RankId};
+
+/// One file to read, with the rank it holds (a merged trace may hold several).
+#[derive(Debug, Clone)]
+pub(super) struct Input {
+    pub path: PathBuf,
+    pub label: String,
+    pub id: RankId,
+}
+
+pub(super) struct Plan {
+    pub profile_id: String,
+    pub stage: Option<String>,
+    pub inputs: Vec<Input>,
+    pub notes: Vec<String>,
+}
+
+/// Finds the files to read: rank files win over a merged trace in the same directory.
+pub(super) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
+    let mut ranks: Vec<PathBuf> = Vec::new();
+    let mut merged: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = &args.profile_dir {
+        let rd = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read directory {}", dir.display()))?;
+        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            if p.is_file() && trace::discover::is_trace_path(&p) {
+                if trace::is_merged_trace(&p) {
+                    merged.push(p);
+                } else {
+                    ranks.push(p);
+                }
+            }
+        }
+    }
+    for f in &args.files {
+        if !f.is_file() {
+            bail!("{}: no such file", f.display());
+        }
+        if trace::is_merged_trace(f) {
+            merged.push(f.clone());
+        } else {
+            ranks.push(f.clone());
+        }
+    }
+    if args.profile_dir.is_none() && args.files.is_empty() {
+        bail!("nothing to analyze: give --profile-dir DIR or trace files");
+    }
+    let mut disc = trace::discover_files(&ranks);
+    disc.select(args.profile_id.as_deref(), args.stage.as_deref());
+    let mut notes: Vec<String> = disc
+        .notes
+        .iter()
+        .filter(|n| !n.contains("a merged trace"))
+        .cloned()
+        .collect();
+    match disc.groups.len() {
+        1 => {
+            let g = disc.groups.remove(0);
+            let missing = g.missing();
+            if !missing.is_empty() {
+                notes.push(format!(
+                    "ranks missing from the grid: {}",
+                    missing.join(", ")
+                ));
+            }
+            Ok(Plan {
+                profile_id: g.profile_id,
+                stage: g.stage,
+                inputs: g
+                    .files
+                    .into_iter()
+                    .map(|f| Input {
+                        label: f.id_label(),
+                        path: f.path,
+                        id: f.id,
+                    })
+                    .collect(),
+                notes,
+            })
+        }
+        0 => {
+            let want = |p: &Path| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                args.profile_id
+                    .as_deref()
+                    .is_none_or(|id| name.contains(id))
+                    && args.stage.as_deref().is_none_or(|st| name.contains(st))
+            };
+            let picked: Vec<PathBuf> = merged.into_iter().filter(|p| want(p)).collect();
+            match picked.len() {
+                0 => bail!("no rank traces found (looked for *.json / *.json.gz rank files and merged-*.trace.json.gz)"),
+                1 => {
+                    let p = picked[0].clone();
+                    let id = trace::discover::merged_profile_id(&p);
+                    Ok(Plan {
+                        profile_id: id,
+                        stage: args.stage.clone(),
+                        inputs: vec![Input {
+                            path: p,
+                            label: "RANK00".into(),
+                            id: RankId::default(),
+                        }],
+                        notes,
+                    })
+                }
+                _ => bail!(
+                    "{} merged traces found ({}); choose one with --profile-id or give the file",
+                    picked.len(),
+                    picked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+                ),
+            }
+        }
+        _ => {
+            let list: Vec<String> = disc
+                .groups
+                .iter()
+                .map(|g| match &g.stage {
+                    Some(s) => format!("{} (stage {s}, {} ranks)", g.profile_id, g.files.len()),
+                    None => format!("{} ({} ranks)", g.profile_id, g.files.len()),
+                })
+                .collect();
+            bail!(
+                "{} profiles found: {}; choose one with --profile-id and/or --stage",
+                list.len(),
+                list.join(", ")
+            )
+        }
+    }
+}
+
+/// The rank(s) of one file, how reading it went, and notes.
+pub(super) type FileResult = (Vec<RankResult>, FileInfo, Vec<String>);
+
+/// Reads one file and returns its rank(s).
+pub(super) fn read_input(
+    input: &Input,
+    cfg: &Config<'_>,
+    classes: &Classifier,
+    custom: bool,
+) -> Result<FileResult> {
+    let mut own = Collector::new(cfg);
+    let mut labeled: Vec<(String, Collector<'_>)> = Vec::new();
+    let mut index: FxMap<String, usize> = FxMap::default();
+    let mut last: Option<(String, usize)> = None;
+    let report = trace::read_trace(&input.path, |ev| {
+        if let Id::Str(s) = ev.pid {
+            let raw = s.raw();
+            if raw.starts_with('[') {
+                if let Some(end) = raw.find(']') {
+                    let lab = &raw[1..end];
+                    let i = match &last {
+                        Some((l, i)) if l == lab => *i,
+                        _ => {
+                            let i = match index.get(lab) {
+                                Some(&i) => i,
+                                None => {
+                                    labeled.push((lab.to_string(), Collector::new(cfg)));
+                                    index.insert(lab.to_string(), labeled.len() - 1);
+                                    labeled.len() - 1
+                                }
+                            };
+                            last = Some((lab.to_string(), i));
+                            i
+                        }
+                    };
+                    labeled[i].1.on_event(ev);
+                    return;
+                }
+            }
+        }
+        own.on_event(ev);
+    })
+    .with_context(|| format!("cannot read {}", input.path.display()))?;
+    let mut notes = report.notes();
+    let path_s = input.path.display().to_string();
+    let results: Vec<RankResult> = if labeled.is_empty() {
+        vec![rank::finish(
+            own,
+            &report.header,
+            input.label.clone(),
+            input.id.clone(),
+            input.path.clone(),
+            classes,
+            custom,
+        )]
+    } else {
+        if own.events > 0 {
+            notes.push(format!(
+                "{path_s}: a merged trace; {} events without a rank label were left out",
+                own.events
+            ));
+        }
+        let mut v: Vec<RankResult> = labeled
+            .into_par_iter()
+            .map(|(lab, c)| {
+                let id = RankId::from_label(&lab);
+                rank::finish(
+                    c,
+                    &report.header,
+                    lab,
+                    id,
+                    input.path.clone(),
+                    classes,
+                    custom,
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            a.id.sort_key()
+                .cmp(&b.id.sort_key())
+                .then(a.label.cmp(&b.label))
+        });
+        v
+    };
+    let info = FileInfo {
+        path: path_s,
+        events: report.events,
+        bytes: report.bytes,
+        gzip: report.gzip,
+        damaged: report.is_damaged(),
+        ranks: results.iter().map(|r| r.label.clone()).collect(),
+    };
+    Ok((results, info, notes))
+}

@@ -1,0 +1,162 @@
+//! The one place `capture run` hands its traces to the rest of rankprof: [`merge_and_analyze`]
+//! calls [`crate::pipeline`] (merge with the default settings, then analyze each merged trace)
+//! and keeps, per stage, what the capture report needs — target, exit code, note — next to the
+//! full results for printing.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::analyze::{analyze, Analysis, AnalyzeOptions};
+use crate::exit;
+use crate::pipeline::{self, GroupRun, PipelineOptions};
+
+/// One merge or analyze hand-over.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Step {
+    /// What it was run on.
+    pub target: Option<PathBuf>,
+    /// Its exit code, when it ran.
+    pub code: Option<i32>,
+    pub note: String,
+}
+
+impl Step {
+    /// 0 (also when it did not run), 3 (partial), or 1 (an error or any other code).
+    fn outcome(&self) -> i32 {
+        match self.code {
+            None | Some(exit::OK) => exit::OK,
+            Some(exit::PARTIAL) => exit::PARTIAL,
+            Some(_) => exit::FAILED,
+        }
+    }
+
+    fn failed(target: &Path, what: &str, e: &anyhow::Error) -> Step {
+        Step {
+            target: Some(target.to_path_buf()),
+            code: Some(exit::FAILED),
+            note: format!("{what} failed: {e:#}"),
+        }
+    }
+}
+
+/// What [`merge_and_analyze`] did.
+#[derive(Debug, Default, Serialize)]
+pub struct PostProcess {
+    pub merge: Step,
+    /// One analysis per merged file (or one of the directory when nothing was merged).
+    pub analyze: Vec<Step>,
+    /// The merged files written.
+    pub merged: Vec<PathBuf>,
+    /// Every profile's merge and analysis, for printing.
+    #[serde(skip)]
+    pub runs: Vec<GroupRun>,
+    /// The analysis of the directory when nothing was merged.
+    #[serde(skip)]
+    pub fallback: Option<Analysis>,
+    /// Discovery notes.
+    #[serde(skip)]
+    pub discovery_notes: Vec<String>,
+}
+
+impl PostProcess {
+    /// 0; 3 when merge/analyze read damaged input (partial result); 1 when any failed.
+    pub fn code(&self) -> i32 {
+        self.analyze
+            .iter()
+            .fold(self.merge.outcome(), |c, s| worst(c, s.outcome()))
+    }
+
+    /// Every step's note that says something.
+    pub fn notes(&self) -> Vec<String> {
+        std::iter::once(&self.merge)
+            .chain(&self.analyze)
+            .filter(|s| !s.note.is_empty())
+            .map(|s| s.note.clone())
+            .collect()
+    }
+}
+
+pub use crate::exit::worst;
+
+fn analysis_step(target: &Path, a: &anyhow::Result<Analysis>) -> Step {
+    match a {
+        Ok(a) => Step {
+            target: Some(target.to_path_buf()),
+            code: Some(if a.damaged { exit::PARTIAL } else { exit::OK }),
+            note: String::new(),
+        },
+        Err(e) => Step::failed(target, "analyze", e),
+    }
+}
+
+/// Merges `files` (this capture's rank files; every profile in `dir` when empty) with the
+/// default settings, then analyzes each merged trace (the directory when nothing was merged).
+pub fn merge_and_analyze(dir: &Path, files: &[PathBuf]) -> PostProcess {
+    let mut pp = PostProcess::default();
+    match pipeline::merge_and_analyze(dir, files, &PipelineOptions::default()) {
+        Ok(done) => {
+            pp.discovery_notes = done.notes;
+            let mut code = exit::OK;
+            let mut first_error = None;
+            for run in &done.runs {
+                match &run.merge {
+                    Ok(r) => {
+                        code = code.max(r.exit_code());
+                        pp.merged.extend(r.output.clone());
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert_with(|| Step::failed(dir, "merge", e));
+                    }
+                }
+                if let (Ok(r), Some(a)) = (&run.merge, &run.analysis) {
+                    if let Some(out) = &r.output {
+                        pp.analyze.push(analysis_step(out, a));
+                    }
+                }
+            }
+            pp.merge = first_error.unwrap_or(Step {
+                target: Some(dir.to_path_buf()),
+                code: Some(code),
+                note: String::new(),
+            });
+            pp.runs = done.runs;
+        }
+        Err(e) => pp.merge = Step::failed(dir, "merge", &e),
+    }
+    if pp.merged.is_empty() {
+        let a = analyze(&AnalyzeOptions {
+            profile_dir: Some(dir.to_path_buf()),
+            ..AnalyzeOptions::default()
+        });
+        pp.analyze.push(analysis_step(dir, &a));
+        pp.fallback = a.ok();
+    }
+    pp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn post_process_codes() {
+        let step = |code: Option<i32>| Step {
+            target: None,
+            code,
+            note: String::new(),
+        };
+        let pp = |m, a| PostProcess {
+            merge: step(m),
+            analyze: vec![step(a)],
+            ..Default::default()
+        };
+        assert_eq!(pp(None, None).code(), 0);
+        assert_eq!(pp(Some(0), None).code(), 0);
+        assert_eq!(pp(Some(3), Some(0)).code(), 3);
+        assert_eq!(pp(Some(2), Some(0)).code(), 1);
+        assert_eq!(pp(Some(3), Some(1)).code(), 1);
+        assert_eq!(worst(1, 3), 1);
+        assert_eq!(worst(0, 3), 3);
+    }
+}

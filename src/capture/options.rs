@@ -1,0 +1,126 @@
+//! What a capture is asked to do, independent of the command line: which servers
+//! ([`Targets`]), what their profilers record ([`ProfileSettings`]), and the settings of
+//! `start`, `stop` and the whole `run` ([`StartOptions`], [`StopOptions`], [`CaptureOptions`]).
+//! Every default equals the command line's.
+
+use std::path::PathBuf;
+
+use super::dialect::{Activity, Backend};
+use super::workers::WorkerType;
+
+/// Which workers to call and how.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    /// A router whose `GET /workers` lists the workers.
+    pub router_url: Option<String>,
+    /// Worker urls to call directly (`http://h:p@N` DP-aware urls are accepted).
+    pub worker_urls: Vec<String>,
+    /// A training log holding a `Router launched at HOST:PORT` line.
+    pub from_log: Option<PathBuf>,
+    /// Only workers of these types (empty: all).
+    pub worker_type: Vec<WorkerType>,
+    pub backend: Backend,
+    /// Seconds one request may take.
+    pub timeout: f64,
+}
+
+impl Default for Targets {
+    fn default() -> Self {
+        Targets {
+            router_url: None,
+            worker_urls: Vec::new(),
+            from_log: None,
+            worker_type: Vec::new(),
+            backend: Backend::Auto,
+            timeout: 30.0,
+        }
+    }
+}
+
+/// The profiler settings SGLang's `ProfileReqInput` takes (vLLM takes none over HTTP).
+#[derive(Debug, Clone, Default)]
+pub struct ProfileSettings {
+    /// Where the traces go (SGLang: sent, made absolute; vLLM: its `torch_profiler_dir`).
+    pub output_dir: Option<PathBuf>,
+    /// Put everything under `output_dir/step_N/`.
+    pub step: Option<u64>,
+    pub start_step: Option<u64>,
+    pub num_steps: Option<u64>,
+    pub activities: Vec<Activity>,
+    pub profile_by_stage: bool,
+    pub profile_stages: Vec<String>,
+    /// `None`: not sent (the server's default).
+    pub with_stack: Option<bool>,
+    /// `None`: not sent (the server's default).
+    pub record_shapes: Option<bool>,
+    pub merge_profiles: bool,
+    pub profile_prefix: Option<String>,
+}
+
+/// `capture start`.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    pub targets: Targets,
+    pub profile: ProfileSettings,
+}
+
+/// `capture stop`.
+#[derive(Debug, Clone)]
+pub struct StopOptions {
+    pub targets: Targets,
+    /// As given to `capture start`: SGLang's later 500 then means "already stopped".
+    pub num_steps: Option<u64>,
+    /// Seconds a stop request may take (stopping writes the traces).
+    pub stop_timeout: f64,
+}
+
+impl Default for StopOptions {
+    fn default() -> Self {
+        StopOptions {
+            targets: Targets::default(),
+            num_steps: None,
+            stop_timeout: 600.0,
+        }
+    }
+}
+
+/// `capture run`: start, load, wait, stop, flush, merge and analyze.
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    pub targets: Targets,
+    pub profile: ProfileSettings,
+    /// Generation requests sent while profiling (0: none).
+    pub requests: u64,
+    pub prompt: String,
+    pub max_tokens: u64,
+    /// Requests in flight (default 32).
+    pub concurrency: Option<usize>,
+    /// Model name for vLLM's `/v1/completions` (default: the server's first).
+    pub model: Option<String>,
+    /// Stop after this many seconds.
+    pub duration: Option<f64>,
+    pub flush_timeout: f64,
+    pub settle: f64,
+    pub stop_timeout: f64,
+    /// Do not merge and analyze the collected traces.
+    pub no_merge: bool,
+}
+
+impl Default for CaptureOptions {
+    fn default() -> Self {
+        CaptureOptions {
+            targets: Targets::default(),
+            profile: ProfileSettings::default(),
+            requests: 0,
+            prompt: "The quick brown fox jumps over the lazy dog.".into(),
+            max_tokens: 32,
+            concurrency: None,
+            model: None,
+            duration: None,
+            flush_timeout: 300.0,
+            settle: 3.0,
+            stop_timeout: 600.0,
+            no_merge: false,
+        }
+    }
+}

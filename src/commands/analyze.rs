@@ -1,0 +1,89 @@
+//! `rankprof analyze` / `analyze-profile`: arguments → [`AnalyzeOptions`], the analysis, the
+//! report on stdout in the chosen format, the files asked for (HTML, Parquet, summary), the exit
+//! code.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+
+use crate::analyze::{analyze, summary, Analysis, AnalyzeOptions};
+use crate::cli::{AnalyzeArgs, ReportFormat};
+use crate::exit;
+use crate::trace::writer::write_atomic_bytes;
+
+/// The library's options from the command line.
+pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
+    AnalyzeOptions {
+        profile_dir: a.profile_dir.clone(),
+        files: a.files.clone(),
+        rank: a.rank,
+        profile_id: a.profile_id.clone(),
+        stage: a.stage.clone(),
+        top_n: a.top_n,
+        step_marker: a.step_marker.clone(),
+        threshold: a.threshold,
+        classes: a.classes.clone(),
+        summary_kernels: a.summary_kernels,
+        jobs: a.jobs,
+    }
+}
+
+/// The report of an analysis in a format.
+pub fn render(a: &Analysis, format: ReportFormat) -> Result<String> {
+    Ok(match format {
+        ReportFormat::Table => crate::report::tables::render(a),
+        ReportFormat::Json => crate::report::formats::json(a)?,
+        ReportFormat::Csv => crate::report::formats::csv(a),
+        ReportFormat::Markdown => crate::report::formats::markdown(a),
+    })
+}
+
+/// Analyzes, prints, writes the requested files. Exit code: OK, or PARTIAL when an input was
+/// damaged.
+pub fn run(args: &AnalyzeArgs) -> Result<i32> {
+    if args.parquet.is_some() && !cfg!(feature = "parquet") {
+        bail!("--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`");
+    }
+    let a = analyze(&options(args))?;
+    refuse_to_overwrite_inputs(args, &a)?;
+    for n in &a.notes {
+        eprintln!("note: {n}");
+    }
+    let text = render(&a, args.format)?;
+    print!("{text}");
+    if let Some(path) = &args.html {
+        write_atomic_bytes(path, crate::report::html::render(&a).as_bytes())?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(dir) = &args.parquet {
+        let files = crate::report::parquet::write(&a, dir)?;
+        eprintln!("wrote {} Parquet files into {}", files, dir.display());
+    }
+    if let Some(path) = &args.save_summary {
+        let s = a.summary.as_ref().context("no summary was built")?;
+        let text = summary::to_json(s)?;
+        write_atomic_bytes(path, text.as_bytes())?;
+        eprintln!("wrote {} ({} bytes)", path.display(), text.len());
+    }
+    Ok(if a.damaged { exit::PARTIAL } else { exit::OK })
+}
+
+/// Output files must never replace an input trace.
+fn refuse_to_overwrite_inputs(args: &AnalyzeArgs, a: &Analysis) -> Result<()> {
+    let inputs: Vec<PathBuf> = a
+        .files
+        .iter()
+        .filter_map(|f| std::fs::canonicalize(&f.path).ok())
+        .collect();
+    for out in [&args.html, &args.save_summary].into_iter().flatten() {
+        if let Ok(c) = std::fs::canonicalize(out) {
+            if inputs.contains(&c) {
+                bail!(
+                    "{}: is an input trace; choose another output file",
+                    out.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}

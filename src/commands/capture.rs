@@ -1,0 +1,174 @@
+//! `rankprof capture start|stop|run`: arguments → the capture options, the capture, a table
+//! (or JSON) on stdout, the exit code the outcome carries.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::analyze::Analysis;
+use crate::capture::report;
+use crate::capture::session::{self, Outcome, RunOutcome};
+use crate::capture::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
+use crate::cli::ReportFormat;
+use crate::cli::{
+    CaptureCommand, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets,
+    ProfileSettingsArgs,
+};
+
+/// Runs one `capture` subcommand, prints its table (or JSON) and returns the exit code.
+pub fn run(c: &CaptureCommand) -> Result<i32> {
+    match c {
+        CaptureCommand::Start(a) => {
+            print_outcome(&session::start(&start_options(a))?, a.targets.json)
+        }
+        CaptureCommand::Stop(a) => print_outcome(&session::stop(&stop_options(a))?, a.targets.json),
+        CaptureCommand::Run(a) => print_run(&session::run(&run_options(a))?, a.targets.json),
+    }
+}
+
+/// `--with-stack` / `--no-with-stack` / neither.
+fn tri(yes: bool, no: bool) -> Option<bool> {
+    match (yes, no) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    }
+}
+
+pub fn targets(t: &CaptureTargets) -> Targets {
+    Targets {
+        router_url: t.router_url.clone(),
+        worker_urls: t.worker_urls.clone(),
+        from_log: t.from_log.clone(),
+        worker_type: t.worker_type.clone(),
+        backend: t.backend,
+        timeout: t.timeout,
+    }
+}
+
+pub fn profile(p: &ProfileSettingsArgs) -> ProfileSettings {
+    ProfileSettings {
+        output_dir: p.output_dir.clone(),
+        step: p.step,
+        start_step: p.start_step,
+        num_steps: p.num_steps,
+        activities: p.activities.clone(),
+        profile_by_stage: p.profile_by_stage,
+        profile_stages: p.profile_stages.clone(),
+        with_stack: tri(p.with_stack, p.no_with_stack),
+        record_shapes: tri(p.record_shapes, p.no_record_shapes),
+        merge_profiles: p.merge_profiles,
+        profile_prefix: p.profile_prefix.clone(),
+    }
+}
+
+pub fn start_options(a: &CaptureStartArgs) -> StartOptions {
+    StartOptions {
+        targets: targets(&a.targets),
+        profile: profile(&a.profile),
+    }
+}
+
+pub fn stop_options(a: &CaptureStopArgs) -> StopOptions {
+    StopOptions {
+        targets: targets(&a.targets),
+        num_steps: a.num_steps,
+        stop_timeout: a.stop_timeout,
+    }
+}
+
+pub fn run_options(a: &CaptureRunArgs) -> CaptureOptions {
+    CaptureOptions {
+        targets: targets(&a.targets),
+        profile: profile(&a.profile),
+        requests: a.requests,
+        prompt: a.prompt.clone(),
+        max_tokens: a.max_tokens,
+        concurrency: a.concurrency,
+        model: a.model.clone(),
+        duration: a.duration,
+        flush_timeout: a.flush_timeout,
+        settle: a.settle,
+        stop_timeout: a.stop_timeout,
+        no_merge: a.no_merge,
+    }
+}
+
+/// An analysis as `analyze` prints it: notes on stderr, tables on stdout.
+fn print_analysis(a: &Analysis) -> Result<()> {
+    for n in &a.notes {
+        eprintln!("note: {n}");
+    }
+    print!("{}", super::analyze::render(a, ReportFormat::Table)?);
+    Ok(())
+}
+
+/// What `merge` and `analyze` would have printed for the capture's traces.
+fn print_post(o: &RunOutcome) -> Result<()> {
+    let Some(pp) = &o.post else {
+        return Ok(());
+    };
+    for n in &pp.discovery_notes {
+        eprintln!("note: {n}");
+    }
+    for r in &pp.runs {
+        if let Ok(res) = &r.merge {
+            super::merge::print_result(&r.group, res, r.merge_secs);
+        }
+    }
+    for r in &pp.runs {
+        if let Some(Ok(a)) = &r.analysis {
+            print_analysis(a)?;
+        }
+    }
+    if let Some(a) = &pp.fallback {
+        print_analysis(a)?;
+    }
+    Ok(())
+}
+
+/// Prints an outcome (table or JSON) and returns its exit code.
+pub fn print_outcome(o: &Outcome, as_json: bool) -> Result<i32> {
+    if as_json {
+        report::print_json(&json!(o))?;
+    } else {
+        report::print_human(&o.workers, &o.notes)?;
+    }
+    Ok(o.exit_code)
+}
+
+/// Prints a `capture run` outcome and returns its exit code.
+pub fn print_run(o: &RunOutcome, as_json: bool) -> Result<i32> {
+    if as_json {
+        report::print_json(&json!(o))?;
+        return Ok(o.exit_code);
+    }
+    print_post(o)?;
+    report::print_human(&o.workers, &[])?;
+    if let Some(l) = &o.load {
+        println!(
+            "load: {} requests, {} ok, {} failed, {:.1} s",
+            l.sent,
+            l.ok,
+            l.failed,
+            l.ms as f64 / 1e3
+        );
+    }
+    for f in &o.traces {
+        println!(
+            "traces: {} files, {:.1} MB in {}{}",
+            f.files.len(),
+            f.bytes() as f64 / 1e6,
+            f.dir.display(),
+            if f.complete { "" } else { " (incomplete)" }
+        );
+    }
+    if let Some(pp) = &o.post {
+        for m in &pp.merged {
+            println!("merged: {}", m.display());
+        }
+    }
+    for n in &o.notes {
+        println!("note: {n}");
+    }
+    Ok(o.exit_code)
+}

@@ -1,0 +1,69 @@
+//! `rankprof compare`: arguments → [`CompareOptions`], the comparison, the report on stdout
+//! (and `-o`), exit code 0 pass / 1 regression.
+
+use anyhow::{bail, Result};
+
+use crate::cli::{CompareArgs, CompareFormat};
+use crate::compare::{compare, CompareOptions, Comparison};
+use crate::exit;
+use crate::report::compare as render;
+use crate::trace::writer::write_atomic_bytes;
+
+/// The library's options from the command line.
+pub fn options(a: &CompareArgs) -> CompareOptions {
+    CompareOptions {
+        baseline: a.baseline.clone(),
+        current: a.current.clone(),
+        max_regression: a.max_regression,
+        max_imbalance: a.max_imbalance,
+        min_time_us: a.min_time_us,
+        normalize: a.normalize,
+        allow_new_kernels: a.allow_new_kernels,
+        basis: a.basis,
+        top_n: a.top_n,
+        profile_id: a.profile_id.clone(),
+        stage: a.stage.clone(),
+        jobs: a.jobs,
+    }
+}
+
+/// The report in the format asked for.
+pub fn render(c: &Comparison, format: CompareFormat) -> Result<String> {
+    Ok(match format {
+        CompareFormat::Table => render::table(c),
+        CompareFormat::Markdown => render::markdown(c),
+        CompareFormat::Json => render::json(c)?,
+    })
+}
+
+/// Compares, prints, writes `-o`; exit code 0 pass, 1 regression (errors: 2, by the caller).
+pub fn run(args: &CompareArgs) -> Result<i32> {
+    let out = compare(&options(args))?;
+    if let Some(path) = &args.output {
+        if let Ok(o) = std::fs::canonicalize(path) {
+            let mut all = out.inputs.clone();
+            all.push(args.baseline.clone());
+            all.push(args.current.clone());
+            if all
+                .iter()
+                .any(|i| std::fs::canonicalize(i).is_ok_and(|i| i == o))
+            {
+                bail!("-o {}: is an input; choose another file", path.display());
+            }
+        }
+    }
+    for n in &out.notes {
+        eprintln!("note: {n}");
+    }
+    let text = render(&out.comparison, args.format)?;
+    print!("{text}");
+    if let Some(o) = &args.output {
+        write_atomic_bytes(o, text.as_bytes())?;
+        eprintln!("wrote {}", o.display());
+    }
+    Ok(if out.comparison.passed {
+        exit::OK
+    } else {
+        exit::FAILED
+    })
+}

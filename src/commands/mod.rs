@@ -1,0 +1,43 @@
+//! From parsed command lines to the libraries: each submodule turns one subcommand's
+//! arguments into its library's options type, calls the library, prints the result and maps
+//! the outcome to an exit code ([`crate::exit`]).
+
+pub mod analyze;
+pub mod capture;
+pub mod compare;
+pub mod demo;
+pub mod inflate;
+pub mod ls;
+pub mod merge;
+pub mod nsys;
+pub mod synth;
+
+use anyhow::Result;
+
+use crate::cli::Command;
+use crate::exit;
+
+/// Runs one command, prints any error on stderr, returns the exit code.
+pub fn main(cmd: Command) -> i32 {
+    match run(cmd) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit::USAGE
+        }
+    }
+}
+
+pub fn run(cmd: Command) -> Result<i32> {
+    match cmd {
+        Command::Ls(a) => ls::run(&a),
+        Command::Merge(a) => merge::run(&a),
+        Command::Synth(a) => synth::run(&a),
+        Command::Demo(a) => demo::run(&a),
+        Command::Inflate(a) => inflate::run(&a),
+        Command::Analyze(a) => analyze::run(&a),
+        Command::Compare(a) => compare::run(&a),
+        Command::Capture(c) => capture::run(&c),
+        Command::Nsys(c) => nsys::run(&c),
+    }
+}
