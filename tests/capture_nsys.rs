@@ -1,8 +1,10 @@
 //! `rankprof nsys` against a stand-in `nsys` (tests/support/fake-nsys.sh) that prints the real
-//! `nsys sessions list` column layout and logs every argument it gets.
+//! `nsys sessions list` column layout, logs every argument it gets, and can hang (then it must
+//! be killed at its timeout).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use rankprof::capture::nsys;
 use rankprof::capture::nsys::NsysOptions;
@@ -181,4 +183,77 @@ fn nsys_is_found_on_path_and_missing_nsys_is_a_clear_error() {
         err.contains("`nsys` not found") && err.contains("--nsys"),
         "{err}"
     );
+}
+
+/// The pid the hung fake nsys wrote, and whether that process is still alive (a reaped process
+/// has no /proc entry; a zombie would say `State: Z`).
+fn hung_alive(f: &Fake) -> (u32, bool) {
+    let pid: u32 = std::fs::read_to_string(f.dir.path().join("hung.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let alive = status
+        .lines()
+        .find(|l| l.starts_with("State:"))
+        .is_some_and(|l| !l.contains("Z"));
+    (pid, alive)
+}
+
+#[test]
+fn a_hung_nsys_list_is_killed_at_its_timeout() {
+    let f = Fake::new(SESSIONS);
+    std::fs::write(f.dir.path().join("hang.txt"), "sessions\n").unwrap();
+    let mut a = f.args(None, true);
+    a.timeout = Some(0.5);
+    let t0 = Instant::now();
+    let e = nsys::act(&a, "stop").unwrap_err().to_string();
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(
+        e.contains("`nsys sessions list` did not finish within 0.5 s and was killed"),
+        "{e}"
+    );
+    let (pid, alive) = hung_alive(&f);
+    assert!(!alive, "nsys (pid {pid}) was left running");
+    // from the command line: exit code 2 and the same words
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args(["nsys", "list", "--timeout", "0.3", "--nsys"])
+        .arg(f.bin())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was killed"));
+    assert!(!hung_alive(&f).1);
+}
+
+#[test]
+fn a_hung_nsys_stop_fails_its_session_and_is_killed() {
+    let f = Fake::new(SESSIONS);
+    std::fs::write(f.dir.path().join("hang.txt"), "stop\n").unwrap();
+    let mut a = f.args(Some("profile-4021"), false);
+    // list/start keep their own limit; stop gets --stop-timeout
+    a.stop_timeout = Some(0.5);
+    assert_eq!(a.limit("list"), nsys::NSYS_TIMEOUT);
+    let t0 = Instant::now();
+    let done = nsys::act(&a, "stop").unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(done.len(), 1);
+    assert!(!done[0].ok && done[0].timed_out);
+    assert_eq!(done[0].exit, None);
+    assert!(
+        done[0]
+            .output
+            .starts_with("nsys did not finish within 0.5 s and was killed"),
+        "{}",
+        done[0].output
+    );
+    // what it printed before hanging is kept
+    assert!(
+        done[0].output.contains("nsys stop: hanging"),
+        "{}",
+        done[0].output
+    );
+    let (pid, alive) = hung_alive(&f);
+    assert!(!alive, "nsys (pid {pid}) was left running");
 }

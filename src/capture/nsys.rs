@@ -5,12 +5,30 @@
 //! `Launched`, `DelayedCollection`, `Collection`, `Generation`), `nsys start --session=NAME` and
 //! `nsys stop --session=NAME`. nsys is run with an argument vector, never through a shell, so a
 //! session name cannot inject anything.
+//!
+//! Every nsys call has a time limit ([`NSYS_TIMEOUT`] for `sessions list` and `start`,
+//! [`NSYS_STOP_TIMEOUT`] for `stop`, which writes the report; both can be changed): a call
+//! past it is killed and reported as such. Its output goes to temporary files, not pipes, so
+//! a grandchild that keeps them open cannot hold rankprof up either.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
+
+use super::options::seconds;
+
+/// Longest `nsys sessions list` or `nsys start` may run before it is killed (by default).
+pub const NSYS_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest `nsys stop` may run before it is killed (by default): it writes the report.
+pub const NSYS_STOP_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Most bytes of nsys output kept per stream.
+const OUTPUT_LIMIT: u64 = 1 << 20;
 
 /// Which sessions to act on and how to run nsys, independent of the command line.
 #[derive(Debug, Clone, Default)]
@@ -23,6 +41,22 @@ pub struct NsysOptions {
     pub nsys: Option<PathBuf>,
     /// Extra arguments for `nsys start` / `nsys stop`.
     pub extra: Vec<String>,
+    /// Seconds `nsys sessions list` and `nsys start` may run (`None`: [`NSYS_TIMEOUT`]).
+    pub timeout: Option<f64>,
+    /// Seconds `nsys stop` may run (`None`: [`NSYS_STOP_TIMEOUT`]).
+    pub stop_timeout: Option<f64>,
+}
+
+impl NsysOptions {
+    /// How long one nsys call for `action` (`list`, `start`, `stop`) may run.
+    pub fn limit(&self, action: &str) -> Duration {
+        match (action, self.timeout, self.stop_timeout) {
+            ("stop", _, Some(s)) => seconds(s),
+            ("stop", _, None) => NSYS_STOP_TIMEOUT,
+            (_, Some(s), _) => seconds(s),
+            (_, None, _) => NSYS_TIMEOUT,
+        }
+    }
 }
 
 /// One row of `nsys sessions list`.
@@ -110,39 +144,125 @@ pub fn nsys_binary(a: &NsysOptions) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("nsys"))
 }
 
-/// Runs nsys with these arguments.
-pub fn exec(bin: &PathBuf, args: &[String]) -> Result<Output> {
-    Command::new(bin).args(args).output().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            anyhow!(
-                "`{}` not found: install Nsight Systems and put nsys on PATH, or pass --nsys /path/to/nsys",
-                bin.display()
-            )
-        } else {
-            anyhow!("cannot run {}: {e}", bin.display())
+/// What one bounded nsys call did.
+#[derive(Debug)]
+pub struct Ran {
+    pub output: Output,
+    /// It ran past its limit and was killed.
+    pub timed_out: bool,
+    pub limit: Duration,
+}
+
+impl Ran {
+    /// stdout and stderr, trimmed, after a first line saying so when nsys was killed.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        if self.timed_out {
+            s.push_str(&format!(
+                "nsys did not finish within {} s and was killed",
+                self.limit.as_secs_f64()
+            ));
         }
+        for part in [&self.output.stdout, &self.output.stderr] {
+            let t = String::from_utf8_lossy(part);
+            if !t.trim().is_empty() {
+                if !s.is_empty() {
+                    s.push('\n');
+                }
+                s.push_str(t.trim());
+            }
+        }
+        s
+    }
+}
+
+fn spawn_error(bin: &Path, e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        anyhow!(
+            "`{}` not found: install Nsight Systems and put nsys on PATH, or pass --nsys /path/to/nsys",
+            bin.display()
+        )
+    } else {
+        anyhow!("cannot run {}: {e}", bin.display())
+    }
+}
+
+fn read_back(mut f: std::fs::File) -> Vec<u8> {
+    let mut v = Vec::new();
+    if f.seek(SeekFrom::Start(0)).is_ok() {
+        let _ = f.take(OUTPUT_LIMIT).read_to_end(&mut v);
+    }
+    v
+}
+
+/// Runs nsys with these arguments for at most `limit`; past it, nsys is killed (and reaped)
+/// and the result says so. `Err` only when nsys cannot be run at all.
+pub fn exec_within(bin: &Path, args: &[String], limit: Duration) -> Result<Ran> {
+    let out = tempfile::tempfile().context("cannot create a temporary file for nsys's output")?;
+    let err = tempfile::tempfile().context("cannot create a temporary file for nsys's output")?;
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(err.try_clone()?)
+        .spawn()
+        .map_err(|e| spawn_error(bin, e))?;
+    let end = Instant::now() + limit;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let Some(left) = end.checked_duration_since(Instant::now()) else {
+            timed_out = true;
+            // SIGKILL, then reap it: no zombie, no nsys left running.
+            let _ = child.kill();
+            break child.wait()?;
+        };
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    };
+    Ok(Ran {
+        output: Output {
+            status,
+            stdout: read_back(out),
+            stderr: read_back(err),
+        },
+        timed_out,
+        limit,
     })
 }
 
-fn text(o: &Output) -> String {
-    let mut s = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    let e = String::from_utf8_lossy(&o.stderr);
-    if !e.trim().is_empty() {
-        if !s.is_empty() {
-            s.push('\n');
-        }
-        s.push_str(e.trim());
+/// Runs nsys with these arguments for at most [`NSYS_TIMEOUT`]; a call past it is an error.
+pub fn exec(bin: &Path, args: &[String]) -> Result<Output> {
+    let ran = exec_within(bin, args, NSYS_TIMEOUT)?;
+    if ran.timed_out {
+        bail!("`{} {}`: {}", bin.display(), args.join(" "), ran.text());
     }
-    s
+    Ok(ran.output)
 }
 
-/// `nsys sessions list`, parsed.
-pub fn list(bin: &PathBuf) -> Result<Vec<Session>> {
-    let o = exec(bin, &["sessions".into(), "list".into()])?;
-    if !o.status.success() {
-        bail!("`nsys sessions list` failed ({}): {}", o.status, text(&o));
+/// `nsys sessions list`, parsed (at most [`NSYS_TIMEOUT`]).
+pub fn list(bin: &Path) -> Result<Vec<Session>> {
+    list_within(bin, NSYS_TIMEOUT)
+}
+
+/// `nsys sessions list`, parsed; nsys is killed after `limit`, which is an error.
+pub fn list_within(bin: &Path, limit: Duration) -> Result<Vec<Session>> {
+    let ran = exec_within(bin, &["sessions".into(), "list".into()], limit)?;
+    if ran.timed_out {
+        bail!(
+            "`nsys sessions list` did not finish within {} s and was killed (is nsys hung? --timeout sets the limit)",
+            limit.as_secs_f64()
+        );
     }
-    parse_sessions(&String::from_utf8_lossy(&o.stdout))
+    if !ran.output.status.success() {
+        bail!(
+            "`nsys sessions list` failed ({}): {}",
+            ran.output.status,
+            ran.text()
+        );
+    }
+    parse_sessions(&String::from_utf8_lossy(&ran.output.stdout))
 }
 
 /// What one `nsys start`/`stop` did.
@@ -150,7 +270,10 @@ pub fn list(bin: &PathBuf) -> Result<Vec<Session>> {
 pub struct Done {
     pub session: Session,
     pub action: &'static str,
+    /// nsys's exit code (`None`: killed by a signal, or at its timeout).
     pub exit: Option<i32>,
+    /// nsys ran past its limit and was killed.
+    pub timed_out: bool,
     pub ok: bool,
     pub output: String,
 }
@@ -201,21 +324,27 @@ fn pick<'a>(sessions: &'a [Session], a: &NsysOptions, action: &str) -> Result<Ve
 }
 
 /// Runs `nsys start|stop --session=NAME [extra…]` on each chosen session.
+/// A call past its limit is killed and counts as failed (`exit: None`).
 pub fn act(a: &NsysOptions, action: &'static str) -> Result<Vec<Done>> {
     let bin = nsys_binary(a);
-    let sessions = list(&bin)?;
+    let sessions = list_within(&bin, a.limit("list"))?;
     let chosen = pick(&sessions, a, action)?;
     let mut out = Vec::new();
     for s in chosen {
         let mut args = vec![action.to_string(), format!("--session={}", s.name)];
         args.extend(a.extra.iter().cloned());
-        let o = exec(&bin, &args)?;
+        let ran = exec_within(&bin, &args, a.limit(action))?;
         out.push(Done {
             session: s.clone(),
             action,
-            exit: o.status.code(),
-            ok: o.status.success(),
-            output: text(&o),
+            exit: if ran.timed_out {
+                None
+            } else {
+                ran.output.status.code()
+            },
+            timed_out: ran.timed_out,
+            ok: !ran.timed_out && ran.output.status.success(),
+            output: ran.text(),
         });
     }
     Ok(out)

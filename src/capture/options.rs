@@ -1,9 +1,11 @@
 //! What a capture is asked to do, independent of the command line: which servers
 //! ([`Targets`]), what their profilers record ([`ProfileSettings`]), and the settings of
 //! `start`, `stop` and the whole `run` ([`StartOptions`], [`StopOptions`], [`CaptureOptions`]).
-//! Every default equals the command line's.
+//! Every default equals the command line's. Seconds become [`Duration`]s through [`seconds`],
+//! which bounds them, so no option can make a wait endless or overflow.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::dialect::{Activity, Backend};
 use super::workers::WorkerType;
@@ -122,5 +124,34 @@ impl Default for CaptureOptions {
             stop_timeout: 600.0,
             no_merge: false,
         }
+    }
+}
+
+/// The longest any wait may be (30 days): larger values, including infinity, are cut to it.
+pub const MAX_WAIT: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `s` seconds as a [`Duration`]: at least 1 ms (also for 0, negative and NaN), at most
+/// [`MAX_WAIT`].
+pub fn seconds(s: f64) -> Duration {
+    if s.is_nan() || s <= 0.0 {
+        return Duration::from_millis(1);
+    }
+    Duration::try_from_secs_f64(s)
+        .unwrap_or(MAX_WAIT)
+        .clamp(Duration::from_millis(1), MAX_WAIT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_bounded() {
+        assert_eq!(seconds(1.5), Duration::from_millis(1500));
+        assert_eq!(seconds(0.0), Duration::from_millis(1));
+        assert_eq!(seconds(-3.0), Duration::from_millis(1));
+        assert_eq!(seconds(f64::NAN), Duration::from_millis(1));
+        assert_eq!(seconds(f64::INFINITY), MAX_WAIT);
+        assert_eq!(seconds(1e30), MAX_WAIT);
     }
 }

@@ -175,6 +175,13 @@ pub struct NsysArgs {
     /// Print JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Seconds `nsys sessions list` and `nsys start` may take before nsys is killed
+    /// [default: 60].
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Seconds `nsys stop` may take (it writes the report) before nsys is killed [default: 600].
+    #[arg(long = "stop-timeout", value_name = "SECS")]
+    pub stop_timeout: Option<f64>,
     /// Extra arguments handed to `nsys start` / `nsys stop` unchanged (after `--`).
     #[arg(last = true)]
     pub extra: Vec<String>,

@@ -7,7 +7,7 @@ use anyhow::Result;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
 
-use crate::capture::nsys::{act, list, nsys_binary, NsysOptions};
+use crate::capture::nsys::{act, list_within, nsys_binary, NsysOptions};
 use crate::cli::{NsysArgs, NsysCommand};
 use crate::exit;
 
@@ -18,6 +18,8 @@ pub fn options(a: &NsysArgs) -> NsysOptions {
         all: a.all,
         nsys: a.nsys.clone(),
         extra: a.extra.clone(),
+        timeout: a.timeout,
+        stop_timeout: a.stop_timeout,
     }
 }
 
@@ -26,7 +28,8 @@ pub fn run(c: &NsysCommand) -> Result<i32> {
     let mut w = io::stdout().lock();
     match c {
         NsysCommand::List(a) => {
-            let sessions = list(&nsys_binary(&options(a)))?;
+            let o = options(a);
+            let sessions = list_within(&nsys_binary(&o), o.limit("list"))?;
             if a.json {
                 serde_json::to_writer_pretty(&mut w, &json!({ "sessions": sessions }))?;
                 writeln!(w)?;
@@ -69,11 +72,11 @@ pub fn run(c: &NsysCommand) -> Result<i32> {
                     t.add_row(vec![
                         format!("{} {}", d.session.id, d.session.name),
                         d.session.state.clone(),
-                        format!(
-                            "{action} exit {}",
-                            d.exit
-                                .map_or_else(|| "signal".to_string(), |c| c.to_string())
-                        ),
+                        match (d.timed_out, d.exit) {
+                            (true, _) => format!("{action} killed (timeout)"),
+                            (false, Some(c)) => format!("{action} exit {c}"),
+                            (false, None) => format!("{action} exit signal"),
+                        },
                         if d.ok { "ok".into() } else { "FAILED".into() },
                         d.output.clone(),
                     ]);
