@@ -75,9 +75,9 @@ pub fn drive(http: &Http, plan: &Plan, cancel: &AtomicBool) -> LoadReport {
                     failed.fetch_add(1, Ordering::Relaxed);
                     if let Ok(mut g) = first_error.lock() {
                         if g.is_none() {
-                            let what = match (&a.status, &a.failure) {
-                                (Some(s), _) => format!("HTTP {s} {}", excerpt(&a.body, 120)),
-                                (None, Some(f)) => f.hint(),
+                            let what = match (a.failure_hint(), &a.status) {
+                                (Some(hint), _) => hint,
+                                (None, Some(s)) => format!("HTTP {s} {}", excerpt(&a.body, 120)),
                                 (None, None) => "no answer".into(),
                             };
                             *g = Some(format!("{base}{path}: {what}"));

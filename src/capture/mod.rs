@@ -9,7 +9,8 @@
 //!    one per DP-aware `url@N` group;
 //! 2. [`dialect`] knows what SGLang and vLLM expect and what their answers mean (a 500 after
 //!    `num_steps` is success; vLLM's 404 means no `--profiler-config`);
-//! 3. [`fanout`] calls every server at once, each with its own timeout;
+//! 3. [`fanout`] calls every server at once, each with its own timeout ([`http`]: bodies read
+//!    whole up to 64 MiB, a body cut short is a failure);
 //! 4. [`session`] orders start → [`load`] → stop → [`flush`] wait → merge and analyze;
 //! 5. [`report`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
 //!    2 usage);
@@ -23,6 +24,7 @@ pub mod dialect;
 pub mod fanout;
 pub mod flush;
 pub mod handoff;
+pub mod http;
 pub mod load;
 pub mod nsys;
 pub mod options;

@@ -26,14 +26,14 @@ pub struct Call {
 }
 
 impl Call {
-    /// A call built from an answer and the verdict on it (`ok`, `note`).
+    /// A call built from an answer and the verdict on it (`ok`, `note`). An answer that did not
+    /// arrive whole (no answer, a body cut short, timed out or too large) is a failure whatever
+    /// the verdict on its status said, and its hint replaces the verdict's note.
     pub fn from_answer(route: &str, a: &Answer, ok: bool, note: String) -> Call {
-        let mut note = note;
-        if let Some(f) = &a.failure {
-            if note.is_empty() {
-                note = f.hint();
-            }
-        }
+        let (ok, note) = match a.failure_hint() {
+            Some(hint) if ok || note.is_empty() || a.status.is_some() => (false, hint),
+            _ => (ok && a.failure.is_none(), note),
+        };
         Call {
             route: route.to_string(),
             status: a.status,
@@ -104,10 +104,14 @@ impl WorkerRow {
             .join("; ")
     }
 
-    /// The worker's profiler was (probably) started: stop it even if the start answer was lost.
+    /// The worker's profiler was (probably) started: stop it even if the start answer was lost
+    /// (a timeout) or its 2xx body did not arrive whole.
     pub fn needs_stop(&self) -> bool {
         match &self.start {
-            Some(c) => c.ok || c.failure.as_deref() == Some("timeout"),
+            Some(c) => {
+                c.ok || c.failure.as_deref() == Some("timeout")
+                    || matches!(c.status, Some(200..=299))
+            }
             None => false,
         }
     }

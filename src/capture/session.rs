@@ -22,13 +22,14 @@ use super::workers::{self, is_loopback, Worker};
 use crate::exit;
 
 fn secs(s: f64) -> Duration {
-    Duration::from_secs_f64(if s.is_finite() && s > 0.0 { s } else { 0.001 })
+    super::options::seconds(s)
 }
 
 /// Asks a server which dialect it speaks (`--backend auto`); `Err` is the failed probe.
 pub fn probe(http: &Http, url: &str, timeout: Duration) -> Result<Dialect, Call> {
     let a = http.get(&format!("{url}{}", dialect::PROBE_SGLANG), timeout);
-    if a.failure.is_some() && a.status.is_none() {
+    // No answer, or one that did not arrive whole: the server cannot be trusted to be either.
+    if a.failure.is_some() {
         return Err(Call::from_answer(
             dialect::PROBE_SGLANG,
             &a,

@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fanout::Http;
-use super::options::Targets;
+use super::options::{seconds, Targets};
 
 /// A worker's role under PD disaggregation (as routers report it).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -309,6 +309,9 @@ pub fn ask_router(http: &Http, router: &str, timeout: Duration) -> Result<Vec<Li
     for path in ["/workers", "/list_workers"] {
         let url = format!("{router}{path}");
         let a = http.get(&url, timeout);
+        if let (Some(_), Some(hint)) = (a.status, a.failure_hint()) {
+            bail!("cannot read the worker list from {url}: {hint}");
+        }
         match (a.status, &a.failure) {
             (Some(200..=299), _) => {
                 return parse_workers_answer(&a.body)
@@ -329,7 +332,7 @@ pub fn ask_router(http: &Http, router: &str, timeout: Duration) -> Result<Vec<Li
 
 /// Resolves `--router-url` / `--from-log` / `--worker-url` into the servers to call.
 pub fn resolve(http: &Http, t: &Targets) -> Result<Found> {
-    let timeout = Duration::from_secs_f64(t.timeout.max(0.001));
+    let timeout = seconds(t.timeout);
     let mut found = Found::default();
     let mut listed = Vec::new();
     let mut router = match &t.router_url {

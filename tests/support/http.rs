@@ -1,6 +1,7 @@
 //! A minimal HTTP/1.1 server for tests: 127.0.0.1 only, one thread per connection, every
 //! request recorded (method, path, body), answered by a handler that may also close the
-//! socket without answering. `Connection: close` on every answer.
+//! socket without answering, or send the headers and only part of the body (then hang or
+//! close). `Connection: close` on every answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -26,6 +27,14 @@ pub enum Reply {
     },
     /// Close the connection without a word (a dying server).
     Close,
+    /// The status line and headers promise `declared` body bytes, only `sent` follow; then the
+    /// socket stays open for `hold` (a hung server) and is closed (a server that died).
+    Partial {
+        status: u16,
+        declared: usize,
+        sent: String,
+        hold: Duration,
+    },
 }
 
 impl Reply {
@@ -145,6 +154,23 @@ fn serve(mut stream: TcpStream, log: &Mutex<Vec<Request>>, handler: &Handler) {
             while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
         }
         Reply::Close => {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        Reply::Partial {
+            status,
+            declared,
+            sent,
+            hold,
+        } => {
+            let head = format!(
+                "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n",
+                reason(status)
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(sent.as_bytes());
+            let _ = stream.flush();
+            // bounded: a test never waits on this thread
+            std::thread::sleep(hold.min(Duration::from_secs(10)));
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
