@@ -5,8 +5,8 @@
 //! them with other tools. `capture run` does the loop in one command and says what went wrong
 //! per server:
 //!
-//! 1. [`workers`] finds the servers (router `GET /workers`, `--worker-url`, `--from-log`),
-//!    one per DP-aware `url@N` group;
+//! 1. [`workers`] finds the servers (router `GET /workers`, `--worker-url`, `--from-log` read
+//!    by [`fromlog`]), one per DP-aware `url@N` group;
 //! 2. [`dialect`] knows what SGLang and vLLM expect and what their answers mean (a 500 after
 //!    `num_steps` is success; vLLM's 404 means no `--profiler-config`);
 //! 3. [`fanout`] calls every server at once, each with its own timeout ([`http`]: bodies read
@@ -23,6 +23,7 @@
 pub mod dialect;
 pub mod fanout;
 pub mod flush;
+pub mod fromlog;
 pub mod handoff;
 pub mod http;
 pub mod load;
