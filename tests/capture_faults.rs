@@ -1,6 +1,6 @@
 //! `rankprof capture` under the faults of issue #13: a router list over 64 KiB, answers whose
-//! body is cut short or never finishes. Every test is bounded: short timeouts, servers that
-//! give up.
+//! body is cut short or never finishes, a stop that takes long (it must say what it waits
+//! for). Every test is bounded: short timeouts, servers that give up.
 
 mod support;
 
@@ -199,4 +199,56 @@ fn a_router_answer_cut_short_is_an_error_that_says_so() {
         e.contains("cannot read the worker list") && e.contains("before the body was complete"),
         "{e}"
     );
+}
+
+#[test]
+fn a_long_stop_says_which_servers_it_waits_for() {
+    let fast = TestWorker::sglang(1);
+    let slow = TestWorker::sglang(1);
+    slow.set(|b| b.delay = Duration::from_millis(1500));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args([
+            "capture",
+            "stop",
+            "--worker-url",
+            fast.url(),
+            slow.url(),
+            "--backend",
+            "sglang",
+            "--num-steps",
+            "2",
+            "--stop-timeout",
+            "5",
+        ])
+        .env(rankprof::commands::capture::NOTICE_AFTER_ENV, "0.3")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("stop: waiting for"))
+        .collect();
+    // at ~0.3 s and ~0.9 s (the gap doubles): said, but not flooding
+    assert!((1..=3).contains(&lines.len()), "{err}");
+    assert!(
+        lines[0].starts_with("stop: waiting for 1 of 2 servers (0 s): ")
+            && lines[0].ends_with(slow.url()),
+        "{err}"
+    );
+    // quick commands say nothing (default: after 5 s)
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args([
+            "capture",
+            "stop",
+            "--worker-url",
+            fast.url(),
+            "--num-steps",
+            "2",
+        ])
+        .env_remove(rankprof::commands::capture::NOTICE_AFTER_ENV)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting for"));
 }

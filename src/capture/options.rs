@@ -24,6 +24,9 @@ pub struct Targets {
     pub backend: Backend,
     /// Seconds one request may take.
     pub timeout: f64,
+    /// Seconds a fan-out (start, stop) runs before it says which servers it is waiting for
+    /// (default 5; `RANKPROF_NOTICE_AFTER` on the command line).
+    pub notice_after: f64,
 }
 
 impl Default for Targets {
@@ -35,6 +38,7 @@ impl Default for Targets {
             worker_type: Vec::new(),
             backend: Backend::Auto,
             timeout: 30.0,
+            notice_after: 5.0,
         }
     }
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::dialect::Backend;
 use super::dialect::{self, Dialect};
-use super::fanout::{fan_out, Http};
+use super::fanout::{fan_out_with, Http};
 use super::flush::{self, Flushed, Snapshot};
 use super::handoff::{merge_and_analyze, worst, PostProcess};
 use super::load::{self, LoadReport, Plan};
@@ -183,6 +183,23 @@ pub fn stop_one(
     }
 }
 
+/// Calls `f` on every worker at once; a wait longer than `t.notice_after` names the servers
+/// still awaited.
+fn each_worker<R: Send>(
+    found: &[Worker],
+    label: &str,
+    t: &Targets,
+    f: impl Fn(&Worker) -> R + Sync,
+) -> Vec<R> {
+    fan_out_with(
+        found,
+        label,
+        secs(t.notice_after),
+        |w: &Worker| w.url.clone(),
+        f,
+    )
+}
+
 /// The result of `capture start` / `capture stop`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Outcome {
@@ -198,7 +215,7 @@ pub fn start(a: &StartOptions) -> Result<Outcome> {
     let http = Http::new();
     let found = workers::resolve(&http, &a.targets)?;
     let dirs = Dirs::new(&a.profile)?;
-    let rows = fan_out(&found.workers, "start", |w| {
+    let rows = each_worker(&found.workers, "start", &a.targets, |w| {
         start_one(&http, w, &a.targets, &a.profile, &dirs)
     });
     Ok(Outcome {
@@ -216,7 +233,7 @@ pub fn stop(a: &StopOptions) -> Result<Outcome> {
     let found = workers::resolve(&http, &a.targets)?;
     let probe_timeout = secs(a.targets.timeout);
     let dirs = Dirs::default();
-    let rows = fan_out(&found.workers, "stop", |w| {
+    let rows = each_worker(&found.workers, "stop", &a.targets, |w| {
         let mut row = WorkerRow::new(w);
         if dialect_for(&http, &mut row, a.targets.backend, probe_timeout).is_some() {
             let auto_stop = a.num_steps.is_some();
@@ -339,7 +356,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         })
         .collect();
 
-    let mut rows = fan_out(&found.workers, "start", |w| {
+    let mut rows = each_worker(&found.workers, "start", &a.targets, |w| {
         start_one(&http, w, &a.targets, p, &dirs)
     });
     let started = rows
@@ -400,18 +417,25 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
             }
             let needs_stop: Vec<usize> =
                 (0..rows.len()).filter(|&i| rows[i].needs_stop()).collect();
-            let stopped = fan_out(&needs_stop, "stop", |&i| {
-                let mut r = rows[i].clone();
-                // A server that did not answer the start in time gets the short timeout.
-                let started = r.start.as_ref().is_some_and(|c| c.ok);
-                let t = if started {
-                    stop_timeout
-                } else {
-                    secs(a.targets.timeout)
-                };
-                stop_one(&http, &mut r, a.targets.backend, auto_stop, t, &dirs);
-                r
-            });
+            let notice = secs(a.targets.notice_after);
+            let stopped = fan_out_with(
+                &needs_stop,
+                "stop",
+                notice,
+                |&i| rows[i].url.clone(),
+                |&i| {
+                    let mut r = rows[i].clone();
+                    // A server that did not answer the start in time gets the short timeout.
+                    let started = r.start.as_ref().is_some_and(|c| c.ok);
+                    let t = if started {
+                        stop_timeout
+                    } else {
+                        secs(a.targets.timeout)
+                    };
+                    stop_one(&http, &mut r, a.targets.backend, auto_stop, t, &dirs);
+                    r
+                },
+            );
             for (i, r) in needs_stop.into_iter().zip(stopped) {
                 rows[i] = r;
             }

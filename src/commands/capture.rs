@@ -34,6 +34,17 @@ fn tri(yes: bool, no: bool) -> Option<bool> {
     }
 }
 
+/// Overrides the seconds before a long wait is reported (tests; default 5).
+pub const NOTICE_AFTER_ENV: &str = "RANKPROF_NOTICE_AFTER";
+
+fn notice_after() -> f64 {
+    std::env::var(NOTICE_AFTER_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or_else(|| Targets::default().notice_after)
+}
+
 pub fn targets(t: &CaptureTargets) -> Targets {
     Targets {
         router_url: t.router_url.clone(),
@@ -42,6 +53,7 @@ pub fn targets(t: &CaptureTargets) -> Targets {
         worker_type: t.worker_type.clone(),
         backend: t.backend,
         timeout: t.timeout,
+        notice_after: notice_after(),
     }
 }
 
