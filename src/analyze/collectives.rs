@@ -116,6 +116,17 @@ pub struct RankRow {
     pub arrived_last: usize,
 }
 
+impl RankRow {
+    /// Share of its matched collectives this rank arrived last at, percent.
+    pub fn last_pct(&self) -> f64 {
+        if self.matched > 0 {
+            100.0 * self.arrived_last as f64 / self.matched as f64
+        } else {
+            0.0
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Instance {
     pub world: usize,

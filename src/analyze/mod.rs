@@ -33,6 +33,7 @@ pub mod busy;
 pub mod classes;
 pub mod collect;
 pub mod collectives;
+pub mod heat;
 pub mod kernels;
 pub mod model;
 pub mod plan;
