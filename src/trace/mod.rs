@@ -4,6 +4,7 @@
 
 pub mod discover;
 pub mod event;
+pub mod gz;
 pub mod json;
 pub mod reader;
 pub mod steps;
