@@ -4,7 +4,9 @@
 //! The pipeline:
 //!
 //! 1. **Inputs**: a profile directory, a list of rank files, or one merged trace (its ranks are
-//!    recovered from the `[TP01-DP01] …` labels merged pids carry).
+//!    recovered from the `[TP01-DP01] …` labels merged pids carry). Only regular files are
+//!    read; a rank file that cannot be read at all is left out and named
+//!    ([`FileInfo::unreadable`], a note), and the analysis is partial.
 //! 2. **One pass per file, ranks in parallel** (rayon, `-j`): the [`collect`] module sees each
 //!    event once through the reader's callback and keeps per-name aggregates, compact
 //!    intervals, step annotations and collectives. [`rank::finish`] turns that into the rank's
@@ -69,6 +71,10 @@ pub struct FileInfo {
     pub damaged: bool,
     /// Ranks this file gave (one, or several for a merged trace).
     pub ranks: Vec<String>,
+    /// Why the file could not be read at all (`reading <path>: <OS error>`); its rank is left
+    /// out of the analysis (and `damaged` is set).
+    #[serde(default)]
+    pub unreadable: Option<String>,
 }
 
 /// One rank in depth (`--rank N`).
@@ -233,29 +239,22 @@ fn strip_brackets(label: &str) -> String {
 fn plan(args: &AnalyzeArgs) -> Result<Plan> {
     let mut ranks: Vec<PathBuf> = Vec::new();
     let mut merged: Vec<PathBuf> = Vec::new();
+    // Regular files only; unreadable rank files kept (reported later); see trace::discover.
+    let mut listing = trace::discover::Listing::default();
     if let Some(dir) = &args.profile_dir {
-        let rd = std::fs::read_dir(dir)
+        listing = trace::discover::list_dir(dir, false)
             .with_context(|| format!("cannot read directory {}", dir.display()))?;
-        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
-        for p in paths {
-            if p.is_file() && is_trace_name(&p) {
-                if is_merged_name(&p) {
-                    merged.push(p);
-                } else {
-                    ranks.push(p);
-                }
-            }
-        }
     }
-    for f in &args.files {
-        if !f.is_file() {
-            bail!("{}: no such file", f.display());
+    let given = trace::discover::list_files(&args.files)?;
+    listing.notes.extend(given.notes);
+    for p in listing.files.into_iter().chain(given.files) {
+        if !is_trace_name(&p) {
+            continue;
         }
-        if is_merged_name(f) {
-            merged.push(f.clone());
+        if is_merged_name(&p) {
+            merged.push(p);
         } else {
-            ranks.push(f.clone());
+            ranks.push(p);
         }
     }
     if args.profile_dir.is_none() && args.files.is_empty() {
@@ -263,12 +262,13 @@ fn plan(args: &AnalyzeArgs) -> Result<Plan> {
     }
     let mut disc = trace::discover_files(&ranks);
     disc.select(args.profile_id.as_deref(), args.stage.as_deref());
-    let mut notes: Vec<String> = disc
-        .notes
-        .iter()
-        .filter(|n| !n.contains("a merged trace"))
-        .cloned()
-        .collect();
+    let mut notes: Vec<String> = listing.notes;
+    notes.extend(
+        disc.notes
+            .iter()
+            .filter(|n| !n.contains("a merged trace"))
+            .cloned(),
+    );
     match disc.groups.len() {
         1 => {
             let g = disc.groups.remove(0);
@@ -461,6 +461,7 @@ fn read_input(
         gzip: report.gzip,
         damaged: report.is_damaged(),
         ranks: results.iter().map(|r| r.label.clone()).collect(),
+        unreadable: None,
     };
     Ok((results, info, notes))
 }
@@ -508,11 +509,41 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<Analysis> {
     let mut results = Vec::new();
     let mut files = Vec::new();
     let mut notes = std::mem::take(&mut plan.notes);
-    for r in read {
-        let (rs, info, n) = r?;
-        results.extend(rs);
-        files.push(info);
-        notes.extend(n);
+    let mut unreadable = Vec::new();
+    for (input, r) in plan.inputs.iter().zip(read) {
+        match r {
+            Ok((rs, info, n)) => {
+                results.extend(rs);
+                files.push(info);
+                notes.extend(n);
+            }
+            // The file could not be opened: its rank is left out, named, and the result is
+            // partial (only read_trace's open fails; damage inside a file is not an error).
+            Err(e) => {
+                let why = format!("reading {}", e.root_cause());
+                notes.push(format!(
+                    "rank {} is unreadable and left out: {why}",
+                    input.label
+                ));
+                unreadable.push(format!("{}: {why}", input.label));
+                files.push(FileInfo {
+                    path: input.path.display().to_string(),
+                    events: 0,
+                    bytes: 0,
+                    gzip: false,
+                    damaged: true,
+                    ranks: vec![input.label.clone()],
+                    unreadable: Some(why),
+                });
+            }
+        }
+    }
+    if results.is_empty() && !unreadable.is_empty() {
+        bail!(
+            "no rank of profile {} could be read:\n  {}",
+            plan.profile_id,
+            unreadable.join("\n  ")
+        );
     }
     if let Some(n) = args.rank {
         if results.len() > 1 {
