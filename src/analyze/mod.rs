@@ -4,7 +4,9 @@
 //! The pipeline:
 //!
 //! 1. **Inputs**: a profile directory, a list of rank files, or one merged trace (its ranks are
-//!    recovered from the `[TP01-DP01] …` labels merged pids carry).
+//!    recovered from the `[TP01-DP01] …` labels merged pids carry). Only regular files are
+//!    read; a rank file that cannot be read at all is left out and named
+//!    ([`FileInfo::unreadable`], a note), and the analysis is partial.
 //! 2. **One pass per file, ranks in parallel** (rayon, `-j`): the [`collect`] module sees each
 //!    event once through the reader's callback and keeps per-name aggregates, compact
 //!    intervals, step annotations and collectives. [`rank::finish`] turns that into the rank's
@@ -149,11 +151,41 @@ pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
     let mut results = Vec::new();
     let mut files = Vec::new();
     let mut notes = std::mem::take(&mut plan.notes);
-    for r in read {
-        let (rs, info, n) = r?;
-        results.extend(rs);
-        files.push(info);
-        notes.extend(n);
+    let mut unreadable = Vec::new();
+    for (input, r) in plan.inputs.iter().zip(read) {
+        match r {
+            Ok((rs, info, n)) => {
+                results.extend(rs);
+                files.push(info);
+                notes.extend(n);
+            }
+            // The file could not be opened: its rank is left out, named, and the result is
+            // partial (only read_trace's open fails; damage inside a file is not an error).
+            Err(e) => {
+                let why = format!("reading {}", e.root_cause());
+                notes.push(format!(
+                    "rank {} is unreadable and left out: {why}",
+                    input.label
+                ));
+                unreadable.push(format!("{}: {why}", input.label));
+                files.push(FileInfo {
+                    path: input.path.display().to_string(),
+                    events: 0,
+                    bytes: 0,
+                    gzip: false,
+                    damaged: true,
+                    ranks: vec![input.label.clone()],
+                    unreadable: Some(why),
+                });
+            }
+        }
+    }
+    if results.is_empty() && !unreadable.is_empty() {
+        bail!(
+            "no rank of profile {} could be read:\n  {}",
+            plan.profile_id,
+            unreadable.join("\n  ")
+        );
     }
     if let Some(n) = args.rank {
         if results.len() > 1 {

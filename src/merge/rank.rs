@@ -10,8 +10,12 @@
 //! - `process_name` gets the rank label in front; `process_sort_index` becomes SGLang's
 //!   `dp*1e8 + ep*1e6 + pp*1e4 + tp*100 + pid` (pids ≥ 1000, i.e. CPU processes, take 99);
 //!   a process without a `process_sort_index` gets one, added at the end of the rank.
+//!
+//! Raw control bytes inside the input's strings (invalid JSON that the reader lets through and
+//! flags) are written escaped as `\u00XX`, so the output is always valid JSON.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -122,9 +126,33 @@ struct PidMeta {
     int: Option<i64>,
 }
 
+/// Why a rank's write pass failed.
+#[derive(Debug)]
+pub enum RankError {
+    /// The input could not be opened (missing, a dangling symlink, not a regular file, no
+    /// permission): the rank is unreadable, the others can still be merged.
+    Read(io::Error),
+    /// Writing the rank's piece of the output failed: the merge as a whole fails.
+    Write(io::Error),
+}
+
+impl fmt::Display for RankError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RankError::Read(e) => write!(f, "reading {e}"),
+            RankError::Write(e) => write!(f, "writing {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RankError {}
+
 /// Runs the write pass of one rank.
-pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
-    let mut w = PieceWriter::create(&job.piece_path, job.level)?;
+pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
+    let piece = job.piece_path.display();
+    let write_err =
+        |e: io::Error| RankError::Write(io::Error::new(e.kind(), format!("{piece}: {e}")));
+    let mut w = PieceWriter::create(&job.piece_path, job.level).map_err(write_err)?;
     let mut written = 0u64;
     let mut dropped = 0u64;
     let mut pids: HashMap<String, PidMeta> = HashMap::new();
@@ -155,14 +183,20 @@ pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
         if written > 0 {
             buf.extend_from_slice(b",\n");
         }
+        let start = buf.len();
         write_event(ev, &ctx, buf);
+        if ev.ctl {
+            // Raw control bytes in the input's strings: the output must be valid JSON.
+            json::escape_ctl_from(buf, start);
+        }
         written += 1;
         if let Err(e) = w.maybe_flush() {
             err = Some(e);
         }
-    })?;
+    })
+    .map_err(RankError::Read)?;
     if let Some(e) = err {
-        return Err(e);
+        return Err(write_err(e));
     }
     let mut added = 0u64;
     let mut missing: Vec<_> = pids.into_iter().filter(|(_, m)| !m.has_sort).collect();
@@ -184,7 +218,7 @@ pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
         written,
         dropped,
         added,
-        piece: w.finish()?,
+        piece: w.finish().map_err(write_err)?,
         shift: job.shift,
         min_ts,
     })
