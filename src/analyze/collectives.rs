@@ -160,6 +160,8 @@ pub struct CollectiveReport {
 type Worst = (i64, usize, String, usize, String, usize, i64);
 
 /// Matches collectives across ranks. `worlds` holds rank indices.
+// Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
+// groups, worst, notes) from the same match state.
 pub fn analyze(
     ranks: &[String],
     worlds: &[Vec<usize>],

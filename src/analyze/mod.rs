@@ -109,6 +109,8 @@ impl Default for AnalyzeOptions {
 }
 
 /// Reads and analyzes a profile as `args` say, without printing anything.
+// Long on purpose: the orchestration reads top to bottom (options, plan, read in parallel,
+// unreadable ranks, lost bases, cross-rank); each step is a call.
 pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
     let classifier = match &args.classes {
         Some(p) => Classifier::from_toml_file(p)?,

@@ -200,6 +200,8 @@ fn r4(x: f64) -> f64 {
 }
 
 /// Builds the summary of analyzed ranks.
+// Long on purpose: a flat mapping of the analysis onto the versioned summary schema, field by
+// field.
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     id: &str,

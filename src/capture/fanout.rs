@@ -220,7 +220,7 @@ where
     if n == 0 {
         return Vec::new();
     }
-    let bar = crate::report::progress::bar(n as u64, label);
+    let bar = crate::progress::bar(n as u64, label);
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<R>>> = Mutex::new((0..n).map(|_| None).collect());
     std::thread::scope(|s| {

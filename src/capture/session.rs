@@ -2,6 +2,8 @@
 //! `--duration`, the load, or `num_steps`), stop, wait until the trace files stop growing,
 //! then merge and analyze them ([`super::handoff`], the single hand-over to the rest of
 //! rankprof). `capture start` and `capture stop` are the first and middle steps on their own.
+//!
+//! (Over ~500 lines: the capture steps.)
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -313,6 +315,8 @@ fn sleep_for(d: Duration) {
 }
 
 /// `capture run`.
+// Long on purpose: the capture's steps in order (start, load, wait, stop, flush, move, hand-
+// off), as README lists them.
 pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     let p = &a.profile;
     if p.output_dir.is_none() && !a.no_merge {

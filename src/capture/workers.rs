@@ -5,6 +5,8 @@
 //! `http://h:p@0` and `http://h:p@1`. Profiling is started once per server, so urls are
 //! normalised (scheme added, trailing `/` and the `@N` suffix removed) and de-duplicated here,
 //! keeping the DP ranks seen. Unhealthy workers and unwanted worker types are dropped with a note.
+//!
+//! (Over ~500 lines: one concept (finding the workers) with its many answer shapes and their tests.)
 
 use std::collections::BTreeSet;
 use std::fs::File;

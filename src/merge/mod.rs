@@ -16,6 +16,8 @@
 //! when writing fails. The temporary pieces live in a `.rankprof-merge-<pid>-*` directory that
 //! SIGINT/SIGTERM removes ([`crate::trace::cleanup`]); ones over a day old, left by a run that
 //! was killed outright, are removed when a merge starts.
+//!
+//! (Over ~500 lines: merge orchestration plus the merged trace's head and tail.)
 
 pub mod align;
 pub mod filter;
@@ -167,6 +169,8 @@ pub fn gather(
 }
 
 /// Merges one group into `out`.
+// Long on purpose: the phases (choose ranks, scan, write pass, clock plan, re-run, tail,
+// pieces) share per-rank state through closures; each phase is marked by a comment.
 pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeResult> {
     let n = g.files.len();
     let chosen: Vec<usize> = match &opts.ranks {
@@ -311,7 +315,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
                     unreadable: &mut Vec<Option<String>>,
                     what: &str|
      -> Result<()> {
-        let bar = crate::report::progress::bar(ks.len() as u64, "merge");
+        let bar = crate::progress::bar(ks.len() as u64, "merge");
         bar.set_message("ranks");
         let done: Vec<(usize, Result<RankOut, RankError>)> = ks
             .par_iter()

@@ -15,6 +15,8 @@
 //! ([`ReadReport::trailing_garbage`]), not damage. Raw control bytes inside strings, which JSON
 //! forbids, are read as written and counted ([`ReadReport::raw_control`]); header values holding
 //! them are stored escaped, and events are flagged ([`Event::ctl`]) for writers to escape.
+//!
+//! (Over ~500 lines: the tokenizer and its tests.)
 
 use std::cell::RefCell;
 use std::fmt;
@@ -434,6 +436,8 @@ impl Scanner {
         }
     }
 
+    // Long on purpose: the tokenizer state machine over the window (Perfetto's style); one
+    // match per state.
     fn run(&mut self, report: &mut ReadReport, on_event: &mut dyn FnMut(&Event<'_>)) {
         let mut fields: Vec<Field> = Vec::with_capacity(16);
         let mut state = State::Start;
