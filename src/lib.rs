@@ -14,7 +14,8 @@
 //! 4. [`report`] prints tables and writes CSV / JSON / markdown / HTML.
 //!
 //! [`capture`] sits beside the pipeline: it drives the profilers of running servers and hands
-//! the files it collected to merge and analyze.
+//! the files it collected to merge and analyze. [`watch`] follows their load and runs a capture
+//! when the ranks drift apart.
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -41,3 +42,4 @@ pub mod pipeline;
 pub mod report;
 pub mod synth;
 pub mod trace;
+pub mod watch;
