@@ -331,9 +331,17 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
             "some ranks lack baseTimeNanoseconds: all ranks were put on absolute time".into(),
         );
     }
+    // A `rankprof watch` timeline beside the traces: its polls inside this trace's time span
+    // become load counter tracks, written after the ranks (crate::watch::evidence).
+    let load = crate::watch::evidence::for_merge(
+        &g.dir,
+        alignment.base_ns,
+        output_span(&outs, opts.window),
+    );
+    notes.extend(load.notes);
     let mut result = MergeResult {
         output: None,
-        events: outs.iter().map(|o| o.written + o.added).sum(),
+        events: outs.iter().map(|o| o.written + o.added).sum::<u64>() + load.events,
         bytes_in: outs.iter().map(|o| o.report.bytes).sum(),
         uncompressed_out: 0,
         base_ns: alignment.base_ns,
@@ -362,10 +370,33 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         any = true;
         pieces.push(o.piece);
     }
+    if !load.json.is_empty() {
+        if any {
+            pieces.push(piece_from_bytes(b",\n", opts.level, false)?);
+        }
+        pieces.push(piece_from_bytes(&load.json, opts.level, false)?);
+    }
     pieces.push(piece_from_bytes(tail.as_bytes(), opts.level, true)?);
     result.uncompressed_out = write_gzip(out, &pieces)?;
     result.output = Some(out.to_path_buf());
     Ok(result)
+}
+
+/// The merged trace's time span in output `ts` (ns): the earliest event start and the latest
+/// event end over the ranks, cut to `--window`.
+fn output_span(outs: &[RankOut], window: Option<(Ns, Ns)>) -> Option<(i64, i64)> {
+    let lo = outs
+        .iter()
+        .filter_map(|o| o.min_ts.map(|t| t.0 + o.shift.0))
+        .min()?;
+    let hi = outs
+        .iter()
+        .filter_map(|o| o.max_ts.map(|t| t.0 + o.shift.0))
+        .max()?;
+    Some(match window {
+        Some((a, b)) => (lo.max(a.0), hi.min(b.0)),
+        None => (lo, hi),
+    })
 }
 
 /// The merged document's keys after `traceEvents`.

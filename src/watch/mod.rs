@@ -23,6 +23,7 @@
 //! `crate::capture::session::run`; `crate::commands::watch` turns the command line into
 //! [`WatchOptions`] and prints the [`Event`]s.
 
+pub mod evidence;
 pub mod loads;
 pub mod poll;
 pub mod prom;
