@@ -478,3 +478,31 @@ fn command_json_lines_and_exit_codes() {
     assert_eq!(capture[0]["exit_code"], 1);
     assert_eq!(capture[0]["outcome"]["workers"][0]["start"]["status"], 503);
 }
+
+/// The README's example, on a pseudo-terminal (`script`): a TP1×DP2 test worker whose DP1 queue
+/// grows after 3 s, the live table, the trigger, the capture's report. Run by hand:
+/// `cargo test --release --test watch_direct -- --ignored readme_example --nocapture`.
+#[test]
+#[ignore]
+fn readme_example() {
+    let w = TestWorker::sglang_dp(1, 2);
+    w.set(|b| b.wall_clock = true);
+    let loads = Loads::attach(&w, 2, Mode::V1Loads);
+    loads.drift_in(Duration::from_secs(3), 1, 20.0, 8.0);
+    let out = tempfile::tempdir().unwrap();
+    let cmd = format!(
+        "stty cols 120 rows 50; {} watch --worker-url {} --interval 0.5 --trigger 'waiting max/mean > 1.5 for 2s' \
+         --output-dir {} --capture-duration 3 --settle 0.5",
+        env!("CARGO_BIN_EXE_rankprof"),
+        w.url(),
+        out.path().display()
+    );
+    let o = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    println!("$ {cmd}\n{}", String::from_utf8_lossy(&o.stdout));
+    for e in std::fs::read_dir(out.path()).unwrap().flatten() {
+        println!("{}", e.file_name().to_string_lossy());
+    }
+}

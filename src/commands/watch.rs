@@ -228,7 +228,11 @@ pub fn run(a: &WatchArgs) -> Result<i32> {
         opts.stop = Some(flag);
     }
     let tty = std::io::stdout().is_terminal();
-    let width = comfy_table::Table::new().width().map_or(160, usize::from);
+    // The terminal's width (a pseudo-terminal may say 0: then 160).
+    let width = comfy_table::Table::new()
+        .width()
+        .filter(|w| *w >= 20)
+        .map_or(160, usize::from);
     let mut p = Printer {
         json: a.targets.json || !tty,
         drawn: 0,

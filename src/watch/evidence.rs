@@ -116,8 +116,10 @@ pub fn for_merge(dir: &Path, base_ns: Option<i64>, span: Option<(i64, i64)>) -> 
                 }
                 out.events += events.len() as u64;
                 out.counters += counters;
-                out.notes
-                    .push(format!("load counters from {name}: {counters} samples"));
+                let tracks = (events.len() as u64 - counters) / 2;
+                out.notes.push(format!(
+                    "load counters from {name}: {counters} samples on {tracks} tracks"
+                ));
             }
             Err(e) => out
                 .notes

@@ -347,7 +347,7 @@ fn duration(p: &mut Parser) -> Result<i64, (usize, String)> {
         }
     };
     let ns = n * unit_ns;
-    if !ns.is_finite() || ns < 0.0 || ns > 1e18 {
+    if !(0.0..=1e18).contains(&ns) {
         return Err((c, format!("duration {n} out of range")));
     }
     Ok(ns.round() as i64)

@@ -130,20 +130,15 @@ pub fn render(s: &ViewState<'_>, width: usize) -> String {
             ));
         }
     }
-    let mut imb = String::from("imbalance (max/mean, spread):");
-    for m in Metric::ALL {
+    let mut imb = String::from("max/mean (spread):");
+    let short = ["running", "waiting", "tokens", "usage", "tok/s"];
+    for (m, name) in Metric::ALL.into_iter().zip(short) {
         if let Some(x) = p.imbalance.get(m.name()) {
-            let _ = write!(
-                imb,
-                " {} {:.2}, {}",
-                m.name(),
-                x.max_over_mean,
-                cell(Some(x.spread), m)
-            );
-            imb.push(';');
+            let spread = cell(Some(x.spread), m);
+            let _ = write!(imb, " {name} {:.2} ({spread}) ·", x.max_over_mean);
         }
     }
-    lines.push(imb.trim_end_matches(';').to_string());
+    lines.push(imb.trim_end_matches(" ·").to_string());
     for a in s.triggers {
         let now = a
             .last
