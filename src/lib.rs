@@ -16,7 +16,8 @@
 //!    nothing.
 //!
 //! [`capture`] drives the profilers of running servers and hands the files it collected to
-//! [`pipeline`]. [`synth`] generates deterministic traces for tests and benchmarks.
+//! [`pipeline`]; [`watch`] follows their load and runs a capture when the ranks drift apart.
+//! [`synth`] generates deterministic traces for tests and benchmarks.
 //!
 //! Layers go one way: [`cli`] (clap definitions) → [`commands`] (arguments → options, call,
 //! print, [`exit`] code) → the libraries above → [`trace`]. Every library entry point takes its
@@ -44,9 +45,11 @@ pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod exit;
+pub mod load;
 pub mod merge;
 pub mod pipeline;
 pub mod progress;
 pub mod report;
 pub mod synth;
 pub mod trace;
+pub mod watch;

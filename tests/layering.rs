@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 const LIBRARIES: &[&str] = &[
     "trace", "merge", "analyze", "compare", "capture", "watch", "report", "synth", "pipeline",
-    "exit", "progress",
+    "exit", "progress", "load",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

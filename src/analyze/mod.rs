@@ -238,6 +238,11 @@ pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
         ));
     }
     let damaged = files.iter().any(|f| f.damaged);
+    // Where the step times start (as the step table counts them), to place the onset in time.
+    let origin = results
+        .iter()
+        .filter_map(|r| r.steps.first().map(|s| s.start_ns))
+        .min();
     let mut a = cross_rank(
         results,
         &classifier,
@@ -249,6 +254,18 @@ pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
     a.files = files;
     a.notes.splice(0..0, notes);
     a.damaged = damaged;
+    // A `rankprof watch` timeline beside the traces says what the load was at the onset.
+    if let (Some(o), Some(origin)) = (&a.steps.onset, origin) {
+        let dirs: Vec<PathBuf> = plan
+            .inputs
+            .iter()
+            .filter_map(|i| i.path.parent().map(PathBuf::from))
+            .collect();
+        let at = origin + (o.t_ms * 1e6).round() as i64;
+        a.notes.extend(crate::load::evidence::onset_note(
+            &dirs, at, &o.step, o.t_ms, &o.rank,
+        ));
+    }
     Ok(a)
 }
 

@@ -155,6 +155,9 @@ pub(super) fn read_input(
     let report = trace::read_trace(&input.path, |ev| {
         if let Id::Str(s) = ev.pid {
             let raw = s.raw();
+            if raw.starts_with(crate::load::evidence::PID_PREFIX) {
+                return; // load counters `rankprof watch` added to a merged trace: not a rank
+            }
             if raw.starts_with('[') {
                 if let Some(end) = raw.find(']') {
                     let lab = &raw[1..end];

@@ -452,9 +452,22 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
             chosen.len()
         ));
     }
+    // A `rankprof watch` timeline beside the traces: its polls inside this trace's time span
+    // become load counter tracks, written after the ranks (crate::load::evidence).
+    let load = crate::load::evidence::for_merge(
+        &g.dir,
+        alignment.base_ns,
+        output_span(&outs, opts.window),
+    );
+    notes.extend(load.notes);
     let mut result = MergeResult {
         output: None,
-        events: outs.iter().flatten().map(|o| o.written + o.added).sum(),
+        events: outs
+            .iter()
+            .flatten()
+            .map(|o| o.written + o.added)
+            .sum::<u64>()
+            + load.events,
         bytes_in: outs.iter().flatten().map(|o| o.report.bytes).sum(),
         uncompressed_out: 0,
         base_ns: alignment.base_ns,
@@ -494,10 +507,35 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         any = true;
         pieces.push(o.piece);
     }
+    if !load.json.is_empty() {
+        if any {
+            pieces.push(piece_from_bytes(b",\n", opts.level, false)?);
+        }
+        pieces.push(piece_from_bytes(&load.json, opts.level, false)?);
+    }
     pieces.push(piece_from_bytes(tail.as_bytes(), opts.level, true)?);
     result.uncompressed_out = write_gzip(out, &pieces)?;
     result.output = Some(out.to_path_buf());
     Ok(result)
+}
+
+/// The merged trace's time span in output `ts` (ns): the earliest event start and the latest
+/// event end over the ranks read, cut to `--window`.
+fn output_span(outs: &[Option<RankOut>], window: Option<(Ns, Ns)>) -> Option<(i64, i64)> {
+    let lo = outs
+        .iter()
+        .flatten()
+        .filter_map(|o| o.min_ts.map(|t| t.0 + o.shift.0))
+        .min()?;
+    let hi = outs
+        .iter()
+        .flatten()
+        .filter_map(|o| o.max_ts.map(|t| t.0 + o.shift.0))
+        .max()?;
+    Some(match window {
+        Some((a, b)) => (lo.max(a.0), hi.min(b.0)),
+        None => (lo, hi),
+    })
 }
 
 /// The merged document's keys after `traceEvents`. `ranks`: every chosen rank (its index in

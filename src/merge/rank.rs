@@ -118,6 +118,8 @@ pub struct RankOut {
     pub shift: Ns,
     /// The earliest input `ts` (before the shift).
     pub min_ts: Option<Ns>,
+    /// The latest input event end, `ts + dur` (before the shift).
+    pub max_ts: Option<Ns>,
 }
 
 #[derive(Default)]
@@ -167,12 +169,15 @@ pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     );
     let filter_noop = job.filter.is_noop();
     let mut min_ts: Option<Ns> = None;
+    let mut max_ts: Option<Ns> = None;
     let report = read_trace(&job.path, |ev| {
         if err.is_some() {
             return;
         }
         if let Some(ts) = ev.ts {
             min_ts = Some(min_ts.map_or(ts, |m| m.min(ts)));
+            let end = Ns(ts.0.saturating_add(ev.dur.map_or(0, |d| d.0.max(0))));
+            max_ts = Some(max_ts.map_or(end, |m| m.max(end)));
         }
         if !filter_noop && !job.filter.keep(ev) {
             dropped += 1;
@@ -221,6 +226,7 @@ pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
         piece: w.finish().map_err(write_err)?,
         shift: job.shift,
         min_ts,
+        max_ts,
     })
 }
 
