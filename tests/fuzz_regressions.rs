@@ -4,6 +4,7 @@
 use std::io::{BufReader, Cursor};
 use std::path::Path;
 
+use rankprof::capture::workers::parse_workers_answer;
 use rankprof::trace::event::scan_event;
 use rankprof::trace::gz::Members;
 use rankprof::trace::json;
@@ -62,4 +63,20 @@ fn corrupt_deflate_loses_at_most_the_failing_read() {
         "{big:?} is not a prefix of {small:?}"
     );
     assert!(small.len() >= big.len());
+}
+
+/// `workers` target: an empty url (`""`, or `{"url": ""}`) came out of the parser as a worker;
+/// it is "has no url", like a missing one.
+#[test]
+fn workers_answer_refuses_empty_urls() {
+    for body in [
+        r#"["","htutilizationtp://:/@d&ih","htutilizationtp://:/@d&i/"]"#,
+        r#"{"workers":[{"url":"  ","worker_type":"regular"}]}"#,
+        r#"{"prefill":["http://p:1"],"decode":[""]}"#,
+    ] {
+        let e = parse_workers_answer(body).expect_err(body);
+        assert!(format!("{e:#}").contains("has no url"), "{body}: {e:#}");
+    }
+    let ok = parse_workers_answer(r#"{"urls":["http://a:1","b:2@3"]}"#).unwrap();
+    assert_eq!(ok.len(), 2);
 }
