@@ -108,14 +108,17 @@ fn worker_type_of(v: &Value) -> Option<String> {
 }
 
 fn listed_of(v: &Value, ty: Option<&str>) -> Option<Listed> {
+    // An empty or blank url is no url.
     match v {
-        Value::String(s) => Some(Listed {
+        Value::String(s) if !s.trim().is_empty() => Some(Listed {
             url: s.clone(),
             worker_type: ty.map(str::to_string),
             healthy: None,
         }),
         Value::Object(_) => Some(Listed {
-            url: str_field(v, &["url", "worker_url"])?.to_string(),
+            url: str_field(v, &["url", "worker_url"])
+                .filter(|u| !u.trim().is_empty())?
+                .to_string(),
             worker_type: worker_type_of(v).or_else(|| ty.map(str::to_string)),
             healthy: v
                 .get("is_healthy")

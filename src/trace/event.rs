@@ -308,8 +308,13 @@ pub fn each_field<'a>(obj: &'a str, mut f: impl FnMut(&'a str, Kind, &'a str) ->
     }
 }
 
-/// Scans `b[i..]` as an event object: convenience for tests and small inputs.
+/// Scans `b` as an event object (it must start with `{`): convenience for tests and small
+/// inputs.
 pub fn scan_event<'a>(b: &'a [u8], fields: &'a mut Vec<Field>) -> Result<Event<'a>, EventError> {
+    // `scan_object` trusts its caller to have seen the opening brace (the reader has).
+    if b.first() != Some(&b'{') {
+        return Err(bad(0, "an event is a JSON object: expected '{'"));
+    }
     let end = match json::scan_object(b, 0, fields) {
         Ok(e) => e,
         Err(Stop::Incomplete) => return Err(bad(b.len(), "truncated")),

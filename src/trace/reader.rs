@@ -335,19 +335,38 @@ pub fn read_from(
     path: &Path,
     src: Box<dyn Read>,
     gzip: bool,
+    on_event: impl FnMut(&Event<'_>),
+) -> ReadReport {
+    read_from_with_window(path, src, gzip, CHUNK, on_event)
+}
+
+/// [`read_from`] with the read window (the buffer's initial size and the minimum it grows
+/// by) set to `window` bytes instead of the default 1 MiB; values below 16 are raised to 16.
+/// The events and the report do not depend on the window: this exists so that tests and fuzz
+/// targets can check that with tiny windows, where every value straddles a refill.
+pub fn read_from_with_window(
+    path: &Path,
+    src: Box<dyn Read>,
+    gzip: bool,
+    window: usize,
     mut on_event: impl FnMut(&Event<'_>),
 ) -> ReadReport {
     let mut s = Scanner::new(src);
+    s.chunk = window.max(16);
+    s.data = vec![0; s.chunk];
     let mut report = ReadReport::new(path, gzip);
     s.run(&mut report, &mut on_event);
     report.bytes = s.base + s.end as u64;
     report
 }
 
-const CHUNK: usize = 1 << 20;
+/// The default read window.
+pub const CHUNK: usize = 1 << 20;
 
 struct Scanner {
     src: Box<dyn Read>,
+    /// The read window: initial buffer size and minimum growth ([`CHUNK`] by default).
+    chunk: usize,
     data: Vec<u8>,
     /// Everything before `pos` is consumed.
     pos: usize,
@@ -378,6 +397,7 @@ impl Scanner {
     fn new(src: Box<dyn Read>) -> Self {
         Scanner {
             src,
+            chunk: CHUNK,
             data: vec![0; CHUNK],
             pos: 0,
             end: 0,
@@ -400,8 +420,8 @@ impl Scanner {
             self.end -= self.pos;
             self.pos = 0;
         }
-        if self.end + CHUNK / 4 > self.data.len() {
-            let n = (self.data.len() * 2).max(CHUNK);
+        if self.end + self.chunk / 4 > self.data.len() {
+            let n = (self.data.len() * 2).max(self.chunk);
             self.data.resize(n, 0);
         }
         loop {
