@@ -20,7 +20,7 @@
 //! - [`view`]: the live table drawn on a terminal.
 //!
 //! Worker discovery is `crate::capture::workers::resolve` and a capture is
-//! `crate::capture::session::run`; `crate::commands::watch` turns the command line into
+//! `crate::capture::session::run`; the `watch` command turns the command line into
 //! [`WatchOptions`] and prints the [`Event`]s.
 
 pub mod poll;

@@ -2,7 +2,7 @@
 //! status, running, waiting, KV tokens, token usage, throughput, and a sparkline of the last
 //! minute of one metric), the imbalance of every metric across ranks, each trigger's state and
 //! the captures. Plain text, one line per row, cut to the terminal's width, so
-//! `crate::commands::watch` can redraw it in place by moving the cursor up as many lines.
+//! the `watch` command can redraw it in place by moving the cursor up as many lines.
 
 use std::fmt::Write as _;
 
