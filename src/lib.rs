@@ -2,19 +2,28 @@
 //!
 //! Find out why one GPU rank is slower than the others.
 //!
-//! The pipeline, one module per stage:
+//! The data path, one module per stage — **discover → read → merge | analyze | compare →
+//! render** — with capture beside it:
 //!
 //! 1. [`trace::discover`] finds the per-rank trace files of a profile (SGLang, vLLM and generic
 //!    names) and gives each its [`trace::RankId`];
 //! 2. [`trace::read_trace`] streams one file event by event as borrowed [`trace::Event`]s,
 //!    salvaging everything before any damage;
 //! 3. [`merge`] writes one Perfetto-ready trace from many ranks (labels, unique ids, aligned
-//!    clocks); [`analyze`] turns events into per-rank tables; [`compare`] gates a profile
-//!    against a baseline;
-//! 4. [`report`] prints tables and writes CSV / JSON / markdown / HTML.
+//!    clocks); [`analyze`] turns events into per-rank tables and a verdict; [`compare`] gates a
+//!    profile against a baseline; [`pipeline`] runs merge then analyze;
+//! 4. [`report`] renders results (tables, CSV / JSON / markdown / HTML / Parquet) and computes
+//!    nothing.
 //!
-//! [`capture`] sits beside the pipeline: it drives the profilers of running servers and hands
-//! the files it collected to merge and analyze.
+//! [`capture`] drives the profilers of running servers and hands the files it collected to
+//! [`pipeline`]; [`watch`] follows their load and runs a capture when the ranks drift apart.
+//! [`synth`] generates deterministic traces for tests and benchmarks.
+//!
+//! Layers go one way: [`cli`] (clap definitions) → [`commands`] (arguments → options, call,
+//! print, [`exit`] code) → the libraries above → [`trace`]. Every library entry point takes its
+//! own options type ([`merge::MergeOptions`], [`analyze::AnalyzeOptions`],
+//! [`compare::CompareOptions`], [`capture::CaptureOptions`], [`synth::SynthOptions`]) and no
+//! library imports `cli` or `commands` (`tests/layering.rs` checks it).
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -36,8 +45,11 @@ pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod exit;
+pub mod load;
 pub mod merge;
 pub mod pipeline;
+pub mod progress;
 pub mod report;
 pub mod synth;
 pub mod trace;
+pub mod watch;

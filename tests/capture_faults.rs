@@ -252,3 +252,84 @@ fn a_long_stop_says_which_servers_it_waits_for() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting for"));
 }
+
+/// Runs the binary with its own state dir; returns (exit code, stdout JSON, stderr).
+fn bin(args: &[&str], state: &std::path::Path) -> (Option<i32>, Value, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args(args)
+        .arg("--json")
+        .env("RANKPROF_STATE_DIR", state)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        out.status.code(),
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_stop_after_num_steps_is_success_without_repeating_num_steps() {
+    let w = TestWorker::sglang(1);
+    w.set(|b| b.steps_take = Duration::from_millis(100));
+    let tmp = tempfile::tempdir().unwrap();
+    let (state, out) = (tmp.path().join("state"), tmp.path().join("traces"));
+    let out_s = out.to_str().unwrap();
+    let url = w.url();
+    let start = [
+        "capture",
+        "start",
+        "--worker-url",
+        url,
+        "--backend",
+        "sglang",
+    ];
+    let (code, _, err) = bin(
+        &[&start[..], &["--num-steps", "2", "--output-dir", out_s]].concat(),
+        &state,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let rec: Value =
+        serde_json::from_slice(&std::fs::read(out.join(".rankprof-capture.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["num_steps"], 2);
+    assert_eq!(rec["workers"], json!([url]));
+    // SGLang stops by itself after num_steps; a later bare stop answers 500
+    let t0 = Instant::now();
+    while w.written().is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stop = [
+        "capture",
+        "stop",
+        "--worker-url",
+        url,
+        "--backend",
+        "sglang",
+    ];
+    // found by the same targets in the state dir
+    let (code, v, err) = bin(&stop, &state);
+    assert_eq!(code, Some(0), "{err}");
+    let note = v["workers"][0]["stop"]["note"].as_str().unwrap_or("");
+    assert_eq!(v["workers"][0]["stop"]["status"], 500);
+    assert!(note.contains("after 2 steps"), "{v}");
+    // found in the output dir, whatever the state dir holds
+    let empty = tmp.path().join("empty");
+    let (code, _, err) = bin(&[&stop[..], &["--output-dir", out_s]].concat(), &empty);
+    assert_eq!(code, Some(0), "{err}");
+    // the control: no record, no --num-steps: the bare 500 is a failure
+    let (code, v, _) = bin(&stop, &empty);
+    assert_eq!(code, Some(1), "{v}");
+    // a record vouches only for the servers it lists
+    let other = TestWorker::sglang(1);
+    let (code, _, _) = bin(
+        &[
+            &stop[..],
+            &["--worker-url", other.url(), "--output-dir", out_s],
+        ]
+        .concat(),
+        &empty,
+    );
+    assert_eq!(code, Some(1));
+}

@@ -116,6 +116,17 @@ pub struct RankRow {
     pub arrived_last: usize,
 }
 
+impl RankRow {
+    /// Share of its matched collectives this rank arrived last at, percent.
+    pub fn last_pct(&self) -> f64 {
+        if self.matched > 0 {
+            100.0 * self.arrived_last as f64 / self.matched as f64
+        } else {
+            0.0
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Instance {
     pub world: usize,
@@ -149,6 +160,8 @@ pub struct CollectiveReport {
 type Worst = (i64, usize, String, usize, String, usize, i64);
 
 /// Matches collectives across ranks. `worlds` holds rank indices.
+// Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
+// groups, worst, notes) from the same match state.
 pub fn analyze(
     ranks: &[String],
     worlds: &[Vec<usize>],

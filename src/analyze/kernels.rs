@@ -41,6 +41,23 @@ pub struct KernelRow {
     pub slowest: String,
 }
 
+impl KernelRow {
+    /// The smallest, mean and largest per-rank total (the summarized form of `per_rank`).
+    pub fn rank_min_mean_max(&self) -> (i64, i64, i64) {
+        let t: Vec<i64> = self.per_rank.iter().map(|s| s.total_ns).collect();
+        min_mean_max(&t)
+    }
+}
+
+/// Smallest, mean (integer division) and largest value; zeros when empty.
+pub fn min_mean_max(v: &[i64]) -> (i64, i64, i64) {
+    (
+        v.iter().copied().min().unwrap_or(0),
+        v.iter().sum::<i64>() / v.len().max(1) as i64,
+        v.iter().copied().max().unwrap_or(0),
+    )
+}
+
 /// Class totals (sum of op durations) per rank.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClassTable {

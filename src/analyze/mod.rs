@@ -4,7 +4,9 @@
 //! The pipeline:
 //!
 //! 1. **Inputs**: a profile directory, a list of rank files, or one merged trace (its ranks are
-//!    recovered from the `[TP01-DP01] …` labels merged pids carry).
+//!    recovered from the `[TP01-DP01] …` labels merged pids carry). Only regular files are
+//!    read; a rank file that cannot be read at all is left out and named
+//!    ([`FileInfo::unreadable`], a note), and the analysis is partial.
 //! 2. **One pass per file, ranks in parallel** (rayon, `-j`): the [`collect`] module sees each
 //!    event once through the reader's callback and keeps per-name aggregates, compact
 //!    intervals, step annotations and collectives. [`rank::finish`] turns that into the rank's
@@ -33,6 +35,7 @@ pub mod busy;
 pub mod classes;
 pub mod collect;
 pub mod collectives;
+pub mod heat;
 pub mod kernels;
 pub mod model;
 pub mod plan;
@@ -106,6 +109,8 @@ impl Default for AnalyzeOptions {
 }
 
 /// Reads and analyzes a profile as `args` say, without printing anything.
+// Long on purpose: the orchestration reads top to bottom (options, plan, read in parallel,
+// unreadable ranks, lost bases, cross-rank); each step is a call.
 pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
     let classifier = match &args.classes {
         Some(p) => Classifier::from_toml_file(p)?,
@@ -148,11 +153,41 @@ pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
     let mut results = Vec::new();
     let mut files = Vec::new();
     let mut notes = std::mem::take(&mut plan.notes);
-    for r in read {
-        let (rs, info, n) = r?;
-        results.extend(rs);
-        files.push(info);
-        notes.extend(n);
+    let mut unreadable = Vec::new();
+    for (input, r) in plan.inputs.iter().zip(read) {
+        match r {
+            Ok((rs, info, n)) => {
+                results.extend(rs);
+                files.push(info);
+                notes.extend(n);
+            }
+            // The file could not be opened: its rank is left out, named, and the result is
+            // partial (only read_trace's open fails; damage inside a file is not an error).
+            Err(e) => {
+                let why = format!("reading {}", e.root_cause());
+                notes.push(format!(
+                    "rank {} is unreadable and left out: {why}",
+                    input.label
+                ));
+                unreadable.push(format!("{}: {why}", input.label));
+                files.push(FileInfo {
+                    path: input.path.display().to_string(),
+                    events: 0,
+                    bytes: 0,
+                    gzip: false,
+                    damaged: true,
+                    ranks: vec![input.label.clone()],
+                    unreadable: Some(why),
+                });
+            }
+        }
+    }
+    if results.is_empty() && !unreadable.is_empty() {
+        bail!(
+            "no rank of profile {} could be read:\n  {}",
+            plan.profile_id,
+            unreadable.join("\n  ")
+        );
     }
     if let Some(n) = args.rank {
         if results.len() > 1 {
@@ -203,6 +238,11 @@ pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
         ));
     }
     let damaged = files.iter().any(|f| f.damaged);
+    // Where the step times start (as the step table counts them), to place the onset in time.
+    let origin = results
+        .iter()
+        .filter_map(|r| r.steps.first().map(|s| s.start_ns))
+        .min();
     let mut a = cross_rank(
         results,
         &classifier,
@@ -214,6 +254,18 @@ pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
     a.files = files;
     a.notes.splice(0..0, notes);
     a.damaged = damaged;
+    // A `rankprof watch` timeline beside the traces says what the load was at the onset.
+    if let (Some(o), Some(origin)) = (&a.steps.onset, origin) {
+        let dirs: Vec<PathBuf> = plan
+            .inputs
+            .iter()
+            .filter_map(|i| i.path.parent().map(PathBuf::from))
+            .collect();
+        let at = origin + (o.t_ms * 1e6).round() as i64;
+        a.notes.extend(crate::load::evidence::onset_note(
+            &dirs, at, &o.step, o.t_ms, &o.rank,
+        ));
+    }
     Ok(a)
 }
 

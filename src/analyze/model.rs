@@ -23,6 +23,10 @@ pub struct FileInfo {
     pub damaged: bool,
     /// Ranks this file gave (one, or several for a merged trace).
     pub ranks: Vec<String>,
+    /// Why the file could not be read at all (`reading <path>: <OS error>`); its rank is left
+    /// out of the analysis (and `damaged` is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 /// One rank in depth (`--rank N`).

@@ -33,29 +33,22 @@ pub(super) struct Plan {
 pub(super) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     let mut ranks: Vec<PathBuf> = Vec::new();
     let mut merged: Vec<PathBuf> = Vec::new();
+    // Regular files only; unreadable rank files kept (reported later); see trace::discover.
+    let mut listing = trace::discover::Listing::default();
     if let Some(dir) = &args.profile_dir {
-        let rd = std::fs::read_dir(dir)
+        listing = trace::discover::list_dir(dir, false)
             .with_context(|| format!("cannot read directory {}", dir.display()))?;
-        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
-        for p in paths {
-            if p.is_file() && trace::discover::is_trace_path(&p) {
-                if trace::is_merged_trace(&p) {
-                    merged.push(p);
-                } else {
-                    ranks.push(p);
-                }
-            }
-        }
     }
-    for f in &args.files {
-        if !f.is_file() {
-            bail!("{}: no such file", f.display());
+    let given = trace::discover::list_files(&args.files)?;
+    listing.notes.extend(given.notes);
+    for p in listing.files.into_iter().chain(given.files) {
+        if !trace::discover::is_trace_path(&p) {
+            continue;
         }
-        if trace::is_merged_trace(f) {
-            merged.push(f.clone());
+        if trace::is_merged_trace(&p) {
+            merged.push(p);
         } else {
-            ranks.push(f.clone());
+            ranks.push(p);
         }
     }
     if args.profile_dir.is_none() && args.files.is_empty() {
@@ -63,12 +56,13 @@ pub(super) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     }
     let mut disc = trace::discover_files(&ranks);
     disc.select(args.profile_id.as_deref(), args.stage.as_deref());
-    let mut notes: Vec<String> = disc
-        .notes
-        .iter()
-        .filter(|n| !n.contains("a merged trace"))
-        .cloned()
-        .collect();
+    let mut notes: Vec<String> = listing.notes;
+    notes.extend(
+        disc.notes
+            .iter()
+            .filter(|n| !n.contains("a merged trace"))
+            .cloned(),
+    );
     match disc.groups.len() {
         1 => {
             let g = disc.groups.remove(0);
@@ -161,6 +155,9 @@ pub(super) fn read_input(
     let report = trace::read_trace(&input.path, |ev| {
         if let Id::Str(s) = ev.pid {
             let raw = s.raw();
+            if raw.starts_with(crate::load::evidence::PID_PREFIX) {
+                return; // load counters `rankprof watch` added to a merged trace: not a rank
+            }
             if raw.starts_with('[') {
                 if let Some(end) = raw.find(']') {
                     let lab = &raw[1..end];
@@ -235,6 +232,7 @@ pub(super) fn read_input(
         gzip: report.gzip,
         damaged: report.is_damaged(),
         ranks: results.iter().map(|r| r.label.clone()).collect(),
+        unreadable: None,
     };
     Ok((results, info, notes))
 }

@@ -103,6 +103,30 @@ pub struct StepRow {
     pub idx: Vec<usize>,
 }
 
+impl StepRow {
+    /// Smallest, mean and largest work of the step over the ranks.
+    pub fn work_min_mean_max(&self) -> (i64, i64, i64) {
+        super::kernels::min_mean_max(&self.work_ns)
+    }
+
+    /// The most work over the mean work of the step.
+    pub fn max_over_mean(&self) -> f64 {
+        super::kernels::spread(&self.work_ns).0
+    }
+
+    /// The rank with the most work (its index), or `None` when every rank did the same.
+    pub fn slowest(&self) -> Option<usize> {
+        let i = super::kernels::argmax(&self.work_ns)?;
+        (self.max_over_mean() > 1.0).then_some(i)
+    }
+
+    /// The excess of the rank with the most work (percent; 0 when there is none).
+    pub fn slowest_excess_pct(&self) -> f64 {
+        let i = super::kernels::argmax(&self.work_ns).unwrap_or(0);
+        self.excess_pct.get(i).copied().unwrap_or(0.0)
+    }
+}
+
 /// When a rank became slower.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Onset {

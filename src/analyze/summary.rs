@@ -200,6 +200,8 @@ fn r4(x: f64) -> f64 {
 }
 
 /// Builds the summary of analyzed ranks.
+// Long on purpose: a flat mapping of the analysis onto the versioned summary schema, field by
+// field.
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     id: &str,
@@ -419,8 +421,14 @@ pub fn to_json(s: &Summary) -> Result<String> {
 pub fn load_summary(path: &Path) -> Result<Summary> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read summary {}", path.display()))?;
+    from_json_str(&text, path)
+}
+
+/// Parses the text of a saved summary (what [`load_summary`] reads), checking its kind and
+/// version; `path` only names the source in error messages.
+pub fn from_json_str(text: &str, path: &Path) -> Result<Summary> {
     let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+        serde_json::from_str(text).with_context(|| format!("{}: not JSON", path.display()))?;
     if v.get("kind").and_then(|k| k.as_str()) != Some(KIND) {
         bail!(
             "{}: not a rankprof summary (no \"kind\": \"{KIND}\")",

@@ -61,6 +61,8 @@ pub struct Input<'a> {
     pub threshold: f64,
 }
 
+// Long on purpose: the verdict's rules in the order the headline states them; each rule is a
+// short block.
 pub fn judge(inp: &Input<'_>) -> Verdict {
     let n = inp.summaries.len();
     let mut v = Verdict {

@@ -236,19 +236,22 @@ pub fn retry_stop_on_old_route(d: Dialect, path: &str, status: u16) -> bool {
     d == Dialect::Sglang && status == 404 && path == STOP
 }
 
-/// The answer to a stop request. `auto_stop`: the capture was started with `num_steps`, so the
-/// profiler may have stopped by itself.
+/// The answer to a stop request. `auto_stop`: the capture was started with these `num_steps`,
+/// so the profiler may have stopped by itself.
 pub fn stop_verdict(
     d: Dialect,
     status: u16,
     body: &str,
-    auto_stop: bool,
+    auto_stop: Option<u64>,
     dir: Option<&Path>,
 ) -> Verdict {
     let not_running = body.contains("not in progress");
     match (d, status) {
         (_, 200..=299) => Verdict::ok(""),
-        (Dialect::Sglang, 500) if auto_stop => Verdict::ok("had already stopped by itself after num_steps"),
+        (Dialect::Sglang, 500) if auto_stop.is_some() => Verdict::ok(format!(
+            "had already stopped by itself after {} steps (num_steps)",
+            auto_stop.unwrap_or_default()
+        )),
         (Dialect::Sglang, 500) if not_running => {
             Verdict::ok("was not profiling: already stopped (after num_steps?) or never started")
         }
@@ -349,21 +352,25 @@ mod tests {
 
     #[test]
     fn sglang_500_after_num_steps_is_success() {
-        let v = stop_verdict(Dialect::Sglang, 500, "Internal Server Error", true, None);
+        let v = stop_verdict(Dialect::Sglang, 500, "Internal Server Error", Some(3), None);
         assert!(v.ok);
+        assert_eq!(
+            v.note,
+            "had already stopped by itself after 3 steps (num_steps)"
+        );
         let v = stop_verdict(
             Dialect::Sglang,
             500,
             "Profiling is not in progress. Call /start_profile first.",
-            false,
+            None,
             None,
         );
         assert!(v.ok);
-        let v = stop_verdict(Dialect::Sglang, 500, "Internal Server Error", false, None);
+        let v = stop_verdict(Dialect::Sglang, 500, "Internal Server Error", None, None);
         assert!(!v.ok);
         assert!(v.note.contains("--num-steps"));
         // vLLM has no num_steps: a 500 is a failure
-        assert!(!stop_verdict(Dialect::Vllm, 500, "", true, None).ok);
+        assert!(!stop_verdict(Dialect::Vllm, 500, "", Some(3), None).ok);
     }
 
     #[test]
@@ -382,7 +389,7 @@ mod tests {
             "{}",
             v.note
         );
-        assert!(!stop_verdict(Dialect::Vllm, 404, "", false, None).ok);
+        assert!(!stop_verdict(Dialect::Vllm, 404, "", None, None).ok);
     }
 
     #[test]

@@ -51,7 +51,7 @@ where
     F: Fn(&T) -> R + Sync,
     N: Fn(&T) -> String + Sync,
 {
-    let bar = crate::report::progress::bar(items.len() as u64, label);
+    let bar = crate::progress::bar(items.len() as u64, label);
     let tell = |line: &str, waiting: &str| {
         if bar.is_hidden() {
             eprintln!("{line}");

@@ -18,7 +18,8 @@
 //!
 //! Capture does not look inside traces: it hands the files to [`crate::pipeline`] (merge, then
 //! analyze) through [`handoff::merge_and_analyze`]. Its settings come as [`options`] types;
-//! `crate::commands::capture` turns the command line into them and prints the outcome.
+//! the `capture` command (in the command layer) turns the command line into them and prints
+//! the outcome.
 
 pub mod dialect;
 pub mod fanout;
@@ -29,6 +30,7 @@ pub mod http;
 pub mod load;
 pub mod nsys;
 pub mod options;
+pub mod record;
 pub mod report;
 pub mod session;
 pub mod workers;

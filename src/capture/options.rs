@@ -68,14 +68,21 @@ pub struct ProfileSettings {
 pub struct StartOptions {
     pub targets: Targets,
     pub profile: ProfileSettings,
+    /// Where the session record is also kept, per set of targets (see [`super::record`]).
+    pub state_dir: Option<PathBuf>,
 }
 
 /// `capture stop`.
 #[derive(Debug, Clone)]
 pub struct StopOptions {
     pub targets: Targets,
-    /// As given to `capture start`: SGLang's later 500 then means "already stopped".
+    /// As given to `capture start`: SGLang's later 500 then means "already stopped". Without
+    /// it, the session record of `capture start` says (see [`super::record`]).
     pub num_steps: Option<u64>,
+    /// Where `capture start --output-dir` wrote its session record.
+    pub output_dir: Option<PathBuf>,
+    /// Where `capture start` kept its session record per set of targets.
+    pub state_dir: Option<PathBuf>,
     /// Seconds a stop request may take (stopping writes the traces).
     pub stop_timeout: f64,
 }
@@ -85,6 +92,8 @@ impl Default for StopOptions {
         StopOptions {
             targets: Targets::default(),
             num_steps: None,
+            output_dir: None,
+            state_dir: None,
             stop_timeout: 600.0,
         }
     }

@@ -2,6 +2,8 @@
 //! `--duration`, the load, or `num_steps`), stop, wait until the trace files stop growing,
 //! then merge and analyze them ([`super::handoff`], the single hand-over to the rest of
 //! rankprof). `capture start` and `capture stop` are the first and middle steps on their own.
+//!
+//! (Over ~500 lines: the capture steps.)
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +19,7 @@ use super::flush::{self, Flushed, Snapshot};
 use super::handoff::{merge_and_analyze, worst, PostProcess};
 use super::load::{self, LoadReport, Plan};
 use super::options::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
+use super::record::{self, SessionRecord};
 use super::report::{self, Call, WorkerRow};
 use super::workers::{self, is_loopback, Worker};
 use crate::exit;
@@ -155,7 +158,7 @@ pub fn stop_one(
     http: &Http,
     row: &mut WorkerRow,
     backend: Backend,
-    auto_stop: bool,
+    auto_stop: Option<u64>,
     timeout: Duration,
     dirs: &Dirs,
 ) {
@@ -218,12 +221,29 @@ pub fn start(a: &StartOptions) -> Result<Outcome> {
     let rows = each_worker(&found.workers, "start", &a.targets, |w| {
         start_one(&http, w, &a.targets, &a.profile, &dirs)
     });
+    let mut notes = found.notes;
+    let started: Vec<String> = rows
+        .iter()
+        .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
+        .map(|r| r.url.clone())
+        .collect();
+    if !started.is_empty() {
+        let base = dirs.vllm.clone(); // the absolute --output-dir
+        let rec = SessionRecord::new(
+            found.router.clone(),
+            started,
+            a.profile.num_steps,
+            base,
+            a.profile.step,
+        );
+        notes.extend(record::save(&rec, &a.targets, a.state_dir.as_deref()));
+    }
     Ok(Outcome {
         command: "capture start",
         router: found.router,
         exit_code: report::exit_code(&rows),
         workers: rows,
-        notes: found.notes,
+        notes,
     })
 }
 
@@ -233,10 +253,31 @@ pub fn stop(a: &StopOptions) -> Result<Outcome> {
     let found = workers::resolve(&http, &a.targets)?;
     let probe_timeout = secs(a.targets.timeout);
     let dirs = Dirs::default();
+    let mut notes = found.notes;
+    let rec = record::find(a.output_dir.as_deref(), &a.targets, a.state_dir.as_deref());
+    if let Some(f) = &rec {
+        notes.push(format!(
+            "session record {} (capture start {} s ago{})",
+            f.path.display(),
+            f.age.as_secs(),
+            f.record
+                .num_steps
+                .map(|n| format!(", num_steps {n}"))
+                .unwrap_or_default()
+        ));
+    } else if let Some(d) = &a.output_dir {
+        notes.push(format!(
+            "no session record in {} (missing, unreadable or over a day old)",
+            d.display()
+        ));
+    }
     let rows = each_worker(&found.workers, "stop", &a.targets, |w| {
         let mut row = WorkerRow::new(w);
         if dialect_for(&http, &mut row, a.targets.backend, probe_timeout).is_some() {
-            let auto_stop = a.num_steps.is_some();
+            // --num-steps on stop wins; else what start recorded for this server.
+            let auto_stop = a
+                .num_steps
+                .or_else(|| rec.as_ref().and_then(|f| f.num_steps_for(&w.url)));
             stop_one(
                 &http,
                 &mut row,
@@ -253,7 +294,7 @@ pub fn stop(a: &StopOptions) -> Result<Outcome> {
         router: found.router,
         exit_code: report::exit_code(&rows),
         workers: rows,
-        notes: found.notes,
+        notes,
     })
 }
 
@@ -331,6 +372,8 @@ fn sleep_for(d: Duration) {
 }
 
 /// `capture run`.
+// Long on purpose: the capture's steps in order (start, load, wait, stop, flush, move, hand-
+// off), as README lists them.
 pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     let p = &a.profile;
     if p.output_dir.is_none() && !a.no_merge {
@@ -363,7 +406,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         .iter()
         .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
         .count();
-    let auto_stop = p.num_steps.is_some();
+    let auto_stop = p.num_steps;
     let stop_timeout = secs(a.stop_timeout);
     let settle = secs(a.settle);
     let flush_timeout = secs(a.flush_timeout);
@@ -395,7 +438,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                 while !h.is_finished() {
                     std::thread::sleep(Duration::from_millis(50));
                 }
-            } else if auto_stop {
+            } else if auto_stop.is_some() {
                 // No load of our own: wait until SGLang has profiled num_steps and written them.
                 let expect = rows
                     .iter()

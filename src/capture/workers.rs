@@ -5,6 +5,8 @@
 //! `http://h:p@0` and `http://h:p@1`. Profiling is started once per server, so urls are
 //! normalised (scheme added, trailing `/` and the `@N` suffix removed) and de-duplicated here,
 //! keeping the DP ranks seen. Unhealthy workers and unwanted worker types are dropped with a note.
+//!
+//! (Over ~500 lines: one concept (finding the workers) with its many answer shapes and their tests.)
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -102,14 +104,17 @@ fn worker_type_of(v: &Value) -> Option<String> {
 }
 
 fn listed_of(v: &Value, ty: Option<&str>) -> Option<Listed> {
+    // An empty or blank url is no url.
     match v {
-        Value::String(s) => Some(Listed {
+        Value::String(s) if !s.trim().is_empty() => Some(Listed {
             url: s.clone(),
             worker_type: ty.map(str::to_string),
             healthy: None,
         }),
         Value::Object(_) => Some(Listed {
-            url: str_field(v, &["url", "worker_url"])?.to_string(),
+            url: str_field(v, &["url", "worker_url"])
+                .filter(|u| !u.trim().is_empty())?
+                .to_string(),
             worker_type: worker_type_of(v).or_else(|| ty.map(str::to_string)),
             healthy: v
                 .get("is_healthy")

@@ -105,9 +105,14 @@ pub struct CaptureStopArgs {
     #[command(flatten)]
     pub targets: CaptureTargets,
     /// As given to `capture start`: SGLang then stops by itself, and its 500 "Profiling is not in
-    /// progress" to this stop means done, not failed.
+    /// progress" to this stop means done, not failed. Not needed when `capture start` recorded
+    /// its session (it does, for the same targets, or in `--output-dir`).
     #[arg(long = "num-steps", value_name = "N")]
     pub num_steps: Option<u64>,
+    /// The `--output-dir` given to `capture start`: read its session record
+    /// (`.rankprof-capture.json`) there.
+    #[arg(long = "output-dir", value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
     /// Seconds a stop request may take (stopping writes the traces, which can be slow).
     #[arg(long = "stop-timeout", default_value_t = 600.0, value_name = "SECS")]
     pub stop_timeout: f64,

@@ -3,7 +3,9 @@
 //! libraries' own.
 
 mod capture;
+mod watch;
 pub use capture::*;
+pub use watch::*;
 
 use std::path::PathBuf;
 
@@ -40,6 +42,8 @@ pub enum Command {
     /// Drive Nsight Systems sessions (`nsys sessions list`, `nsys start`, `nsys stop`).
     #[command(subcommand)]
     Nsys(NsysCommand),
+    /// Follow every DP rank's load live; capture a profile when a trigger says they drift apart.
+    Watch(WatchArgs),
     /// Write deterministic, realistic Kineto traces (for fixtures, tests and benchmarks).
     Synth(SynthArgs),
     /// Run `ls` and `merge` (and `analyze`) on the bundled fixtures/.

@@ -77,6 +77,7 @@ pub fn start_options(a: &CaptureStartArgs) -> StartOptions {
     StartOptions {
         targets: targets(&a.targets),
         profile: profile(&a.profile),
+        state_dir: crate::capture::record::default_state_dir(),
     }
 }
 
@@ -84,6 +85,8 @@ pub fn stop_options(a: &CaptureStopArgs) -> StopOptions {
     StopOptions {
         targets: targets(&a.targets),
         num_steps: a.num_steps,
+        output_dir: a.output_dir.clone(),
+        state_dir: crate::capture::record::default_state_dir(),
         stop_timeout: a.stop_timeout,
     }
 }

@@ -58,12 +58,13 @@ fn print_group(g: &Group, count: bool) -> bool {
         g.files.len(),
         mb(total)
     );
-    let counts: Vec<Option<(u64, Vec<String>)>> = if count {
+    // (events, notes, damaged or unreadable)
+    let counts: Vec<Option<(u64, Vec<String>, bool)>> = if count {
         g.files
             .par_iter()
             .map(|f| match read_trace(&f.path, |_| {}) {
-                Ok(r) => Some((r.events, r.notes())),
-                Err(e) => Some((0, vec![format!("{}: {e}", f.path.display())])),
+                Ok(r) => Some((r.events, r.notes(), r.is_damaged())),
+                Err(e) => Some((0, vec![format!("unreadable: reading {e}")], true)),
             })
             .collect()
     } else {
@@ -78,16 +79,16 @@ fn print_group(g: &Group, count: bool) -> bool {
             .unwrap_or_default();
         let events = c
             .as_ref()
-            .map(|(n, _)| format!("{n:>10} events"))
+            .map(|(n, _, _)| format!("{n:>10} events"))
             .unwrap_or_default();
         println!(
             "  {i:>3}  {:<16} {:>10}  {events}  {name}",
             f.label,
             mb(f.size)
         );
-        if let Some((_, notes)) = c {
+        if let Some((_, notes, damaged)) = c {
+            ok &= !damaged;
             for n in notes {
-                ok = false;
                 println!("       ! {n}");
             }
         }

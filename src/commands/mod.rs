@@ -11,6 +11,7 @@ pub mod ls;
 pub mod merge;
 pub mod nsys;
 pub mod synth;
+pub mod watch;
 
 use anyhow::Result;
 
@@ -39,5 +40,6 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Compare(a) => compare::run(&a),
         Command::Capture(c) => capture::run(&c),
         Command::Nsys(c) => nsys::run(&c),
+        Command::Watch(a) => watch::run(&a),
     }
 }

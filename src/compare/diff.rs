@@ -6,6 +6,8 @@
 //! Times are per-step medians ([`Basis::Steps`]: the summary's `steps.*_median_ns`, so one slow
 //! step does not move them) or whole-profile totals ([`Basis::Totals`]). Kernel rows are always
 //! totals (the summary keeps no per-step figures per kernel), summed over ranks.
+//!
+//! (Over ~500 lines: the comparison model and the one function that fills it.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -289,6 +291,8 @@ fn basis(
 }
 
 /// Builds every row (all statuses `Ok`; [`super::gate::apply`] judges them).
+// Long on purpose: one row family per block (overall, ranks, classes, classes by rank,
+// kernels, appeared/vanished), all from the same two summaries.
 pub fn build(
     base: &Summary,
     cur: &Summary,

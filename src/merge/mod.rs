@@ -9,6 +9,15 @@
 //! once every file has been read (Kineto writes the key after the events). The write pass
 //! assumes every rank already sits on the common base (true whenever the bases are equal, as
 //! they usually are) and re-runs only the ranks for which that turned out wrong.
+//!
+//! A rank whose file cannot be read at all (missing, a dangling symlink, not a regular file) is
+//! left out, named in the result and in the output's `ranks` list (`"unreadable": "<why>"`),
+//! and makes the result damaged (exit 3); the merge fails only when no rank can be read, or
+//! when writing fails. The temporary pieces live in a `.rankprof-merge-<pid>-*` directory that
+//! SIGINT/SIGTERM removes ([`crate::trace::cleanup`]); ones over a day old, left by a run that
+//! was killed outright, are removed when a merge starts.
+//!
+//! (Over ~500 lines: merge orchestration plus the merged trace's head and tail.)
 
 pub mod align;
 pub mod filter;
@@ -21,12 +30,12 @@ use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
 use crate::trace::writer::{piece_from_bytes, write_gzip, Piece};
-use crate::trace::{discover, discover_files, Discovery, Group, Ns, ReadReport};
+use crate::trace::{cleanup, discover, discover_files, Discovery, Group, Ns, ReadReport};
 
 pub use align::Align;
 use align::RankClock;
 use filter::Filter;
-use rank::{RankJob, RankOut, ScanInfo};
+use rank::{RankError, RankJob, RankOut, ScanInfo};
 
 /// Merge settings, independent of the command line.
 #[derive(Clone, Debug)]
@@ -80,7 +89,11 @@ pub struct RankSummary {
     pub shift: Ns,
     pub base_ns: Option<i64>,
     pub notes: Vec<String>,
+    /// Damaged, or unreadable.
     pub damaged: bool,
+    /// Why the rank's file could not be read at all (`reading <path>: <OS error>`); the rank
+    /// is left out of the output and listed in its `ranks` as unreadable.
+    pub unreadable: Option<String>,
 }
 
 /// What merging one group did.
@@ -129,13 +142,10 @@ pub fn gather(
         None => Discovery::default(),
     };
     if !files.is_empty() {
-        for f in files {
-            if !f.is_file() {
-                bail!("{}: no such file", f.display());
-            }
-        }
-        let more = discover_files(files);
+        let listed = crate::trace::discover::list_files(files)?;
+        let more = discover_files(&listed.files);
         d.groups.extend(more.groups);
+        d.notes.extend(listed.notes);
         d.notes.extend(more.notes);
     }
     if profile_dir.is_none() && files.is_empty() {
@@ -159,6 +169,8 @@ pub fn gather(
 }
 
 /// Merges one group into `out`.
+// Long on purpose: the phases (choose ranks, scan, write pass, clock plan, re-run, tail,
+// pieces) share per-rank state through closures; each phase is marked by a comment.
 pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeResult> {
     let n = g.files.len();
     let chosen: Vec<usize> = match &opts.ranks {
@@ -184,17 +196,42 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
+    let mut notes = Vec::new();
+    // What an earlier merge killed without a chance to clean up (SIGKILL, a crash) left behind.
+    let stale = cleanup::remove_stale(&dir, cleanup::MERGE_TMP_PREFIX, cleanup::STALE_AGE);
+    if !stale.is_empty() {
+        notes.push(format!(
+            "removed {} stale temporary directories ({}*, over a day old) in {}",
+            stale.len(),
+            cleanup::MERGE_TMP_PREFIX,
+            dir.display()
+        ));
+    }
+    // Registered before it exists: SIGINT/SIGTERM at any point removes it.
+    let tmp_prefix = format!("{}{}-", cleanup::MERGE_TMP_PREFIX, std::process::id());
+    let _registered = cleanup::register(&dir, &tmp_prefix, true);
     let tmp = tempfile::Builder::new()
-        .prefix(".rankprof-merge-")
+        .prefix(&tmp_prefix)
         .tempdir_in(&dir)
         .with_context(|| format!("creating a temporary directory in {}", dir.display()))?;
 
+    // A rank whose file cannot be read (by k, the index into `chosen`) is left out and named.
+    let mut unreadable: Vec<Option<String>> = vec![None; chosen.len()];
     // Scan first when the plan needs each rank's steps before writing.
-    let scans: Vec<Option<ScanInfo>> = if opts.align == Align::FirstStep || opts.steps.is_some() {
-        chosen
+    let need_scan = opts.align == Align::FirstStep || opts.steps.is_some();
+    let scans: Vec<Option<ScanInfo>> = if need_scan {
+        let found: Vec<std::io::Result<ScanInfo>> = chosen
             .par_iter()
-            .map(|&i| rank::scan(&g.files[i]).map(Some))
-            .collect::<std::io::Result<_>>()?
+            .map(|&i| rank::scan(&g.files[i]))
+            .collect();
+        found
+            .into_iter()
+            .enumerate()
+            .map(|(k, r)| {
+                r.map_err(|e| unreadable[k] = Some(format!("reading {e}")))
+                    .ok()
+            })
+            .collect()
     } else {
         vec![None; chosen.len()]
     };
@@ -203,14 +240,13 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         first_step: scans[k].as_ref().and_then(|s| s.first_step()),
         min_ts,
     };
-    let mut notes = Vec::new();
     let step_windows: Vec<Option<(Ns, Ns)>> = chosen
         .iter()
         .enumerate()
         .map(|(k, &i)| {
             let (a, b) = opts.steps?;
             let w = scans[k].as_ref().and_then(|s| s.window_of_steps(a, b));
-            if w.is_none() {
+            if w.is_none() && unreadable[k].is_none() {
                 notes.push(format!(
                     "{}: no steps {a}:{b} found; rank kept whole",
                     g.files[i].label
@@ -219,9 +255,17 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
             w
         })
         .collect();
-    let planned = scans.iter().all(Option::is_some).then(|| {
-        let clocks: Vec<_> = (0..chosen.len())
-            .map(|k| {
+    let readable = |unreadable: &[Option<String>]| -> Vec<usize> {
+        (0..chosen.len())
+            .filter(|&k| unreadable[k].is_none())
+            .collect()
+    };
+    let mut first_shifts = vec![Ns::ZERO; chosen.len()];
+    if need_scan {
+        let live = readable(&unreadable);
+        let clocks: Vec<_> = live
+            .iter()
+            .map(|&k| {
                 let s = scans[k].as_ref();
                 clock_of(
                     k,
@@ -230,8 +274,10 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
                 )
             })
             .collect();
-        align::plan(opts.align, &clocks)
-    });
+        for (&k, &shift) in live.iter().zip(&align::plan(opts.align, &clocks).shifts) {
+            first_shifts[k] = shift;
+        }
+    }
 
     let job = |k: usize, shift: Ns| {
         let i = chosen[k];
@@ -261,62 +307,130 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
             piece_path: tmp.path().join(format!("rank-{i}.deflate")),
         }
     };
-    let first_shifts: Vec<Ns> = match &planned {
-        Some(a) => a.shifts.clone(),
-        None => vec![Ns::ZERO; chosen.len()],
+    // Runs the write pass of ranks `ks` with their shifts: an unreadable input marks its rank,
+    // a failed write fails the merge.
+    let run_pass = |ks: &[usize],
+                    shift: &(dyn Fn(usize) -> Ns + Sync),
+                    outs: &mut Vec<Option<RankOut>>,
+                    unreadable: &mut Vec<Option<String>>,
+                    what: &str|
+     -> Result<()> {
+        let bar = crate::progress::bar(ks.len() as u64, "merge");
+        bar.set_message("ranks");
+        let done: Vec<(usize, Result<RankOut, RankError>)> = ks
+            .par_iter()
+            .map(|&k| {
+                let r = rank::write_rank(&job(k, shift(k)));
+                bar.inc(1);
+                (k, r)
+            })
+            .collect();
+        bar.finish_and_clear();
+        for (k, r) in done {
+            match r {
+                Ok(o) => outs[k] = Some(o),
+                Err(RankError::Read(e)) => {
+                    outs[k] = None;
+                    unreadable[k] = Some(format!("reading {e}"));
+                }
+                Err(e @ RankError::Write(_)) => {
+                    return Err(anyhow::Error::new(e).context(what.to_string()))
+                }
+            }
+        }
+        Ok(())
     };
-    let bar = crate::report::progress::bar(chosen.len() as u64, "merge");
-    bar.set_message("ranks");
-    let mut outs: Vec<RankOut> = (0..chosen.len())
-        .into_par_iter()
-        .map(|k| {
-            let out = rank::write_rank(&job(k, first_shifts[k]));
-            bar.inc(1);
-            out
+    let mut outs: Vec<Option<RankOut>> = (0..chosen.len()).map(|_| None).collect();
+    run_pass(
+        &readable(&unreadable),
+        &|k| first_shifts[k],
+        &mut outs,
+        &mut unreadable,
+        "writing the merged trace",
+    )?;
+    let live = readable(&unreadable);
+    if live.is_empty() {
+        let mut msg = format!(
+            "no rank of profile {} could be read; nothing written",
+            g.profile_id
+        );
+        for (&i, u) in chosen.iter().zip(&unreadable) {
+            msg += &format!("\n  {}: {}", g.files[i].label, u.as_deref().unwrap_or("?"));
+        }
+        bail!(msg);
+    }
+    let clocks: Vec<_> = live
+        .iter()
+        .map(|&k| {
+            let o = outs[k].as_ref();
+            clock_of(k, o.map(|o| &o.report), o.and_then(|o| o.min_ts))
         })
-        .collect::<std::io::Result<_>>()
-        .context("writing the merged trace")?;
-    let clocks: Vec<_> = (0..chosen.len())
-        .map(|k| clock_of(k, Some(&outs[k].report), outs[k].min_ts))
         .collect();
     let alignment = align::plan(opts.align, &clocks);
-    let redo: Vec<usize> = (0..chosen.len())
-        .filter(|&k| outs[k].shift != alignment.shifts[k])
-        .collect();
-    let redone: Vec<(usize, RankOut)> = redo
-        .par_iter()
-        .map(|&k| rank::write_rank(&job(k, alignment.shifts[k])).map(|o| (k, o)))
-        .collect::<std::io::Result<_>>()
-        .context("rewriting ranks with their clock shift")?;
-    for (k, o) in redone {
-        outs[k] = o;
+    let mut shifts = vec![Ns::ZERO; chosen.len()];
+    for (&k, &s) in live.iter().zip(&alignment.shifts) {
+        shifts[k] = s;
     }
-    bar.finish_and_clear();
+    let redo: Vec<usize> = live
+        .iter()
+        .copied()
+        .filter(|&k| outs[k].as_ref().is_some_and(|o| o.shift != shifts[k]))
+        .collect();
+    run_pass(
+        &redo,
+        &|k| shifts[k],
+        &mut outs,
+        &mut unreadable,
+        "rewriting ranks with their clock shift",
+    )?;
 
     let ranks: Vec<RankSummary> = chosen
         .iter()
-        .zip(&outs)
-        .map(|(&i, o)| RankSummary {
-            label: g.files[i].label.clone(),
-            path: g.files[i].path.clone(),
-            read: o.report.events,
-            written: o.written,
-            dropped: o.dropped,
-            added: o.added,
-            shift: o.shift,
-            base_ns: o.report.header.base_time_ns,
-            notes: o.report.notes(),
-            damaged: o.report.is_damaged(),
+        .enumerate()
+        .map(|(k, &i)| match (&outs[k], &unreadable[k]) {
+            (Some(o), _) => RankSummary {
+                label: g.files[i].label.clone(),
+                path: g.files[i].path.clone(),
+                read: o.report.events,
+                written: o.written,
+                dropped: o.dropped,
+                added: o.added,
+                shift: o.shift,
+                base_ns: o.report.header.base_time_ns,
+                notes: o.report.notes(),
+                damaged: o.report.is_damaged(),
+                unreadable: None,
+            },
+            (None, u) => {
+                let why = u.clone().unwrap_or_else(|| "reading failed".into());
+                RankSummary {
+                    label: g.files[i].label.clone(),
+                    path: g.files[i].path.clone(),
+                    read: 0,
+                    written: 0,
+                    dropped: 0,
+                    added: 0,
+                    shift: Ns::ZERO,
+                    base_ns: None,
+                    notes: vec![format!("unreadable, left out: {why}")],
+                    damaged: true,
+                    unreadable: Some(why),
+                }
+            }
         })
         .collect();
-    for &k in &alignment.assumed_base {
+    for &p in &alignment.assumed_base {
         notes.push(format!(
             "{} has no baseTimeNanoseconds (Kineto writes it after the events: the file is cut short?) \
              and relative times: given the common base",
-            g.files[chosen[k]].label
+            g.files[chosen[live[p]]].label
         ));
     }
-    let bases: BTreeSet<_> = ranks.iter().map(|r| r.base_ns).collect();
+    let bases: BTreeSet<_> = ranks
+        .iter()
+        .filter(|r| r.unreadable.is_none())
+        .map(|r| r.base_ns)
+        .collect();
     if opts.align == Align::None && bases.len() > 1 {
         notes.push(
             "ranks have different baseTimeNanoseconds and --align none keeps them apart".into(),
@@ -331,10 +445,30 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
             "some ranks lack baseTimeNanoseconds: all ranks were put on absolute time".into(),
         );
     }
+    let unread = ranks.iter().filter(|r| r.unreadable.is_some()).count();
+    if unread > 0 {
+        notes.push(format!(
+            "{unread} of {} ranks could not be read and are left out (listed in the output's \"ranks\" as unreadable)",
+            chosen.len()
+        ));
+    }
+    // A `rankprof watch` timeline beside the traces: its polls inside this trace's time span
+    // become load counter tracks, written after the ranks (crate::load::evidence).
+    let load = crate::load::evidence::for_merge(
+        &g.dir,
+        alignment.base_ns,
+        output_span(&outs, opts.window),
+    );
+    notes.extend(load.notes);
     let mut result = MergeResult {
         output: None,
-        events: outs.iter().map(|o| o.written + o.added).sum(),
-        bytes_in: outs.iter().map(|o| o.report.bytes).sum(),
+        events: outs
+            .iter()
+            .flatten()
+            .map(|o| o.written + o.added)
+            .sum::<u64>()
+            + load.events,
+        bytes_in: outs.iter().flatten().map(|o| o.report.bytes).sum(),
         uncompressed_out: 0,
         base_ns: alignment.base_ns,
         ranks,
@@ -345,14 +479,25 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         return Ok(result);
     }
 
-    let tail = tail_json(g, &chosen, &outs, &alignment, out)?;
+    let entries: Vec<(usize, Result<&RankOut, &str>)> = chosen
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let r = match (&outs[k], &unreadable[k]) {
+                (Some(o), _) => Ok(o),
+                (None, u) => Err(u.as_deref().unwrap_or("reading failed")),
+            };
+            (i, r)
+        })
+        .collect();
+    let tail = tail_json(g, &entries, &alignment, out)?;
     let mut pieces: Vec<Piece> = vec![piece_from_bytes(
         b"{\"traceEvents\":[\n",
         opts.level,
         false,
     )?];
     let mut any = false;
-    for o in outs {
+    for o in outs.into_iter().flatten() {
         if o.piece.len == 0 {
             continue;
         }
@@ -362,24 +507,68 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         any = true;
         pieces.push(o.piece);
     }
+    if !load.json.is_empty() {
+        if any {
+            pieces.push(piece_from_bytes(b",\n", opts.level, false)?);
+        }
+        pieces.push(piece_from_bytes(&load.json, opts.level, false)?);
+    }
     pieces.push(piece_from_bytes(tail.as_bytes(), opts.level, true)?);
     result.uncompressed_out = write_gzip(out, &pieces)?;
     result.output = Some(out.to_path_buf());
     Ok(result)
 }
 
-/// The merged document's keys after `traceEvents`.
+/// The merged trace's time span in output `ts` (ns): the earliest event start and the latest
+/// event end over the ranks read, cut to `--window`.
+fn output_span(outs: &[Option<RankOut>], window: Option<(Ns, Ns)>) -> Option<(i64, i64)> {
+    let lo = outs
+        .iter()
+        .flatten()
+        .filter_map(|o| o.min_ts.map(|t| t.0 + o.shift.0))
+        .min()?;
+    let hi = outs
+        .iter()
+        .flatten()
+        .filter_map(|o| o.max_ts.map(|t| t.0 + o.shift.0))
+        .max()?;
+    Some(match window {
+        Some((a, b)) => (lo.max(a.0), hi.min(b.0)),
+        None => (lo, hi),
+    })
+}
+
+/// The merged document's keys after `traceEvents`. `ranks`: every chosen rank (its index in
+/// the group) with its pass, or why it could not be read.
 fn tail_json(
     g: &Group,
-    chosen: &[usize],
-    outs: &[RankOut],
+    ranks_in: &[(usize, Result<&RankOut, &str>)],
     alignment: &align::Alignment,
     out: &Path,
 ) -> Result<String> {
     use serde_json::{json, Map, Value};
     let mut devices: Vec<Value> = Vec::new();
     let mut ranks = Vec::new();
-    for (&i, o) in chosen.iter().zip(outs) {
+    for &(i, o) in ranks_in {
+        let f = &g.files[i];
+        let o = match o {
+            Ok(o) => o,
+            Err(why) => {
+                ranks.push(json!({
+                    "label": f.label,
+                    "file": f.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    "index": i,
+                    "tp": f.id.tp, "dp": f.id.dp, "pp": f.id.pp, "ep": f.id.ep, "rank": f.id.rank,
+                    "baseTimeNanoseconds": null,
+                    "clock_shift_ns": null,
+                    "events": 0,
+                    "damaged": true,
+                    "unreadable": why,
+                    "distributedInfo": null,
+                }));
+                continue;
+            }
+        };
         let h = &o.report.header;
         if let Some(raw) = &h.device_properties {
             if let Ok(Value::Array(list)) = serde_json::from_str::<Value>(raw) {
@@ -395,7 +584,6 @@ fn tail_json(
             .as_deref()
             .and_then(|s| serde_json::from_str(s).ok())
             .unwrap_or(Value::Null);
-        let f = &g.files[i];
         ranks.push(json!({
             "label": f.label,
             "file": f.path.file_name().map(|n| n.to_string_lossy().into_owned()),
@@ -405,10 +593,14 @@ fn tail_json(
             "clock_shift_ns": o.shift.0,
             "events": o.written,
             "damaged": o.report.is_damaged(),
+            "unreadable": null,
             "distributedInfo": dist,
         }));
     }
-    let first = outs.first().map(|o| &o.report.header);
+    let first = ranks_in
+        .iter()
+        .find_map(|(_, o)| o.as_ref().ok())
+        .map(|o| &o.report.header);
     let mut top = Map::new();
     top.insert(
         "schemaVersion".into(),

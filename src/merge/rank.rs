@@ -10,8 +10,12 @@
 //! - `process_name` gets the rank label in front; `process_sort_index` becomes SGLang's
 //!   `dp*1e8 + ep*1e6 + pp*1e4 + tp*100 + pid` (pids ≥ 1000, i.e. CPU processes, take 99);
 //!   a process without a `process_sort_index` gets one, added at the end of the rank.
+//!
+//! Raw control bytes inside the input's strings (invalid JSON that the reader lets through and
+//! flags) are written escaped as `\u00XX`, so the output is always valid JSON.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -114,6 +118,8 @@ pub struct RankOut {
     pub shift: Ns,
     /// The earliest input `ts` (before the shift).
     pub min_ts: Option<Ns>,
+    /// The latest input event end, `ts + dur` (before the shift).
+    pub max_ts: Option<Ns>,
 }
 
 #[derive(Default)]
@@ -122,9 +128,33 @@ struct PidMeta {
     int: Option<i64>,
 }
 
+/// Why a rank's write pass failed.
+#[derive(Debug)]
+pub enum RankError {
+    /// The input could not be opened (missing, a dangling symlink, not a regular file, no
+    /// permission): the rank is unreadable, the others can still be merged.
+    Read(io::Error),
+    /// Writing the rank's piece of the output failed: the merge as a whole fails.
+    Write(io::Error),
+}
+
+impl fmt::Display for RankError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RankError::Read(e) => write!(f, "reading {e}"),
+            RankError::Write(e) => write!(f, "writing {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RankError {}
+
 /// Runs the write pass of one rank.
-pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
-    let mut w = PieceWriter::create(&job.piece_path, job.level)?;
+pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
+    let piece = job.piece_path.display();
+    let write_err =
+        |e: io::Error| RankError::Write(io::Error::new(e.kind(), format!("{piece}: {e}")));
+    let mut w = PieceWriter::create(&job.piece_path, job.level).map_err(write_err)?;
     let mut written = 0u64;
     let mut dropped = 0u64;
     let mut pids: HashMap<String, PidMeta> = HashMap::new();
@@ -139,12 +169,15 @@ pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
     );
     let filter_noop = job.filter.is_noop();
     let mut min_ts: Option<Ns> = None;
+    let mut max_ts: Option<Ns> = None;
     let report = read_trace(&job.path, |ev| {
         if err.is_some() {
             return;
         }
         if let Some(ts) = ev.ts {
             min_ts = Some(min_ts.map_or(ts, |m| m.min(ts)));
+            let end = Ns(ts.0.saturating_add(ev.dur.map_or(0, |d| d.0.max(0))));
+            max_ts = Some(max_ts.map_or(end, |m| m.max(end)));
         }
         if !filter_noop && !job.filter.keep(ev) {
             dropped += 1;
@@ -155,14 +188,20 @@ pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
         if written > 0 {
             buf.extend_from_slice(b",\n");
         }
+        let start = buf.len();
         write_event(ev, &ctx, buf);
+        if ev.ctl {
+            // Raw control bytes in the input's strings: the output must be valid JSON.
+            json::escape_ctl_from(buf, start);
+        }
         written += 1;
         if let Err(e) = w.maybe_flush() {
             err = Some(e);
         }
-    })?;
+    })
+    .map_err(RankError::Read)?;
     if let Some(e) = err {
-        return Err(e);
+        return Err(write_err(e));
     }
     let mut added = 0u64;
     let mut missing: Vec<_> = pids.into_iter().filter(|(_, m)| !m.has_sort).collect();
@@ -184,9 +223,10 @@ pub fn write_rank(job: &RankJob) -> io::Result<RankOut> {
         written,
         dropped,
         added,
-        piece: w.finish()?,
+        piece: w.finish().map_err(write_err)?,
         shift: job.shift,
         min_ts,
+        max_ts,
     })
 }
 

@@ -7,6 +7,7 @@
 //! blue is below, full colour at ±25 %.
 
 use super::tables::{sections, Cell};
+use crate::analyze::heat::{self, Heatmap};
 use crate::analyze::Analysis;
 
 fn esc(s: &str) -> String {
@@ -137,72 +138,21 @@ fn heatmap(
     s
 }
 
-fn class_heatmap(a: &Analysis) -> String {
-    let c = &a.classes;
-    // Only classes with time on some rank.
-    let keep: Vec<usize> = (0..c.classes.len())
-        .filter(|&k| c.ns.iter().any(|r| r.get(k).copied().unwrap_or(0) > 0))
-        .collect();
-    let cols: Vec<String> = keep.iter().map(|&k| c.classes[k].clone()).collect();
-    let mean: Vec<f64> = keep
-        .iter()
-        .map(|&k| c.ns.iter().map(|r| r[k] as f64).sum::<f64>() / c.ns.len().max(1) as f64)
-        .collect();
+/// Draws a computed heatmap (values shown as ms with two decimals).
+fn draw(id: &str, h: &Heatmap) -> String {
     let val: Vec<Vec<String>> =
-        c.ns.iter()
-            .map(|r| {
-                keep.iter()
-                    .map(|&k| format!("{:.2}", r[k] as f64 / 1e6))
-                    .collect()
-            })
+        h.ms.iter()
+            .map(|r| r.iter().map(|v| format!("{v:.2}")).collect())
             .collect();
-    let dev: Vec<Vec<f64>> =
-        c.ns.iter()
-            .map(|r| {
-                keep.iter()
-                    .zip(&mean)
-                    .map(|(&k, &m)| if m > 0.0 { r[k] as f64 / m - 1.0 } else { 0.0 })
-                    .collect()
-            })
-            .collect();
-    heatmap("heat-classes", &c.ranks, &cols, &val, &dev)
+    heatmap(id, &h.rows, &h.cols, &val, &h.dev)
+}
+
+fn class_heatmap(a: &Analysis) -> String {
+    draw("heat-classes", &heat::classes(&a.classes))
 }
 
 fn step_heatmap(a: &Analysis) -> String {
-    let st = &a.steps;
-    // At most 240 columns: consecutive steps are averaged into buckets.
-    let n = st.rows.len();
-    let per = n.div_ceil(240).max(1);
-    let buckets: Vec<&[crate::analyze::steps::StepRow]> = st.rows.chunks(per).collect();
-    let cols: Vec<String> = buckets
-        .iter()
-        .map(|b| {
-            if b.len() == 1 {
-                b[0].step.clone()
-            } else {
-                format!("{}-{}", b[0].step, b[b.len() - 1].step)
-            }
-        })
-        .collect();
-    let ranks = st.ranks.len();
-    // Deviation as the step table measures it: against the rank's own peers (its DP replica).
-    let peers = if st.peers.len() == ranks {
-        st.peers.clone()
-    } else {
-        crate::analyze::steps::peers(&[], ranks)
-    };
-    let mut val = vec![Vec::new(); ranks];
-    let mut dev = vec![Vec::new(); ranks];
-    for b in &buckets {
-        let sums: Vec<i64> = (0..ranks)
-            .map(|r| b.iter().map(|s| s.work_ns[r]).sum())
-            .collect();
-        for r in 0..ranks {
-            val[r].push(format!("{:.2}", sums[r] as f64 / 1e6 / b.len() as f64));
-            dev[r].push(crate::analyze::steps::excess_among(&sums, r, &peers[r]));
-        }
-    }
-    heatmap("heat-steps", &st.ranks, &cols, &val, &dev)
+    draw("heat-steps", &heat::steps(&a.steps))
 }
 
 /// The whole report as one HTML document.

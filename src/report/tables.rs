@@ -1,6 +1,8 @@
 //! The analysis as plain tables — built once here and rendered by every format (terminal,
 //! CSV, markdown, HTML, Parquet) — and the terminal rendering with comfy-table, fitted to the
 //! terminal width.
+//!
+//! (Over ~500 lines: one short function per table.)
 
 use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 
@@ -66,18 +68,52 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
 /// when they would not fit, and columns equal on every rank (device, source) move into the
 /// title.
 pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
-    let mut out = Vec::new();
     let ranks: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
     let wide = ranks.len() <= WIDE_RANKS && width.is_none_or(|w| w >= 70 + 9 * ranks.len() + 30);
-    let same = |f: fn(&crate::analyze::busy::RankSummary) -> Option<String>| -> Option<String> {
-        let first = a.ranks.first().map(f)?;
-        (width.is_some() && a.ranks.iter().all(|r| f(r) == first))
-            .then(|| first.unwrap_or_else(|| "-".into()))
-    };
-    let same_device = same(|r| r.device.clone());
-    let same_source = same(|r| Some(r.source.clone()));
+    let mut out = vec![verdict(a), rank_summary(a, width), classes(a)];
+    if !a.kernels.is_empty() {
+        out.push(kernels(a, &ranks, wide));
+        out.push(kernels_by_rank(a, &ranks));
+    }
+    if !a.steps.rows.is_empty() {
+        out.push(steps(a, &ranks, wide));
+        out.push(steps_by_rank(a, &ranks));
+    }
+    if a.collectives.matched > 0 {
+        out.push(collective_ranks(a));
+        out.push(collective_groups(a));
+        out.push(collective_worst(a));
+    }
+    if let Some(d) = &a.depth {
+        out.extend(depth(d));
+    }
+    out
+}
 
-    out.push(Table {
+fn columns(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// Per-rank columns, or min / mean / max when the ranks do not fit.
+fn per_rank_columns(cols: &mut Vec<String>, ranks: &[&str], wide: bool) {
+    if wide {
+        cols.extend(ranks.iter().map(|r| r.to_string()));
+    } else {
+        cols.extend(["min".to_string(), "mean".into(), "max".into()]);
+    }
+}
+
+/// `v` per rank, or its min / mean / max.
+fn per_rank_cells(row: &mut Vec<Cell>, v: &[i64], (min, mean, max): (i64, i64, i64), wide: bool) {
+    if wide {
+        row.extend(v.iter().map(|&x| ms(x)));
+    } else {
+        row.extend([ms(min), ms(mean), ms(max)]);
+    }
+}
+
+fn verdict(a: &Analysis) -> Table {
+    Table {
         name: "verdict",
         title: "Verdict".into(),
         columns: vec!["verdict".into()],
@@ -88,8 +124,17 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
             .map(|l| vec![text(l.clone())])
             .collect(),
         terminal: false,
-    });
+    }
+}
 
+fn rank_summary(a: &Analysis, width: Option<usize>) -> Table {
+    let same = |f: fn(&crate::analyze::busy::RankSummary) -> Option<String>| -> Option<String> {
+        let first = a.ranks.first().map(f)?;
+        (width.is_some() && a.ranks.iter().all(|r| f(r) == first))
+            .then(|| first.unwrap_or_else(|| "-".into()))
+    };
+    let same_device = same(|r| r.device.clone());
+    let same_source = same(|r| Some(r.source.clone()));
     let mut cols = vec!["rank"];
     if same_device.is_none() {
         cols.push("device");
@@ -116,7 +161,7 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
         title.push_str(&format!("; from {s} events"));
     }
     title.push(')');
-    out.push(Table {
+    Table {
         name: "ranks",
         title,
         columns: cols.iter().map(|s| s.to_string()).collect(),
@@ -146,12 +191,14 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
             })
             .collect(),
         terminal: true,
-    });
+    }
+}
 
+fn classes(a: &Analysis) -> Table {
     let c = &a.classes;
     let mut cols = vec!["rank".to_string()];
     cols.extend(c.classes.iter().cloned());
-    out.push(Table {
+    Table {
         name: "classes",
         title: if a.source == "cpu" {
             "CPU op classes × rank (ms, self time)".into()
@@ -170,257 +217,234 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
             })
             .collect(),
         terminal: true,
-    });
-
-    if !a.kernels.is_empty() {
-        let mut cols = vec!["kernel".to_string(), "class".into(), "total".into()];
-        if wide {
-            cols.extend(ranks.iter().map(|r| r.to_string()));
-        } else {
-            cols.extend(["min".to_string(), "mean".into(), "max".into()]);
-        }
-        cols.extend(["max/mean".to_string(), "cv".into(), "slowest".into()]);
-        out.push(Table {
-            name: "kernels",
-            title: if a.source == "cpu" {
-                format!("Top {} CPU ops × rank (ms, inclusive)", a.kernels.len())
-            } else {
-                format!("Top {} kernels × rank (ms)", a.kernels.len())
-            },
-            columns: cols,
-            rows: a
-                .kernels
-                .iter()
-                .map(|k| {
-                    let mut row =
-                        vec![text(k.short.clone()), text(k.class.clone()), ms(k.total_ns)];
-                    if wide {
-                        row.extend(k.per_rank.iter().map(|s| ms(s.total_ns)));
-                    } else {
-                        let t: Vec<i64> = k.per_rank.iter().map(|s| s.total_ns).collect();
-                        row.push(ms(t.iter().copied().min().unwrap_or(0)));
-                        row.push(ms(t.iter().sum::<i64>() / t.len().max(1) as i64));
-                        row.push(ms(t.iter().copied().max().unwrap_or(0)));
-                    }
-                    row.extend([
-                        Cell::Num(k.max_over_mean, 3),
-                        Cell::Num(k.cv, 3),
-                        text(k.slowest.clone()),
-                    ]);
-                    row
-                })
-                .collect(),
-            terminal: true,
-        });
-        let mut rows = Vec::new();
-        for k in &a.kernels {
-            for (r, s) in ranks.iter().zip(&k.per_rank) {
-                rows.push(vec![
-                    text(k.name.clone()),
-                    text(k.class.clone()),
-                    text(r.to_string()),
-                    ms(s.total_ns),
-                    Cell::Int(s.count as i64),
-                    us(s.mean_ns),
-                    us(s.max_ns as f64),
-                ]);
-            }
-        }
-        out.push(Table {
-            name: "kernels_by_rank",
-            title: "Top kernels by rank".into(),
-            columns: [
-                "kernel", "class", "rank", "total ms", "count", "mean µs", "max µs",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows,
-            terminal: false,
-        });
     }
+}
 
+fn kernels(a: &Analysis, ranks: &[&str], wide: bool) -> Table {
+    let mut cols = vec!["kernel".to_string(), "class".into(), "total".into()];
+    per_rank_columns(&mut cols, ranks, wide);
+    cols.extend(["max/mean".to_string(), "cv".into(), "slowest".into()]);
+    Table {
+        name: "kernels",
+        title: if a.source == "cpu" {
+            format!("Top {} CPU ops × rank (ms, inclusive)", a.kernels.len())
+        } else {
+            format!("Top {} kernels × rank (ms)", a.kernels.len())
+        },
+        columns: cols,
+        rows: a
+            .kernels
+            .iter()
+            .map(|k| {
+                let mut row = vec![text(k.short.clone()), text(k.class.clone()), ms(k.total_ns)];
+                let t: Vec<i64> = k.per_rank.iter().map(|s| s.total_ns).collect();
+                per_rank_cells(&mut row, &t, k.rank_min_mean_max(), wide);
+                row.extend([
+                    Cell::Num(k.max_over_mean, 3),
+                    Cell::Num(k.cv, 3),
+                    text(k.slowest.clone()),
+                ]);
+                row
+            })
+            .collect(),
+        terminal: true,
+    }
+}
+
+fn kernels_by_rank(a: &Analysis, ranks: &[&str]) -> Table {
+    let mut rows = Vec::new();
+    for k in &a.kernels {
+        for (r, s) in ranks.iter().zip(&k.per_rank) {
+            rows.push(vec![
+                text(k.name.clone()),
+                text(k.class.clone()),
+                text(r.to_string()),
+                ms(s.total_ns),
+                Cell::Int(s.count as i64),
+                us(s.mean_ns),
+                us(s.max_ns as f64),
+            ]);
+        }
+    }
+    Table {
+        name: "kernels_by_rank",
+        title: "Top kernels by rank".into(),
+        columns: columns(&[
+            "kernel", "class", "rank", "total ms", "count", "mean µs", "max µs",
+        ]),
+        rows,
+        terminal: false,
+    }
+}
+
+fn steps(a: &Analysis, ranks: &[&str], wide: bool) -> Table {
     let st = &a.steps;
-    if !st.rows.is_empty() {
-        let what = if st.basis == "cpu" {
-            "CPU work"
-        } else {
-            "GPU work (busy excl. comm)"
-        };
-        let mut cols = vec!["step".to_string(), "t ms".into()];
-        if wide {
-            cols.extend(ranks.iter().map(|r| r.to_string()));
-        } else {
-            cols.extend(["min".to_string(), "mean".into(), "max".into()]);
-        }
-        cols.extend(["max/mean".to_string(), "slowest".into(), "excess %".into()]);
-        out.push(Table {
-            name: "steps",
-            title: format!("Per-step {what} × rank (ms; steps from {})", st.source),
-            columns: cols,
-            rows: st
-                .rows
-                .iter()
-                .map(|s| {
-                    let mut row = vec![text(s.step.clone()), Cell::Num(s.t_ms, 1)];
-                    if wide {
-                        row.extend(s.work_ns.iter().map(|&x| ms(x)));
-                    } else {
-                        row.push(ms(s.work_ns.iter().copied().min().unwrap_or(0)));
-                        row.push(ms(
-                            s.work_ns.iter().sum::<i64>() / s.work_ns.len().max(1) as i64
-                        ));
-                        row.push(ms(s.work_ns.iter().copied().max().unwrap_or(0)));
-                    }
-                    let (mom, _) = crate::analyze::kernels::spread(&s.work_ns);
-                    let slow = crate::analyze::kernels::argmax(&s.work_ns).unwrap_or(0);
-                    let name = if mom > 1.0 {
-                        ranks.get(slow).copied().unwrap_or("")
-                    } else {
-                        "-"
-                    };
-                    row.extend([
-                        Cell::Num(mom, 3),
-                        text(name.to_string()),
-                        Cell::Num(s.excess_pct.get(slow).copied().unwrap_or(0.0), 1),
-                    ]);
-                    row
-                })
-                .collect(),
-            terminal: true,
-        });
-        let mut rows = Vec::new();
-        for s in &st.rows {
-            for (i, r) in ranks.iter().enumerate() {
-                rows.push(vec![
-                    text(s.step.clone()),
-                    text(r.to_string()),
-                    text(s.name.clone()),
-                    ms(s.dur_ns[i]),
-                    ms(s.busy_ns[i]),
-                    ms(s.work_ns[i]),
-                    Cell::Num(s.excess_pct[i], 2),
+    let what = if st.basis == "cpu" {
+        "CPU work"
+    } else {
+        "GPU work (busy excl. comm)"
+    };
+    let mut cols = vec!["step".to_string(), "t ms".into()];
+    per_rank_columns(&mut cols, ranks, wide);
+    cols.extend(["max/mean".to_string(), "slowest".into(), "excess %".into()]);
+    Table {
+        name: "steps",
+        title: format!("Per-step {what} × rank (ms; steps from {})", st.source),
+        columns: cols,
+        rows: st
+            .rows
+            .iter()
+            .map(|s| {
+                let mut row = vec![text(s.step.clone()), Cell::Num(s.t_ms, 1)];
+                per_rank_cells(&mut row, &s.work_ns, s.work_min_mean_max(), wide);
+                let name = s
+                    .slowest()
+                    .and_then(|i| ranks.get(i).copied())
+                    .unwrap_or("-");
+                row.extend([
+                    Cell::Num(s.max_over_mean(), 3),
+                    text(name.to_string()),
+                    Cell::Num(s.slowest_excess_pct(), 1),
                 ]);
-            }
+                row
+            })
+            .collect(),
+        terminal: true,
+    }
+}
+
+fn steps_by_rank(a: &Analysis, ranks: &[&str]) -> Table {
+    let mut rows = Vec::new();
+    for s in &a.steps.rows {
+        for (i, r) in ranks.iter().enumerate() {
+            rows.push(vec![
+                text(s.step.clone()),
+                text(r.to_string()),
+                text(s.name.clone()),
+                ms(s.dur_ns[i]),
+                ms(s.busy_ns[i]),
+                ms(s.work_ns[i]),
+                Cell::Num(s.excess_pct[i], 2),
+            ]);
         }
-        out.push(Table {
-            name: "steps_by_rank",
-            title: "Steps by rank".into(),
-            columns: [
-                "step", "rank", "name", "time ms", "busy ms", "work ms", "excess %",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows,
-            terminal: false,
-        });
     }
+    Table {
+        name: "steps_by_rank",
+        title: "Steps by rank".into(),
+        columns: columns(&[
+            "step", "rank", "name", "time ms", "busy ms", "work ms", "excess %",
+        ]),
+        rows,
+        terminal: false,
+    }
+}
 
+fn collective_ranks(a: &Analysis) -> Table {
     let co = &a.collectives;
-    if co.matched > 0 {
-        out.push(Table {
-            name: "collectives_ranks",
-            title: format!(
-                "Collectives × rank ({} matched, from {} events)",
-                co.matched, co.source
-            ),
-            columns: [
-                "rank",
-                "world",
-                "collectives",
-                "matched",
-                "wait ms",
-                "arrived last",
-                "last %",
-            ]
+    Table {
+        name: "collectives_ranks",
+        title: format!(
+            "Collectives × rank ({} matched, from {} events)",
+            co.matched, co.source
+        ),
+        columns: [
+            "rank",
+            "world",
+            "collectives",
+            "matched",
+            "wait ms",
+            "arrived last",
+            "last %",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: co
+            .ranks
             .iter()
-            .map(|s| s.to_string())
+            .map(|r| {
+                vec![
+                    text(r.rank.clone()),
+                    Cell::Int(r.world as i64),
+                    Cell::Int(r.collectives as i64),
+                    Cell::Int(r.matched as i64),
+                    ms(r.wait_ns),
+                    Cell::Int(r.arrived_last as i64),
+                    Cell::Num(r.last_pct(), 1),
+                ]
+            })
             .collect(),
-            rows: co
-                .ranks
-                .iter()
-                .map(|r| {
-                    vec![
-                        text(r.rank.clone()),
-                        Cell::Int(r.world as i64),
-                        Cell::Int(r.collectives as i64),
-                        Cell::Int(r.matched as i64),
-                        ms(r.wait_ns),
-                        Cell::Int(r.arrived_last as i64),
-                        Cell::Num(
-                            if r.matched > 0 {
-                                100.0 * r.arrived_last as f64 / r.matched as f64
-                            } else {
-                                0.0
-                            },
-                            1,
-                        ),
-                    ]
-                })
-                .collect(),
-            terminal: true,
-        });
-        out.push(Table {
-            name: "collectives",
-            title: "Collectives by process group and stream".into(),
-            columns: [
-                "world",
-                "key",
-                "name",
-                "matched",
-                "mean skew µs",
-                "max skew µs",
-                "last most",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows: co
-                .groups
-                .iter()
-                .map(|g| {
-                    vec![
-                        Cell::Int(g.world as i64),
-                        text(g.key.clone()),
-                        text(g.name.clone()),
-                        Cell::Int(g.matched as i64),
-                        us(g.mean_skew_ns),
-                        us(g.max_skew_ns as f64),
-                        text(format!("{} ({})", g.last_most, g.last_most_count)),
-                    ]
-                })
-                .collect(),
-            terminal: true,
-        });
-        out.push(Table {
-            name: "collectives_worst",
-            title: "Largest arrival skews".into(),
-            columns: ["world", "key", "#", "name", "skew µs", "last", "t ms"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            rows: co
-                .worst
-                .iter()
-                .map(|w| {
-                    vec![
-                        Cell::Int(w.world as i64),
-                        text(w.key.clone()),
-                        Cell::Int(w.index as i64),
-                        text(w.name.clone()),
-                        us(w.skew_ns as f64),
-                        text(w.last.clone()),
-                        Cell::Num(w.t_ms, 3),
-                    ]
-                })
-                .collect(),
-            terminal: false,
-        });
+        terminal: true,
     }
+}
 
-    if let Some(d) = &a.depth {
-        out.push(Table {
+fn collective_groups(a: &Analysis) -> Table {
+    let co = &a.collectives;
+    Table {
+        name: "collectives",
+        title: "Collectives by process group and stream".into(),
+        columns: [
+            "world",
+            "key",
+            "name",
+            "matched",
+            "mean skew µs",
+            "max skew µs",
+            "last most",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: co
+            .groups
+            .iter()
+            .map(|g| {
+                vec![
+                    Cell::Int(g.world as i64),
+                    text(g.key.clone()),
+                    text(g.name.clone()),
+                    Cell::Int(g.matched as i64),
+                    us(g.mean_skew_ns),
+                    us(g.max_skew_ns as f64),
+                    text(format!("{} ({})", g.last_most, g.last_most_count)),
+                ]
+            })
+            .collect(),
+        terminal: true,
+    }
+}
+
+fn collective_worst(a: &Analysis) -> Table {
+    let co = &a.collectives;
+    Table {
+        name: "collectives_worst",
+        title: "Largest arrival skews".into(),
+        columns: ["world", "key", "#", "name", "skew µs", "last", "t ms"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        rows: co
+            .worst
+            .iter()
+            .map(|w| {
+                vec![
+                    Cell::Int(w.world as i64),
+                    text(w.key.clone()),
+                    Cell::Int(w.index as i64),
+                    text(w.name.clone()),
+                    us(w.skew_ns as f64),
+                    text(w.last.clone()),
+                    Cell::Num(w.t_ms, 3),
+                ]
+            })
+            .collect(),
+        terminal: false,
+    }
+}
+
+fn depth(d: &crate::analyze::RankDepth) -> Vec<Table> {
+    vec![
+        Table {
             name: "rank_kernels",
             title: format!("Rank {}: top {} ops", d.rank, d.kernels.len()),
             columns: [
@@ -447,8 +471,8 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
                 })
                 .collect(),
             terminal: true,
-        });
-        out.push(Table {
+        },
+        Table {
             name: "rank_streams",
             title: format!("Rank {}: streams", d.rank),
             columns: ["stream", "ops", "sum ms"]
@@ -461,8 +485,8 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
                 .map(|s| vec![Cell::Int(s.stream), Cell::Int(s.ops as i64), ms(s.sum_ns)])
                 .collect(),
             terminal: true,
-        });
-        out.push(Table {
+        },
+        Table {
             name: "rank_steps",
             title: format!("Rank {}: steps (from {})", d.rank, d.step_source),
             columns: ["#", "name", "time ms", "busy ms", "work ms"]
@@ -484,9 +508,8 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
                 })
                 .collect(),
             terminal: true,
-        });
-    }
-    out
+        },
+    ]
 }
 
 /// Terminal width: the terminal's, else `$COLUMNS`, else 120.

@@ -1,29 +1,20 @@
 //! `rankprof inflate` (hidden): decompresses trace files in parallel with the crate's own gzip
 //! backend (flate2 on zlib-rs) and throws the bytes away. It is the floor the `bench` script
-//! measures `merge` and `analyze` against: no JSON work at all, just inflate.
+//! measures `merge` and `analyze` against: no JSON work at all, just inflate. It opens files as
+//! the reader does ([`crate::trace::reader::open`]: regular files only, every gzip member's
+//! trailer checked).
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use flate2::bufread::MultiGzDecoder;
 use rayon::prelude::*;
 
 /// Decompressed (or, for plain files, read) bytes of one file.
 pub fn inflate_file(path: &Path) -> Result<u64> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut input = BufReader::with_capacity(1 << 18, file);
-    let gzip = input
-        .fill_buf()
-        .with_context(|| format!("reading {}", path.display()))?
-        .starts_with(&[0x1f, 0x8b]);
-    let mut src: Box<dyn Read> = if gzip {
-        Box::new(MultiGzDecoder::new(input))
-    } else {
-        Box::new(input)
-    };
+    let (mut src, _gzip) =
+        crate::trace::reader::open(path).map_err(|e| anyhow::anyhow!("reading {e}"))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     loop {

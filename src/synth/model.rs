@@ -207,6 +207,7 @@ pub fn stage_layers(layers: u32, pp: u32, p: u32) -> std::ops::Range<u32> {
 }
 
 /// The program of one rank for one step.
+// Long on purpose: the kernel program of one layer, written out as the real model runs it.
 pub fn program(
     naming: Vendor,
     layers: u32,

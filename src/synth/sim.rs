@@ -100,6 +100,8 @@ struct Arrival {
 }
 
 /// Runs step `index` of profile number `profile` for every rank.
+// Long on purpose: one lock-step of every rank; collectives end together, so the step cannot
+// be split by rank.
 pub fn simulate_step(
     cfg: &SynthOptions,
     layout: &Layout,

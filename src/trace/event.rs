@@ -1,7 +1,8 @@
 //! The one `Event` view that merge, analyze and compare consume: a borrowed, already validated
 //! trace event. The common fields are decoded once (`ph`, `cat`, `name`, `pid`, `tid`, `ts`,
 //! `dur`, `id`); `args` stays raw and is searched on demand; every field is still available as
-//! raw bytes so a writer can copy what it does not change.
+//! raw bytes so a writer can copy what it does not change (escaping raw control bytes first
+//! when [`Event::ctl`] says the event holds any).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -140,6 +141,9 @@ pub struct Event<'a> {
     pub id: Id<'a>,
     /// The raw `args` object, if any.
     pub args: Option<&'a str>,
+    /// Some string of the event holds a raw control byte (U+0000–U+001F), which JSON forbids:
+    /// `raw` must go through [`json::escape_ctl`] before it is written out.
+    pub ctl: bool,
 }
 
 /// Why an event was rejected; the offset is relative to the event's start.
@@ -182,6 +186,7 @@ impl<'a> Event<'a> {
             dur: None,
             id: Id::None,
             args: None,
+            ctl: false,
         };
         let text = |f: &Field| &raw[f.val.0 as usize..f.val.1 as usize];
         let string = |f: &Field, what: &str| match f.kind {
@@ -216,6 +221,7 @@ impl<'a> Event<'a> {
         };
         let mut have_ph = false;
         for f in fields {
+            ev.ctl |= f.ctl;
             match f.key(b) {
                 b"ph" => {
                     let s = string(f, "ph")?;
@@ -302,8 +308,13 @@ pub fn each_field<'a>(obj: &'a str, mut f: impl FnMut(&'a str, Kind, &'a str) ->
     }
 }
 
-/// Scans `b[i..]` as an event object: convenience for tests and small inputs.
+/// Scans `b` as an event object (it must start with `{`): convenience for tests and small
+/// inputs.
 pub fn scan_event<'a>(b: &'a [u8], fields: &'a mut Vec<Field>) -> Result<Event<'a>, EventError> {
+    // `scan_object` trusts its caller to have seen the opening brace (the reader has).
+    if b.first() != Some(&b'{') {
+        return Err(bad(0, "an event is a JSON object: expected '{'"));
+    }
     let end = match json::scan_object(b, 0, fields) {
         Ok(e) => e,
         Err(Stop::Incomplete) => return Err(bad(b.len(), "truncated")),

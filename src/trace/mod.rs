@@ -1,9 +1,11 @@
 //! Everything about trace files themselves: the streaming [`reader`], the [`Event`] view every
 //! later stage consumes, [`discover`]y of rank files and their identity, and the [`writer`]
-//! (streaming JSON + gzip, atomic).
+//! (streaming JSON + gzip, atomic), with [`cleanup`] of its temporary files on SIGINT/SIGTERM.
 
+pub mod cleanup;
 pub mod discover;
 pub mod event;
+pub mod gz;
 pub mod json;
 pub mod reader;
 pub mod steps;

@@ -6,15 +6,27 @@
 //! Damage never loses what came before it: every complete event before the damage is delivered,
 //! an invalid event is skipped and counted, and the [`ReadReport`] names the file and the
 //! decompressed byte offset of each problem.
+//!
+//! Integrity: only regular files are opened ([`open`] refuses FIFOs, sockets, devices and
+//! directories, checked on the open descriptor, so a file swapped after discovery cannot make
+//! it block). gzip input is read member by member to its very end ([`super::gz`]), so every
+//! member's CRC-32 and ISIZE trailer is checked: a mismatch is [`Damage::Gzip`] (the events
+//! before it are kept), bytes after the last member that are not one are noted
+//! ([`ReadReport::trailing_garbage`]), not damage. Raw control bytes inside strings, which JSON
+//! forbids, are read as written and counted ([`ReadReport::raw_control`]); header values holding
+//! them are stored escaped, and events are flagged ([`Event::ctl`]) for writers to escape.
+//!
+//! (Over ~500 lines: the tokenizer and its tests.)
 
+use std::cell::RefCell;
 use std::fmt;
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-
-use flate2::bufread::MultiGzDecoder;
+use std::rc::Rc;
 
 use super::event::Event;
+use super::gz::{GzStatus, Members};
 use super::json::{self, Field, Stop};
 
 /// Top-level keys of a trace other than `traceEvents`. Values are kept as raw JSON text.
@@ -84,6 +96,14 @@ pub struct ReadReport {
     /// Decompressed bytes read.
     pub bytes: u64,
     pub gzip: bool,
+    /// Events (and header values) holding raw control bytes (U+0000–U+001F) inside strings,
+    /// which JSON forbids. They are read as written, not rejected: nothing is lost.
+    pub raw_control: u64,
+    /// Decompressed offset of the first such byte.
+    pub first_raw_control: Option<u64>,
+    /// `(compressed offset, length)` of bytes after the last gzip member that are not a gzip
+    /// member. Every member before them was verified, so this is a note, not damage.
+    pub trailing_garbage: Option<(u64, u64)>,
 }
 
 pub const MAX_PROBLEMS: usize = 20;
@@ -120,6 +140,9 @@ impl ReadReport {
             damage: None,
             bytes: 0,
             gzip,
+            raw_control: 0,
+            first_raw_control: None,
+            trailing_garbage: None,
         }
     }
 
@@ -160,6 +183,20 @@ impl ReadReport {
                 self.rejected as usize - self.problems.len()
             ));
         }
+        if let Some(at) = self.first_raw_control {
+            out.push(format!(
+                "{file}: {} events or header values hold raw control characters (U+0000-U+001F) \
+                 inside strings, which JSON forbids (first at byte {at}); kept, and escaped as \\u00XX \
+                 when written",
+                self.raw_control
+            ));
+        }
+        if let Some((at, len)) = self.trailing_garbage {
+            out.push(format!(
+                "{file}: {len} bytes of trailing garbage after the last gzip member at offset {at} \
+                 (compressed); ignored, every member before it checked out"
+            ));
+        }
         out
     }
 }
@@ -176,25 +213,110 @@ impl fmt::Display for ReadReport {
 
 /// Opens `path` and calls `on_event` for every valid event, in file order.
 ///
-/// The only `Err` is failing to open or start reading the file; damage inside it is reported
-/// in the [`ReadReport`].
+/// The only `Err` is failing to open or start reading the file (it is missing, not a regular
+/// file, not readable); damage inside it is reported in the [`ReadReport`].
 pub fn read_trace(path: &Path, on_event: impl FnMut(&Event<'_>)) -> io::Result<ReadReport> {
-    let (src, gzip) = open(path)?;
-    Ok(read_from(path, src, gzip, on_event))
+    let src = open_source(path)?;
+    let mut report = read_from(path, src.reader, src.gzip, on_event);
+    if let Some(st) = src.status {
+        report.trailing_garbage = st.borrow().trailing;
+    }
+    Ok(report)
 }
 
 /// Opens a file as a byte stream, decompressing it when it starts with the gzip magic bytes.
-/// Returns the stream and whether it was gzip.
+/// Returns the stream and whether it was gzip. Only regular files are opened (see
+/// [`open_regular`]); gzip members are checked as [`super::gz`] says.
 pub fn open(path: &Path) -> io::Result<(Box<dyn Read>, bool)> {
-    let file = File::open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let src = open_source(path)?;
+    Ok((src.reader, src.gzip))
+}
+
+/// An opened input.
+struct Source {
+    reader: Box<dyn Read>,
+    gzip: bool,
+    status: Option<Rc<RefCell<GzStatus>>>,
+}
+
+fn open_source(path: &Path) -> io::Result<Source> {
+    let (file, len) = open_regular(path)?;
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     let mut input = BufReader::with_capacity(1 << 18, file);
-    let gzip = input.fill_buf()?.starts_with(&[0x1f, 0x8b]);
+    let gzip = input.fill_buf().map_err(named)?.starts_with(&[0x1f, 0x8b]);
     Ok(if gzip {
-        (Box::new(MultiGzDecoder::new(input)), true)
+        let (m, status) = Members::new(input, Some(len));
+        Source {
+            reader: Box::new(m),
+            gzip: true,
+            status: Some(status),
+        }
     } else {
-        (Box::new(input), false)
+        Source {
+            reader: Box::new(input),
+            gzip: false,
+            status: None,
+        }
     })
+}
+
+/// Opens `path` for reading if it is a regular file (after following symlinks), with its size.
+///
+/// The type is checked on the opened descriptor (`fstat`), not on the name, so a file swapped
+/// for a FIFO after discovery is refused too; the open itself uses `O_NONBLOCK`, so opening a
+/// FIFO never waits for a writer (the flag has no effect on regular files). Errors name the
+/// path.
+pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = opts.open(path).map_err(named)?;
+    let meta = file.metadata().map_err(named)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{}: not a regular file ({})",
+                path.display(),
+                file_kind(&meta.file_type())
+            ),
+        ));
+    }
+    Ok((file, meta.len()))
+}
+
+/// What kind of file this is, in words: "a regular file", "a directory", "a FIFO", …
+pub fn file_kind(ft: &fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            return "a FIFO";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+        if ft.is_char_device() {
+            return "a character device";
+        }
+        if ft.is_block_device() {
+            return "a block device";
+        }
+    }
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else if ft.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Reads only the header keys that come before the events. `None` when the file is not a
@@ -213,19 +335,38 @@ pub fn read_from(
     path: &Path,
     src: Box<dyn Read>,
     gzip: bool,
+    on_event: impl FnMut(&Event<'_>),
+) -> ReadReport {
+    read_from_with_window(path, src, gzip, CHUNK, on_event)
+}
+
+/// [`read_from`] with the read window (the buffer's initial size and the minimum it grows
+/// by) set to `window` bytes instead of the default 1 MiB; values below 16 are raised to 16.
+/// The events and the report do not depend on the window: this exists so that tests and fuzz
+/// targets can check that with tiny windows, where every value straddles a refill.
+pub fn read_from_with_window(
+    path: &Path,
+    src: Box<dyn Read>,
+    gzip: bool,
+    window: usize,
     mut on_event: impl FnMut(&Event<'_>),
 ) -> ReadReport {
     let mut s = Scanner::new(src);
+    s.chunk = window.max(16);
+    s.data = vec![0; s.chunk];
     let mut report = ReadReport::new(path, gzip);
     s.run(&mut report, &mut on_event);
     report.bytes = s.base + s.end as u64;
     report
 }
 
-const CHUNK: usize = 1 << 20;
+/// The default read window.
+pub const CHUNK: usize = 1 << 20;
 
 struct Scanner {
     src: Box<dyn Read>,
+    /// The read window: initial buffer size and minimum growth ([`CHUNK`] by default).
+    chunk: usize,
     data: Vec<u8>,
     /// Everything before `pos` is consumed.
     pos: usize,
@@ -256,6 +397,7 @@ impl Scanner {
     fn new(src: Box<dyn Read>) -> Self {
         Scanner {
             src,
+            chunk: CHUNK,
             data: vec![0; CHUNK],
             pos: 0,
             end: 0,
@@ -278,8 +420,8 @@ impl Scanner {
             self.end -= self.pos;
             self.pos = 0;
         }
-        if self.end + CHUNK / 4 > self.data.len() {
-            let n = (self.data.len() * 2).max(CHUNK);
+        if self.end + self.chunk / 4 > self.data.len() {
+            let n = (self.data.len() * 2).max(self.chunk);
             self.data.resize(n, 0);
         }
         loop {
@@ -314,6 +456,8 @@ impl Scanner {
         }
     }
 
+    // Long on purpose: the tokenizer state machine over the window (Perfetto's style); one
+    // match per state.
     fn run(&mut self, report: &mut ReadReport, on_event: &mut dyn FnMut(&Event<'_>)) {
         let mut fields: Vec<Field> = Vec::with_capacity(16);
         let mut state = State::Start;
@@ -326,6 +470,14 @@ impl Scanner {
                     continue;
                 }
                 if state == State::Done {
+                    // The document is complete, but the stream after it is not sound (e.g. a
+                    // gzip trailer that does not match): what was read may be corrupt.
+                    if let Some(e) = self.read_err.take() {
+                        report.damage = Some(Damage::Gzip {
+                            at: self.base + self.end as u64,
+                            msg: e.to_string(),
+                        });
+                    }
                     return;
                 }
                 // A bare array may legally end without its closing bracket.
@@ -369,7 +521,12 @@ impl Scanner {
                     if c != b'"' {
                         Err(Stop::Invalid(i, "expected a string key"))
                     } else {
-                        key_value(b, i, &mut report.header)
+                        key_value(b, i, report).map(|(end, st, ctl)| {
+                            if ctl {
+                                raw_control(report, abs(i), &b[i..end]);
+                            }
+                            (end, st)
+                        })
                     }
                 }
                 State::AfterValue => match c {
@@ -385,6 +542,9 @@ impl Scanner {
                                 match Event::from_fields(&b[i..end], abs(i), &fields) {
                                     Ok(ev) => {
                                         report.events += 1;
+                                        if ev.ctl {
+                                            raw_control(report, abs(i), &b[i..end]);
+                                        }
                                         on_event(&ev);
                                     }
                                     Err(e) => reject(report, abs(i + e.at), e.msg),
@@ -440,6 +600,14 @@ impl Scanner {
     }
 }
 
+/// Counts a value holding raw control bytes; `raw` starts at decompressed offset `at`.
+fn raw_control(report: &mut ReadReport, at: u64, raw: &[u8]) {
+    report.raw_control += 1;
+    if report.first_raw_control.is_none() {
+        report.first_raw_control = Some(at + json::first_ctl(raw).unwrap_or(0) as u64);
+    }
+}
+
 fn reject(report: &mut ReadReport, offset: u64, msg: String) {
     report.rejected += 1;
     if report.problems.len() < MAX_PROBLEMS {
@@ -456,8 +624,11 @@ fn after_events(report: &ReadReport) -> State {
 }
 
 /// Parses `"key": value` at `b[i]`. For `traceEvents` it stops after the opening bracket.
-fn key_value(b: &[u8], i: usize, header: &mut Header) -> Result<(usize, State), Stop> {
-    let (kend, escaped) = json::scan_string(b, i)?;
+/// The flag: the key or value held raw control bytes (the value is stored escaped).
+fn key_value(b: &[u8], i: usize, report: &mut ReadReport) -> Result<(usize, State, bool), Stop> {
+    let header = &mut report.header;
+    let mut ctl = false;
+    let (kend, escaped) = json::scan_string_ctl(b, i, &mut ctl)?;
     let key_raw = std::str::from_utf8(&b[i + 1..kend - 1])
         .map_err(|_| Stop::Invalid(i, "invalid UTF-8 in a key"))?;
     let key = if escaped {
@@ -476,15 +647,21 @@ fn key_value(b: &[u8], i: usize, header: &mut Header) -> Result<(usize, State), 
     }
     if key == "traceEvents" {
         return if b[j] == b'[' {
-            Ok((j + 1, State::FirstEvent))
+            Ok((j + 1, State::FirstEvent, ctl))
         } else {
             Err(Stop::Invalid(j, "\"traceEvents\" is not an array"))
         };
     }
-    let (vend, kind) = json::skip_value(b, j)?;
-    let raw = std::str::from_utf8(&b[j..vend])
+    let (vend, kind) = json::skip_value_ctl(b, j, &mut ctl)?;
+    let mut raw = std::str::from_utf8(&b[j..vend])
         .map_err(|e| Stop::Invalid(j + e.valid_up_to(), "invalid UTF-8"))?
         .to_string();
+    if ctl {
+        let mut esc = Vec::with_capacity(raw.len() + 16);
+        json::escape_ctl(raw.as_bytes(), &mut esc);
+        // Escaping only replaces ASCII bytes: still valid UTF-8.
+        raw = String::from_utf8(esc).unwrap_or(raw);
+    }
     match key.as_str() {
         "schemaVersion" => header.schema_version = raw.parse().ok(),
         "baseTimeNanoseconds" => {
@@ -503,7 +680,7 @@ fn key_value(b: &[u8], i: usize, header: &mut Header) -> Result<(usize, State), 
         "distributedInfo" => header.distributed_info = Some(raw),
         _ => header.other.push((key, raw)),
     }
-    Ok((vend, State::AfterValue))
+    Ok((vend, State::AfterValue, ctl))
 }
 
 #[cfg(test)]

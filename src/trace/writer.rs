@@ -5,6 +5,9 @@
 //! compressed on different threads concatenate into one valid stream. The gzip trailer's CRC-32
 //! is combined from the pieces' CRCs (`crc32fast::Hasher::combine`), as pigz does. The result is
 //! one ordinary single-member `.gz` file that every reader (zcat, Python, Perfetto) opens.
+//!
+//! Every file is written atomically ([`write_atomic`]): through a temporary file renamed into
+//! place, removed on failure and, through [`super::cleanup`], on SIGINT/SIGTERM.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
@@ -163,7 +166,8 @@ pub fn write_gzip(out: &Path, pieces: &[Piece]) -> io::Result<u64> {
 }
 
 /// Writes `out` through a temporary file in the same directory, renamed into place only when
-/// `write` succeeded: readers never see a half-written file.
+/// `write` succeeded: readers never see a half-written file. The temporary file is removed on
+/// failure, and on SIGINT/SIGTERM too ([`super::cleanup`]).
 pub fn write_atomic(
     out: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
@@ -176,7 +180,10 @@ pub fn write_atomic(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp_name = format!(".{name}.tmp-{}", std::process::id());
+    let tmp = dir.join(&tmp_name);
+    // Removed by the signal handler if SIGINT/SIGTERM comes before the rename.
+    let _registered = super::cleanup::register(&dir, &tmp_name, false);
     let result = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
         write(&mut w)?;

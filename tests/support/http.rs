@@ -210,6 +210,11 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// Forgets the requests recorded so far (so a long benchmark's memory is its subject's).
+    pub fn forget(&self) {
+        self.log.lock().unwrap().clear();
+    }
+
     /// Requests to `path` with `method`.
     pub fn calls(&self, method: &str, path: &str) -> Vec<Request> {
         self.requests()

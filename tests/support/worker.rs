@@ -2,7 +2,9 @@
 //! sglang-router to register them and for `rankprof capture` to profile them: they answer the
 //! router's polls, `/generate` and `/v1/completions`, record every request, and write small
 //! valid Kineto traces named as the real servers name them when profiling stops. They can be
-//! told to be slow, to close the socket, or to answer a fixed status.
+//! told to be slow, to close the socket, or to answer a fixed status; extra routes can be added
+//! ([`TestWorker::set_routes`], e.g. the scripted `/v1/loads` of `support::loads`), and traces
+//! can be written on the wall clock ([`Behaviour::wall_clock`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,6 +40,9 @@ pub struct Behaviour {
     pub slow_write: Option<Duration>,
     /// SGLang with `num_steps`: the profiler stops by itself (and writes) this long after start.
     pub steps_take: Duration,
+    /// Write traces on the wall clock: `baseTimeNanoseconds` = when profiling started, events
+    /// spanning start → stop (default: a fixed clock in 2023).
+    pub wall_clock: bool,
 }
 
 impl Default for Behaviour {
@@ -50,6 +55,7 @@ impl Default for Behaviour {
             old_stop_route: false,
             slow_write: None,
             steps_take: Duration::from_millis(150),
+            wall_clock: false,
         }
     }
 }
@@ -61,7 +67,12 @@ struct Profiler {
     prefix: Option<String>,
     by_stage: bool,
     generation: u64,
+    /// Unix ns when profiling started.
+    started_ns: u128,
 }
+
+/// Routes answered before the built-in ones (`None`: not this route).
+pub type Routes = Arc<dyn Fn(&Request) -> Option<Reply> + Send + Sync>;
 
 struct Inner {
     dialect: Dialect,
@@ -75,11 +86,19 @@ struct Inner {
     behaviour: Mutex<Behaviour>,
     profiler: Mutex<Profiler>,
     written: Mutex<Vec<PathBuf>>,
+    routes: Mutex<Option<Routes>>,
 }
 
 pub struct TestWorker {
     pub server: Server,
     inner: Arc<Inner>,
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
 }
 
 fn model_info() -> Value {
@@ -108,6 +127,33 @@ pub fn trace_json(rank: u32, world: u32, kernels: usize) -> Value {
            "baseTimeNanoseconds":1_700_000_000_000_000_000u64})
 }
 
+/// [`trace_json`] on the wall clock: base = `start_ns`, one ProfilerStep from start to `stop_ns`,
+/// the kernels spread over it.
+pub fn trace_json_wall(
+    rank: u32,
+    world: u32,
+    kernels: usize,
+    start_ns: u128,
+    stop_ns: u128,
+) -> Value {
+    let mut v = trace_json(rank, world, kernels);
+    let span_us = ((stop_ns.saturating_sub(start_ns)) as f64 / 1e3).max(1000.0);
+    if let Some(events) = v["traceEvents"].as_array_mut() {
+        let mut k = 0;
+        for e in events.iter_mut() {
+            if e["cat"] == "user_annotation" {
+                e["ts"] = json!(0.0);
+                e["dur"] = json!(span_us);
+            } else if e["cat"] == "kernel" {
+                e["ts"] = json!(span_us * (k as f64 + 0.5) / kernels.max(1) as f64);
+                k += 1;
+            }
+        }
+    }
+    v["baseTimeNanoseconds"] = json!(start_ns as u64);
+    v
+}
+
 fn gz(v: &Value) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(v.to_string().as_bytes()).unwrap();
@@ -123,6 +169,14 @@ impl Inner {
             .unwrap()
             .as_nanos();
         let world = self.tp * self.dp;
+        let wall = self.behaviour.lock().unwrap().wall_clock;
+        let make = |rank: u32| {
+            if wall {
+                trace_json_wall(rank, world, self.kernels, p.started_ns, ns)
+            } else {
+                trace_json(rank, world, self.kernels)
+            }
+        };
         let mut out = Vec::new();
         match self.dialect {
             Dialect::Sglang => {
@@ -148,7 +202,7 @@ impl Inner {
                                 String::new()
                             };
                             let name = format!("{prefix}{id}-TP-{tp}{dp_part}{st}.trace.json.gz");
-                            out.push((dir.join(name), gz(&trace_json(tp, world, self.kernels))));
+                            out.push((dir.join(name), gz(&make(tp))));
                         }
                     }
                 }
@@ -159,7 +213,7 @@ impl Inner {
                 };
                 for r in 0..world {
                     let name = format!("dp0_pp0_tp{r}_dcp0_ep0_rank{r}.{ns}.pt.trace.json.gz");
-                    out.push((dir.join(name), gz(&trace_json(r, world, self.kernels))));
+                    out.push((dir.join(name), gz(&make(r))));
                 }
             }
         }
@@ -209,6 +263,10 @@ impl Inner {
     }
 
     fn handle(self: &Arc<Self>, r: &Request) -> Reply {
+        let extra = self.routes.lock().unwrap().clone();
+        if let Some(reply) = extra.and_then(|f| f(r)) {
+            return reply;
+        }
         let b = self.behaviour.lock().unwrap().clone();
         let profiling = matches!(
             r.path.as_str(),
@@ -248,7 +306,9 @@ impl Inner {
                     if self.vllm_dir.is_none() {
                         return Reply::json(404, &json!({"detail":"Not Found"}));
                     }
-                    self.profiler.lock().unwrap().running = true;
+                    let mut p = self.profiler.lock().unwrap();
+                    p.running = true;
+                    p.started_ns = now_ns();
                     return Reply::text(200, "");
                 }
                 let body: Value = serde_json::from_str(&r.body).unwrap_or(json!({}));
@@ -260,6 +320,7 @@ impl Inner {
                         return Reply::text(500, "Internal Server Error");
                     }
                     p.running = true;
+                    p.started_ns = now_ns();
                     p.generation += 1;
                     p.output_dir = body.get("output_dir").and_then(Value::as_str).map(PathBuf::from);
                     p.prefix = body.get("profile_prefix").and_then(Value::as_str).map(str::to_string);
@@ -311,6 +372,7 @@ impl TestWorker {
             behaviour: Mutex::new(Behaviour::default()),
             profiler: Mutex::default(),
             written: Mutex::default(),
+            routes: Mutex::default(),
         });
         let server = {
             let inner = inner.clone();
@@ -354,5 +416,10 @@ impl TestWorker {
 
     pub fn posts(&self, path: &str) -> Vec<Request> {
         self.server.calls("POST", path)
+    }
+
+    /// Routes answered before the built-in ones (replacing any set before).
+    pub fn set_routes(&self, f: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'static) {
+        *self.inner.routes.lock().unwrap() = Some(Arc::new(f));
     }
 }
