@@ -91,6 +91,13 @@ for n in names:
 # workers: router answers (and the other router fixtures as negative examples).
 for p in router:
     put("workers", open(p, "rb").read())
+    put("loads", open(p, "rb").read())
+# loads: SGLang /v1/loads and /get_load answers, /metrics pages of SGLang and vLLM.
+for s in ['{"loads":[{"dp_rank":0,"num_running_reqs":3,"num_waiting_reqs":1,"num_used_tokens":900,"token_usage":0.2,"gen_throughput":41.5}]}',
+          '[{"dp_rank":1,"num_reqs":4,"num_waiting_reqs":6,"num_tokens":12}]',
+          '# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{dp_rank="0",model_name="m"} 3.0\nsglang:num_queue_reqs{dp_rank="1"} 7\n',
+          'vllm:num_requests_running{engine="0",model_name="m"} 2\nvllm:kv_cache_usage_perc{engine="1"} 0.5\nvllm:generation_tokens_total{engine="0"} 1234\n']:
+    put("loads", s)
 for s in ['{"urls":["http://a:1","b:2@3"]}', '{"prefill":["http://p:1"],"decode":[{"url":"http://d:1"}]}',
           '["http://a:1@0","http://a:1@1"]', '{"workers":[{"worker_url":"h:1","type":{"Regular":{}}}]}']:
     put("workers", s)

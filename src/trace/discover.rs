@@ -13,21 +13,11 @@
 //! rank inside the TP group). Files are grouped by (directory, profile id, stage); `merged-*`
 //! files are never picked up.
 //!
-//! Listing a directory ([`list_dir`]) or files given by name ([`list_files`]) is safe on any
-//! file system:
-//! - `--recursive` follows symlinked directories, but visits each directory (by device and
-//!   inode) once, so a `dot -> .` link or two links into each other cannot loop, and goes at
-//!   most [`MAX_DEPTH`] levels down;
-//! - the same file (device and inode: a hard link, a symlink to a listed file) is listed once;
-//! - only regular files are ever opened: a FIFO, socket or device named like a trace is skipped
-//!   with a note (opening a FIFO would block);
-//! - an entry named like a rank file that cannot be read (a dangling or looping symlink, a
-//!   directory, one that vanished) is kept, so that the merge or analysis reports that rank as
-//!   unreadable instead of quietly leaving it out.
+//! The candidate files come from [`super::listing`] (safe directory walks), re-exported here.
 //!
-//! (Over ~500 lines: naming rules of every vendor with their tests.)
+//! (Over ~500 lines: the naming rules of every vendor, with their tests.)
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -35,72 +25,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-/// Where a rank file sits in the parallel layout. Dimensions absent from the name are `None`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RankId {
-    pub tp: Option<u32>,
-    pub dp: Option<u32>,
-    pub pp: Option<u32>,
-    pub ep: Option<u32>,
-    /// vLLM's decode-context-parallel rank.
-    pub dcp: Option<u32>,
-    /// A global rank (vLLM `rank{r}`, generic names, `distributedInfo.rank`, file order).
-    pub rank: Option<u32>,
-}
-
-impl RankId {
-    /// Ordering as SGLang's merger sorts files: DP, EP, PP, TP, then the global rank.
-    pub fn sort_key(&self) -> (u32, u32, u32, u32, u32, u32) {
-        let z = |v: Option<u32>| v.unwrap_or(0);
-        (
-            z(self.dp),
-            z(self.ep),
-            z(self.pp),
-            z(self.tp),
-            z(self.dcp),
-            z(self.rank),
-        )
-    }
-
-    /// SGLang's `process_sort_index` base: `dp*1e8 + ep*1e6 + pp*1e4 + tp*100` (a GPU adds its
-    /// device pid). Without a TP rank the global rank takes its place.
-    pub fn sort_index_base(&self) -> i64 {
-        let z = |v: Option<u32>| i64::from(v.unwrap_or(0));
-        let tp = self.tp.or(self.rank);
-        z(self.dp) * 100_000_000 + z(self.ep) * 1_000_000 + z(self.pp) * 10_000 + z(tp) * 100
-    }
-
-    /// The label of this rank with every dimension it has, without brackets: `TP01-DP01`,
-    /// `RANK03`. (In a group, [`RankFile::label`] shows only the dimensions that vary.)
-    pub fn label(&self) -> String {
-        strip_brackets(&label_of(self, Shown::present())).to_string()
-    }
-
-    /// Parses a label such as `TP01-DP01`, `[TP01-DP01]` or `RANK03` (the inverse of
-    /// [`RankId::label`]; unknown parts are ignored).
-    pub fn from_label(label: &str) -> RankId {
-        let mut id = RankId::default();
-        for part in strip_brackets(label).split('-') {
-            let digits = part.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-            let key = &part[..part.len() - digits.len()];
-            let v: Option<u32> = digits.parse().ok();
-            match key.to_ascii_uppercase().as_str() {
-                "TP" => id.tp = v,
-                "DP" => id.dp = v,
-                "PP" => id.pp = v,
-                "EP" => id.ep = v,
-                "DCP" => id.dcp = v,
-                "RANK" => id.rank = v,
-                _ => {}
-            }
-        }
-        id
-    }
-}
-
-fn strip_brackets(label: &str) -> &str {
-    label.trim_start_matches('[').trim_end_matches(']')
-}
+pub use super::rankid::RankId;
+use super::rankid::{label_of, strip_brackets, Shown};
 
 /// The prefix of every merged trace's file name.
 pub const MERGED_PREFIX: &str = "merged-";
@@ -260,169 +186,7 @@ pub fn discover(dir: &Path, recursive: bool) -> io::Result<Discovery> {
     Ok(d)
 }
 
-/// How many directory levels `--recursive` descends below the directory given.
-pub const MAX_DEPTH: usize = 32;
-
-/// Candidate trace files (`*.json`, `*.json.gz`, `merged-*` included), and notes on what was
-/// skipped and why.
-#[derive(Clone, Debug, Default)]
-pub struct Listing {
-    pub files: Vec<PathBuf>,
-    pub notes: Vec<String>,
-}
-
-/// (device, inode): a file's identity whatever the path to it.
-type FileKey = (u64, u64);
-
-/// `None` where the platform has no inodes (then nothing is de-duplicated).
-fn key_of(m: &fs::Metadata) -> Option<FileKey> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some((m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = m;
-        None
-    }
-}
-
-#[derive(Default)]
-struct Walk {
-    dirs: HashSet<FileKey>,
-    files: HashMap<FileKey, PathBuf>,
-    out: Listing,
-}
-
-impl Walk {
-    /// Takes one path whose name is a trace name. `meta`: its metadata, symlinks followed.
-    fn entry(&mut self, p: &Path, name: &str, meta: io::Result<fs::Metadata>) {
-        match meta {
-            Ok(m) if m.is_file() => {
-                if let Some(k) = key_of(&m) {
-                    if let Some(first) = self.files.get(&k) {
-                        self.out.notes.push(format!(
-                            "{}: the same file as {}; listed once",
-                            p.display(),
-                            first.display()
-                        ));
-                        return;
-                    }
-                    self.files.insert(k, p.to_path_buf());
-                }
-                self.out.files.push(p.to_path_buf());
-            }
-            Ok(m) if m.is_dir() => {
-                if parse_name(name).is_some() {
-                    self.out.notes.push(format!(
-                        "{}: a directory named like a rank file; that rank is unreadable",
-                        p.display()
-                    ));
-                    self.out.files.push(p.to_path_buf());
-                }
-            }
-            Ok(m) => self.out.notes.push(format!(
-                "{}: {}, not a regular file; skipped (never opened)",
-                p.display(),
-                super::reader::file_kind(&m.file_type())
-            )),
-            Err(e) => {
-                // A dangling or looping symlink, or gone since it was listed.
-                if parse_name(name).is_some() {
-                    self.out.notes.push(format!(
-                        "{}: cannot be read ({e}); that rank is unreadable",
-                        p.display()
-                    ));
-                }
-                self.out.files.push(p.to_path_buf());
-            }
-        }
-    }
-
-    fn dir(&mut self, dir: &Path, depth: usize, recursive: bool) -> io::Result<()> {
-        let mut entries: Vec<PathBuf> = fs::read_dir(dir)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            let name = p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_string();
-            let meta = fs::metadata(&p);
-            if recursive {
-                if let Some(m) = meta.as_ref().ok().filter(|m| m.is_dir()) {
-                    if depth >= MAX_DEPTH {
-                        self.out.notes.push(format!(
-                            "{}: deeper than {MAX_DEPTH} levels; not searched",
-                            p.display()
-                        ));
-                    } else if key_of(m).is_some_and(|k| !self.dirs.insert(k)) {
-                        self.out.notes.push(format!(
-                            "{}: a directory already searched (a symlink loop?); skipped",
-                            p.display()
-                        ));
-                    } else if let Err(e) = self.dir(&p, depth + 1, true) {
-                        self.out
-                            .notes
-                            .push(format!("cannot read directory {e}; skipped"));
-                    }
-                }
-            }
-            if is_trace_name(&name) {
-                self.entry(&p, &name, meta);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Lists the candidate trace files in `dir` (and below it with `recursive`), safely: see the
-/// module doc. Fails only when `dir` itself cannot be read.
-pub fn list_dir(dir: &Path, recursive: bool) -> io::Result<Listing> {
-    let mut w = Walk::default();
-    if let Some(k) = fs::metadata(dir).ok().as_ref().and_then(key_of) {
-        w.dirs.insert(k);
-    }
-    w.dir(dir, 0, recursive)?;
-    Ok(w.out)
-}
-
-/// Checks trace files given by name. Fails when nothing at all is at a path (not even a
-/// symlink), or a path is a directory not named like a trace (it wants `--profile-dir`).
-/// Otherwise as [`list_dir`]: non-regular files skipped with a note, a file given twice listed
-/// once, unreadable ones kept so that their rank is reported.
-pub fn list_files(paths: &[PathBuf]) -> io::Result<Listing> {
-    let mut w = Walk::default();
-    for p in paths {
-        if let Err(e) = fs::symlink_metadata(p) {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("{}: no such file", p.display()),
-            ));
-        }
-        let name = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
-        let meta = fs::metadata(p);
-        if let Ok(m) = &meta {
-            if m.is_dir() && !is_trace_name(&name) {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{}: a directory (give it as --profile-dir)", p.display()),
-                ));
-            }
-        }
-        w.entry(p, &name, meta);
-    }
-    Ok(w.out)
-}
+pub use super::listing::{list_dir, list_files, Listing, MAX_DEPTH};
 
 /// What a file name says about its rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -539,7 +303,7 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
     None
 }
 
-fn is_trace_name(name: &str) -> bool {
+pub(crate) fn is_trace_name(name: &str) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
@@ -676,47 +440,6 @@ fn rank_file(path: PathBuf, id: RankId, naming: Naming) -> RankFile {
         size,
         naming,
     }
-}
-
-/// Which dimensions a label shows.
-#[derive(Clone, Copy)]
-struct Shown {
-    tp: bool,
-    dp: bool,
-    pp: bool,
-    ep: bool,
-    dcp: bool,
-}
-
-impl Shown {
-    fn present() -> Self {
-        Shown {
-            tp: true,
-            dp: true,
-            pp: true,
-            ep: true,
-            dcp: true,
-        }
-    }
-}
-
-fn label_of(id: &RankId, shown: Shown) -> String {
-    let mut parts = Vec::new();
-    let mut add = |name: &str, v: Option<u32>, show: bool| {
-        if let (Some(v), true) = (v, show) {
-            parts.push(format!("{name}{v:02}"));
-        }
-    };
-    // SGLang's order: TP, DP, PP, EP.
-    add("TP", id.tp, shown.tp);
-    add("DP", id.dp, shown.dp);
-    add("PP", id.pp, shown.pp);
-    add("EP", id.ep, shown.ep);
-    add("DCP", id.dcp, shown.dcp);
-    if parts.is_empty() {
-        parts.push(format!("RANK{:02}", id.rank.unwrap_or(0)));
-    }
-    format!("[{}]", parts.join("-"))
 }
 
 fn finish_group(

@@ -7,6 +7,8 @@ pub mod discover;
 pub mod event;
 pub mod gz;
 pub mod json;
+pub mod listing;
+pub mod rankid;
 pub mod reader;
 pub mod steps;
 pub mod time;
