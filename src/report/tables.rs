@@ -6,6 +6,7 @@
 
 use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 
+use crate::analyze::classes::OTHER;
 use crate::analyze::Analysis;
 
 /// One value of a table.
@@ -200,11 +201,20 @@ fn classes(a: &Analysis) -> Table {
     cols.extend(c.classes.iter().cloned());
     Table {
         name: "classes",
-        title: if a.source == "cpu" {
-            "CPU op classes × rank (ms, self time)".into()
-        } else {
-            "Kernel classes × rank (ms, summed op time)".into()
-        },
+        title: format!(
+            "{} classes × rank (ms, {}; unclassified \"other\": {:.1} %)",
+            if a.source == "cpu" {
+                "CPU op"
+            } else {
+                "Kernel"
+            },
+            if a.source == "cpu" {
+                "self time"
+            } else {
+                "summed op time"
+            },
+            c.unclassified_pct
+        ),
         columns: cols,
         rows: c
             .ranks
@@ -344,8 +354,12 @@ fn collective_ranks(a: &Analysis) -> Table {
     Table {
         name: "collectives_ranks",
         title: format!(
-            "Collectives × rank ({} matched, from {} events)",
-            co.matched, co.source
+            "Collectives × rank ({} matched, from {} events; ties: {} of {}, no rank last by {:.0} µs or more)",
+            co.matched,
+            co.source,
+            co.ties,
+            co.matched,
+            co.tie_tolerance_ns as f64 / 1e3
         ),
         columns: [
             "rank",
@@ -391,6 +405,7 @@ fn collective_groups(a: &Analysis) -> Table {
             "mean skew µs",
             "max skew µs",
             "last most",
+            "ties",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -406,7 +421,12 @@ fn collective_groups(a: &Analysis) -> Table {
                     Cell::Int(g.matched as i64),
                     us(g.mean_skew_ns),
                     us(g.max_skew_ns as f64),
-                    text(format!("{} ({})", g.last_most, g.last_most_count)),
+                    text(if g.last_most.is_empty() {
+                        "— (all ties)".to_string()
+                    } else {
+                        format!("{} ({})", g.last_most, g.last_most_count)
+                    }),
+                    Cell::Int(g.ties as i64),
                 ]
             })
             .collect(),
@@ -589,6 +609,38 @@ pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
     s
 }
 
+/// The line under the class table: how much time no rule classified, per rank when ranks
+/// differ, and the largest unclassified kernels of the top-kernels table.
+fn unclassified_line(a: &Analysis) -> String {
+    let c = &a.classes;
+    let (lo, hi) = c
+        .unclassified_rank_pct
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    let mut s = format!(
+        "Unclassified (\"other\"): {:.1} % of the time",
+        c.unclassified_pct
+    );
+    if c.unclassified_rank_pct.len() > 1 && hi - lo >= 0.05 {
+        s.push_str(&format!(" ({lo:.1} to {hi:.1} % by rank)"));
+    }
+    let top: Vec<&str> = a
+        .kernels
+        .iter()
+        .filter(|k| k.class == OTHER)
+        .take(3)
+        .map(|k| k.short.as_str())
+        .collect();
+    if !top.is_empty() {
+        s.push_str(&format!("; largest: {}", top.join(", ")));
+    }
+    if c.unclassified_pct > 0.0 {
+        s.push_str(" (--classes rules.toml sorts them)");
+    }
+    s.push('\n');
+    s
+}
+
 /// The terminal report: verdict, then every terminal table, then notes.
 pub fn render(a: &Analysis) -> String {
     let mut s = String::new();
@@ -607,6 +659,9 @@ pub fn render(a: &Analysis) -> String {
         .filter(|t| t.terminal)
     {
         s.push_str(&render_table(t, onset));
+        if t.name == "classes" {
+            s.push_str(&unclassified_line(a));
+        }
         s.push('\n');
     }
     let mut notes: Vec<&String> = a.steps.notes.iter().chain(&a.collectives.notes).collect();
