@@ -354,7 +354,7 @@ fn collective_ranks(a: &Analysis) -> Table {
     Table {
         name: "collectives_ranks",
         title: format!(
-            "Collectives × rank ({} matched, from {} events; ties: {} of {}, no rank last by {:.0} µs or more)",
+            "Collectives × rank ({} matched, from {} events; ties: {} of {}, arrivals less than {:.0} µs apart)",
             co.matched,
             co.source,
             co.ties,
