@@ -261,7 +261,7 @@ pub fn other_share(ns: &[Vec<i64>], other: usize) -> (f64, Vec<f64>) {
         }
     };
     let row = |v: &Vec<i64>| (v.get(other).copied().unwrap_or(0), v.iter().sum::<i64>());
-    let per: Vec<f64> = ns.iter().map(|v| row(v)).map(|(o, t)| pct(o, t)).collect();
+    let per: Vec<f64> = ns.iter().map(row).map(|(o, t)| pct(o, t)).collect();
     let (o, t) = ns
         .iter()
         .map(row)
