@@ -6,7 +6,6 @@
 
 use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 
-use crate::analyze::classes::OTHER;
 use crate::analyze::Analysis;
 
 /// One value of a table.
@@ -199,20 +198,15 @@ fn classes(a: &Analysis) -> Table {
     let c = &a.classes;
     let mut cols = vec!["rank".to_string()];
     cols.extend(c.classes.iter().cloned());
+    let (what, basis) = if a.source == "cpu" {
+        ("CPU op", "self time")
+    } else {
+        ("Kernel", "summed op time")
+    };
     Table {
         name: "classes",
         title: format!(
-            "{} classes × rank (ms, {}; unclassified \"other\": {:.1} %)",
-            if a.source == "cpu" {
-                "CPU op"
-            } else {
-                "Kernel"
-            },
-            if a.source == "cpu" {
-                "self time"
-            } else {
-                "summed op time"
-            },
+            "{what} classes × rank (ms, {basis}; unclassified \"other\": {:.1} %)",
             c.unclassified_pct
         ),
         columns: cols,
@@ -609,38 +603,6 @@ pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
     s
 }
 
-/// The line under the class table: how much time no rule classified, per rank when ranks
-/// differ, and the largest unclassified kernels of the top-kernels table.
-fn unclassified_line(a: &Analysis) -> String {
-    let c = &a.classes;
-    let (lo, hi) = c
-        .unclassified_rank_pct
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
-    let mut s = format!(
-        "Unclassified (\"other\"): {:.1} % of the time",
-        c.unclassified_pct
-    );
-    if c.unclassified_rank_pct.len() > 1 && hi - lo >= 0.05 {
-        s.push_str(&format!(" ({lo:.1} to {hi:.1} % by rank)"));
-    }
-    let top: Vec<&str> = a
-        .kernels
-        .iter()
-        .filter(|k| k.class == OTHER)
-        .take(3)
-        .map(|k| k.short.as_str())
-        .collect();
-    if !top.is_empty() {
-        s.push_str(&format!("; largest: {}", top.join(", ")));
-    }
-    if c.unclassified_pct > 0.0 {
-        s.push_str(" (--classes rules.toml sorts them)");
-    }
-    s.push('\n');
-    s
-}
-
 /// The terminal report: verdict, then every terminal table, then notes.
 pub fn render(a: &Analysis) -> String {
     let mut s = String::new();
@@ -660,7 +622,7 @@ pub fn render(a: &Analysis) -> String {
     {
         s.push_str(&render_table(t, onset));
         if t.name == "classes" {
-            s.push_str(&unclassified_line(a));
+            s.push_str(&super::text::unclassified_line(a));
         }
         s.push('\n');
     }
