@@ -14,7 +14,8 @@ analysis reports, so the Rust tests can compare against them:
              CPU-only traces: the same from `cpu_op` events, step time = annotation duration,
              work = duration minus the time covered by communication ops inside the step.
   across the given ranks (one world): collectives matched by key and position, arrival skew,
-             per-rank wait and last arrivals.
+             per-rank wait and last arrivals; a collective whose two latest starts are
+             less than TIE_NS (1 µs) apart has no last arrival and counts as a tie.
 
 Usage: check_analyze.py [--step-marker REGEX] [--comm-regex REGEX] [--dir DIR] FILE...
 A merged trace (pids like "[TP01] 1234") is split into its ranks. Output: JSON on stdout,
@@ -30,6 +31,7 @@ import sys
 from decimal import Decimal, ROUND_HALF_UP
 
 GPU_COMM = r"nccl|rccl"
+TIE_NS = 1000
 CPU_COMM = r"c10d::|record_param_comms|gloo|nccl"
 
 
@@ -210,23 +212,29 @@ def match(ranks):
     per_rank = {r: dict(wait_ns=0, arrived_last=0, matched=0) for r in names}
     groups = {}
     if len(names) < 2:
-        return dict(ranks=per_rank, groups=groups)
+        return dict(ranks=per_rank, groups=groups, ties=0)
+    ties_all = 0
     for key in sorted(keys):
         lists = [ranks[r]["colls"].get(key, []) for r in names]
         n = min(len(x) for x in lists)
         skews = []
+        ties = 0
         for i in range(n):
             starts = [x[i][1] for x in lists]
             hi, lo = max(starts), min(starts)
             skews.append(hi - lo)
-            last = starts.index(hi)
-            per_rank[names[last]]["arrived_last"] += 1
+            second = sorted(starts)[-2]
+            if hi - second < TIE_NS:
+                ties += 1
+            else:
+                per_rank[names[starts.index(hi)]]["arrived_last"] += 1
             for r, s in zip(names, starts):
                 per_rank[r]["wait_ns"] += hi - s
                 per_rank[r]["matched"] += 1
         if n:
-            groups[key] = dict(matched=n, skew_sum_ns=sum(skews), skew_max_ns=max(skews))
-    return dict(ranks=per_rank, groups=groups)
+            groups[key] = dict(matched=n, skew_sum_ns=sum(skews), skew_max_ns=max(skews), ties=ties)
+        ties_all += ties
+    return dict(ranks=per_rank, groups=groups, ties=ties_all)
 
 
 def main():

@@ -34,31 +34,53 @@ pub const COMM: &str = "comm";
 pub const MEMORY: &str = "memory";
 pub const OTHER: &str = "other";
 
-/// The built-in rules: (class, pattern). Order matters: first match wins.
+/// The built-in rules: (class, pattern). Order matters: first match wins. A class may have
+/// several rules: the narrow early ones take names that carry a later class's word
+/// (`reshape_and_cache_flash_kernel` is a KV-cache write, not attention;
+/// `rotary_embedding_kernel` is rotary, not an embedding lookup). Every pattern must also be a
+/// valid Python `re` pattern: `tests/check_compare.py` reads this table.
 pub const BUILTIN: &[(&str, &str)] = &[
+    // TorchInductor's pointwise / reduction / persistent-reduction kernels are elementwise by
+    // construction, whatever ops their names list (`triton_poi_fused_add_all_reduce_0`).
+    ("norm", r"^triton_(poi|red|per)_"),
     (
         COMM,
-        r"nccl|rccl|msccl|cross_device_reduce|custom_?all_?reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|deep_?ep|nvshmem|lamport|sendrecv|c10d::|record_param_comms|gloo",
+        r"nccl|rccl|msccl|cross_device_reduce|custom_?all_?reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|deep_?ep|internode|intranode|nvshmem|lamport|sendrecv|c10d::|record_param_comms|gloo",
     ),
+    // Vendor GEMM libraries whose kernel names carry tuning codes, not op words: hipBLASLt /
+    // Tensile (`Cijk_Alik_Bljk_…`), cuBLAS(Lt) nvJet / xmma / SIMT GEMV, rocBLAS, vLLM's ROCm
+    // skinny GEMMs.
+    (
+        "gemm",
+        r"^(custom_)?cijk_|^nvjet_|_xmma_gemm|hipblaslt|rocblas|wvsplitk|gemv2[nt]_kernel|gemvx|^(ampere|volta|turing)_\w*gemm|cutlass_\d+_(tensorop|wmma|simt)",
+    ),
+    // KV-cache writes and runtime copies whose names carry attention words (flash, mla, paged).
+    (
+        MEMORY,
+        r"reshape_and_cache|concat_and_cache|store_kvcache|append_?paged_?kv_?cache|set_mla_kv_buffer|gather_and_maybe_dequant_cache|__amd_rocclr_",
+    ),
+    // Rotary position embedding: before attention (FlashInfer's `BatchQKApplyRotary…`) and
+    // before memory's `embedding`.
+    ("norm", r"rotary|rope_|_rope|::rope|^rope"),
     (
         "attention",
-        r"flash_|flash::|flashattn|flashmla|flashinfer::(batch|single|mla|merge|prefill|decode|cascade|page|pod)|fmha|attention|attn|paged|mla|xformers|sdpa|scaled_dot_product|batchprefill|batchdecode|withkvcache|merge_state|^_fwd_(grouped_)?kernel|decode_att",
+        r"flash_|flash::|flashattn|flashmla|flashinfer::(batch|single|mla|merge|prefill|decode|cascade|page|pod)|fmha|attention|attn|paged|mla|xformers|sdpa|scaled_dot_product|batchprefill|batchdecode|withkvcache|merge_?states?|^_fwd_(grouped_)?kernel(_stage\d|_splitk)?(_asm)?(\.kd)?$|decode_att|aiter(::|\d+)pa_|(^|[^a-z])[gm]qa_",
     ),
     (
         "moe",
-        r"moe|expert|topk_softmax|grouped_topk|fused_topk|ep_scatter|ep_gather|count_and_sort|m_grouped|grouped_gemm|group_gemm",
+        r"moe|expert|topk_softmax|topk_?softplus|topkgating|grouped_topk|fused_topk|ep_scatter|ep_gather|count_and_sort|m_grouped|grouped_gemm|group_gemm",
     ),
     (
         "gemm",
-        r"^gemm|[^b]gemm|gemv|matmul|cublas|cutlass|wgmma|nvjet|xmma|s16816|s1688|splitk|scaled_mm|_mm_|bmm|marlin|w8a8|conv|scudnn|wgrad|dgrad|fprop|^aten::(mm|addmm|linear)$",
+        r"^gemm|[^b]gemm|gemv|matmul|cublas|cutlass|wgmma|nvjet|xmma|s16816|s1688|splitk|scaled_mm|_mm_|bmm|marlin|conv([^e]|$)|fft2d_|scudnn|wgrad|dgrad|fprop|^aten::(mm|addmm|linear|bmm|baddbmm|matmul)$",
     ),
     (
         MEMORY,
-        r"memcpy|memset|copy|gather|scatter|index|catarray|concat|store_kvcache|kv_?buffer|transpose|permute|contiguous|embedding|nchwtonhwc|nhwctonchw",
+        r"memcpy|memset|copy|gather|scatter|index|catarray|concat|store_kvcache|kv_?buffer|transpose|permute|contiguous|embedding|nchwtonhwc|nhwctonchw|fillbuffer",
     ),
     (
         "norm",
-        r"norm|rms|bn_fw|bn_bw|elementwise|vectorized|unrolled|multi_tensor_apply|silu|gelu|relu|swiglu|act_and_mul|activation|rotary|rope|softmax|reduce_kernel|reduction|pool|fill|dropout|quant|triton_poi|triton_red|triton_per|sigmoid|tanh|aten::(add|mul|sub|div)",
+        r"norm|rms|bn_fw|bn_bw|elementwise|vectorized|unrolled|multi_tensor_apply|silu|gelu|relu|swiglu|act_and_mul|activation|softmax|reduce_kernel|reduction|pool|fill|dropout|quant|sigmoid|tanh|clamp|aten::(add|mul|sub|div)",
     ),
 ];
 
@@ -70,10 +92,19 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     ("attention", "flash/paged/MLA/FlashInfer attention"),
     ("moe", "MoE routing, grouped GEMM, expert kernels"),
-    ("gemm", "dense GEMM/GEMV (cuBLAS, CUTLASS, nvjet, DeepGEMM)"),
+    (
+        "gemm",
+        "dense GEMM/GEMV (cuBLAS(Lt), CUTLASS, hipBLASLt/Tensile, rocBLAS, CK, DeepGEMM)",
+    ),
     (MEMORY, "memcpy/memset, copies, gathers, KV-cache stores"),
-    ("norm", "norm/elementwise/activation"),
-    (OTHER, "everything else"),
+    (
+        "norm",
+        "norm, elementwise, activation, rotary, quantization, Triton Inductor fusions",
+    ),
+    (
+        OTHER,
+        "everything else: unclassified (sorts, sampling, custom kernels)",
+    ),
 ];
 
 struct Rule {
@@ -126,7 +157,8 @@ impl Classifier {
                 names.push(c.to_string());
             }
         };
-        for (c, _) in BUILTIN {
+        // Column order: the built-in classes as DESCRIPTIONS lists them (not rule order).
+        for (c, _) in DESCRIPTIONS {
             add(c);
         }
         for (c, _) in extra {
@@ -218,6 +250,29 @@ impl Classifier {
     }
 }
 
+/// The share of time in class `other` (index `other` of each row of `ns[rank][class]`),
+/// percent: over all ranks together, and per rank. Zero where a rank has no time at all.
+pub fn other_share(ns: &[Vec<i64>], other: usize) -> (f64, Vec<f64>) {
+    let pct = |o: i64, t: i64| {
+        if t > 0 {
+            100.0 * o as f64 / t as f64
+        } else {
+            0.0
+        }
+    };
+    let row = |v: &Vec<i64>| (v.get(other).copied().unwrap_or(0), v.iter().sum::<i64>());
+    let per: Vec<f64> = ns.iter().map(row).map(|(o, t)| pct(o, t)).collect();
+    let (o, t) = ns
+        .iter()
+        .map(row)
+        .fold((0i64, 0i64), |a, b| (a.0 + b.0, a.1 + b.1));
+    (pct(o, t), per)
+}
+
+#[cfg(test)]
+#[path = "classes_table.rs"]
+mod table;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +321,66 @@ mod tests {
         }
         assert_eq!(c.names().last().map(String::as_str), Some("other"));
         assert_eq!(c.name(c.comm()), "comm");
+    }
+
+    #[test]
+    fn other_share_by_hand() {
+        // Ranks: 30 of 40 ns other; nothing at all; 10 of 20.
+        let ns = vec![vec![10, 0, 30], vec![0, 0, 0], vec![5, 5, 10]];
+        let (all, per) = other_share(&ns, 2);
+        assert!((all - 100.0 * 40.0 / 60.0).abs() < 1e-9, "{all}");
+        assert_eq!(per, vec![75.0, 0.0, 50.0]);
+        assert_eq!(other_share(&[], 2), (0.0, vec![]));
+    }
+
+    #[test]
+    fn rule_order_puts_names_with_other_classes_words_right() {
+        let c = Classifier::default();
+        let class = |n: &str| c.name(c.classify(n)).to_string();
+        // Column order stays the documented one, whatever the rule order.
+        let names: Vec<&str> = c.names().iter().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "comm",
+                "attention",
+                "moe",
+                "gemm",
+                "memory",
+                "norm",
+                "other"
+            ]
+        );
+        for (name, want) in [
+            // rotary before memory's "embedding" and FlashInfer's attention prefix
+            (
+                "void vllm::rotary_embedding_kernel<c10::BFloat16, true>()",
+                "norm",
+            ),
+            ("batched_rotary_embedding", "norm"),
+            // KV-cache writes carry "flash" / "mla" / "paged"
+            ("reshape_and_cache_flash_kernel", "memory"),
+            ("store_kvcache", "memory"),
+            // quantization is not a GEMM; scaled_mm GEMMs are
+            ("void scaled_fp8_quant_kernel<c10::BFloat16>()", "norm"),
+            ("dynamic_per_token_scaled_fp8_quant", "norm"),
+            (
+                "void cutlass_scaled_mm_sm90<cutlass::float_e4m3_t>()",
+                "gemm",
+            ),
+            ("fp8_blockwise_scaled_mm", "gemm"),
+            ("fused_moe_kernel", "moe"),
+            ("Cijk_Alik_Bljk_HHS_BH_UserArgs_MT128x128x64", "gemm"),
+            // Inductor fusions are elementwise whatever ops they name
+            ("triton_poi_fused_add_all_reduce_0", "norm"),
+            ("triton_red_fused__to_copy_mean_pow_0", "norm"),
+            // "convert" is not a convolution; fbgemm is not a GEMM
+            ("void convert_fp8_kernel<float>()", "other"),
+            ("_fwd_kernel_ep_scatter_2", "moe"),
+            ("_fwd_kernel", "attention"),
+        ] {
+            assert_eq!(class(name), want, "{name}");
+        }
     }
 
     #[test]

@@ -11,6 +11,21 @@
 //! the latest start minus its own; the rank that started last is the one the others waited
 //! for. The straggler is the rank that arrived last most often.
 //!
+//! **Ties.** Arrivals less than [`TIE_TOLERANCE_NS`] (1 µs) before the latest are ties, not
+//! last arrivals: a matched collective whose two latest starts are that close has no last
+//! arrival and is counted in `ties` (per key and overall); 1 µs or more apart, the latest
+//! arrived last. Why 1 µs: Kineto writes `ts` in µs with
+//! three decimals, so the file resolves nanoseconds, but GPU kernel timestamps of different
+//! devices are each device's clock mapped onto the host clock by CUPTI / roctracer, and that
+//! mapping is good to about a microsecond, not better; a lead below 1 µs is also shorter than
+//! one kernel launch (a few µs), so no rank waits for it in a way that matters. Ranks on
+//! different hosts are only as aligned as the hosts' clocks (NTP: often tens of µs): there a
+//! 1 µs tolerance still lets clock offset make a rank "last", and the table's skews say how
+//! large the differences are. On identical ranks every collective is a tie and no straggler
+//! is named; nor is one named when no rank arrived last more often than an even split among
+//! its world's ranks would give (1/N of the matched collectives): with jitter and ties, a
+//! rank last at 2 of 24 collectives of 8 ranks is noise, not a straggler.
+//!
 //! Ranks are split into worlds when their traces say the world is smaller than the set of ranks
 //! (SGLang with DP > 1 runs one world per DP replica): collectives match only within a world.
 
@@ -20,6 +35,9 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use serde::{Deserialize, Serialize};
 
 use super::collect::CollEv;
+
+/// Arrivals less than this before the latest are ties (see the module documentation).
+pub const TIE_TOLERANCE_NS: i64 = 1_000;
 
 /// One rank's collectives, on the common clock, each key's list in start order.
 #[derive(Debug, Clone, Default)]
@@ -98,9 +116,13 @@ pub struct GroupRow {
     pub matched: usize,
     pub mean_skew_ns: f64,
     pub max_skew_ns: i64,
-    /// The rank that arrived last most often on this key.
+    /// The rank that arrived last most often on this key (empty when every one was a tie).
     pub last_most: String,
     pub last_most_count: usize,
+    /// Matched collectives with no last arrival: the two latest starts less than the tolerance
+    /// apart.
+    #[serde(default)]
+    pub ties: usize,
     /// Matched collectives whose names differ between ranks.
     pub name_mismatches: usize,
 }
@@ -134,7 +156,12 @@ pub struct Instance {
     pub index: usize,
     pub name: String,
     pub skew_ns: i64,
+    /// The rank that arrived last; at a tie, every rank within the tolerance of the latest,
+    /// joined by ` = `.
     pub last: String,
+    /// No single rank arrived last.
+    #[serde(default)]
+    pub tie: bool,
     /// Earliest arrival, ms from the first matched collective.
     pub t_ms: f64,
 }
@@ -150,14 +177,33 @@ pub struct CollectiveReport {
     /// The matched collectives with the largest skew.
     pub worst: Vec<Instance>,
     pub matched: usize,
+    /// Matched collectives with no last arrival (ties), over all keys.
+    #[serde(default)]
+    pub ties: usize,
+    /// The tie tolerance used, ns.
+    #[serde(default)]
+    pub tie_tolerance_ns: i64,
+    /// The rank with the most last arrivals; `None` when no collective had one (all ties).
     pub straggler: Option<String>,
     /// Share of matched collectives at which the straggler arrived last, percent.
     pub straggler_pct: f64,
     pub notes: Vec<String>,
 }
 
-/// (skew, world, key, index, name, last rank, earliest start) of one matched collective.
-type Worst = (i64, usize, String, usize, String, usize, i64);
+/// (skew, world, key, index, name, ranks within the tolerance of the latest (one: it arrived
+/// last; more: a tie), earliest start) of one matched collective.
+type Worst = (i64, usize, String, usize, String, Vec<usize>, i64);
+
+/// The member positions whose start is less than the tolerance before the latest, latest first (equal
+/// starts by position). One entry: that member arrived last; more: a tie.
+fn latest(starts: &[i64]) -> Vec<usize> {
+    let hi = starts.iter().copied().max().unwrap_or(0);
+    let mut late: Vec<usize> = (0..starts.len())
+        .filter(|&m| hi - starts[m] < TIE_TOLERANCE_NS)
+        .collect();
+    late.sort_by_key(|&m| (Reverse(starts[m]), m));
+    late
+}
 
 /// Matches collectives across ranks. `worlds` holds rank indices.
 // Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
@@ -185,6 +231,7 @@ pub fn analyze(
                 ..Default::default()
             })
             .collect(),
+        tie_tolerance_ns: TIE_TOLERANCE_NS,
         ..Default::default()
     };
     // Smallest skew at the top, to keep the largest top_n.
@@ -220,17 +267,23 @@ pub fn analyze(
                 continue;
             }
             let mut last_count = vec![0usize; members.len()];
-            let (mut skew_sum, mut skew_max, mut mismatches) = (0i128, 0i64, 0usize);
+            let (mut skew_sum, mut skew_max) = (0i128, 0i64);
+            let (mut mismatches, mut ties) = (0usize, 0usize);
             for i in 0..n {
                 let starts: Vec<i64> = lists.iter().map(|l| l[i].start).collect();
                 let lo = *starts.iter().min().unwrap_or(&0);
                 let hi = *starts.iter().max().unwrap_or(&0);
-                let last = starts.iter().position(|&s| s == hi).unwrap_or(0);
+                let late = latest(&starts);
                 origin = origin.min(lo);
                 let skew = hi - lo;
                 skew_sum += i128::from(skew);
                 skew_max = skew_max.max(skew);
-                last_count[last] += 1;
+                if let [last] = late[..] {
+                    last_count[last] += 1;
+                    rep.ranks[members[last]].arrived_last += 1;
+                } else {
+                    ties += 1;
+                }
                 if lists.iter().any(|l| l[i].name != lists[0][i].name) {
                     mismatches += 1;
                 }
@@ -238,14 +291,13 @@ pub fn analyze(
                     rep.ranks[r].wait_ns += hi - starts[m];
                     rep.ranks[r].matched += 1;
                 }
-                rep.ranks[members[last]].arrived_last += 1;
                 let item = (
                     skew,
                     w,
                     key.clone(),
                     i,
                     lists[0][i].name.clone(),
-                    members[last],
+                    late.iter().map(|&m| members[m]).collect(),
                     lo,
                 );
                 if worst.len() < top_n {
@@ -256,9 +308,10 @@ pub fn analyze(
                 }
             }
             rep.matched += n;
+            rep.ties += ties;
             let lm =
                 super::kernels::argmax(&last_count.iter().map(|&c| c as i64).collect::<Vec<_>>())
-                    .unwrap_or(0);
+                    .filter(|&m| last_count[m] > 0);
             if mismatches > 0 {
                 rep.notes.push(format!(
                     "{key}: {mismatches} of {n} matched collectives have different names on different ranks"
@@ -271,8 +324,9 @@ pub fn analyze(
                 matched: n,
                 mean_skew_ns: (skew_sum as f64) / n as f64,
                 max_skew_ns: skew_max,
-                last_most: ranks[members[lm]].clone(),
-                last_most_count: last_count[lm],
+                last_most: lm.map_or_else(String::new, |m| ranks[members[m]].clone()),
+                last_most_count: lm.map_or(0, |m| last_count[m]),
+                ties,
                 name_mismatches: mismatches,
             });
         }
@@ -292,11 +346,17 @@ pub fn analyze(
             index,
             name,
             skew_ns: skew,
-            last: ranks[last].clone(),
+            tie: last.len() > 1,
+            last: last
+                .iter()
+                .map(|&r| ranks[r].as_str())
+                .collect::<Vec<_>>()
+                .join(" = "),
             t_ms: (lo - origin) as f64 / 1e6,
         })
         .collect();
-    // The straggler: most last arrivals, relative to the collectives its world matched.
+    // The straggler: most last arrivals, relative to the collectives its world matched, and
+    // more than an even split among the world's ranks would give (jitter alone spreads them).
     let mut best: Option<(f64, usize)> = None;
     for (r, row) in rep.ranks.iter().enumerate() {
         let world_matched = rep
@@ -309,6 +369,10 @@ pub fn analyze(
             continue;
         }
         let share = row.arrived_last as f64 / world_matched as f64;
+        let size = rep.worlds.get(row.world).map_or(1, Vec::len).max(1);
+        if share <= 1.0 / size as f64 {
+            continue;
+        }
         if best.is_none_or(|(s, _)| share > s) {
             best = Some((share, r));
         }
@@ -325,69 +389,5 @@ pub fn analyze(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn colls(key: &str, starts: &[i64]) -> RankColls {
-        let mut by_key = BTreeMap::new();
-        by_key.insert(
-            key.to_string(),
-            starts
-                .iter()
-                .map(|&s| Coll {
-                    name: "allreduce".into(),
-                    start: s,
-                    end: s + 100,
-                })
-                .collect(),
-        );
-        RankColls { by_key }
-    }
-
-    #[test]
-    fn skew_wait_and_straggler_by_hand() {
-        let ranks: Vec<String> = vec!["A".into(), "B".into(), "C".into()];
-        // Three collectives: C arrives last twice (by 30 and 50), A once (by 10).
-        let per = vec![
-            colls("pg 0 stream #0", &[0, 1000, 2010]),
-            colls("pg 0 stream #0", &[5, 1010, 2000]),
-            colls("pg 0 stream #0", &[30, 1050, 2005]),
-        ];
-        let rep = analyze(&ranks, &[vec![0, 1, 2]], &per, "gpu", 2);
-        assert_eq!(rep.matched, 3);
-        let g = &rep.groups[0];
-        assert_eq!(
-            (g.max_skew_ns, g.last_most.as_str(), g.last_most_count),
-            (50, "C", 2)
-        );
-        assert!((g.mean_skew_ns - (30.0 + 50.0 + 10.0) / 3.0).abs() < 1e-9);
-        // waits: A: 30 + 50 + 0 = 80; B: 25 + 40 + 10 = 75; C: 0 + 0 + 5 = 5
-        let w: Vec<i64> = rep.ranks.iter().map(|r| r.wait_ns).collect();
-        assert_eq!(w, vec![80, 75, 5]);
-        let last: Vec<usize> = rep.ranks.iter().map(|r| r.arrived_last).collect();
-        assert_eq!(last, vec![1, 0, 2]);
-        assert_eq!(rep.straggler.as_deref(), Some("C"));
-        assert_eq!(rep.worst.len(), 2);
-        assert_eq!((rep.worst[0].skew_ns, rep.worst[0].index), (50, 1));
-    }
-
-    #[test]
-    fn uneven_counts_are_noted_and_worlds_do_not_mix() {
-        let ranks: Vec<String> = (0..4).map(|i| format!("R{i}")).collect();
-        let per = vec![
-            colls("k", &[0, 10]),
-            colls("k", &[1]),
-            colls("k", &[100, 200]),
-            colls("k", &[150, 260]),
-        ];
-        let rep = analyze(&ranks, &[vec![0, 1], vec![2, 3]], &per, "cpu", 5);
-        assert_eq!(rep.matched, 1 + 2);
-        assert!(
-            rep.notes.iter().any(|n| n.contains("different numbers")),
-            "{:?}",
-            rep.notes
-        );
-        assert_eq!(rep.ranks[3].arrived_last, 2);
-        assert_eq!(rep.ranks[2].wait_ns, 50 + 60);
-    }
-}
+#[path = "collectives_tests.rs"]
+mod tests;

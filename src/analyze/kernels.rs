@@ -65,6 +65,13 @@ pub struct ClassTable {
     pub ranks: Vec<String>,
     /// `ns[rank][class]`
     pub ns: Vec<Vec<i64>>,
+    /// Share of the summed op time no rule classified (class `other`), percent, all ranks
+    /// together ([`super::classes::other_share`]).
+    #[serde(default)]
+    pub unclassified_pct: f64,
+    /// The same per rank, in rank order.
+    #[serde(default)]
+    pub unclassified_rank_pct: Vec<f64>,
 }
 
 /// The top `k` names by total time over all ranks.

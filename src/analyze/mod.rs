@@ -312,10 +312,15 @@ fn cross_rank(
     let class_names: Vec<String> = classifier.names().to_vec();
     let mut notes = Vec::new();
 
+    let class_ns: Vec<Vec<i64>> = results.iter().map(|r| r.class_ns.clone()).collect();
+    let (unclassified_pct, unclassified_rank_pct) =
+        classes::other_share(&class_ns, classifier.other() as usize);
     let classes = ClassTable {
         classes: class_names.clone(),
         ranks: labels.clone(),
-        ns: results.iter().map(|r| r.class_ns.clone()).collect(),
+        ns: class_ns,
+        unclassified_pct,
+        unclassified_rank_pct,
     };
     let ops: Vec<&[kernels::NameAgg]> = results.iter().map(|r| r.ops.as_slice()).collect();
     let top = kernels::top(&labels, &ops, &class_names, args.top_n);

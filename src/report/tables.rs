@@ -198,13 +198,17 @@ fn classes(a: &Analysis) -> Table {
     let c = &a.classes;
     let mut cols = vec!["rank".to_string()];
     cols.extend(c.classes.iter().cloned());
+    let (what, basis) = if a.source == "cpu" {
+        ("CPU op", "self time")
+    } else {
+        ("Kernel", "summed op time")
+    };
     Table {
         name: "classes",
-        title: if a.source == "cpu" {
-            "CPU op classes × rank (ms, self time)".into()
-        } else {
-            "Kernel classes × rank (ms, summed op time)".into()
-        },
+        title: format!(
+            "{what} classes × rank (ms, {basis}; unclassified \"other\": {:.1} %)",
+            c.unclassified_pct
+        ),
         columns: cols,
         rows: c
             .ranks
@@ -344,8 +348,12 @@ fn collective_ranks(a: &Analysis) -> Table {
     Table {
         name: "collectives_ranks",
         title: format!(
-            "Collectives × rank ({} matched, from {} events)",
-            co.matched, co.source
+            "Collectives × rank ({} matched, from {} events; ties: {} of {}, arrivals less than {:.0} µs apart)",
+            co.matched,
+            co.source,
+            co.ties,
+            co.matched,
+            co.tie_tolerance_ns as f64 / 1e3
         ),
         columns: [
             "rank",
@@ -391,6 +399,7 @@ fn collective_groups(a: &Analysis) -> Table {
             "mean skew µs",
             "max skew µs",
             "last most",
+            "ties",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -406,7 +415,12 @@ fn collective_groups(a: &Analysis) -> Table {
                     Cell::Int(g.matched as i64),
                     us(g.mean_skew_ns),
                     us(g.max_skew_ns as f64),
-                    text(format!("{} ({})", g.last_most, g.last_most_count)),
+                    text(if g.last_most.is_empty() {
+                        "— (all ties)".to_string()
+                    } else {
+                        format!("{} ({})", g.last_most, g.last_most_count)
+                    }),
+                    Cell::Int(g.ties as i64),
                 ]
             })
             .collect(),
@@ -607,6 +621,9 @@ pub fn render(a: &Analysis) -> String {
         .filter(|t| t.terminal)
     {
         s.push_str(&render_table(t, onset));
+        if t.name == "classes" {
+            s.push_str(&super::text::unclassified_line(a));
+        }
         s.push('\n');
     }
     let mut notes: Vec<&String> = a.steps.notes.iter().chain(&a.collectives.notes).collect();

@@ -1,7 +1,10 @@
-//! Text helpers every renderer shares: the one terminal table style and markdown cell
-//! escaping.
+//! Text helpers every renderer shares: the one terminal table style, markdown cell escaping
+//! and the line under the terminal class table.
 
 use comfy_table::{presets, ContentArrangement, Table};
+
+use crate::analyze::classes::OTHER;
+use crate::analyze::Analysis;
 
 /// An empty terminal table in the house style (UTF-8, condensed, fitted to the terminal).
 pub fn table() -> Table {
@@ -14,4 +17,36 @@ pub fn table() -> Table {
 /// A markdown table cell: `|` escaped, line breaks flattened.
 pub fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The line under the class table: how much time no rule classified, per rank when ranks
+/// differ, and the largest unclassified kernels of the top-kernels table.
+pub fn unclassified_line(a: &Analysis) -> String {
+    let c = &a.classes;
+    let (lo, hi) = c
+        .unclassified_rank_pct
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    let mut s = format!(
+        "Unclassified (\"other\"): {:.1} % of the time",
+        c.unclassified_pct
+    );
+    if c.unclassified_rank_pct.len() > 1 && hi - lo >= 0.05 {
+        s.push_str(&format!(" ({lo:.1} to {hi:.1} % by rank)"));
+    }
+    let top: Vec<&str> = a
+        .kernels
+        .iter()
+        .filter(|k| k.class == OTHER)
+        .take(3)
+        .map(|k| k.short.as_str())
+        .collect();
+    if !top.is_empty() {
+        s.push_str(&format!("; largest: {}", top.join(", ")));
+    }
+    if c.unclassified_pct > 0.0 {
+        s.push_str(" (--classes rules.toml sorts them)");
+    }
+    s.push('\n');
+    s
 }

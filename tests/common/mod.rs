@@ -187,6 +187,7 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
             "group {} matched",
             g.key
         );
+        assert_eq!(g.ties as i64, i(&cg["ties"]), "group {} ties", g.key);
         assert_eq!(
             g.max_skew_ns,
             i(&cg["skew_max_ns"]),
