@@ -237,8 +237,8 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
             work: Some(0.0),
             ..Default::default()
         };
-        for s in from..rows.len() {
-            t.time += rows[s].work_ns[r] as f64;
+        for (s, row) in rows.iter().enumerate().skip(from) {
+            t.time += row.work_ns[r] as f64;
             let f = fig(r, s);
             t.launches += f.map_or(0, |f| f.work.launches) as f64;
             let w = f.and_then(|f| {
