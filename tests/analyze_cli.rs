@@ -185,7 +185,7 @@ fn saved_summary_is_stable_small_and_loadable() {
         &bad,
         String::from_utf8(a)
             .unwrap()
-            .replacen("\"version\": 1", "\"version\": 99", 1),
+            .replacen("\"version\": 2", "\"version\": 99", 1),
     )
     .unwrap();
     let e = load_summary(&bad).unwrap_err().to_string();

@@ -198,8 +198,11 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         "its replica's other ranks' mean"
     };
     if let Some(g) = lead {
-        v.lines
-            .push(format!("Imbalanced, {}: {}.", g.cause.as_str(), g.sentence));
+        let cause = match g.cause {
+            Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
+            c => c.as_str(),
+        };
+        v.lines.push(format!("Imbalanced, {cause}: {}.", g.sentence));
         let mut said = vec![(g.who.as_str(), g.cause)];
         for o in inp.attribution.gaps().skip(1) {
             if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) {

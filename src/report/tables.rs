@@ -599,7 +599,8 @@ pub fn render(a: &Analysis) -> String {
     };
     s.push_str(&format!("Profile {scope}: {} ranks\n", a.ranks.len()));
     for l in &a.verdict.lines {
-        s.push_str(&format!("  {l}\n"));
+        let w = (width() as usize).max(60) - 2;
+        s.push_str(&format!("  {}\n", super::attribution::wrap(l, w, "    ")));
     }
     s.push('\n');
     let onset = a.steps.onset.as_ref().map(|o| o.step_index);
