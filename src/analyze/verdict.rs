@@ -202,7 +202,8 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
             c => c.as_str(),
         };
-        v.lines.push(format!("Imbalanced, {cause}: {}.", g.sentence));
+        v.lines
+            .push(format!("Imbalanced, {cause}: {}.", g.sentence));
         let mut said = vec![(g.who.as_str(), g.cause)];
         for o in inp.attribution.gaps().skip(1) {
             if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) {
