@@ -161,7 +161,7 @@ fn saved_summary_is_stable_small_and_loadable() {
     assert_eq!(a, b, "re-runs must write the same bytes");
     assert!(a.len() < 16_000, "summary of {} bytes", a.len());
     let s = load_summary(&p1).unwrap();
-    assert_eq!(s.version, 1);
+    assert_eq!(s.version, 2);
     assert_eq!(s.profile.ranks, ["TP00", "TP01", "TP02", "TP03"]);
     assert_eq!(s.imbalance.slowest.as_deref(), Some("TP02"));
     assert_eq!(
@@ -185,7 +185,7 @@ fn saved_summary_is_stable_small_and_loadable() {
         &bad,
         String::from_utf8(a)
             .unwrap()
-            .replacen("\"version\": 1", "\"version\": 99", 1),
+            .replacen("\"version\": 2", "\"version\": 99", 1),
     )
     .unwrap();
     let e = load_summary(&bad).unwrap_err().to_string();

@@ -8,7 +8,8 @@
 //!   traces (dropped, and no longer collected, from the first GPU op on);
 //! - the launch time of each kernel launch (correlation → `ts`), to put a kernel in the step
 //!   that launched it;
-//! - step annotations, collective kernels (or `c10d::` ops) and per-stream totals.
+//! - step annotations, batch annotations (SGLang `step[…]`, vLLM `execute_new_…`, see
+//!   [`super::work`]), collective kernels (or `c10d::` ops) and per-stream totals.
 //!
 //! Nothing else is kept: no event text, no `args`.
 
@@ -134,6 +135,8 @@ pub struct Collector<'a> {
     pub profiler_steps: Vec<Mark>,
     pub sglang_steps: Vec<Mark>,
     pub custom_steps: Vec<Mark>,
+    /// Batch annotations (the work of a step).
+    pub work_marks: Vec<super::work::WorkMark>,
     pub gpu_colls: Vec<CollEv>,
     pub cpu_colls: Vec<CollEv>,
     pub coll_keys: Vec<String>,
@@ -170,6 +173,7 @@ impl<'a> Collector<'a> {
             profiler_steps: Vec::new(),
             sglang_steps: Vec::new(),
             custom_steps: Vec::new(),
+            work_marks: Vec::new(),
             gpu_colls: Vec::new(),
             cpu_colls: Vec::new(),
             coll_keys: Vec::new(),
@@ -273,6 +277,16 @@ impl<'a> Collector<'a> {
 
     fn mark(&mut self, ev: &Event<'_>, start: i64, dur: i64, on_gpu: bool) {
         let raw = ev.name.raw();
+        if raw.starts_with("step[") || raw.starts_with("execute_new_") {
+            if let Some((source, batch)) = super::work::parse(raw) {
+                self.work_marks.push(super::work::WorkMark {
+                    start,
+                    on_gpu,
+                    source,
+                    batch,
+                });
+            }
+        }
         let mk = |number| Mark {
             start,
             dur,

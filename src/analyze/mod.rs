@@ -13,7 +13,8 @@
 //!    small results in the same worker and drops the intervals.
 //! 3. **Across ranks**: the rank summary ([`busy`]), kernel classes and top kernels
 //!    ([`classes`], [`kernels`]), the per-step table and the onset ([`steps`]), matched
-//!    collectives ([`collectives`]) and the [`verdict`] on top. [`summary`] is the small JSON
+//!    collectives ([`collectives`]), the work of each step ([`work`]) set against its time
+//!    ([`attribution`]: uneven load, slower device, more kernels) and the [`verdict`] on top. [`summary`] is the small JSON
 //!    digest for `compare`.
 //! 4. **Output** through [`crate::report`]: terminal tables, JSON / CSV / markdown, HTML,
 //!    Parquet.
@@ -31,6 +32,7 @@
 //! }
 //! ```
 
+pub mod attribution;
 pub mod busy;
 pub mod classes;
 pub mod collect;
@@ -43,6 +45,7 @@ pub mod rank;
 pub mod steps;
 pub mod summary;
 pub mod verdict;
+pub mod work;
 
 use std::path::PathBuf;
 
@@ -369,6 +372,15 @@ fn cross_rank(
     let coll = collectives::analyze(&labels, &w, &colls, csource, args.top_n);
 
     let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
+    let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
+    let attribution = attribution::attribute(&attribution::Input {
+        labels: &labels,
+        dp: &dp,
+        figs: &figs,
+        summaries: &summaries,
+        steps: &steps,
+        threshold,
+    });
     let verdict = verdict::judge(&verdict::Input {
         summaries: &summaries,
         class_names: &class_names,
@@ -377,6 +389,7 @@ fn cross_rank(
         step_class_ns: &step_class_ns,
         steps: &steps,
         collectives: &coll,
+        attribution: &attribution,
         threshold,
     });
     let summary = summary::build(
@@ -386,6 +399,7 @@ fn cross_rank(
         &class_names,
         &steps,
         &verdict,
+        &attribution,
         args.summary_kernels,
     );
     let depth = (args.rank.is_some() && results.len() == 1)
@@ -402,6 +416,7 @@ fn cross_rank(
         kernels: top,
         steps,
         collectives: coll,
+        attribution,
         depth,
         notes,
         damaged: false,

@@ -79,6 +79,9 @@ pub struct Analysis {
     pub kernels: Vec<KernelRow>,
     pub steps: StepTable,
     pub collectives: CollectiveReport,
+    /// Work against time per rank and replica: the cause of each gap.
+    #[serde(default)]
+    pub attribution: super::attribution::Attribution,
     pub depth: Option<RankDepth>,
     pub notes: Vec<String>,
     /// Some input was damaged: figures cover what could be read.

@@ -95,6 +95,7 @@ pub fn finish(
         profiler_steps,
         sglang_steps,
         custom_steps,
+        work_marks,
         gpu_colls,
         cpu_colls,
         coll_keys,
@@ -143,8 +144,14 @@ pub fn finish(
             busy_ns: 0,
             work_ns: 0,
             class_ns: vec![0; classes.names().len()],
+            work: Default::default(),
         })
         .collect();
+    let mut step_work = vec![super::work::StepWork::default(); figs.len()];
+    super::work::assign(&work_marks, &marks, &mut step_work);
+    for (f, w) in figs.iter_mut().zip(step_work) {
+        f.work = w;
+    }
 
     let timeline;
     if gpu {
@@ -196,6 +203,8 @@ pub fn finish(
                             *x += g.end - g.start;
                         }
                     }
+                    f.work.launches =
+                        group.iter().filter(|g| g.kind == OpKind::Kernel).count() as u64;
                 }
                 i = j;
             }
@@ -212,6 +221,7 @@ pub fn finish(
                 if let Some(x) = figs[i].class_ns.get_mut(c.class as usize) {
                     *x += s;
                 }
+                figs[i].work.launches += 1;
             }
         }
         drop(selfs);

@@ -83,6 +83,9 @@ pub struct StepFig {
     /// Sum of op durations per class (class ids of the classifier).
     #[serde(skip)]
     pub class_ns: Vec<i64>,
+    /// What the step was asked to do (batch, launches), see [`super::work`].
+    #[serde(default)]
+    pub work: super::work::StepWork,
 }
 
 /// One step across ranks.
@@ -357,6 +360,7 @@ mod tests {
             busy_ns: work,
             work_ns: work,
             class_ns: Vec::new(),
+            work: Default::default(),
         }
     }
 

@@ -4,7 +4,7 @@
 //! the same bytes) and small (kernels limited to the top `--summary-kernels`, 200 by default,
 //! the rest folded into `other_kernels`).
 //!
-//! Format, version 1 (all times integer nanoseconds; percentages rounded to 4 decimals):
+//! Format, version 2 (version 1 files, without `work`, still load; all times integer nanoseconds; percentages rounded to 4 decimals):
 //!
 //! ```text
 //! {
@@ -25,7 +25,10 @@
 //!                  "work_max_over_mean", "work_cv", "classes": [{class, gap_ns, share_pct}],
 //!                  "onset": {rank, rank_index, step, step_index, t_ms, excess_pct,
 //!                            steps_after} | null,
-//!                  "straggler", "straggler_pct" }
+//!                  "straggler", "straggler_pct" },
+//!   "work": { "unit": "token"|"sequence"|"launch", "source", "lead", "cause",
+//!             "time_per_unit_ns_max", "ranks": [ { "rank", "time_ns", "work", "launches",
+//!             "time_per_unit_ns", "time_per_launch_ns" } ] }   (version 2; absent in 1)
 //! }
 //! StepStats = { "count", "time_median_ns", "time_p90_ns", "busy_median_ns", "busy_p90_ns",
 //!               "work_median_ns", "work_p90_ns", "class_median_ns": {class: ns} }
@@ -47,11 +50,14 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::attribution::Attribution;
 use super::rank::RankResult;
 use super::steps::{median_p90, Onset, StepTable};
 use super::verdict::{ClassShare, Verdict};
 
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The oldest version [`load_summary`] reads.
+pub const OLDEST_VERSION: u32 = 1;
 pub const KIND: &str = "rankprof-summary";
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -65,6 +71,64 @@ pub struct Summary {
     pub kernels: Vec<KernelEntry>,
     pub other_kernels: OtherKernels,
     pub imbalance: Imbalance,
+    /// Work against time (version 2; `None` in version 1 files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<WorkSummary>,
+}
+
+/// Work against time, for `compare` to gate on the time per unit of work.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkSummary {
+    /// `token`, `sequence` or `launch`.
+    pub unit: String,
+    pub source: String,
+    /// The subject of the largest gap and its cause (see the verdict).
+    pub lead: Option<String>,
+    pub cause: Option<String>,
+    /// The largest time per unit over the ranks (the job runs at the slowest rank's pace).
+    pub time_per_unit_ns_max: Option<i64>,
+    pub ranks: Vec<WorkRank>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkRank {
+    pub rank: String,
+    pub time_ns: i64,
+    /// Tokens, sequences or launches (the unit).
+    pub work: Option<u64>,
+    pub launches: u64,
+    pub time_per_unit_ns: Option<i64>,
+    pub time_per_launch_ns: Option<i64>,
+}
+
+fn work_summary(a: &Attribution, v: &Verdict) -> WorkSummary {
+    let ranks: Vec<WorkRank> = a
+        .ranks
+        .iter()
+        .map(|r| {
+            let (work, per) = match a.unit.as_str() {
+                "token" => (r.tokens, r.time_per_token_ns),
+                "sequence" => (r.seqs, r.time_per_seq_ns),
+                _ => (Some(r.launches), r.time_per_launch_ns),
+            };
+            WorkRank {
+                rank: r.rank.clone(),
+                time_ns: r.time_ns,
+                work,
+                launches: r.launches,
+                time_per_unit_ns: per.map(|x| x.round() as i64),
+                time_per_launch_ns: r.time_per_launch_ns.map(|x| x.round() as i64),
+            }
+        })
+        .collect();
+    WorkSummary {
+        unit: a.unit.clone(),
+        source: a.source.clone(),
+        lead: v.lead.clone(),
+        cause: v.cause.clone(),
+        time_per_unit_ns_max: ranks.iter().filter_map(|r| r.time_per_unit_ns).max(),
+        ranks,
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -210,6 +274,7 @@ pub fn build(
     class_names: &[String],
     steps: &StepTable,
     verdict: &Verdict,
+    attribution: &Attribution,
     max_kernels: usize,
 ) -> Summary {
     let labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
@@ -394,6 +459,7 @@ pub fn build(
             straggler: verdict.straggler.clone(),
             straggler_pct: r4(verdict.straggler_pct),
         },
+        work: Some(work_summary(attribution, verdict)),
     }
 }
 
@@ -436,9 +502,9 @@ pub fn from_json_str(text: &str, path: &Path) -> Result<Summary> {
         );
     }
     match v.get("version").and_then(|x| x.as_u64()) {
-        Some(x) if x == u64::from(VERSION) => {}
+        Some(x) if (u64::from(OLDEST_VERSION)..=u64::from(VERSION)).contains(&x) => {}
         Some(x) => bail!(
-            "{}: summary version {x}; this rankprof reads version {VERSION}",
+            "{}: summary version {x}; this rankprof reads versions {OLDEST_VERSION}-{VERSION}",
             path.display()
         ),
         None => bail!("{}: summary without a version", path.display()),

@@ -1,7 +1,13 @@
-//! The verdict on top of the report: balanced or not, the slowest rank, the kernel classes that
-//! explain most of its gap, the onset, and the collective straggler.
+//! The verdict on top of the report: balanced or not, the largest gap and its cause (from
+//! [`super::attribution`]: uneven load, slower device or host, more kernels), the slowest rank,
+//! the kernel classes that explain most of its gap, the onset, and the collective straggler.
 //!
-//! Ranks are compared on *work*: the union of their non-communication GPU ops (CPU ops in
+//! The first line names the largest, most certain gap (see the attribution's order) and its
+//! cause; smaller gaps and the onset follow. A rank is compared with the other ranks of its DP
+//! replica (the step table's peers), never with another replica's; replicas are compared with
+//! each other by the attribution, on per-replica figures.
+//!
+//! Ranks are compared on *work time*: the union of their non-communication GPU ops (CPU ops in
 //! CPU-only traces). Communication is left out because in a synchronous job the fast ranks
 //! spend the slow rank's extra time waiting inside collectives. The slowest rank is the one
 //! with the most work; it is *imbalanced* when its work exceeds the mean of the others by more
@@ -12,6 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::attribution::{Attribution, Cause};
 use super::busy::RankSummary;
 use super::collectives::CollectiveReport;
 use super::steps::{Onset, StepTable};
@@ -40,6 +47,11 @@ pub struct Verdict {
     pub excess_pct: f64,
     /// Classes that explain the gap, largest first.
     pub classes: Vec<ClassShare>,
+    /// The subject of the largest gap (a rank label or `DPnn`) and its cause.
+    #[serde(default)]
+    pub lead: Option<String>,
+    #[serde(default)]
+    pub cause: Option<String>,
     pub onset: Option<Onset>,
     pub straggler: Option<String>,
     pub straggler_pct: f64,
@@ -58,6 +70,7 @@ pub struct Input<'a> {
     pub step_class_ns: &'a [Vec<Vec<i64>>],
     pub steps: &'a StepTable,
     pub collectives: &'a CollectiveReport,
+    pub attribution: &'a Attribution,
     pub threshold: f64,
 }
 
@@ -85,11 +98,32 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             .push(format!("{n} rank: nothing to compare across ranks."));
         return v;
     }
-    let work: Vec<i64> = inp.summaries.iter().map(|s| s.compute_ns).collect();
-    let Some(slow) = super::kernels::argmax(&work) else {
+    // Work inside the steps when there are steps (what runs outside them — an idle scheduler
+    // loop, warm-up — is no load of the profiled batches), else over the whole profile.
+    let work: Vec<i64> = if inp.steps.rows.is_empty() {
+        inp.summaries.iter().map(|s| s.compute_ns).collect()
+    } else {
+        (0..n)
+            .map(|r| inp.steps.rows.iter().map(|row| row.work_ns[r]).sum())
+            .collect()
+    };
+    // Each rank against its peers (its DP replica's other ranks), never across replicas.
+    let peers_of = |r: usize| -> Vec<usize> {
+        match inp.steps.peers.get(r) {
+            Some(p) if !p.is_empty() => p.clone(),
+            _ => (0..n).filter(|&i| i != r).collect(),
+        }
+    };
+    let excess: Vec<f64> = (0..n)
+        .map(|r| super::steps::excess_among(&work, r, &peers_of(r)))
+        .collect();
+    let Some(slow) = (0..n).max_by(|&a, &b| excess[a].total_cmp(&excess[b]).then(b.cmp(&a))) else {
         return v;
     };
-    let others = (work.iter().sum::<i64>() - work[slow]) as f64 / (n - 1) as f64;
+    let slow_peers = peers_of(slow);
+    let others =
+        slow_peers.iter().map(|&i| work[i]).sum::<i64>() as f64 / slow_peers.len().max(1) as f64;
+    let all_others = slow_peers.len() + 1 == n;
     v.slowest = Some(inp.summaries[slow].rank.clone());
     v.slowest_index = Some(slow);
     v.slowest_work_ns = work[slow];
@@ -99,7 +133,12 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     } else {
         0.0
     };
-    v.balanced = v.excess_pct <= 100.0 * inp.threshold && v.onset.is_none();
+    let lead = inp.attribution.gaps().next();
+    v.balanced = v.excess_pct <= 100.0 * inp.threshold && v.onset.is_none() && lead.is_none();
+    if let Some(g) = lead {
+        v.lead = Some(g.who.clone());
+        v.cause = Some(g.cause.as_str().to_string());
+    }
 
     // The rank the gap is explained for: the onset's rank when there is one.
     let who = v.onset.as_ref().map_or(slow, |o| o.rank_index);
@@ -119,15 +158,16 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             .collect(),
         None => inp.class_ns.to_vec(),
     };
+    let who_peers = peers_of(who);
     let mut gaps: Vec<(usize, f64)> = (0..inp.class_names.len())
         .filter(|&c| c != inp.comm_class)
         .map(|c| {
             let mine = per_class[who].get(c).copied().unwrap_or(0) as f64;
-            let rest: f64 = (0..n)
-                .filter(|&r| r != who)
-                .map(|r| per_class[r].get(c).copied().unwrap_or(0) as f64)
+            let rest: f64 = who_peers
+                .iter()
+                .map(|&r| per_class[r].get(c).copied().unwrap_or(0) as f64)
                 .sum::<f64>()
-                / (n - 1) as f64;
+                / who_peers.len().max(1) as f64;
             (c, mine - rest)
         })
         .filter(|&(_, g)| g > 0.0)
@@ -152,24 +192,57 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     }
 
     let ms = |x: f64| x / 1e6;
+    let mine = if all_others {
+        "the others' mean"
+    } else {
+        "its replica's other ranks' mean"
+    };
+    if let Some(g) = lead {
+        let cause = match g.cause {
+            Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
+            c => c.as_str(),
+        };
+        v.lines
+            .push(format!("Imbalanced, {cause}: {}.", g.sentence));
+        let mut said = vec![(g.who.as_str(), g.cause)];
+        for o in inp.attribution.gaps().skip(1) {
+            if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) {
+                continue;
+            }
+            said.push((o.who.as_str(), o.cause));
+            let what = if o.cause == Cause::NotEnoughEvidence {
+                "cause unclear"
+            } else {
+                o.cause.as_str()
+            };
+            v.lines.push(format!("Also {what}: {}.", o.sentence));
+        }
+    }
     if v.balanced {
         v.lines.push(format!(
-            "Balanced: the busiest rank ({}) has {:.1} % more {} than the others' mean ({:.2} ms vs {:.2} ms), within the {:.0} % threshold.",
+            "Balanced: the busiest rank ({}) has {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms), within the {:.0} % threshold.",
             inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others), v.threshold_pct
         ));
     } else if who != slow {
         // The rank that became slower is not the one with the most work over the whole profile.
         v.lines.push(format!(
-            "Imbalanced: rank {} became slower (see the onset); over the whole profile rank {} has the most {}, {:.1} % above the others' mean ({:.2} ms vs {:.2} ms).",
+            "Imbalanced: rank {} became slower (see the onset); over the whole profile rank {} has the most {}, {:.1} % above {mine} ({:.2} ms vs {:.2} ms).",
             inp.summaries[who].rank, inp.summaries[slow].rank, v.metric, v.excess_pct, ms(work[slow] as f64), ms(others)
+        ));
+    } else if v.excess_pct <= 100.0 * inp.threshold {
+        // The gap is elsewhere (between replicas, or an onset): ranks are even against peers.
+        v.lines.push(format!(
+            "Against its peers the busiest rank ({}) has only {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms).",
+            inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
         ));
     } else {
         v.lines.push(format!(
-            "Imbalanced: rank {} is the slowest, with {:.1} % more {} than the others' mean ({:.2} ms vs {:.2} ms).",
+            "Imbalanced: rank {} is the slowest, with {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms).",
             inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
         ));
     }
-    if !v.balanced && !v.classes.is_empty() {
+    let even = v.excess_pct <= 100.0 * inp.threshold && v.onset.is_none();
+    if !v.balanced && !even && !v.classes.is_empty() {
         let parts: Vec<String> = v
             .classes
             .iter()

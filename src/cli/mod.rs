@@ -311,6 +311,22 @@ pub struct SynthArgs {
     /// comm: the slow rank's collectives transfer slower); default all compute classes.
     #[arg(long = "slow-class")]
     pub slow_class: Option<String>,
+    /// Rank given more work (global rank index): its batches have --work-factor × the
+    /// sequences and tokens (step annotations and kernel times follow), as a skewed router's.
+    #[arg(long = "heavy-rank")]
+    pub heavy_rank: Option<u32>,
+    /// How much more work the heavy rank gets.
+    #[arg(long = "work-factor", default_value_t = 1.5)]
+    pub work_factor: f64,
+    /// Rank that launches extra kernels for the same batch (global rank index).
+    #[arg(long = "extra-kernels")]
+    pub extra_kernels: Option<u32>,
+    /// Extra elementwise kernels per layer on the --extra-kernels rank.
+    #[arg(long = "extra-per-layer", default_value_t = 8)]
+    pub extra_per_layer: u32,
+    /// Every DP replica runs the same batches (default: each replica draws its own).
+    #[arg(long = "same-batches")]
+    pub same_batches: bool,
     /// Random seed (same seed, same bytes).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use crate::cli::SynthArgs;
 use crate::exit;
 use crate::synth::catalog::Class;
-use crate::synth::{write_set, Slow, SynthOptions, DEFAULT_BASE_NS};
+use crate::synth::{write_set, Extra, Heavy, Slow, SynthOptions, DEFAULT_BASE_NS};
 
 /// The library's options from the command line (validated).
 pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
@@ -33,6 +33,15 @@ pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
             from_step: a.from_step,
             class,
         }),
+        heavy: a.heavy_rank.map(|rank| Heavy {
+            rank,
+            factor: a.work_factor,
+        }),
+        extra: a.extra_kernels.map(|rank| Extra {
+            rank,
+            per_layer: a.extra_per_layer,
+        }),
+        same_batches: a.same_batches,
         seed: a.seed,
         plain: a.plain,
         level: a.level,
@@ -75,6 +84,16 @@ pub fn run(args: &SynthArgs) -> Result<i32> {
         ),
         None => "none".into(),
     };
+    let mut plant = plant;
+    if let Some(h) = &cfg.heavy {
+        plant.push_str(&format!("; heavy: rank {} ×{} work", h.rank, h.factor));
+    }
+    if let Some(e) = &cfg.extra {
+        plant.push_str(&format!(
+            "; extra kernels: rank {} +{} per layer",
+            e.rank, e.per_layer
+        ));
+    }
     eprintln!(
         "wrote {} files, {events} events, {:.1} MB JSON, {:.1} MB on disk in {:.1} s; slow: {plant}",
         written.len(),

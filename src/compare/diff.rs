@@ -332,10 +332,27 @@ pub fn build(
     };
     let (bb, bw) = ov(base);
     let (cb, cw) = ov(cur);
-    let overall = vec![
+    let mut overall = vec![
         Row::new(busy.into(), None, None, bb, cb),
         Row::new(work.into(), None, None, bw, cw),
     ];
+    // Time per unit of work (version 2 summaries): gated by --max-regression like the others.
+    if let (Some(wb), Some(wc)) = (&base.work, &cur.work) {
+        match (wb.time_per_unit_ns_max, wc.time_per_unit_ns_max) {
+            (Some(b), Some(c)) if wb.unit == wc.unit => overall.push(Row::new(
+                format!("time per {} (slowest rank)", wb.unit),
+                None,
+                None,
+                b,
+                c,
+            )),
+            (Some(_), Some(_)) => notes.push(format!(
+                "the sides measure work in different units ({} vs {}): time per unit not compared",
+                wb.unit, wc.unit
+            )),
+            _ => {}
+        }
+    }
 
     let rank_work = |r: &RankEntry| {
         if steps {

@@ -189,6 +189,8 @@ pub fn render(a: &Analysis) -> String {
     if !a.steps.rows.is_empty() {
         s.push_str("\n<h2>Per-step work × rank (ms; colour: vs the other ranks' mean)</h2>\n");
         s.push_str(&step_heatmap(a));
+        s.push_str("\n<h2>Work vs time per rank per step</h2>\n");
+        s.push_str(&super::attribution::chart(a));
     }
     for t in sections(a).iter().filter(|t| t.name != "verdict") {
         s.push_str(&format!(

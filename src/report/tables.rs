@@ -71,6 +71,7 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
     let ranks: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
     let wide = ranks.len() <= WIDE_RANKS && width.is_none_or(|w| w >= 70 + 9 * ranks.len() + 30);
     let mut out = vec![verdict(a), rank_summary(a, width), classes(a)];
+    out.extend(super::attribution::tables(a));
     if !a.kernels.is_empty() {
         out.push(kernels(a, &ranks, wide));
         out.push(kernels_by_rank(a, &ranks));
@@ -612,7 +613,8 @@ pub fn render(a: &Analysis) -> String {
     };
     s.push_str(&format!("Profile {scope}: {} ranks\n", a.ranks.len()));
     for l in &a.verdict.lines {
-        s.push_str(&format!("  {l}\n"));
+        let w = (width() as usize).max(60) - 2;
+        s.push_str(&format!("  {}\n", super::attribution::wrap(l, w, "    ")));
     }
     s.push('\n');
     let onset = a.steps.onset.as_ref().map(|o| o.step_index);

@@ -58,6 +58,25 @@ pub struct Slow {
     pub class: Option<Class>,
 }
 
+/// A planted uneven load: one rank gets `factor` × the sequences and tokens of its replica's
+/// batch every step (its step annotation says so, and its kernels take as long as that work
+/// takes), as a skewed router or DP-attention scheduler would give it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Heavy {
+    /// Global rank.
+    pub rank: u32,
+    pub factor: f64,
+}
+
+/// Planted extra kernels: one rank launches `per_layer` more small elementwise kernels per
+/// layer than its peers for the same batch (a different code path, an unfused op).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Extra {
+    /// Global rank.
+    pub rank: u32,
+    pub per_layer: u32,
+}
+
 /// Everything that decides the output bytes.
 #[derive(Clone, Debug)]
 pub struct SynthOptions {
@@ -75,6 +94,13 @@ pub struct SynthOptions {
     /// Prefix of the file names (SGLang `{instance}-…`, vLLM `{instance}_…`).
     pub instance: Option<String>,
     pub slow: Option<Slow>,
+    /// Planted uneven load (more work on one rank).
+    pub heavy: Option<Heavy>,
+    /// Planted extra kernels on one rank.
+    pub extra: Option<Extra>,
+    /// Every DP replica runs the same batches (a perfectly balanced router); default: each
+    /// replica draws its own.
+    pub same_batches: bool,
     pub seed: u64,
     pub plain: bool,
     /// gzip level 0–9.
@@ -104,6 +130,9 @@ impl Default for SynthOptions {
             profile_id: "synth".into(),
             instance: None,
             slow: None,
+            heavy: None,
+            extra: None,
+            same_batches: false,
             seed: 1,
             plain: false,
             level: 1,
@@ -160,6 +189,28 @@ impl SynthOptions {
             }
             if !(s.factor.is_finite() && s.factor > 0.0) {
                 bail!("--factor must be a positive number");
+            }
+        }
+        if let Some(h) = &self.heavy {
+            if u64::from(h.rank) >= world {
+                bail!(
+                    "--heavy-rank {} is not a rank of a {world}-rank layout",
+                    h.rank
+                );
+            }
+            if !(h.factor.is_finite() && h.factor > 0.0 && h.factor <= 64.0) {
+                bail!("--work-factor must be a number in (0, 64]");
+            }
+        }
+        if let Some(e) = &self.extra {
+            if u64::from(e.rank) >= world {
+                bail!(
+                    "--extra-kernels {} is not a rank of a {world}-rank layout",
+                    e.rank
+                );
+            }
+            if e.per_layer == 0 || e.per_layer > 64 {
+                bail!("--extra-per-layer must be 1-64");
             }
         }
         let skew = i128::from(self.base_skew_ns) * i128::from(world as u32);

@@ -36,6 +36,18 @@ impl StepKind {
         }
     }
 
+    /// The same kind of step with `factor` × the sequences and tokens (at least one each).
+    pub fn scaled(self, factor: f64) -> StepKind {
+        let k = |x: u32| ((f64::from(x) * factor).round() as u32).max(1);
+        match self {
+            StepKind::Extend { bs, toks } => StepKind::Extend {
+                bs: k(bs),
+                toks: k(toks).max(k(bs)),
+            },
+            StepKind::Decode { bs } => StepKind::Decode { bs: k(bs) },
+        }
+    }
+
     /// SGLang's forward annotation: `step[DECODE bs=8]`, `step[EXTEND bs=4 toks=512]`.
     pub fn annotation(self) -> String {
         match self {
@@ -214,6 +226,7 @@ pub fn program(
     layout: &Layout,
     pos: &RankPos,
     kind: StepKind,
+    extra_per_layer: u32,
 ) -> Vec<Op> {
     let f = flavour(naming);
     let n = kind.tokens() as i64;
@@ -293,6 +306,9 @@ pub fn program(
     for l in stage_layers(layers, layout.pp, pos.p) {
         let norm = if l == 0 { f.norm_first } else { f.norm_add };
         ops.push(kernel(norm, f.cpu_norm, 3_000 + 4 * n, 7_000));
+        for _ in 0..extra_per_layer {
+            ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 6_000 + 6 * n, 6_000));
+        }
         ops.push(linear(&cat::GEMM_QKV, 20_000 + 40 * n));
         ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 2_500 + 3 * n, 6_000));
         if prefill {
@@ -397,7 +413,14 @@ mod tests {
     #[test]
     fn a_step_has_two_allreduces_per_layer_with_tp() {
         let l = Layout::new(2, 1, 1, 1);
-        let ops = program(Vendor::Sglang, 3, &l, &l.pos(0), StepKind::Decode { bs: 8 });
+        let ops = program(
+            Vendor::Sglang,
+            3,
+            &l,
+            &l.pos(0),
+            StepKind::Decode { bs: 8 },
+            0,
+        );
         let ar = ops.iter().filter(|o| matches!(o.gpu, Gpu::Coll(_))).count();
         assert_eq!(ar, 6);
         let single = Layout::new(1, 1, 1, 1);
@@ -407,6 +430,7 @@ mod tests {
             &single,
             &single.pos(0),
             StepKind::Decode { bs: 8 },
+            0,
         );
         assert!(!ops.iter().any(|o| matches!(o.gpu, Gpu::Coll(_))));
     }

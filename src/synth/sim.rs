@@ -112,13 +112,19 @@ pub fn simulate_step(
 ) -> Result<Vec<RankStep>> {
     let world = layout.world() as usize;
     let kinds: Vec<StepKind> = (0..layout.dp)
-        .map(|d| model::step_kind(cfg.seed, stage, profile, d, index))
+        .map(|d| {
+            let d = if cfg.same_batches { 0 } else { d };
+            model::step_kind(cfg.seed, stage, profile, d, index)
+        })
         .collect();
     let mut steps = Vec::with_capacity(world);
     let mut rngs = Vec::with_capacity(world);
     for (r, st) in states.iter_mut().enumerate() {
         let pos = layout.pos(r as u32);
-        let kind = kinds[pos.d as usize];
+        let kind = match &cfg.heavy {
+            Some(h) if h.rank as usize == r => kinds[pos.d as usize].scaled(h.factor),
+            _ => kinds[pos.d as usize],
+        };
         let mut rng = Rng::keyed(
             cfg.seed,
             &[0x51EB, r as u64, u64::from(profile), u64::from(index)],
@@ -138,7 +144,11 @@ pub fn simulate_step(
             ],
         );
         st.cpu_t += rng.jittered(sched.range(120_000, 300_000) as i64, 0.03);
-        let ops = model::program(cfg.naming, cfg.layers, layout, &pos, kind);
+        let extra = match &cfg.extra {
+            Some(e) if e.rank as usize == r => e.per_layer,
+            _ => 0,
+        };
+        let ops = model::program(cfg.naming, cfg.layers, layout, &pos, kind, extra);
         steps.push(RankStep {
             index,
             kind,

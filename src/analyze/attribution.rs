@@ -1,0 +1,583 @@
+//! Attribution: is a rank's gap *more work* (uneven load) or *the same work, slower* (the
+//! device or host), or *more kernels* for the same batch?
+//!
+//! For each rank the work of its steps ([`super::work`]: tokens and sequences from batch
+//! annotations, kernel launches always) is set against its time (the step table's *work* time:
+//! GPU non-communication busy, or the CPU step time minus `c10d::` in CPU-only traces). A
+//! subject is compared with its typical peer — the median of each figure over its peers, so one
+//! outlier among them does not hide a second, smaller gap:
+//!
+//! - a rank with the other ranks of its DP replica (same batches by design);
+//! - a DP replica with the other replicas, on per-replica figures (the mean over its ranks);
+//!   never a rank of one replica with a rank of another;
+//! - a rank that stays above its peers from some later step to the end (the onset rule of
+//!   [`super::steps`], for every rank, not only the worst), from that step on.
+//!
+//! Ratios (T̃: the peers' median): time `t = T / T̃`, work `w = W / W̃` (tokens where every step has them, else
+//! sequences), launches `l = L / L̃`. The cause:
+//!
+//! - `t − 1` ≤ the analysis threshold (5 % by default): **balanced**;
+//! - work known and `|w − 1|` > [`SAME_WORK`] (5 %), and the extra work explains at least half
+//!   of the extra time (`ln w ≥ ½ ln t`): **uneven load**;
+//! - work the same (within 5 %) and launches not: `l − 1` > [`SAME_WORK`]: **more kernels**;
+//! - otherwise, with the work known: **slower device or host** (same batches, more time per
+//!   unit of work);
+//! - work unknown: launches differ → **more kernels** (said to be without batch sizes); the same
+//!   launches → **not enough evidence** (what to capture is named).
+//!
+//! Why 5 %: step batches of one replica are identical by construction, so any difference in
+//! tokens is load; 5 % is above the rounding of a few-step profile and equals the default
+//! imbalance threshold, so "same work" and "balanced" use one yardstick. The "half the gap" rule
+//! splits `ln t = ln w + ln(t / w)` (load × time per unit) by its larger part.
+//!
+//! Order of the headline: by effect, `ln t` × the share of the profile's steps the comparison
+//! covers (a whole-profile gap of 3.6× outranks a 12 % onset in the last third), halved when the
+//! cause is *not enough evidence* (less certain).
+
+use serde::{Deserialize, Serialize};
+
+use super::busy::RankSummary;
+use super::steps::{StepFig, StepTable};
+
+/// Work ratios within this fraction of 1 count as the same work.
+pub const SAME_WORK: f64 = 0.05;
+
+/// Why a subject takes longer than its peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    Balanced,
+    UnevenLoad,
+    SlowerDevice,
+    MoreKernels,
+    NotEnoughEvidence,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::Balanced => "balanced",
+            Cause::UnevenLoad => "uneven load",
+            Cause::SlowerDevice => "slower device or host",
+            Cause::MoreKernels => "more kernels",
+            Cause::NotEnoughEvidence => "not enough evidence",
+        }
+    }
+}
+
+/// One rank's work and time over the step table's steps (whole profile without steps).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankWork {
+    pub rank: String,
+    pub dp: Option<u32>,
+    pub steps: usize,
+    pub time_ns: i64,
+    pub tokens: Option<u64>,
+    pub seqs: Option<u64>,
+    pub launches: u64,
+    pub time_per_token_ns: Option<f64>,
+    pub time_per_seq_ns: Option<f64>,
+    pub time_per_launch_ns: Option<f64>,
+}
+
+/// One comparison: a subject against its typical (median) peer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    /// `rank`, `replica` or `rank from onset`.
+    pub scope: String,
+    /// A rank label, or `DPnn` for a replica.
+    pub who: String,
+    /// Who it is compared with (labels).
+    pub peers: Vec<String>,
+    /// First step counted (the onset's step for `rank from onset`).
+    pub from_step: Option<String>,
+    pub steps: usize,
+    pub time_ns: f64,
+    pub peers_time_ns: f64,
+    pub work: Option<f64>,
+    pub peers_work: Option<f64>,
+    pub launches: f64,
+    pub peers_launches: f64,
+    /// Subject's share of the group's time and work, percent.
+    pub time_share_pct: f64,
+    pub work_share_pct: Option<f64>,
+    pub time_ratio: f64,
+    pub work_ratio: Option<f64>,
+    pub launch_ratio: f64,
+    /// Time per unit of work over the peers'.
+    pub unit_time_ratio: Option<f64>,
+    pub cause: Cause,
+    /// Size of the effect (see the module doc); records are ordered by it.
+    pub effect: f64,
+    pub sentence: String,
+}
+
+/// The work of every rank in one step of the step table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepWorkRow {
+    pub step: String,
+    pub tokens: Vec<Option<u64>>,
+    pub seqs: Vec<Option<u64>>,
+    pub launches: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Attribution {
+    /// `token`, `sequence` or `launch`: the unit of work compared.
+    pub unit: String,
+    /// Where the work figures came from.
+    pub source: String,
+    pub same_work_pct: f64,
+    pub threshold_pct: f64,
+    pub ranks: Vec<RankWork>,
+    /// Comparisons, largest effect first.
+    pub records: Vec<Record>,
+    pub per_step: Vec<StepWorkRow>,
+}
+
+impl Attribution {
+    /// The comparisons that found a gap, largest effect first.
+    pub fn gaps(&self) -> impl Iterator<Item = &Record> {
+        self.records.iter().filter(|r| r.cause != Cause::Balanced)
+    }
+}
+
+/// Sums of one subject over some steps (f64: replicas are means of ranks).
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    time: f64,
+    work: Option<f64>,
+    launches: f64,
+}
+
+/// The median of a list (the mean of the two middle values for an even count); 0 when empty.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// The typical peer: the median of each figure over the peers (one outlier among them, say a
+/// rank with extra kernels, does not hide a second, smaller gap).
+fn typical(v: &[Totals]) -> Totals {
+    let f = |g: &dyn Fn(&Totals) -> f64| median(&v.iter().map(g).collect::<Vec<_>>());
+    Totals {
+        time: f(&|t| t.time),
+        work: v
+            .iter()
+            .all(|t| t.work.is_some())
+            .then(|| f(&|t| t.work.unwrap_or(0.0))),
+        launches: f(&|t| t.launches),
+    }
+}
+
+/// A replica's figures: the mean over its ranks.
+fn mean(v: &[Totals]) -> Totals {
+    let n = v.len().max(1) as f64;
+    Totals {
+        time: v.iter().map(|t| t.time).sum::<f64>() / n,
+        work: v.iter().map(|t| t.work).sum::<Option<f64>>().map(|w| w / n),
+        launches: v.iter().map(|t| t.launches).sum::<f64>() / n,
+    }
+}
+
+/// What the analysis hands over.
+pub struct Input<'a> {
+    pub labels: &'a [String],
+    /// DP replica of each rank, when the file names say.
+    pub dp: &'a [Option<u32>],
+    pub figs: &'a [&'a [StepFig]],
+    pub summaries: &'a [RankSummary],
+    pub steps: &'a StepTable,
+    pub threshold: f64,
+}
+
+/// Attributes every rank's and replica's gap.
+pub fn attribute(inp: &Input<'_>) -> Attribution {
+    let n = inp.labels.len();
+    let rows = &inp.steps.rows;
+    let fig = |r: usize, row: usize| inp.figs[r].get(rows[row].idx[r]);
+    let all_tokens = !rows.is_empty()
+        && (0..n)
+            .all(|r| (0..rows.len()).all(|s| fig(r, s).is_some_and(|f| f.work.tokens.is_some())));
+    let all_seqs = !rows.is_empty()
+        && (0..n)
+            .all(|r| (0..rows.len()).all(|s| fig(r, s).is_some_and(|f| f.work.seqs.is_some())));
+    let (unit, source) = if all_tokens || all_seqs {
+        let src = (0..n)
+            .find_map(|r| inp.figs[r].first().map(|f| f.work.source))
+            .unwrap_or_default();
+        let unit = if all_tokens { "token" } else { "sequence" };
+        (unit, src.describe().to_string())
+    } else if rows.is_empty() {
+        (
+            "launch",
+            "kernel launches over the whole profile (no steps)".to_string(),
+        )
+    } else {
+        (
+            "launch",
+            super::work::WorkSource::Launches.describe().to_string(),
+        )
+    };
+    let totals = |r: usize, from: usize| -> Totals {
+        if rows.is_empty() {
+            let s = &inp.summaries[r];
+            return Totals {
+                time: s.compute_ns as f64,
+                work: None,
+                launches: s.kernels as f64,
+            };
+        }
+        let mut t = Totals {
+            work: Some(0.0),
+            ..Default::default()
+        };
+        for (s, row) in rows.iter().enumerate().skip(from) {
+            t.time += row.work_ns[r] as f64;
+            let f = fig(r, s);
+            t.launches += f.map_or(0, |f| f.work.launches) as f64;
+            let w = f.and_then(|f| {
+                if all_tokens {
+                    f.work.tokens
+                } else {
+                    f.work.seqs
+                }
+            });
+            t.work = match (t.work, w) {
+                (Some(a), Some(b)) if all_tokens || all_seqs => Some(a + b as f64),
+                _ => None,
+            };
+        }
+        t
+    };
+    let nsteps = rows.len();
+    let mut out = Attribution {
+        unit: unit.to_string(),
+        source,
+        same_work_pct: 100.0 * SAME_WORK,
+        threshold_pct: 100.0 * inp.threshold,
+        ..Default::default()
+    };
+    out.ranks = (0..n)
+        .map(|r| rank_work(inp, r, &totals(r, 0), nsteps))
+        .collect();
+    out.per_step = (0..nsteps)
+        .map(|s| StepWorkRow {
+            step: rows[s].step.clone(),
+            tokens: (0..n)
+                .map(|r| fig(r, s).and_then(|f| f.work.tokens))
+                .collect(),
+            seqs: (0..n)
+                .map(|r| fig(r, s).and_then(|f| f.work.seqs))
+                .collect(),
+            launches: (0..n)
+                .map(|r| fig(r, s).map_or(0, |f| f.work.launches))
+                .collect(),
+        })
+        .collect();
+
+    let ctx = Ctx {
+        unit,
+        threshold: inp.threshold,
+        nsteps,
+    };
+    let whole: Vec<Totals> = (0..n).map(|r| totals(r, 0)).collect();
+    // Groups: DP replicas when every rank has one and there are two or more, else one group.
+    let mut replicas: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    if inp.dp.iter().all(|d| d.is_some()) {
+        for (r, d) in inp.dp.iter().enumerate() {
+            replicas.entry(d.unwrap_or(0)).or_default().push(r);
+        }
+    }
+    let groups: Vec<Vec<usize>> = if replicas.len() >= 2 {
+        replicas.values().cloned().collect()
+    } else {
+        vec![(0..n).collect()]
+    };
+    for g in groups.iter().filter(|g| g.len() >= 2) {
+        for &r in g {
+            let peers: Vec<usize> = g.iter().copied().filter(|&p| p != r).collect();
+            let pt: Vec<Totals> = peers.iter().map(|&p| whole[p]).collect();
+            let names = peers.iter().map(|&p| inp.labels[p].clone()).collect();
+            out.records.push(ctx.record(
+                "rank",
+                format!("rank {}", inp.labels[r]),
+                inp.labels[r].clone(),
+                names,
+                None,
+                nsteps,
+                whole[r],
+                &pt,
+            ));
+        }
+    }
+    if replicas.len() >= 2 {
+        let rep: Vec<(u32, Totals, String)> = replicas
+            .iter()
+            .map(|(d, members)| {
+                let t: Vec<Totals> = members.iter().map(|&r| whole[r]).collect();
+                let names: Vec<&str> = members.iter().map(|&r| inp.labels[r].as_str()).collect();
+                (*d, mean(&t), names.join(", "))
+            })
+            .collect();
+        for (i, (d, t, members)) in rep.iter().enumerate() {
+            let peers: Vec<Totals> = rep
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, x)| x.1)
+                .collect();
+            let names = rep
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, x)| format!("DP{:02}", x.0))
+                .collect();
+            out.records.push(ctx.record(
+                "replica",
+                format!("replica DP{d:02} ({members})"),
+                format!("DP{d:02}"),
+                names,
+                None,
+                nsteps,
+                *t,
+                &peers,
+            ));
+        }
+    }
+    // Every rank that stays above its peers from some step (after the first) to the end.
+    for r in 0..n {
+        let Some(s0) = sustained_from(inp.steps, r, inp.threshold) else {
+            continue;
+        };
+        let peers = inp.steps.peers.get(r).cloned().unwrap_or_default();
+        if peers.is_empty() {
+            continue;
+        }
+        let pt: Vec<Totals> = peers.iter().map(|&p| totals(p, s0)).collect();
+        let names = peers.iter().map(|&p| inp.labels[p].clone()).collect();
+        out.records.push(ctx.record(
+            "rank from onset",
+            format!("rank {}", inp.labels[r]),
+            inp.labels[r].clone(),
+            names,
+            Some(rows[s0].step.clone()),
+            nsteps - s0,
+            totals(r, s0),
+            &pt,
+        ));
+    }
+    out.records
+        .sort_by(|a, b| b.effect.total_cmp(&a.effect).then(a.who.cmp(&b.who)));
+    out
+}
+
+/// The first step (not the first of the profile) from which rank `r` stays above its typical
+/// peer (median) by more than the threshold to the end, at least two steps (the step table's
+/// onset rule, against the median).
+fn sustained_from(t: &StepTable, r: usize, threshold: f64) -> Option<usize> {
+    let n = t.rows.len();
+    let peers = t.peers.get(r)?;
+    let above = |row: &super::steps::StepRow| {
+        let m = median(
+            &peers
+                .iter()
+                .map(|&p| row.work_ns[p] as f64)
+                .collect::<Vec<_>>(),
+        );
+        m > 0.0 && row.work_ns[r] as f64 > m * (1.0 + threshold)
+    };
+    let mut s0 = n;
+    while s0 > 0 && above(&t.rows[s0 - 1]) {
+        s0 -= 1;
+    }
+    (s0 > 0 && n - s0 >= 2).then_some(s0)
+}
+
+fn rank_work(inp: &Input<'_>, r: usize, t: &Totals, nsteps: usize) -> RankWork {
+    let rows = &inp.steps.rows;
+    let sum = |get: &dyn Fn(&StepFig) -> Option<u64>| -> Option<u64> {
+        if rows.is_empty() {
+            return None;
+        }
+        rows.iter()
+            .map(|row| inp.figs[r].get(row.idx[r]).and_then(get))
+            .sum()
+    };
+    let tokens = sum(&|f| f.work.tokens);
+    let seqs = sum(&|f| f.work.seqs);
+    let per = |x: Option<u64>| x.filter(|&x| x > 0).map(|x| t.time / x as f64);
+    RankWork {
+        rank: inp.labels[r].clone(),
+        dp: inp.dp[r],
+        steps: nsteps,
+        time_ns: t.time as i64,
+        tokens,
+        seqs,
+        launches: t.launches as u64,
+        time_per_token_ns: per(tokens),
+        time_per_seq_ns: per(seqs),
+        time_per_launch_ns: per(Some(t.launches as u64)),
+    }
+}
+
+struct Ctx<'a> {
+    unit: &'a str,
+    threshold: f64,
+    nsteps: usize,
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else if a > 0.0 {
+        f64::INFINITY
+    } else {
+        1.0
+    }
+}
+
+/// The cause of a gap from its ratios (see the module doc).
+pub fn cause(t: f64, w: Option<f64>, l: f64, threshold: f64) -> Cause {
+    if t - 1.0 <= threshold {
+        return Cause::Balanced;
+    }
+    let more_launches = l - 1.0 > SAME_WORK;
+    match w {
+        Some(w) if (w - 1.0).abs() > SAME_WORK && w > 1.0 && w.ln() >= 0.5 * t.ln() => {
+            Cause::UnevenLoad
+        }
+        Some(w) if (w - 1.0).abs() <= SAME_WORK && more_launches => Cause::MoreKernels,
+        Some(_) => Cause::SlowerDevice,
+        None if more_launches => Cause::MoreKernels,
+        None => Cause::NotEnoughEvidence,
+    }
+}
+
+impl Ctx<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        scope: &str,
+        name: String,
+        who: String,
+        peers: Vec<String>,
+        from_step: Option<String>,
+        steps: usize,
+        me: Totals,
+        others: &[Totals],
+    ) -> Record {
+        let m = typical(others);
+        let t = ratio(me.time, m.time);
+        let w = me.work.zip(m.work).map(|(a, b)| ratio(a, b));
+        let l = ratio(me.launches, m.launches);
+        let u = w.map(|w| t / w);
+        let c = cause(t, w, l, self.threshold);
+        let share = self.nsteps.max(1) as f64;
+        let certainty = if c == Cause::NotEnoughEvidence {
+            0.5
+        } else {
+            1.0
+        };
+        let effect = if c == Cause::Balanced || !t.is_finite() {
+            if t.is_finite() {
+                0.0
+            } else {
+                f64::MAX
+            }
+        } else {
+            t.ln() * (steps as f64 / share).min(1.0) * certainty
+        };
+        let group_time = me.time + others.iter().map(|o| o.time).sum::<f64>();
+        let group_work = others
+            .iter()
+            .map(|o| o.work)
+            .sum::<Option<f64>>()
+            .zip(me.work)
+            .map(|(a, b)| a + b);
+        let from = from_step
+            .as_ref()
+            .map(|s| format!(" from step {s} on"))
+            .unwrap_or_default();
+        let peer_txt = if peers.len() == 1 {
+            peers[0].clone()
+        } else {
+            format!("the median of {}", peers.join(", "))
+        };
+        let unit = self.unit;
+        let sentence = match c {
+            Cause::Balanced => format!(
+                "{name}: {t:.2}× the time of {peer_txt}{from}, within the {:.0} % threshold",
+                100.0 * self.threshold
+            ),
+            Cause::UnevenLoad => format!(
+                "{name} got {:.2}× the {unit}s of {peer_txt}{from} ({:.0} vs {:.0}) and took {t:.2}× the time, {:.2}× the time per {unit}: a routing/scheduling imbalance",
+                w.unwrap_or(1.0), me.work.unwrap_or(0.0), m.work.unwrap_or(0.0), u.unwrap_or(1.0)
+            ),
+            Cause::SlowerDevice => format!(
+                "{name}: the same batches as {peer_txt}{from} ({:.2}× the {unit}s, {l:.2}× the launches) in {t:.2}× the time: {:.2}× the time per {unit}",
+                w.unwrap_or(1.0), u.unwrap_or(t)
+            ),
+            Cause::MoreKernels => format!(
+                "{name} launched {l:.2}× the kernels of {peer_txt}{from} {} and took {t:.2}× the time",
+                match w {
+                    Some(w) => format!("for the same batches ({w:.2}× the {unit}s)"),
+                    None => "(batch sizes not in the trace)".to_string(),
+                }
+            ),
+            Cause::NotEnoughEvidence => format!(
+                "{name}: {t:.2}× the time of {peer_txt}{from} with {l:.2}× the launches; the trace does not say the batch sizes — profile with SGLang's step annotations or vLLM's profiler (execute_new_… ranges), or enable record_shapes"
+            ),
+        };
+        Record {
+            scope: scope.to_string(),
+            who,
+            peers,
+            from_step,
+            steps,
+            time_ns: me.time,
+            peers_time_ns: m.time,
+            work: me.work,
+            peers_work: m.work,
+            launches: me.launches,
+            peers_launches: m.launches,
+            time_share_pct: 100.0 * ratio(me.time, group_time).min(1.0),
+            work_share_pct: me
+                .work
+                .zip(group_work)
+                .map(|(a, b)| 100.0 * ratio(a, b).min(1.0)),
+            time_ratio: t,
+            work_ratio: w,
+            launch_ratio: l,
+            unit_time_ratio: u,
+            cause: c,
+            effect,
+            sentence,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_follow_the_ratios() {
+        let th = 0.05;
+        assert_eq!(cause(1.04, Some(1.0), 1.0, th), Cause::Balanced);
+        assert_eq!(cause(1.8, Some(1.8), 1.0, th), Cause::UnevenLoad);
+        assert_eq!(cause(3.0, Some(1.0), 1.0, th), Cause::SlowerDevice);
+        assert_eq!(cause(1.5, Some(1.02), 1.6, th), Cause::MoreKernels);
+        // More work, but most of the gap is time per unit: the device.
+        assert_eq!(cause(3.0, Some(1.1), 1.0, th), Cause::SlowerDevice);
+        // Less work, more time.
+        assert_eq!(cause(1.5, Some(0.8), 1.0, th), Cause::SlowerDevice);
+        assert_eq!(cause(3.6, None, 3.6, th), Cause::MoreKernels);
+        assert_eq!(cause(1.5, None, 1.0, th), Cause::NotEnoughEvidence);
+    }
+}

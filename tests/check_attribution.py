@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Independent checker for the attribution of `rankprof analyze` (stdlib only).
+
+From the trace files alone: per rank and step the work the step was asked to do — sequences
+and tokens from SGLang's `step[EXTEND bs=B toks=T]` / `step[DECODE bs=B]` (tokens = B) or
+vLLM's `execute_new_N_cached_M` (N + M sequences), CPU-side annotations preferred, each put in
+the step whose window holds its start — and the kernel launches of the step (kernels put in
+the step of their CPU launch, by correlation; CPU-only traces: the cpu_ops that start in the
+step). The step's time is its work time as check_analyze.py computes it.
+
+Per rank: time, tokens, sequences, launches, time per token / sequence / launch. Per rank
+against the other given ranks of its DP replica (from `-DP-n` in the file name; all ranks
+when there is none): time, token and launch ratios over the peers' median.
+
+Usage: check_attribution.py FILE...   Output: JSON on stdout, ranks keyed by file path.
+"""
+
+import json
+import os
+import re
+import statistics
+import sys
+from types import SimpleNamespace
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_analyze as ca  # noqa: E402
+
+SGLANG = re.compile(r"^step\[(\w+)((?: \w+=\d+)*)\]$")
+VLLM = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
+
+
+def batch(name):
+    m = SGLANG.match(name)
+    if m:
+        kv = dict(p.split("=") for p in m.group(2).split())
+        if "bs" not in kv:
+            return None
+        bs = int(kv["bs"])
+        toks = int(kv["toks"]) if "toks" in kv else (bs if m.group(1) == "DECODE" else None)
+        return bs, toks
+    m = VLLM.match(name)
+    if m:
+        return int(m.group(1)) + int(m.group(2)), None
+    return None
+
+
+def work_of(events):
+    marks, ann, gpu, cpu, launches = {"profiler": [], "sglang": []}, [], [], [], {}
+    for e in events:
+        if e.get("ph") != "X" or "ts" not in e or "dur" not in e:
+            continue
+        cat, name = e.get("cat"), e.get("name", "")
+        ts, dur = ca.ns(e["ts"]), max(0, ca.ns(e["dur"]))
+        a = e.get("args") or {}
+        if cat == "kernel":
+            gpu.append((ts, a.get("correlation")))
+        elif cat in ("cuda_runtime", "cuda_driver"):
+            if any(w in name for w in ("Launch", "Memcpy", "Memset")) and "correlation" in a:
+                launches[a["correlation"]] = ts
+        elif cat == "cpu_op":
+            cpu.append(ts)
+        is_step = cat in ("user_annotation", "gpu_user_annotation") or (
+            cat == "cpu_op" and name.startswith("ProfilerStep#"))
+        if is_step:
+            m = dict(start=ts, dur=dur, gpu=cat == "gpu_user_annotation")
+            if name.startswith("ProfilerStep#") and name.split("#", 1)[1].isdigit():
+                marks["profiler"].append(m)
+            elif name.startswith("step[") and cat != "cpu_op":
+                marks["sglang"].append(m)
+        if cat in ("user_annotation", "gpu_user_annotation"):
+            b = batch(name)
+            if b:
+                ann.append((ts, cat == "gpu_user_annotation", b))
+    steps = marks["profiler"] or marks["sglang"]
+    if any(not m["gpu"] for m in steps):
+        steps = [m for m in steps if not m["gpu"]]
+    steps.sort(key=lambda m: (m["start"], m["dur"]))
+
+    def step_of(t):
+        best = None
+        for i, m in enumerate(steps):
+            if m["start"] <= t < m["start"] + max(m["dur"], 1):
+                best = i
+        return best
+
+    per = [dict(seqs=None, tokens=None, launches=0) for _ in steps]
+    if any(not g for _, g, _ in ann):
+        ann = [x for x in ann if not x[1]]
+    for ts, _, (seqs, toks) in ann:
+        i = step_of(ts)
+        if i is None:
+            continue
+        p = per[i]
+        first = p["seqs"] is None
+        p["seqs"] = (p["seqs"] or 0) + seqs
+        if first:
+            p["tokens"] = toks
+        elif p["tokens"] is not None and toks is not None:
+            p["tokens"] += toks
+        else:
+            p["tokens"] = None
+    if gpu:
+        for ts, corr in gpu:
+            t = launches.get(corr, ts) if corr is not None else ts
+            i = step_of(t)
+            if i is not None:
+                per[i]["launches"] += 1
+    else:
+        for ts in cpu:
+            i = step_of(ts)
+            if i is not None:
+                per[i]["launches"] += 1
+    return per
+
+
+def total(v):
+    return None if any(x is None for x in v) or not v else sum(v)
+
+
+def main():
+    files = sys.argv[1:]
+    args = SimpleNamespace(step_marker=None, comm_regex=None, cpu_comm_regex=None)
+    ranks = {}
+    for path in files:
+        events, doc = ca.load(path)
+        base = int(doc.get("baseTimeNanoseconds") or 0)
+        figs = ca.rank_figures(events, base, args)
+        per = work_of(events)
+        time = sum(s["work_ns"] for s in figs["steps"])
+        tokens = total([p["tokens"] for p in per])
+        seqs = total([p["seqs"] for p in per])
+        launches = sum(p["launches"] for p in per)
+        m = re.search(r"-DP-(\d+)", os.path.basename(path))
+        ranks[path] = dict(
+            dp=int(m.group(1)) if m else None, steps=len(per), time_ns=time, tokens=tokens,
+            seqs=seqs, launches=launches,
+            step_tokens=[p["tokens"] for p in per], step_launches=[p["launches"] for p in per],
+            time_per_token_ns=time / tokens if tokens else None,
+            time_per_seq_ns=time / seqs if seqs else None,
+            time_per_launch_ns=time / launches if launches else None)
+    for path, r in ranks.items():
+        peers = [q for p, q in ranks.items() if p != path and q["dp"] == r["dp"]]
+        if not peers:
+            continue
+        med = lambda k: statistics.median(q[k] for q in peers)  # noqa: E731
+        r["time_ratio"] = r["time_ns"] / med("time_ns")
+        r["launch_ratio"] = r["launches"] / med("launches")
+        if r["tokens"] is not None and all(q["tokens"] is not None for q in peers):
+            r["token_ratio"] = r["tokens"] / med("tokens")
+    json.dump(dict(ranks=ranks), sys.stdout, indent=1, sort_keys=True)
+    print()
+
+
+if __name__ == "__main__":
+    main()
