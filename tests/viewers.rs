@@ -256,7 +256,7 @@ fn merged_traces_load_in_catapult_and_devtools() {
     ];
     merged.extend(merge_into(&out, "hta-sampled", None, &sampled));
     let nccl_in = shared("hta/nccl-a100-rank-0.json.gz");
-    let nccl = merge_into(&out, "hta-nccl-a100", None, &[nccl_in.clone()]);
+    let nccl = merge_into(&out, "hta-nccl-a100", None, std::slice::from_ref(&nccl_in));
 
     let t = std::time::Instant::now();
     let o = Command::new(&node)
