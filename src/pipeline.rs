@@ -14,6 +14,8 @@
 //! assert_eq!(merged.ranks.len(), 4);
 //! let analysis = run.analysis.as_ref().unwrap().as_ref().unwrap();
 //! assert_eq!(analysis.ranks.len(), 4);
+//! // The report names the merged trace to open in a viewer.
+//! assert_eq!(analysis.merged_trace.as_deref(), merged.output.as_ref().and_then(|p| p.to_str()));
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -92,9 +94,17 @@ pub fn run_group(g: &Group, out: &Path, opts: &PipelineOptions) -> GroupRun {
     let t = Instant::now();
     let merge = merge_group(g, out, &opts.merge);
     let merge_secs = t.elapsed().as_secs_f64();
-    let written = matches!(&merge, Ok(r) if r.output.is_some());
+    let written_to = merge.as_ref().ok().and_then(|r| r.output.clone());
+    let written = written_to.is_some();
     let analysis = (!opts.no_analyze && (written || opts.analyze_input == AnalyzeInput::Ranks))
-        .then(|| analyze_group(g, out, opts));
+        .then(|| {
+            let mut a = analyze_group(g, out, opts)?;
+            // The report points at the merged trace also when it read the rank files.
+            if let Some(p) = &written_to {
+                a.merged_trace = Some(p.display().to_string());
+            }
+            Ok(a)
+        });
     GroupRun {
         group: g.clone(),
         output: out.to_path_buf(),

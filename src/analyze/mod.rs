@@ -257,6 +257,9 @@ pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
     a.files = files;
     a.notes.splice(0..0, notes);
     a.damaged = damaged;
+    if merged_input {
+        a.merged_trace = Some(plan.inputs[0].path.display().to_string());
+    }
     // A `rankprof watch` timeline beside the traces says what the load was at the onset.
     if let (Some(o), Some(origin)) = (&a.steps.onset, origin) {
         let dirs: Vec<PathBuf> = plan
@@ -420,6 +423,7 @@ fn cross_rank(
         depth,
         notes,
         damaged: false,
+        merged_trace: None,
         summary: Some(summary),
     }
 }

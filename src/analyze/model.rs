@@ -86,6 +86,10 @@ pub struct Analysis {
     pub notes: Vec<String>,
     /// Some input was damaged: figures cover what could be read.
     pub damaged: bool,
+    /// The merged trace of these ranks, when the analysis read one or the pipeline wrote one
+    /// (`capture run`, `demo`): the file to open in a trace viewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_trace: Option<String>,
     #[serde(skip)]
     pub summary: Option<Summary>,
 }

@@ -1,10 +1,11 @@
-//! The HTML report: one self-contained file (inline CSS and SVG, no script, nothing fetched
-//! from the network) with the verdict, two heatmaps — rank × kernel class and rank × step —
-//! and every table of the analysis.
+//! The HTML report: one self-contained file (inline CSS, SVG and a few lines of script, nothing
+//! fetched from the network) with the verdict, the merged trace to open in a trace viewer, two
+//! heatmaps — rank × kernel class and rank × step — each with its colour scale, and every table
+//! of the analysis, sortable by a click on a column header.
 //!
 //! Heatmap colours show each cell relative to its column's mean over ranks (class heatmap) or
 //! to the mean of the other ranks in that step (step heatmap): white is even, red is above,
-//! blue is below, full colour at ±25 %.
+//! blue is below, full colour at ±25 %. On CPU-only traces the report says "ops", not "kernels".
 
 use super::tables::{sections, Cell};
 use crate::analyze::heat::{self, Heatmap};
@@ -58,6 +59,11 @@ th, td { border: 1px solid #d0d7de; padding: 3px 7px; }
 th { background: #f6f8fa; text-align: left; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 svg text { font: 11px system-ui, sans-serif; }
+svg.legend { display: block; margin: 2px 0 4px; }
+table.sortable th { cursor: pointer; user-select: none; }
+th[aria-sort="ascending"]::after { content: " \25B2"; }
+th[aria-sort="descending"]::after { content: " \25BC"; }
+#merged-trace code { background: #f6f8fa; padding: 1px 4px; }
 .meta { color: #57606a; font-size: 12px; }
 .notes li { color: #57606a; font-size: 12px; }
 "#;
@@ -138,6 +144,122 @@ fn heatmap(
     s
 }
 
+/// Deviations the legend shows a swatch for: −25 % to +25 % in steps of 5 %.
+const LEGEND_PCT: [i32; 11] = [-25, -20, -15, -10, -5, 0, 5, 10, 15, 20, 25];
+
+/// The colour scale of heatmap `id`: one swatch per value of [`LEGEND_PCT`], labelled, with
+/// what the colour compares against.
+fn legend(id: &str, against: &str) -> String {
+    // Room on the left for the first label, on the right for the caption (~7 px a character).
+    let (sw, x0) = (34, 26);
+    let caption = format!("blue: below, red: above {against}");
+    let w = x0 + sw * LEGEND_PCT.len() + 16 + 7 * caption.chars().count();
+    let mut s = format!(
+        r#"<svg id="{id}-legend" class="legend" width="{w}" height="34" viewBox="0 0 {w} 34">"#
+    );
+    for (i, pct) in LEGEND_PCT.iter().enumerate() {
+        let x = x0 + i * sw;
+        let label = match pct {
+            -25 => "≤ −25 %".to_string(),
+            25 => "≥ +25 %".to_string(),
+            0 => "0 %".to_string(),
+            p if *p < 0 => format!("−{} %", -p),
+            p => format!("+{p} %"),
+        };
+        s.push_str(&format!(
+            r##"<rect x="{x}" y="2" width="{sw}" height="14" fill="{}" stroke="#d0d7de"><title>{label}</title></rect>"##,
+            color(f64::from(*pct) / 100.0)
+        ));
+        if [0, 2, 5, 8, 10].contains(&i) {
+            s.push_str(&format!(
+                r#"<text x="{}" y="29" text-anchor="middle">{label}</text>"#,
+                x + sw / 2
+            ));
+        }
+    }
+    s.push_str(&format!(
+        r#"<text x="{}" y="13">{}</text></svg>"#,
+        x0 + sw * LEGEND_PCT.len() + 10,
+        esc(&caption)
+    ));
+    s
+}
+
+/// On CPU-only traces, "op(s)" for the words "kernel(s)" in a heading or column name.
+fn ops_for_kernels(s: &str) -> String {
+    fn flush(word: &mut String, out: &mut String) {
+        out.push_str(match word.as_str() {
+            "kernel" => "op",
+            "kernels" => "ops",
+            "Kernel" => "Op",
+            "Kernels" => "Ops",
+            w => w,
+        });
+        word.clear();
+    }
+    let (mut out, mut word) = (String::with_capacity(s.len()), String::new());
+    for c in s.chars() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// Sorts a table by the column whose header is clicked: numbers (cells of class `n`) largest
+/// first, text A to Z (`TP2` before `TP10`); a second click reverses. Rows keep their order
+/// among equals.
+const SORT_JS: &str = r#"
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+  heads.forEach(function (th, col) {
+    th.addEventListener("click", function () {
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      var num = rows.some(function (r) { return r.cells[col] && r.cells[col].classList.contains("n"); });
+      var now = th.getAttribute("aria-sort");
+      var desc = now ? now === "ascending" : num;
+      var key = function (r) {
+        var t = r.cells[col] ? r.cells[col].textContent.trim() : "";
+        if (!num) return t;
+        if (t === "inf") return Infinity;
+        var v = parseFloat(t);
+        return isNaN(v) ? -Infinity : v;
+      };
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        var c = num ? (x < y ? -1 : x > y ? 1 : 0) : x.localeCompare(y, undefined, { numeric: true });
+        return desc ? -c : c;
+      });
+      heads.forEach(function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", desc ? "descending" : "ascending");
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+"#;
+
+/// Where the merged trace is and how to open it.
+fn merged_trace(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    let name = p
+        .file_name()
+        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().to_string());
+    let dir = p
+        .parent()
+        .map(|d| d.display().to_string())
+        .filter(|d| !d.is_empty());
+    format!(
+        r#"<p id="merged-trace">Merged trace: <code>{}</code>{} — open it in <a href="https://ui.perfetto.dev">ui.perfetto.dev</a> (Open trace file) or in Chrome at <code>chrome://tracing</code> (Load); every rank is its own group of tracks, labelled <code>[TP01]</code>, <code>[TP00-DP01]</code>, ….</p>"#,
+        esc(&name),
+        dir.map_or_else(String::new, |d| format!(" in <code>{}</code>", esc(&d)))
+    )
+}
+
 /// Draws a computed heatmap (values shown as ms with two decimals).
 fn draw(id: &str, h: &Heatmap) -> String {
     let val: Vec<Vec<String>> =
@@ -167,13 +289,23 @@ pub fn render(a: &Analysis) -> String {
         esc(&title)
     ));
     s.push_str(&format!("<h1>{}</h1>\n", esc(&title)));
+    let cpu = a.source == "cpu";
+    let source = match a.source.as_str() {
+        "cpu" => "CPU-only trace: figures from CPU ops (self time)",
+        "gpu" => "figures from GPU kernels",
+        _ => "figures from GPU kernels, and CPU ops on the ranks without any",
+    };
     s.push_str(&format!(
-        "<p class=\"meta\">{} ranks · {} files · threshold {:.1} % · steps from {}</p>\n",
+        "<p class=\"meta\">{} ranks · {} files · threshold {:.1} % · steps from {} · <span id=\"source\">{source}</span></p>\n",
         a.ranks.len(),
         a.files.len(),
         a.threshold_pct,
         esc(&a.steps.source)
     ));
+    if let Some(p) = &a.merged_trace {
+        s.push_str(&merged_trace(p));
+        s.push('\n');
+    }
     let cls = if a.verdict.balanced {
         "balanced"
     } else {
@@ -184,22 +316,41 @@ pub fn render(a: &Analysis) -> String {
         s.push_str(&format!("<p>{}</p>", esc(l)));
     }
     s.push_str("</div>\n");
-    s.push_str("<h2>Kernel classes × rank (ms; colour: vs the class's mean over ranks)</h2>\n");
+    let words = |t: &str| {
+        if cpu {
+            ops_for_kernels(t)
+        } else {
+            t.to_string()
+        }
+    };
+    s.push_str(&format!(
+        "<h2>{} × rank (ms; colour: vs the class's mean over ranks)</h2>\n",
+        if cpu {
+            "CPU op classes"
+        } else {
+            "Kernel classes"
+        }
+    ));
+    s.push_str(&legend("heat-classes", "the class's mean over ranks"));
     s.push_str(&class_heatmap(a));
     if !a.steps.rows.is_empty() {
         s.push_str("\n<h2>Per-step work × rank (ms; colour: vs the other ranks' mean)</h2>\n");
+        s.push_str(&legend("heat-steps", "the other ranks' mean in that step"));
         s.push_str(&step_heatmap(a));
         s.push_str("\n<h2>Work vs time per rank per step</h2>\n");
         s.push_str(&super::attribution::chart(a));
     }
     for t in sections(a).iter().filter(|t| t.name != "verdict") {
         s.push_str(&format!(
-            "\n<h2>{}</h2>\n<table id=\"t-{}\"><thead><tr>",
-            esc(&t.title),
+            "\n<h2>{}</h2>\n<table id=\"t-{}\" class=\"sortable\"><thead><tr>",
+            esc(&words(&t.title)),
             t.name
         ));
         for c in &t.columns {
-            s.push_str(&format!("<th>{}</th>", esc(c)));
+            s.push_str(&format!(
+                "<th title=\"click to sort\">{}</th>",
+                esc(&words(c))
+            ));
         }
         s.push_str("</tr></thead><tbody>\n");
         for row in &t.rows {
@@ -224,7 +375,7 @@ pub fn render(a: &Analysis) -> String {
         }
         s.push_str("</ul>\n");
     }
-    s.push_str("</body></html>\n");
+    s.push_str(&format!("<script>{SORT_JS}</script>\n</body></html>\n"));
     s
 }
 
@@ -238,5 +389,39 @@ mod tests {
         assert_eq!(color(0.25), "rgb(255,100,80)");
         assert_eq!(color(-1.0), "rgb(80,135,255)");
         assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
+    }
+
+    #[test]
+    fn cpu_wording_changes_whole_words_only() {
+        assert_eq!(
+            ops_for_kernels("Top 15 kernels × rank; kernel, Kernels, Kernel classes"),
+            "Top 15 ops × rank; op, Ops, Op classes"
+        );
+        // Names that merely contain the word stay.
+        assert_eq!(
+            ops_for_kernels("act_and_mul_kernel kernelspec kernels2"),
+            "act_and_mul_kernel kernelspec kernels2"
+        );
+    }
+
+    #[test]
+    fn legend_has_a_labelled_swatch_per_step() {
+        let l = legend("heat-x", "the mean");
+        assert_eq!(l.matches("<rect").count(), LEGEND_PCT.len());
+        // The ends and the middle carry the colours the cells use.
+        assert!(l.contains(&format!("fill=\"{}\"", color(-0.25))));
+        assert!(l.contains("fill=\"rgb(255,255,255)\""));
+        assert!(l.contains("fill=\"rgb(255,100,80)\""));
+        for want in [">≤ −25 %<", ">−15 %<", ">0 %<", ">+15 %<", ">≥ +25 %<"] {
+            assert!(l.contains(want), "{want}");
+        }
+    }
+
+    #[test]
+    fn merged_trace_line_names_the_file_and_the_viewers() {
+        let p = merged_trace("/data/run 1/merged-17.trace.json.gz");
+        assert!(p.contains("<code>merged-17.trace.json.gz</code> in <code>/data/run 1</code>"));
+        assert!(p.contains("ui.perfetto.dev") && p.contains("chrome://tracing"));
+        assert!(merged_trace("m.json.gz").contains("<code>m.json.gz</code> — open"));
     }
 }

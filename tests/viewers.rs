@@ -1,0 +1,325 @@
+//! The merged trace in two real trace viewers. Every fixture set (`fixtures/`, each stage of
+//! `sglang-bystage-tp2` on its own) and the real SGLang CPU traces (`tp2`, `tp2dp2`) and HTA's
+//! `sampled-rank-{0,1}` are merged, then tests/viewers/check.mjs loads each merged trace
+//! - in Catapult, the trace viewer behind chrome://tracing (`trace_viewer_full.html` from the
+//!   PyPI wheel torch-tb-profiler), in headless Chromium: no import warning, no page error, every
+//!   rank its own labelled processes in rank order (`process_sort_index` honoured), every flow
+//!   paired with both ends on one rank, slices per rank as counted over the raw JSON, and a
+//!   screenshot of the drawn timeline (kept in `target/viewers/`) that is not blank;
+//! - in Chrome DevTools' trace engine (npm `@paulirish/trace_engine`), in Node: it parses the
+//!   trace, finds every process and thread name the metadata gives and the same entries per rank.
+//!
+//! HTA's real `nccl-a100-rank-0` has flow ends without starts, so Catapult warns about it: merged
+//! alone, it must give exactly the warnings the input gives (the merge adds none).
+//!
+//! Skipped, loudly, when node, Chromium or the viewers are missing (`tests/viewers/install.sh`
+//! installs the viewers; `.ci/run` runs it).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::shared;
+use rankprof::merge::{gather, merge_group, MergeOptions};
+use serde_json::Value;
+
+fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn which(names: &[&str]) -> Option<PathBuf> {
+    names.iter().find_map(|name| {
+        let out = Command::new("which").arg(name).output().ok()?;
+        let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !p.is_empty()).then(|| PathBuf::from(p))
+    })
+}
+
+/// Node, Chromium and the installed viewers, or why the test cannot run.
+fn tools() -> Result<(PathBuf, PathBuf), String> {
+    let node = which(&["node"]).ok_or("no node on PATH")?;
+    let chromium = which(&[
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ])
+    .ok_or("no chromium on PATH (CI installs it)")?;
+    let v = manifest().join("tests/viewers");
+    for need in [
+        "node_modules/puppeteer-core/package.json",
+        "node_modules/webcomponents.js/webcomponents.min.js",
+        "node_modules/@paulirish/trace_engine/package.json",
+        "catapult/trace_viewer_full.html",
+    ] {
+        if !v.join(need).exists() {
+            return Err(format!(
+                "tests/viewers/{need} is missing (run tests/viewers/install.sh)"
+            ));
+        }
+    }
+    Ok((node, chromium))
+}
+
+/// Merges every group found in `dir` (or made of `files`) into `out/NAME[-STAGE].trace.json.gz`.
+fn merge_into(out: &Path, name: &str, dir: Option<&Path>, files: &[PathBuf]) -> Vec<PathBuf> {
+    let d = gather(dir, files, false, None, None).unwrap();
+    d.groups
+        .iter()
+        .map(|g| {
+            let file = match &g.stage {
+                Some(s) => out.join(format!("{name}-{s}.trace.json.gz")),
+                None => out.join(format!("{name}.trace.json.gz")),
+            };
+            let r = merge_group(g, &file, &MergeOptions::default()).unwrap();
+            assert!(!r.damaged(), "{name}: {:?}", r.notes);
+            file
+        })
+        .collect()
+}
+
+/// "[TP01-DP00]" -> its SGLang sort key (dp, ep, pp, tp, plain rank), worked out from the label.
+fn rank_key(label: &str) -> [u32; 5] {
+    let mut k = [0; 5];
+    for part in label.trim_matches(|c| c == '[' || c == ']').split('-') {
+        let digits = part.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+        let n: u32 = digits.parse().unwrap_or(0);
+        match &part[..part.len() - digits.len()] {
+            "DP" => k[0] = n,
+            "EP" => k[1] = n,
+            "PP" => k[2] = n,
+            "TP" => k[3] = n,
+            _ => k[4] = n,
+        }
+    }
+    k
+}
+
+fn label_of(pid: &str) -> Option<&str> {
+    let end = pid.find(']')?;
+    pid.starts_with('[').then(|| &pid[..=end])
+}
+
+fn counts(v: &Value) -> BTreeMap<String, u64> {
+    v.as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect()
+}
+
+/// What Catapult made of one merged trace, against the count over its JSON.
+fn check_catapult(name: &str, c: &Value, want: &Value) {
+    assert_eq!(
+        c["page_errors"],
+        Value::Array(vec![]),
+        "{name}: page errors"
+    );
+    assert_eq!(
+        c["warnings"],
+        Value::Array(vec![]),
+        "{name}: import warnings"
+    );
+    let procs = c["processes"].as_array().unwrap();
+    assert_eq!(
+        procs.len() as u64,
+        want["pids"].as_u64().unwrap(),
+        "{name}: processes"
+    );
+    // Slices per rank; every process belongs to one rank and shows its label.
+    let mut slices: BTreeMap<String, u64> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for p in procs {
+        let pid = p["pid"].as_str().unwrap();
+        let label = label_of(pid).unwrap_or_else(|| panic!("{name}: unlabelled process {pid}"));
+        if let Some(n) = p["name"].as_str() {
+            assert!(n.starts_with(label), "{name}: process {pid} is named {n}");
+        }
+        *slices.entry(label.to_string()).or_default() += p["slices"].as_u64().unwrap();
+        if order.last().map(String::as_str) != Some(label) {
+            order.push(label.to_string());
+        }
+    }
+    assert_eq!(want["unlabelled"], 0, "{name}: events without a rank label");
+    assert_eq!(slices, counts(&want["slices"]), "{name}: slices per rank");
+    // Rank order: one block of processes per rank, blocks sorted as SGLang's sort index says.
+    let mut sorted: Vec<String> = slices.keys().cloned().collect();
+    sorted.sort_by_key(|l| rank_key(l));
+    assert_eq!(order, sorted, "{name}: process order (sort index)");
+    let ranks: BTreeSet<String> = want["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ranks, slices.keys().cloned().collect(), "{name}: ranks");
+    // Flows: all paired, both ends on one rank (in the viewer and in the JSON).
+    assert_eq!(c["flows"], want["flows_paired"], "{name}: flows");
+    assert_eq!(
+        want["flow_starts"], want["flows_paired"],
+        "{name}: unpaired starts"
+    );
+    assert_eq!(
+        want["flow_ends"], want["flows_paired"],
+        "{name}: unpaired ends"
+    );
+    assert_eq!(c["flows_cross_rank"], 0, "{name}: flows across ranks");
+    assert_eq!(want["flows_cross_rank"], 0, "{name}: flow ids across ranks");
+    assert_eq!(c["flows_half_open"], 0, "{name}: flows without an end");
+    // The screenshot: a PNG with the timeline drawn (not one flat colour).
+    let shot = std::fs::read(c["screenshot"].as_str().unwrap()).unwrap();
+    assert!(shot.starts_with(b"\x89PNG\r\n\x1a\n"), "{name}: not a PNG");
+    let px = &c["pixels"];
+    let area = px["width"].as_u64().unwrap() * px["height"].as_u64().unwrap();
+    assert!(
+        px["ink"].as_u64().unwrap() * 10 > area && px["colours"].as_u64().unwrap() >= 16,
+        "{name}: a blank screenshot? {px}"
+    );
+}
+
+/// What Chrome DevTools' trace engine made of one merged trace.
+fn check_devtools(name: &str, d: &Value, want: &Value) {
+    assert_eq!(
+        d["process_names"], want["process_names"],
+        "{name}: DevTools' process names"
+    );
+    let set = |v: &Value| -> BTreeMap<String, BTreeSet<String>> {
+        v.as_object()
+            .unwrap()
+            .iter()
+            .map(|(pid, names)| {
+                let names = names.as_array().unwrap().iter();
+                (
+                    pid.clone(),
+                    names.map(|n| n.as_str().unwrap().into()).collect(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        set(&d["thread_names"]),
+        set(&want["thread_names"]),
+        "{name}: DevTools' thread names"
+    );
+    let mut per: BTreeMap<String, u64> = BTreeMap::new();
+    for (pid, n) in counts(&d["entries_per_pid"]) {
+        let label = label_of(&pid).unwrap_or_else(|| panic!("{name}: DevTools pid {pid}"));
+        *per.entry(label.to_string()).or_default() += n;
+    }
+    assert_eq!(
+        per,
+        counts(&want["slices"]),
+        "{name}: DevTools' entries per rank"
+    );
+}
+
+#[test]
+fn merged_traces_load_in_catapult_and_devtools() {
+    let (node, chromium) = match tools() {
+        Ok(t) => t,
+        Err(why) => {
+            eprintln!("SKIPPED: merged_traces_load_in_catapult_and_devtools: {why}");
+            return;
+        }
+    };
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let out = target.parent().unwrap_or(&target).join("viewers");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+
+    let mut merged = Vec::new();
+    let mut sets: Vec<PathBuf> = std::fs::read_dir(manifest().join("fixtures"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    sets.sort();
+    assert!(sets.len() >= 5, "fixture sets: {sets:?}");
+    for dir in &sets {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        merged.extend(merge_into(&out, &name, Some(dir), &[]));
+    }
+    for set in ["tp2", "tp2dp2"] {
+        let dir = shared(&format!("sglang-cpu/{set}"));
+        merged.extend(merge_into(
+            &out,
+            &format!("sglang-cpu-{set}"),
+            Some(&dir),
+            &[],
+        ));
+    }
+    let sampled = [
+        shared("hta/sampled-rank-0.json.gz"),
+        shared("hta/sampled-rank-1.json.gz"),
+    ];
+    merged.extend(merge_into(&out, "hta-sampled", None, &sampled));
+    let nccl_in = shared("hta/nccl-a100-rank-0.json.gz");
+    let nccl = merge_into(&out, "hta-nccl-a100", None, std::slice::from_ref(&nccl_in));
+
+    let t = std::time::Instant::now();
+    let o = Command::new(&node)
+        .arg(manifest().join("tests/viewers/check.mjs"))
+        .arg("--catapult")
+        .arg(manifest().join("tests/viewers/catapult"))
+        .arg("--chromium")
+        .arg(&chromium)
+        .arg("--out")
+        .arg(&out)
+        .args(&merged)
+        .args(&nccl)
+        .arg(&nccl_in)
+        .output()
+        .expect("node runs");
+    assert!(
+        o.status.success(),
+        "check.mjs failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), merged.len() + 2, "one line per trace");
+    for (file, v) in merged.iter().zip(&lines) {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        eprintln!(
+            "{name}: Catapult {} processes, {} flows, import {} ms; DevTools parse {} ms",
+            v["catapult"]["processes"].as_array().unwrap().len(),
+            v["catapult"]["flows"],
+            v["catapult"]["import_ms"],
+            v["devtools"]["parse_ms"]
+        );
+        check_catapult(&name, &v["catapult"], &v["expected"]);
+        check_devtools(&name, &v["devtools"], &v["expected"]);
+    }
+    // The real trace with dangling flow ends: the merge adds no warning to the input's own.
+    let sorted = |v: &Value| {
+        let mut w: Vec<String> = v["catapult"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect();
+        w.sort();
+        w
+    };
+    let (merged_nccl, input_nccl) = (&lines[merged.len()], &lines[merged.len() + 1]);
+    assert!(!sorted(input_nccl).is_empty(), "the input's own warnings");
+    assert_eq!(
+        sorted(merged_nccl),
+        sorted(input_nccl),
+        "nccl-a100: warnings"
+    );
+    assert_eq!(
+        merged_nccl["catapult"]["flows"],
+        input_nccl["catapult"]["flows"]
+    );
+    eprintln!(
+        "viewers: {} merged traces checked in {:.1} s; screenshots in {}",
+        merged.len() + 1,
+        t.elapsed().as_secs_f64(),
+        out.display()
+    );
+}
