@@ -42,6 +42,7 @@ pub fn targets(t: &CaptureTargets) -> Targets {
         worker_type: t.worker_type.clone(),
         backend: t.backend,
         timeout: t.timeout,
+        api_key: t.api_key.clone(),
     }
 }
 

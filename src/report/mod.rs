@@ -9,3 +9,4 @@ pub mod html;
 pub mod parquet;
 pub mod tables;
 pub mod text;
+pub mod tidy;
