@@ -240,7 +240,7 @@ fn ls_and_merge_print_json_csv_and_markdown() {
     assert_eq!(v["profiles"][0]["ranks"], 4);
     let files = v["files"].as_array().unwrap();
     assert_eq!(files.len(), 4);
-    assert_eq!(files[3]["rank"], "TP03");
+    assert_eq!(files[3]["rank"], "[TP03]");
     // per rank: 8 steps × (4 kernels + 4 launches + 1 annotation)
     assert!(files.iter().all(|f| f["events"] == 72), "{files:?}");
     let o = run(&["ls", dir, "--format", "csv"]);
