@@ -1,6 +1,4 @@
-use clap::Parser;
-
 fn main() {
-    let cli = rankprof::cli::Cli::parse();
+    let cli = rankprof::cli::parse();
     std::process::exit(rankprof::commands::main(cli.command));
 }

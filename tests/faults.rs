@@ -581,7 +581,7 @@ fn an_unreadable_rank_is_named_and_the_rest_merged() {
                 .filter(|f| !f["unreadable"].is_null())
                 .collect();
             assert_eq!(bad.len(), 1, "{what}: {files:?}");
-            assert_eq!(bad[0]["ranks"][0], "TP02");
+            assert_eq!(bad[0]["ranks"], "TP02");
             assert!(bad[0]["unreadable"].as_str().unwrap().contains(os));
             assert_eq!(v["ranks"].as_array().unwrap().len(), 2);
             assert!(v["notes"].as_array().unwrap().iter().any(|n| n

@@ -5,6 +5,7 @@ use clap::Parser;
 #[command(
     name = "analyze-profile",
     version,
+    after_help = rankprof::exit::HELP,
     about = "Per-rank kernel tables: which rank is slow, where, since when"
 )]
 struct Cli {

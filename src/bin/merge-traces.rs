@@ -5,6 +5,7 @@ use clap::Parser;
 #[command(
     name = "merge-traces",
     version,
+    after_help = rankprof::exit::HELP,
     about = "Merge every rank's trace into one Perfetto-ready trace"
 )]
 struct Cli {

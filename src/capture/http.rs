@@ -1,6 +1,7 @@
 //! A small blocking HTTP client (ureq 2) that turns every outcome — an answer of any status, a
 //! refused connection, a timeout, a connection closed mid-answer, a body too large — into an
-//! [`Answer`]; it never returns an error.
+//! [`Answer`]; it never returns an error. http and https (rustls); an API key goes out as
+//! `Authorization: Bearer` and nowhere else.
 //!
 //! Every wait is bounded: ureq's per-request `timeout` is a deadline for connecting, sending,
 //! the headers **and the whole body** (each read gets the time left), and host names are looked
@@ -115,11 +116,14 @@ impl Answer {
     }
 }
 
-/// A shared blocking client; cheap to clone, safe to use from many threads.
+/// A shared blocking client; cheap to clone, safe to use from many threads. Speaks http and
+/// https (rustls, with the Mozilla root certificates of `webpki-roots`).
 #[derive(Clone)]
 pub struct Http {
     agent: ureq::Agent,
     body_limit: u64,
+    /// `Authorization` header value sent with every request (`Bearer <key>`); never printed.
+    auth: Option<String>,
 }
 
 impl Default for Http {
@@ -164,6 +168,49 @@ impl Http {
         Http {
             agent,
             body_limit: MAX_BODY_BYTES,
+            auth: None,
+        }
+    }
+
+    /// A client that sends `Authorization: Bearer <key>` with every request.
+    pub fn with_api_key(key: Option<&super::options::ApiKey>) -> Self {
+        Http {
+            auth: key.map(|k| k.bearer()),
+            ..Http::new()
+        }
+    }
+
+    /// The client for these targets (their API key, if any).
+    pub fn for_targets(t: &super::options::Targets) -> Self {
+        Http::with_api_key(t.api_key.as_ref())
+    }
+
+    /// Whether requests carry an API key.
+    pub fn has_api_key(&self) -> bool {
+        self.auth.is_some()
+    }
+
+    /// What a 401/403 from `server` means, without the key itself.
+    pub fn refused(&self, server: &str, code: u16) -> String {
+        let why = if code == 401 {
+            "401 Unauthorized"
+        } else {
+            "403 Forbidden"
+        };
+        if self.has_api_key() {
+            format!("{server} refused the API key ({why}): check --api-key / RANKPROF_API_KEY")
+        } else {
+            format!(
+                "{server} requires an API key ({why}): pass --api-key KEY or set RANKPROF_API_KEY"
+            )
+        }
+    }
+
+    fn request(&self, method: &str, url: &str, timeout: Duration) -> ureq::Request {
+        let req = self.agent.request(method, url).timeout(timeout);
+        match &self.auth {
+            Some(a) => req.set("Authorization", a),
+            None => req,
         }
     }
 
@@ -176,10 +223,7 @@ impl Http {
     /// GET; `timeout` bounds the whole request, body included.
     pub fn get(&self, url: &str, timeout: Duration) -> Answer {
         let t0 = Instant::now();
-        if let Some(a) = unsupported(url, t0) {
-            return a;
-        }
-        let r = self.agent.get(url).timeout(timeout).call();
+        let r = self.request("GET", url, timeout).call();
         self.finish(r, t0)
     }
 
@@ -187,10 +231,7 @@ impl Http {
     /// `timeout` bounds the whole request, body included.
     pub fn post(&self, url: &str, body: Option<&Value>, timeout: Duration) -> Answer {
         let t0 = Instant::now();
-        if let Some(a) = unsupported(url, t0) {
-            return a;
-        }
-        let req = self.agent.post(url).timeout(timeout);
+        let req = self.request("POST", url, timeout);
         let r = match body {
             Some(v) => req.send_json(v),
             None => req.send_bytes(&[]),
@@ -218,24 +259,6 @@ impl Http {
             },
         }
     }
-}
-
-/// This build speaks plain HTTP only (servers and routers inside a cluster).
-fn unsupported(url: &str, t0: Instant) -> Option<Answer> {
-    if url
-        .get(..8)
-        .is_some_and(|p| p.eq_ignore_ascii_case("https://"))
-    {
-        return Some(Answer {
-            status: None,
-            body: String::new(),
-            failure: Some(Failure::Other(format!(
-                "{url}: https is not supported, only http://"
-            ))),
-            elapsed: t0.elapsed(),
-        });
-    }
-    None
 }
 
 fn too_large(limit: u64) -> Failure {
@@ -299,7 +322,7 @@ fn transport_failure(t: &ureq::Transport) -> Failure {
             Failure::Closed(d)
         }
         ureq::ErrorKind::UnknownScheme => {
-            Failure::Other(format!("{d} (only http:// is supported)"))
+            Failure::Other(format!("{d} (only http:// and https:// are supported)"))
         }
         _ => Failure::Other(d),
     }
@@ -374,16 +397,6 @@ mod tests {
         );
         assert!(a.elapsed < Duration::from_secs(5));
         drop(l);
-    }
-
-    #[test]
-    fn https_is_reported_as_unsupported() {
-        let a = Http::new().get("https://127.0.0.1:1/", Duration::from_millis(300));
-        assert!(
-            matches!(&a.failure, Some(Failure::Other(d)) if d.contains("http://")),
-            "{:?}",
-            a.failure
-        );
     }
 
     #[test]

@@ -36,5 +36,5 @@ pub mod session;
 pub mod workers;
 
 pub use dialect::{Activity, Backend};
-pub use options::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
+pub use options::{ApiKey, CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
 pub use workers::WorkerType;

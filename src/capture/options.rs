@@ -27,6 +27,32 @@ pub struct Targets {
     /// Seconds a fan-out (start, stop) runs before it says which servers it is waiting for
     /// (default 5; `RANKPROF_NOTICE_AFTER` on the command line).
     pub notice_after: f64,
+    /// Sent as `Authorization: Bearer <key>` to the router and every worker.
+    pub api_key: Option<ApiKey>,
+}
+
+/// An API key. Never shown: its `Debug` prints `ApiKey(***)`, it has no `Display` and no
+/// `Serialize`, so it cannot reach a table, a note, an error or JSON by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// `None` for an empty key (an empty `RANKPROF_API_KEY` means no key).
+    pub fn new(key: &str) -> Option<ApiKey> {
+        let k = key.trim();
+        (!k.is_empty()).then(|| ApiKey(k.to_string()))
+    }
+
+    /// The `Authorization` header value.
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.0)
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
 }
 
 impl Default for Targets {
@@ -39,6 +65,7 @@ impl Default for Targets {
             backend: Backend::Auto,
             timeout: 30.0,
             notice_after: 5.0,
+            api_key: None,
         }
     }
 }

@@ -215,7 +215,7 @@ pub struct Outcome {
 
 /// `capture start`.
 pub fn start(a: &StartOptions) -> Result<Outcome> {
-    let http = Http::new();
+    let http = Http::for_targets(&a.targets);
     let found = workers::resolve(&http, &a.targets)?;
     let dirs = Dirs::new(&a.profile)?;
     let rows = each_worker(&found.workers, "start", &a.targets, |w| {
@@ -249,7 +249,7 @@ pub fn start(a: &StartOptions) -> Result<Outcome> {
 
 /// `capture stop`.
 pub fn stop(a: &StopOptions) -> Result<Outcome> {
-    let http = Http::new();
+    let http = Http::for_targets(&a.targets);
     let found = workers::resolve(&http, &a.targets)?;
     let probe_timeout = secs(a.targets.timeout);
     let dirs = Dirs::default();
@@ -382,7 +382,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     if a.requests == 0 && a.duration.is_none() && p.num_steps.is_none() {
         bail!("capture run needs to know when to stop: give --requests N, --duration SECS or --num-steps N");
     }
-    let http = Http::new();
+    let http = Http::for_targets(&a.targets);
     let found = workers::resolve(&http, &a.targets)?;
     let dirs = Dirs::new(p)?;
     let all_local = found.workers.iter().all(|w| is_loopback(&w.url));

@@ -271,6 +271,7 @@ pub fn ask_router(http: &Http, router: &str, timeout: Duration) -> Result<Vec<Li
                 return parse_workers_answer(&a.body)
                     .with_context(|| format!("cannot read the worker list from {url}"));
             }
+            (Some(code @ (401 | 403)), _) => bail!("{}", http.refused(router, code)),
             (Some(code), _) => tried.push(format!("{path}: HTTP {code}")),
             (None, Some(f)) => {
                 bail!("cannot reach the router at {router}: {}", f.hint())

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::capture::{Activity, Backend, WorkerType};
+use crate::capture::{Activity, ApiKey, Backend, WorkerType};
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum CaptureCommand {
@@ -42,6 +42,16 @@ pub struct CaptureTargets {
     /// Print the result as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// API key for the router and workers (sglang-router / SGLang / vLLM `--api-key`), sent as
+    /// `Authorization: Bearer KEY`. Never printed. Prefer the environment variable: a key on
+    /// the command line is visible to other users in `ps`.
+    #[arg(long = "api-key", value_name = "KEY", env = "RANKPROF_API_KEY", hide_env_values = true,
+          value_parser = api_key)]
+    pub api_key: Option<ApiKey>,
+}
+
+fn api_key(s: &str) -> Result<ApiKey, String> {
+    ApiKey::new(s).ok_or_else(|| "the API key is empty".to_string())
 }
 
 /// The profiler settings SGLang's `ProfileReqInput` takes (vLLM takes none: its profiler is set

@@ -48,9 +48,43 @@ pub enum Command {
     Synth(SynthArgs),
     /// Run `ls` and `merge` (and `analyze`) on the bundled fixtures/.
     Demo(DemoArgs),
+    /// Print a shell completion script: `rankprof completions bash > /etc/bash_completion.d/rankprof`.
+    Completions(CompletionsArgs),
+    /// Write man pages into DIR: rankprof.1 and one page per subcommand (rankprof-analyze.1, …).
+    Man(ManArgs),
     /// Decompress trace files in parallel and discard the bytes (benchmark baseline).
     #[command(hide = true)]
     Inflate(InflateArgs),
+}
+
+/// The whole command line with the exit-code table ([`crate::exit::HELP`]) at the end of every
+/// command's and subcommand's `--help`.
+pub fn command() -> clap::Command {
+    fn with_exit_codes(c: clap::Command) -> clap::Command {
+        c.after_help(crate::exit::HELP)
+            .mut_subcommands(with_exit_codes)
+    }
+    with_exit_codes(<Cli as clap::CommandFactory>::command())
+}
+
+/// Parses the process' arguments with [`command`] (exits with clap's message and code 2 on bad
+/// usage, as `Cli::parse` does).
+pub fn parse() -> Cli {
+    let m = command().get_matches();
+    <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap_or_else(|e| e.exit())
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ManArgs {
+    /// Directory for the pages (created if missing).
+    pub dir: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -63,6 +97,12 @@ pub struct LsArgs {
     /// Read every file and count its events (slower).
     #[arg(long)]
     pub count: bool,
+    /// Output format on stdout: the listing as text, JSON, CSV (one row per file) or markdown.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -111,6 +151,13 @@ pub struct MergeArgs {
     /// Worker threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Output format on stdout: text, JSON (the result records), CSV (one row per rank) or
+    /// markdown.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -147,6 +194,13 @@ pub struct AnalyzeArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Also write one tidy CSV per table into DIR (ranks.csv, classes.csv, kernels_by_rank.csv,
+    /// steps_by_rank.csv, …): long form, times in ns, units in the column names.
+    #[arg(long = "csv-dir", value_name = "DIR")]
+    pub csv_dir: Option<PathBuf>,
     /// Also write one Parquet file per section into DIR (needs the `parquet` build feature).
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<PathBuf>,
@@ -164,7 +218,7 @@ pub struct AnalyzeArgs {
     pub jobs: Option<usize>,
 }
 
-/// How `analyze` prints its report.
+/// How `analyze`, `ls` and `merge` print their results.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
     /// Terminal tables.
@@ -219,6 +273,9 @@ pub struct CompareArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub format: CompareFormat,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Kernels in the top-kernels table (and in the appeared / vanished lists).
     #[arg(long = "top-n", value_name = "K", default_value_t = 15)]
     pub top_n: usize,

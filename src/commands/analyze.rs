@@ -1,5 +1,5 @@
 //! `rankprof analyze` / `analyze-profile`: arguments → [`AnalyzeOptions`], the analysis, the
-//! report on stdout in the chosen format, the files asked for (HTML, Parquet, summary), the exit
+//! report on stdout in the chosen format, the files asked for (HTML, tidy CSVs, Parquet, summary), the exit
 //! code.
 
 use std::path::PathBuf;
@@ -49,8 +49,17 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     for n in &a.notes {
         eprintln!("note: {n}");
     }
-    let text = render(&a, args.format)?;
+    let format = if args.json {
+        ReportFormat::Json
+    } else {
+        args.format
+    };
+    let text = render(&a, format)?;
     print!("{text}");
+    if let Some(dir) = &args.csv_dir {
+        let files = crate::report::tidy::write_csv_dir(&a, dir)?;
+        eprintln!("wrote {} CSV files into {}", files.len(), dir.display());
+    }
     if let Some(path) = &args.html {
         write_atomic_bytes(path, crate::report::html::render(&a).as_bytes())?;
         eprintln!("wrote {}", path.display());

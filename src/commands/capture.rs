@@ -54,6 +54,7 @@ pub fn targets(t: &CaptureTargets) -> Targets {
         backend: t.backend,
         timeout: t.timeout,
         notice_after: notice_after(),
+        api_key: t.api_key.clone(),
     }
 }
 

@@ -55,7 +55,12 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     for n in &out.notes {
         eprintln!("note: {n}");
     }
-    let text = render(&out.comparison, args.format)?;
+    let format = if args.json {
+        CompareFormat::Json
+    } else {
+        args.format
+    };
+    let text = render(&out.comparison, format)?;
     print!("{text}");
     if let Some(o) = &args.output {
         write_atomic_bytes(o, text.as_bytes())?;

@@ -36,6 +36,8 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         dir: fixtures.clone(),
         recursive: true,
         count: true,
+        format: crate::cli::ReportFormat::Table,
+        json: false,
     })?;
     let found = discover(&fixtures, true)?;
     let mut opts = PipelineOptions {

@@ -1,13 +1,15 @@
 //! `rankprof merge` / `merge-traces`: arguments → [`MergeOptions`], one merge per profile
-//! found, a few lines per profile on stdout, the exit code.
+//! found, a few lines per profile on stdout (or, with `--format json|csv|markdown`, the result
+//! records), the exit code.
 
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::MergeArgs;
+use crate::cli::{MergeArgs, ReportFormat};
 use crate::exit;
 use crate::merge::{filter, gather, merge_group, MergeOptions, MergeResult};
+use crate::report::tidy::{f, i, s, Tidy, Val};
 use crate::trace::{Group, Ns};
 
 /// The library's options from the command line.
@@ -50,7 +52,13 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
         .num_threads(args.jobs.unwrap_or(0))
         .build()
         .context("starting worker threads")?;
+    let format = if args.json {
+        ReportFormat::Json
+    } else {
+        args.format
+    };
     let mut code = exit::OK;
+    let mut records = Records::new();
     for g in &d.groups {
         let out = args
             .output
@@ -58,10 +66,115 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
             .unwrap_or_else(|| g.dir.join(g.merged_name()));
         let t = Instant::now();
         let res = pool.install(|| merge_group(g, &out, &opts))?;
-        print_result(g, &res, t.elapsed().as_secs_f64());
+        let secs = t.elapsed().as_secs_f64();
+        if format == ReportFormat::Table {
+            print_result(g, &res, secs);
+        } else {
+            records.add(g, &res, secs);
+        }
         code = code.max(res.exit_code());
     }
+    if format != ReportFormat::Table {
+        print!("{}", records.render(format, &d.notes)?);
+    }
     Ok(code)
+}
+
+/// The merge results as records: one row per profile (output path, ranks, events, …) and one
+/// per rank (events written, filtered out, clock shift, notes, unreadable).
+struct Records {
+    profiles: Tidy,
+    ranks: Tidy,
+}
+
+impl Records {
+    fn new() -> Records {
+        Records {
+            profiles: Tidy::new(
+                "profiles",
+                &[
+                    "profile_id",
+                    "stage",
+                    "output",
+                    "ranks",
+                    "events",
+                    "bytes_in",
+                    "json_bytes_out",
+                    "seconds",
+                    "damaged",
+                    "exit_code",
+                    "notes",
+                ],
+            ),
+            ranks: Tidy::new(
+                "ranks",
+                &[
+                    "profile_id",
+                    "stage",
+                    "rank",
+                    "events_read",
+                    "events_written",
+                    "events_filtered",
+                    "clock_shift_ns",
+                    "damaged",
+                    "unreadable",
+                    "notes",
+                    "path",
+                ],
+            ),
+        }
+    }
+
+    fn add(&mut self, g: &Group, res: &MergeResult, secs: f64) {
+        let stage = g.stage.as_deref().map_or(Val::Null, s);
+        self.profiles.rows.push(vec![
+            s(&g.profile_id),
+            stage.clone(),
+            res.output
+                .as_ref()
+                .map_or(Val::Null, |p| s(p.display().to_string())),
+            i(res.ranks.len() as i64),
+            i(res.events),
+            i(res.bytes_in),
+            i(res.uncompressed_out),
+            f(secs),
+            s(res.damaged().to_string()),
+            i(res.exit_code()),
+            s(res.notes.join("; ")),
+        ]);
+        for r in &res.ranks {
+            self.ranks.rows.push(vec![
+                s(&g.profile_id),
+                stage.clone(),
+                s(&r.label),
+                i(r.read),
+                i(r.written),
+                i(r.dropped),
+                i(r.shift.0),
+                s(r.damaged.to_string()),
+                r.unreadable.as_deref().map_or(Val::Null, s),
+                s(r.notes.join("; ")),
+                s(r.path.display().to_string()),
+            ]);
+        }
+    }
+
+    /// JSON: `{profiles, ranks, notes}`; CSV: the ranks table; markdown: both tables.
+    fn render(&self, format: ReportFormat, notes: &[String]) -> Result<String> {
+        Ok(match format {
+            ReportFormat::Json => {
+                let v = serde_json::json!({"profiles": self.profiles.records(),
+                    "ranks": self.ranks.records(), "notes": notes});
+                serde_json::to_string_pretty(&v)? + "\n"
+            }
+            ReportFormat::Csv => self.ranks.csv(),
+            _ => format!(
+                "# rankprof merge\n\n## Profiles\n\n{}\n## Ranks\n\n{}",
+                self.profiles.markdown(),
+                self.ranks.markdown()
+            ),
+        })
+    }
 }
 
 /// The lines `merge` prints for one profile.

@@ -6,6 +6,7 @@ pub mod analyze;
 pub mod capture;
 pub mod compare;
 pub mod demo;
+pub mod docs;
 pub mod inflate;
 pub mod ls;
 pub mod merge;
@@ -41,5 +42,7 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Capture(c) => capture::run(&c),
         Command::Nsys(c) => nsys::run(&c),
         Command::Watch(a) => watch::run(&a),
+        Command::Completions(a) => docs::completions(&a),
+        Command::Man(a) => docs::man(&a),
     }
 }

@@ -450,7 +450,7 @@ pub fn markdown(c: &Comparison) -> String {
                 .enumerate()
                 .map(|(i, v)| {
                     if i == 0 && sec.columns.first().map(String::as_str) == Some("kernel") {
-                        format!("`{}`", md(v))
+                        super::text::md_code(v)
                     } else {
                         md(v)
                     }

@@ -5,14 +5,15 @@
 use anyhow::Result;
 
 use super::tables::{sections, Cell};
-use super::text::md_cell;
+use super::text::{md_code, md_text};
 use crate::analyze::Analysis;
 
+/// The analysis as JSON, every list a list of flat records (see [`super::tidy::flat_json`]).
 pub fn json(a: &Analysis) -> Result<String> {
-    Ok(serde_json::to_string_pretty(a)? + "\n")
+    Ok(serde_json::to_string_pretty(&super::tidy::flat_json(a)?)? + "\n")
 }
 
-fn csv_field(s: &str) -> String {
+pub(super) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -57,16 +58,16 @@ pub fn markdown(a: &Analysis) -> String {
     }
     s.push_str("\n\n");
     for l in &a.verdict.lines {
-        s.push_str(&format!("- {}\n", md_cell(l)));
+        s.push_str(&format!("- {}\n", md_text(l)));
     }
     s.push('\n');
     for t in sections(a).iter().filter(|t| t.name != "verdict") {
-        s.push_str(&format!("## {}\n\n", md_cell(&t.title)));
+        s.push_str(&format!("## {}\n\n", md_text(&t.title)));
         s.push_str(&format!(
             "| {} |\n",
             t.columns
                 .iter()
-                .map(|c| md_cell(c))
+                .map(|c| md_text(c))
                 .collect::<Vec<_>>()
                 .join(" | ")
         ));
@@ -83,11 +84,21 @@ pub fn markdown(a: &Analysis) -> String {
                 })
                 .collect::<String>()
         ));
+        // Kernel and op names as inline code (GitHub-safe), other text escaped.
+        let code: Vec<bool> = t
+            .columns
+            .iter()
+            .map(|c| matches!(c.as_str(), "kernel" | "name"))
+            .collect();
         for row in &t.rows {
             s.push_str(&format!(
                 "| {} |\n",
                 row.iter()
-                    .map(|c| md_cell(&c.show()))
+                    .enumerate()
+                    .map(|(i, c)| match c {
+                        Cell::Text(v) if code.get(i).copied().unwrap_or(false) => md_code(v),
+                        other => md_text(&other.show()),
+                    })
                     .collect::<Vec<_>>()
                     .join(" | ")
             ));
@@ -98,7 +109,7 @@ pub fn markdown(a: &Analysis) -> String {
     if !notes.is_empty() {
         s.push_str("## Notes\n\n");
         for n in notes {
-            s.push_str(&format!("- {}\n", md_cell(n)));
+            s.push_str(&format!("- {}\n", md_text(n)));
         }
     }
     s

@@ -11,3 +11,4 @@ pub mod html;
 pub mod parquet;
 pub mod tables;
 pub mod text;
+pub mod tidy;

@@ -142,7 +142,7 @@ fn capture_line(rec: &CaptureRecord) -> String {
 /// Watches until an end condition; see the module doc.
 pub fn watch(o: &WatchOptions, on: &mut dyn FnMut(Event<'_>)) -> Result<WatchOutcome> {
     validate(o)?;
-    let http = Http::new();
+    let http = Http::for_targets(&o.targets);
     let found = workers::resolve(&http, &o.targets)?;
     let start_ns = now_ns();
     let mut notes = found.notes.clone();

@@ -15,6 +15,8 @@ pub struct Request {
     pub method: String,
     pub path: String,
     pub body: String,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
     /// When it arrived.
     pub at: Instant,
 }
@@ -74,7 +76,7 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-fn read_request(stream: &TcpStream) -> Option<(String, String, String)> {
+fn read_request(stream: &TcpStream) -> Option<(String, String, String, Option<String>)> {
     let mut r = BufReader::new(stream);
     let mut line = String::new();
     r.read_line(&mut line).ok()?;
@@ -83,6 +85,7 @@ fn read_request(stream: &TcpStream) -> Option<(String, String, String)> {
     let path = parts.next()?.to_string();
     let mut len = 0usize;
     let mut chunked = false;
+    let mut authorization = None;
     loop {
         let mut h = String::new();
         if r.read_line(&mut h).ok()? == 0 {
@@ -95,7 +98,9 @@ fn read_request(stream: &TcpStream) -> Option<(String, String, String)> {
         let (k, v) = h.split_once(':')?;
         let k = k.trim().to_ascii_lowercase();
         let v = v.trim();
-        if k == "content-length" {
+        if k == "authorization" {
+            authorization = Some(v.to_string());
+        } else if k == "content-length" {
             len = v.parse().ok()?;
         } else if k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked") {
             chunked = true;
@@ -118,18 +123,24 @@ fn read_request(stream: &TcpStream) -> Option<(String, String, String)> {
         body.resize(len, 0);
         r.read_exact(&mut body).ok()?;
     }
-    Some((method, path, String::from_utf8_lossy(&body).into_owned()))
+    Some((
+        method,
+        path,
+        String::from_utf8_lossy(&body).into_owned(),
+        authorization,
+    ))
 }
 
 fn serve(mut stream: TcpStream, log: &Mutex<Vec<Request>>, handler: &Handler) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let Some((method, path, body)) = read_request(&stream) else {
+    let Some((method, path, body, authorization)) = read_request(&stream) else {
         return;
     };
     let req = Request {
         method,
         path,
         body,
+        authorization,
         at: Instant::now(),
     };
     log.lock().unwrap().push(req.clone());

@@ -59,6 +59,11 @@ impl Router {
     /// Starts `python -m sglang_router.launch_router ARGS --host 127.0.0.1 --port P
     /// --prometheus-port Q` and waits until `GET /workers` lists `expect` healthy workers.
     pub fn launch(py: &Path, args: &[String], expect: usize) -> Router {
+        Router::launch_with_key(py, args, expect, None)
+    }
+
+    /// As [`Router::launch`], with `--api-key KEY` (the router then answers 401 without it).
+    pub fn launch_with_key(py: &Path, args: &[String], expect: usize, key: Option<&str>) -> Router {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("router.log");
         let port = dead_port();
@@ -75,6 +80,7 @@ impl Router {
                 &prom.to_string(),
             ])
             .args(["--log-level", "warn"])
+            .args(key.map(|k| ["--api-key", k]).into_iter().flatten())
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(std::fs::File::create(dir.path().join("router.err")).unwrap())
             .spawn()
@@ -85,18 +91,20 @@ impl Router {
             log,
             _dir: dir,
         };
-        r.wait_for(expect);
+        r.wait_for(expect, key);
         r
     }
 
-    fn wait_for(&self, expect: usize) {
+    fn wait_for(&self, expect: usize, key: Option<&str>) {
         let t0 = Instant::now();
         let mut last = String::new();
         while t0.elapsed() < Duration::from_secs(60) {
-            if let Ok(resp) = ureq::get(&format!("{}/workers", self.url))
-                .timeout(Duration::from_secs(2))
-                .call()
-            {
+            let mut req =
+                ureq::get(&format!("{}/workers", self.url)).timeout(Duration::from_secs(2));
+            if let Some(k) = key {
+                req = req.set("Authorization", &format!("Bearer {k}"));
+            }
+            if let Ok(resp) = req.call() {
                 last = resp.into_string().unwrap_or_default();
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&last) {
                     let healthy = v["workers"]

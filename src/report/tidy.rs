@@ -1,0 +1,482 @@
+//! The analysis as tidy (long-form) tables for pandas, polars, R and SQL: one row per
+//! observation (rank × class, kernel × rank, step × rank, …), one column per variable, a unit
+//! in every time column name (`_ns`, `_ms`, `_pct`), no spaces or symbols in headers. Written
+//! by `analyze --csv-dir DIR` as one CSV per table ([`write_csv_dir`]), and used by the JSON
+//! format so that every list there is a list of flat records ([`flat_json`]).
+//!
+//! Times are integer nanoseconds as the analysis holds them (no rounding); nothing here
+//! computes a figure beyond reading the analysis' own accessors.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::{Map, Value};
+
+use crate::analyze::Analysis;
+
+/// One value of a tidy table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Null,
+}
+
+impl Val {
+    fn csv(&self) -> String {
+        match self {
+            Val::Str(s) => super::formats::csv_field(s),
+            Val::Int(v) => v.to_string(),
+            Val::Float(v) if v.is_finite() => format!("{v}"),
+            Val::Float(_) | Val::Null => String::new(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Val::Str(s) => Value::String(s.clone()),
+            Val::Int(v) => Value::from(*v),
+            Val::Float(v) => serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number),
+            Val::Null => Value::Null,
+        }
+    }
+}
+
+/// A text value.
+pub fn s(v: impl Into<String>) -> Val {
+    Val::Str(v.into())
+}
+
+/// An integer value (null when it does not fit in i64).
+pub fn i(v: impl TryInto<i64>) -> Val {
+    v.try_into().map_or(Val::Null, Val::Int)
+}
+
+/// A number.
+pub fn f(v: f64) -> Val {
+    Val::Float(v)
+}
+
+/// A tidy table: `name` is its file stem (`kernels_by_rank.csv`).
+#[derive(Debug, Clone)]
+pub struct Tidy {
+    pub name: &'static str,
+    pub columns: Vec<&'static str>,
+    pub rows: Vec<Vec<Val>>,
+}
+
+impl Tidy {
+    pub fn new(name: &'static str, columns: &[&'static str]) -> Tidy {
+        Tidy {
+            name,
+            columns: columns.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// The table as CSV: a header line, one line per row.
+    pub fn csv(&self) -> String {
+        let mut out = self.columns.join(",");
+        out.push('\n');
+        for r in &self.rows {
+            out.push_str(&r.iter().map(Val::csv).collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The table as a GitHub markdown table (every cell escaped, see [`super::text::md_text`]).
+    pub fn markdown(&self) -> String {
+        let mut out = format!("| {} |\n|", self.columns.join(" | "));
+        out.push_str(&"---|".repeat(self.columns.len()));
+        out.push('\n');
+        for r in &self.rows {
+            let cells: Vec<String> = r
+                .iter()
+                .map(|v| match v {
+                    Val::Str(x) => super::text::md_text(x),
+                    Val::Int(x) => x.to_string(),
+                    Val::Float(x) if x.is_finite() => format!("{x}"),
+                    Val::Float(_) | Val::Null => String::new(),
+                })
+                .collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out
+    }
+
+    /// The table as a JSON list of flat records.
+    pub fn records(&self) -> Value {
+        Value::Array(
+            self.rows
+                .iter()
+                .map(|r| {
+                    let m: Map<String, Value> = self
+                        .columns
+                        .iter()
+                        .zip(r)
+                        .map(|(c, v)| (c.to_string(), v.json()))
+                        .collect();
+                    Value::Object(m)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Every tidy table of the analysis (empty ones too, so a script always finds its file).
+pub fn tables(a: &Analysis) -> Vec<Tidy> {
+    let mut out = vec![ranks(a), classes(a), kernels(a), kernels_by_rank(a)];
+    out.extend([steps(a), steps_by_rank(a)]);
+    out.extend(collectives(a));
+    if let Some(d) = &a.depth {
+        out.extend(depth(d));
+    }
+    out
+}
+
+fn ranks(a: &Analysis) -> Tidy {
+    let mut t = Tidy::new(
+        "ranks",
+        &[
+            "rank",
+            "device",
+            "source",
+            "span_ns",
+            "busy_ns",
+            "idle_ns",
+            "utilization_pct",
+            "compute_ns",
+            "comm_ns",
+            "exposed_comm_ns",
+            "memcpy_memset_ns",
+            "kernel_count",
+            "kernel_sum_ns",
+            "event_count",
+        ],
+    );
+    for r in &a.ranks {
+        t.rows.push(vec![
+            s(&r.rank),
+            r.device.as_ref().map_or(Val::Null, s),
+            s(&r.source),
+            i(r.span_ns),
+            i(r.busy_ns),
+            i(r.idle_ns),
+            f(r.utilization_pct),
+            i(r.compute_ns),
+            i(r.comm_ns),
+            i(r.exposed_comm_ns),
+            i(r.memcpy_memset_ns),
+            i(r.kernels),
+            i(r.kernel_sum_ns),
+            i(r.events),
+        ]);
+    }
+    t
+}
+
+fn classes(a: &Analysis) -> Tidy {
+    let c = &a.classes;
+    let mut t = Tidy::new("classes", &["rank", "class", "total_ns"]);
+    for (r, v) in c.ranks.iter().zip(&c.ns) {
+        for (class, ns) in c.classes.iter().zip(v) {
+            t.rows.push(vec![s(r), s(class), i(*ns)]);
+        }
+    }
+    t
+}
+
+fn kernels(a: &Analysis) -> Tidy {
+    let mut t = Tidy::new(
+        "kernels",
+        &[
+            "kernel",
+            "short_name",
+            "class",
+            "kind",
+            "total_ns",
+            "max_over_mean",
+            "cv",
+            "slowest_rank",
+        ],
+    );
+    for k in &a.kernels {
+        t.rows.push(vec![
+            s(&k.name),
+            s(&k.short),
+            s(&k.class),
+            s(&k.kind),
+            i(k.total_ns),
+            f(k.max_over_mean),
+            f(k.cv),
+            s(&k.slowest),
+        ]);
+    }
+    t
+}
+
+fn kernels_by_rank(a: &Analysis) -> Tidy {
+    let mut t = Tidy::new(
+        "kernels_by_rank",
+        &[
+            "kernel", "class", "rank", "total_ns", "count", "mean_ns", "max_ns",
+        ],
+    );
+    for k in &a.kernels {
+        for (r, st) in a.ranks.iter().zip(&k.per_rank) {
+            t.rows.push(vec![
+                s(&k.name),
+                s(&k.class),
+                s(&r.rank),
+                i(st.total_ns),
+                i(st.count),
+                f(st.mean_ns),
+                i(st.max_ns),
+            ]);
+        }
+    }
+    t
+}
+
+fn steps(a: &Analysis) -> Tidy {
+    let st = &a.steps;
+    let mut t = Tidy::new(
+        "steps",
+        &[
+            "step",
+            "name",
+            "start_ms",
+            "max_over_mean",
+            "slowest_rank",
+            "slowest_excess_pct",
+        ],
+    );
+    for r in &st.rows {
+        let slowest = r.slowest().and_then(|x| st.ranks.get(x));
+        t.rows.push(vec![
+            s(&r.step),
+            s(&r.name),
+            f(r.t_ms),
+            f(r.max_over_mean()),
+            slowest.map_or(Val::Null, s),
+            f(r.slowest_excess_pct()),
+        ]);
+    }
+    t
+}
+
+fn steps_by_rank(a: &Analysis) -> Tidy {
+    let st = &a.steps;
+    let mut t = Tidy::new(
+        "steps_by_rank",
+        &[
+            "step",
+            "rank",
+            "name",
+            "dur_ns",
+            "busy_ns",
+            "work_ns",
+            "excess_pct",
+        ],
+    );
+    for r in &st.rows {
+        for (x, rank) in st.ranks.iter().enumerate() {
+            let ns = |v: &[i64]| v.get(x).map_or(Val::Null, |n| i(*n));
+            t.rows.push(vec![
+                s(&r.step),
+                s(rank),
+                s(&r.name),
+                ns(&r.dur_ns),
+                ns(&r.busy_ns),
+                ns(&r.work_ns),
+                r.excess_pct.get(x).map_or(Val::Null, |p| f(*p)),
+            ]);
+        }
+    }
+    t
+}
+
+fn collectives(a: &Analysis) -> Vec<Tidy> {
+    let co = &a.collectives;
+    let mut ranks = Tidy::new(
+        "collectives_ranks",
+        &[
+            "rank",
+            "world",
+            "collectives",
+            "matched",
+            "wait_ns",
+            "arrived_last",
+            "arrived_last_pct",
+        ],
+    );
+    for r in &co.ranks {
+        ranks.rows.push(vec![
+            s(&r.rank),
+            i(r.world as i64),
+            i(r.collectives as i64),
+            i(r.matched as i64),
+            i(r.wait_ns),
+            i(r.arrived_last as i64),
+            f(r.last_pct()),
+        ]);
+    }
+    let mut groups = Tidy::new(
+        "collectives",
+        &[
+            "world",
+            "key",
+            "name",
+            "matched",
+            "mean_skew_ns",
+            "max_skew_ns",
+            "last_most_rank",
+            "last_most_count",
+            "name_mismatches",
+        ],
+    );
+    for g in &co.groups {
+        groups.rows.push(vec![
+            i(g.world as i64),
+            s(&g.key),
+            s(&g.name),
+            i(g.matched as i64),
+            f(g.mean_skew_ns),
+            i(g.max_skew_ns),
+            s(&g.last_most),
+            i(g.last_most_count as i64),
+            i(g.name_mismatches as i64),
+        ]);
+    }
+    let mut worst = Tidy::new(
+        "collectives_worst",
+        &[
+            "world",
+            "key",
+            "index",
+            "name",
+            "skew_ns",
+            "last_rank",
+            "start_ms",
+        ],
+    );
+    for w in &co.worst {
+        worst.rows.push(vec![
+            i(w.world as i64),
+            s(&w.key),
+            i(w.index as i64),
+            s(&w.name),
+            i(w.skew_ns),
+            s(&w.last),
+            f(w.t_ms),
+        ]);
+    }
+    let mut worlds = Tidy::new("collectives_worlds", &["world", "rank"]);
+    for (n, w) in co.worlds.iter().enumerate() {
+        for r in w {
+            worlds.rows.push(vec![i(n as i64), s(r)]);
+        }
+    }
+    vec![ranks, groups, worst, worlds]
+}
+
+fn depth(d: &crate::analyze::RankDepth) -> Vec<Tidy> {
+    let mut k = Tidy::new(
+        "rank_kernels",
+        &[
+            "rank",
+            "kernel",
+            "short_name",
+            "class",
+            "kind",
+            "total_ns",
+            "share_pct",
+            "count",
+            "mean_ns",
+            "min_ns",
+            "max_ns",
+        ],
+    );
+    for x in &d.kernels {
+        k.rows.push(vec![
+            s(&d.rank),
+            s(&x.name),
+            s(&x.short),
+            s(&x.class),
+            s(&x.kind),
+            i(x.total_ns),
+            f(x.pct),
+            i(x.count),
+            f(x.mean_ns),
+            i(x.min_ns),
+            i(x.max_ns),
+        ]);
+    }
+    let mut st = Tidy::new("rank_streams", &["rank", "stream", "ops", "sum_ns"]);
+    for x in &d.streams {
+        st.rows
+            .push(vec![s(&d.rank), i(x.stream), i(x.ops), i(x.sum_ns)]);
+    }
+    let mut steps = Tidy::new(
+        "rank_steps",
+        &[
+            "rank", "step", "name", "start_ns", "dur_ns", "busy_ns", "work_ns",
+        ],
+    );
+    for (n, x) in d.steps.iter().enumerate() {
+        steps.rows.push(vec![
+            s(&d.rank),
+            x.number.map_or(i(n as i64), i),
+            s(&x.name),
+            i(x.start_ns),
+            i(x.dur_ns),
+            i(x.busy_ns),
+            i(x.work_ns),
+        ]);
+    }
+    vec![k, st, steps]
+}
+
+/// `--csv-dir DIR`: one CSV per tidy table, each written atomically; returns the files.
+pub fn write_csv_dir(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut written = Vec::new();
+    for t in tables(a) {
+        let path = dir.join(format!("{}.csv", t.name));
+        crate::trace::writer::write_atomic_bytes(&path, t.csv().as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The analysis as JSON with every list a list of flat records: the serialized analysis, with
+/// its nested lists replaced by the tidy tables (`classes`, `kernels` + `kernels_by_rank`,
+/// `steps.rows` + `steps.by_rank`, `collectives.worlds`, `files[].ranks` joined by commas).
+/// Objects (`verdict`, `steps`, `collectives`, `depth`) and flat lists keep their fields.
+pub fn flat_json(a: &Analysis) -> Result<Value> {
+    let mut v = serde_json::to_value(a)?;
+    let by: std::collections::HashMap<&str, Value> =
+        tables(a).iter().map(|t| (t.name, t.records())).collect();
+    let take = |name: &str| by.get(name).cloned().unwrap_or(Value::Array(Vec::new()));
+    if let Some(o) = v.as_object_mut() {
+        o.insert("classes".into(), take("classes"));
+        o.insert("kernels".into(), take("kernels"));
+        o.insert("kernels_by_rank".into(), take("kernels_by_rank"));
+        if let Some(files) = o.get_mut("files").and_then(Value::as_array_mut) {
+            for (file, info) in files.iter_mut().zip(&a.files) {
+                file["ranks"] = Value::String(info.ranks.join(","));
+            }
+        }
+    }
+    if let Some(st) = v.get_mut("steps").and_then(Value::as_object_mut) {
+        st.insert("rows".into(), take("steps"));
+        st.insert("by_rank".into(), take("steps_by_rank"));
+    }
+    if let Some(co) = v.get_mut("collectives").and_then(Value::as_object_mut) {
+        co.insert("worlds".into(), take("collectives_worlds"));
+    }
+    Ok(v)
+}
