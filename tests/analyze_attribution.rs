@@ -443,6 +443,22 @@ fn every_format_carries_the_attribution() {
     let recs = json["attribution"]["records"].as_array().unwrap();
     assert_eq!(recs[0]["cause"], "slower-device");
     assert_eq!(recs[0]["who"], "TP01");
+    // Lists of flat records (#12): no list or object inside a record.
+    for list in ["records", "per_step", "ranks"] {
+        for rec in json["attribution"][list].as_array().unwrap() {
+            let flat = rec
+                .as_object()
+                .unwrap()
+                .values()
+                .all(|v| !v.is_array() && !v.is_object());
+            assert!(flat, "attribution.{list}: {rec}");
+        }
+    }
+    assert_eq!(
+        json["attribution"]["per_step"].as_array().unwrap().len(),
+        a.ranks.len() * a.attribution.per_step.len()
+    );
+    assert!(json["unclassified"]["pct"].is_number());
     let md = rankprof::report::formats::markdown(&a);
     assert!(
         md.contains("Imbalanced, slower device or host: rank TP01"),

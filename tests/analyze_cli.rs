@@ -328,9 +328,11 @@ fn html_is_one_self_contained_file() {
     ] {
         assert!(s.contains(id), "missing {id}");
     }
-    for fetch in ["http://", "https://", "<script", "<link", "src="] {
+    // Self-contained: its one script (table sorting) is inline; nothing is fetched.
+    for fetch in ["http://", "https://", "<script src", "<link", "src="] {
         assert!(!s.contains(fetch), "the HTML refers to {fetch}");
     }
+    assert_eq!(s.matches("<script>").count(), s.matches("<script").count());
     // Nothing but the report was left in the directory (atomic write, no temp file).
     let names: Vec<_> = std::fs::read_dir(out.path())
         .unwrap()

@@ -462,6 +462,17 @@ pub fn flat_json(a: &Analysis) -> Result<Value> {
         tables(a).iter().map(|t| (t.name, t.records())).collect();
     let take = |name: &str| by.get(name).cloned().unwrap_or(Value::Array(Vec::new()));
     if let Some(o) = v.as_object_mut() {
+        // The class table's scalars, kept beside its flat records.
+        let c = &a.classes;
+        o.insert(
+            "unclassified".into(),
+            serde_json::json!({
+                "pct": c.unclassified_pct,
+                "by_rank": c.ranks.iter().zip(&c.unclassified_rank_pct)
+                    .map(|(r, p)| serde_json::json!({"rank": r, "pct": p}))
+                    .collect::<Vec<_>>(),
+            }),
+        );
         o.insert("classes".into(), take("classes"));
         o.insert("kernels".into(), take("kernels"));
         o.insert("kernels_by_rank".into(), take("kernels_by_rank"));
@@ -474,6 +485,28 @@ pub fn flat_json(a: &Analysis) -> Result<Value> {
     if let Some(st) = v.get_mut("steps").and_then(Value::as_object_mut) {
         st.insert("rows".into(), take("steps"));
         st.insert("by_rank".into(), take("steps_by_rank"));
+    }
+    if let Some(at) = v.get_mut("attribution").and_then(Value::as_object_mut) {
+        let attr = &a.attribution;
+        // One record per step and rank instead of a list per figure.
+        let mut rows = Vec::new();
+        for s in &attr.per_step {
+            for (i, r) in attr.ranks.iter().enumerate() {
+                rows.push(serde_json::json!({
+                    "step": s.step,
+                    "rank": r.rank,
+                    "tokens": s.tokens.get(i).copied().flatten(),
+                    "seqs": s.seqs.get(i).copied().flatten(),
+                    "launches": s.launches.get(i).copied(),
+                }));
+            }
+        }
+        at.insert("per_step".into(), Value::Array(rows));
+        if let Some(recs) = at.get_mut("records").and_then(Value::as_array_mut) {
+            for (rec, r) in recs.iter_mut().zip(&attr.records) {
+                rec["peers"] = Value::String(r.peers.join(","));
+            }
+        }
     }
     if let Some(co) = v.get_mut("collectives").and_then(Value::as_object_mut) {
         co.insert("worlds".into(), take("collectives_worlds"));
