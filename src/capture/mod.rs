@@ -11,7 +11,8 @@
 //!    `num_steps` is success; vLLM's 404 means no `--profiler-config`);
 //! 3. [`fanout`] calls every server at once, each with its own timeout ([`http`]: bodies read
 //!    whole up to 64 MiB, a body cut short is a failure), and says what it is waiting for;
-//! 4. [`session`] orders start → [`load`] → stop → [`flush`] wait → merge and analyze;
+//! 4. [`session`] orders start → [`load`] → stop → [`flush`] wait → merge and analyze
+//!    ([`startstop`]: `capture start` / `capture stop` on their own, with the [`record`]);
 //! 5. [`report`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
 //!    2 usage);
 //! 6. [`nsys`] does the same for Nsight Systems sessions.
@@ -33,6 +34,7 @@ pub mod options;
 pub mod record;
 pub mod report;
 pub mod session;
+pub mod startstop;
 pub mod workers;
 
 pub use dialect::{Activity, Backend};

@@ -1,7 +1,7 @@
 //! One capture from start to finish: start every server's profiler, drive load, wait (for
 //! `--duration`, the load, or `num_steps`), stop, wait until the trace files stop growing,
 //! then merge and analyze them ([`super::handoff`], the single hand-over to the rest of
-//! rankprof). `capture start` and `capture stop` are the first and middle steps on their own.
+//! rankprof). `capture start` and `capture stop` on their own are in [`super::startstop`].
 //!
 //! (Over ~500 lines: the capture steps.)
 
@@ -18,13 +18,12 @@ use super::fanout::{fan_out_with, Http};
 use super::flush::{self, Flushed, Snapshot};
 use super::handoff::{merge_and_analyze, worst, PostProcess};
 use super::load::{self, LoadReport, Plan};
-use super::options::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
-use super::record::{self, SessionRecord};
+use super::options::{CaptureOptions, ProfileSettings, Targets};
 use super::report::{self, Call, WorkerRow};
 use super::workers::{self, is_loopback, Worker};
 use crate::exit;
 
-fn secs(s: f64) -> Duration {
+pub(super) fn secs(s: f64) -> Duration {
     super::options::seconds(s)
 }
 
@@ -62,7 +61,7 @@ pub fn probe(http: &Http, url: &str, timeout: Duration) -> Result<Dialect, Call>
     }
 }
 
-fn dialect_for(
+pub(super) fn dialect_for(
     http: &Http,
     row: &mut WorkerRow,
     backend: Backend,
@@ -188,7 +187,7 @@ pub fn stop_one(
 
 /// Calls `f` on every worker at once; a wait longer than `t.notice_after` names the servers
 /// still awaited.
-fn each_worker<R: Send>(
+pub(super) fn each_worker<R: Send>(
     found: &[Worker],
     label: &str,
     t: &Targets,
@@ -203,100 +202,7 @@ fn each_worker<R: Send>(
     )
 }
 
-/// The result of `capture start` / `capture stop`.
-#[derive(Clone, Debug, Serialize)]
-pub struct Outcome {
-    pub command: &'static str,
-    pub router: Option<String>,
-    pub workers: Vec<WorkerRow>,
-    pub notes: Vec<String>,
-    pub exit_code: i32,
-}
-
-/// `capture start`.
-pub fn start(a: &StartOptions) -> Result<Outcome> {
-    let http = Http::for_targets(&a.targets);
-    let found = workers::resolve(&http, &a.targets)?;
-    let dirs = Dirs::new(&a.profile)?;
-    let rows = each_worker(&found.workers, "start", &a.targets, |w| {
-        start_one(&http, w, &a.targets, &a.profile, &dirs)
-    });
-    let mut notes = found.notes;
-    let started: Vec<String> = rows
-        .iter()
-        .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
-        .map(|r| r.url.clone())
-        .collect();
-    if !started.is_empty() {
-        let base = dirs.vllm.clone(); // the absolute --output-dir
-        let rec = SessionRecord::new(
-            found.router.clone(),
-            started,
-            a.profile.num_steps,
-            base,
-            a.profile.step,
-        );
-        notes.extend(record::save(&rec, &a.targets, a.state_dir.as_deref()));
-    }
-    Ok(Outcome {
-        command: "capture start",
-        router: found.router,
-        exit_code: report::exit_code(&rows),
-        workers: rows,
-        notes,
-    })
-}
-
-/// `capture stop`.
-pub fn stop(a: &StopOptions) -> Result<Outcome> {
-    let http = Http::for_targets(&a.targets);
-    let found = workers::resolve(&http, &a.targets)?;
-    let probe_timeout = secs(a.targets.timeout);
-    let dirs = Dirs::default();
-    let mut notes = found.notes;
-    let rec = record::find(a.output_dir.as_deref(), &a.targets, a.state_dir.as_deref());
-    if let Some(f) = &rec {
-        notes.push(format!(
-            "session record {} (capture start {} s ago{})",
-            f.path.display(),
-            f.age.as_secs(),
-            f.record
-                .num_steps
-                .map(|n| format!(", num_steps {n}"))
-                .unwrap_or_default()
-        ));
-    } else if let Some(d) = &a.output_dir {
-        notes.push(format!(
-            "no session record in {} (missing, unreadable or over a day old)",
-            d.display()
-        ));
-    }
-    let rows = each_worker(&found.workers, "stop", &a.targets, |w| {
-        let mut row = WorkerRow::new(w);
-        if dialect_for(&http, &mut row, a.targets.backend, probe_timeout).is_some() {
-            // --num-steps on stop wins; else what start recorded for this server.
-            let auto_stop = a
-                .num_steps
-                .or_else(|| rec.as_ref().and_then(|f| f.num_steps_for(&w.url)));
-            stop_one(
-                &http,
-                &mut row,
-                a.targets.backend,
-                auto_stop,
-                secs(a.stop_timeout),
-                &dirs,
-            );
-        }
-        row
-    });
-    Ok(Outcome {
-        command: "capture stop",
-        router: found.router,
-        exit_code: report::exit_code(&rows),
-        workers: rows,
-        notes,
-    })
-}
+pub use super::startstop::{start, stop, Outcome};
 
 /// The result of `capture run`.
 #[derive(Debug, Serialize)]

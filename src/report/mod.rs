@@ -1,10 +1,11 @@
 //! Renderers only: the analysis as plain tables ([`tables`], the attribution's in
-//! [`attribution`]) shown in the terminal or written as
+//! [`attribution`], the collectives' in [`collective_tables`]) shown in the terminal or written as
 //! CSV / JSON / markdown ([`formats`]), HTML ([`html`]) and Parquet ([`parquet`]); a comparison
 //! as a table, markdown or JSON ([`compare`]); and shared text helpers ([`text`]). Nothing here computes a figure: every number comes from the result types of
 //! `analyze` and `compare`.
 
 pub mod attribution;
+pub mod collective_tables;
 pub mod compare;
 pub mod formats;
 pub mod html;

@@ -2,10 +2,12 @@
 //! CSV, markdown, HTML, Parquet) — and the terminal rendering with comfy-table, fitted to the
 //! terminal width.
 //!
-//! (Over ~500 lines: one short function per table.)
+//! (About 500 lines: one short function per table; the collective tables are in
+//! [`super::collective_tables`].)
 
 use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 
+use super::collective_tables;
 use crate::analyze::Analysis;
 
 /// One value of a table.
@@ -33,15 +35,15 @@ impl Cell {
     }
 }
 
-fn ms(ns: i64) -> Cell {
+pub(super) fn ms(ns: i64) -> Cell {
     Cell::Num(ns as f64 / 1e6, 2)
 }
 
-fn us(ns: f64) -> Cell {
+pub(super) fn us(ns: f64) -> Cell {
     Cell::Num(ns / 1e3, 1)
 }
 
-fn text(s: impl Into<String>) -> Cell {
+pub(super) fn text(s: impl Into<String>) -> Cell {
     Cell::Text(s.into())
 }
 
@@ -81,9 +83,9 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
         out.push(steps_by_rank(a, &ranks));
     }
     if a.collectives.matched > 0 {
-        out.push(collective_ranks(a));
-        out.push(collective_groups(a));
-        out.push(collective_worst(a));
+        out.push(collective_tables::ranks(a));
+        out.push(collective_tables::groups(a));
+        out.push(collective_tables::worst(a));
     }
     if let Some(d) = &a.depth {
         out.extend(depth(d));
@@ -340,119 +342,6 @@ fn steps_by_rank(a: &Analysis, ranks: &[&str]) -> Table {
             "step", "rank", "name", "time ms", "busy ms", "work ms", "excess %",
         ]),
         rows,
-        terminal: false,
-    }
-}
-
-fn collective_ranks(a: &Analysis) -> Table {
-    let co = &a.collectives;
-    Table {
-        name: "collectives_ranks",
-        title: format!(
-            "Collectives × rank ({} matched, from {} events; ties: {} of {}, arrivals less than {:.0} µs apart)",
-            co.matched,
-            co.source,
-            co.ties,
-            co.matched,
-            co.tie_tolerance_ns as f64 / 1e3
-        ),
-        columns: [
-            "rank",
-            "world",
-            "collectives",
-            "matched",
-            "wait ms",
-            "arrived last",
-            "last %",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        rows: co
-            .ranks
-            .iter()
-            .map(|r| {
-                vec![
-                    text(r.rank.clone()),
-                    Cell::Int(r.world as i64),
-                    Cell::Int(r.collectives as i64),
-                    Cell::Int(r.matched as i64),
-                    ms(r.wait_ns),
-                    Cell::Int(r.arrived_last as i64),
-                    Cell::Num(r.last_pct(), 1),
-                ]
-            })
-            .collect(),
-        terminal: true,
-    }
-}
-
-fn collective_groups(a: &Analysis) -> Table {
-    let co = &a.collectives;
-    Table {
-        name: "collectives",
-        title: "Collectives by process group and stream".into(),
-        columns: [
-            "world",
-            "key",
-            "name",
-            "matched",
-            "mean skew µs",
-            "max skew µs",
-            "last most",
-            "ties",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        rows: co
-            .groups
-            .iter()
-            .map(|g| {
-                vec![
-                    Cell::Int(g.world as i64),
-                    text(g.key.clone()),
-                    text(g.name.clone()),
-                    Cell::Int(g.matched as i64),
-                    us(g.mean_skew_ns),
-                    us(g.max_skew_ns as f64),
-                    text(if g.last_most.is_empty() {
-                        "— (all ties)".to_string()
-                    } else {
-                        format!("{} ({})", g.last_most, g.last_most_count)
-                    }),
-                    Cell::Int(g.ties as i64),
-                ]
-            })
-            .collect(),
-        terminal: true,
-    }
-}
-
-fn collective_worst(a: &Analysis) -> Table {
-    let co = &a.collectives;
-    Table {
-        name: "collectives_worst",
-        title: "Largest arrival skews".into(),
-        columns: ["world", "key", "#", "name", "skew µs", "last", "t ms"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        rows: co
-            .worst
-            .iter()
-            .map(|w| {
-                vec![
-                    Cell::Int(w.world as i64),
-                    text(w.key.clone()),
-                    Cell::Int(w.index as i64),
-                    text(w.name.clone()),
-                    us(w.skew_ns as f64),
-                    text(w.last.clone()),
-                    Cell::Num(w.t_ms, 3),
-                ]
-            })
-            .collect(),
         terminal: false,
     }
 }

@@ -10,6 +10,7 @@ pub mod json;
 pub mod listing;
 pub mod rankid;
 pub mod reader;
+pub mod report;
 pub mod steps;
 pub mod time;
 pub mod writer;

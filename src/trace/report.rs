@@ -1,0 +1,189 @@
+//! What reading one trace file found: its [`Header`] (the top-level keys other than
+//! `traceEvents`), and the [`ReadReport`] — events delivered and rejected, the [`Problem`]s with
+//! single events, the [`Damage`] that stopped reading early, raw control bytes and trailing
+//! garbage, each at its byte offset. The reader ([`super::reader`]) fills them in.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Top-level keys of a trace other than `traceEvents`. Values are kept as raw JSON text.
+#[derive(Debug, Clone, Default)]
+pub struct Header {
+    /// `true` for `{"traceEvents": …}`, `false` for a bare array.
+    pub object_form: bool,
+    pub schema_version: Option<i64>,
+    /// Kineto's `baseTimeNanoseconds`: event `ts` are relative to it when present.
+    pub base_time_ns: Option<i64>,
+    pub display_time_unit: Option<String>,
+    /// Raw JSON of `deviceProperties` (an array).
+    pub device_properties: Option<String>,
+    /// Raw JSON of `distributedInfo`.
+    pub distributed_info: Option<String>,
+    /// Every other key with its raw JSON value, in input order.
+    pub other: Vec<(String, String)>,
+}
+
+impl Header {
+    /// `distributedInfo.rank`, if present.
+    pub fn distributed_rank(&self) -> Option<i64> {
+        let v: serde_json::Value = serde_json::from_str(self.distributed_info.as_deref()?).ok()?;
+        v.get("rank")?.as_i64()
+    }
+    /// `distributedInfo.world_size`, if present.
+    pub fn world_size(&self) -> Option<i64> {
+        let v: serde_json::Value = serde_json::from_str(self.distributed_info.as_deref()?).ok()?;
+        v.get("world_size")?.as_i64()
+    }
+    /// Device names from `deviceProperties`.
+    pub fn device_names(&self) -> Vec<String> {
+        let Some(raw) = self.device_properties.as_deref() else {
+            return Vec::new();
+        };
+        let v: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|d| d.get("name").and_then(|n| n.as_str()).map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A problem found while reading, at a byte offset of the decompressed input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub offset: u64,
+    pub msg: String,
+}
+
+/// How reading a file went.
+#[derive(Debug, Clone)]
+pub struct ReadReport {
+    pub path: PathBuf,
+    pub header: Header,
+    /// Events delivered to the callback.
+    pub events: u64,
+    /// Events skipped because they were invalid (wrong types, missing fields, bad UTF-8).
+    pub rejected: u64,
+    /// The first problems with single events (at most [`MAX_PROBLEMS`]).
+    pub problems: Vec<Problem>,
+    /// Where reading had to stop early, if it did.
+    pub damage: Option<Damage>,
+    /// Decompressed bytes read.
+    pub bytes: u64,
+    pub gzip: bool,
+    /// Events (and header values) holding raw control bytes (U+0000–U+001F) inside strings,
+    /// which JSON forbids. They are read as written, not rejected: nothing is lost.
+    pub raw_control: u64,
+    /// Decompressed offset of the first such byte.
+    pub first_raw_control: Option<u64>,
+    /// `(compressed offset, length)` of bytes after the last gzip member that are not a gzip
+    /// member. Every member before them was verified, so this is a note, not damage.
+    pub trailing_garbage: Option<(u64, u64)>,
+}
+
+pub const MAX_PROBLEMS: usize = 20;
+
+/// Why reading stopped before the end of the document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// The data ends inside the document.
+    Truncated { at: u64 },
+    /// The JSON is invalid at this offset.
+    InvalidJson { at: u64, msg: String },
+    /// The gzip stream is broken (not merely cut short).
+    Gzip { at: u64, msg: String },
+}
+
+impl Damage {
+    pub fn offset(&self) -> u64 {
+        match self {
+            Damage::Truncated { at } | Damage::InvalidJson { at, .. } | Damage::Gzip { at, .. } => {
+                *at
+            }
+        }
+    }
+}
+
+impl ReadReport {
+    pub(super) fn new(path: &Path, gzip: bool) -> Self {
+        ReadReport {
+            path: path.to_path_buf(),
+            header: Header::default(),
+            events: 0,
+            rejected: 0,
+            problems: Vec::new(),
+            damage: None,
+            bytes: 0,
+            gzip,
+            raw_control: 0,
+            first_raw_control: None,
+            trailing_garbage: None,
+        }
+    }
+
+    /// True when anything was lost: reading stopped early or an event was rejected.
+    pub fn is_damaged(&self) -> bool {
+        self.damage.is_some() || self.rejected > 0
+    }
+
+    /// One line per problem, each naming the file and byte offset.
+    pub fn notes(&self) -> Vec<String> {
+        let file = self.path.display();
+        let mut out = Vec::new();
+        if let Some(d) = &self.damage {
+            out.push(match d {
+                Damage::Truncated { at } => format!(
+                    "salvaged {} events; {file} is truncated at byte {at}",
+                    self.events
+                ),
+                Damage::InvalidJson { at, msg } => format!(
+                    "salvaged {} events; {file} has invalid JSON at byte {at}: {msg}",
+                    self.events
+                ),
+                Damage::Gzip { at, msg } => format!(
+                    "salvaged {} events; {file} has a broken gzip stream after byte {at}: {msg}",
+                    self.events
+                ),
+            });
+        }
+        for p in &self.problems {
+            out.push(format!(
+                "{file}: skipped an event at byte {}: {}",
+                p.offset, p.msg
+            ));
+        }
+        if self.rejected as usize > self.problems.len() {
+            out.push(format!(
+                "{file}: skipped {} more invalid events",
+                self.rejected as usize - self.problems.len()
+            ));
+        }
+        if let Some(at) = self.first_raw_control {
+            out.push(format!(
+                "{file}: {} events or header values hold raw control characters (U+0000-U+001F) \
+                 inside strings, which JSON forbids (first at byte {at}); kept, and escaped as \\u00XX \
+                 when written",
+                self.raw_control
+            ));
+        }
+        if let Some((at, len)) = self.trailing_garbage {
+            out.push(format!(
+                "{file}: {len} bytes of trailing garbage after the last gzip member at offset {at} \
+                 (compressed); ignored, every member before it checked out"
+            ));
+        }
+        out
+    }
+}
+
+impl fmt::Display for ReadReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} events", self.path.display(), self.events)?;
+        for n in self.notes() {
+            write!(f, "\n  {n}")?;
+        }
+        Ok(())
+    }
+}
