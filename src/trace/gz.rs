@@ -1,10 +1,17 @@
-//! gzip input read member by member, with every member's trailer checked.
+//! gzip input read member by member, with every integrity check the format offers.
 //!
-//! A gzip member ends in an 8-byte trailer: the CRC-32 and the length (ISIZE, mod 2³²) of its
-//! data. flate2's decoder checks both, but only when it is read past the member's last data
-//! byte; [`Members`] always is (the reader drains its source to the end), so a damaged member
-//! is an error here rather than silently corrupt data. On a mismatch the error says which
-//! member, where it sits in the compressed file, and which field failed.
+//! A gzip member (RFC 1952) is a header, a raw deflate stream and an 8-byte trailer: the
+//! CRC-32 and the length (ISIZE, mod 2³²) of its data. The header may carry its own CRC-16
+//! (`FHCRC`). [`Members`] parses the header itself, inflates with [`flate2::Decompress`]
+//! (zlib-rs) and checks the header CRC, the trailer CRC-32 and ISIZE of every member. On a
+//! failure the error says which member, where it sits in the compressed file, and which check
+//! failed.
+//!
+//! Why not `flate2`'s `GzDecoder`: when a read hits corrupt deflate data it returns the error
+//! and drops what that same read had already inflated, so how much of a damaged file could be
+//! salvaged depended on the caller's buffer size (up to a whole 1 MiB window of good events
+//! lost; found by the `reader` fuzz target). Here the bytes inflated before the damage are
+//! delivered first and the error comes on the next read, whatever the buffer size.
 //!
 //! After the last member: more members follow if the next bytes are the gzip magic; anything
 //! else is *trailing garbage* (zero padding, a stray append). Every member before it was
@@ -16,7 +23,7 @@ use std::cell::RefCell;
 use std::io::{self, BufRead, Read};
 use std::rc::Rc;
 
-use flate2::bufread::GzDecoder;
+use flate2::{Crc, Decompress, FlushDecompress, Status};
 
 /// What reading the members found, shared with whoever created the [`Members`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,59 +34,41 @@ pub struct GzStatus {
     pub trailing: Option<(u64, u64)>,
 }
 
-/// A `BufRead` that counts the bytes consumed from it and remembers the last 8 (a trailer).
-struct Tracked<R> {
-    inner: R,
-    consumed: u64,
-    last: [u8; 8],
+/// Where the reader is inside the current member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Header,
+    Body,
+    Trailer,
+    /// The end of the input, or an error was returned: nothing more is read.
+    Done,
 }
 
-impl<R: BufRead> Tracked<R> {
-    fn remember(&mut self, n: usize) {
-        if n == 0 {
-            return;
-        }
-        if let Ok(b) = self.inner.fill_buf() {
-            let n = n.min(b.len());
-            let got = &b[n.saturating_sub(8)..n];
-            self.last.rotate_left(got.len());
-            self.last[8 - got.len()..].copy_from_slice(got);
-        }
-    }
-}
+/// Header flags (RFC 1952 2.3.1).
+const FHCRC: u8 = 0x02;
+const FEXTRA: u8 = 0x04;
+const FNAME: u8 = 0x08;
+const FCOMMENT: u8 = 0x10;
+const FRESERVED: u8 = 0xe0;
 
-impl<R: BufRead> Read for Tracked<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let b = self.inner.fill_buf()?;
-        let n = b.len().min(out.len());
-        out[..n].copy_from_slice(&b[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Tracked<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-    fn consume(&mut self, n: usize) {
-        self.remember(n);
-        self.consumed += n as u64;
-        self.inner.consume(n);
-    }
-}
-
-/// The decompressed bytes of every gzip member of `R`, each member's CRC-32 and ISIZE checked.
+/// The decompressed bytes of every gzip member of `R`, each member's header CRC (when
+/// present), CRC-32 and ISIZE checked.
 pub struct Members<R> {
-    dec: Option<GzDecoder<Tracked<R>>>,
+    src: R,
+    inflate: Decompress,
+    /// CRC-32 and length of the current member's inflated data.
+    crc: Crc,
+    part: Part,
     /// 1-based number of the member being read.
     member: u32,
     /// Compressed offset where the current member starts.
     start: u64,
-    /// Decompressed bytes of the current member so far.
-    out: u64,
+    /// Compressed bytes consumed so far.
+    pos: u64,
     /// Compressed size of the whole input, when known (for the length of trailing garbage).
     len: Option<u64>,
+    /// An error found after some bytes were inflated in the same read: returned next.
+    pending: Option<io::Error>,
     status: Rc<RefCell<GzStatus>>,
 }
 
@@ -87,32 +76,157 @@ impl<R: BufRead> Members<R> {
     /// `input` must start with a gzip member; `len` is its whole size, if known.
     pub fn new(input: R, len: Option<u64>) -> (Self, Rc<RefCell<GzStatus>>) {
         let status = Rc::new(RefCell::new(GzStatus::default()));
-        let tracked = Tracked {
-            inner: input,
-            consumed: 0,
-            last: [0; 8],
-        };
         let m = Members {
-            dec: Some(GzDecoder::new(tracked)),
+            src: input,
+            inflate: Decompress::new(false),
+            crc: Crc::new(),
+            part: Part::Header,
             member: 1,
             start: 0,
-            out: 0,
+            pos: 0,
             len,
+            pending: None,
             status: Rc::clone(&status),
         };
         (m, status)
     }
 
+    /// An error naming the member and where it sits in the compressed input.
+    fn fail(&mut self, kind: io::ErrorKind, what: &str) -> io::Error {
+        self.part = Part::Done;
+        io::Error::new(
+            kind,
+            format!(
+                "gzip member {} (compressed bytes {}-{}): {what}",
+                self.member, self.start, self.pos
+            ),
+        )
+    }
+
+    /// Fills `out` from the input, counting the bytes; `hcrc` sees them (the header's CRC).
+    fn take(&mut self, out: &mut [u8], mut hcrc: Option<&mut Crc>, what: &str) -> io::Result<()> {
+        let mut got = 0;
+        while got < out.len() {
+            let b = self.src.fill_buf()?;
+            if b.is_empty() {
+                return Err(self.fail(
+                    io::ErrorKind::UnexpectedEof,
+                    &format!("the file ends inside the {what}"),
+                ));
+            }
+            let n = b.len().min(out.len() - got);
+            out[got..got + n].copy_from_slice(&b[..n]);
+            if let Some(c) = hcrc.as_deref_mut() {
+                c.update(&b[..n]);
+            }
+            self.src.consume(n);
+            self.pos += n as u64;
+            got += n;
+        }
+        Ok(())
+    }
+
+    /// Skips a zero-terminated header field (file name, comment).
+    fn skip_zstring(&mut self, hcrc: &mut Crc, what: &str) -> io::Result<()> {
+        loop {
+            let b = self.src.fill_buf()?;
+            if b.is_empty() {
+                return Err(self.fail(
+                    io::ErrorKind::UnexpectedEof,
+                    &format!("the file ends inside the header's {what}"),
+                ));
+            }
+            let (n, done) = match memchr::memchr(0, b) {
+                Some(i) => (i + 1, true),
+                None => (b.len(), false),
+            };
+            hcrc.update(&b[..n]);
+            self.src.consume(n);
+            self.pos += n as u64;
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads and checks the member header (RFC 1952 2.3).
+    fn header(&mut self) -> io::Result<()> {
+        let mut hcrc = Crc::new();
+        let mut h = [0u8; 10];
+        self.take(&mut h, Some(&mut hcrc), "header")?;
+        let bad = io::ErrorKind::InvalidData;
+        if h[0] != 0x1f || h[1] != 0x8b {
+            return Err(self.fail(bad, "invalid gzip header: no gzip magic"));
+        }
+        if h[2] != 8 {
+            let m = format!("invalid gzip header: compression method {} (only 8, deflate)", h[2]);
+            return Err(self.fail(bad, &m));
+        }
+        let flags = h[3];
+        if flags & FRESERVED != 0 {
+            return Err(self.fail(bad, "invalid gzip header: reserved flag bits set"));
+        }
+        if flags & FEXTRA != 0 {
+            let mut x = [0u8; 2];
+            self.take(&mut x, Some(&mut hcrc), "header's extra field")?;
+            let mut left = u16::from_le_bytes(x) as usize;
+            let mut chunk = [0u8; 256];
+            while left > 0 {
+                let n = left.min(chunk.len());
+                self.take(&mut chunk[..n], Some(&mut hcrc), "header's extra field")?;
+                left -= n;
+            }
+        }
+        if flags & FNAME != 0 {
+            self.skip_zstring(&mut hcrc, "file name")?;
+        }
+        if flags & FCOMMENT != 0 {
+            self.skip_zstring(&mut hcrc, "comment")?;
+        }
+        if flags & FHCRC != 0 {
+            let want = (hcrc.sum() & 0xffff) as u16;
+            let mut x = [0u8; 2];
+            self.take(&mut x, None, "header CRC")?;
+            let stored = u16::from_le_bytes(x);
+            if stored != want {
+                let m = format!(
+                    "header CRC-16 mismatch: the header says {stored:04x}, its bytes give {want:04x}"
+                );
+                return Err(self.fail(bad, &m));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads and checks the trailer against what was inflated.
+    fn trailer(&mut self) -> io::Result<()> {
+        let mut t = [0u8; 8];
+        self.take(&mut t, None, "trailer")?;
+        let stored_crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+        let stored_len = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
+        let actual_len = self.crc.amount();
+        if stored_len != actual_len {
+            let m = format!(
+                "ISIZE mismatch: the trailer says {stored_len} bytes, the member inflates to {actual_len} (mod 2^32)"
+            );
+            return Err(self.fail(io::ErrorKind::InvalidData, &m));
+        }
+        if stored_crc != self.crc.sum() {
+            let m = format!(
+                "CRC-32 mismatch: the trailer says {stored_crc:08x}, the inflated data does not match"
+            );
+            return Err(self.fail(io::ErrorKind::InvalidData, &m));
+        }
+        Ok(())
+    }
+
     /// The current member ended and verified: go on with the next, or stop at the end or at
     /// bytes that are not a member. False when there is nothing more to read.
     fn next_member(&mut self) -> io::Result<bool> {
-        let Some(dec) = self.dec.take() else {
-            return Ok(false);
-        };
         self.status.borrow_mut().members += 1;
-        let mut inner = dec.into_inner();
-        let pos = inner.consumed;
-        let rest = inner.fill_buf()?;
+        self.part = Part::Done;
+        let pos = self.pos;
+        let rest = self.src.fill_buf()?;
         let magic = match rest {
             [] => return Ok(false),
             [0x1f] => true,
@@ -122,49 +236,64 @@ impl<R: BufRead> Members<R> {
         if !magic {
             let len = match self.len {
                 Some(total) => total.saturating_sub(pos),
-                None => {
-                    // Count what is left without keeping it.
-                    io::copy(&mut inner, &mut io::sink())?
-                }
+                // Count what is left without keeping it.
+                None => io::copy(&mut self.src, &mut io::sink())?,
             };
             self.status.borrow_mut().trailing = Some((pos, len));
             return Ok(false);
         }
         self.member += 1;
         self.start = pos;
-        self.out = 0;
-        self.dec = Some(GzDecoder::new(inner));
+        self.crc.reset();
+        self.inflate.reset(false);
+        self.part = Part::Header;
         Ok(true)
     }
 
-    /// Names the member and, for a failed trailer check, the field that failed.
-    fn explain(&self, e: io::Error) -> io::Error {
-        let Some(dec) = self.dec.as_ref() else {
-            return e;
-        };
-        let t = dec.get_ref();
-        let at = format!(
-            "gzip member {} (compressed bytes {}-{})",
-            self.member, self.start, t.consumed
-        );
-        let checksum =
-            e.kind() == io::ErrorKind::InvalidInput && e.to_string().contains("checksum");
-        if !checksum {
-            return io::Error::new(e.kind(), format!("{at}: {e}"));
+    /// Inflates into `buf`: `Ok(0)` means the deflate stream of the member ended (or no
+    /// progress could be made, which is an error).
+    fn body(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let input = match self.src.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.part = Part::Done;
+                    return Err(e);
+                }
+            };
+            let eof = input.is_empty();
+            let (in0, out0) = (self.inflate.total_in(), self.inflate.total_out());
+            let r = self.inflate.decompress(input, buf, FlushDecompress::None);
+            let used = (self.inflate.total_in() - in0) as usize;
+            let n = (self.inflate.total_out() - out0) as usize;
+            self.src.consume(used);
+            self.pos += used as u64;
+            self.crc.update(&buf[..n]);
+            let err = match r {
+                Ok(Status::StreamEnd) => {
+                    self.part = Part::Trailer;
+                    return Ok(n);
+                }
+                Ok(_) if n > 0 => return Ok(n),
+                Ok(_) if used > 0 => continue,
+                Ok(_) if eof => self.fail(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file ends inside the compressed data",
+                ),
+                Ok(_) => self.fail(io::ErrorKind::InvalidData, "the inflater made no progress"),
+                Err(e) => self.fail(
+                    io::ErrorKind::InvalidData,
+                    &format!("corrupt deflate stream: {e}"),
+                ),
+            };
+            // What was inflated before the damage is delivered first; the error comes next.
+            if n > 0 {
+                self.pending = Some(err);
+                return Ok(n);
+            }
+            return Err(err);
         }
-        let stored_crc = u32::from_le_bytes([t.last[0], t.last[1], t.last[2], t.last[3]]);
-        let stored_len = u32::from_le_bytes([t.last[4], t.last[5], t.last[6], t.last[7]]);
-        let actual_len = (self.out & 0xffff_ffff) as u32;
-        let msg = if stored_len != actual_len {
-            format!(
-                "{at}: ISIZE mismatch: the trailer says {stored_len} bytes, the member inflates to {actual_len} (mod 2^32)"
-            )
-        } else {
-            format!(
-                "{at}: CRC-32 mismatch: the trailer says {stored_crc:08x}, the inflated data does not match"
-            )
-        };
-        io::Error::new(io::ErrorKind::InvalidData, msg)
     }
 }
 
@@ -173,25 +302,27 @@ impl<R: BufRead> Read for Members<R> {
         if buf.is_empty() {
             return Ok(0);
         }
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
         loop {
-            let Some(dec) = self.dec.as_mut() else {
-                return Ok(0);
-            };
-            match dec.read(buf) {
-                Ok(0) => {
+            match self.part {
+                Part::Done => return Ok(0),
+                Part::Header => {
+                    self.header()?;
+                    self.part = Part::Body;
+                }
+                Part::Body => {
+                    let n = self.body(buf)?;
+                    if n > 0 {
+                        return Ok(n);
+                    }
+                }
+                Part::Trailer => {
+                    self.trailer()?;
                     if !self.next_member()? {
                         return Ok(0);
                     }
-                }
-                Ok(n) => {
-                    self.out += n as u64;
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let e = self.explain(e);
-                    self.dec = None;
-                    return Err(e);
                 }
             }
         }
@@ -256,5 +387,82 @@ mod tests {
         let (r, st) = read_all(&b);
         assert_eq!(r.unwrap(), b"data");
         assert_eq!(st.trailing, Some((at, 100)));
+    }
+
+    /// A member written by hand: header with every optional field and a header CRC.
+    fn full_member(data: &[u8], good_hcrc: bool) -> Vec<u8> {
+        let mut h = vec![0x1f, 0x8b, 8, FHCRC | FEXTRA | FNAME | FCOMMENT, 0, 0, 0, 0, 0, 3];
+        h.extend_from_slice(&[4, 0, b'R', b'P', 0, 0]);
+        h.extend_from_slice(b"rank-0.json\0a comment\0");
+        let mut c = Crc::new();
+        c.update(&h);
+        let mut hc = (c.sum() & 0xffff) as u16;
+        if !good_hcrc {
+            hc ^= 1;
+        }
+        h.extend_from_slice(&hc.to_le_bytes());
+        let mut e = flate2::write::DeflateEncoder::new(h, flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        let mut b = e.finish().unwrap();
+        let mut c = Crc::new();
+        c.update(data);
+        b.extend_from_slice(&c.sum().to_le_bytes());
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn optional_header_fields_are_read_and_the_header_crc_checked() {
+        let b = full_member(b"payload", true);
+        let (r, st) = read_all(&b);
+        assert_eq!(r.unwrap(), b"payload");
+        assert_eq!(st.members, 1);
+        let e = read_all(&full_member(b"payload", false)).0.unwrap_err();
+        assert!(e.to_string().contains("header CRC-16 mismatch"), "{e}");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn a_cut_member_is_unexpected_eof_wherever_it_is_cut() {
+        let b = gz(&vec![b'x'; 5000]);
+        for cut in [5, 12, b.len() / 2, b.len() - 3] {
+            let e = read_all(&b[..cut]).0.unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "cut at {cut}: {e}");
+            assert!(e.to_string().starts_with("gzip member 1"), "{e}");
+        }
+    }
+
+    /// Reads with buffers of `size` bytes; what came before the error, and the error.
+    fn read_in(b: &[u8], size: usize) -> (Vec<u8>, io::Error) {
+        let (mut m, _) = Members::new(b, Some(b.len() as u64));
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; size];
+        loop {
+            match m.read(&mut buf) {
+                Ok(0) => panic!("no error"),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return (out, e),
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_inflated_before_corrupt_data_are_delivered_whatever_the_buffer() {
+        // Stored (uncompressed) deflate blocks, so the damage point is known: a block header
+        // with the reserved type 3 after the first block.
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        let mut b = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+        b.push(0); // BFINAL 0, BTYPE 00 (stored)
+        b.extend_from_slice(&(3000u16).to_le_bytes());
+        b.extend_from_slice(&(!3000u16).to_le_bytes());
+        b.extend_from_slice(&data);
+        b.push(0b111); // BFINAL 1, BTYPE 11: reserved, an error
+        b.extend_from_slice(&[0; 16]);
+        for size in [1, 7, 64, 4096, 1 << 20] {
+            let (out, e) = read_in(&b, size);
+            assert_eq!(out, data, "buffer of {size}");
+            assert!(e.to_string().contains("corrupt deflate stream"), "{e}");
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        }
     }
 }

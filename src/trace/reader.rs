@@ -176,6 +176,9 @@ pub fn read_from_with_window(
     let mut report = ReadReport::new(path, gzip);
     s.run(&mut report, &mut on_event);
     report.bytes = s.base + s.end as u64;
+    if gzip {
+        s.blame_gzip(&mut report);
+    }
     report
 }
 
@@ -260,6 +263,34 @@ impl Scanner {
                     return false;
                 }
             }
+        }
+    }
+
+    /// Invalid JSON in a gzip file may be what a corrupt deflate stream inflated to: the rest
+    /// of the stream is read (and its trailers checked, as `gzip -t` would) and, if it is
+    /// broken, the damage is the broken stream, at the same offset, naming both.
+    fn blame_gzip(&mut self, report: &mut ReadReport) {
+        let Some(Damage::InvalidJson { at, msg }) = &report.damage else {
+            return;
+        };
+        let err = match self.read_err.take() {
+            Some(e) => Some(e),
+            None if self.eof => None,
+            None => loop {
+                let mut buf = [0u8; 1 << 16];
+                match self.src.read(&mut buf) {
+                    Ok(0) => break None,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => break Some(e),
+                }
+            },
+        };
+        if let Some(e) = err.filter(|e| e.kind() != io::ErrorKind::UnexpectedEof) {
+            report.damage = Some(Damage::Gzip {
+                at: *at,
+                msg: format!("{e} (what it inflated is already invalid JSON at byte {at}: {msg})"),
+            });
         }
     }
 
