@@ -203,7 +203,12 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
     for f in read.files {
         results.extend(f.ranks);
         notes.extend(f.notes);
-        dirs.extend(Path::new(&f.info.path).parent().map(PathBuf::from));
+        // Each directory once: the onset evidence lists each directory it is given.
+        if let Some(d) = Path::new(&f.info.path).parent() {
+            if !dirs.iter().any(|l| l == d) {
+                dirs.push(d.to_path_buf());
+            }
+        }
         files.push(f.info);
     }
     let unreadable: Vec<String> = files
