@@ -26,7 +26,9 @@ use crate::trace::{Event, Id, Str};
 pub type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
 
 /// What a GPU op is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum OpKind {
     Kernel,
     Memcpy,
@@ -47,7 +49,7 @@ impl OpKind {
 }
 
 /// Totals of one op name on one rank.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct Agg {
     pub class: u8,
     pub kind: OpKind,

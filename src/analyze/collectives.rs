@@ -40,13 +40,13 @@ use super::collect::CollEv;
 pub const TIE_TOLERANCE_NS: i64 = 1_000;
 
 /// One rank's collectives, on the common clock, each key's list in start order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RankColls {
     /// key -> collectives (start order)
     pub by_key: BTreeMap<String, Vec<Coll>>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Coll {
     pub name: String,
     pub start: i64,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::collect::{Agg, OpKind};
 
 /// One op name on one rank, name decoded.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NameAgg {
     pub name: String,
     pub agg: Agg,

@@ -19,6 +19,10 @@
 //! 4. **Output** through [`crate::report`]: terminal tables, JSON / CSV / markdown, HTML,
 //!    Parquet.
 //!
+//! Steps 1-2 are the read phase and step 3 the reduce ([`phases`]); between them a
+//! [`partial`] can carry the read ranks to another process: `--save-partial` on each node,
+//! `--from-partials` once, the same report as one run.
+//!
 //! ```
 //! use rankprof::analyze::{analyze, AnalyzeOptions};
 //! let opts = AnalyzeOptions {
@@ -40,6 +44,8 @@ pub mod collectives;
 pub mod heat;
 pub mod kernels;
 pub mod model;
+pub mod partial;
+pub mod phases;
 pub mod plan;
 pub mod rank;
 pub mod steps;
@@ -49,16 +55,11 @@ pub mod work;
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
-use rayon::prelude::*;
-use regex::Regex;
+use anyhow::Result;
 
-use crate::trace;
 use busy::RankSummary;
 use classes::Classifier;
-use collect::Config;
 use kernels::ClassTable;
-use plan::{plan, read_input, FileResult};
 use rank::RankResult;
 use steps::StepFig;
 
@@ -111,168 +112,12 @@ impl Default for AnalyzeOptions {
     }
 }
 
-/// Reads and analyzes a profile as `args` say, without printing anything.
-// Long on purpose: the orchestration reads top to bottom (options, plan, read in parallel,
-// unreadable ranks, lost bases, cross-rank); each step is a call.
+/// Reads and analyzes a profile as `args` say, without printing anything: the read phase
+/// then the reduce phase ([`phases`]).
 pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
-    let classifier = match &args.classes {
-        Some(p) => Classifier::from_toml_file(p)?,
-        None => Classifier::default(),
-    };
-    let marker = match &args.step_marker {
-        Some(m) => Some(
-            Regex::new(m).with_context(|| format!("--step-marker {m:?} is not a valid regex"))?,
-        ),
-        None => None,
-    };
-    let threshold = args.threshold / 100.0;
-    let mut plan = plan(args)?;
-    let merged_input = plan.inputs.len() == 1 && trace::is_merged_trace(&plan.inputs[0].path);
-    if let (Some(n), false) = (args.rank, merged_input) {
-        if n >= plan.inputs.len() {
-            bail!(
-                "--rank {n}: the profile has {} ranks (0-{})",
-                plan.inputs.len(),
-                plan.inputs.len().saturating_sub(1)
-            );
-        }
-        plan.inputs = vec![plan.inputs[n].clone()];
-    }
-    let cfg = Config {
-        classes: &classifier,
-        step_marker: marker.as_ref(),
-    };
-    let custom = marker.is_some();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
-        .build()
-        .context("cannot start worker threads")?;
-    let read: Vec<Result<FileResult>> = pool.install(|| {
-        plan.inputs
-            .par_iter()
-            .map(|i| read_input(i, &cfg, &classifier, custom))
-            .collect()
-    });
-    let mut results = Vec::new();
-    let mut files = Vec::new();
-    let mut notes = std::mem::take(&mut plan.notes);
-    let mut unreadable = Vec::new();
-    for (input, r) in plan.inputs.iter().zip(read) {
-        match r {
-            Ok((rs, info, n)) => {
-                results.extend(rs);
-                files.push(info);
-                notes.extend(n);
-            }
-            // The file could not be opened: its rank is left out, named, and the result is
-            // partial (only read_trace's open fails; damage inside a file is not an error).
-            Err(e) => {
-                let why = format!("reading {}", e.root_cause());
-                notes.push(format!(
-                    "rank {} is unreadable and left out: {why}",
-                    input.label
-                ));
-                unreadable.push(format!("{}: {why}", input.label));
-                files.push(FileInfo {
-                    path: input.path.display().to_string(),
-                    events: 0,
-                    bytes: 0,
-                    gzip: false,
-                    damaged: true,
-                    ranks: vec![input.label.clone()],
-                    unreadable: Some(why),
-                });
-            }
-        }
-    }
-    if results.is_empty() && !unreadable.is_empty() {
-        bail!(
-            "no rank of profile {} could be read:\n  {}",
-            plan.profile_id,
-            unreadable.join("\n  ")
-        );
-    }
-    if let Some(n) = args.rank {
-        if results.len() > 1 {
-            if n >= results.len() {
-                bail!(
-                    "--rank {n}: the trace has {} ranks (0-{})",
-                    results.len(),
-                    results.len() - 1
-                );
-            }
-            results = vec![results.swap_remove(n)];
-        }
-    }
-    // A rank cut short before Kineto wrote its baseTimeNanoseconds (after the events) has
-    // relative times: it gets the common base of the others, as `merge` does.
-    if let Some(common) = results.iter().filter_map(|r| r.base_ns).min() {
-        for r in results.iter_mut().filter(|r| r.lost_base) {
-            r.add_base(common);
-            notes.push(format!(
-                "rank {} has no baseTimeNanoseconds (the file is cut short?) and relative times: \
-                 given the common base",
-                r.label
-            ));
-        }
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for r in &results {
-        if !seen.insert(r.label.clone()) {
-            bail!("rank {} appears twice in the input", r.label);
-        }
-        if r.summary.kernels == 0 && r.summary.busy_ns == 0 {
-            notes.push(format!(
-                "rank {}: no GPU kernels and no CPU ops in {}",
-                r.label,
-                r.path.display()
-            ));
-        }
-    }
-    if results.iter().any(|r| r.gpu) && results.iter().any(|r| !r.gpu) {
-        let cpu: Vec<&str> = results
-            .iter()
-            .filter(|r| !r.gpu)
-            .map(|r| r.label.as_str())
-            .collect();
-        notes.push(format!(
-            "ranks {} have no GPU events: their figures come from CPU ops and do not compare with the GPU ranks'",
-            cpu.join(", ")
-        ));
-    }
-    let damaged = files.iter().any(|f| f.damaged);
-    // Where the step times start (as the step table counts them), to place the onset in time.
-    let origin = results
-        .iter()
-        .filter_map(|r| r.steps.first().map(|s| s.start_ns))
-        .min();
-    let mut a = cross_rank(
-        results,
-        &classifier,
-        args,
-        threshold,
-        &plan.profile_id,
-        plan.stage.as_deref(),
-    );
-    a.files = files;
-    a.notes.splice(0..0, notes);
-    a.damaged = damaged;
-    if merged_input {
-        a.merged_trace = Some(plan.inputs[0].path.display().to_string());
-    }
-    // A `rankprof watch` timeline beside the traces says what the load was at the onset.
-    if let (Some(o), Some(origin)) = (&a.steps.onset, origin) {
-        let dirs: Vec<PathBuf> = plan
-            .inputs
-            .iter()
-            .filter_map(|i| i.path.parent().map(PathBuf::from))
-            .collect();
-        let at = origin + (o.t_ms * 1e6).round() as i64;
-        a.notes.extend(crate::load::evidence::onset_note(
-            &dirs, at, &o.step, o.t_ms, &o.rank,
-        ));
-    }
-    Ok(a)
+    let (classifier, _) = phases::rules(args)?;
+    let read = phases::read(args, &classifier, None)?;
+    phases::reduce(read, &classifier, args)
 }
 
 /// Groups ranks into worlds for collective matching.
@@ -306,7 +151,7 @@ fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
     }
 }
 
-fn cross_rank(
+pub(crate) fn cross_rank(
     results: Vec<RankResult>,
     classifier: &Classifier,
     args: &AnalyzeOptions,

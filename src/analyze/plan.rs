@@ -27,6 +27,9 @@ pub(super) struct Plan {
     pub stage: Option<String>,
     pub inputs: Vec<Input>,
     pub notes: Vec<String>,
+    /// The rank of every rank file the plan found (none for a merged trace): the reduce
+    /// names the ranks missing from their grid.
+    pub grid: Vec<RankId>,
 }
 
 /// Finds the files to read: rank files win over a merged trace in the same directory.
@@ -66,14 +69,8 @@ pub(super) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     match disc.groups.len() {
         1 => {
             let g = disc.groups.remove(0);
-            let missing = g.missing();
-            if !missing.is_empty() {
-                notes.push(format!(
-                    "ranks missing from the grid: {}",
-                    missing.join(", ")
-                ));
-            }
             Ok(Plan {
+                grid: g.files.iter().map(|f| f.id.clone()).collect(),
                 profile_id: g.profile_id,
                 stage: g.stage,
                 inputs: g
@@ -103,6 +100,7 @@ pub(super) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
                     let p = picked[0].clone();
                     let id = trace::discover::merged_profile_id(&p);
                     Ok(Plan {
+                        grid: Vec::new(),
                         profile_id: id,
                         stage: args.stage.clone(),
                         inputs: vec![Input {

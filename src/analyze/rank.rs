@@ -21,8 +21,8 @@ pub struct StreamRow {
     pub sum_ns: i64,
 }
 
-/// Everything the cross-rank stages need from one rank.
-#[derive(Debug, Clone)]
+/// Everything the cross-rank stages need from one rank (also what a partial carries per rank).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RankResult {
     pub label: String,
     pub id: RankId,
@@ -35,6 +35,7 @@ pub struct RankResult {
     /// Sum of op durations per class id.
     pub class_ns: Vec<i64>,
     pub step_source: String,
+    #[serde(with = "figs_with_classes")]
     pub steps: Vec<StepFig>,
     pub colls: RankColls,
     pub streams: Vec<StreamRow>,
@@ -60,6 +61,28 @@ impl RankResult {
             }
         }
         self.lost_base = false;
+    }
+}
+
+/// A rank's steps with their per-class sums, which reports leave out of [`StepFig`] but a
+/// partial must carry (the verdict reads them at the reduce).
+mod figs_with_classes {
+    use super::StepFig;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(steps: &[StepFig], s: S) -> Result<S::Ok, S::Error> {
+        let v: Vec<(&StepFig, &Vec<i64>)> = steps.iter().map(|f| (f, &f.class_ns)).collect();
+        v.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<StepFig>, D::Error> {
+        let v: Vec<(StepFig, Vec<i64>)> = Deserialize::deserialize(d)?;
+        Ok(v.into_iter()
+            .map(|(mut f, c)| {
+                f.class_ns = c;
+                f
+            })
+            .collect())
     }
 }
 

@@ -1,5 +1,5 @@
 //! The capture session record: what `capture start` asked of which servers (the workers that
-//! started, `num_steps`, the output dir, when), so that a later `capture stop` knows the
+//! started, `num_steps`, the output dir, the host, when), so that a later `capture stop` knows the
 //! profilers were asked to stop by themselves after `num_steps` and takes SGLang's bare 500
 //! ("not in progress") for "already stopped after N steps", a success, without the user
 //! repeating `--num-steps`.
@@ -47,6 +47,10 @@ pub struct SessionRecord {
     pub num_steps: Option<u64>,
     pub output_dir: Option<PathBuf>,
     pub step: Option<u64>,
+    /// The host that ran `capture start` (absent in older records). With the workers' URLs
+    /// and `output_dir` it tells a map/reduce driver (examples/ray) which nodes hold traces.
+    #[serde(default)]
+    pub hostname: Option<String>,
 }
 
 /// A record found for `capture stop`, and where.
@@ -92,8 +96,18 @@ impl SessionRecord {
             num_steps,
             output_dir,
             step,
+            hostname: hostname(),
         }
     }
+}
+
+/// This machine's host name (Linux: the kernel's; else `$HOSTNAME`), if it can be read.
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
 }
 
 /// The user's state dir for records, if one can be named (the command line's default for

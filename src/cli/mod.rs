@@ -216,6 +216,36 @@ pub struct AnalyzeArgs {
     /// Worker threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Read the ranks given (or one --shard of them) and write them as a partial into FILE
+    /// (gzip'd JSON) for `--from-partials`, instead of a report.
+    #[arg(long = "save-partial", value_name = "FILE",
+          conflicts_with_all = ["rank", "html", "csv_dir", "parquet", "save_summary"])]
+    pub save_partial: Option<PathBuf>,
+    /// With --save-partial: only the K-th of N equal slices of the rank files, in rank order
+    /// (1-based), e.g. `--shard 2/8`.
+    #[arg(long, value_name = "K/N", requires = "save_partial", value_parser = shard)]
+    pub shard: Option<(usize, usize)>,
+    /// Analyze the ranks of these partials (written by --save-partial) together: the same
+    /// report as one run over all their files. The read options (--classes, --step-marker,
+    /// --profile-id, --stage, --rank) were fixed when the partials were saved.
+    #[arg(long = "from-partials", value_name = "PARTIAL", num_args = 1..,
+          conflicts_with_all = ["profile_dir", "files", "classes", "step_marker", "profile_id",
+                                "stage", "rank", "save_partial"])]
+    pub from_partials: Vec<PathBuf>,
+}
+
+/// `K/N` with 1 ≤ K ≤ N.
+fn shard(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("{s:?} is not K/N (1 <= K <= N), e.g. 2/8");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (usize, usize) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
 }
 
 /// How `analyze`, `ls` and `merge` print their results.

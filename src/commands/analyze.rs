@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use crate::analyze::{analyze, summary, Analysis, AnalyzeOptions};
+use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions};
 use crate::cli::{AnalyzeArgs, ReportFormat};
 use crate::exit;
 use crate::trace::writer::write_atomic_bytes;
@@ -44,7 +44,15 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     if args.parquet.is_some() && !cfg!(feature = "parquet") {
         bail!("--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`");
     }
-    let a = analyze(&options(args))?;
+    let opts = options(args);
+    if let Some(path) = &args.save_partial {
+        return save_partial(args, &opts, path);
+    }
+    let a = if args.from_partials.is_empty() {
+        analyze(&opts)?
+    } else {
+        partial::analyze_partials(&args.from_partials, &opts)?
+    };
     refuse_to_overwrite_inputs(args, &a)?;
     for n in &a.notes {
         eprintln!("note: {n}");
@@ -75,6 +83,42 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
         eprintln!("wrote {} ({} bytes)", path.display(), text.len());
     }
     Ok(if a.damaged { exit::PARTIAL } else { exit::OK })
+}
+
+/// `--save-partial`: the read phase of the ranks given, written to `path`; no report.
+fn save_partial(args: &AnalyzeArgs, opts: &AnalyzeOptions, path: &std::path::Path) -> Result<i32> {
+    let p = partial::read_partial(opts, args.shard)?;
+    let inputs: Vec<PathBuf> = p
+        .read
+        .files
+        .iter()
+        .filter_map(|f| std::fs::canonicalize(&f.info.path).ok())
+        .collect();
+    if let Ok(c) = std::fs::canonicalize(path) {
+        if inputs.contains(&c) {
+            bail!(
+                "{}: is an input trace; choose another output file",
+                path.display()
+            );
+        }
+    }
+    let bytes = partial::write(path, &p)?;
+    let damaged = p.read.files.iter().any(|f| f.info.damaged);
+    for n in p
+        .read
+        .plan_notes
+        .iter()
+        .chain(p.read.files.iter().flat_map(|f| &f.notes))
+    {
+        eprintln!("note: {n}");
+    }
+    eprintln!(
+        "wrote {} ({} ranks of profile {}, {bytes} bytes)",
+        path.display(),
+        p.ranks(),
+        p.read.profile_id
+    );
+    Ok(if damaged { exit::PARTIAL } else { exit::OK })
 }
 
 /// Output files must never replace an input trace.

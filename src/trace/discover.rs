@@ -110,45 +110,52 @@ impl Group {
         merged_name(&self.profile_id, self.stage.as_deref())
     }
 
-    /// Ranks absent from the full TP × DP × PP grid, as labels. EP is left out of the grid:
-    /// it splits the TP group (each TP rank has one EP rank), it is not a dimension of its own.
+    /// Ranks absent from the full TP × DP × PP grid, as labels (see [`missing_in`]).
     pub fn missing(&self) -> Vec<String> {
-        let max = |f: fn(&RankId) -> Option<u32>| self.files.iter().filter_map(|r| f(&r.id)).max();
-        let (Some(tp), dp, pp) = (max(|r| r.tp), max(|r| r.dp), max(|r| r.pp)) else {
-            return self.missing_global();
-        };
-        let mut out = Vec::new();
-        for d in 0..=dp.unwrap_or(0) {
-            for p in 0..=pp.unwrap_or(0) {
-                for t in 0..=tp {
-                    let found = self.files.iter().any(|r| {
-                        r.id.tp == Some(t) && r.id.dp.unwrap_or(0) == d && r.id.pp.unwrap_or(0) == p
-                    });
-                    if !found {
-                        let id = RankId {
-                            tp: Some(t),
-                            dp: dp.map(|_| d),
-                            pp: pp.map(|_| p),
-                            ..Default::default()
-                        };
-                        out.push(label_of(&id, Shown::present()));
-                    }
+        let ids: Vec<RankId> = self.files.iter().map(|f| f.id.clone()).collect();
+        missing_in(&ids)
+    }
+}
+
+/// Ranks absent from the full TP × DP × PP grid spanned by `ids`, as labels; without TP, the
+/// global ranks absent from 0..max. EP is left out of the grid: it splits the TP group (each TP
+/// rank has one EP rank), it is not a dimension of its own. The order of `ids` does not matter.
+pub fn missing_in(ids: &[RankId]) -> Vec<String> {
+    let max = |f: fn(&RankId) -> Option<u32>| ids.iter().filter_map(f).max();
+    let (Some(tp), dp, pp) = (max(|r| r.tp), max(|r| r.dp), max(|r| r.pp)) else {
+        return missing_global(ids);
+    };
+    let mut out = Vec::new();
+    for d in 0..=dp.unwrap_or(0) {
+        for p in 0..=pp.unwrap_or(0) {
+            for t in 0..=tp {
+                let found = ids
+                    .iter()
+                    .any(|r| r.tp == Some(t) && r.dp.unwrap_or(0) == d && r.pp.unwrap_or(0) == p);
+                if !found {
+                    let id = RankId {
+                        tp: Some(t),
+                        dp: dp.map(|_| d),
+                        pp: pp.map(|_| p),
+                        ..Default::default()
+                    };
+                    out.push(label_of(&id, Shown::present()));
                 }
             }
         }
-        out
     }
+    out
+}
 
-    fn missing_global(&self) -> Vec<String> {
-        let ranks: Vec<u32> = self.files.iter().filter_map(|r| r.id.rank).collect();
-        let Some(&max) = ranks.iter().max() else {
-            return Vec::new();
-        };
-        (0..=max)
-            .filter(|r| !ranks.contains(r))
-            .map(|r| format!("[RANK{r:02}]"))
-            .collect()
-    }
+fn missing_global(ids: &[RankId]) -> Vec<String> {
+    let ranks: Vec<u32> = ids.iter().filter_map(|r| r.rank).collect();
+    let Some(&max) = ranks.iter().max() else {
+        return Vec::new();
+    };
+    (0..=max)
+        .filter(|r| !ranks.contains(r))
+        .map(|r| format!("[RANK{r:02}]"))
+        .collect()
 }
 
 /// What discovery found, plus notes about files it skipped or had to guess.

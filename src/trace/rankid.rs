@@ -3,7 +3,18 @@
 //! has them, and its label (`TP01-DP01`, `RANK03`) both ways.
 
 /// Where a rank file sits in the parallel layout. Dimensions absent from the name are `None`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct RankId {
     pub tp: Option<u32>,
     pub dp: Option<u32>,

@@ -1,0 +1,292 @@
+//! The two phases of an analysis. **Read** (the map): plan the inputs, read each file in
+//! parallel into its rank results ([`Read`]: per file, its ranks, its [`FileInfo`] and notes).
+//! **Reduce**: put the files in rank order, name the ranks missing from the grid and the
+//! unreadable ones, give ranks that lost their base time the common base, refuse a rank seen
+//! twice, and run the cross-rank analysis. `analyze` runs both in one process; `--save-partial`
+//! writes the read phase of some ranks to a file ([`super::partial`]) and `--from-partials`
+//! runs the reduce over several such files: the same code either way.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::classes::Classifier;
+use super::collect::Config;
+use super::model::{Analysis, FileInfo};
+use super::plan::{plan, read_input, FileResult};
+use super::rank::RankResult;
+use super::AnalyzeOptions;
+use crate::trace::{self, RankId};
+
+/// What the read phase found: every input file's ranks, before anything across ranks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Read {
+    pub profile_id: String,
+    pub stage: Option<String>,
+    /// Notes of the planning (the listing, the discovery).
+    pub plan_notes: Vec<String>,
+    /// The rank of every rank file planned (empty for a merged trace), for the ranks missing
+    /// from the grid.
+    pub grid: Vec<RankId>,
+    /// The input is one merged trace (its ranks recovered from pid labels).
+    pub merged: bool,
+    /// The files in rank order.
+    pub files: Vec<FileRead>,
+}
+
+/// One input file after the read phase.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileRead {
+    /// The rank the plan gave the file (its sort key orders files across partials).
+    pub id: RankId,
+    pub info: FileInfo,
+    pub notes: Vec<String>,
+    /// Its rank(s): one for a rank file, several for a merged trace, none when unreadable.
+    pub ranks: Vec<RankResult>,
+}
+
+impl FileRead {
+    /// The order of files in an analysis: the plan's (rank, then path).
+    pub fn order(a: &FileRead, b: &FileRead) -> std::cmp::Ordering {
+        a.id.sort_key()
+            .cmp(&b.id.sort_key())
+            .then_with(|| Path::new(&a.info.path).cmp(Path::new(&b.info.path)))
+    }
+}
+
+/// The kernel class rules `--classes` names (with the text of the file, which a partial
+/// carries), or the built-in ones.
+pub fn rules(args: &AnalyzeOptions) -> Result<(Classifier, Option<String>)> {
+    match &args.classes {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read class rules {}", p.display()))?;
+            let c = Classifier::from_toml(&text)
+                .with_context(|| format!("class rules {}", p.display()))?;
+            Ok((c, Some(text)))
+        }
+        None => Ok((Classifier::default(), None)),
+    }
+}
+
+/// The read phase over the files `args` name; with `shard = (k, n)`, only the k-th of n
+/// contiguous slices of the planned files (1-based), for one map task of a driver.
+pub fn read(
+    args: &AnalyzeOptions,
+    classifier: &Classifier,
+    shard: Option<(usize, usize)>,
+) -> Result<Read> {
+    let marker = match &args.step_marker {
+        Some(m) => Some(
+            Regex::new(m).with_context(|| format!("--step-marker {m:?} is not a valid regex"))?,
+        ),
+        None => None,
+    };
+    let mut plan = plan(args)?;
+    if let Some((k, n)) = shard {
+        if n == 0 || k == 0 || k > n {
+            bail!("--shard {k}/{n}: K must be 1 to N");
+        }
+        let len = plan.inputs.len();
+        let (lo, hi) = ((k - 1) * len / n, k * len / n);
+        plan.inputs = plan.inputs[lo..hi].to_vec();
+        plan.grid = plan.inputs.iter().map(|i| i.id.clone()).collect();
+    }
+    let merged = plan.inputs.len() == 1 && trace::is_merged_trace(&plan.inputs[0].path);
+    if let (Some(n), false) = (args.rank, merged) {
+        if n >= plan.inputs.len() {
+            bail!(
+                "--rank {n}: the profile has {} ranks (0-{})",
+                plan.inputs.len(),
+                plan.inputs.len().saturating_sub(1)
+            );
+        }
+        plan.inputs = vec![plan.inputs[n].clone()];
+    }
+    let cfg = Config {
+        classes: classifier,
+        step_marker: marker.as_ref(),
+    };
+    let custom = marker.is_some();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .context("cannot start worker threads")?;
+    let read: Vec<Result<FileResult>> = pool.install(|| {
+        plan.inputs
+            .par_iter()
+            .map(|i| read_input(i, &cfg, classifier, custom))
+            .collect()
+    });
+    let mut files = Vec::new();
+    for (input, r) in plan.inputs.iter().zip(read) {
+        files.push(match r {
+            Ok((ranks, info, notes)) => FileRead {
+                id: input.id.clone(),
+                info,
+                notes,
+                ranks,
+            },
+            // The file could not be opened: its rank is left out, named, and the result is
+            // partial (only read_trace's open fails; damage inside a file is not an error).
+            Err(e) => {
+                let why = format!("reading {}", e.root_cause());
+                FileRead {
+                    id: input.id.clone(),
+                    notes: vec![format!(
+                        "rank {} is unreadable and left out: {why}",
+                        input.label
+                    )],
+                    info: FileInfo {
+                        path: input.path.display().to_string(),
+                        events: 0,
+                        bytes: 0,
+                        gzip: false,
+                        damaged: true,
+                        ranks: vec![input.label.clone()],
+                        unreadable: Some(why),
+                    },
+                    ranks: Vec::new(),
+                }
+            }
+        });
+    }
+    if let Some(n) = args.rank {
+        pick_rank(&mut files, n)?;
+    }
+    Ok(Read {
+        profile_id: plan.profile_id,
+        stage: plan.stage,
+        plan_notes: plan.notes,
+        grid: plan.grid,
+        merged,
+        files,
+    })
+}
+
+/// `--rank N` on a merged trace (several ranks in one file): keeps the N-th rank only.
+fn pick_rank(files: &mut [FileRead], n: usize) -> Result<()> {
+    let total: usize = files.iter().map(|f| f.ranks.len()).sum();
+    if total <= 1 {
+        return Ok(());
+    }
+    if n >= total {
+        bail!("--rank {n}: the trace has {total} ranks (0-{})", total - 1);
+    }
+    let mut i = 0;
+    for f in files {
+        f.ranks.retain(|_| {
+            i += 1;
+            i - 1 == n
+        });
+    }
+    Ok(())
+}
+
+/// The reduce phase: every rank of `read` across ranks, into the report.
+pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Result<Analysis> {
+    let threshold = args.threshold / 100.0;
+    let mut notes = read.plan_notes;
+    let missing = trace::discover::missing_in(&read.grid);
+    if !missing.is_empty() {
+        notes.push(format!(
+            "ranks missing from the grid: {}",
+            missing.join(", ")
+        ));
+    }
+    let mut results: Vec<RankResult> = Vec::new();
+    let mut files = Vec::new();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for f in read.files {
+        results.extend(f.ranks);
+        notes.extend(f.notes);
+        // Each directory once: the onset evidence lists each directory it is given.
+        if let Some(d) = Path::new(&f.info.path).parent() {
+            if !dirs.iter().any(|l| l == d) {
+                dirs.push(d.to_path_buf());
+            }
+        }
+        files.push(f.info);
+    }
+    let unreadable: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let why = f.unreadable.as_ref()?;
+            Some(format!("{}: {why}", f.ranks.join(", ")))
+        })
+        .collect();
+    if results.is_empty() && !unreadable.is_empty() {
+        bail!(
+            "no rank of profile {} could be read:\n  {}",
+            read.profile_id,
+            unreadable.join("\n  ")
+        );
+    }
+    // A rank cut short before Kineto wrote its baseTimeNanoseconds (after the events) has
+    // relative times: it gets the common base of the others, as `merge` does.
+    if let Some(common) = results.iter().filter_map(|r| r.base_ns).min() {
+        for r in results.iter_mut().filter(|r| r.lost_base) {
+            r.add_base(common);
+            notes.push(format!(
+                "rank {} has no baseTimeNanoseconds (the file is cut short?) and relative times: \
+                 given the common base",
+                r.label
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &results {
+        if !seen.insert(r.label.clone()) {
+            bail!("rank {} appears twice in the input", r.label);
+        }
+        if r.summary.kernels == 0 && r.summary.busy_ns == 0 {
+            notes.push(format!(
+                "rank {}: no GPU kernels and no CPU ops in {}",
+                r.label,
+                r.path.display()
+            ));
+        }
+    }
+    if results.iter().any(|r| r.gpu) && results.iter().any(|r| !r.gpu) {
+        let cpu: Vec<&str> = results
+            .iter()
+            .filter(|r| !r.gpu)
+            .map(|r| r.label.as_str())
+            .collect();
+        notes.push(format!(
+            "ranks {} have no GPU events: their figures come from CPU ops and do not compare with the GPU ranks'",
+            cpu.join(", ")
+        ));
+    }
+    let damaged = files.iter().any(|f| f.damaged);
+    // Where the step times start (as the step table counts them), to place the onset in time.
+    let origin = results
+        .iter()
+        .filter_map(|r| r.steps.first().map(|s| s.start_ns))
+        .min();
+    let mut a = super::cross_rank(
+        results,
+        classifier,
+        args,
+        threshold,
+        &read.profile_id,
+        read.stage.as_deref(),
+    );
+    if read.merged {
+        a.merged_trace = files.first().map(|f| f.path.clone());
+    }
+    a.files = files;
+    a.notes.splice(0..0, notes);
+    a.damaged = damaged;
+    // A `rankprof watch` timeline beside the traces says what the load was at the onset.
+    if let (Some(o), Some(origin)) = (&a.steps.onset, origin) {
+        let at = origin + (o.t_ms * 1e6).round() as i64;
+        a.notes.extend(crate::load::evidence::onset_note(
+            &dirs, at, &o.step, o.t_ms, &o.rank,
+        ));
+    }
+    Ok(a)
+}
