@@ -42,8 +42,10 @@ pub mod kernels;
 pub mod model;
 pub mod plan;
 pub mod rank;
+pub mod spill;
 pub mod steps;
 pub mod summary;
+pub mod sweep;
 pub mod verdict;
 pub mod work;
 

@@ -195,7 +195,7 @@ pub(super) fn read_input(
             input.path.clone(),
             classes,
             custom,
-        )]
+        )?]
     } else {
         if own.events > 0 {
             notes.push(format!(
@@ -217,7 +217,7 @@ pub(super) fn read_input(
                     custom,
                 )
             })
-            .collect();
+            .collect::<Result<_>>()?;
         v.sort_by(|a, b| {
             a.id.sort_key()
                 .cmp(&b.id.sort_key())
