@@ -133,13 +133,12 @@ impl<T: Rec> Spool<T> {
     }
 
     /// Every record, in ascending `key` order (ties in no defined order).
-    pub fn sorted_by<K: Ord + Copy>(
+    pub fn sorted_by<K: Ord + Copy + 'static>(
         mut self,
         key: impl Fn(&T) -> K + Copy + 'static,
     ) -> Result<Box<dyn Iterator<Item = Result<T>>>>
     where
         T: 'static,
-        K: 'static,
     {
         if self.chunks.is_empty() {
             self.buf.sort_unstable_by_key(key);
@@ -171,7 +170,8 @@ fn write_all<T: Rec>(f: &mut File, recs: &[T]) -> Result<()> {
     for r in recs {
         b.clear();
         r.put(&mut b);
-        w.write_all(&b).context("cannot write to a temporary file")?;
+        w.write_all(&b)
+            .context("cannot write to a temporary file")?;
     }
     w.flush().context("cannot write to a temporary file")?;
     Ok(())
@@ -312,7 +312,11 @@ mod tests {
         for cap in [1, 3, 64, 1000, 20_000] {
             let (got, chunks) = sorted_out(&v, cap);
             assert_eq!(got, want, "cap {cap}");
-            assert_eq!(chunks, if cap > v.len() { 0 } else { v.len() / cap }, "cap {cap}");
+            assert_eq!(
+                chunks,
+                if cap > v.len() { 0 } else { v.len() / cap },
+                "cap {cap}"
+            );
         }
         let (got, _) = sorted_out(&[], 4);
         assert!(got.is_empty());

@@ -80,6 +80,10 @@ impl RunningUnion {
     pub fn len(&self) -> i64 {
         self.closed + self.open.map_or(0, |(s, e)| e - s)
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.open.is_none()
+    }
 }
 
 /// The rank-level GPU figures.
@@ -154,8 +158,7 @@ pub fn fold(
         if step < 0 {
             continue;
         }
-        let (Some(f), Some(acc)) = (figs.get_mut(step as usize), per.get_mut(step as usize))
-        else {
+        let (Some(f), Some(acc)) = (figs.get_mut(step as usize), per.get_mut(step as usize)) else {
             continue;
         };
         acc.0.add(g.start, g.end);
@@ -280,11 +283,20 @@ mod tests {
     fn spilled_fold_equals_in_memory_unions() {
         let (ops, launches) = data(5_000);
         let comm = 2u8;
-        let marks = vec![mark(0, 9_000, false), mark(9_000, 12_000, false), mark(25_000, 5_000, false)];
+        let marks = vec![
+            mark(0, 9_000, false),
+            mark(9_000, 12_000, false),
+            mark(25_000, 5_000, false),
+        ];
         // Reference: the in-memory unions of busy.rs.
         let kind = |g: &GpuIv| kind_of(g, comm);
         let u = |f: &dyn Fn(&GpuIv) -> bool| {
-            Union::from_unsorted(ops.iter().filter(|g| f(g)).map(|g| (g.start, g.end)).collect())
+            Union::from_unsorted(
+                ops.iter()
+                    .filter(|g| f(g))
+                    .map(|g| (g.start, g.end))
+                    .collect(),
+            )
         };
         let all = u(&|_| true);
         let compute = u(&|g| kind(g) == Kind::Compute);
@@ -318,7 +330,7 @@ mod tests {
                     .iter()
                     .filter(|g| step(g) == Some(i) && g.kind == OpKind::Kernel)
                     .count() as u64;
-                assert!(busy.len() > 0, "step {i}");
+                assert!(!busy.is_empty(), "step {i}");
                 assert_eq!((f.busy_ns, f.work_ns), (busy.len(), work.len()), "step {i}");
                 assert_eq!(f.work.launches, kernels, "step {i}");
                 let c1: i64 = ops
