@@ -3,11 +3,12 @@
 //!
 //! - per-name aggregates of GPU ops (kernels, memcpy, memset) and of CPU ops, in hash maps
 //!   keyed by the raw name (each name classified once, when first seen);
-//! - compact GPU intervals (start, end, correlation, class, kind: 32 bytes each) for the busy
-//!   unions and the per-step figures, and CPU-op totals and intervals (32 bytes) for CPU-only
+//! - compact GPU intervals (start, end, correlation, class, kind) for the busy unions and the
+//!   per-step figures, in a [`Spool`] (at most 1 MiB in memory, the rest in a temporary file,
+//!   folded by [`super::sweep`]), and CPU-op totals and intervals (32 bytes) for CPU-only
 //!   traces (dropped, and no longer collected, from the first GPU op on);
-//! - the launch time of each kernel launch (correlation → `ts`), to put a kernel in the step
-//!   that launched it;
+//! - the launch time of each kernel launch (correlation → `ts`, spooled too), to put a kernel
+//!   in the step that launched it;
 //! - step annotations, batch annotations (SGLang `step[…]`, vLLM `execute_new_…`, see
 //!   [`super::work`]), collective kernels (or `c10d::` ops) and per-stream totals.
 //!
@@ -18,6 +19,7 @@ use std::collections::HashMap;
 use regex::Regex;
 
 use super::classes::Classifier;
+use super::spill::Spool;
 use super::steps::Mark;
 use crate::trace::steps::{mark_of_name, StepMark};
 use crate::trace::{Event, Id, Str};
@@ -130,10 +132,10 @@ pub struct Collector<'a> {
     pub gpu_ops: FxMap<Box<str>, Agg>,
     /// CPU ops by raw name.
     pub cpu_ops: FxMap<Box<str>, Agg>,
-    pub gpu: Vec<GpuIv>,
+    pub gpu: Spool<GpuIv>,
     pub cpu: Vec<CpuIv>,
     /// (correlation, launch ts) of kernel / memcpy / memset launches.
-    pub launches: Vec<(i64, i64)>,
+    pub launches: Spool<(i64, i64)>,
     pub profiler_steps: Vec<Mark>,
     pub sglang_steps: Vec<Mark>,
     pub custom_steps: Vec<Mark>,
@@ -169,9 +171,9 @@ impl<'a> Collector<'a> {
             cfg,
             gpu_ops: FxMap::default(),
             cpu_ops: FxMap::default(),
-            gpu: Vec::new(),
+            gpu: Spool::default(),
             cpu: Vec::new(),
-            launches: Vec::new(),
+            launches: Spool::default(),
             profiler_steps: Vec::new(),
             sglang_steps: Vec::new(),
             custom_steps: Vec::new(),
@@ -326,13 +328,14 @@ impl<'a> Collector<'a> {
         let s = self.streams.entry(stream).or_insert((0, 0));
         s.0 += dur;
         s.1 += 1;
-        self.gpu.push(GpuIv {
+        let iv = GpuIv {
             start,
             end: start + dur,
             corr,
             class,
             kind,
-        });
+        };
+        self.gpu.push(iv);
         if kind == OpKind::Kernel && class == classes.comm() {
             let pg = ev
                 .arg("Process Group Name")

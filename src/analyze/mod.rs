@@ -48,8 +48,10 @@ pub mod partial;
 pub mod phases;
 pub mod plan;
 pub mod rank;
+pub mod spill;
 pub mod steps;
 pub mod summary;
+pub mod sweep;
 pub mod verdict;
 pub mod work;
 

@@ -193,7 +193,7 @@ pub(super) fn read_input(
             input.path.clone(),
             classes,
             custom,
-        )]
+        )?]
     } else {
         if own.events > 0 {
             notes.push(format!(
@@ -215,7 +215,7 @@ pub(super) fn read_input(
                     custom,
                 )
             })
-            .collect();
+            .collect::<Result<_>>()?;
         v.sort_by(|a, b| {
             a.id.sort_key()
                 .cmp(&b.id.sort_key())

@@ -1,16 +1,20 @@
 //! One rank's results, computed from its collector right after its pass (in the same worker
 //! thread): the rank summary (busy unions), op aggregates with decoded names, class totals,
 //! per-step figures and the collectives on the common clock. Only these small results outlive
-//! the pass; the intervals are dropped here.
+//! the pass; the intervals are dropped here. GPU intervals are folded in bounded memory by
+//! [`super::sweep`]; CPU-only traces keep theirs in memory (their self times need the nesting).
 
 use std::path::PathBuf;
 
-use super::busy::{pct, Kind, RankSummary, Timeline, Union};
+use anyhow::Result;
+
+use super::busy::{pct, Kind, RankSummary, Timeline};
 use super::classes::Classifier;
 use super::collect::{Collector, CpuIv, OpKind};
 use super::collectives::RankColls;
 use super::kernels::NameAgg;
 use super::steps::{self, StepFig};
+use super::sweep::GpuTotals;
 use crate::trace::{json, Header, Ns, RankId};
 
 /// Per-stream totals (GPU).
@@ -105,16 +109,16 @@ pub fn finish(
     path: PathBuf,
     classes: &Classifier,
     custom_marker: bool,
-) -> RankResult {
+) -> Result<RankResult> {
     let base = header.base_time_ns.unwrap_or(0);
     let gpu = !c.gpu.is_empty();
     let device = header_device(header, c.gpu_pid);
     let Collector {
         gpu_ops,
         cpu_ops,
-        gpu: mut gpu_ivs,
+        gpu: gpu_ivs,
         cpu: mut cpu_ivs,
-        mut launches,
+        launches,
         profiler_steps,
         sglang_steps,
         custom_steps,
@@ -176,62 +180,9 @@ pub fn finish(
         f.work = w;
     }
 
-    let timeline;
-    if gpu {
-        gpu_ivs.sort_unstable_by_key(|g| (g.start, g.end));
-        let kind = |g: &super::collect::GpuIv| match g.kind {
-            OpKind::Memcpy | OpKind::Memset => Kind::Copy,
-            _ if g.class == comm => Kind::Comm,
-            _ => Kind::Compute,
-        };
-        timeline = Timeline::build(&gpu_ivs, |g| (g.start, g.end, kind(g)));
+    let totals = if gpu {
         drop(cpu_ivs);
-        if !marks.is_empty() {
-            let gpu_marks = marks.iter().all(|m| m.on_gpu);
-            launches.sort_unstable();
-            for g in gpu_ivs.iter_mut() {
-                let mut t = g.start;
-                if !gpu_marks && g.corr >= 0 {
-                    let k = launches.partition_point(|&(c, _)| c < g.corr);
-                    if let Some(&(c, ts)) = launches.get(k) {
-                        if c == g.corr {
-                            t = ts;
-                        }
-                    }
-                }
-                g.corr = steps::window_of(&marks, t).map_or(-1, |i| i as i64);
-            }
-            drop(launches);
-            gpu_ivs.sort_unstable_by_key(|g| (g.corr, g.start, g.end));
-            let mut i = 0;
-            while i < gpu_ivs.len() {
-                let s = gpu_ivs[i].corr;
-                let mut j = i;
-                while j < gpu_ivs.len() && gpu_ivs[j].corr == s {
-                    j += 1;
-                }
-                if s >= 0 {
-                    let group = &gpu_ivs[i..j];
-                    let f = &mut figs[s as usize];
-                    f.busy_ns = Union::from_sorted(group.iter().map(|g| (g.start, g.end))).len();
-                    f.work_ns = Union::from_sorted(
-                        group
-                            .iter()
-                            .filter(|g| kind(g) != Kind::Comm)
-                            .map(|g| (g.start, g.end)),
-                    )
-                    .len();
-                    for g in group {
-                        if let Some(x) = f.class_ns.get_mut(g.class as usize) {
-                            *x += g.end - g.start;
-                        }
-                    }
-                    f.work.launches =
-                        group.iter().filter(|g| g.kind == OpKind::Kernel).count() as u64;
-                }
-                i = j;
-            }
-        }
+        super::sweep::fold(gpu_ivs, launches, &marks, comm, &mut figs)?
     } else {
         // CPU ops nest: classes get *self* time (own time minus the children's), so they add
         // up to the time the threads were busy instead of counting nested ops twice.
@@ -249,7 +200,7 @@ pub fn finish(
         }
         drop(selfs);
         cpu_ivs.sort_unstable_by_key(|c| (c.start, c.end));
-        timeline = Timeline::build(&cpu_ivs, |c| {
+        let timeline = Timeline::build(&cpu_ivs, |c| {
             (
                 c.start,
                 c.end,
@@ -264,13 +215,20 @@ pub fn finish(
             f.busy_ns = m.dur;
             f.work_ns = m.dur - timeline.comm.len_within(m.start, m.start + m.dur);
         }
-    }
-
-    let span = match (timeline.all.first(), timeline.all.last()) {
-        (Some(a), Some(b)) => b - a,
-        _ => 0,
+        GpuTotals {
+            span: match (timeline.all.first(), timeline.all.last()) {
+                (Some(a), Some(b)) => b - a,
+                _ => 0,
+            },
+            busy: timeline.all.len(),
+            compute: timeline.compute.len(),
+            comm: timeline.comm.len(),
+            exposed_comm: timeline.exposed_comm(),
+            copy: timeline.copy.len(),
+        }
     };
-    let busy = timeline.all.len();
+
+    let (span, busy) = (totals.span, totals.busy);
     let summary = RankSummary {
         rank: label.clone(),
         device,
@@ -279,10 +237,10 @@ pub fn finish(
         busy_ns: busy,
         idle_ns: span - busy,
         utilization_pct: pct(busy, span),
-        compute_ns: timeline.compute.len(),
-        comm_ns: timeline.comm.len(),
-        exposed_comm_ns: timeline.exposed_comm(),
-        memcpy_memset_ns: timeline.copy.len(),
+        compute_ns: totals.compute,
+        comm_ns: totals.comm,
+        exposed_comm_ns: totals.exposed_comm,
+        memcpy_memset_ns: totals.copy,
         kernels,
         kernel_sum_ns,
         events,
@@ -306,7 +264,7 @@ pub fn finish(
         .map(|f| f.start_ns)
         .chain(colls.by_key.values().flatten().map(|c| c.start))
         .min();
-    RankResult {
+    Ok(RankResult {
         label,
         id,
         path,
@@ -322,7 +280,7 @@ pub fn finish(
         distributed_rank: header.distributed_rank(),
         lost_base: crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns)),
         base_ns: header.base_time_ns,
-    }
+    })
 }
 
 /// Sorts CPU ops by thread and start (outer ops first) and returns each op's self time: its

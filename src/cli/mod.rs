@@ -454,6 +454,10 @@ pub struct InflateArgs {
     /// Worker threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Also compress the bytes again at this gzip level (0-9), output discarded: the floor
+    /// for `merge`, which reads and writes.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=9))]
+    pub deflate: Option<u32>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -1,0 +1,333 @@
+//! Bounded-memory storage and sorting of fixed-size records: what keeps `analyze` flat in the
+//! input size.
+//!
+//! A [`Spool`] holds at most [`Spool::CAP`] records in memory; beyond that it appends the
+//! buffer, unsorted, to an anonymous temporary file (deleted when dropped) and starts again.
+//! [`Spool::sorted_by`] then yields every record in key order whatever order they came in: one
+//! in-memory sort when nothing was spilled, else an external merge sort (each spilled chunk
+//! sorted and written back as a run, then a k-way merge of the runs through small buffered
+//! readers). Nothing is assumed about the order events are written in (Kineto writes GPU ops
+//! neither in global nor per-stream time order, and launches after the kernels they launched),
+//! and nothing is dropped: late records are sorted like the others.
+//!
+//! When no temporary file can be written, the spool keeps everything in memory from then on:
+//! the figures stay exact, only the bound is lost.
+//!
+//! Memory: one buffer of `CAP` records, plus one 16 KiB read buffer per run in the merge (a run
+//! per `CAP` records: ~4 KiB per MB of records). Written by hand: the external-sort crates
+//! (`extsort`, …) serialise through serde per record and keep whole runs' worth of buffers;
+//! this is 150 lines over `tempfile` and `std`.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, Result};
+
+/// A record of a fixed size on disk.
+pub trait Rec: Copy {
+    const SIZE: usize;
+    fn put(&self, out: &mut Vec<u8>);
+    fn get(b: &[u8]) -> Self;
+}
+
+impl Rec for (i64, i64) {
+    const SIZE: usize = 16;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0.to_le_bytes());
+        out.extend_from_slice(&self.1.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        (i64_at(b, 0), i64_at(b, 8))
+    }
+}
+
+/// The little-endian `i64` at `at` (zero-padded if the slice is short; records are read whole).
+pub fn i64_at(b: &[u8], at: usize) -> i64 {
+    let mut x = [0u8; 8];
+    if let Some(s) = b.get(at..at + 8) {
+        x.copy_from_slice(s);
+    }
+    i64::from_le_bytes(x)
+}
+
+/// Records in arrival order, at most [`Spool::CAP`] of them in memory.
+pub struct Spool<T: Rec> {
+    buf: Vec<T>,
+    /// Spilled chunks: (offset, records) in `file`.
+    chunks: Vec<(u64, usize)>,
+    file: Option<File>,
+    len: u64,
+    cap: usize,
+}
+
+impl<T: Rec> Default for Spool<T> {
+    /// A spool that spills every [`Spool::CAP`] records, or every [`set_cap`] records when set.
+    fn default() -> Self {
+        match CAP_OVERRIDE.load(Ordering::Relaxed) {
+            0 => Spool::with_cap(Self::CAP),
+            n => Spool::with_cap(n),
+        }
+    }
+}
+
+static CAP_OVERRIDE: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the records every new spool keeps in memory, process-wide (0: the default). For tests
+/// and benchmarks that want the spilling path on small inputs.
+pub fn set_cap(records: usize) {
+    CAP_OVERRIDE.store(records, Ordering::Relaxed);
+}
+
+impl<T: Rec> Spool<T> {
+    /// Records kept in memory before a spill (32 768: 1 MiB of 32-byte records).
+    pub const CAP: usize = 1 << 15;
+
+    /// A spool that spills every `cap` records (tests use small ones).
+    pub fn with_cap(cap: usize) -> Self {
+        Spool {
+            buf: Vec::new(),
+            chunks: Vec::new(),
+            file: None,
+            len: 0,
+            cap: cap.max(1),
+        }
+    }
+
+    /// Records pushed so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Runs written to disk so far.
+    pub fn spilled_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Adds a record; spills the buffer when it is full (or, when that fails, keeps it).
+    #[inline]
+    pub fn push(&mut self, r: T) {
+        self.len += 1;
+        self.buf.push(r);
+        if self.buf.len() >= self.cap && self.spill().is_err() {
+            self.cap = usize::MAX;
+        }
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        if self.file.is_none() {
+            self.file = Some(tempfile::tempfile().context("cannot create a temporary file")?);
+        }
+        let f = self.file.as_mut().context("no spill file")?;
+        let off = f.seek(SeekFrom::End(0))?;
+        write_all(f, &self.buf)?;
+        self.chunks.push((off, self.buf.len()));
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Every record, in ascending `key` order (ties in no defined order).
+    pub fn sorted_by<K: Ord + Copy + 'static>(
+        mut self,
+        key: impl Fn(&T) -> K + Copy + 'static,
+    ) -> Result<Box<dyn Iterator<Item = Result<T>>>>
+    where
+        T: 'static,
+    {
+        if self.chunks.is_empty() {
+            self.buf.sort_unstable_by_key(key);
+            return Ok(Box::new(std::mem::take(&mut self.buf).into_iter().map(Ok)));
+        }
+        if !self.buf.is_empty() {
+            self.spill()?;
+        }
+        let mut src = self.file.take().context("no spill file")?;
+        let mut runs = tempfile::tempfile().context("cannot create a temporary file")?;
+        let mut bounds = Vec::new();
+        let mut chunk: Vec<T> = Vec::new();
+        for &(off, n) in &self.chunks {
+            read_chunk(&mut src, off, n, &mut chunk)?;
+            chunk.sort_unstable_by_key(key);
+            let at = runs.seek(SeekFrom::End(0))?;
+            write_all(&mut runs, &chunk)?;
+            bounds.push((at, n));
+        }
+        drop(chunk);
+        drop(src);
+        Merge::new(runs, &bounds, key).map(|m| Box::new(m) as Box<dyn Iterator<Item = _>>)
+    }
+}
+
+fn write_all<T: Rec>(f: &mut File, recs: &[T]) -> Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, f);
+    let mut b = Vec::with_capacity(T::SIZE);
+    for r in recs {
+        b.clear();
+        r.put(&mut b);
+        w.write_all(&b)
+            .context("cannot write to a temporary file")?;
+    }
+    w.flush().context("cannot write to a temporary file")?;
+    Ok(())
+}
+
+fn read_chunk<T: Rec>(f: &mut File, off: u64, n: usize, out: &mut Vec<T>) -> Result<()> {
+    out.clear();
+    f.seek(SeekFrom::Start(off))?;
+    let mut r = BufReader::with_capacity(1 << 16, f);
+    let mut b = vec![0u8; T::SIZE];
+    for _ in 0..n {
+        r.read_exact(&mut b)
+            .context("cannot read back a temporary file")?;
+        out.push(T::get(&b));
+    }
+    Ok(())
+}
+
+/// One sorted run being read back, through its own small buffer.
+struct Run {
+    /// Next byte to read from the file.
+    off: u64,
+    /// Bytes of the run not yet read from the file.
+    left: u64,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+/// The k-way merge of sorted runs (one file; each run refills its buffer at its own offset).
+struct Merge<T, K, F> {
+    file: File,
+    runs: Vec<Run>,
+    heap: BinaryHeap<Reverse<(K, usize)>>,
+    head: Vec<Option<T>>,
+    key: F,
+}
+
+/// Read buffer per run.
+const RUN_BUF: usize = 16 << 10;
+
+impl<T: Rec, K: Ord + Copy, F: Fn(&T) -> K> Merge<T, K, F> {
+    fn new(file: File, bounds: &[(u64, usize)], key: F) -> Result<Self> {
+        let runs = bounds
+            .iter()
+            .map(|&(off, n)| Run {
+                off,
+                left: (n * T::SIZE) as u64,
+                buf: Vec::new(),
+                pos: 0,
+            })
+            .collect::<Vec<_>>();
+        let mut m = Merge {
+            file,
+            head: vec![None; runs.len()],
+            runs,
+            heap: BinaryHeap::new(),
+            key,
+        };
+        for i in 0..m.runs.len() {
+            m.advance(i)?;
+        }
+        Ok(m)
+    }
+
+    /// Reads the next record of run `i` into its head slot and the heap.
+    fn advance(&mut self, i: usize) -> Result<()> {
+        let run = &mut self.runs[i];
+        if run.pos + T::SIZE > run.buf.len() {
+            if run.left == 0 {
+                self.head[i] = None;
+                return Ok(());
+            }
+            // Whole records only: RUN_BUF rounded down to the record size.
+            let want = (RUN_BUF / T::SIZE * T::SIZE).max(T::SIZE) as u64;
+            let n = want.min(run.left) as usize;
+            run.buf.resize(n, 0);
+            self.file.seek(SeekFrom::Start(run.off))?;
+            self.file
+                .read_exact(&mut run.buf)
+                .context("cannot read back a temporary file")?;
+            run.off += n as u64;
+            run.left -= n as u64;
+            run.pos = 0;
+        }
+        let t = T::get(&run.buf[run.pos..run.pos + T::SIZE]);
+        run.pos += T::SIZE;
+        self.heap.push(Reverse(((self.key)(&t), i)));
+        self.head[i] = Some(t);
+        Ok(())
+    }
+}
+
+impl<T: Rec, K: Ord + Copy, F: Fn(&T) -> K> Iterator for Merge<T, K, F> {
+    type Item = Result<T>;
+    fn next(&mut self) -> Option<Result<T>> {
+        let Reverse((_, i)) = self.heap.pop()?;
+        let t = self.head[i].take()?;
+        Some(self.advance(i).map(|_| t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic shuffle of 0..n (xorshift).
+    fn shuffled(n: i64) -> Vec<(i64, i64)> {
+        let mut v: Vec<(i64, i64)> = (0..n).map(|i| (i % 97, i)).collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in (1..v.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        v
+    }
+
+    fn sorted_out(v: &[(i64, i64)], cap: usize) -> (Vec<(i64, i64)>, usize) {
+        let mut s = Spool::with_cap(cap);
+        for &r in v {
+            s.push(r);
+        }
+        let chunks = s.spilled_chunks();
+        let out = s
+            .sorted_by(|r: &(i64, i64)| *r)
+            .unwrap()
+            .collect::<Result<Vec<_>>>()
+            .unwrap();
+        (out, chunks)
+    }
+
+    #[test]
+    fn spilled_and_in_memory_sorts_agree_with_std() {
+        let v = shuffled(10_007);
+        let mut want = v.clone();
+        want.sort();
+        for cap in [1, 3, 64, 1000, 20_000] {
+            let (got, chunks) = sorted_out(&v, cap);
+            assert_eq!(got, want, "cap {cap}");
+            assert_eq!(
+                chunks,
+                if cap > v.len() { 0 } else { v.len() / cap },
+                "cap {cap}"
+            );
+        }
+        let (got, _) = sorted_out(&[], 4);
+        assert!(got.is_empty());
+    }
+
+    #[test]
+    fn a_run_longer_than_the_read_buffer_is_read_whole() {
+        // 3000 records of 16 B = 48 000 B per run: three buffer refills per run.
+        let v = shuffled(9_000);
+        let mut want = v.clone();
+        want.sort();
+        assert_eq!(sorted_out(&v, 3_000), (want, 3));
+    }
+}

@@ -1,0 +1,364 @@
+//! The GPU figures of one rank (busy, compute, communication, exposed communication,
+//! memcpy/memset, and per step busy, work, class sums and launches) from its spooled ops, in
+//! bounded memory: the ops come back from the [`Spool`] sorted by start and are folded in one
+//! sweep into running unions that keep one open interval each, whatever the number of ops.
+//!
+//! Each op counts for the step that launched it: when the steps are CPU-side marks, the ops are
+//! first sorted by correlation and joined with the launches (also sorted by correlation) in one
+//! merge pass, which writes each op's step index into a second spool. Exposed communication is
+//! `|comm ∪ compute| − |compute|` (= `|comm| − |comm ∩ compute|`), so it too is a running union.
+//!
+//! The figures are exactly those of the in-memory unions of [`super::busy`]: the same intervals
+//! in the same order, only not kept.
+
+use anyhow::Result;
+
+use super::collect::{GpuIv, OpKind};
+use super::spill::{i64_at, Rec, Spool};
+use super::steps::{window_of, Mark, StepFig};
+
+impl Rec for GpuIv {
+    const SIZE: usize = 26;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.start.to_le_bytes());
+        out.extend_from_slice(&self.end.to_le_bytes());
+        out.extend_from_slice(&self.corr.to_le_bytes());
+        out.push(self.class);
+        out.push(match self.kind {
+            OpKind::Kernel => 0,
+            OpKind::Memcpy => 1,
+            OpKind::Memset => 2,
+            OpKind::Cpu => 3,
+        });
+    }
+    fn get(b: &[u8]) -> Self {
+        GpuIv {
+            start: i64_at(b, 0),
+            end: i64_at(b, 8),
+            corr: i64_at(b, 16),
+            class: b.get(24).copied().unwrap_or(0),
+            kind: match b.get(25) {
+                Some(1) => OpKind::Memcpy,
+                Some(2) => OpKind::Memset,
+                Some(3) => OpKind::Cpu,
+                _ => OpKind::Kernel,
+            },
+        }
+    }
+}
+
+/// The length of a union of `[start, end)` intervals fed in ascending order of start.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RunningUnion {
+    open: Option<(i64, i64)>,
+    closed: i64,
+}
+
+impl RunningUnion {
+    /// Adds an interval (empty or negative ones are ignored, as [`super::busy::Union`] does).
+    #[inline]
+    pub fn add(&mut self, s: i64, e: i64) {
+        if e <= s {
+            return;
+        }
+        match &mut self.open {
+            Some((_, oe)) if s <= *oe => {
+                if e > *oe {
+                    *oe = e;
+                }
+            }
+            open => {
+                if let Some((os, oe)) = *open {
+                    self.closed += oe - os;
+                }
+                *open = Some((s, e));
+            }
+        }
+    }
+
+    /// Total covered length.
+    pub fn len(&self) -> i64 {
+        self.closed + self.open.map_or(0, |(s, e)| e - s)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.open.is_none()
+    }
+}
+
+/// The rank-level GPU figures.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GpuTotals {
+    /// From the first op's start to the last end (non-empty ops).
+    pub span: i64,
+    pub busy: i64,
+    pub compute: i64,
+    pub comm: i64,
+    pub exposed_comm: i64,
+    pub copy: i64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Compute,
+    Comm,
+    Copy,
+}
+
+fn kind_of(g: &GpuIv, comm: u8) -> Kind {
+    match g.kind {
+        OpKind::Memcpy | OpKind::Memset => Kind::Copy,
+        _ if g.class == comm => Kind::Comm,
+        _ => Kind::Compute,
+    }
+}
+
+/// Folds the rank's ops into its totals and fills `figs` (one per mark, in mark order: busy,
+/// work, class sums, launches). `launches`: (correlation, launch ts).
+pub fn fold(
+    ops: Spool<GpuIv>,
+    launches: Spool<(i64, i64)>,
+    marks: &[Mark],
+    comm: u8,
+    figs: &mut [StepFig],
+) -> Result<GpuTotals> {
+    let by_launch = !marks.is_empty() && !marks.iter().all(|m| m.on_gpu);
+    // by_launch: each op's `corr` now holds its step index (-1: none).
+    let (ops, by_start) = if by_launch {
+        (assign_steps(ops, launches, marks)?, false)
+    } else {
+        drop(launches);
+        (ops, true)
+    };
+    let [mut all, mut compute, mut comm_u, mut copy, mut either] = [RunningUnion::default(); 5];
+    let mut first: Option<i64> = None;
+    let mut last: Option<i64> = None;
+    let mut per: Vec<(RunningUnion, RunningUnion)> = vec![Default::default(); figs.len()];
+    for g in ops.sorted_by(|g: &GpuIv| (g.start, g.end))? {
+        let g = g?;
+        let k = kind_of(&g, comm);
+        if g.end > g.start {
+            first.get_or_insert(g.start);
+            last = Some(last.map_or(g.end, |l| l.max(g.end)));
+        }
+        all.add(g.start, g.end);
+        match k {
+            Kind::Compute => compute.add(g.start, g.end),
+            Kind::Comm => comm_u.add(g.start, g.end),
+            Kind::Copy => copy.add(g.start, g.end),
+        }
+        if k != Kind::Copy {
+            either.add(g.start, g.end);
+        }
+        let step = if by_start {
+            window_of(marks, g.start).map_or(-1, |i| i as i64)
+        } else {
+            g.corr
+        };
+        if step < 0 {
+            continue;
+        }
+        let (Some(f), Some(acc)) = (figs.get_mut(step as usize), per.get_mut(step as usize)) else {
+            continue;
+        };
+        acc.0.add(g.start, g.end);
+        if k != Kind::Comm {
+            acc.1.add(g.start, g.end);
+        }
+        if let Some(x) = f.class_ns.get_mut(g.class as usize) {
+            *x += g.end - g.start;
+        }
+        if g.kind == OpKind::Kernel {
+            f.work.launches += 1;
+        }
+    }
+    for (f, (busy, work)) in figs.iter_mut().zip(per) {
+        f.busy_ns = busy.len();
+        f.work_ns = work.len();
+    }
+    Ok(GpuTotals {
+        span: match (first, last) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0,
+        },
+        busy: all.len(),
+        compute: compute.len(),
+        comm: comm_u.len(),
+        exposed_comm: either.len() - compute.len(),
+        copy: copy.len(),
+    })
+}
+
+/// Puts each op's step index (by the CPU launch found through its correlation, else its own
+/// start; -1 when no window holds it) in its `corr`: a merge join of the ops sorted by
+/// correlation with the launches sorted by (correlation, ts); the earliest launch of a
+/// correlation wins.
+fn assign_steps(
+    ops: Spool<GpuIv>,
+    launches: Spool<(i64, i64)>,
+    marks: &[Mark],
+) -> Result<Spool<GpuIv>> {
+    let mut out = Spool::default();
+    let mut ls = launches.sorted_by(|l: &(i64, i64)| *l)?;
+    let mut cur = ls.next().transpose()?;
+    for g in ops.sorted_by(|g: &GpuIv| g.corr)? {
+        let mut g = g?;
+        let mut t = g.start;
+        if g.corr >= 0 {
+            while cur.is_some_and(|(c, _)| c < g.corr) {
+                cur = ls.next().transpose()?;
+            }
+            if let Some((c, ts)) = cur {
+                if c == g.corr {
+                    t = ts;
+                }
+            }
+        }
+        g.corr = window_of(marks, t).map_or(-1, |i| i as i64);
+        out.push(g);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::busy::Union;
+
+    fn mark(start: i64, dur: i64, on_gpu: bool) -> Mark {
+        Mark {
+            start,
+            dur,
+            name: String::new(),
+            number: None,
+            on_gpu,
+        }
+    }
+
+    fn fig() -> StepFig {
+        StepFig {
+            name: String::new(),
+            number: None,
+            start_ns: 0,
+            dur_ns: 0,
+            busy_ns: 0,
+            work_ns: 0,
+            class_ns: vec![0; 3],
+            work: Default::default(),
+        }
+    }
+
+    /// Pseudo-random ops (class 2 = comm), launched 0-30 ns before they start, written in a
+    /// shuffled order; launches reversed.
+    fn data(n: i64) -> (Vec<GpuIv>, Vec<(i64, i64)>) {
+        let mut x: u64 = 88_172_645_463_325_252;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m) as i64
+        };
+        let mut ops = Vec::new();
+        let mut launches = Vec::new();
+        for i in 0..n {
+            let start = i * 7 + rnd(40);
+            let kind = [OpKind::Kernel, OpKind::Kernel, OpKind::Memcpy][rnd(3) as usize];
+            ops.push(GpuIv {
+                start,
+                end: start + rnd(60) - 5,
+                corr: if i % 11 == 0 { -1 } else { i },
+                class: rnd(3) as u8,
+                kind,
+            });
+            launches.push((i, start - rnd(30)));
+        }
+        for i in (1..ops.len()).rev() {
+            ops.swap(i, rnd(i as u64 + 1) as usize);
+        }
+        launches.reverse();
+        (ops, launches)
+    }
+
+    #[test]
+    fn spilled_fold_equals_in_memory_unions() {
+        let (ops, launches) = data(5_000);
+        let comm = 2u8;
+        let marks = vec![
+            mark(0, 9_000, false),
+            mark(9_000, 12_000, false),
+            mark(25_000, 5_000, false),
+        ];
+        // Reference: the in-memory unions of busy.rs.
+        let kind = |g: &GpuIv| kind_of(g, comm);
+        let u = |f: &dyn Fn(&GpuIv) -> bool| {
+            Union::from_unsorted(
+                ops.iter()
+                    .filter(|g| f(g))
+                    .map(|g| (g.start, g.end))
+                    .collect(),
+            )
+        };
+        let all = u(&|_| true);
+        let compute = u(&|g| kind(g) == Kind::Compute);
+        let comm_u = u(&|g| kind(g) == Kind::Comm);
+        let launch_of = |g: &GpuIv| {
+            launches
+                .iter()
+                .filter(|l| g.corr >= 0 && l.0 == g.corr)
+                .map(|l| l.1)
+                .min()
+                .unwrap_or(g.start)
+        };
+        let step = |g: &GpuIv| window_of(&marks, launch_of(g));
+        for cap in [3, 100, 1 << 20] {
+            let mut so = Spool::with_cap(cap);
+            ops.iter().for_each(|g| so.push(*g));
+            let mut sl = Spool::with_cap(cap);
+            launches.iter().for_each(|l| sl.push(*l));
+            let mut figs = vec![fig(), fig(), fig()];
+            let t = fold(so, sl, &marks, comm, &mut figs).unwrap();
+            assert_eq!(t.busy, all.len(), "cap {cap}");
+            assert_eq!(t.compute, compute.len());
+            assert_eq!(t.comm, comm_u.len());
+            assert_eq!(t.exposed_comm, comm_u.len() - comm_u.overlap(&compute));
+            assert_eq!(t.copy, u(&|g| kind(g) == Kind::Copy).len());
+            assert_eq!(t.span, all.last().unwrap() - all.first().unwrap());
+            for (i, f) in figs.iter().enumerate() {
+                let busy = u(&|g| step(g) == Some(i));
+                let work = u(&|g| step(g) == Some(i) && kind(g) != Kind::Comm);
+                let kernels = ops
+                    .iter()
+                    .filter(|g| step(g) == Some(i) && g.kind == OpKind::Kernel)
+                    .count() as u64;
+                assert!(!busy.is_empty(), "step {i}");
+                assert_eq!((f.busy_ns, f.work_ns), (busy.len(), work.len()), "step {i}");
+                assert_eq!(f.work.launches, kernels, "step {i}");
+                let c1: i64 = ops
+                    .iter()
+                    .filter(|g| step(g) == Some(i) && g.class == 1)
+                    .map(|g| g.end - g.start)
+                    .sum();
+                assert_eq!(f.class_ns[1], c1, "step {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn gpu_marks_put_ops_in_steps_by_their_own_start() {
+        let (ops, launches) = data(500);
+        let marks = vec![mark(0, 1_000, true), mark(1_000, 2_000, true)];
+        let mut so = Spool::with_cap(5);
+        ops.iter().for_each(|g| so.push(*g));
+        let mut sl = Spool::with_cap(5);
+        launches.iter().for_each(|l| sl.push(*l));
+        let mut figs = vec![fig(), fig()];
+        fold(so, sl, &marks, 2, &mut figs).unwrap();
+        let busy0 = Union::from_unsorted(
+            ops.iter()
+                .filter(|g| window_of(&marks, g.start) == Some(0))
+                .map(|g| (g.start, g.end))
+                .collect(),
+        );
+        assert_eq!(figs[0].busy_ns, busy0.len());
+    }
+}

@@ -1,0 +1,118 @@
+//! `analyze` in bounded memory (#14): GPU ops and launches spill to temporary files and are
+//! folded from an external sort. Every test here runs with spools of a few records, so the
+//! real traces take the spilling path, and with events written in another order than the file
+//! had (real Kineto traces are already out of time order: GPU ops neither globally nor per
+//! stream sorted, launches after their kernels). The figures must equal what the independent
+//! checker `tests/check_analyze.py` computes, and not move when the order changes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{analyze_files, assert_matches_checker, checker, shared, write_gz};
+use rankprof::analyze::spill;
+use serde_json::Value;
+
+/// Records each spool keeps in memory in these tests: every fixture spills many runs.
+const TINY: usize = 7;
+
+const GPU_FIXTURES: &[&str] = &[
+    "hta/nccl-a100-rank-0.json.gz",
+    "hta/sampled-rank-0.json.gz",
+    "hta/sampled-rank-1.json.gz",
+    "hta/rocm-mi250.json.gz",
+    "hta/alexnet-single-gpu.json.gz",
+    "hta/triton-example.json.gz",
+];
+
+fn is_gpu_op(e: &Value) -> bool {
+    matches!(
+        e["cat"].as_str(),
+        Some("kernel" | "gpu_memcpy" | "gpu_memset")
+    )
+}
+
+fn is_launch(e: &Value) -> bool {
+    matches!(e["cat"].as_str(), Some("cuda_runtime" | "cuda_driver"))
+}
+
+/// Writes `src` with its GPU ops permuted among their own places (a deterministic shuffle)
+/// and its runtime events (the launches) reversed among theirs; every other event stays.
+/// Returns how many GPU ops moved.
+fn write_reordered(src: &Path, dst: &Path) -> usize {
+    let text = {
+        use std::io::Read;
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(src).unwrap())
+            .read_to_string(&mut s)
+            .unwrap();
+        s
+    };
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    let evs = doc["traceEvents"].as_array_mut().unwrap();
+    let gpu: Vec<usize> = (0..evs.len()).filter(|&i| is_gpu_op(&evs[i])).collect();
+    let launch: Vec<usize> = (0..evs.len()).filter(|&i| is_launch(&evs[i])).collect();
+    let mut perm = gpu.clone();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for i in (1..perm.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        perm.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let old = evs.clone();
+    for (&to, &from) in gpu.iter().zip(&perm) {
+        evs[to] = old[from].clone();
+    }
+    for (&to, &from) in launch.iter().zip(launch.iter().rev()) {
+        evs[to] = old[from].clone();
+    }
+    write_gz(dst, serde_json::to_string(&doc).unwrap().as_bytes());
+    gpu.iter().zip(&perm).filter(|(a, b)| a != b).count()
+}
+
+/// The figures of an analysis, without what names the files.
+fn figures(a: &rankprof::analyze::Analysis) -> Value {
+    let mut v = serde_json::to_value(a).unwrap();
+    let o = v.as_object_mut().unwrap();
+    for k in ["files", "notes", "profile_id", "merged_trace"] {
+        o.remove(k);
+    }
+    v
+}
+
+#[test]
+fn spilled_figures_match_the_checker_on_every_gpu_fixture() {
+    spill::set_cap(TINY);
+    for f in GPU_FIXTURES {
+        let files = [shared(f)];
+        let a = analyze_files(&files, |_| {});
+        assert_eq!(a.ranks[0].source, "gpu", "{f}");
+        assert_matches_checker(&a, &checker(&files, &[]));
+    }
+    let pair = [
+        shared("hta/sampled-rank-0.json.gz"),
+        shared("hta/sampled-rank-1.json.gz"),
+    ];
+    let a = analyze_files(&pair, |_| {});
+    assert_matches_checker(&a, &checker(&pair, &[]));
+    assert_eq!(a.collectives.matched, 10);
+}
+
+#[test]
+fn events_out_of_order_give_the_same_figures() {
+    spill::set_cap(TINY);
+    let dir = tempfile::tempdir().unwrap();
+    for f in GPU_FIXTURES {
+        let src = shared(f);
+        let dst: PathBuf = dir.path().join(Path::new(f).file_name().unwrap());
+        let moved = write_reordered(&src, &dst);
+        let a = analyze_files(&[src], |_| {});
+        let b = analyze_files(std::slice::from_ref(&dst), |_| {});
+        if a.ranks[0].kernels > 10 {
+            assert!(moved > 10, "{f}: only {moved} GPU ops moved");
+        }
+        assert_eq!(figures(&a), figures(&b), "{f}");
+        assert_matches_checker(&b, &checker(&[dst], &[]));
+    }
+}
