@@ -37,11 +37,13 @@ pub mod busy;
 pub mod classes;
 pub mod collect;
 pub mod collectives;
+pub mod groups;
 pub mod heat;
 pub mod kernels;
 pub mod model;
 pub mod plan;
 pub mod rank;
+pub mod rankset;
 pub mod steps;
 pub mod summary;
 pub mod verdict;
@@ -237,7 +239,7 @@ pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
             .collect();
         notes.push(format!(
             "ranks {} have no GPU events: their figures come from CPU ops and do not compare with the GPU ranks'",
-            cpu.join(", ")
+            rankset::compact(&cpu)
         ));
     }
     let damaged = files.iter().any(|f| f.damaged);
@@ -336,13 +338,17 @@ fn cross_rank(
         .map(|r| r.step_source.clone())
         .unwrap_or_default();
     if results.iter().any(|r| r.step_source != step_source) {
-        let s: Vec<String> = results
+        let mut by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for r in &results {
+            by.entry(&r.step_source).or_default().push(&r.label);
+        }
+        let s: Vec<String> = by
             .iter()
-            .map(|r| format!("{} {}", r.label, r.step_source))
+            .map(|(src, l)| format!("{} {src}", rankset::compact(l)))
             .collect();
         notes.push(format!(
             "ranks found different step markers: {}",
-            s.join(", ")
+            s.join("; ")
         ));
     }
     let basis = if results.iter().all(|r| !r.gpu) {
@@ -405,6 +411,7 @@ fn cross_rank(
         &attribution,
         args.summary_kernels,
     );
+    let groups = groups::build(&results, &summaries, &steps);
     let depth = (args.rank.is_some() && results.len() == 1)
         .then(|| depth(&results[0], &class_names, args.top_n));
     Analysis {
@@ -421,6 +428,7 @@ fn cross_rank(
         collectives: coll,
         attribution,
         depth,
+        groups,
         notes,
         damaged: false,
         merged_trace: None,
