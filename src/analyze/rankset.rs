@@ -31,11 +31,11 @@ fn parts(s: &str) -> Vec<&str> {
 /// The one number part in which all labels differ (all other parts equal), if any.
 fn varying(split: &[Vec<&str>]) -> Option<usize> {
     let first = split.first()?;
+    if split.iter().any(|s| s.len() != first.len()) {
+        return None;
+    }
     let mut at = None;
     for (k, p) in first.iter().enumerate() {
-        if split.iter().any(|s| s.len() != first.len()) {
-            return None;
-        }
         if split.iter().all(|s| s[k] == *p) {
             continue;
         }
@@ -67,9 +67,9 @@ pub fn compact<S: AsRef<str>>(names: &[S]) -> String {
         if nums.len() == names.len() {
             nums.sort();
             let mut runs: Vec<(usize, usize)> = Vec::new();
-            for w in 0..nums.len() {
+            for (w, &(v, _)) in nums.iter().enumerate() {
                 match runs.last_mut() {
-                    Some(r) if nums[r.1].0 + 1 == nums[w].0 => r.1 = w,
+                    Some(r) if nums[r.1].0 + 1 == v => r.1 = w,
                     _ => runs.push((w, w)),
                 }
             }

@@ -284,9 +284,16 @@ pub fn render(a: &Analysis) -> String {
     render_view(a, View::Auto, None)
 }
 
-/// Tables with a row per rank and step or kernel: left out of the grouped form (the CSV and
-/// JSON outputs have them).
-const LONG_TABLES: [&str; 2] = ["kernels_by_rank", "steps_by_rank"];
+/// Tables left out of the grouped form (the CSV and JSON outputs have them): a row per rank
+/// and step or kernel, and per-rank tables the grouped tables and the canvases already show
+/// (classes, work, collectives per rank). The rank summary and the attribution stay, sortable.
+const LONG_TABLES: [&str; 5] = [
+    "kernels_by_rank",
+    "steps_by_rank",
+    "classes",
+    "work",
+    "collectives_ranks",
+];
 
 /// The whole report as one HTML document. In the grouped form (many ranks) the heatmaps are
 /// drawn on canvases laid out on the parallel grid ([`super::html_grid`]), the grouped tables

@@ -2,9 +2,12 @@
 // how long it took to render, what it drew and a screenshot — for tests/groups.rs (#11).
 //
 // Usage: node html_report.mjs --chromium PATH --html FILE --out DIR
-// Prints JSON: {"render_ms", "canvases": [{"id", "width", "height", "painted"}], "png"}.
+// Prints JSON: {"render_ms", "task_ms", "canvases": [{"id", "width", "height", "painted"}],
+// "png", "errors"}.
 // render_ms: navigation start to the end of the load event (the report's inline scripts,
-// canvas drawing included, run before it), from the page's own Navigation Timing.
+// canvas drawing included, run before it), from the page's own Navigation Timing; task_ms:
+// the main thread's busy time until then (DevTools TaskDuration), which a loaded machine does
+// not inflate.
 // painted: how many sampled pixels of the canvas are not white/transparent.
 
 import fs from 'node:fs';
@@ -49,6 +52,10 @@ try {
     });
     return { render_ms: nav.loadEventEnd - nav.startTime, canvases };
   });
+  // Main-thread busy time (parse, style, layout, script, paint) from the DevTools metrics:
+  // what the page costs, apart from how busy the machine is.
+  const m = await page.metrics();
+  res.task_ms = Math.round(m.TaskDuration * 1000);
   const png = path.join(o.out, 'report.png');
   await page.screenshot({ path: png });
   res.png = png;
