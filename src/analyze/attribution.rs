@@ -322,7 +322,7 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
             .map(|(d, members)| {
                 let t: Vec<Totals> = members.iter().map(|&r| whole[r]).collect();
                 let names: Vec<&str> = members.iter().map(|&r| inp.labels[r].as_str()).collect();
-                (*d, mean(&t), names.join(", "))
+                (*d, mean(&t), super::rankset::compact(&names))
             })
             .collect();
         for (i, (d, t, members)) in rep.iter().enumerate() {
@@ -504,11 +504,7 @@ impl Ctx<'_> {
             .as_ref()
             .map(|s| format!(" from step {s} on"))
             .unwrap_or_default();
-        let peer_txt = if peers.len() == 1 {
-            peers[0].clone()
-        } else {
-            format!("the median of {}", peers.join(", "))
-        };
+        let peer_txt = super::rankset::median_of(&peers);
         let unit = self.unit;
         let sentence = match c {
             Cause::Balanced => format!(

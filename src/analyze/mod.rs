@@ -41,6 +41,7 @@ pub mod busy;
 pub mod classes;
 pub mod collect;
 pub mod collectives;
+pub mod groups;
 pub mod heat;
 pub mod kernels;
 pub mod model;
@@ -48,6 +49,7 @@ pub mod partial;
 pub mod phases;
 pub mod plan;
 pub mod rank;
+pub mod rankset;
 pub mod spill;
 pub mod steps;
 pub mod summary;
@@ -183,13 +185,17 @@ pub(crate) fn cross_rank(
         .map(|r| r.step_source.clone())
         .unwrap_or_default();
     if results.iter().any(|r| r.step_source != step_source) {
-        let s: Vec<String> = results
+        let mut by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for r in &results {
+            by.entry(&r.step_source).or_default().push(&r.label);
+        }
+        let s: Vec<String> = by
             .iter()
-            .map(|r| format!("{} {}", r.label, r.step_source))
+            .map(|(src, l)| format!("{} {src}", rankset::compact(l)))
             .collect();
         notes.push(format!(
             "ranks found different step markers: {}",
-            s.join(", ")
+            s.join("; ")
         ));
     }
     let basis = if results.iter().all(|r| !r.gpu) {
@@ -252,6 +258,7 @@ pub(crate) fn cross_rank(
         &attribution,
         args.summary_kernels,
     );
+    let groups = groups::build(&results, &summaries, &steps);
     let depth = (args.rank.is_some() && results.len() == 1)
         .then(|| depth(&results[0], &class_names, args.top_n));
     Analysis {
@@ -268,6 +275,7 @@ pub(crate) fn cross_rank(
         collectives: coll,
         attribution,
         depth,
+        groups,
         notes,
         damaged: false,
         merged_trace: None,

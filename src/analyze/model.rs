@@ -83,6 +83,10 @@ pub struct Analysis {
     #[serde(default)]
     pub attribution: super::attribution::Attribution,
     pub depth: Option<RankDepth>,
+    /// The ranks in groups (per DP replica, TP rank, …), distributions and outliers: the views
+    /// that stay readable at 1,024 ranks.
+    #[serde(default)]
+    pub groups: super::groups::Groups,
     pub notes: Vec<String>,
     /// Some input was damaged: figures cover what could be read.
     pub damaged: bool,

@@ -258,7 +258,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             .collect();
         notes.push(format!(
             "ranks {} have no GPU events: their figures come from CPU ops and do not compare with the GPU ranks'",
-            cpu.join(", ")
+            super::rankset::compact(&cpu)
         ));
     }
     let damaged = files.iter().any(|f| f.damaged);

@@ -197,6 +197,14 @@ pub struct AnalyzeArgs {
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Terminal tables one row per rank, or grouped (distributions, top outlier ranks, groups);
+    /// `auto`: grouped above 32 ranks.
+    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
+    pub view: ViewArg,
+    /// The groups the grouped view shows (default: DP replicas, else the first the ranks
+    /// have). `node`: the file's directory, else the file-name prefix before the rank fields.
+    #[arg(long = "group-by", value_enum, value_name = "DIM")]
+    pub group_by: Option<GroupByArg>,
     /// Also write one tidy CSV per table into DIR (ranks.csv, classes.csv, kernels_by_rank.csv,
     /// steps_by_rank.csv, …): long form, times in ns, units in the column names.
     #[arg(long = "csv-dir", value_name = "DIR")]
@@ -246,6 +254,24 @@ fn shard(s: &str) -> Result<(usize, usize), String> {
         return Err(bad());
     }
     Ok((k, n))
+}
+
+/// The form of the terminal report.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ViewArg {
+    Auto,
+    Ranks,
+    Grouped,
+}
+
+/// A dimension ranks are grouped by.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GroupByArg {
+    Dp,
+    Tp,
+    Pp,
+    Ep,
+    Node,
 }
 
 /// How `analyze`, `ls` and `merge` print their results.

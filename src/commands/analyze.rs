@@ -6,9 +6,11 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
+use crate::analyze::groups::Dim;
 use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions};
-use crate::cli::{AnalyzeArgs, ReportFormat};
+use crate::cli::{AnalyzeArgs, GroupByArg, ReportFormat, ViewArg};
 use crate::exit;
+use crate::report::tables::View;
 use crate::trace::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
@@ -38,6 +40,24 @@ pub fn render(a: &Analysis, format: ReportFormat) -> Result<String> {
     })
 }
 
+fn view(v: ViewArg) -> View {
+    match v {
+        ViewArg::Auto => View::Auto,
+        ViewArg::Ranks => View::Ranks,
+        ViewArg::Grouped => View::Grouped,
+    }
+}
+
+fn dim(g: GroupByArg) -> Dim {
+    match g {
+        GroupByArg::Dp => Dim::Dp,
+        GroupByArg::Tp => Dim::Tp,
+        GroupByArg::Pp => Dim::Pp,
+        GroupByArg::Ep => Dim::Ep,
+        GroupByArg::Node => Dim::Node,
+    }
+}
+
 /// Analyzes, prints, writes the requested files. Exit code: OK, or PARTIAL when an input was
 /// damaged.
 pub fn run(args: &AnalyzeArgs) -> Result<i32> {
@@ -62,14 +82,19 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     } else {
         args.format
     };
-    let text = render(&a, format)?;
+    let text = if format == ReportFormat::Table {
+        crate::report::tables::render_view(&a, view(args.view), args.group_by.map(dim))
+    } else {
+        render(&a, format)?
+    };
     print!("{text}");
     if let Some(dir) = &args.csv_dir {
         let files = crate::report::tidy::write_csv_dir(&a, dir)?;
         eprintln!("wrote {} CSV files into {}", files.len(), dir.display());
     }
     if let Some(path) = &args.html {
-        write_atomic_bytes(path, crate::report::html::render(&a).as_bytes())?;
+        let html = crate::report::html::render_view(&a, view(args.view), args.group_by.map(dim));
+        write_atomic_bytes(path, html.as_bytes())?;
         eprintln!("wrote {}", path.display());
     }
     if let Some(dir) = &args.parquet {

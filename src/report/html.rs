@@ -7,7 +7,9 @@
 //! to the mean of the other ranks in that step (step heatmap): white is even, red is above,
 //! blue is below, full colour at ±25 %. On CPU-only traces the report says "ops", not "kernels".
 
-use super::tables::{sections, Cell};
+use super::groups::View;
+use super::tables::{sections, Cell, Table};
+use crate::analyze::groups::Dim;
 use crate::analyze::heat::{self, Heatmap};
 use crate::analyze::Analysis;
 
@@ -277,8 +279,27 @@ fn step_heatmap(a: &Analysis) -> String {
     draw("heat-steps", &heat::steps(&a.steps))
 }
 
-/// The whole report as one HTML document.
+/// The whole report as one HTML document, in the form the rank count calls for.
 pub fn render(a: &Analysis) -> String {
+    render_view(a, View::Auto, None)
+}
+
+/// Tables left out of the grouped form (the CSV and JSON outputs have them): a row per rank
+/// and step or kernel, and per-rank tables the grouped tables and the canvases already show
+/// (classes, work, collectives per rank). The rank summary and the attribution stay, sortable.
+const LONG_TABLES: [&str; 5] = [
+    "kernels_by_rank",
+    "steps_by_rank",
+    "classes",
+    "work",
+    "collectives_ranks",
+];
+
+/// The whole report as one HTML document. In the grouped form (many ranks) the heatmaps are
+/// drawn on canvases laid out on the parallel grid ([`super::html_grid`]), the grouped tables
+/// come first and the long per-rank × step / kernel tables are left to the CSV and JSON.
+pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
+    let grouped = super::groups::grouped(a, view);
     let mut s = String::new();
     let title = match &a.stage {
         Some(st) => format!("rankprof analyze: {} (stage {st})", a.profile_id),
@@ -332,15 +353,33 @@ pub fn render(a: &Analysis) -> String {
         }
     ));
     s.push_str(&legend("heat-classes", "the class's mean over ranks"));
-    s.push_str(&class_heatmap(a));
-    if !a.steps.rows.is_empty() {
+    if grouped {
+        s.push_str(&super::html_grid::class_map(a));
+        grouped_maps(&mut s, a);
+    } else {
+        s.push_str(&class_heatmap(a));
+    }
+    if !grouped && !a.steps.rows.is_empty() {
         s.push_str("\n<h2>Per-step work × rank (ms; colour: vs the other ranks' mean)</h2>\n");
         s.push_str(&legend("heat-steps", "the other ranks' mean in that step"));
         s.push_str(&step_heatmap(a));
         s.push_str("\n<h2>Work vs time per rank per step</h2>\n");
         s.push_str(&super::attribution::chart(a));
     }
-    for t in sections(a).iter().filter(|t| t.name != "verdict") {
+    let mut tables: Vec<Table> = Vec::new();
+    if grouped {
+        tables.extend(
+            super::groups::tables(a, group_by)
+                .into_iter()
+                .map(|(t, _)| t),
+        );
+    }
+    tables.extend(
+        sections(a)
+            .into_iter()
+            .filter(|t| t.name != "verdict" && !(grouped && LONG_TABLES.contains(&t.name))),
+    );
+    for t in &tables {
         s.push_str(&format!(
             "\n<h2>{}</h2>\n<table id=\"t-{}\" class=\"sortable\"><thead><tr>",
             esc(&words(&t.title)),
@@ -375,8 +414,32 @@ pub fn render(a: &Analysis) -> String {
         }
         s.push_str("</ul>\n");
     }
-    s.push_str(&format!("<script>{SORT_JS}</script>\n</body></html>\n"));
+    s.push_str(&format!("<script>{SORT_JS}</script>\n"));
+    if grouped {
+        s.push_str(&format!(
+            "<script>{}</script>\n",
+            super::html_grid::CANVAS_JS
+        ));
+    }
+    s.push_str("</body></html>\n");
     s
+}
+
+/// The grouped form's work map (DP × TP) and rank × step map.
+fn grouped_maps(s: &mut String, a: &Analysis) {
+    if let Some(m) = super::html_grid::work_map(a) {
+        s.push_str("\n<h2>Work per rank on the parallel grid (DP replica × TP rank; colour: vs the median rank)</h2>\n");
+        s.push_str(&legend("grid-work", "the median rank"));
+        s.push_str(&m);
+    }
+    if !a.steps.rows.is_empty() {
+        s.push_str("\n<h2>Per-step work × rank, ranks by replica (ms; colour: vs the other ranks of the replica)</h2>\n");
+        s.push_str(&legend(
+            "heat-steps",
+            "the replica's other ranks in that step",
+        ));
+        s.push_str(&super::html_grid::step_map(a));
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 
 use super::collective_tables;
+pub use super::groups::View;
+use crate::analyze::groups::Dim;
 use crate::analyze::Analysis;
 
 /// One value of a table.
@@ -493,8 +495,15 @@ pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
     s
 }
 
-/// The terminal report: verdict, then every terminal table, then notes.
+/// The terminal report in the form the rank count calls for ([`View::Auto`]).
 pub fn render(a: &Analysis) -> String {
+    render_view(a, View::Auto, None)
+}
+
+/// The terminal report: verdict, then every terminal table, then notes. In the grouped form
+/// (many ranks, see [`super::groups`]) the tables with one row per rank give way to
+/// distributions, outliers and the groups of `group_by`.
+pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
     let mut s = String::new();
     let scope = match &a.stage {
         Some(st) => format!("{} (stage {st})", a.profile_id),
@@ -507,10 +516,27 @@ pub fn render(a: &Analysis) -> String {
     }
     s.push('\n');
     let onset = a.steps.onset.as_ref().map(|o| o.step_index);
+    let grouped = super::groups::grouped(a, view);
+    if grouped {
+        for (t, line) in super::groups::tables(a, group_by) {
+            s.push_str(&render_table(&t, None));
+            if let Some(l) = line {
+                s.push_str(&l);
+                s.push('\n');
+            }
+            s.push('\n');
+        }
+    }
+    let per_rank = ["ranks", "classes", "collectives_ranks"];
     for t in sections_for(a, Some(width() as usize))
         .iter()
-        .filter(|t| t.terminal)
+        .filter(|t| t.terminal && !(grouped && per_rank.contains(&t.name)))
     {
+        if grouped && t.name == "collectives" {
+            s.push_str(&super::groups::worst_worlds(t));
+            s.push('\n');
+            continue;
+        }
         s.push_str(&render_table(t, onset));
         if t.name == "classes" {
             s.push_str(&super::text::unclassified_line(a));

@@ -130,6 +130,7 @@ pub fn tables(a: &Analysis) -> Vec<Tidy> {
     let mut out = vec![ranks(a), classes(a), kernels(a), kernels_by_rank(a)];
     out.extend([steps(a), steps_by_rank(a)]);
     out.extend(collectives(a));
+    out.push(super::groups::tidy(a));
     if let Some(d) = &a.depth {
         out.extend(depth(d));
     }
@@ -510,6 +511,30 @@ pub fn flat_json(a: &Analysis) -> Result<Value> {
     }
     if let Some(co) = v.get_mut("collectives").and_then(Value::as_object_mut) {
         co.insert("worlds".into(), take("collectives_worlds"));
+    }
+    if let Some(g) = v.get_mut("groups").and_then(Value::as_object_mut) {
+        g.insert("dims".into(), take("groups"));
+        g.remove("work_ns");
+        let classes = a.classes.classes.iter().zip(&a.groups.classes);
+        let classes: Vec<Value> = classes
+            .map(|(c, d)| {
+                let mut r = serde_json::to_value(d).unwrap_or_default();
+                r["class"] = Value::String(c.clone());
+                r
+            })
+            .collect();
+        g.insert("classes".into(), Value::Array(classes));
+        if let Some(grid) = &a.groups.grid {
+            let mut cells = Vec::new();
+            for (row, line) in grid.rows.iter().zip(&grid.cells) {
+                for (col, r) in grid.cols.iter().zip(line) {
+                    if let Some(r) = r.and_then(|r| a.ranks.get(r)) {
+                        cells.push(serde_json::json!({"row": row, "col": col, "rank": r.rank}));
+                    }
+                }
+            }
+            g.insert("grid".into(), Value::Array(cells));
+        }
     }
     Ok(v)
 }

@@ -159,7 +159,10 @@ impl<R: BufRead> Members<R> {
             return Err(self.fail(bad, "invalid gzip header: no gzip magic"));
         }
         if h[2] != 8 {
-            let m = format!("invalid gzip header: compression method {} (only 8, deflate)", h[2]);
+            let m = format!(
+                "invalid gzip header: compression method {} (only 8, deflate)",
+                h[2]
+            );
             return Err(self.fail(bad, &m));
         }
         let flags = h[3];
@@ -391,7 +394,18 @@ mod tests {
 
     /// A member written by hand: header with every optional field and a header CRC.
     fn full_member(data: &[u8], good_hcrc: bool) -> Vec<u8> {
-        let mut h = vec![0x1f, 0x8b, 8, FHCRC | FEXTRA | FNAME | FCOMMENT, 0, 0, 0, 0, 0, 3];
+        let mut h = vec![
+            0x1f,
+            0x8b,
+            8,
+            FHCRC | FEXTRA | FNAME | FCOMMENT,
+            0,
+            0,
+            0,
+            0,
+            0,
+            3,
+        ];
         h.extend_from_slice(&[4, 0, b'R', b'P', 0, 0]);
         h.extend_from_slice(b"rank-0.json\0a comment\0");
         let mut c = Crc::new();

@@ -1,0 +1,231 @@
+//! Views that stay readable at 1,024 ranks (#11): 1,024 small synthetic ranks (DP 128 × TP 8,
+//! generated into a temp dir) with a planted slow rank (TP05-DP09, ×1.6 compute) and a planted
+//! heavy rank (TP02-DP100, 2× the tokens). The grouped terminal report must name both and stay
+//! short; the group figures must equal an independent computation (tests/check_groups.py,
+//! from the JSON's per-rank records); the HTML report must stay under 5 MB and render in
+//! headless Chromium in under 2 s (skipped, loudly, without node / Chromium / puppeteer-core).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rankprof::analyze::groups::Dim;
+use rankprof::analyze::{analyze, Analysis, AnalyzeOptions};
+use rankprof::report::tables::{render_view, View};
+use rankprof::synth::{write_set, Heavy, Slow, SynthOptions};
+use serde_json::Value;
+
+const SLOW: &str = "TP05-DP09";
+const HEAVY: &str = "TP02-DP100";
+
+fn synth(dir: &Path, tp: u32, dp: u32, ep: u32, plant: bool) -> Analysis {
+    let cfg = SynthOptions {
+        tp,
+        dp,
+        ep,
+        steps: 4,
+        layers: 1,
+        same_batches: true,
+        slow: plant.then_some(Slow {
+            rank: 9 * 8 + 5,
+            factor: 1.6,
+            from_step: 0,
+            class: None,
+        }),
+        heavy: plant.then_some(Heavy {
+            rank: 100 * 8 + 2,
+            factor: 2.0,
+        }),
+        ..SynthOptions::default()
+    };
+    write_set(&cfg, dir).unwrap();
+    analyze(&AnalyzeOptions {
+        profile_dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn grouped_views_at_1024_ranks() {
+    let d = tempfile::tempdir().unwrap();
+    let a = synth(d.path(), 8, 128, 1, true);
+    assert_eq!(a.ranks.len(), 1024);
+    terminal_names_the_planted_ranks_compactly(&a);
+    figures_match_the_independent_checker(&a, d.path());
+    html_is_small_and_renders(&a);
+}
+
+fn terminal_names_the_planted_ranks_compactly(a: &Analysis) {
+    let g = &a.groups;
+    let top: Vec<&str> = g.outliers.iter().take(2).map(|o| o.rank.as_str()).collect();
+    assert!(
+        top.contains(&SLOW) && top.contains(&HEAVY),
+        "top outliers {top:?}"
+    );
+    let dp = g.dim(Dim::Dp).expect("DP groups");
+    assert_eq!(dp.groups.len(), 128);
+    assert!(dp.groups.iter().all(|x| x.ranks == 8));
+    assert_eq!(dp.groups[9].members, "TP00–TP07");
+    assert_eq!(g.dim(Dim::Tp).map(|t| t.groups.len()), Some(8));
+    // Auto: grouped above 32 ranks.
+    let text = render_view(a, View::Auto, None);
+    assert!(
+        text.contains("1024 ranks: distribution over ranks"),
+        "{text}"
+    );
+    assert!(text.contains("By DP replica (the 10 of 128"), "{text}");
+    for want in [SLOW, HEAVY, "DP100", "DP09"] {
+        assert!(text.contains(want), "the report does not name {want}");
+    }
+    let lines = text.lines().count();
+    assert!(lines < 250, "{lines} lines");
+    // No line names more than a handful of replicas or ranks.
+    let re = regex::Regex::new(r"DP\d+").unwrap();
+    for l in text.lines() {
+        assert!(re.find_iter(l).count() <= 8, "a long list: {l}");
+    }
+    for l in &a.verdict.lines {
+        assert!(l.len() < 400, "verdict line of {} bytes: {l}", l.len());
+    }
+    // Forced either way; --group-by tp.
+    let ranks = render_view(a, View::Ranks, None);
+    assert!(ranks.lines().count() > 1024 && ranks.contains("Rank summary"));
+    let tp = render_view(a, View::Grouped, Some(Dim::Tp));
+    assert!(tp.contains("By TP rank (8 groups"), "{tp}");
+}
+
+fn figures_match_the_independent_checker(a: &Analysis, dir: &Path) {
+    let json = dir.join("analysis.json");
+    std::fs::write(&json, rankprof::report::formats::json(a).unwrap()).unwrap();
+    let c = common::python("check_groups.py", &[&json], &[]);
+    let close = |x: f64, y: &Value, what: &str| {
+        let y = y.as_f64().unwrap_or_else(|| panic!("{what}: {y}"));
+        assert!(
+            (x - y).abs() <= 1e-6 * y.abs().max(1.0),
+            "{what}: {x} vs {y}"
+        );
+    };
+    let dist = |d: &rankprof::analyze::groups::Dist, c: &Value, what: &str| {
+        for (k, v) in [
+            ("min", d.min),
+            ("p50", d.p50),
+            ("p90", d.p90),
+            ("max", d.max),
+            ("mean", d.mean),
+        ] {
+            close(v, &c[k], &format!("{what}.{k}"));
+        }
+    };
+    dist(&a.groups.work, &c["work"], "work");
+    dist(&a.groups.busy, &c["busy"], "busy");
+    let out: Vec<&str> = a.groups.outliers.iter().map(|o| o.rank.as_str()).collect();
+    let want: Vec<&str> = c["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(out, want);
+    let dp = a.groups.dim(Dim::Dp).unwrap();
+    assert_eq!(dp.groups.len(), c["dp"].as_object().unwrap().len());
+    for g in &dp.groups {
+        let cg = &c["dp"][&g.name];
+        assert_eq!(cg["ranks"], g.ranks, "{}", g.name);
+        assert_eq!(cg["busiest"], g.slowest.as_str(), "{}", g.name);
+        dist(&g.work, &cg["work"], &g.name);
+        close(g.vs_median_pct, &cg["vs_median_pct"], &g.name);
+    }
+    // The JSON keeps every rank, and gains the groups as flat records.
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 1024);
+    let recs = v["groups"]["dims"].as_array().unwrap();
+    assert_eq!(recs.iter().filter(|r| r["dim"] == "dp").count(), 128);
+    assert_eq!(v["groups"]["grid"].as_array().unwrap().len(), 1024);
+}
+
+fn which(names: &[&str]) -> Option<PathBuf> {
+    names.iter().find_map(|name| {
+        let out = Command::new("which").arg(name).output().ok()?;
+        let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !p.is_empty()).then(|| PathBuf::from(p))
+    })
+}
+
+fn html_is_small_and_renders(a: &Analysis) {
+    let html = rankprof::report::html::render(a);
+    assert!(html.len() <= 5 << 20, "{} bytes", html.len());
+    for id in ["grid-work", "heat-steps", "heat-classes"] {
+        assert!(html.contains(&format!("<canvas id=\"{id}\"")), "no {id}");
+    }
+    let viewers = common::manifest("tests/viewers");
+    let node = which(&["node"]);
+    let chromium = which(&["chromium", "chromium-browser", "google-chrome"]);
+    let puppeteer = viewers.join("node_modules/puppeteer-core/package.json");
+    let (Some(node), Some(chromium), true) = (node, chromium, puppeteer.exists()) else {
+        eprintln!(
+            "SKIPPED html render check at 1,024 ranks: needs node, chromium and \
+             tests/viewers/node_modules (run tests/viewers/install.sh)"
+        );
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("report.html");
+    std::fs::write(&file, &html).unwrap();
+    let o = Command::new(node)
+        .arg(viewers.join("html_report.mjs"))
+        .arg("--chromium")
+        .arg(chromium)
+        .arg("--html")
+        .arg(&file)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .expect("node runs");
+    assert!(
+        o.status.success(),
+        "html_report.mjs failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    // Speed is a benchmark, not a timed test (the goal, 2 s on an idle machine, is measured
+    // and reported by hand, README "At scale"): the time is printed, and the assertion only
+    // guards against a page that never finishes loading.
+    eprintln!(
+        "HTML at 1,024 ranks: {} bytes, rendered in {} ms ({} ms of main-thread time)",
+        html.len(),
+        r["render_ms"],
+        r["task_ms"]
+    );
+    assert_eq!(r["errors"].as_array().map(Vec::len), Some(0), "{r}");
+    assert!(r["render_ms"].as_f64().unwrap() <= 60_000.0, "{r}");
+    let canvases = r["canvases"].as_array().unwrap();
+    assert_eq!(canvases.len(), 3, "{r}");
+    for c in canvases {
+        assert!(c["painted"].as_u64().unwrap() > 10, "blank canvas: {c}");
+    }
+    let png = std::fs::read(r["png"].as_str().unwrap()).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+}
+
+/// EP groups: TP 8 split into EP 4 (SGLang: EP rank = TP rank / 2), 4 replicas: each EP group
+/// holds 2 TP ranks of every replica.
+#[test]
+fn ep_groups_follow_the_ep_rank() {
+    let d = tempfile::tempdir().unwrap();
+    let a = synth(d.path(), 8, 4, 4, false);
+    assert_eq!(a.ranks.len(), 32);
+    let ep = a.groups.dim(Dim::Ep).expect("EP groups");
+    let names: Vec<&str> = ep.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["EP0", "EP1", "EP2", "EP3"]);
+    assert!(ep.groups.iter().all(|g| g.ranks == 8));
+    // 32 ranks: one row per rank unless asked.
+    assert!(render_view(&a, View::Auto, None).contains("Rank summary"));
+    let t = render_view(&a, View::Grouped, Some(Dim::Ep));
+    assert!(t.contains("By EP group (4 groups"), "{t}");
+}
