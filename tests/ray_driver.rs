@@ -97,6 +97,9 @@ fn normalized(json: &[u8]) -> serde_json::Value {
             f["path"] = name.into();
         }
     }
+    if let Some(dims) = v["groups"]["dims"].as_array_mut() {
+        dims.retain(|g| g["dim"] != "node");
+    }
     v
 }
 
@@ -221,5 +224,23 @@ fn the_ray_driver_reduces_the_partials_of_two_nodes_as_one_run() {
         .output()
         .unwrap();
     assert!(direct.status.success(), "{}", text(&direct));
+    // The reduce knows the two nodes (one per directory the ranks came from, README "At
+    // scale"); a direct run over one directory has no node groups. All else is equal.
+    let nodes = |json: &[u8]| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_slice(json).expect("JSON report");
+        v["groups"]["dims"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .filter(|g| g["dim"] == "node")
+                    .map(|g| g["group"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (n_ray, n_direct) = (nodes(&o.stdout), nodes(&direct.stdout));
+    assert_eq!(n_ray.len(), 2, "{n_ray:?}");
+    assert!(n_ray.iter().any(|n| n.ends_with("nodeA")), "{n_ray:?}");
+    assert!(n_direct.is_empty(), "{n_direct:?}");
     assert_eq!(normalized(&o.stdout), normalized(&direct.stdout));
 }
