@@ -288,3 +288,37 @@ fn unnamed_files_use_distributed_info_then_order() {
     assert!(d.notes[0].contains("file-name order"));
     assert_eq!(d.groups[0].files[1].naming, Naming::FileOrder);
 }
+
+/// One profile's ranks written on two nodes (one directory each) are one group; the same
+/// ranks in two per-step folders are two.
+#[test]
+fn a_profile_split_over_directories_is_one_group() {
+    let t = tempfile::tempdir().unwrap();
+    let k = kineto(Some(0), 1, 1.0);
+    let mut listed = Vec::new();
+    for (node, tps) in [("node0", [0, 1]), ("node1", [2, 3])] {
+        let d = t.path().join(node);
+        std::fs::create_dir(&d).unwrap();
+        for tp in tps {
+            listed.push(touch(&d, &format!("p-TP-{tp}.trace.json.gz"), &k));
+        }
+    }
+    for d in [discover(t.path(), true).unwrap(), discover_files(&listed)] {
+        assert_eq!(d.groups.len(), 1, "{:?}", d.groups);
+        let labels: Vec<&str> = d.groups[0].files.iter().map(|f| f.label.as_str()).collect();
+        assert_eq!(labels, ["[TP00]", "[TP01]", "[TP02]", "[TP03]"]);
+        assert_eq!(d.groups[0].dir, t.path().join("node0"));
+    }
+
+    let t2 = tempfile::tempdir().unwrap();
+    for step in ["step_1", "step_2"] {
+        let d = t2.path().join(step);
+        std::fs::create_dir(&d).unwrap();
+        for tp in [0, 1] {
+            touch(&d, &format!("p-TP-{tp}.trace.json.gz"), &k);
+        }
+    }
+    let d = discover(t2.path(), true).unwrap();
+    assert_eq!(d.groups.len(), 2, "{:?}", d.groups);
+    assert!(d.groups.iter().all(|g| g.files.len() == 2));
+}

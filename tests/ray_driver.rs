@@ -243,4 +243,20 @@ fn the_ray_driver_reduces_the_partials_of_two_nodes_as_one_run() {
     assert!(n_ray.iter().any(|n| n.ends_with("nodeA")), "{n_ray:?}");
     assert!(n_direct.is_empty(), "{n_direct:?}");
     assert_eq!(normalized(&o.stdout), normalized(&direct.stdout));
+    // The same files named where they lie, in the two node directories: one profile (its
+    // ranks are distinct), with the same node groups as the reduce.
+    let mut split = Command::new(BIN);
+    split.args(["analyze", "--format", "json"]);
+    for dir in [&a, &b] {
+        let mut fs: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        fs.sort();
+        split.args(fs);
+    }
+    let split = split.output().unwrap();
+    assert!(split.status.success(), "{}", text(&split));
+    assert_eq!(nodes(&split.stdout), n_ray);
+    assert_eq!(normalized(&split.stdout), normalized(&o.stdout));
 }

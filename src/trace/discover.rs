@@ -317,6 +317,43 @@ pub(crate) fn is_trace_name(name: &str) -> bool {
 /// (directory, profile key, stage).
 type GroupKey = (PathBuf, String, Option<String>);
 
+/// One profile's ranks spread over several directories (one per node, or files listed from
+/// several places) make one group when no rank appears twice among them, kept under the first
+/// directory; otherwise each directory keeps its own group (the same profile id in per-step
+/// folders, or two sessions).
+fn join_split_profiles(
+    by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>>,
+) -> BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> {
+    type Dirs = Vec<(PathBuf, Vec<(Parsed, PathBuf)>)>;
+    let mut by_profile: BTreeMap<(String, Option<String>), Dirs> = BTreeMap::new();
+    for ((dir, key, stage), files) in by_key {
+        by_profile
+            .entry((key, stage))
+            .or_default()
+            .push((dir, files));
+    }
+    let mut out = BTreeMap::new();
+    for ((key, stage), dirs) in by_profile {
+        let mut ids: Vec<&RankId> = dirs
+            .iter()
+            .flat_map(|(_, f)| f.iter().map(|(p, _)| &p.id))
+            .collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        if dirs.len() > 1 && ids.len() == n {
+            let dir = dirs[0].0.clone();
+            let all = dirs.into_iter().flat_map(|(_, f)| f).collect();
+            out.insert((dir, key, stage), all);
+        } else {
+            for (dir, f) in dirs {
+                out.insert((dir, key.clone(), stage.clone()), f);
+            }
+        }
+    }
+    out
+}
+
 /// Groups the given files by profile and stage, with rank identities.
 pub fn discover_files(paths: &[PathBuf]) -> Discovery {
     let mut d = Discovery::default();
@@ -353,7 +390,7 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
             None => unnamed.entry(dir).or_default().push(path.clone()),
         }
     }
-    for ((dir, key, stage), mut files) in by_key {
+    for ((dir, key, stage), mut files) in join_split_profiles(by_key) {
         files.sort_by(|a, b| a.0.ns.cmp(&b.0.ns).then(a.1.cmp(&b.1)));
         // vLLM writes a time stamp per file: one session holds each rank once.
         let mut sessions: Vec<Vec<(Parsed, PathBuf)>> = Vec::new();

@@ -1,0 +1,246 @@
+//! One group's ranks through the merge passes: the optional scan pass (steps, first step), the
+//! write pass (each rank into its own compressed piece, in parallel) and its re-run for the
+//! ranks whose clock shift turned out different, with per-rank state indexed by `k`, the
+//! rank's position among the chosen ranks. A rank whose input cannot be read is marked
+//! unreadable and left out; a failed write fails the merge.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use rayon::prelude::*;
+
+use super::align::{self, RankClock};
+use super::filter::Filter;
+use super::rank::{self, RankError, RankJob, RankOut, ScanInfo};
+use super::{MergeOptions, RankSummary};
+use crate::trace::{Group, Ns, ReadReport};
+
+/// Per-rank state of one group's merge.
+pub(super) struct Ranks<'a> {
+    pub g: &'a Group,
+    pub opts: &'a MergeOptions,
+    /// Group indices of the chosen ranks.
+    pub chosen: Vec<usize>,
+    /// Where the pieces go.
+    pub tmp: PathBuf,
+    pub scans: Vec<Option<ScanInfo>>,
+    /// `--steps` windows, in the rank's own units.
+    pub step_windows: Vec<Option<(Ns, Ns)>>,
+    pub outs: Vec<Option<RankOut>>,
+    /// Why a rank could not be read.
+    pub unreadable: Vec<Option<String>>,
+}
+
+impl<'a> Ranks<'a> {
+    pub fn new(g: &'a Group, opts: &'a MergeOptions, chosen: Vec<usize>, tmp: PathBuf) -> Self {
+        let n = chosen.len();
+        Ranks {
+            g,
+            opts,
+            chosen,
+            tmp,
+            scans: vec![None; n],
+            step_windows: vec![None; n],
+            outs: (0..n).map(|_| None).collect(),
+            unreadable: vec![None; n],
+        }
+    }
+
+    /// Whether the plan needs each rank's steps before writing.
+    pub fn need_scan(&self) -> bool {
+        self.opts.align == align::Align::FirstStep || self.opts.steps.is_some()
+    }
+
+    /// The scan pass (when needed): each rank's steps, its `--steps` window, and the clock
+    /// shifts they give. Returns the shifts the first write pass uses (zero without a scan).
+    pub fn scan(&mut self, notes: &mut Vec<String>) -> Vec<Ns> {
+        let mut first_shifts = vec![Ns::ZERO; self.chosen.len()];
+        if !self.need_scan() {
+            return first_shifts;
+        }
+        let g = self.g;
+        let found: Vec<std::io::Result<ScanInfo>> = self
+            .chosen
+            .par_iter()
+            .map(|&i| rank::scan(&g.files[i]))
+            .collect();
+        for (k, r) in found.into_iter().enumerate() {
+            match r {
+                Ok(s) => self.scans[k] = Some(s),
+                Err(e) => self.unreadable[k] = Some(format!("reading {e}")),
+            }
+        }
+        if let Some((a, b)) = self.opts.steps {
+            for (k, &i) in self.chosen.iter().enumerate() {
+                let w = self.scans[k].as_ref().and_then(|s| s.window_of_steps(a, b));
+                if w.is_none() && self.unreadable[k].is_none() {
+                    notes.push(format!(
+                        "{}: no steps {a}:{b} found; rank kept whole",
+                        g.files[i].label
+                    ));
+                }
+                self.step_windows[k] = w;
+            }
+        }
+        let live = self.live();
+        let clocks: Vec<_> = live
+            .iter()
+            .map(|&k| {
+                let s = self.scans[k].as_ref();
+                self.clock(
+                    k,
+                    s.and_then(|s| s.report.as_ref()),
+                    s.and_then(|s| s.min_ts),
+                )
+            })
+            .collect();
+        for (&k, &shift) in live
+            .iter()
+            .zip(&align::plan(self.opts.align, &clocks).shifts)
+        {
+            first_shifts[k] = shift;
+        }
+        first_shifts
+    }
+
+    /// The ranks not (yet) found unreadable.
+    pub fn live(&self) -> Vec<usize> {
+        (0..self.chosen.len())
+            .filter(|&k| self.unreadable[k].is_none())
+            .collect()
+    }
+
+    /// Rank `k`'s clock facts, from a read report and its earliest timestamp.
+    pub fn clock(&self, k: usize, report: Option<&ReadReport>, min_ts: Option<Ns>) -> RankClock {
+        RankClock {
+            base_ns: report.and_then(|r| r.header.base_time_ns),
+            first_step: self.scans[k].as_ref().and_then(|s| s.first_step()),
+            min_ts,
+        }
+    }
+
+    /// The clocks of the ranks written so far (`live`, in order).
+    pub fn written_clocks(&self, live: &[usize]) -> Vec<RankClock> {
+        live.iter()
+            .map(|&k| {
+                let o = self.outs[k].as_ref();
+                self.clock(k, o.map(|o| &o.report), o.and_then(|o| o.min_ts))
+            })
+            .collect()
+    }
+
+    fn job(&self, k: usize, shift: Ns) -> RankJob {
+        let i = self.chosen[k];
+        let f = &self.g.files[i];
+        let mut window = self.step_windows[k];
+        if let Some((lo, hi)) = self.opts.window {
+            // The window is in output units; the rank's own units are shifted back.
+            let (lo, hi) = (lo - shift, hi - shift);
+            window = Some(match window {
+                Some((a, b)) => (a.max(lo), b.min(hi)),
+                None => (lo, hi),
+            });
+        }
+        RankJob {
+            index: i,
+            nranks: self.g.files.len(),
+            label: f.label.clone(),
+            sort_base: f.id.sort_index_base(),
+            path: f.path.clone(),
+            shift,
+            filter: Filter {
+                drop_cat: self.opts.drop_cat.clone(),
+                gpu_only: self.opts.gpu_only,
+                window,
+            },
+            level: self.opts.level,
+            piece_path: self.tmp.join(format!("rank-{i}.deflate")),
+        }
+    }
+
+    /// Runs the write pass of ranks `ks` with their shifts: an unreadable input marks its
+    /// rank, a failed write fails the merge (with `what` as context).
+    pub fn write_pass(&mut self, ks: &[usize], shift: &[Ns], what: &str) -> Result<()> {
+        let bar = crate::progress::bar(ks.len() as u64, "merge");
+        bar.set_message("ranks");
+        let done: Vec<(usize, Result<RankOut, RankError>)> = ks
+            .par_iter()
+            .map(|&k| {
+                let r = rank::write_rank(&self.job(k, shift[k]));
+                bar.inc(1);
+                (k, r)
+            })
+            .collect();
+        bar.finish_and_clear();
+        for (k, r) in done {
+            match r {
+                Ok(o) => self.outs[k] = Some(o),
+                Err(RankError::Read(e)) => {
+                    self.outs[k] = None;
+                    self.unreadable[k] = Some(format!("reading {e}"));
+                }
+                Err(e @ RankError::Write(_)) => {
+                    return Err(anyhow::Error::new(e).context(what.to_string()))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every chosen rank's line in the result.
+    pub fn summaries(&self) -> Vec<RankSummary> {
+        self.chosen
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let f = &self.g.files[i];
+                match (&self.outs[k], &self.unreadable[k]) {
+                    (Some(o), _) => RankSummary {
+                        label: f.label.clone(),
+                        path: f.path.clone(),
+                        read: o.report.events,
+                        written: o.written,
+                        dropped: o.dropped,
+                        added: o.added,
+                        shift: o.shift,
+                        base_ns: o.report.header.base_time_ns,
+                        notes: o.report.notes(),
+                        damaged: o.report.is_damaged(),
+                        unreadable: None,
+                    },
+                    (None, u) => {
+                        let why = u.clone().unwrap_or_else(|| "reading failed".into());
+                        RankSummary {
+                            label: f.label.clone(),
+                            path: f.path.clone(),
+                            read: 0,
+                            written: 0,
+                            dropped: 0,
+                            added: 0,
+                            shift: Ns::ZERO,
+                            base_ns: None,
+                            notes: vec![format!("unreadable, left out: {why}")],
+                            damaged: true,
+                            unreadable: Some(why),
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Every chosen rank (its group index) with its pass, or why it could not be read.
+    pub fn entries(&self) -> Vec<(usize, Result<&RankOut, &str>)> {
+        self.chosen
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let r = match (&self.outs[k], &self.unreadable[k]) {
+                    (Some(o), _) => Ok(o),
+                    (None, u) => Err(u.as_deref().unwrap_or("reading failed")),
+                };
+                (i, r)
+            })
+            .collect()
+    }
+}
