@@ -13,5 +13,6 @@ pub mod html;
 pub mod html_grid;
 pub mod parquet;
 pub mod tables;
+pub mod terminal;
 pub mod text;
 pub mod tidy;

@@ -1,0 +1,167 @@
+//! The terminal report: the analysis's tables ([`super::tables`]) drawn with comfy-table,
+//! fitted to the terminal width (long step tables keep their start, the onset and the end),
+//! in the per-rank or the grouped form ([`super::groups`]), with the verdict and the notes.
+
+use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
+
+use super::tables::{sections_for, Table, View};
+use crate::analyze::groups::Dim;
+use crate::analyze::Analysis;
+
+/// Terminal width: the terminal's, else `$COLUMNS`, else 120.
+pub fn width() -> u16 {
+    if let Some(w) = CTable::new().width() {
+        return w;
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(120)
+}
+
+/// Rows shown in the terminal for long step tables: the start, around the onset, the end.
+fn visible_rows(n: usize, onset: Option<usize>) -> Vec<Option<usize>> {
+    const LIMIT: usize = 40;
+    if n <= LIMIT {
+        return (0..n).map(Some).collect();
+    }
+    let mut keep = vec![false; n];
+    for k in keep.iter_mut().take(10) {
+        *k = true;
+    }
+    for k in keep.iter_mut().skip(n - 10) {
+        *k = true;
+    }
+    if let Some(o) = onset {
+        for k in keep.iter_mut().skip(o.saturating_sub(3)).take(10) {
+            *k = true;
+        }
+    }
+    let mut out = Vec::new();
+    for (i, &k) in keep.iter().enumerate() {
+        if k {
+            out.push(Some(i));
+        } else if out.last().is_some_and(|x: &Option<usize>| x.is_some()) {
+            out.push(None);
+        }
+    }
+    out
+}
+
+/// Renders one table for the terminal.
+pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
+    let mut ct = super::text::table();
+    ct.set_width(width());
+    ct.set_header(t.columns.iter().map(CCell::new));
+    let rows: Vec<Option<usize>> = if t.name == "steps" {
+        visible_rows(t.rows.len(), onset_row)
+    } else {
+        (0..t.rows.len()).map(Some).collect()
+    };
+    let skipped = t.rows.len() - rows.iter().flatten().count();
+    for r in rows {
+        match r {
+            Some(i) => {
+                ct.add_row(t.rows[i].iter().map(|c| {
+                    let cell = CCell::new(c.show());
+                    if c.numeric() {
+                        cell.set_alignment(CellAlignment::Right)
+                    } else {
+                        cell
+                    }
+                }));
+            }
+            None => {
+                ct.add_row(t.columns.iter().map(|_| CCell::new("…")));
+            }
+        }
+    }
+    let mut s = format!("{}\n{ct}\n", t.title);
+    if skipped > 0 {
+        s.push_str(&format!(
+            "({skipped} rows not shown; --format csv or json has them all)\n"
+        ));
+    }
+    s
+}
+
+/// The terminal report in the form the rank count calls for ([`View::Auto`]).
+pub fn render(a: &Analysis) -> String {
+    render_view(a, View::Auto, None)
+}
+
+/// The terminal report: verdict, then every terminal table, then notes. In the grouped form
+/// (many ranks, see [`super::groups`]) the tables with one row per rank give way to
+/// distributions, outliers and the groups of `group_by`.
+pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
+    let mut s = String::new();
+    let scope = match &a.stage {
+        Some(st) => format!("{} (stage {st})", a.profile_id),
+        None => a.profile_id.clone(),
+    };
+    s.push_str(&format!("Profile {scope}: {} ranks\n", a.ranks.len()));
+    for l in &a.verdict.lines {
+        let w = (width() as usize).max(60) - 2;
+        s.push_str(&format!("  {}\n", super::attribution::wrap(l, w, "    ")));
+    }
+    s.push('\n');
+    let onset = a.steps.onset.as_ref().map(|o| o.step_index);
+    let grouped = super::groups::grouped(a, view);
+    if grouped {
+        for (t, line) in super::groups::tables(a, group_by) {
+            s.push_str(&render_table(&t, None));
+            if let Some(l) = line {
+                s.push_str(&l);
+                s.push('\n');
+            }
+            s.push('\n');
+        }
+    }
+    let per_rank = ["ranks", "classes", "collectives_ranks"];
+    for t in sections_for(a, Some(width() as usize))
+        .iter()
+        .filter(|t| t.terminal && !(grouped && per_rank.contains(&t.name)))
+    {
+        if grouped && t.name == "collectives" {
+            s.push_str(&super::groups::worst_worlds(t));
+            s.push('\n');
+            continue;
+        }
+        s.push_str(&render_table(t, onset));
+        if t.name == "classes" {
+            s.push_str(&super::text::unclassified_line(a));
+        }
+        s.push('\n');
+    }
+    let mut notes: Vec<&String> = a.steps.notes.iter().chain(&a.collectives.notes).collect();
+    notes.dedup();
+    if !notes.is_empty() {
+        s.push_str("Notes:\n");
+        for n in notes.iter().take(20) {
+            s.push_str(&format!("  - {n}\n"));
+        }
+        if notes.len() > 20 {
+            s.push_str(&format!(
+                "  - … {} more (see --format json)\n",
+                notes.len() - 20
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_step_tables_keep_start_onset_and_end() {
+        let v = visible_rows(100, Some(50));
+        let shown: Vec<usize> = v.iter().flatten().copied().collect();
+        assert!(shown.contains(&0) && shown.contains(&9) && shown.contains(&99));
+        assert!(shown.contains(&47) && shown.contains(&56));
+        assert!(!shown.contains(&30));
+        assert_eq!(v.iter().filter(|x| x.is_none()).count(), 2);
+        assert_eq!(visible_rows(5, None).len(), 5);
+    }
+}
