@@ -30,14 +30,14 @@ fn wheel_installs_the_three_binaries_and_they_run() {
         return;
     };
     let bin = venv.join("bin");
-    let version = format!("{}", env!("CARGO_PKG_VERSION"));
+    let version = env!("CARGO_PKG_VERSION");
     for name in ["rankprof", "merge-traces", "analyze-profile"] {
         let exe = bin.join(name);
         assert!(exe.is_file(), "{} is not installed", exe.display());
         let o = run(&exe, &["--version"]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{name} --version: {o:?}");
-        assert!(out.contains(&version), "{name} --version: {out}");
+        assert!(out.contains(version), "{name} --version: {out}");
     }
     // pip knows the package, at this version
     let o = run(&bin.join("python"), &["-m", "pip", "show", "rankprof"]);
