@@ -1,7 +1,8 @@
 //! A small blocking HTTP client (ureq 2) that turns every outcome — an answer of any status, a
 //! refused connection, a timeout, a connection closed mid-answer, a body too large — into an
-//! [`Answer`]; it never returns an error. http and https (rustls); an API key goes out as
-//! `Authorization: Bearer` and nowhere else.
+//! [`Answer`]; it never returns an error. http and https (rustls, trusting the Mozilla roots
+//! and the `--ca-cert` ones, [`super::tls`]); an API key goes out as `Authorization: Bearer`
+//! and nowhere else.
 //!
 //! Every wait is bounded: ureq's per-request `timeout` is a deadline for connecting, sending,
 //! the headers **and the whole body** (each read gets the time left), and host names are looked
@@ -160,13 +161,21 @@ fn resolve_bounded(netloc: &str) -> io::Result<Vec<SocketAddr>> {
 
 impl Http {
     pub fn new() -> Self {
-        let agent = ureq::AgentBuilder::new()
+        Http::with_tls(None)
+    }
+
+    /// A client that also trusts the certificate authorities of `ca` (`--ca-cert`) for https.
+    pub fn with_tls(ca: Option<&super::tls::CaCert>) -> Self {
+        let b = ureq::AgentBuilder::new()
             .user_agent(concat!("rankprof/", env!("CARGO_PKG_VERSION")))
             .max_idle_connections_per_host(4)
-            .resolver(resolve_bounded)
-            .build();
+            .resolver(resolve_bounded);
+        let b = match ca {
+            Some(c) => b.tls_config(c.client_config()),
+            None => b,
+        };
         Http {
-            agent,
+            agent: b.build(),
             body_limit: MAX_BODY_BYTES,
             auth: None,
         }
@@ -180,9 +189,12 @@ impl Http {
         }
     }
 
-    /// The client for these targets (their API key, if any).
+    /// The client for these targets (their API key and CA certificates, if any).
     pub fn for_targets(t: &super::options::Targets) -> Self {
-        Http::with_api_key(t.api_key.as_ref())
+        Http {
+            auth: t.api_key.as_ref().map(|k| k.bearer()),
+            ..Http::with_tls(t.ca_cert.as_ref())
+        }
     }
 
     /// Whether requests carry an API key.
@@ -295,6 +307,14 @@ fn read_body(resp: ureq::Response, limit: u64) -> (String, Option<Failure>) {
 fn io_failure(e: &io::Error) -> Failure {
     use io::ErrorKind as K;
     let d = e.to_string();
+    if let Some(rustls::Error::InvalidCertificate(c)) =
+        e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
+    {
+        return Failure::Other(format!(
+            "the server's TLS certificate is not trusted ({c:?}): for a private certificate \
+             authority pass --ca-cert PEM or set RANKPROF_CA_CERT"
+        ));
+    }
     match e.kind() {
         K::TimedOut | K::WouldBlock => Failure::Timeout(d),
         K::ConnectionRefused => Failure::Refused(d),

@@ -10,7 +10,8 @@
 //! 2. [`dialect`] knows what SGLang and vLLM expect and what their answers mean (a 500 after
 //!    `num_steps` is success; vLLM's 404 means no `--profiler-config`);
 //! 3. [`fanout`] calls every server at once, each with its own timeout ([`http`]: bodies read
-//!    whole up to 64 MiB, a body cut short is a failure), and says what it is waiting for;
+//!    whole up to 64 MiB, a body cut short is a failure; https trusting [`tls`]'s `--ca-cert`
+//!    authorities too), and says what it is waiting for;
 //! 4. [`session`] orders start → [`load`] → stop → [`flush`] wait → merge and analyze
 //!    ([`startstop`]: `capture start` / `capture stop` on their own, with the [`record`]);
 //! 5. [`report`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
@@ -35,8 +36,10 @@ pub mod record;
 pub mod report;
 pub mod session;
 pub mod startstop;
+pub mod tls;
 pub mod workers;
 
 pub use dialect::{Activity, Backend};
 pub use options::{ApiKey, CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
+pub use tls::CaCert;
 pub use workers::WorkerType;

@@ -29,6 +29,8 @@ pub struct Targets {
     pub notice_after: f64,
     /// Sent as `Authorization: Bearer <key>` to the router and every worker.
     pub api_key: Option<ApiKey>,
+    /// Certificate authorities trusted for https besides the Mozilla roots (`--ca-cert`).
+    pub ca_cert: Option<super::tls::CaCert>,
 }
 
 /// An API key. Never shown: its `Debug` prints `ApiKey(***)`, it has no `Display` and no
@@ -66,6 +68,7 @@ impl Default for Targets {
             timeout: 30.0,
             notice_after: 5.0,
             api_key: None,
+            ca_cert: None,
         }
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::capture::{Activity, ApiKey, Backend, WorkerType};
+use crate::capture::{Activity, ApiKey, Backend, CaCert, WorkerType};
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum CaptureCommand {
@@ -48,6 +48,14 @@ pub struct CaptureTargets {
     #[arg(long = "api-key", value_name = "KEY", env = "RANKPROF_API_KEY", hide_env_values = true,
           value_parser = api_key)]
     pub api_key: Option<ApiKey>,
+    /// PEM file of certificate authorities to trust for https, besides the usual public ones (a
+    /// router or workers behind a private CA). Read and checked when given.
+    #[arg(long = "ca-cert", value_name = "PEM", env = "RANKPROF_CA_CERT", value_parser = ca_cert)]
+    pub ca_cert: Option<CaCert>,
+}
+
+fn ca_cert(s: &str) -> Result<CaCert, String> {
+    CaCert::load(std::path::Path::new(s))
 }
 
 fn api_key(s: &str) -> Result<ApiKey, String> {

@@ -55,6 +55,7 @@ pub fn targets(t: &CaptureTargets) -> Targets {
         timeout: t.timeout,
         notice_after: notice_after(),
         api_key: t.api_key.clone(),
+        ca_cert: t.ca_cert.clone(),
     }
 }
 
