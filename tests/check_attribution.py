@@ -12,6 +12,11 @@ Per rank: time, tokens, sequences, launches, time per token / sequence / launch.
 against the other given ranks of its DP replica (from `-DP-n` in the file name; all ranks
 when there is none): time, token and launch ratios over the peers' median.
 
+MoE (EP): per rank the kernel time of dispatch/combine (names with dispatch, combine or
+all-to-all) and of expert GEMMs (names with fused_moe, grouped/group gemm, m_grouped or expert,
+routing kernels — topk, align, sort, gating, scatter, gather, permute — left out), and the
+routed tokens: the summed token dimension of `…fused_moe…` CPU ops' `Input Dims`.
+
 Usage: check_attribution.py FILE...   Output: JSON on stdout, ranks keyed by file path.
 """
 
@@ -44,8 +49,24 @@ def batch(name):
     return None
 
 
+GEMMS = {"aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::_scaled_mm"}
+
+
+def gemm_m(dims):
+    if not isinstance(dims, list) or not dims or not isinstance(dims[0], list):
+        return None
+    d = dims[0]
+    if len(d) < 2 or not all(isinstance(x, int) for x in d):
+        return None
+    m = 1
+    for x in d[:-1]:
+        m *= x
+    return m
+
+
 def work_of(events):
     marks, ann, gpu, cpu, launches = {"profiler": [], "sglang": []}, [], [], [], {}
+    shapes, cpu_nel, gpu_nel = [], [], []
     for e in events:
         if e.get("ph") != "X" or "ts" not in e or "dur" not in e:
             continue
@@ -54,11 +75,17 @@ def work_of(events):
         a = e.get("args") or {}
         if cat == "kernel":
             gpu.append((ts, a.get("correlation")))
+            if isinstance(a.get("In msg nelems"), int):
+                gpu_nel.append((ts, a.get("correlation"), a["In msg nelems"]))
         elif cat in ("cuda_runtime", "cuda_driver"):
             if any(w in name for w in ("Launch", "Memcpy", "Memset")) and "correlation" in a:
                 launches[a["correlation"]] = ts
         elif cat == "cpu_op":
             cpu.append(ts)
+            if name in GEMMS and gemm_m(a.get("Input Dims")) is not None:
+                shapes.append((ts, gemm_m(a["Input Dims"])))
+            if name == "record_param_comms" and isinstance(a.get("In msg nelems"), int):
+                cpu_nel.append((ts, a["In msg nelems"]))
         is_step = cat in ("user_annotation", "gpu_user_annotation") or (
             cat == "cpu_op" and name.startswith("ProfilerStep#"))
         if is_step:
@@ -83,7 +110,25 @@ def work_of(events):
                 best = i
         return best
 
-    per = [dict(seqs=None, tokens=None, launches=0) for _ in steps]
+    per = [dict(seqs=None, tokens=None, launches=0, shape_tokens=None, nelems=None,
+                counts={}) for _ in steps]
+    for ts, m in shapes:
+        i = step_of(ts)
+        if i is not None:
+            per[i]["counts"][m] = per[i]["counts"].get(m, 0) + 1
+    for p in per:
+        c = p.pop("counts")
+        if c:
+            p["shape_tokens"] = max(c, key=lambda m: (c[m], m))
+    nel = [(ts, n) for ts, n in cpu_nel] if cpu_nel else [
+        (launches.get(corr, ts) if corr is not None else ts, n) for ts, corr, n in gpu_nel]
+    if nel:
+        for p in per:
+            p["nelems"] = 0
+        for t, n in nel:
+            i = step_of(t)
+            if i is not None:
+                per[i]["nelems"] += n
     if any(not g for _, g, _ in ann):
         ann = [x for x in ann if not x[1]]
     for ts, _, (seqs, toks) in ann:
@@ -113,6 +158,30 @@ def work_of(events):
     return per
 
 
+DC = re.compile(r"dispatch|combine|all_?to_?all", re.I)
+EXPERT = re.compile(r"fused_moe|grouped_gemm|group_gemm|m_grouped|expert", re.I)
+ROUTING = re.compile(r"topk|align|sort|gating|scatter|gather|permute|count_and", re.I)
+
+
+def ep_parts(events):
+    d = x = 0
+    routed = None
+    for e in events:
+        if e.get("ph") != "X" or "dur" not in e:
+            continue
+        name = e.get("name", "")
+        if e.get("cat") == "kernel":
+            if DC.search(name):
+                d += max(0, ca.ns(e["dur"]))
+            elif EXPERT.search(name) and not ROUTING.search(name):
+                x += max(0, ca.ns(e["dur"]))
+        elif e.get("cat") == "cpu_op" and "fused_moe" in name:
+            m = gemm_m((e.get("args") or {}).get("Input Dims"))
+            if m is not None:
+                routed = (routed or 0) + m
+    return dict(dispatch_ns=d, expert_ns=x, routed_tokens=routed)
+
+
 def total(v):
     return None if any(x is None for x in v) or not v else sum(v)
 
@@ -135,6 +204,11 @@ def main():
             dp=int(m.group(1)) if m else None, steps=len(per), time_ns=time, tokens=tokens,
             seqs=seqs, launches=launches,
             step_tokens=[p["tokens"] for p in per], step_launches=[p["launches"] for p in per],
+            step_shape_tokens=[p["shape_tokens"] for p in per],
+            step_nelems=[p["nelems"] for p in per],
+            shape_tokens=total([p["shape_tokens"] for p in per]),
+            nelems=total([p["nelems"] for p in per]),
+            ep=ep_parts(events),
             time_per_token_ns=time / tokens if tokens else None,
             time_per_seq_ns=time / seqs if seqs else None,
             time_per_launch_ns=time / launches if launches else None)
@@ -147,6 +221,9 @@ def main():
         r["launch_ratio"] = r["launches"] / med("launches")
         if r["tokens"] is not None and all(q["tokens"] is not None for q in peers):
             r["token_ratio"] = r["tokens"] / med("tokens")
+        for k in ("shape_tokens", "nelems"):
+            if r[k] is not None and all(q[k] is not None for q in peers) and med(k):
+                r[k + "_ratio"] = r[k] / med(k)
     json.dump(dict(ranks=ranks), sys.stdout, indent=1, sort_keys=True)
     print()
 

@@ -41,7 +41,7 @@ def classify(cat, name):
     if cat in ("gpu_memcpy", "gpu_memset"):
         return "memory"
     n = name.lower()
-    if "nccl" in n:
+    if "nccl" in n or "deep_ep" in n:
         return "comm"
     if "moe" in n or "topkgating" in n:
         return "moe"

@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use super::busy::RankSummary;
 use super::steps::{StepFig, StepTable};
+use super::work::{Measure, WorkSource};
 
 /// Work ratios within this fraction of 1 count as the same work.
 pub const SAME_WORK: f64 = 0.05;
@@ -75,6 +76,11 @@ pub struct RankWork {
     pub tokens: Option<u64>,
     pub seqs: Option<u64>,
     pub launches: u64,
+    /// The compared work (the attribution's unit) and the time per unit of it.
+    #[serde(default)]
+    pub work: Option<u64>,
+    #[serde(default)]
+    pub time_per_unit_ns: Option<f64>,
     pub time_per_token_ns: Option<f64>,
     pub time_per_seq_ns: Option<f64>,
     pub time_per_launch_ns: Option<f64>,
@@ -119,6 +125,15 @@ pub struct StepWorkRow {
     pub tokens: Vec<Option<u64>>,
     pub seqs: Vec<Option<u64>>,
     pub launches: Vec<u64>,
+    /// Tokens from the GEMMs' input dims (`record_shapes`).
+    #[serde(default)]
+    pub shape_tokens: Vec<Option<u64>>,
+    /// `In msg nelems` summed over the step's collectives.
+    #[serde(default)]
+    pub nelems: Vec<Option<u64>>,
+    /// The compared work (the attribution's unit); empty for launches.
+    #[serde(default)]
+    pub work: Vec<Option<u64>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -201,28 +216,17 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
     let n = inp.labels.len();
     let rows = &inp.steps.rows;
     let fig = |r: usize, row: usize| inp.figs[r].get(rows[row].idx[r]);
-    let all_tokens = !rows.is_empty()
-        && (0..n)
-            .all(|r| (0..rows.len()).all(|s| fig(r, s).is_some_and(|f| f.work.tokens.is_some())));
-    let all_seqs = !rows.is_empty()
-        && (0..n)
-            .all(|r| (0..rows.len()).all(|s| fig(r, s).is_some_and(|f| f.work.seqs.is_some())));
-    let (unit, source) = if all_tokens || all_seqs {
-        let src = (0..n)
-            .find_map(|r| inp.figs[r].first().map(|f| f.work.source))
-            .unwrap_or_default();
-        let unit = if all_tokens { "token" } else { "sequence" };
-        (unit, src.describe().to_string())
-    } else if rows.is_empty() {
-        (
-            "launch",
-            "kernel launches over the whole profile (no steps)".to_string(),
-        )
+    let annotation = (0..n)
+        .flat_map(|r| inp.figs[r].iter().map(|f| f.work.source))
+        .find(|s| matches!(s, WorkSource::Sglang | WorkSource::Vllm))
+        .unwrap_or_default();
+    let cells = (0..n).flat_map(|r| (0..rows.len()).map(move |s| (r, s)));
+    let (measure, src) = Measure::pick(cells.map(|(r, s)| fig(r, s).map(|f| &f.work)), annotation);
+    let unit = measure.unit();
+    let source = if rows.is_empty() {
+        "kernel launches over the whole profile (no steps)".to_string()
     } else {
-        (
-            "launch",
-            super::work::WorkSource::Launches.describe().to_string(),
-        )
+        src.describe().to_string()
     };
     let totals = |r: usize, from: usize| -> Totals {
         if rows.is_empty() {
@@ -241,17 +245,8 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
             t.time += row.work_ns[r] as f64;
             let f = fig(r, s);
             t.launches += f.map_or(0, |f| f.work.launches) as f64;
-            let w = f.and_then(|f| {
-                if all_tokens {
-                    f.work.tokens
-                } else {
-                    f.work.seqs
-                }
-            });
-            t.work = match (t.work, w) {
-                (Some(a), Some(b)) if all_tokens || all_seqs => Some(a + b as f64),
-                _ => None,
-            };
+            let w = f.and_then(|f| measure.value(&f.work));
+            t.work = t.work.zip(w).map(|(a, b)| a + b as f64);
         }
         t
     };
@@ -264,7 +259,7 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
         ..Default::default()
     };
     out.ranks = (0..n)
-        .map(|r| rank_work(inp, r, &totals(r, 0), nsteps))
+        .map(|r| rank_work(inp, r, &totals(r, 0), nsteps, measure))
         .collect();
     out.per_step = (0..nsteps)
         .map(|s| StepWorkRow {
@@ -274,6 +269,15 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
                 .collect(),
             seqs: (0..n)
                 .map(|r| fig(r, s).and_then(|f| f.work.seqs))
+                .collect(),
+            shape_tokens: (0..n)
+                .map(|r| fig(r, s).and_then(|f| f.work.shape_tokens))
+                .collect(),
+            nelems: (0..n)
+                .map(|r| fig(r, s).and_then(|f| f.work.nelems))
+                .collect(),
+            work: (0..n)
+                .map(|r| fig(r, s).and_then(|f| measure.value(&f.work)))
                 .collect(),
             launches: (0..n)
                 .map(|r| fig(r, s).map_or(0, |f| f.work.launches))
@@ -399,7 +403,7 @@ fn sustained_from(t: &StepTable, r: usize, threshold: f64) -> Option<usize> {
     (s0 > 0 && n - s0 >= 2).then_some(s0)
 }
 
-fn rank_work(inp: &Input<'_>, r: usize, t: &Totals, nsteps: usize) -> RankWork {
+fn rank_work(inp: &Input<'_>, r: usize, t: &Totals, nsteps: usize, m: Measure) -> RankWork {
     let rows = &inp.steps.rows;
     let sum = |get: &dyn Fn(&StepFig) -> Option<u64>| -> Option<u64> {
         if rows.is_empty() {
@@ -411,6 +415,7 @@ fn rank_work(inp: &Input<'_>, r: usize, t: &Totals, nsteps: usize) -> RankWork {
     };
     let tokens = sum(&|f| f.work.tokens);
     let seqs = sum(&|f| f.work.seqs);
+    let work = sum(&|f| m.value(&f.work));
     let per = |x: Option<u64>| x.filter(|&x| x > 0).map(|x| t.time / x as f64);
     RankWork {
         rank: inp.labels[r].clone(),
@@ -420,6 +425,8 @@ fn rank_work(inp: &Input<'_>, r: usize, t: &Totals, nsteps: usize) -> RankWork {
         tokens,
         seqs,
         launches: t.launches as u64,
+        work,
+        time_per_unit_ns: per(work),
         time_per_token_ns: per(tokens),
         time_per_seq_ns: per(seqs),
         time_per_launch_ns: per(Some(t.launches as u64)),

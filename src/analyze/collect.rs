@@ -10,7 +10,10 @@
 //! - the launch time of each kernel launch (correlation → `ts`, spooled too), to put a kernel
 //!   in the step that launched it;
 //! - step annotations, batch annotations (SGLang `step[…]`, vLLM `execute_new_…`, see
-//!   [`super::work`]), collective kernels (or `c10d::` ops) and per-stream totals.
+//!   [`super::work`]), collective kernels (or `c10d::` ops) and per-stream totals;
+//! - the work figures a trace without batch annotations has: the token dimension of CPU GEMM
+//!   ops' `Input Dims` (only looked up for the few GEMM op names) and `In msg nelems` of
+//!   `record_param_comms` ops (CPU) and of communication kernels (kept in the op's interval).
 //!
 //! Nothing else is kept: no event text, no `args`.
 
@@ -96,6 +99,8 @@ pub struct GpuIv {
     pub corr: i64,
     pub class: u8,
     pub kind: OpKind,
+    /// `In msg nelems` of a communication kernel (saturated at `u32::MAX`), else 0.
+    pub nelems: u32,
 }
 
 /// One CPU op on the timeline.
@@ -141,6 +146,12 @@ pub struct Collector<'a> {
     pub custom_steps: Vec<Mark>,
     /// Batch annotations (the work of a step).
     pub work_marks: Vec<super::work::WorkMark>,
+    /// (CPU start, tokens) of GEMM ops with `Input Dims` (`record_shapes`).
+    pub shapes: Spool<(i64, i64)>,
+    /// (CPU start, `In msg nelems`) of `record_param_comms` ops.
+    pub cpu_nelems: Vec<(i64, u64)>,
+    /// Tokens routed to the experts: the token dimension of `…fused_moe…` CPU ops' `Input Dims`.
+    pub moe_rows: Option<u64>,
     pub gpu_colls: Vec<CollEv>,
     pub cpu_colls: Vec<CollEv>,
     pub coll_keys: Vec<String>,
@@ -178,6 +189,9 @@ impl<'a> Collector<'a> {
             sglang_steps: Vec::new(),
             custom_steps: Vec::new(),
             work_marks: Vec::new(),
+            shapes: Spool::default(),
+            cpu_nelems: Vec::new(),
+            moe_rows: None,
             gpu_colls: Vec::new(),
             cpu_colls: Vec::new(),
             coll_keys: Vec::new(),
@@ -257,6 +271,25 @@ impl<'a> Collector<'a> {
                     });
                 }
                 let raw = ev.name.raw();
+                if raw.starts_with("aten::") && super::work::GEMM_OPS.contains(&raw) {
+                    if let Some(m) = ev
+                        .arg("Input Dims")
+                        .and_then(|v| super::work::gemm_tokens(v.text))
+                    {
+                        self.shapes.push((start, m.min(i64::MAX as u64) as i64));
+                    }
+                } else if raw.contains("fused_moe") {
+                    if let Some(m) = ev
+                        .arg("Input Dims")
+                        .and_then(|v| super::work::gemm_tokens(v.text))
+                    {
+                        self.moe_rows = Some(self.moe_rows.unwrap_or(0).saturating_add(m));
+                    }
+                } else if raw == "record_param_comms" {
+                    if let Some(n) = ev.arg("In msg nelems").and_then(|v| v.as_i64()) {
+                        self.cpu_nelems.push((start, n.max(0) as u64));
+                    }
+                }
                 if raw.starts_with("c10d::") {
                     let name = ev.name.get();
                     let key = id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name);
@@ -328,15 +361,24 @@ impl<'a> Collector<'a> {
         let s = self.streams.entry(stream).or_insert((0, 0));
         s.0 += dur;
         s.1 += 1;
+        let is_comm = kind == OpKind::Kernel && class == classes.comm();
+        let nelems = if is_comm {
+            ev.arg("In msg nelems")
+                .and_then(|v| v.as_i64())
+                .map_or(0, |n| n.clamp(0, i64::from(u32::MAX)) as u32)
+        } else {
+            0
+        };
         let iv = GpuIv {
             start,
             end: start + dur,
             corr,
             class,
             kind,
+            nelems,
         };
         self.gpu.push(iv);
-        if kind == OpKind::Kernel && class == classes.comm() {
+        if is_comm {
             let pg = ev
                 .arg("Process Group Name")
                 .and_then(|v| v.as_str())

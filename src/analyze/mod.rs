@@ -41,6 +41,7 @@ pub mod busy;
 pub mod classes;
 pub mod collect;
 pub mod collectives;
+pub mod ep;
 pub mod groups;
 pub mod heat;
 pub mod kernels;
@@ -237,6 +238,7 @@ pub(crate) fn cross_rank(
         steps: &steps,
         threshold,
     });
+    let ep = ep::split(&results, classifier, threshold);
     let verdict = verdict::judge(&verdict::Input {
         summaries: &summaries,
         class_names: &class_names,
@@ -246,6 +248,7 @@ pub(crate) fn cross_rank(
         steps: &steps,
         collectives: &coll,
         attribution: &attribution,
+        ep: &ep,
         threshold,
     });
     let summary = summary::build(
@@ -274,6 +277,7 @@ pub(crate) fn cross_rank(
         steps,
         collectives: coll,
         attribution,
+        ep,
         depth,
         groups,
         notes,

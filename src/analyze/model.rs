@@ -82,6 +82,10 @@ pub struct Analysis {
     /// Work against time per rank and replica: the cause of each gap.
     #[serde(default)]
     pub attribution: super::attribution::Attribution,
+    /// MoE (EP > 1): each EP rank's dispatch/combine, expert GEMMs and the rest against its EP
+    /// peers.
+    #[serde(default)]
+    pub ep: Vec<super::ep::EpRecord>,
     pub depth: Option<RankDepth>,
     /// The ranks in groups (per DP replica, TP rank, …), distributions and outliers: the views
     /// that stay readable at 1,024 ranks.

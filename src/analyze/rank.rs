@@ -50,6 +50,10 @@ pub struct RankResult {
     pub lost_base: bool,
     /// The file's `baseTimeNanoseconds`.
     pub base_ns: Option<i64>,
+    /// Tokens routed to the experts (`record_shapes` of `…fused_moe…` CPU ops), see
+    /// [`super::ep`].
+    #[serde(default)]
+    pub moe_rows: Option<u64>,
 }
 
 impl RankResult {
@@ -123,6 +127,9 @@ pub fn finish(
         sglang_steps,
         custom_steps,
         work_marks,
+        shapes,
+        cpu_nelems,
+        moe_rows,
         gpu_colls,
         cpu_colls,
         coll_keys,
@@ -176,6 +183,11 @@ pub fn finish(
         .collect();
     let mut step_work = vec![super::work::StepWork::default(); figs.len()];
     super::work::assign(&work_marks, &marks, &mut step_work);
+    super::work::assign_shapes(
+        shapes.sorted_by(|s: &(i64, i64)| s.0)?,
+        &marks,
+        &mut step_work,
+    )?;
     for (f, w) in figs.iter_mut().zip(step_work) {
         f.work = w;
     }
@@ -228,6 +240,18 @@ pub fn finish(
         }
     };
 
+    // Message sizes: CPU-side `record_param_comms` win over the kernels' copies; a step without
+    // a collective moved 0 elements once any step moved some.
+    let mut step_work: Vec<_> = figs.iter().map(|f| f.work).collect();
+    super::work::assign_nelems(&cpu_nelems, &marks, &mut step_work);
+    let any_nelems = step_work.iter().any(|w| w.nelems.is_some());
+    for (f, w) in figs.iter_mut().zip(step_work) {
+        f.work.nelems = if any_nelems {
+            Some(w.nelems.unwrap_or(0))
+        } else {
+            None
+        };
+    }
     let (span, busy) = (totals.span, totals.busy);
     let summary = RankSummary {
         rank: label.clone(),
@@ -280,6 +304,7 @@ pub fn finish(
         distributed_rank: header.distributed_rank(),
         lost_base: crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns)),
         base_ns: header.base_time_ns,
+        moe_rows,
     })
 }
 

@@ -26,7 +26,7 @@
 //!                  "onset": {rank, rank_index, step, step_index, t_ms, excess_pct,
 //!                            steps_after} | null,
 //!                  "straggler", "straggler_pct" },
-//!   "work": { "unit": "token"|"sequence"|"launch", "source", "lead", "cause",
+//!   "work": { "unit": "token"|"sequence"|"message element"|"launch", "source", "lead", "cause",
 //!             "time_per_unit_ns_max", "ranks": [ { "rank", "time_ns", "work", "launches",
 //!             "time_per_unit_ns", "time_per_launch_ns" } ] }   (version 2; absent in 1)
 //! }
@@ -106,10 +106,9 @@ fn work_summary(a: &Attribution, v: &Verdict) -> WorkSummary {
         .ranks
         .iter()
         .map(|r| {
-            let (work, per) = match a.unit.as_str() {
-                "token" => (r.tokens, r.time_per_token_ns),
-                "sequence" => (r.seqs, r.time_per_seq_ns),
-                _ => (Some(r.launches), r.time_per_launch_ns),
+            let (work, per) = match r.work {
+                Some(w) => (Some(w), r.time_per_unit_ns),
+                None => (Some(r.launches), r.time_per_launch_ns),
             };
             WorkRank {
                 rank: r.rank.clone(),

@@ -18,7 +18,7 @@ use super::spill::{i64_at, Rec, Spool};
 use super::steps::{window_of, Mark, StepFig};
 
 impl Rec for GpuIv {
-    const SIZE: usize = 26;
+    const SIZE: usize = 30;
     fn put(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.start.to_le_bytes());
         out.extend_from_slice(&self.end.to_le_bytes());
@@ -30,6 +30,7 @@ impl Rec for GpuIv {
             OpKind::Memset => 2,
             OpKind::Cpu => 3,
         });
+        out.extend_from_slice(&self.nelems.to_le_bytes());
     }
     fn get(b: &[u8]) -> Self {
         GpuIv {
@@ -43,6 +44,10 @@ impl Rec for GpuIv {
                 Some(3) => OpKind::Cpu,
                 _ => OpKind::Kernel,
             },
+            nelems: b
+                .get(26..30)
+                .and_then(|x| x.try_into().ok())
+                .map_or(0, u32::from_le_bytes),
         }
     }
 }
@@ -171,6 +176,9 @@ pub fn fold(
         if g.kind == OpKind::Kernel {
             f.work.launches += 1;
         }
+        if g.nelems > 0 {
+            f.work.nelems = Some(f.work.nelems.unwrap_or(0) + u64::from(g.nelems));
+        }
     }
     for (f, (busy, work)) in figs.iter_mut().zip(per) {
         f.busy_ns = busy.len();
@@ -269,6 +277,7 @@ mod tests {
                 corr: if i % 11 == 0 { -1 } else { i },
                 class: rnd(3) as u8,
                 kind,
+                nelems: (i % 5) as u32,
             });
             launches.push((i, start - rnd(30)));
         }

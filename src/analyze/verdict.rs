@@ -71,6 +71,8 @@ pub struct Input<'a> {
     pub steps: &'a StepTable,
     pub collectives: &'a CollectiveReport,
     pub attribution: &'a Attribution,
+    /// MoE EP splits ([`super::ep`]).
+    pub ep: &'a [super::ep::EpRecord],
     pub threshold: f64,
 }
 
@@ -133,9 +135,25 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     } else {
         0.0
     };
-    let lead = inp.attribution.gaps().next();
-    v.balanced = v.excess_pct <= 100.0 * inp.threshold && v.onset.is_none() && lead.is_none();
-    if let Some(g) = lead {
+    // An EP rank's gap is told by its EP split (hot experts or dispatch/combine) before the
+    // attribution of the same rank, which sees only non-communication time and batches.
+    let ep_lead = inp
+        .ep
+        .iter()
+        .filter(|e| e.is_gap())
+        .max_by(|a, b| a.total_ratio.total_cmp(&b.total_ratio));
+    let lead = inp
+        .attribution
+        .gaps()
+        .find(|g| ep_lead.is_none_or(|e| e.rank != g.who));
+    v.balanced = v.excess_pct <= 100.0 * inp.threshold
+        && v.onset.is_none()
+        && lead.is_none()
+        && ep_lead.is_none();
+    if let Some(e) = ep_lead {
+        v.lead = Some(e.rank.clone());
+        v.cause = Some(e.cause.clone());
+    } else if let Some(g) = lead {
         v.lead = Some(g.who.clone());
         v.cause = Some(g.cause.as_str().to_string());
     }
@@ -197,16 +215,26 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     } else {
         "its replica's other ranks' mean"
     };
+    if let Some(e) = ep_lead {
+        v.lines
+            .push(format!("Imbalanced, {}: {}.", e.cause, e.sentence));
+    }
     if let Some(g) = lead {
         let cause = match g.cause {
             Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
             c => c.as_str(),
         };
-        v.lines
-            .push(format!("Imbalanced, {cause}: {}.", g.sentence));
+        v.lines.push(if ep_lead.is_some() {
+            format!("Also {cause}: {}.", g.sentence)
+        } else {
+            format!("Imbalanced, {cause}: {}.", g.sentence)
+        });
         let mut said = vec![(g.who.as_str(), g.cause)];
-        for o in inp.attribution.gaps().skip(1) {
-            if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) {
+        for o in inp.attribution.gaps() {
+            if said.len() == 3
+                || said.contains(&(o.who.as_str(), o.cause))
+                || ep_lead.is_some_and(|e| e.rank == o.who)
+            {
                 continue;
             }
             said.push((o.who.as_str(), o.cause));

@@ -8,6 +8,21 @@
 //!   written while the torch profiler runs): N new + M cached requests = N + M sequences; the
 //!   token count is not in the name. (Its other ranges, `gpu_model_runner: forward` etc., carry
 //!   no batch size.)
+//! - **`record_shapes` input dims of GEMMs**: the `Input Dims` of the CPU GEMM ops
+//!   ([`GEMM_OPS`]: `aten::mm`, `aten::addmm`, `aten::linear`, `aten::matmul`, `aten::_scaled_mm`);
+//!   the token dimension M is the product of input 0's leading dims (all but the last). A step's
+//!   figure is the **most frequent M** among its GEMM ops (ties: the larger): every layer's
+//!   dense projections (QKV, O, gate/up, down) see all the step's tokens, while the LM head in a
+//!   prefill sees only each sequence's last token, and MoE expert GEMMs see the tokens routed to
+//!   one expert — the mode ignores those few, the max would not (a padded or routed GEMM could
+//!   exceed the batch), the sum would count nested `linear → matmul → mm` three times. On the
+//!   real SGLang CPU fixtures the mode equals `toks=` of every step. `aten::bmm` is left out: its
+//!   batch dimension is heads or experts, not tokens.
+//! - **NCCL message sizes** `In msg nelems` (args of communication kernels and of
+//!   `record_param_comms`), summed per step: the step's communication volume. A TP all-reduce
+//!   moves tokens × hidden elements, so the volume is proportional to the tokens. CPU-side
+//!   `record_param_comms` win over the kernels' copies (never both); a kernel counts in the step
+//!   that launched it.
 //! - **Kernel launches** per step (GPU traces; CPU ops in CPU-only traces): always there, but a
 //!   launch count measures the program, not the batch — a decode step of 8 or of 48 sequences
 //!   launches the same kernels. It tells *more kernels* apart from *same program*, not load.
@@ -34,6 +49,10 @@ pub enum WorkSource {
     Sglang,
     /// vLLM `execute_new_N_cached_M`.
     Vllm,
+    /// `record_shapes`: the token dimension of the step's GEMMs.
+    Shapes,
+    /// `In msg nelems` of the step's collectives.
+    Nelems,
     /// No batch annotation: launches only.
     #[default]
     Launches,
@@ -45,6 +64,8 @@ impl WorkSource {
         match self {
             WorkSource::Sglang => "tokens (SGLang step annotation)",
             WorkSource::Vllm => "sequences (vLLM execute_new_N_cached_M annotation)",
+            WorkSource::Shapes => "tokens (record_shapes: GEMM input dims)",
+            WorkSource::Nelems => "message elements (NCCL In msg nelems, ∝ tokens)",
             WorkSource::Launches => "kernel launches (no batch annotation)",
         }
     }
@@ -97,6 +118,12 @@ pub struct StepWork {
     /// Kernel launches (GPU traces) or CPU ops (CPU-only traces) of the step.
     pub launches: u64,
     pub source: WorkSource,
+    /// Tokens from the GEMMs' `Input Dims` (`record_shapes`), see the module doc.
+    #[serde(default)]
+    pub shape_tokens: Option<u64>,
+    /// Sum of `In msg nelems` of the step's collectives.
+    #[serde(default)]
+    pub nelems: Option<u64>,
 }
 
 impl StepWork {
@@ -109,6 +136,141 @@ impl StepWork {
             (Some(a), Some(t)) => Some(a + t),
             _ => None,
         };
+    }
+}
+
+/// The work figure the attribution compares: the best one every step of every rank has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// Tokens from the batch annotations.
+    Tokens,
+    /// Sequences from the batch annotations.
+    Seqs,
+    /// Tokens from the GEMMs' input dims.
+    ShapeTokens,
+    /// Elements of the step's collectives.
+    Nelems,
+    /// No work figure: launches only.
+    Launches,
+}
+
+impl Measure {
+    /// Best first: annotations, shapes, message sizes, launches.
+    pub const ORDER: [Measure; 5] = [
+        Measure::Tokens,
+        Measure::Seqs,
+        Measure::ShapeTokens,
+        Measure::Nelems,
+        Measure::Launches,
+    ];
+
+    /// The step's work in this measure (`None` for launches: they are no work figure).
+    pub fn value(self, w: &StepWork) -> Option<u64> {
+        match self {
+            Measure::Tokens => w.tokens,
+            Measure::Seqs => w.seqs,
+            Measure::ShapeTokens => w.shape_tokens,
+            Measure::Nelems => w.nelems,
+            Measure::Launches => None,
+        }
+    }
+
+    /// The unit a report names: `token`, `sequence`, `message element`, `launch`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Measure::Tokens | Measure::ShapeTokens => "token",
+            Measure::Seqs => "sequence",
+            Measure::Nelems => "message element",
+            Measure::Launches => "launch",
+        }
+    }
+
+    /// The first measure (in [`Measure::ORDER`]) that every step has; `annotation` is the
+    /// source of the steps' batch annotations, to name it.
+    pub fn pick<'a>(
+        steps: impl Iterator<Item = Option<&'a StepWork>> + Clone,
+        annotation: WorkSource,
+    ) -> (Measure, WorkSource) {
+        for m in Measure::ORDER {
+            if m == Measure::Launches {
+                break;
+            }
+            let mut it = steps.clone().peekable();
+            if it.peek().is_some() && it.all(|w| w.and_then(|w| m.value(w)).is_some()) {
+                let src = match m {
+                    Measure::Tokens | Measure::Seqs => annotation,
+                    Measure::ShapeTokens => WorkSource::Shapes,
+                    _ => WorkSource::Nelems,
+                };
+                return (m, src);
+            }
+        }
+        (Measure::Launches, WorkSource::Launches)
+    }
+}
+
+/// CPU ops whose `Input Dims` give the token dimension (see the module doc).
+pub const GEMM_OPS: [&str; 5] = [
+    "aten::mm",
+    "aten::addmm",
+    "aten::linear",
+    "aten::matmul",
+    "aten::_scaled_mm",
+];
+
+/// The token dimension of a GEMM from its `Input Dims` (`[[8, 64], [96, 64], []]`): the product
+/// of input 0's dims but the last; `None` when input 0 is not a matrix or more.
+pub fn gemm_tokens(dims: &str) -> Option<u64> {
+    let inner = dims.trim_start().strip_prefix('[')?.trim_start();
+    let first = inner.strip_prefix('[')?;
+    let first = &first[..first.find(']')?];
+    let d: Vec<u64> = first
+        .split(',')
+        .map(|x| x.trim().parse::<u64>().ok())
+        .collect::<Option<_>>()?;
+    if d.len() < 2 {
+        return None;
+    }
+    d[..d.len() - 1]
+        .iter()
+        .try_fold(1u64, |a, &x| a.checked_mul(x))
+}
+
+/// Gives each step the most frequent GEMM token count among the GEMM ops that start in it
+/// (ties: the larger). `shapes`: (CPU start, tokens), as the collector's spool gives them back.
+pub fn assign_shapes(
+    shapes: impl IntoIterator<Item = anyhow::Result<(i64, i64)>>,
+    windows: &[super::steps::Mark],
+    work: &mut [StepWork],
+) -> anyhow::Result<()> {
+    let mut counts: Vec<std::collections::BTreeMap<u64, u64>> =
+        vec![Default::default(); work.len()];
+    for s in shapes {
+        let (start, m) = s?;
+        let m = m.max(0) as u64;
+        if let Some(c) = super::steps::window_of(windows, start).and_then(|i| counts.get_mut(i)) {
+            *c.entry(m).or_default() += 1;
+        }
+    }
+    for (w, c) in work.iter_mut().zip(counts) {
+        w.shape_tokens = c.into_iter().max_by_key(|&(m, n)| (n, m)).map(|(m, _)| m);
+    }
+    Ok(())
+}
+
+/// Adds CPU-side message sizes (`record_param_comms`: (start, nelems)) to the steps that hold
+/// them; the GPU-side sums ([`super::sweep::fold`]) are replaced when any CPU-side one exists.
+pub fn assign_nelems(cpu: &[(i64, u64)], windows: &[super::steps::Mark], work: &mut [StepWork]) {
+    if cpu.is_empty() {
+        return;
+    }
+    for w in work.iter_mut() {
+        w.nelems = Some(0);
+    }
+    for &(start, n) in cpu {
+        if let Some(w) = super::steps::window_of(windows, start).and_then(|i| work.get_mut(i)) {
+            w.nelems = w.nelems.map(|x| x.saturating_add(n));
+        }
     }
 }
 

@@ -437,6 +437,16 @@ pub struct SynthArgs {
     /// Extra elementwise kernels per layer on the --extra-kernels rank.
     #[arg(long = "extra-per-layer", default_value_t = 8)]
     pub extra_per_layer: u32,
+    /// Rank with hot experts (EP > 1; global rank index): --work-factor × the routed tokens
+    /// and expert-GEMM time, the same batch and dispatch/combine as its EP peers.
+    #[arg(long = "hot-expert-rank")]
+    pub hot_expert_rank: Option<u32>,
+    /// record_shapes: write `Input Dims` on the CPU GEMM ops (token dimension first).
+    #[arg(long = "record-shapes")]
+    pub record_shapes: bool,
+    /// Leave out the batch annotations (`step[...]` / `execute_new_...`); ProfilerStep#N stays.
+    #[arg(long = "no-annotations")]
+    pub no_annotations: bool,
     /// Every DP replica runs the same batches (default: each replica draws its own).
     #[arg(long = "same-batches")]
     pub same_batches: bool,

@@ -41,6 +41,12 @@ pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
             rank,
             per_layer: a.extra_per_layer,
         }),
+        hot_expert: a.hot_expert_rank.map(|rank| Heavy {
+            rank,
+            factor: a.work_factor,
+        }),
+        record_shapes: a.record_shapes,
+        annotations: !a.no_annotations,
         same_batches: a.same_batches,
         seed: a.seed,
         plain: a.plain,
@@ -87,6 +93,12 @@ pub fn run(args: &SynthArgs) -> Result<i32> {
     let mut plant = plant;
     if let Some(h) = &cfg.heavy {
         plant.push_str(&format!("; heavy: rank {} ×{} work", h.rank, h.factor));
+    }
+    if let Some(h) = &cfg.hot_expert {
+        plant.push_str(&format!(
+            "; hot experts: rank {} ×{} routed tokens",
+            h.rank, h.factor
+        ));
     }
     if let Some(e) = &cfg.extra {
         plant.push_str(&format!(

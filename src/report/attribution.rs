@@ -29,10 +29,60 @@ const TERMINAL_ROWS: usize = 16;
 /// `work` (work and time per rank).
 pub fn tables(a: &Analysis) -> Vec<Table> {
     let at = &a.attribution;
-    if at.ranks.is_empty() {
-        return Vec::new();
+    let mut out = Vec::new();
+    if !at.ranks.is_empty() {
+        out.extend([comparisons(at), work(at)]);
     }
-    vec![comparisons(at), work(at)]
+    if !a.ep.is_empty() {
+        out.push(ep(a));
+    }
+    out
+}
+
+/// MoE: each EP rank's dispatch/combine, expert GEMMs and the rest against its EP peers.
+fn ep(a: &Analysis) -> Table {
+    Table {
+        name: "ep",
+        title:
+            "MoE per EP rank: dispatch/combine, expert GEMMs and the rest vs its EP peers' median"
+                .into(),
+        columns: [
+            "rank",
+            "EP",
+            "cause",
+            "time ratio",
+            "dispatch/combine ms",
+            "ratio",
+            "expert GEMMs ms",
+            "ratio",
+            "rest ms",
+            "ratio",
+            "routed tokens ratio",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: a
+            .ep
+            .iter()
+            .map(|e| {
+                vec![
+                    Cell::Text(e.rank.clone()),
+                    Cell::Int(i64::from(e.ep)),
+                    Cell::Text(e.cause.clone()),
+                    Cell::Num(e.total_ratio, 2),
+                    ms(e.parts.dispatch_ns),
+                    Cell::Num(e.dispatch_ratio, 2),
+                    ms(e.parts.expert_ns),
+                    Cell::Num(e.expert_ratio, 2),
+                    ms(e.parts.rest_ns),
+                    Cell::Num(e.rest_ratio, 2),
+                    opt_num(e.routed_ratio, 2),
+                ]
+            })
+            .collect(),
+        terminal: a.ep.len() <= TERMINAL_ROWS,
+    }
 }
 
 fn comparisons(at: &Attribution) -> Table {
@@ -163,10 +213,9 @@ pub fn chart(a: &Analysis) -> String {
     }
     let work = |s: usize, r: usize| -> f64 {
         let w = &at.per_step[s];
-        match at.unit.as_str() {
-            "token" => w.tokens.get(r).copied().flatten().unwrap_or(0) as f64,
-            "sequence" => w.seqs.get(r).copied().flatten().unwrap_or(0) as f64,
-            _ => w.launches.get(r).copied().unwrap_or(0) as f64,
+        match w.work.get(r).copied().flatten() {
+            Some(x) => x as f64,
+            None => w.launches.get(r).copied().unwrap_or(0) as f64,
         }
     };
     let tmax = rows

@@ -150,6 +150,9 @@ kspec!(
     25
 );
 
+kspec!(EP_DISPATCH, "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, float*, int*, int*, int4 const*, float const*, long const*, float const*, bool const*, int const*, int, int, int, int, int, int, int, int, void**, int, int, int)", Comm, 128, 0, [24, 1, 1], [768, 1, 1], "1.000000", "24.000000", 18);
+kspec!(EP_COMBINE, "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768, 4096>(__nv_bfloat16*, float*, __nv_bfloat16 const*, float const*, int const*, int const*, int const*, int const*, int, int, int, int, void**, int, int, int)", Comm, 128, 0, [24, 1, 1], [768, 1, 1], "1.000000", "24.000000", 18);
+
 kspec!(
     NCCL_AR_LL,
     "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",

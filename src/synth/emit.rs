@@ -60,6 +60,12 @@ pub struct RankInfo {
     pub shift_ns: i64,
     pub trace_name: String,
     pub base_first: bool,
+    /// `Input Dims` on GEMM CPU ops (`--record-shapes`).
+    pub record_shapes: bool,
+    /// Batch annotations (`step[…]` / `execute_new_…`) written.
+    pub annotations: bool,
+    /// vLLM's `execute_new_N_cached_M` instead of SGLang's `step[…]`.
+    pub vllm: bool,
 }
 
 /// One rank's trace being written.
@@ -235,6 +241,12 @@ impl TraceWriter {
 
     /// A CPU-side span (`cpu_op`, `user_annotation`) on the main thread.
     fn cpu_span(&mut self, cat: &str, name: &str, start: i64, dur: i64, ext: u64) {
+        self.cpu_span_dims(cat, name, start, dur, ext, 0);
+    }
+
+    /// [`Self::cpu_span`] with `record_shapes`' `Input Dims` when `rows` > 0: input 0 is
+    /// `[rows, HIDDEN]` (the token dimension first, as PyTorch writes an activation).
+    fn cpu_span_dims(&mut self, cat: &str, name: &str, start: i64, dur: i64, ext: u64, rows: u64) {
         let (pid, idx) = (self.info.pid, self.ev_idx);
         self.ev_idx += 1;
         self.x_head(cat, name, pid, pid, start, dur);
@@ -243,6 +255,17 @@ impl TraceWriter {
         self.n(ext);
         self.bytes(b", \"Record function id\": 0, \"Ev Idx\": ");
         self.n(idx);
+        if rows > 0 && self.info.record_shapes {
+            let h = super::model::HIDDEN;
+            let dims = if name == "aten::mm" {
+                format!("[[{rows}, {h}], [{h}, {h}]]")
+            } else {
+                format!("[[{rows}, {h}], [{h}, {h}], []]")
+            };
+            self.bytes(b", \"Input Dims\": ");
+            self.bytes(dims.as_bytes());
+            self.bytes(b", \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\", \"\"]");
+        }
         self.args_close();
     }
 
@@ -386,7 +409,11 @@ impl TraceWriter {
 
     /// All events of one step.
     pub fn step(&mut self, s: &RankStep, layout: &Layout) -> Result<()> {
-        let ann = s.kind.annotation();
+        let ann = if self.info.vllm {
+            s.kind.vllm_annotation()
+        } else {
+            s.kind.annotation()
+        };
         let pname = format!("ProfilerStep#{}", s.index);
         self.cpu_span(
             "user_annotation",
@@ -395,16 +422,26 @@ impl TraceWriter {
             s.cpu_end - s.cpu_start,
             s.step_ext,
         );
-        self.cpu_span(
-            "user_annotation",
-            &ann,
-            s.fwd_start,
-            s.fwd_end - s.fwd_start,
-            s.fwd_ext,
-        );
+        let annotate = self.info.annotations;
+        if annotate {
+            self.cpu_span(
+                "user_annotation",
+                &ann,
+                s.fwd_start,
+                s.fwd_end - s.fwd_start,
+                s.fwd_ext,
+            );
+        }
         let (mut gpu_first, mut gpu_last) = (i64::MAX, i64::MIN);
         for (op, rec) in s.ops.iter().zip(&s.recs) {
-            self.cpu_span("cpu_op", op.cpu, rec.cpu_start, rec.cpu_dur, rec.ext);
+            self.cpu_span_dims(
+                "cpu_op",
+                op.cpu,
+                rec.cpu_start,
+                rec.cpu_dur,
+                rec.ext,
+                op.rows,
+            );
             let mut launch_ext = rec.ext;
             if let Some(inner) = op.inner {
                 launch_ext += 1;
@@ -412,7 +449,7 @@ impl TraceWriter {
                 let end = rec.rt_start
                     + rec.rt_dur
                     + (rec.cpu_start + rec.cpu_dur - rec.rt_start - rec.rt_dur) / 2;
-                self.cpu_span("cpu_op", inner, start, end - start, launch_ext);
+                self.cpu_span_dims("cpu_op", inner, start, end - start, launch_ext, op.rows);
             }
             let pid = self.info.pid;
             self.x_head(
@@ -451,7 +488,7 @@ impl TraceWriter {
             gpu_first = gpu_first.min(rec.gpu_start);
             gpu_last = gpu_last.max(rec.gpu_start + rec.gpu_dur);
         }
-        if gpu_first < gpu_last {
+        if gpu_first < gpu_last && annotate {
             // Kineto starts GPU annotations 1 ns early and ends them 1 ns late.
             let dev = u64::from(self.info.device);
             self.x_head(

@@ -98,6 +98,14 @@ pub struct SynthOptions {
     pub heavy: Option<Heavy>,
     /// Planted extra kernels on one rank.
     pub extra: Option<Extra>,
+    /// Planted hot experts (EP > 1): `factor` × the routed tokens, so that much more expert-GEMM
+    /// time, on one rank; its batch and everything else stay as its peers'.
+    pub hot_expert: Option<Heavy>,
+    /// `record_shapes`: `Input Dims` on the CPU GEMM ops (`aten::linear`, `aten::mm`) and the
+    /// MoE expert ops, token dimension first.
+    pub record_shapes: bool,
+    /// Write the batch annotations (`step[…]` / `execute_new_…`); off: `ProfilerStep#N` only.
+    pub annotations: bool,
     /// Every DP replica runs the same batches (a perfectly balanced router); default: each
     /// replica draws its own.
     pub same_batches: bool,
@@ -132,6 +140,9 @@ impl Default for SynthOptions {
             slow: None,
             heavy: None,
             extra: None,
+            hot_expert: None,
+            record_shapes: false,
+            annotations: true,
             same_batches: false,
             seed: 1,
             plain: false,
@@ -211,6 +222,20 @@ impl SynthOptions {
             }
             if e.per_layer == 0 || e.per_layer > 64 {
                 bail!("--extra-per-layer must be 1-64");
+            }
+        }
+        if let Some(h) = &self.hot_expert {
+            if self.ep < 2 {
+                bail!("--hot-expert-rank needs --ep 2 or more (experts spread over EP ranks)");
+            }
+            if u64::from(h.rank) >= world {
+                bail!(
+                    "--hot-expert-rank {} is not a rank of a {world}-rank layout",
+                    h.rank
+                );
+            }
+            if !(h.factor.is_finite() && h.factor > 0.0 && h.factor <= 64.0) {
+                bail!("--work-factor must be a number in (0, 64]");
             }
         }
         let skew = i128::from(self.base_skew_ns) * i128::from(world as u32);
@@ -325,6 +350,9 @@ fn write_profile(
             shift_ns: skew,
             trace_name: format!("/tmp/tmp{tmpname}.json"),
             base_first: cfg.base_first,
+            record_shapes: cfg.record_shapes,
+            annotations: cfg.annotations,
+            vllm: cfg.naming == Vendor::Vllm,
         };
         writers.push(TraceWriter::create(&path, cfg.plain, cfg.level, info)?);
     }

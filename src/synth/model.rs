@@ -48,6 +48,16 @@ impl StepKind {
         }
     }
 
+    /// vLLM's per-step range (`gpu_worker.annotate_profile`): a prefill's requests are new, a
+    /// decode step's are cached (already running): `execute_new_4_cached_0`,
+    /// `execute_new_0_cached_8`.
+    pub fn vllm_annotation(self) -> String {
+        match self {
+            StepKind::Extend { bs, .. } => format!("execute_new_{bs}_cached_0"),
+            StepKind::Decode { bs } => format!("execute_new_0_cached_{bs}"),
+        }
+    }
+
     /// SGLang's forward annotation: `step[DECODE bs=8]`, `step[EXTEND bs=4 toks=512]`.
     pub fn annotation(self) -> String {
         match self {
@@ -128,6 +138,9 @@ pub struct Op {
     pub gpu_ns: i64,
     /// Nominal duration of the outer CPU op in ns.
     pub cpu_ns: i64,
+    /// The token dimension M of a GEMM (its input 0 is `[M, HIDDEN]` with `--record-shapes`);
+    /// 0 for other ops.
+    pub rows: u64,
 }
 
 impl Op {
@@ -155,12 +168,14 @@ fn kernel(spec: &'static KSpec, cpu: &'static str, gpu_ns: i64, cpu_ns: i64) -> 
         call,
         gpu_ns,
         cpu_ns,
+        rows: 0,
     }
 }
 
-fn linear(spec: &'static KSpec, gpu_ns: i64) -> Op {
+fn linear(spec: &'static KSpec, gpu_ns: i64, rows: i64) -> Op {
     Op {
         inner: Some("aten::mm"),
+        rows: rows.max(0) as u64,
         ..kernel(spec, "aten::linear", gpu_ns, 12_000)
     }
 }
@@ -218,7 +233,8 @@ pub fn stage_layers(layers: u32, pp: u32, p: u32) -> std::ops::Range<u32> {
     lo..hi
 }
 
-/// The program of one rank for one step.
+/// The program of one rank for one step. `moe_factor`: the tokens routed to this rank's experts
+/// over an even share (1: balanced; a hot-expert rank more).
 // Long on purpose: the kernel program of one layer, written out as the real model runs it.
 pub fn program(
     naming: Vendor,
@@ -227,6 +243,7 @@ pub fn program(
     pos: &RankPos,
     kind: StepKind,
     extra_per_layer: u32,
+    moe_factor: f64,
 ) -> Vec<Op> {
     let f = flavour(naming);
     let n = kind.tokens() as i64;
@@ -250,6 +267,7 @@ pub fn program(
         call: cat::LAUNCH_EXC,
         gpu_ns: 0,
         cpu_ns: 18_000,
+        rows: 0,
     };
     let p2p = |kind: CollKind, peer_p: u32| Op {
         gpu: Gpu::Coll(Coll {
@@ -268,6 +286,7 @@ pub fn program(
         call: cat::LAUNCH_EXC,
         gpu_ns: 0,
         cpu_ns: 16_000,
+        rows: 0,
     };
 
     let mut ops = Vec::with_capacity(16 + 14 * layers as usize);
@@ -281,6 +300,7 @@ pub fn program(
         call: cat::MEMCPY,
         gpu_ns: 1_800 + n,
         cpu_ns: 14_000,
+        rows: 0,
     });
     ops.push(Op {
         gpu: Gpu::Memset {
@@ -291,6 +311,7 @@ pub fn program(
         call: cat::MEMSET,
         gpu_ns: 1_400,
         cpu_ns: 9_000,
+        rows: 0,
     });
     if pos.p == 0 {
         ops.push(kernel(
@@ -309,21 +330,25 @@ pub fn program(
         for _ in 0..extra_per_layer {
             ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 6_000 + 6 * n, 6_000));
         }
-        ops.push(linear(&cat::GEMM_QKV, 20_000 + 40 * n));
+        ops.push(linear(&cat::GEMM_QKV, 20_000 + 40 * n, n));
         ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 2_500 + 3 * n, 6_000));
         if prefill {
             ops.push(kernel(f.attn_prefill, f.cpu_attn, 20_000 + 60 * n, 14_000));
         } else {
             ops.push(kernel(f.attn_decode, f.cpu_attn, 12_000 + 900 * n, 14_000));
         }
-        ops.push(linear(&cat::GEMM_OPROJ, 12_000 + 25 * n));
+        ops.push(linear(&cat::GEMM_OPROJ, 12_000 + 25 * n, n));
         if layout.tp > 1 {
             ops.push(allreduce);
         }
         ops.push(kernel(f.norm_add, f.cpu_norm, 3_000 + 4 * n, 7_000));
         if layout.ep > 1 {
-            let per_ep = n / i64::from(layout.ep) + 1;
-            ops.push(linear(&cat::GEMM_ROUTER, 3_000 + 5 * n));
+            // Tokens routed to this rank's experts; a hot-expert rank gets `moe_factor` × them.
+            // Its expert GEMMs take `moe_factor` × as long (compute-bound on the routed tokens).
+            let even = n / i64::from(layout.ep) + 1;
+            let per_ep = (even as f64 * moe_factor).round() as i64;
+            let hot = |ns: i64| (ns as f64 * moe_factor).round() as i64;
+            ops.push(linear(&cat::GEMM_ROUTER, 3_000 + 5 * n, n));
             ops.push(kernel(
                 &cat::MOE_TOPK,
                 "sgl_kernel::topk_softmax",
@@ -337,22 +362,40 @@ pub fn program(
                 11_000,
             ));
             ops.push(kernel(
-                &cat::MOE_FUSED,
-                "fused_moe_kernel",
-                50_000 + 90 * per_ep,
-                16_000,
+                &cat::EP_DISPATCH,
+                "deep_ep::dispatch",
+                8_000 + 6 * n,
+                12_000,
             ));
-            ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * n, 6_000));
+            ops.push(Op {
+                rows: per_ep as u64,
+                ..kernel(
+                    &cat::MOE_FUSED,
+                    "fused_moe_kernel",
+                    hot(50_000 + 90 * even),
+                    16_000,
+                )
+            });
+            ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * per_ep, 6_000));
+            ops.push(Op {
+                rows: per_ep as u64,
+                ..kernel(
+                    &cat::MOE_FUSED,
+                    "fused_moe_kernel",
+                    hot(30_000 + 50 * even),
+                    16_000,
+                )
+            });
             ops.push(kernel(
-                &cat::MOE_FUSED,
-                "fused_moe_kernel",
-                30_000 + 50 * per_ep,
-                16_000,
+                &cat::EP_COMBINE,
+                "deep_ep::combine",
+                8_000 + 6 * n,
+                12_000,
             ));
         } else {
-            ops.push(linear(&cat::GEMM_UP, 45_000 + 80 * n));
+            ops.push(linear(&cat::GEMM_UP, 45_000 + 80 * n, n));
             ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * n, 6_000));
-            ops.push(linear(&cat::GEMM_DOWN, 25_000 + 45 * n));
+            ops.push(linear(&cat::GEMM_DOWN, 25_000 + 45 * n, n));
         }
         if layout.tp > 1 {
             ops.push(allreduce);
@@ -360,7 +403,7 @@ pub fn program(
     }
     if pos.p + 1 == layout.pp {
         ops.push(kernel(f.norm_add, f.cpu_norm, 2_500 + 4 * bs, 9_000));
-        ops.push(linear(&cat::GEMM_LM_HEAD, 30_000 + 600 * bs));
+        ops.push(linear(&cat::GEMM_LM_HEAD, 30_000 + 600 * bs, bs));
         ops.push(kernel(
             &cat::ELEM_ARGMAX,
             "aten::argmax",
@@ -377,6 +420,7 @@ pub fn program(
             call: cat::MEMCPY,
             gpu_ns: 1_900,
             cpu_ns: 15_000,
+            rows: 0,
         });
     } else {
         ops.push(p2p(CollKind::Send, pos.p + 1));
@@ -388,6 +432,7 @@ pub fn program(
         call: cat::SYNC,
         gpu_ns: 0,
         cpu_ns: 6_000,
+        rows: 0,
     });
     ops
 }
@@ -420,6 +465,7 @@ mod tests {
             &l.pos(0),
             StepKind::Decode { bs: 8 },
             0,
+            1.0,
         );
         let ar = ops.iter().filter(|o| matches!(o.gpu, Gpu::Coll(_))).count();
         assert_eq!(ar, 6);
@@ -431,6 +477,7 @@ mod tests {
             &single.pos(0),
             StepKind::Decode { bs: 8 },
             0,
+            1.0,
         );
         assert!(!ops.iter().any(|o| matches!(o.gpu, Gpu::Coll(_))));
     }

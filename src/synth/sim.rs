@@ -148,7 +148,13 @@ pub fn simulate_step(
             Some(e) if e.rank as usize == r => e.per_layer,
             _ => 0,
         };
-        let ops = model::program(cfg.naming, cfg.layers, layout, &pos, kind, extra);
+        let moe_factor = match &cfg.hot_expert {
+            Some(h) if h.rank as usize == r => h.factor,
+            _ => 1.0,
+        };
+        let ops = model::program(
+            cfg.naming, cfg.layers, layout, &pos, kind, extra, moe_factor,
+        );
         steps.push(RankStep {
             index,
             kind,
@@ -168,7 +174,9 @@ pub fn simulate_step(
         match &cfg.slow {
             Some(s) if s.rank as usize == rank && index >= s.from_step => {
                 let hit = match s.class {
-                    Some(c) => c == class && c != Class::Comm,
+                    // Comm-class kernels (DeepEP dispatch/combine) slow down with `comm`;
+                    // collectives' transfers are slowed where they are matched, below.
+                    Some(c) => c == class,
                     None => class.is_compute(),
                 };
                 if hit {

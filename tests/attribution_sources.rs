@@ -1,0 +1,322 @@
+//! Attribution without batch annotations (#9, Deliver 1) and the MoE EP split (Deliver 2): a
+//! heavy rank is attributed "uneven load" from `record_shapes` GEMM dims, and from NCCL message
+//! sizes when shapes are off too; the figures (tokens per step from shapes, message elements
+//! per step, EP parts) equal the independent checker's (tests/check_attribution.py); the real
+//! fixtures' shape tokens equal their own `step[…]` annotations; a hot-expert rank and a slow
+//! dispatch/combine are told apart and the balanced EP control says balanced.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{analyze_files, shared};
+use rankprof::analyze::Analysis;
+use rankprof::synth::catalog::Class;
+use rankprof::synth::{write_set, Heavy, Slow, SynthOptions, Vendor};
+use serde_json::Value;
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let d = rankprof::trace::discover(dir, false).unwrap();
+    assert_eq!(d.groups.len(), 1, "{}", dir.display());
+    d.groups[0].files.iter().map(|f| f.path.clone()).collect()
+}
+
+fn synth(dir: &Path, cfg: SynthOptions) -> Vec<PathBuf> {
+    write_set(
+        &SynthOptions {
+            steps: 8,
+            layers: 2,
+            ..cfg
+        },
+        dir,
+    )
+    .expect("synth");
+    files_in(dir)
+}
+
+fn first(a: &Analysis) -> &str {
+    a.verdict.lines.first().map(String::as_str).unwrap_or("")
+}
+
+fn assert_first(a: &Analysis, who: &str, cause: &str) {
+    let l = first(a);
+    assert!(
+        l.starts_with(&format!("Imbalanced, {cause}: ")) && l.contains(who),
+        "want {who} / {cause}: {:#?}",
+        a.verdict.lines
+    );
+    assert_eq!(a.verdict.cause.as_deref(), Some(cause));
+}
+
+fn checker(files: &[PathBuf]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_attribution.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args(files)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "checker failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("checker prints JSON")
+}
+
+/// The checker's record of each analyzed rank, by rank index.
+fn by_rank<'a>(a: &Analysis, c: &'a Value) -> Vec<&'a Value> {
+    a.ranks
+        .iter()
+        .map(|r| {
+            let path = a
+                .files
+                .iter()
+                .find(|f| f.ranks.contains(&r.rank))
+                .map(|f| f.path.clone())
+                .unwrap();
+            &c["ranks"][path.as_str()]
+        })
+        .collect()
+}
+
+fn opt_u64(v: &Value) -> Option<u64> {
+    v.as_u64()
+}
+
+/// Per step and rank, the shape tokens and message elements equal the checker's.
+fn assert_step_figures(a: &Analysis, files: &[PathBuf]) -> Value {
+    let c = checker(files);
+    let cr = by_rank(a, &c);
+    let ps = &a.attribution.per_step;
+    for (r, want) in cr.iter().enumerate() {
+        let shapes: Vec<Option<u64>> = ps.iter().map(|s| s.shape_tokens[r]).collect();
+        let nelems: Vec<Option<u64>> = ps.iter().map(|s| s.nelems[r]).collect();
+        let ws: Vec<Option<u64>> = want["step_shape_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(opt_u64)
+            .collect();
+        let wn: Vec<Option<u64>> = want["step_nelems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(opt_u64)
+            .collect();
+        assert_eq!(shapes, ws, "rank {}", a.ranks[r].rank);
+        assert_eq!(nelems, wn, "rank {}", a.ranks[r].rank);
+    }
+    c
+}
+
+fn heavy_cfg(shapes: bool) -> SynthOptions {
+    SynthOptions {
+        tp: 4,
+        heavy: Some(Heavy {
+            rank: 1,
+            factor: 2.0,
+        }),
+        record_shapes: shapes,
+        annotations: false,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn heavy_rank_from_shapes_without_annotations() {
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(t.path(), heavy_cfg(true));
+    let a = analyze_files(&files, |_| {});
+    assert_first(&a, "rank TP01", "uneven load");
+    assert_eq!(a.attribution.unit, "token");
+    assert!(
+        a.attribution.source.contains("record_shapes"),
+        "{}",
+        a.attribution.source
+    );
+    let c = assert_step_figures(&a, &files);
+    let lead = a.attribution.gaps().next().unwrap();
+    let w = lead.work_ratio.unwrap();
+    assert!((1.9..2.1).contains(&w), "{lead:?}");
+    let cr = by_rank(&a, &c);
+    let want = cr[1]["shape_tokens_ratio"].as_f64().unwrap();
+    assert!((w - want).abs() < 1e-9, "{w} vs {want}");
+    // No annotation: the batch figures are absent, the compared work is the shapes'.
+    assert!(a.attribution.ranks.iter().all(|r| r.tokens.is_none()));
+    assert_eq!(
+        a.attribution.ranks[1].work,
+        cr[1]["shape_tokens"].as_u64(),
+        "{:?}",
+        a.attribution.ranks[1]
+    );
+}
+
+#[test]
+fn heavy_rank_from_message_sizes_without_shapes() {
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(t.path(), heavy_cfg(false));
+    let a = analyze_files(&files, |_| {});
+    assert_first(&a, "rank TP01", "uneven load");
+    assert_eq!(a.attribution.unit, "message element");
+    assert!(a.attribution.source.contains("In msg nelems"));
+    let c = assert_step_figures(&a, &files);
+    let cr = by_rank(&a, &c);
+    let lead = a.attribution.gaps().next().unwrap();
+    let want = cr[1]["nelems_ratio"].as_f64().unwrap();
+    assert!((lead.work_ratio.unwrap() - want).abs() < 1e-9);
+    // The summary names the unit, for compare.
+    let s = a.summary.as_ref().unwrap().work.as_ref().unwrap();
+    assert_eq!(s.unit, "message element");
+}
+
+#[test]
+fn balanced_without_annotations_says_balanced() {
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(
+        t.path(),
+        SynthOptions {
+            tp: 4,
+            record_shapes: true,
+            annotations: false,
+            ..Default::default()
+        },
+    );
+    let a = analyze_files(&files, |_| {});
+    assert!(a.verdict.balanced, "{:#?}", a.verdict.lines);
+    assert_eq!(a.attribution.unit, "token");
+    assert_eq!(a.attribution.gaps().count(), 0);
+}
+
+#[test]
+fn real_fixtures_shapes_equal_their_annotations_and_nelems_the_checker() {
+    let dir = shared("sglang-cpu/tp2");
+    let files = files_in(&dir);
+    let a = analyze_files(&files, |_| {});
+    assert_step_figures(&a, &files);
+    for s in &a.attribution.per_step {
+        assert_eq!(s.shape_tokens, s.tokens, "step {}", s.step);
+    }
+    // Annotations win over shapes.
+    assert!(
+        a.attribution.source.contains("SGLang"),
+        "{}",
+        a.attribution.source
+    );
+
+    let nccl = vec![shared("hta/nccl-a100-rank-0.json.gz")];
+    let c = checker(&nccl);
+    let a = analyze_files(&nccl, |_| {});
+    let want = &c["ranks"][nccl[0].to_str().unwrap()]["step_nelems"];
+    let got: Vec<Option<u64>> = a.attribution.per_step.iter().map(|s| s.nelems[0]).collect();
+    let want: Vec<Option<u64>> = want.as_array().unwrap().iter().map(opt_u64).collect();
+    assert_eq!(got, want);
+    assert!(got.iter().all(|x| x.is_some_and(|n| n > 0)), "{got:?}");
+}
+
+fn ep_cfg() -> SynthOptions {
+    SynthOptions {
+        tp: 4,
+        ep: 4,
+        record_shapes: true,
+        ..Default::default()
+    }
+}
+
+fn assert_ep_parts(a: &Analysis, files: &[PathBuf]) {
+    let c = checker(files);
+    let cr = by_rank(a, &c);
+    for e in &a.ep {
+        let r = a.ranks.iter().position(|x| x.rank == e.rank).unwrap();
+        let want = &cr[r]["ep"];
+        assert_eq!(
+            e.parts.dispatch_ns,
+            want["dispatch_ns"].as_f64().unwrap(),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.parts.expert_ns,
+            want["expert_ns"].as_f64().unwrap(),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.parts.routed_tokens,
+            want["routed_tokens"].as_f64(),
+            "{e:?}"
+        );
+    }
+}
+
+#[test]
+fn hot_experts_and_slow_dispatch_are_told_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(
+        t.path(),
+        SynthOptions {
+            hot_expert: Some(Heavy {
+                rank: 2,
+                factor: 2.0,
+            }),
+            ..ep_cfg()
+        },
+    );
+    let a = analyze_files(&files, |_| {});
+    assert_eq!(a.ep.len(), 4);
+    assert_first(&a, "rank TP02-EP02", "hot experts");
+    let hot = a.ep.iter().find(|e| e.rank == "TP02-EP02").unwrap();
+    assert!(hot.expert_ratio > 1.5, "{hot:?}");
+    let routed = hot.routed_ratio.unwrap();
+    assert!((1.9..2.1).contains(&routed), "{hot:?}");
+    assert!(first(&a).contains("the routed tokens"), "{}", first(&a));
+    assert_ep_parts(&a, &files);
+
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(
+        t.path(),
+        SynthOptions {
+            slow: Some(Slow {
+                rank: 1,
+                factor: 3.0,
+                from_step: 0,
+                class: Some(Class::Comm),
+            }),
+            ..ep_cfg()
+        },
+    );
+    let a = analyze_files(&files, |_| {});
+    assert_first(&a, "rank TP01-EP01", "slow dispatch/combine");
+    let slow = a.ep.iter().find(|e| e.rank == "TP01-EP01").unwrap();
+    assert!(slow.dispatch_ratio > 2.5, "{slow:?}");
+    assert!((slow.expert_ratio - 1.0).abs() < 0.05, "{slow:?}");
+    assert_ep_parts(&a, &files);
+
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(t.path(), ep_cfg());
+    let a = analyze_files(&files, |_| {});
+    assert_eq!(a.ep.len(), 4);
+    assert!(a.ep.iter().all(|e| !e.is_gap()), "{:#?}", a.ep);
+    assert!(a.verdict.balanced, "{:#?}", a.verdict.lines);
+}
+
+#[test]
+fn vllm_named_heavy_rank_from_its_execute_ranges() {
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(
+        t.path(),
+        SynthOptions {
+            naming: Vendor::Vllm,
+            annotations: true,
+            ..heavy_cfg(false)
+        },
+    );
+    let a = analyze_files(&files, |_| {});
+    assert_first(&a, "TP01", "uneven load");
+    assert_eq!(a.attribution.unit, "sequence");
+    assert!(
+        a.attribution.source.contains("vLLM"),
+        "{}",
+        a.attribution.source
+    );
+    let w = a.attribution.gaps().next().unwrap().work_ratio.unwrap();
+    assert!((1.8..2.2).contains(&w), "{w}");
+}
