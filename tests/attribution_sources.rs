@@ -298,6 +298,39 @@ fn hot_experts_and_slow_dispatch_are_told_apart() {
     assert!(a.verdict.balanced, "{:#?}", a.verdict.lines);
 }
 
+/// SGLang with DP attention names each rank with its own DP index and a TP index that does
+/// not repeat (`TP-2-DP-2-EP-2`): the EP peers span the DP ranks, so the hot-expert rank is
+/// still compared with the other three (with per-replica peers it would have none).
+#[test]
+fn hot_experts_under_dp_attention_naming() {
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(
+        t.path(),
+        SynthOptions {
+            hot_expert: Some(Heavy {
+                rank: 2,
+                factor: 2.0,
+            }),
+            ..ep_cfg()
+        },
+    );
+    let renamed: Vec<PathBuf> = files
+        .iter()
+        .map(|f| {
+            let name = f.file_name().unwrap().to_str().unwrap();
+            let (head, tail) = name.split_once("-EP-").expect("an EP rank file");
+            let tp = head.rsplit("-TP-").next().unwrap();
+            let to = f.with_file_name(format!("{head}-DP-{tp}-EP-{tail}"));
+            std::fs::rename(f, &to).unwrap();
+            to
+        })
+        .collect();
+    let a = analyze_files(&renamed, |_| {});
+    assert_eq!(a.ep.len(), 4, "{:#?}", a.ep);
+    assert!(a.ep.iter().all(|e| e.peers.len() == 3), "{:#?}", a.ep);
+    assert_first(&a, "rank TP02-DP02-EP02", "hot experts");
+}
+
 #[test]
 fn vllm_named_heavy_rank_from_its_execute_ranges() {
     let t = tempfile::tempdir().unwrap();

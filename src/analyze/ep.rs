@@ -13,11 +13,14 @@
 //! ops named `…fused_moe…` (their `Input Dims`), summed over the profile.
 //!
 //! EP peers: the other ranks of the same DP replica and PP stage that carry an EP index (the
-//! file names say it); the typical peer is the median of each part. A rank is *balanced* when its
+//! file names say it) — of every DP rank under DP attention ([`ep_spans_dp`]); the typical peer is the median of each part. A rank is *balanced* when its
 //! total is within the threshold of the peers'; otherwise the part with the largest excess over
 //! the peers' median names the cause: **hot experts** (expert GEMMs), **slow dispatch/combine**
 //! (the same expert GEMM time, more time in dispatch/combine: waiting on a peer or the network)
 //! or **outside the MoE layers**.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -79,10 +82,15 @@ fn ratio(a: f64, b: f64) -> f64 {
 
 /// The parts of one rank (GPU kernels only; CPU-only traces have none).
 pub fn parts(r: &RankResult, classes: &Classifier) -> EpParts {
-    // Constant patterns: they compile.
-    let dc = Regex::new(r"(?i)dispatch|combine|all_?to_?all").unwrap_or_else(|_| unreachable!());
-    let routing = Regex::new(r"(?i)topk|align|sort|gating|scatter|gather|permute|count_and")
-        .unwrap_or_else(|_| unreachable!());
+    static RES: OnceLock<(Regex, Regex)> = OnceLock::new();
+    let (dc, routing) = RES.get_or_init(|| {
+        // Constant patterns: they compile.
+        (
+            Regex::new(r"(?i)dispatch|combine|all_?to_?all").unwrap_or_else(|_| unreachable!()),
+            Regex::new(r"(?i)topk|align|sort|gating|scatter|gather|permute|count_and")
+                .unwrap_or_else(|_| unreachable!()),
+        )
+    });
     let moe = classes.names().iter().position(|n| n == "moe");
     let comm = classes.comm();
     let mut p = EpParts {
@@ -107,6 +115,7 @@ pub fn parts(r: &RankResult, classes: &Classifier) -> EpParts {
 /// Every EP rank against its EP peers (empty without EP indices or GPU kernels).
 pub fn split(results: &[RankResult], classes: &Classifier, threshold: f64) -> Vec<EpRecord> {
     let all: Vec<EpParts> = results.iter().map(|r| parts(r, classes)).collect();
+    let across_dp = ep_spans_dp(results);
     let mut out = Vec::new();
     for (i, r) in results.iter().enumerate() {
         let Some(ep) = r.id.ep else { continue };
@@ -119,7 +128,7 @@ pub fn split(results: &[RankResult], classes: &Classifier, threshold: f64) -> Ve
                 j != i
                     && q.gpu
                     && q.id.ep.is_some_and(|e| e != ep)
-                    && q.id.dp == r.id.dp
+                    && (across_dp || q.id.dp == r.id.dp)
                     && q.id.pp == r.id.pp
             })
             .collect();
@@ -149,6 +158,25 @@ pub fn split(results: &[RankResult], classes: &Classifier, threshold: f64) -> Ve
         ));
     }
     out
+}
+
+/// DP attention (SGLang `--enable-dp-attention`): the DP ranks are one TP group and one EP
+/// group, so a TP index never repeats across DP indices (`TP-0-DP-0-EP-0`, `TP-1-DP-1-EP-1`,
+/// …), while separate DP replicas repeat them (`TP-0-DP-0`, `TP-0-DP-1`). Then the EP peers
+/// span the DP ranks.
+pub fn ep_spans_dp(results: &[RankResult]) -> bool {
+    let mut dp_of: HashMap<(Option<u32>, u32), Option<u32>> = HashMap::new();
+    let mut dps = BTreeSet::new();
+    for r in results {
+        let Some(tp) = r.id.tp else { continue };
+        dps.insert(r.id.dp);
+        if let Some(prev) = dp_of.insert((r.id.pp, tp), r.id.dp) {
+            if prev != r.id.dp {
+                return false;
+            }
+        }
+    }
+    dps.len() > 1
 }
 
 fn record(
