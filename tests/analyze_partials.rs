@@ -266,7 +266,7 @@ fn what_cannot_be_combined_is_refused_with_the_file_name() {
         serde_json::from_slice(&text).unwrap()
     };
     assert_eq!(v["format"], "rankprof-analyze-partial");
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     v["version"] = 99.into();
     let future = s(&t.path().join("future.json"));
     std::fs::write(&future, v.to_string()).unwrap();

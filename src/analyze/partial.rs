@@ -28,8 +28,9 @@ use crate::trace::writer::write_atomic_bytes;
 
 /// The `format` field of every partial.
 pub const FORMAT: &str = "rankprof-analyze-partial";
-/// The partial format's version; a reader takes only its own.
-pub const VERSION: u32 = 1;
+/// The partial format's version; a reader takes only its own. 2: the ranks carry the work
+/// figures from shapes and message sizes and the routed MoE tokens (#9).
+pub const VERSION: u32 = 2;
 
 /// One partial file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
