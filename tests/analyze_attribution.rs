@@ -7,32 +7,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use common::attrib::{assert_first, checker, files_in, first, synth};
 use common::{analyze_files, shared};
 use rankprof::analyze::attribution::Cause;
 use rankprof::analyze::Analysis;
-use rankprof::synth::{write_set, Extra, Heavy, Slow, SynthOptions};
+use rankprof::synth::{Extra, Heavy, Slow, SynthOptions};
 use serde_json::Value;
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let d = rankprof::trace::discover(dir, false).unwrap();
-    assert_eq!(d.groups.len(), 1, "{}", dir.display());
-    d.groups[0].files.iter().map(|f| f.path.clone()).collect()
-}
-
-fn synth(dir: &Path, cfg: SynthOptions) -> Vec<PathBuf> {
-    write_set(
-        &SynthOptions {
-            steps: 8,
-            layers: 2,
-            ..cfg
-        },
-        dir,
-    )
-    .expect("synth");
-    files_in(dir)
-}
 
 fn slow(rank: u32, factor: f64, from_step: u32) -> Option<Slow> {
     Some(Slow {
@@ -41,37 +22,6 @@ fn slow(rank: u32, factor: f64, from_step: u32) -> Option<Slow> {
         from_step,
         class: None,
     })
-}
-
-fn first(a: &Analysis) -> &str {
-    a.verdict.lines.first().map(String::as_str).unwrap_or("")
-}
-
-/// The first line names `who` (a rank label or replica) and `cause`.
-fn assert_first(a: &Analysis, who: &str, cause: &str) {
-    let l = first(a);
-    assert!(
-        l.starts_with(&format!("Imbalanced, {cause}: ")) && l.contains(who),
-        "want {who} / {cause}: {:#?}",
-        a.verdict.lines
-    );
-    assert_eq!(a.verdict.cause.as_deref(), Some(cause));
-    assert!(!a.verdict.balanced);
-}
-
-fn checker(files: &[PathBuf]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_attribution.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .args(files)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "checker failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("checker prints JSON")
 }
 
 fn close(a: f64, b: f64) -> bool {

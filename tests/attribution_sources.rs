@@ -7,62 +7,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
+use common::attrib::{assert_first, checker, files_in, first, synth};
 use common::{analyze_files, shared};
 use rankprof::analyze::Analysis;
 use rankprof::synth::catalog::Class;
-use rankprof::synth::{write_set, Heavy, Slow, SynthOptions, Vendor};
+use rankprof::synth::{Heavy, Slow, SynthOptions, Vendor};
 use serde_json::Value;
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let d = rankprof::trace::discover(dir, false).unwrap();
-    assert_eq!(d.groups.len(), 1, "{}", dir.display());
-    d.groups[0].files.iter().map(|f| f.path.clone()).collect()
-}
-
-fn synth(dir: &Path, cfg: SynthOptions) -> Vec<PathBuf> {
-    write_set(
-        &SynthOptions {
-            steps: 8,
-            layers: 2,
-            ..cfg
-        },
-        dir,
-    )
-    .expect("synth");
-    files_in(dir)
-}
-
-fn first(a: &Analysis) -> &str {
-    a.verdict.lines.first().map(String::as_str).unwrap_or("")
-}
-
-fn assert_first(a: &Analysis, who: &str, cause: &str) {
-    let l = first(a);
-    assert!(
-        l.starts_with(&format!("Imbalanced, {cause}: ")) && l.contains(who),
-        "want {who} / {cause}: {:#?}",
-        a.verdict.lines
-    );
-    assert_eq!(a.verdict.cause.as_deref(), Some(cause));
-}
-
-fn checker(files: &[PathBuf]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_attribution.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .args(files)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "checker failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("checker prints JSON")
-}
 
 /// The checker's record of each analyzed rank, by rank index.
 fn by_rank<'a>(a: &Analysis, c: &'a Value) -> Vec<&'a Value> {

@@ -10,6 +10,8 @@ use rankprof::analyze::Analysis;
 use rankprof::analyze::AnalyzeOptions;
 use serde_json::Value;
 
+pub mod attrib;
+
 pub fn shared(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/fixtures")
@@ -29,7 +31,13 @@ pub fn analyze_files(files: &[PathBuf], tweak: impl FnOnce(&mut AnalyzeOptions))
 
 /// Runs tests/check_analyze.py on `files` with extra arguments; its JSON output.
 pub fn checker(files: &[PathBuf], extra: &[&str]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_analyze.py");
+    python_json("tests/check_analyze.py", extra, files)
+}
+
+/// Runs the Python `script` (relative to the crate) with `extra` arguments and `files`; the
+/// JSON it prints.
+pub fn python_json(script: &str, extra: &[&str], files: &[PathBuf]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
     let out = Command::new("python3")
         .arg(script)
         .args(extra)
