@@ -439,7 +439,8 @@ struct Ctx<'a> {
     nsteps: usize,
 }
 
-fn ratio(a: f64, b: f64) -> f64 {
+/// `a / b`; ∞ for something over nothing, 1 for nothing over nothing.
+pub fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
     } else if a > 0.0 {

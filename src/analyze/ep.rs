@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::attribution::median;
+use super::attribution::{median, ratio};
 use super::classes::Classifier;
 use super::collect::OpKind;
 use super::rank::RankResult;
@@ -67,16 +67,6 @@ pub struct EpRecord {
 impl EpRecord {
     pub fn is_gap(&self) -> bool {
         self.cause != "balanced"
-    }
-}
-
-fn ratio(a: f64, b: f64) -> f64 {
-    if b > 0.0 {
-        a / b
-    } else if a > 0.0 {
-        f64::INFINITY
-    } else {
-        1.0
     }
 }
 
