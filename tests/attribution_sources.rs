@@ -199,11 +199,10 @@ fn assert_ep_parts(a: &Analysis, files: &[PathBuf]) {
     }
 }
 
-#[test]
-fn hot_experts_and_slow_dispatch_are_told_apart() {
-    let t = tempfile::tempdir().unwrap();
-    let files = synth(
-        t.path(),
+/// The EP set with rank 2 given 2× the routed tokens (hot experts).
+fn hot_expert_set(dir: &std::path::Path) -> Vec<PathBuf> {
+    synth(
+        dir,
         SynthOptions {
             hot_expert: Some(Heavy {
                 rank: 2,
@@ -211,7 +210,13 @@ fn hot_experts_and_slow_dispatch_are_told_apart() {
             }),
             ..ep_cfg()
         },
-    );
+    )
+}
+
+#[test]
+fn hot_experts_and_slow_dispatch_are_told_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let files = hot_expert_set(t.path());
     let a = analyze_files(&files, |_| {});
     assert_eq!(a.ep.len(), 4);
     assert_first(&a, "rank TP02-EP02", "hot experts");
@@ -256,16 +261,7 @@ fn hot_experts_and_slow_dispatch_are_told_apart() {
 #[test]
 fn hot_experts_under_dp_attention_naming() {
     let t = tempfile::tempdir().unwrap();
-    let files = synth(
-        t.path(),
-        SynthOptions {
-            hot_expert: Some(Heavy {
-                rank: 2,
-                factor: 2.0,
-            }),
-            ..ep_cfg()
-        },
-    );
+    let files = hot_expert_set(t.path());
     let renamed: Vec<PathBuf> = files
         .iter()
         .map(|f| {
