@@ -8,7 +8,7 @@ use rankprof::capture::workers::parse_workers_answer;
 use rankprof::trace::event::scan_event;
 use rankprof::trace::gz::Members;
 use rankprof::trace::json;
-use rankprof::trace::reader::{read_from_with_window, Damage, CHUNK};
+use rankprof::trace::reader::{read_from_with, read_from_with_window, Damage, Nested, CHUNK};
 
 fn input(name: &str) -> Vec<u8> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -92,4 +92,49 @@ fn workers_answer_refuses_empty_urls() {
     }
     let ok = parse_workers_answer(r#"{"urls":["http://a:1","b:2@3"]}"#).unwrap();
     assert_eq!(ok.len(), 2);
+}
+
+/// `reader` target, property 3 (found 2026-11-23, before the skim landed): an event whose
+/// `args` hold a grammar error the skim does not check (`"Evd I"x: 27169`), followed in the same
+/// 64-byte block, after the event, by a raw NUL. The skim declined the value for the NUL, which
+/// is not the value's, with the 1 MiB window, and took it with a 64-byte window (which ended
+/// before the NUL): what was accepted depended on the window. Only the bytes up to the value's
+/// close count now.
+#[test]
+fn the_skim_does_not_depend_on_the_window() {
+    let b = input("reader-skim-window.bin");
+    assert_eq!(b[0], 1, "mode 1: the rest is gzip-compressed");
+    let rest = &b[1..];
+    let read = |window: usize, nested: Nested| {
+        let mut names = Vec::new();
+        let r = read_from_with(
+            Path::new("t.json"),
+            Box::new(Cursor::new(rest.to_vec())),
+            false,
+            window,
+            nested,
+            |e| names.push(e.name.to_string()),
+        );
+        (names, r.damage)
+    };
+    // Validating: the grammar error in args is the damage, at its byte; no event.
+    let at = rest.windows(3).position(|w| w == b"\"x:").unwrap() as u64 + 1;
+    for window in [64, 4096, CHUNK] {
+        let (names, d) = read(window, Nested::Validate);
+        assert!(names.is_empty(), "{names:?}");
+        assert!(
+            matches!(d, Some(Damage::InvalidJson { at: a, .. }) if a == at),
+            "{d:?}"
+        );
+    }
+    // Skimming: the event, whatever the window; the damage is after it.
+    for window in [64, 4096, CHUNK] {
+        let (names, d) = read(window, Nested::Skim);
+        assert_eq!(names.len(), 1, "{window}: {names:?}");
+        assert!(
+            names[0].starts_with("autograd::engine::evaluate_funct"),
+            "{names:?}"
+        );
+        assert!(d.is_some_and(|d| d.offset() > at), "{window}");
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rankprof::trace::{read_trace, Ns};
+use rankprof::trace::{read_trace, read_trace_with, Nested, Ns};
 
 fn shared(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -105,4 +105,54 @@ fn header_keys_on_both_sides_of_the_events() {
     assert!(!r.header.device_names().is_empty());
     let r = read_trace(&shared("hta/sampled-rank-1.json.gz"), |_| {}).unwrap();
     assert_eq!(r.header.base_time_ns, None);
+}
+
+/// Every real trace under ../shared/fixtures (gzip or plain JSON), recursively.
+fn real_traces(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            real_traces(&p, out);
+        } else if p.to_string_lossy().ends_with(".json.gz")
+            || p.extension().is_some_and(|x| x == "json")
+        {
+            out.push(p);
+        }
+    }
+}
+
+/// Each event as (offset, raw text, args) and the report's counts, read one way.
+fn read_all(p: &Path, nested: Nested) -> (Vec<(u64, String, Option<String>)>, String) {
+    let mut evs = Vec::new();
+    let r = read_trace_with(p, nested, |ev| {
+        evs.push((ev.offset, ev.raw.to_string(), ev.args.map(str::to_string)))
+    })
+    .unwrap();
+    let counts = format!(
+        "{} {} {} {:?}",
+        r.events, r.rejected, r.raw_control, r.damage
+    );
+    (evs, counts)
+}
+
+#[test]
+fn skimming_nested_values_reads_every_real_trace_as_validating_does() {
+    let mut files = Vec::new();
+    real_traces(&shared(""), &mut files);
+    assert!(files.len() >= 10, "fixtures missing: {files:?}");
+    let mut with_args = 0;
+    for p in &files {
+        let (a, ca) = read_all(p, Nested::Validate);
+        let (b, cb) = read_all(p, Nested::Skim);
+        assert_eq!(ca, cb, "{}", p.display());
+        assert_eq!(a.len(), b.len(), "{}", p.display());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x, y, "{}", p.display());
+        }
+        with_args += a.iter().filter(|e| e.2.is_some()).count();
+    }
+    assert!(with_args > 10_000, "{with_args} events with args");
 }

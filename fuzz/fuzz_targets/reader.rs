@@ -12,6 +12,11 @@
 //! 2. When reading stopped early, every event delivered lies wholly before `damage.offset()`;
 //!    and, for plain input stopped by invalid JSON, reading only the bytes before the damage
 //!    offset delivers exactly the same events (salvage loses no complete event).
+//! 3. Skimming nested values (`Nested::Skim`, analyze's reader) delivers the validating
+//!    reader's events (same offsets, text and `args`) first, in order; it may go on past
+//!    damage inside a value it does not validate, but on input the validating reader reads
+//!    whole (no damage, nothing rejected) it delivers exactly the same and the same report.
+//!    Its events do not depend on the read window either.
 #![no_main]
 
 use std::io::{BufReader, Cursor, Read, Write};
@@ -20,7 +25,7 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 use rankprof::trace::event::Event;
 use rankprof::trace::gz::Members;
-use rankprof::trace::reader::{read_from_with_window, Damage, ReadReport, CHUNK};
+use rankprof::trace::reader::{read_from_with, Damage, Nested, ReadReport, CHUNK};
 
 fn canon(e: &Event<'_>) -> String {
     format!(
@@ -53,21 +58,49 @@ struct Run {
     events: Vec<String>,
     /// (offset, end offset) of each event.
     spans: Vec<(u64, u64)>,
+    /// The raw `args` of each event.
+    args: Vec<Option<String>>,
 }
 
 fn run(mode: u8, bytes: &[u8], window: usize) -> Run {
+    run_with(mode, bytes, window, Nested::Validate)
+}
+
+fn run_with(mode: u8, bytes: &[u8], window: usize, nested: Nested) -> Run {
     let (src, gzip) = source(mode, bytes);
     let mut events = Vec::new();
     let mut spans = Vec::new();
-    let report = read_from_with_window(Path::new("fuzz.json"), src, gzip, window, |e| {
+    let mut args = Vec::new();
+    let report = read_from_with(Path::new("fuzz.json"), src, gzip, window, nested, |e| {
         events.push(canon(e));
         spans.push((e.offset, e.offset + e.raw.len() as u64));
+        args.push(e.args.map(str::to_string));
     });
     Run {
         report,
         events,
         spans,
+        args,
     }
+}
+
+/// Property 3.
+fn skim_agrees(mode: u8, rest: &[u8], valid: &Run) {
+    let skim = run_with(mode, rest, CHUNK, Nested::Skim);
+    let n = valid.events.len();
+    assert!(skim.events.len() >= n, "the skim lost events");
+    assert_eq!(skim.events[..n], valid.events[..], "the skim read other events");
+    assert_eq!(skim.spans[..n], valid.spans[..], "the skim found other event bounds");
+    assert_eq!(skim.args[..n], valid.args[..], "the skim found other args");
+    if valid.report.damage.is_none() && valid.report.rejected == 0 {
+        assert_eq!(skim.events.len(), n, "the skim read more of an undamaged input");
+        assert!(skim.report.damage.is_none(), "{:?}", skim.report.damage);
+        assert_eq!(skim.report.raw_control, valid.report.raw_control);
+    }
+    let small = run_with(mode, rest, 64, Nested::Skim);
+    assert_eq!(small.events, skim.events, "the skim depends on the window");
+    assert_eq!(small.spans, skim.spans);
+    assert_eq!(kind(&small.report.damage), kind(&skim.report.damage));
 }
 
 fn kind(d: &Option<Damage>) -> u8 {
@@ -110,6 +143,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     assert_eq!(big.report.events as usize, big.events.len());
+    skim_agrees(mode, rest, &big);
     if let Some(d) = &big.report.damage {
         let at = d.offset();
         for &(start, end) in &big.spans {

@@ -150,7 +150,7 @@ pub(super) fn read_input(
     let mut labeled: Vec<(String, Collector<'_>)> = Vec::new();
     let mut index: FxMap<String, usize> = FxMap::default();
     let mut last: Option<(String, usize)> = None;
-    let report = trace::read_trace(&input.path, |ev| {
+    let report = trace::read_trace_with(&input.path, trace::Nested::Skim, |ev| {
         if let Id::Str(s) = ev.pid {
             let raw = s.raw();
             if raw.starts_with(crate::load::evidence::PID_PREFIX) {

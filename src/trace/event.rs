@@ -222,20 +222,22 @@ impl<'a> Event<'a> {
         let mut have_ph = false;
         for f in fields {
             ev.ctl |= f.ctl;
-            match f.key(b) {
-                b"ph" => {
+            // Byte patterns, not string literals: a length test and a few byte compares,
+            // no call to memcmp per key.
+            match *f.key(b) {
+                [b'p', b'h'] => {
                     let s = string(f, "ph")?;
                     ev.ph = s.raw().as_bytes().first().copied().unwrap_or(0);
                     have_ph = true;
                 }
-                b"name" => ev.name = string(f, "name")?,
-                b"cat" => ev.cat = string(f, "cat")?,
-                b"pid" => ev.pid = id(f, "pid")?,
-                b"tid" => ev.tid = id(f, "tid")?,
-                b"ts" => ev.ts = time(f, "ts")?,
-                b"dur" => ev.dur = time(f, "dur")?,
-                b"id" => ev.id = id(f, "id")?,
-                b"args" => match f.kind {
+                [b'n', b'a', b'm', b'e'] => ev.name = string(f, "name")?,
+                [b'c', b'a', b't'] => ev.cat = string(f, "cat")?,
+                [b'p', b'i', b'd'] => ev.pid = id(f, "pid")?,
+                [b't', b'i', b'd'] => ev.tid = id(f, "tid")?,
+                [b't', b's'] => ev.ts = time(f, "ts")?,
+                [b'd', b'u', b'r'] => ev.dur = time(f, "dur")?,
+                [b'i', b'd'] => ev.id = id(f, "id")?,
+                [b'a', b'r', b'g', b's'] => match f.kind {
                     Kind::Obj => ev.args = Some(text(f)),
                     _ => return Err(bad(f.val_start(), "\"args\" is not an object")),
                 },

@@ -98,6 +98,10 @@ pub fn scan_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
 pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)> {
     let mut j = i + 1;
     let mut escaped = false;
+    // Keys and short values (`"ph"`, `"kernel"`) end within 8 bytes: one word at a time.
+    if let Some(end) = b.get(j..j + 8).and_then(short_string_end) {
+        return Ok((j + end + 1, false));
+    }
     // Most strings in a trace are short keys and names: look at them byte by byte first.
     let short_end = (j + 24).min(b.len());
     while j < short_end {
@@ -145,6 +149,22 @@ pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)
             _ => return Err(Stop::Invalid(p, "invalid escape in string")),
         }
     }
+}
+
+/// Where the closing quote is in `w` when a plain string (no backslash, no control byte)
+/// ends within these 8 bytes. SWAR: `x - 0x01…01 & !x & 0x80…80` flags the zero bytes of `x`;
+/// its lowest flag is exact (higher ones may be false), so only the first of each is used.
+#[inline(always)]
+fn short_string_end(w: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let x = u64::from_le_bytes(w.try_into().ok()?);
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let quote = zero(x ^ (ONES * u64::from(b'"')));
+    // Backslashes, and bytes below 0x20 (`x - 0x20…20` borrows into their high bit).
+    let special = zero(x ^ (ONES * u64::from(b'\\'))) | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
+    let q = quote.trailing_zeros();
+    (q < 64 && q < special.trailing_zeros()).then_some(q as usize / 8)
 }
 
 /// Whether `s` holds a byte below 0x20 (written so that it vectorizes: no early exit).
@@ -295,6 +315,18 @@ fn skip_value_depth(b: &[u8], i: usize, depth: usize, ctl: &mut bool) -> Scan<(u
 /// Scans the object at `b[i] == '{'`, pushing its top-level fields (ranges relative to `i`)
 /// into `fields`. Returns the index after the closing brace.
 pub fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
+    scan_object_with(b, i, fields, false)
+}
+
+/// [`scan_object`] that skims nested values ([`super::skim`]) instead of validating them token
+/// by token; a value the skim declines is validated as by [`scan_object`]. For every input
+/// [`scan_object`] accepts, the fields and the end are the same.
+pub fn scan_object_skim(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
+    scan_object_with(b, i, fields, true)
+}
+
+#[inline(always)]
+fn scan_object_with(b: &[u8], i: usize, fields: &mut Vec<Field>, skim: bool) -> Scan<usize> {
     fields.clear();
     let mut j = skip_ws(b, i + 1);
     if b.get(j) == Some(&b'}') {
@@ -316,7 +348,19 @@ pub fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
             Some(b':') => j = skip_ws(b, j + 1),
             Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
         }
-        let (vend, kind) = skip_value_depth(b, j, 1, &mut ctl)?;
+        // The common values first, as `skip_value_depth` would take them.
+        let (vend, kind) = match b.get(j) {
+            Some(b'"') => {
+                let (e, escaped) = scan_string_ctl(b, j, &mut ctl)?;
+                (e, Kind::Str { escaped })
+            }
+            Some(b'-' | b'0'..=b'9') => (scan_number(b, j)?, Kind::Num),
+            Some(&c @ (b'{' | b'[')) if skim => match super::skim::skip_nested(b, j) {
+                Some(end) => (end?, if c == b'{' { Kind::Obj } else { Kind::Arr }),
+                None => skip_value_depth(b, j, 1, &mut ctl)?,
+            },
+            _ => skip_value_depth(b, j, 1, &mut ctl)?,
+        };
         let val = match kind {
             Kind::Str { .. } => (rel(j + 1), rel(vend - 1)),
             _ => (rel(j), rel(vend)),
@@ -531,6 +575,26 @@ mod tests {
         assert_eq!(scan_object(clean, 0, &mut f), Ok(clean.len()));
         assert!(f.iter().all(|f| !f.ctl));
         assert_eq!(first_ctl(clean), None);
+    }
+
+    #[test]
+    fn short_strings_end_as_byte_by_byte() {
+        // Every 8-byte word over the bytes that matter, against the plain definition.
+        const B: &[u8] = b"\"\\a\x00\x1f \x80\xff";
+        let mut w = [0u8; 8];
+        for n in 0..B.len().pow(6) {
+            let mut x = n;
+            for c in w.iter_mut().take(6) {
+                *c = B[x % B.len()];
+                x /= B.len();
+            }
+            w[6] = b'"';
+            let want = w
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                .filter(|&k| w[k] == b'"');
+            assert_eq!(short_string_end(&w), want, "{w:?}");
+        }
     }
 
     #[test]

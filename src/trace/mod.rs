@@ -12,6 +12,7 @@ pub mod open;
 pub mod rankid;
 pub mod reader;
 pub mod report;
+pub mod skim;
 pub mod steps;
 pub mod time;
 pub mod writer;
@@ -20,5 +21,5 @@ pub use discover::{
     discover, discover_files, is_merged_trace, merged_name, Discovery, Group, RankFile, RankId,
 };
 pub use event::{Event, Id, Str, Val};
-pub use reader::{read_trace, Damage, Header, ReadReport};
+pub use reader::{read_trace, read_trace_with, Damage, Header, Nested, ReadReport};
 pub use time::Ns;

@@ -35,8 +35,33 @@ pub use super::report::{Damage, Header, Problem, ReadReport, MAX_PROBLEMS};
 /// The only `Err` is failing to open or start reading the file (it is missing, not a regular
 /// file, not readable); damage inside it is reported in the [`ReadReport`].
 pub fn read_trace(path: &Path, on_event: impl FnMut(&Event<'_>)) -> io::Result<ReadReport> {
+    read_trace_with(path, Nested::Validate, on_event)
+}
+
+/// How the reader treats the values nested inside an event (`args`, arrays).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Nested {
+    /// Every byte validated: what a writer that copies `args` out needs (merge, `ls`).
+    #[default]
+    Validate,
+    /// Skimmed a block at a time ([`super::skim`]): strings closed, brackets paired, no raw
+    /// control bytes, but the tokens between the brackets not checked. For readers that only
+    /// look values up ([`Event::arg`], which gives `None` for what it cannot read): analyze.
+    /// The top-level fields are validated as with `Validate`, and an event that `Validate`
+    /// accepts gives the same [`Event`].
+    Skim,
+}
+
+/// [`read_trace`] with the treatment of nested values chosen.
+pub fn read_trace_with(
+    path: &Path,
+    nested: Nested,
+    on_event: impl FnMut(&Event<'_>),
+) -> io::Result<ReadReport> {
     let src = open_source(path)?;
-    let mut report = read_from(path, src.reader, src.gzip, on_event);
+    let mut s = Scanner::new(src.reader, CHUNK);
+    s.skim = nested == Nested::Skim;
+    let mut report = s.read(path, src.gzip, on_event);
     if let Some(st) = src.status {
         report.trailing_garbage = st.borrow().trailing;
     }
@@ -83,7 +108,8 @@ fn open_source(path: &Path) -> io::Result<Source> {
 /// trace (JSON without `traceEvents`, or not JSON at all).
 pub fn read_head(path: &Path) -> io::Result<Option<Header>> {
     let (src, gzip) = open(path)?;
-    let mut s = Scanner::new(src);
+    // The header keys before the events are small: a small window, grown if need be.
+    let mut s = Scanner::new(src, 1 << 16);
     s.head_only = true;
     let mut report = ReadReport::new(path, gzip);
     s.run(&mut report, &mut |_| {});
@@ -109,18 +135,23 @@ pub fn read_from_with_window(
     src: Box<dyn Read>,
     gzip: bool,
     window: usize,
-    mut on_event: impl FnMut(&Event<'_>),
+    on_event: impl FnMut(&Event<'_>),
 ) -> ReadReport {
-    let mut s = Scanner::new(src);
-    s.chunk = window.max(16);
-    s.data = vec![0; s.chunk];
-    let mut report = ReadReport::new(path, gzip);
-    s.run(&mut report, &mut on_event);
-    report.bytes = s.base + s.end as u64;
-    if gzip {
-        s.blame_gzip(&mut report);
-    }
-    report
+    read_from_with(path, src, gzip, window, Nested::Validate, on_event)
+}
+
+/// [`read_from_with_window`] with the treatment of nested values chosen.
+pub fn read_from_with(
+    path: &Path,
+    src: Box<dyn Read>,
+    gzip: bool,
+    window: usize,
+    nested: Nested,
+    on_event: impl FnMut(&Event<'_>),
+) -> ReadReport {
+    let mut s = Scanner::new(src, window);
+    s.skim = nested == Nested::Skim;
+    s.read(path, gzip, on_event)
 }
 
 /// The default read window.
@@ -142,6 +173,8 @@ struct Scanner {
     /// Stop as soon as the event array starts (for [`read_head`]).
     head_only: bool,
     reached_events: bool,
+    /// Nested values are skimmed ([`Nested::Skim`]).
+    skim: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -157,11 +190,13 @@ enum State {
 }
 
 impl Scanner {
-    fn new(src: Box<dyn Read>) -> Self {
+    /// `window`: the buffer's initial size and the minimum it grows by (at least 16).
+    fn new(src: Box<dyn Read>, window: usize) -> Self {
+        let window = window.max(16);
         Scanner {
             src,
-            chunk: CHUNK,
-            data: vec![0; CHUNK],
+            chunk: window,
+            data: take_buffer(window),
             pos: 0,
             end: 0,
             base: 0,
@@ -169,7 +204,19 @@ impl Scanner {
             read_err: None,
             head_only: false,
             reached_events: false,
+            skim: false,
         }
+    }
+
+    /// Reads the whole input, calling `on_event` for every valid event.
+    fn read(mut self, path: &Path, gzip: bool, mut on_event: impl FnMut(&Event<'_>)) -> ReadReport {
+        let mut report = ReadReport::new(path, gzip);
+        self.run(&mut report, &mut on_event);
+        report.bytes = self.base + self.end as u64;
+        if gzip {
+            self.blame_gzip(&mut report);
+        }
+        report
     }
 
     /// Moves unconsumed bytes to the front and reads more. False when no byte was added.
@@ -328,7 +375,12 @@ impl Scanner {
                 State::FirstEvent if c == b']' => Ok((i + 1, after_events(report))),
                 State::FirstEvent | State::Event => {
                     if c == b'{' {
-                        match json::scan_object(b, i, &mut fields) {
+                        let scanned = if self.skim {
+                            json::scan_object_skim(b, i, &mut fields)
+                        } else {
+                            json::scan_object(b, i, &mut fields)
+                        };
+                        match scanned {
                             Ok(end) => {
                                 match Event::from_fields(&b[i..end], abs(i), &fields) {
                                     Ok(ev) => {
@@ -388,6 +440,42 @@ impl Scanner {
                 }
             }
         }
+    }
+}
+
+impl Drop for Scanner {
+    fn drop(&mut self) {
+        give_back_buffer(std::mem::take(&mut self.data));
+    }
+}
+
+thread_local! {
+    /// The last read window this thread used: reading 1,024 small ranks one after another
+    /// then zeroes (and maps, page by page) one window per thread, not one per file.
+    static SPARE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Windows larger than this (grown for one huge event) are not kept.
+const SPARE_MAX: usize = 4 * CHUNK;
+
+/// A buffer of `len` bytes (their values unspecified: only what the reader writes is read).
+fn take_buffer(len: usize) -> Vec<u8> {
+    let mut v = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    if v.len() < len {
+        v = vec![0; len];
+    }
+    v.truncate(len);
+    v
+}
+
+fn give_back_buffer(v: Vec<u8>) {
+    if v.capacity() <= SPARE_MAX {
+        SPARE.with(|s| {
+            let mut s = s.borrow_mut();
+            if v.capacity() > s.capacity() {
+                *s = v;
+            }
+        });
     }
 }
 

@@ -1,0 +1,406 @@
+//! Skimming a nested value (an event's `args`, an array) 64 bytes at a time instead of token
+//! by token: the part of #14's structural scanner that pays for itself.
+//!
+//! A block is classified at once into bit masks (quotes, backslashes, control bytes, `{ [` and
+//! `} ]`), in the manner of simdjson's stage 1 (Langdale & Lemire, "Parsing Gigabytes of JSON
+//! per Second", 2019): the string bodies are the prefix XOR of the quotes, and the matching
+//! close of the value is found by walking only the brackets outside strings. Most of a Kineto
+//! event's bytes are its `args`, which analyze never reads token by token, so this is where the
+//! byte-at-a-time scanner ([`super::json`]) spent most of its time.
+//!
+//! What a skim checks: every string is closed; no string holds a raw control byte; no control
+//! byte other than tab, newline or carriage return stands outside a string; the brackets nest
+//! and pair (`{` with `}`, `[` with `]`), at most 63 deep. What it does not check: the tokens
+//! between the brackets (a missing comma, a malformed number). So it is only for readers that
+//! will not copy the value out ([`super::reader::Nested::Skim`], analyze's); merge, which
+//! writes `args` into its output, validates every byte ([`super::reader::Nested::Validate`]).
+//! On anything it does not take on — a backslash anywhere in the value, a raw control byte, a
+//! bracket that does not pair, nesting over 63, the window ending inside the value — it answers
+//! `None` and the caller scans the value again with the validating scanner, whose answer
+//! (including an error's byte offset, or `Incomplete`) is then the one given.
+//!
+//! Kernels: SSE2 on x86_64 (part of the baseline, so no run-time detection is needed), NEON
+//! on aarch64 (likewise), a scalar loop elsewhere; `tests` check each against the scalar one.
+//! Why not a crate: `simd-json` parses whole documents held in memory and says only that a
+//! document is invalid; `memchr` finds up to three given bytes, not six classes at once.
+//!
+//! Measured (`rankprof analyze --profile-dir D -j 2`, D = `rankprof synth --dp 128 --tp 8
+//! --target-mb 1`, 1,024 ranks, 1.05 GB of JSON; user + sys CPU s on an idle 2-core machine):
+//! see the README's "Benchmarks".
+
+use super::json::{Scan, Stop};
+
+/// One bit per byte of a 64-byte block (bit `k` is byte `k`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Masks {
+    /// `"`
+    pub quote: u64,
+    /// `\`
+    pub bslash: u64,
+    /// Below 0x20.
+    pub ctl: u64,
+    /// Tab, newline, carriage return (control bytes allowed outside strings).
+    pub wsctl: u64,
+    /// `{` and `[`.
+    pub open: u64,
+    /// `}` and `]`.
+    pub close: u64,
+}
+
+/// The scalar kernel: the definition the vector kernels must match.
+pub fn classify_scalar(block: &[u8; 64]) -> Masks {
+    let mut m = Masks::default();
+    for (k, &c) in block.iter().enumerate() {
+        let bit = 1u64 << k;
+        match c {
+            b'"' => m.quote |= bit,
+            b'\\' => m.bslash |= bit,
+            b'{' | b'[' => m.open |= bit,
+            b'}' | b']' => m.close |= bit,
+            b'\t' | b'\n' | b'\r' => m.wsctl |= bit,
+            _ => {}
+        }
+        if c < 0x20 {
+            m.ctl |= bit;
+        }
+    }
+    m
+}
+
+/// The kernel of this build's target.
+#[inline(always)]
+pub fn classify(block: &[u8; 64]) -> Masks {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86::sse2(block)
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        arm::neon(block)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        classify_scalar(block)
+    }
+}
+
+/// Bit `k` of the result is the XOR of bits `0..=k` of `x`: with `x` the quotes of a block,
+/// the bytes from an opening quote up to (not including) its closing one.
+#[inline(always)]
+pub fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+/// `b[i]` is `{` or `[`: the index after the value's matching close; `Some(Err(Incomplete))`
+/// when `b` ends inside the value with nothing declined so far (read more and skim again); or
+/// `None` when the skim does not take the value on (see the module doc: the caller then
+/// scans it byte by byte). What it answers depends only on the value's bytes, never on where
+/// the window ends.
+pub fn skip_nested(b: &[u8], i: usize) -> Option<Scan<usize>> {
+    let mut pos = i;
+    // All ones while a string runs on from the previous block.
+    let mut carry = 0u64;
+    // One bit per open bracket, the innermost lowest: 1 for `{`.
+    let mut stack = 0u64;
+    let mut depth = 0u32;
+    let mut pad = [b' '; 64];
+    loop {
+        let (block, valid) = match b.get(pos..pos + 64) {
+            Some(s) => (<&[u8; 64]>::try_from(s).ok()?, u64::MAX),
+            None => {
+                let Some(rest) = b.get(pos..) else {
+                    return Some(Err(Stop::Incomplete));
+                };
+                pad[..rest.len()].copy_from_slice(rest);
+                pad[rest.len()..].fill(b' ');
+                (&pad, (1u64 << rest.len()) - 1)
+            }
+        };
+        let m = classify(block);
+        let instr = prefix_xor(m.quote) ^ carry;
+        // A backslash (escapes would change what the quotes mean), a control byte inside a
+        // string, or one that is not whitespace outside: the validating scanner decides. Only
+        // the bytes up to the value's close count (what follows is not the value's).
+        let bad = (m.bslash | (m.ctl & (instr | !m.wsctl))) & valid;
+        carry = 0u64.wrapping_sub(instr >> 63);
+        let mut br = (m.open | m.close) & !instr & valid;
+        while br != 0 {
+            let k = br.trailing_zeros() as usize;
+            let c = block[k];
+            if c == b'{' || c == b'[' {
+                if depth == 63 {
+                    return None;
+                }
+                stack = stack << 1 | u64::from(c == b'{');
+                depth += 1;
+            } else {
+                if depth == 0 || (c == b'}') != (stack & 1 == 1) {
+                    return None;
+                }
+                stack >>= 1;
+                depth -= 1;
+                if depth == 0 {
+                    let upto = u64::MAX >> (63 - k);
+                    return (bad & upto == 0).then_some(Ok(pos + k + 1));
+                }
+            }
+            br &= br - 1;
+        }
+        if bad != 0 {
+            return None;
+        }
+        if valid != u64::MAX {
+            return Some(Err(Stop::Incomplete));
+        }
+        pos += 64;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::Masks;
+    use std::arch::x86_64::*;
+
+    /// SSE2, part of every x86_64 CPU: four 16-byte compares per class.
+    #[inline(always)]
+    pub fn sse2(block: &[u8; 64]) -> Masks {
+        let p = block.as_ptr().cast::<__m128i>();
+        // SAFETY: SSE2 is part of the x86_64 baseline, so these intrinsics can run on every
+        // CPU this code is built for; `block` is 64 readable bytes, the four unaligned
+        // 16-byte loads lie inside it.
+        unsafe {
+            let v = [
+                _mm_loadu_si128(p),
+                _mm_loadu_si128(p.add(1)),
+                _mm_loadu_si128(p.add(2)),
+                _mm_loadu_si128(p.add(3)),
+            ];
+            let mask = |f: &dyn Fn(__m128i) -> __m128i| -> u64 {
+                v.iter().enumerate().fold(0u64, |acc, (k, &x)| {
+                    acc | u64::from(_mm_movemask_epi8(f(x)) as u16) << (16 * k)
+                })
+            };
+            let eq = |x: __m128i, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
+            // `[` and `]` are `{` and `}` with bit 5 clear.
+            let fold = |x: __m128i| _mm_or_si128(x, _mm_set1_epi8(0x20));
+            Masks {
+                quote: mask(&|x| eq(x, b'"')),
+                bslash: mask(&|x| eq(x, b'\\')),
+                ctl: mask(&|x| _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x)),
+                wsctl: mask(&|x| {
+                    _mm_or_si128(_mm_or_si128(eq(x, b'\t'), eq(x, b'\n')), eq(x, b'\r'))
+                }),
+                open: mask(&|x| eq(fold(x), b'{')),
+                close: mask(&|x| eq(fold(x), b'}')),
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::Masks;
+    use std::arch::aarch64::*;
+
+    /// 64 compare results (0xFF or 0) to a 64-bit mask, as simdjson does on NEON.
+    #[inline(always)]
+    fn bits(v: [uint8x16_t; 4]) -> u64 {
+        const W: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128];
+        // SAFETY: NEON is part of the aarch64 baseline, so these intrinsics run on every CPU
+        // this code is built for; `W` is 16 readable bytes.
+        unsafe {
+            let w = vld1q_u8(W.as_ptr());
+            let s0 = vpaddq_u8(vandq_u8(v[0], w), vandq_u8(v[1], w));
+            let s1 = vpaddq_u8(vandq_u8(v[2], w), vandq_u8(v[3], w));
+            let s = vpaddq_u8(s0, s1);
+            let s = vpaddq_u8(s, s);
+            vgetq_lane_u64::<0>(vreinterpretq_u64_u8(s))
+        }
+    }
+
+    /// NEON, part of every aarch64 CPU.
+    #[inline(always)]
+    pub fn neon(block: &[u8; 64]) -> Masks {
+        let p = block.as_ptr();
+        // SAFETY: NEON is part of the aarch64 baseline (as above); `block` is 64 readable
+        // bytes: four 16-byte loads inside it.
+        unsafe {
+            let v = [
+                vld1q_u8(p),
+                vld1q_u8(p.add(16)),
+                vld1q_u8(p.add(32)),
+                vld1q_u8(p.add(48)),
+            ];
+            let eq = |c: u8| v.map(|x| vceqq_u8(x, vdupq_n_u8(c)));
+            let or = |a: [uint8x16_t; 4], b: [uint8x16_t; 4]| {
+                std::array::from_fn(|k| vorrq_u8(a[k], b[k]))
+            };
+            let folded = v.map(|x| vorrq_u8(x, vdupq_n_u8(0x20)));
+            let feq = |c: u8| folded.map(|x| vceqq_u8(x, vdupq_n_u8(c)));
+            Masks {
+                quote: bits(eq(b'"')),
+                bslash: bits(eq(b'\\')),
+                ctl: bits(v.map(|x| vcltq_u8(x, vdupq_n_u8(0x20)))),
+                wsctl: bits(or(or(eq(b'\t'), eq(b'\n')), eq(b'\r'))),
+                open: bits(feq(b'{')),
+                close: bits(feq(b'}')),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::json;
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    #[test]
+    fn the_kernel_matches_the_scalar_one() {
+        const ALPHABET: &[u8] = b"\"\\{}[]:, \t\n\r\x00\x01\x1f\x20\x7f\x80\xff;<zZ0-e.";
+        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        for n in 0..20_000 {
+            let b: [u8; 64] = std::array::from_fn(|_| {
+                let s = r.next();
+                if s.is_multiple_of(3) {
+                    (s >> 24) as u8
+                } else {
+                    ALPHABET[(s >> 32) as usize % ALPHABET.len()]
+                }
+            });
+            let b = match n {
+                0 => [0u8; 64],
+                1 => [0xFF; 64],
+                _ => b,
+            };
+            assert_eq!(classify(&b), classify_scalar(&b), "{b:?}");
+        }
+    }
+
+    #[test]
+    fn scalar_kernel_by_hand() {
+        let mut b = [b'a'; 64];
+        b[..12].copy_from_slice(b"{\"k\": [1,\\\t]");
+        b[63] = 0x01;
+        let m = classify_scalar(&b);
+        assert_eq!(m.quote, 1 << 1 | 1 << 3);
+        assert_eq!(m.open, 1 | 1 << 6);
+        assert_eq!(m.close, 1 << 11);
+        assert_eq!(m.bslash, 1 << 9);
+        assert_eq!(m.ctl, 1 << 10 | 1 << 63);
+        assert_eq!(m.wsctl, 1 << 10);
+    }
+
+    /// Random valid nested values: the skim ends where the validating scanner does.
+    fn value(r: &mut Rng, depth: u32, out: &mut Vec<u8>) {
+        let pick = if depth > 5 {
+            r.next() % 4
+        } else {
+            r.next() % 7
+        };
+        let ws = |r: &mut Rng, out: &mut Vec<u8>| {
+            for _ in 0..r.next() % 3 {
+                out.extend_from_slice([&b" "[..], b"\n    ", b"\t"][(r.next() % 3) as usize]);
+            }
+        };
+        match pick {
+            0 => out.extend_from_slice(b"12.5e3"),
+            1 => out.extend_from_slice(b"null"),
+            2 | 3 => {
+                out.push(b'"');
+                for _ in 0..r.next() % 90 {
+                    out.push(b"ab{}[],:x \xc3\xa9"[(r.next() % 12) as usize]);
+                }
+                out.push(b'"');
+            }
+            k => {
+                let obj = k != 4;
+                out.push(if obj { b'{' } else { b'[' });
+                ws(r, out);
+                for n in 0..r.next() % 6 {
+                    if n > 0 {
+                        out.push(b',');
+                        ws(r, out);
+                    }
+                    if obj {
+                        out.extend_from_slice(b"\"k\":");
+                        ws(r, out);
+                    }
+                    value(r, depth + 1, out);
+                    ws(r, out);
+                }
+                out.push(if obj { b'}' } else { b']' });
+            }
+        }
+    }
+
+    #[test]
+    fn skims_where_the_validating_scanner_ends() {
+        let mut r = Rng(7);
+        let mut taken = 0;
+        for _ in 0..5_000 {
+            let mut v = Vec::new();
+            v.extend_from_slice(&b"   "[..(r.next() % 4) as usize]);
+            let at = v.len();
+            v.push(b'{');
+            v.extend_from_slice(b"\"a\":");
+            value(&mut r, 0, &mut v);
+            v.push(b'}');
+            let end = v.len();
+            v.extend_from_slice(b", {\"next\": 1}");
+            let want = json::skip_value(&v, at).map(|(e, _)| e);
+            assert_eq!(want, Ok(end));
+            // Whole, and cut anywhere inside (the window ending there).
+            if let Some(e) = skip_nested(&v, at) {
+                assert_eq!(e, Ok(end));
+                taken += 1;
+            }
+            let cut = at + (r.next() as usize % (end - at));
+            assert_eq!(skip_nested(&v[..cut], at), Some(Err(Stop::Incomplete)));
+        }
+        assert_eq!(taken, 5_000);
+    }
+
+    #[test]
+    fn declines_what_it_does_not_check() {
+        for (text, why) in [
+            (&b"{\"a\\\"b\": 1}"[..], "a backslash"),
+            (b"{\"a\x01\": 1}", "a control byte in a string"),
+            (b"{\"a\": 1\x02}", "a control byte outside"),
+            (b"{\"a\": [1}]", "brackets that do not pair"),
+        ] {
+            assert_eq!(skip_nested(text, 0), None, "{why}");
+        }
+        for text in [&b"{\"a\": 1"[..], b"{\"a\": \"}", b"{\"a\": 1\\"] {
+            let want = if text.contains(&b'\\') {
+                None
+            } else {
+                Some(Err(Stop::Incomplete))
+            };
+            assert_eq!(skip_nested(text, 0), want, "{text:?}");
+        }
+        let deep: Vec<u8> = [vec![b'['; 64], vec![b']'; 64]].concat();
+        assert_eq!(skip_nested(&deep, 0), None, "64 deep");
+        let ok: Vec<u8> = [vec![b'['; 63], vec![b']'; 63]].concat();
+        assert_eq!(skip_nested(&ok, 0), Some(Ok(126)));
+        // What follows the value's close, in the same block, is not the value's.
+        assert_eq!(skip_nested(b"{\"a\": 1} \x00\\", 0), Some(Ok(8)));
+        assert_eq!(skip_nested(b"{\"a\": \"}\"}\n\t", 0), Some(Ok(10)));
+    }
+}
