@@ -98,9 +98,10 @@ fn identical_ranks_tie_and_name_no_straggler() {
     // 8 ranks, 8 collectives: TP01 last once by 5 µs, the rest ties. One of 8 is what an
     // even split gives: no straggler, though TP01 is the only rank ever last.
     let mut per = world(&[0; 8], 8).1;
-    if let Some(v) = per[1].by_key.get_mut("pg 0 stream #0") {
-        v[3].start += 5_000;
-    }
+    let starts: Vec<i64> = (0..8)
+        .map(|i| i * 1_000_000 + if i == 3 { 5_000 } else { 0 })
+        .collect();
+    per[1] = colls("pg 0 stream #0", &starts);
     let rep = analyze(&ranks_of(8), &[(0..8).collect()], &per, "gpu", 3).unwrap();
     assert_eq!((rep.ties, rep.ranks[1].arrived_last), (7, 1));
     assert_eq!(rep.straggler, None);
