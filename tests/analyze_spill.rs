@@ -116,3 +116,74 @@ fn events_out_of_order_give_the_same_figures() {
         assert_matches_checker(&b, &checker(&[dst], &[]));
     }
 }
+
+/// The repository's synthetic fixtures (many collectives per rank) and a real pair.
+fn collective_sets() -> Vec<Vec<PathBuf>> {
+    let mut sets: Vec<Vec<PathBuf>> = ["sglang-tp4", "sglang-tp2dp2", "vllm-tp2"]
+        .iter()
+        .map(|d| {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures")
+                .join(d);
+            let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| {
+                    let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                    n.ends_with(".json.gz") && !n.starts_with("merged-")
+                })
+                .collect();
+            v.sort();
+            v
+        })
+        .collect();
+    sets.push(vec![
+        shared("hta/sampled-rank-0.json.gz"),
+        shared("hta/sampled-rank-1.json.gz"),
+    ]);
+    sets
+}
+
+/// The collectives spilled to the shared temporary file and matched from it in lockstep
+/// (#14): the JSON report equals, byte for byte, that of the `rankprof` process, whose
+/// spools keep everything in memory; so does the reduce of a partial saved and read back with
+/// the tiny spools.
+#[test]
+fn spilled_collectives_give_the_in_memory_json() {
+    use rankprof::analyze::{partial, phases, AnalyzeOptions};
+    spill::set_cap(TINY);
+    for files in collective_sets() {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rankprof"));
+        cmd.args(["analyze", "--format", "json"]).args(&files);
+        let out = cmd.output().unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 3)), "{files:?}");
+        let want = String::from_utf8(out.stdout).unwrap();
+        let opts = AnalyzeOptions {
+            files: files.clone(),
+            ..Default::default()
+        };
+        let (classifier, _) = phases::rules(&opts).unwrap();
+        let read = phases::read(&opts, &classifier, None).unwrap();
+        let ranks: Vec<_> = read.files.iter().flat_map(|f| &f.ranks).collect();
+        assert!(
+            ranks
+                .iter()
+                .any(|r| r.colls.spilled() && r.colls.count() > TINY),
+            "{files:?}: no rank's collectives spilled"
+        );
+        let a = phases::reduce(read, &classifier, &opts).unwrap();
+        assert!(a.collectives.matched > 0, "{files:?}");
+        let got = rankprof::report::formats::json(&a).unwrap();
+        assert!(
+            got == want,
+            "{files:?}: JSON differs from the in-memory run"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("all.partial.gz");
+        partial::write(&p, &partial::read_partial(&opts, None).unwrap()).unwrap();
+        let b = partial::analyze_partials(&[p], &opts).unwrap();
+        let got = rankprof::report::formats::json(&b).unwrap();
+        assert!(got == want, "{files:?}: JSON from the partial differs");
+    }
+}

@@ -114,12 +114,14 @@ pub struct CpuIv {
 }
 
 /// One collective: a communication kernel (GPU) or a `c10d::` op (CPU).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CollEv {
     /// Index into [`Collector::coll_keys`]: `pg` + stream for GPU, op name for CPU.
     pub key: u32,
     /// Index into [`Collector::coll_names`].
     pub name: u32,
+    /// Arrival order on the rank (orders collectives with equal times as the file did).
+    pub seq: u32,
     pub start: i64,
     pub end: i64,
 }
@@ -149,11 +151,14 @@ pub struct Collector<'a> {
     /// (CPU start, tokens) of GEMM ops with `Input Dims` (`record_shapes`).
     pub shapes: Spool<(i64, i64)>,
     /// (CPU start, `In msg nelems`) of `record_param_comms` ops.
-    pub cpu_nelems: Vec<(i64, u64)>,
+    pub cpu_nelems: Spool<(i64, i64)>,
     /// Tokens routed to the experts: the token dimension of `…fused_moe…` CPU ops' `Input Dims`.
     pub moe_rows: Option<u64>,
-    pub gpu_colls: Vec<CollEv>,
-    pub cpu_colls: Vec<CollEv>,
+    /// Communication kernels.
+    pub gpu_colls: Spool<CollEv>,
+    /// `c10d::` ops, for CPU-only traces (dropped, and no longer collected, from the first GPU
+    /// op on, as the CPU intervals are).
+    pub cpu_colls: Spool<CollEv>,
     pub coll_keys: Vec<String>,
     pub coll_names: Vec<String>,
     coll_key_ids: FxMap<String, u32>,
@@ -190,10 +195,10 @@ impl<'a> Collector<'a> {
             custom_steps: Vec::new(),
             work_marks: Vec::new(),
             shapes: Spool::default(),
-            cpu_nelems: Vec::new(),
+            cpu_nelems: Spool::default(),
             moe_rows: None,
-            gpu_colls: Vec::new(),
-            cpu_colls: Vec::new(),
+            gpu_colls: Spool::default(),
+            cpu_colls: Spool::default(),
             coll_keys: Vec::new(),
             coll_names: Vec::new(),
             coll_key_ids: FxMap::default(),
@@ -287,19 +292,22 @@ impl<'a> Collector<'a> {
                     }
                 } else if raw == "record_param_comms" {
                     if let Some(n) = ev.arg("In msg nelems").and_then(|v| v.as_i64()) {
-                        self.cpu_nelems.push((start, n.max(0) as u64));
+                        self.cpu_nelems.push((start, n.max(0)));
                     }
                 }
                 if raw.starts_with("c10d::") {
-                    let name = ev.name.get();
-                    let key = id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name);
-                    let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
-                    self.cpu_colls.push(CollEv {
-                        key,
-                        name: nid,
-                        start,
-                        end: start + dur,
-                    });
+                    if self.gpu.is_empty() {
+                        let name = ev.name.get();
+                        let key = id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name);
+                        let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
+                        self.cpu_colls.push(CollEv {
+                            key,
+                            name: nid,
+                            seq: self.cpu_colls.len() as u32,
+                            start,
+                            end: start + dur,
+                        });
+                    }
                 } else if self.cfg.step_marker.is_none()
                     && matches!(mark_of_name(raw), Some(StepMark::Profiler(_)))
                 {
@@ -357,6 +365,7 @@ impl<'a> Collector<'a> {
             self.gpu_pid = ev.pid.as_int();
             self.cpu = Vec::new();
             self.cpu_ops = FxMap::default();
+            self.cpu_colls = Spool::default();
         }
         let s = self.streams.entry(stream).or_insert((0, 0));
         s.0 += dur;
@@ -398,6 +407,7 @@ impl<'a> Collector<'a> {
             self.gpu_colls.push(CollEv {
                 key,
                 name: nid,
+                seq: self.gpu_colls.len() as u32,
                 start,
                 end: start + dur,
             });

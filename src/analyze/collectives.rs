@@ -30,82 +30,15 @@
 //! (SGLang with DP > 1 runs one world per DP replica): collectives match only within a world.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeSet, BinaryHeap};
 
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::collect::CollEv;
+pub use super::collstore::{Coll, RankColls};
 
 /// Arrivals less than this before the latest are ties (see the module documentation).
 pub const TIE_TOLERANCE_NS: i64 = 1_000;
-
-/// One rank's collectives, on the common clock, each key's list in start order.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RankColls {
-    /// key -> collectives (start order)
-    pub by_key: BTreeMap<String, Vec<Coll>>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Coll {
-    pub name: String,
-    pub start: i64,
-    pub end: i64,
-}
-
-impl RankColls {
-    /// From the collector's raw list. `gpu`: keys are `pg\x1fstream` and get stream ordinals.
-    pub fn build(
-        evs: &[CollEv],
-        keys: &[String],
-        names: &[String],
-        base: i64,
-        gpu: bool,
-    ) -> RankColls {
-        let mut label: Vec<String> = keys.to_vec();
-        if gpu {
-            // pg -> sorted streams
-            let mut streams: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
-            let split: Vec<(&str, i64)> = keys
-                .iter()
-                .map(|k| {
-                    let (pg, s) = k.split_once('\u{1f}').unwrap_or((k.as_str(), "-1"));
-                    (pg, s.parse().unwrap_or(-1))
-                })
-                .collect();
-            for &(pg, s) in &split {
-                streams.entry(pg).or_default().insert(s);
-            }
-            for (i, &(pg, s)) in split.iter().enumerate() {
-                let ord = streams[pg].iter().position(|&x| x == s).unwrap_or(0);
-                label[i] = if pg.is_empty() {
-                    format!("stream #{ord}")
-                } else {
-                    format!("pg {pg} stream #{ord}")
-                };
-            }
-        }
-        let mut by_key: BTreeMap<String, Vec<Coll>> = BTreeMap::new();
-        for e in evs {
-            by_key
-                .entry(label.get(e.key as usize).cloned().unwrap_or_default())
-                .or_default()
-                .push(Coll {
-                    name: names.get(e.name as usize).cloned().unwrap_or_default(),
-                    start: e.start + base,
-                    end: e.end + base,
-                });
-        }
-        for v in by_key.values_mut() {
-            v.sort_by_key(|c| (c.start, c.end));
-        }
-        RankColls { by_key }
-    }
-
-    pub fn count(&self) -> usize {
-        self.by_key.values().map(Vec::len).sum()
-    }
-}
 
 /// One key (process group + stream, or op name) within one world.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -205,7 +138,9 @@ fn latest(starts: &[i64]) -> Vec<usize> {
     late
 }
 
-/// Matches collectives across ranks. `worlds` holds rank indices.
+/// Matches collectives across ranks. `worlds` holds rank indices. Each rank's collectives are
+/// read once, front to back, the ranks of a world in lockstep (see [`super::collstore`]); an
+/// error is a temporary file that cannot be read back.
 // Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
 // groups, worst, notes) from the same match state.
 pub fn analyze(
@@ -214,7 +149,7 @@ pub fn analyze(
     per_rank: &[RankColls],
     source: &str,
     top_n: usize,
-) -> CollectiveReport {
+) -> Result<CollectiveReport> {
     let mut rep = CollectiveReport {
         source: source.to_string(),
         worlds: worlds
@@ -243,20 +178,18 @@ pub fn analyze(
         }
         let mut keys: BTreeSet<&String> = BTreeSet::new();
         for &r in members {
-            keys.extend(per_rank[r].by_key.keys());
+            keys.extend(per_rank[r].keys());
         }
+        let mut curs: Vec<_> = members.iter().map(|&r| per_rank[r].cursor()).collect();
         for key in keys {
-            let lists: Vec<&[Coll]> = members
-                .iter()
-                .map(|&r| per_rank[r].by_key.get(key).map_or(&[][..], Vec::as_slice))
-                .collect();
-            let n = lists.iter().map(|l| l.len()).min().unwrap_or(0);
-            let most = lists.iter().map(|l| l.len()).max().unwrap_or(0);
+            let lens: Vec<usize> = members.iter().map(|&r| per_rank[r].len_of(key)).collect();
+            let n = lens.iter().copied().min().unwrap_or(0);
+            let most = lens.iter().copied().max().unwrap_or(0);
             if most > n {
                 let counts: Vec<String> = members
                     .iter()
-                    .zip(&lists)
-                    .map(|(&r, l)| format!("{} {}", ranks[r], l.len()))
+                    .zip(&lens)
+                    .map(|(&r, l)| format!("{} {l}", ranks[r]))
                     .collect();
                 rep.notes.push(format!(
                     "{key}: ranks have different numbers of collectives ({}); the first {n} are matched",
@@ -264,13 +197,22 @@ pub fn analyze(
                 ));
             }
             if n == 0 {
+                for (c, &l) in curs.iter_mut().zip(&lens) {
+                    c.skip(l)?;
+                }
                 continue;
             }
             let mut last_count = vec![0usize; members.len()];
             let (mut skew_sum, mut skew_max) = (0i128, 0i64);
             let (mut mismatches, mut ties) = (0usize, 0usize);
+            let mut first_name = String::new();
             for i in 0..n {
-                let starts: Vec<i64> = lists.iter().map(|l| l[i].start).collect();
+                let recs = curs
+                    .iter_mut()
+                    .map(|c| c.next_of(key))
+                    .collect::<Result<Vec<_>>>()?;
+                let name_of = |m: usize| per_rank[members[m]].name(recs[m].name);
+                let starts: Vec<i64> = recs.iter().map(|r| r.start).collect();
                 let lo = *starts.iter().min().unwrap_or(&0);
                 let hi = *starts.iter().max().unwrap_or(&0);
                 let late = latest(&starts);
@@ -284,8 +226,11 @@ pub fn analyze(
                 } else {
                     ties += 1;
                 }
-                if lists.iter().any(|l| l[i].name != lists[0][i].name) {
+                if (1..members.len()).any(|m| name_of(m) != name_of(0)) {
                     mismatches += 1;
+                }
+                if i == 0 {
+                    first_name = name_of(0).to_string();
                 }
                 for (m, &r) in members.iter().enumerate() {
                     rep.ranks[r].wait_ns += hi - starts[m];
@@ -296,7 +241,7 @@ pub fn analyze(
                     w,
                     key.clone(),
                     i,
-                    lists[0][i].name.clone(),
+                    name_of(0).to_string(),
                     late.iter().map(|&m| members[m]).collect(),
                     lo,
                 );
@@ -306,6 +251,9 @@ pub fn analyze(
                     worst.pop();
                     worst.push(Reverse(item));
                 }
+            }
+            for (c, &l) in curs.iter_mut().zip(&lens) {
+                c.skip(l - n)?;
             }
             rep.matched += n;
             rep.ties += ties;
@@ -320,7 +268,7 @@ pub fn analyze(
             rep.groups.push(GroupRow {
                 world: w,
                 key: key.clone(),
-                name: lists[0][0].name.clone(),
+                name: first_name,
                 matched: n,
                 mean_skew_ns: (skew_sum as f64) / n as f64,
                 max_skew_ns: skew_max,
@@ -385,7 +333,7 @@ pub fn analyze(
         rep.notes
             .push("no collective could be matched across ranks".to_string());
     }
-    rep
+    Ok(rep)
 }
 
 #[cfg(test)]

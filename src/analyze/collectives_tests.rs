@@ -1,5 +1,7 @@
 //! Unit tests of the collective matching: skews, waits, last arrivals and ties by hand.
 
+use std::collections::BTreeMap;
+
 use super::*;
 
 fn colls(key: &str, starts: &[i64]) -> RankColls {
@@ -15,7 +17,7 @@ fn colls(key: &str, starts: &[i64]) -> RankColls {
             })
             .collect(),
     );
-    RankColls { by_key }
+    RankColls::from_map(by_key).unwrap()
 }
 
 /// µs -> ns, so the hand figures stay readable and above the tie tolerance.
@@ -33,7 +35,7 @@ fn skew_wait_and_straggler_by_hand() {
         colls("pg 0 stream #0", &us(&[5, 1010, 2000])),
         colls("pg 0 stream #0", &us(&[30, 1050, 2005])),
     ];
-    let rep = analyze(&ranks, &[vec![0, 1, 2]], &per, "gpu", 2);
+    let rep = analyze(&ranks, &[vec![0, 1, 2]], &per, "gpu", 2).unwrap();
     assert_eq!(rep.matched, 3);
     let g = &rep.groups[0];
     assert_eq!(
@@ -73,7 +75,7 @@ fn ranks_of(n: usize) -> Vec<String> {
 #[test]
 fn identical_ranks_tie_and_name_no_straggler() {
     let (ranks, per, worlds) = world(&[0; 8], 5);
-    let rep = analyze(&ranks, &worlds, &per, "gpu", 3);
+    let rep = analyze(&ranks, &worlds, &per, "gpu", 3).unwrap();
     assert_eq!((rep.matched, rep.ties), (5, 5));
     assert!(rep
         .ranks
@@ -91,15 +93,16 @@ fn identical_ranks_tie_and_name_no_straggler() {
         .all(|w| w.tie && w.last.split(" = ").count() == 8));
     // Jitter below the tolerance is still a tie: 0.999 µs and 1 ns apart at the top.
     let (ranks, per, worlds) = world(&[0, 999, 1000, 500], 4);
-    let rep = analyze(&ranks, &worlds, &per, "gpu", 3);
+    let rep = analyze(&ranks, &worlds, &per, "gpu", 3).unwrap();
     assert_eq!((rep.ties, rep.straggler.as_deref()), (4, None));
     // 8 ranks, 8 collectives: TP01 last once by 5 µs, the rest ties. One of 8 is what an
     // even split gives: no straggler, though TP01 is the only rank ever last.
     let mut per = world(&[0; 8], 8).1;
-    if let Some(v) = per[1].by_key.get_mut("pg 0 stream #0") {
-        v[3].start += 5_000;
-    }
-    let rep = analyze(&ranks_of(8), &[(0..8).collect()], &per, "gpu", 3);
+    let starts: Vec<i64> = (0..8)
+        .map(|i| i * 1_000_000 + if i == 3 { 5_000 } else { 0 })
+        .collect();
+    per[1] = colls("pg 0 stream #0", &starts);
+    let rep = analyze(&ranks_of(8), &[(0..8).collect()], &per, "gpu", 3).unwrap();
     assert_eq!((rep.ties, rep.ranks[1].arrived_last), (7, 1));
     assert_eq!(rep.straggler, None);
 }
@@ -110,7 +113,7 @@ fn one_late_rank_is_last_two_late_ranks_tie() {
     let mut late = [0i64; 8];
     late[3] = 50_000;
     let (ranks, per, worlds) = world(&late, 6);
-    let rep = analyze(&ranks, &worlds, &per, "gpu", 3);
+    let rep = analyze(&ranks, &worlds, &per, "gpu", 3).unwrap();
     assert_eq!(rep.ties, 0);
     assert_eq!(rep.ranks[3].arrived_last, 6);
     assert_eq!(rep.straggler.as_deref(), Some("TP03"));
@@ -122,7 +125,7 @@ fn one_late_rank_is_last_two_late_ranks_tie() {
     assert_eq!(rep.ranks[0].wait_ns, 6 * 50_000);
     // 1 µs (the tolerance) ahead of the others is a last arrival.
     let (ranks, per, worlds) = world(&[0, 1000, 0, 0], 2);
-    let rep = analyze(&ranks, &worlds, &per, "gpu", 3);
+    let rep = analyze(&ranks, &worlds, &per, "gpu", 3).unwrap();
     assert_eq!((rep.ties, rep.ranks[1].arrived_last), (0, 2));
 
     // TP02 and TP05 both 50 µs late, 0.4 µs apart: a tie, no last arrival.
@@ -130,7 +133,7 @@ fn one_late_rank_is_last_two_late_ranks_tie() {
     late[2] = 50_000;
     late[5] = 50_400;
     let (ranks, per, worlds) = world(&late, 6);
-    let rep = analyze(&ranks, &worlds, &per, "gpu", 3);
+    let rep = analyze(&ranks, &worlds, &per, "gpu", 3).unwrap();
     assert_eq!((rep.matched, rep.ties), (6, 6));
     assert!(rep.ranks.iter().all(|r| r.arrived_last == 0));
     assert_eq!(rep.straggler, None);
@@ -150,7 +153,7 @@ fn uneven_counts_are_noted_and_worlds_do_not_mix() {
         colls("k", &us(&[100, 200])),
         colls("k", &us(&[150, 260])),
     ];
-    let rep = analyze(&ranks, &[vec![0, 1], vec![2, 3]], &per, "cpu", 5);
+    let rep = analyze(&ranks, &[vec![0, 1], vec![2, 3]], &per, "cpu", 5).unwrap();
     assert_eq!(rep.matched, 1 + 2);
     assert!(
         rep.notes.iter().any(|n| n.contains("different numbers")),
@@ -159,4 +162,47 @@ fn uneven_counts_are_noted_and_worlds_do_not_mix() {
     );
     assert_eq!(rep.ranks[3].arrived_last, 2);
     assert_eq!(rep.ranks[2].wait_ns, (50 + 60) * 1000);
+}
+
+/// Several keys, uneven counts and a key one rank lacks, one rank's records spilled (more than
+/// a rank keeps in memory): each key's n-th collectives still meet, the surplus is skipped.
+#[test]
+fn lockstep_reading_skips_surplus_and_missing_keys() {
+    let mk = |lists: &[(&str, Vec<i64>)]| {
+        let by_key: BTreeMap<String, Vec<Coll>> = lists
+            .iter()
+            .map(|(k, starts)| {
+                let v = starts
+                    .iter()
+                    .map(|&s| Coll {
+                        name: format!("{k}-op"),
+                        start: s,
+                        end: s + 10,
+                    })
+                    .collect();
+                (k.to_string(), v)
+            })
+            .collect();
+        RankColls::from_map(by_key).unwrap()
+    };
+    let many: Vec<i64> = (0..300).map(|i| i * 10_000).collect();
+    let a = mk(&[("a", many), ("b", us(&[0, 100])), ("c", us(&[5]))]);
+    let b = mk(&[("a", us(&[7])), ("b", us(&[20, 130])), ("d", us(&[1, 2]))]);
+    assert!(a.spilled() && !b.spilled());
+    let ranks: Vec<String> = vec!["A".into(), "B".into()];
+    let rep = analyze(&ranks, &[vec![0, 1]], &[a, b], "gpu", 10).unwrap();
+    let g: Vec<(&str, usize, i64, &str)> = rep
+        .groups
+        .iter()
+        .map(|g| (g.key.as_str(), g.matched, g.max_skew_ns, g.name.as_str()))
+        .collect();
+    assert_eq!(g, vec![("a", 1, 7_000, "a-op"), ("b", 2, 30_000, "b-op")]);
+    // B waits 0 at a, 0 and 0 at b; A waits 7 + 20 + 30 µs.
+    assert_eq!(rep.ranks[0].wait_ns, 57_000);
+    assert_eq!(rep.ranks[1].wait_ns, 0);
+    assert_eq!(
+        (rep.ranks[0].collectives, rep.ranks[1].collectives),
+        (303, 5)
+    );
+    assert_eq!(rep.matched, 3);
 }

@@ -41,6 +41,7 @@ pub mod busy;
 pub mod classes;
 pub mod collect;
 pub mod collectives;
+pub mod collstore;
 pub mod ep;
 pub mod groups;
 pub mod heat;
@@ -163,7 +164,7 @@ pub(crate) fn cross_rank(
     threshold: f64,
     id: &str,
     stage: Option<&str>,
-) -> Analysis {
+) -> Result<Analysis> {
     let labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
     let class_names: Vec<String> = classifier.names().to_vec();
     let mut notes = Vec::new();
@@ -226,7 +227,7 @@ pub(crate) fn cross_rank(
     } else {
         "mixed"
     };
-    let coll = collectives::analyze(&labels, &w, &colls, csource, args.top_n);
+    let coll = collectives::analyze(&labels, &w, &colls, csource, args.top_n)?;
 
     let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
     let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
@@ -264,7 +265,7 @@ pub(crate) fn cross_rank(
     let groups = groups::build(&results, &summaries, &steps);
     let depth = (args.rank.is_some() && results.len() == 1)
         .then(|| depth(&results[0], &class_names, args.top_n));
-    Analysis {
+    Ok(Analysis {
         profile_id: id.to_string(),
         stage: stage.map(String::from),
         files: Vec::new(),
@@ -284,7 +285,7 @@ pub(crate) fn cross_rank(
         damaged: false,
         merged_trace: None,
         summary: Some(summary),
-    }
+    })
 }
 
 fn depth(r: &RankResult, class_names: &[String], top_n: usize) -> RankDepth {

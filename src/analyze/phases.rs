@@ -274,7 +274,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         threshold,
         &read.profile_id,
         read.stage.as_deref(),
-    );
+    )?;
     if read.merged {
         a.merged_trace = files.first().map(|f| f.path.clone());
     }

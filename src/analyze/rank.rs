@@ -62,12 +62,7 @@ impl RankResult {
         for s in &mut self.steps {
             s.start_ns += ns;
         }
-        for list in self.colls.by_key.values_mut() {
-            for c in list {
-                c.start += ns;
-                c.end += ns;
-            }
-        }
+        self.colls.add_base(ns);
         self.lost_base = false;
     }
 }
@@ -243,7 +238,11 @@ pub fn finish(
     // Message sizes: CPU-side `record_param_comms` win over the kernels' copies; a step without
     // a collective moved 0 elements once any step moved some.
     let mut step_work: Vec<_> = figs.iter().map(|f| f.work).collect();
-    super::work::assign_nelems(&cpu_nelems, &marks, &mut step_work);
+    super::work::assign_nelems(
+        cpu_nelems.sorted_by(|n: &(i64, i64)| *n)?,
+        &marks,
+        &mut step_work,
+    )?;
     let any_nelems = step_work.iter().any(|w| w.nelems.is_some());
     for (f, w) in figs.iter_mut().zip(step_work) {
         f.work.nelems = if any_nelems {
@@ -269,11 +268,13 @@ pub fn finish(
         kernel_sum_ns,
         events,
     };
-    let colls = if gpu {
-        RankColls::build(&gpu_colls, &coll_keys, &coll_names, base, true)
-    } else {
-        RankColls::build(&cpu_colls, &coll_keys, &coll_names, base, false)
-    };
+    let labels = super::collstore::labels(&coll_keys, gpu);
+    let colls = RankColls::build(
+        if gpu { gpu_colls } else { cpu_colls },
+        &labels,
+        coll_names,
+        base,
+    )?;
     let mut streams: Vec<StreamRow> = streams
         .into_iter()
         .map(|(stream, (sum_ns, ops))| StreamRow {
@@ -286,7 +287,7 @@ pub fn finish(
     let earliest = figs
         .iter()
         .map(|f| f.start_ns)
-        .chain(colls.by_key.values().flatten().map(|c| c.start))
+        .chain(colls.earliest())
         .min();
     Ok(RankResult {
         label,

@@ -81,6 +81,11 @@ pub fn set_cap(records: usize) {
     CAP_OVERRIDE.store(records, Ordering::Relaxed);
 }
 
+/// The records [`set_cap`] set (0: none set).
+pub fn cap_override() -> usize {
+    CAP_OVERRIDE.load(Ordering::Relaxed)
+}
+
 impl<T: Rec> Spool<T> {
     /// Records kept in memory before a spill (32 768: 1 MiB of 32-byte records).
     pub const CAP: usize = 1 << 15;

@@ -260,18 +260,25 @@ pub fn assign_shapes(
 
 /// Adds CPU-side message sizes (`record_param_comms`: (start, nelems)) to the steps that hold
 /// them; the GPU-side sums ([`super::sweep::fold`]) are replaced when any CPU-side one exists.
-pub fn assign_nelems(cpu: &[(i64, u64)], windows: &[super::steps::Mark], work: &mut [StepWork]) {
-    if cpu.is_empty() {
-        return;
-    }
-    for w in work.iter_mut() {
-        w.nelems = Some(0);
-    }
-    for &(start, n) in cpu {
+pub fn assign_nelems(
+    cpu: impl Iterator<Item = anyhow::Result<(i64, i64)>>,
+    windows: &[super::steps::Mark],
+    work: &mut [StepWork],
+) -> anyhow::Result<()> {
+    let mut any = false;
+    for r in cpu {
+        let (start, n) = r?;
+        if !any {
+            any = true;
+            for w in work.iter_mut() {
+                w.nelems = Some(0);
+            }
+        }
         if let Some(w) = super::steps::window_of(windows, start).and_then(|i| work.get_mut(i)) {
-            w.nelems = w.nelems.map(|x| x.saturating_add(n));
+            w.nelems = w.nelems.map(|x| x.saturating_add(n.max(0) as u64));
         }
     }
+    Ok(())
 }
 
 /// Gives each step (`windows`, as [`super::steps::window_of`] sees them) the batches of the
