@@ -15,7 +15,11 @@ when there is none): time, token and launch ratios over the peers' median.
 MoE (EP): per rank the kernel time of dispatch/combine (names with dispatch, combine or
 all-to-all) and of expert GEMMs (names with fused_moe, grouped/group gemm, m_grouped or expert,
 routing kernels — topk, align, sort, gating, scatter, gather, permute — left out), and the
-routed tokens: the summed token dimension of `…fused_moe…` CPU ops' `Input Dims`.
+routed tokens: the summed token dimension of `…fused_moe…` CPU ops' `Input Dims`. EP peers of a
+rank with `-EP-n` in its file name: the other ranks with another EP index and the same DP index
+— any DP index when no TP index appears under two DP indices (SGLang's DP attention names
+`TP-17-DP-1-EP-1`); `ep_peers` is how many, `ep_peer_median` the median of each part over them
+and `ep_ratio` the rank's parts over those medians.
 
 Usage: check_attribution.py FILE...   Output: JSON on stdout, ranks keyed by file path.
 """
@@ -186,6 +190,35 @@ def total(v):
     return None if any(x is None for x in v) or not v else sum(v)
 
 
+def ep_peers(ranks):
+    ids = {}
+    for path in ranks:
+        name = os.path.basename(path)
+        ep, tp = re.search(r"-EP-(\d+)", name), re.search(r"-TP-(\d+)", name)
+        if ep:
+            ids[path] = (int(ep.group(1)), int(tp.group(1)) if tp else None, ranks[path]["dp"])
+    dp_of = {}
+    across = True
+    for _, tp, dp in ids.values():
+        if tp is not None and dp_of.setdefault(tp, dp) != dp:
+            across = False
+    across = across and len({dp for _, _, dp in ids.values()}) > 1
+    for path, (ep, _, dp) in ids.items():
+        peers = [ranks[q]["ep"] for q, (e, _, d) in ids.items()
+                 if e != ep and (across or d == dp)]
+        if not peers:
+            continue
+        med = {k: statistics.median(p[k] for p in peers) for k in ("dispatch_ns", "expert_ns")}
+        routed = [p["routed_tokens"] for p in peers]
+        med["routed_tokens"] = None if None in routed else statistics.median(routed)
+        me = ranks[path]["ep"]
+        r = ranks[path]
+        r["ep_peers"] = len(peers)
+        r["ep_peer_median"] = med
+        r["ep_ratio"] = {k: (me[k] / med[k] if me[k] is not None and med[k] else None)
+                         for k in med}
+
+
 def main():
     files = sys.argv[1:]
     args = SimpleNamespace(step_marker=None, comm_regex=None, cpu_comm_regex=None)
@@ -224,6 +257,7 @@ def main():
         for k in ("shape_tokens", "nelems"):
             if r[k] is not None and all(q[k] is not None for q in peers) and med(k):
                 r[k + "_ratio"] = r[k] / med(k)
+    ep_peers(ranks)
     json.dump(dict(ranks=ranks), sys.stdout, indent=1, sort_keys=True)
     print()
 

@@ -21,7 +21,7 @@
 //!   of the extra time (`ln w ≥ ½ ln t`): **uneven load**;
 //! - work the same (within 5 %) and launches not: `l − 1` > [`SAME_WORK`]: **more kernels**;
 //! - otherwise, with the work known: **slower device or host** (same batches, more time per
-//!   unit of work);
+//!   unit of work) — **hot experts** when the EP split says so ([`super::ep::defer_hot_experts`]);
 //! - work unknown: launches differ → **more kernels** (said to be without batch sizes); the same
 //!   launches → **not enough evidence** (what to capture is named).
 //!
@@ -52,6 +52,8 @@ pub enum Cause {
     SlowerDevice,
     MoreKernels,
     NotEnoughEvidence,
+    /// Set after the EP split ([`super::ep::defer_hot_experts`]), never by [`cause`].
+    HotExperts,
 }
 
 impl Cause {
@@ -62,6 +64,7 @@ impl Cause {
             Cause::SlowerDevice => "slower device or host",
             Cause::MoreKernels => "more kernels",
             Cause::NotEnoughEvidence => "not enough evidence",
+            Cause::HotExperts => "hot experts",
         }
     }
 }
@@ -523,7 +526,7 @@ impl Ctx<'_> {
                 "{name} got {:.2}× the {unit}s of {peer_txt}{from} ({:.0} vs {:.0}) and took {t:.2}× the time, {:.2}× the time per {unit}: a routing/scheduling imbalance",
                 w.unwrap_or(1.0), me.work.unwrap_or(0.0), m.work.unwrap_or(0.0), u.unwrap_or(1.0)
             ),
-            Cause::SlowerDevice => format!(
+            Cause::SlowerDevice | Cause::HotExperts => format!(
                 "{name}: the same batches as {peer_txt}{from} ({:.2}× the {unit}s, {l:.2}× the launches) in {t:.2}× the time: {:.2}× the time per {unit}",
                 w.unwrap_or(1.0), u.unwrap_or(t)
             ),

@@ -169,6 +169,39 @@ pub fn ep_spans_dp(results: &[RankResult]) -> bool {
     dps.len() > 1
 }
 
+/// An EP rank whose gap the EP split calls *hot experts* takes more time for the same batches,
+/// which the attribution alone calls *slower device or host*: such records — the rank's, and
+/// its DP replica's when the replica's gap is that rank's — say *hot experts* instead, so the
+/// attribution table, the `ep` table and the verdict agree.
+pub fn defer_hot_experts(a: &mut super::attribution::Attribution, ep: &[EpRecord]) {
+    use super::attribution::Cause;
+    let hot: Vec<&EpRecord> = ep.iter().filter(|e| e.cause == "hot experts").collect();
+    let dp_of = |rank: &str| a.ranks.iter().find(|r| r.rank == rank).and_then(|r| r.dp);
+    let by_rec: Vec<Option<String>> = a
+        .records
+        .iter()
+        .map(|rec| {
+            if rec.cause != Cause::SlowerDevice {
+                return None;
+            }
+            let e = hot.iter().find(|e| {
+                e.rank == rec.who
+                    || (rec.scope == "replica"
+                        && dp_of(&e.rank).is_some_and(|d| rec.who == format!("DP{d:02}")))
+            })?;
+            Some(e.rank.clone())
+        })
+        .collect();
+    for (rec, hot_rank) in a.records.iter_mut().zip(by_rec) {
+        if let Some(h) = hot_rank {
+            rec.cause = Cause::HotExperts;
+            rec.sentence += &format!(
+                "; the extra time is rank {h}'s expert GEMMs: hot experts (see the EP split)"
+            );
+        }
+    }
+}
+
 fn record(
     rank: String,
     ep: u32,

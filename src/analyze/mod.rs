@@ -231,7 +231,7 @@ pub(crate) fn cross_rank(
 
     let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
     let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
-    let attribution = attribution::attribute(&attribution::Input {
+    let mut attribution = attribution::attribute(&attribution::Input {
         labels: &labels,
         dp: &dp,
         figs: &figs,
@@ -240,6 +240,7 @@ pub(crate) fn cross_rank(
         threshold,
     });
     let ep = ep::split(&results, classifier, threshold);
+    ep::defer_hot_experts(&mut attribution, &ep);
     let verdict = verdict::judge(&verdict::Input {
         summaries: &summaries,
         class_names: &class_names,

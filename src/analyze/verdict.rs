@@ -137,15 +137,16 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     };
     // An EP rank's gap is told by its EP split (hot experts or dispatch/combine) before the
     // attribution of the same rank, which sees only non-communication time and batches.
-    let ep_lead = inp
-        .ep
-        .iter()
-        .filter(|e| e.is_gap())
-        .max_by(|a, b| a.total_ratio.total_cmp(&b.total_ratio));
-    let lead = inp
-        .attribution
-        .gaps()
-        .find(|g| ep_lead.is_none_or(|e| e.rank != g.who));
+    // Every EP gap, the largest first: two plants (a hot-expert rank and a slow link) are both
+    // told, each by its own split.
+    let mut ep_gaps: Vec<&super::ep::EpRecord> = inp.ep.iter().filter(|e| e.is_gap()).collect();
+    ep_gaps.sort_by(|a, b| b.total_ratio.total_cmp(&a.total_ratio));
+    let ep_lead = ep_gaps.first().copied();
+    // Records the EP split already tells (the rank, or its replica: hot experts) are not repeated.
+    let is_ep_gap = |g: &super::attribution::Record| {
+        g.cause == Cause::HotExperts || ep_gaps.iter().any(|e| e.rank == g.who)
+    };
+    let lead = inp.attribution.gaps().find(|g| !is_ep_gap(g));
     v.balanced = v.excess_pct <= 100.0 * inp.threshold
         && v.onset.is_none()
         && lead.is_none()
@@ -219,6 +220,9 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         v.lines
             .push(format!("Imbalanced, {}: {}.", e.cause, e.sentence));
     }
+    for e in ep_gaps.iter().skip(1).take(2) {
+        v.lines.push(format!("Also {}: {}.", e.cause, e.sentence));
+    }
     if let Some(g) = lead {
         let cause = match g.cause {
             Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
@@ -231,10 +235,7 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         });
         let mut said = vec![(g.who.as_str(), g.cause)];
         for o in inp.attribution.gaps() {
-            if said.len() == 3
-                || said.contains(&(o.who.as_str(), o.cause))
-                || ep_lead.is_some_and(|e| e.rank == o.who)
-            {
+            if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) || is_ep_gap(o) {
                 continue;
             }
             said.push((o.who.as_str(), o.cause));

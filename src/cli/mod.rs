@@ -399,6 +399,12 @@ pub struct SynthArgs {
     pub pp: u32,
     #[arg(long, default_value_t = 1)]
     pub ep: u32,
+    /// SGLang DP attention (--enable-dp-attention): the --dp groups of --tp ranks are one
+    /// SGLang TP group of dp × tp ranks (files `…-TP-{dp×tp index}-DP-{d}-EP-{e}`, one torch
+    /// world); --ep must divide dp × tp. E.g. --dp 64 --tp 16 --ep 64 --dp-attention: 1,024
+    /// ranks as SGLang --tp 1024 --dp 64 --ep 64 --enable-dp-attention writes them.
+    #[arg(long = "dp-attention")]
+    pub dp_attention: bool,
     /// Profiler steps per rank.
     #[arg(long, default_value_t = 8)]
     pub steps: u32,

@@ -22,6 +22,7 @@ pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
         dp: a.dp,
         pp: a.pp,
         ep: a.ep,
+        dp_attention: a.dp_attention,
         steps: a.steps,
         layers: a.layers,
         target_bytes: a.target_mb.map(|m| m.saturating_mul(1_000_000)),

@@ -8,7 +8,24 @@
 //! files report the same rank and only the file name tells them apart. The replica's process
 //! groups are: `"0"`/`default_pg` (the whole replica; it is the TP group when PP = 1), then with
 //! PP > 1 one `tp:device` group per stage and one `pp:device` group per TP rank, then with
-//! EP > 1 one `moe_ep:device` group per EP slice.
+//! EP > 1 the `moe_ep:device` groups: SGLang's `initialize_model_parallel` puts the ranks
+//! `j, j + tp/ep, j + 2·tp/ep, …` in one (size `ep`, one rank of each EP slice).
+//!
+//! **DP attention** (SGLang `--enable-dp-attention`, [`Layout::dp_attention`]): the `dp` groups
+//! of `tp` ranks are *one* SGLang TP group of `dp × tp` ranks (SGLang's `--tp` is `dp × tp`,
+//! its `--dp` is `dp`, the attention TP size is `tp`). What a real run writes, from SGLang's
+//! sources (sgl-project/sglang):
+//! - `data_parallel_controller.launch_tensor_parallel_group` gives each scheduler its
+//!   `tp_rank` over the whole group, `dp_rank = tp_rank // attn_tp_size`
+//!   (`compute_dp_attention_world_info`) and `moe_ep_rank = tp_rank // (tp_size // ep_size)`;
+//! - `utils/profile_utils.py` (`_ProfilerTorch.stop`) names the trace
+//!   `{profile_id}-TP-{tp_rank}[-DP-{dp_rank}][-PP-{pp_rank}][-EP-{moe_ep_rank}]{-stage}.trace.json.gz`
+//!   (a part only when its size is > 1), so the files are `…-TP-17-DP-1-EP-1…`: TP indices
+//!   never repeat across DP indices (what `analyze::ep::ep_spans_dp` reads);
+//! - DP reuses the TP group's torch world ("all dp ranks should use the same nccl port"):
+//!   `distributedInfo.rank` is the global rank and `world_size` is `dp × tp`; the attention TP
+//!   groups (`attention_tp:device`, SGLang's `dp_attention.py`) are the `dp` blocks of `tp`
+//!   ranks, and the `moe_ep:device` groups stride over the whole world.
 
 /// Whose file names and process names the generated traces carry.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -69,16 +86,34 @@ pub struct Layout {
     pub dp: u32,
     pub pp: u32,
     pub ep: u32,
+    /// SGLang DP attention: the DP groups are one TP group (see the module doc).
+    pub dp_attention: bool,
     groups: Vec<Group>,
 }
 
 impl Layout {
     /// Sizes must be ≥ 1 and `ep` must divide `tp` (checked by the caller).
     pub fn new(tp: u32, dp: u32, pp: u32, ep: u32) -> Self {
+        Self::build(tp, dp, pp, ep, false)
+    }
+
+    /// SGLang DP attention: `dp` attention groups of `tp` ranks, one world and one TP group of
+    /// `dp × tp` ranks, PP 1; `ep` must divide `dp × tp` (checked by the caller).
+    pub fn with_dp_attention(tp: u32, dp: u32, ep: u32) -> Self {
+        Self::build(tp, dp, 1, ep, true)
+    }
+
+    fn build(tp: u32, dp: u32, pp: u32, ep: u32, dp_attention: bool) -> Self {
+        // The ranks of one torch world: a replica, or every rank under DP attention.
+        let (world, tp_world) = if dp_attention {
+            (dp * tp, dp * tp)
+        } else {
+            (tp * pp, tp)
+        };
         let mut groups = vec![Group {
             name: "0".into(),
             desc: "default_pg",
-            ranks: (0..tp * pp).collect(),
+            ranks: (0..world).collect(),
         }];
         let mut next = 1u32;
         let mut add = |groups: &mut Vec<Group>, desc, ranks| {
@@ -89,6 +124,15 @@ impl Layout {
             });
             next += 1;
         };
+        if dp_attention && tp > 1 {
+            for d in 0..dp {
+                add(
+                    &mut groups,
+                    "attention_tp:device",
+                    (d * tp..(d + 1) * tp).collect(),
+                );
+            }
+        }
         if pp > 1 {
             for p in 0..pp {
                 add(&mut groups, "tp:device", (p * tp..(p + 1) * tp).collect());
@@ -102,11 +146,17 @@ impl Layout {
             }
         }
         if ep > 1 {
-            let slice = tp / ep;
+            // SGLang's `initialize_model_parallel`: per TP group, for j < moe_tp the ranks
+            // j, j + moe_tp, …: one rank of each EP slice.
+            let moe_tp = tp_world / ep;
             for p in 0..pp {
-                for e in 0..ep {
-                    let lo = p * tp + e * slice;
-                    add(&mut groups, "moe_ep:device", (lo..lo + slice).collect());
+                for j in 0..moe_tp {
+                    let lo = p * tp_world + j;
+                    add(
+                        &mut groups,
+                        "moe_ep:device",
+                        (0..ep).map(|e| lo + e * moe_tp).collect(),
+                    );
                 }
             }
         }
@@ -115,6 +165,7 @@ impl Layout {
             dp,
             pp,
             ep,
+            dp_attention,
             groups,
         }
     }
@@ -127,12 +178,21 @@ impl Layout {
         let t = rank % self.tp;
         let p = (rank / self.tp) % self.pp;
         let d = rank / (self.tp * self.pp);
-        RankPos {
-            rank,
-            t,
-            d,
-            p,
-            e: t / (self.tp / self.ep),
+        // SGLang: moe_ep_rank = tp_rank // (tp_size // ep_size), over its TP group.
+        let e = if self.dp_attention {
+            (d * self.tp + t) / (self.dp * self.tp / self.ep)
+        } else {
+            t / (self.tp / self.ep)
+        };
+        RankPos { rank, t, d, p, e }
+    }
+
+    /// SGLang's `tp_rank`: the TP index, over every DP rank under DP attention.
+    pub fn sglang_tp(&self, pos: &RankPos) -> u32 {
+        if self.dp_attention {
+            pos.d * self.tp + pos.t
+        } else {
+            pos.t
         }
     }
 
@@ -140,9 +200,23 @@ impl Layout {
         (d * self.pp + p) * self.tp + t
     }
 
-    /// Rank inside the replica's torch world (`distributedInfo.rank`).
+    /// Rank inside the replica's torch world (`distributedInfo.rank`); the global rank under
+    /// DP attention (one world).
     pub fn local(&self, pos: &RankPos) -> u32 {
-        pos.p * self.tp + pos.t
+        if self.dp_attention {
+            pos.rank
+        } else {
+            pos.p * self.tp + pos.t
+        }
+    }
+
+    /// `distributedInfo.world_size`.
+    pub fn world_size(&self) -> u32 {
+        if self.dp_attention {
+            self.dp * self.tp
+        } else {
+            self.tp * self.pp
+        }
     }
 
     pub fn device(&self, pos: &RankPos) -> u32 {
@@ -153,10 +227,13 @@ impl Layout {
         &self.groups
     }
 
-    /// Index (in [`Layout::groups`]) of the TP group of stage `p`.
-    pub fn tp_group(&self, p: u32) -> usize {
-        if self.pp > 1 {
-            1 + p as usize
+    /// Index (in [`Layout::groups`]) of the TP group of this rank's stage (its attention TP
+    /// group under DP attention).
+    pub fn tp_group(&self, pos: &RankPos) -> usize {
+        if self.dp_attention && self.tp > 1 {
+            1 + pos.d as usize
+        } else if self.pp > 1 {
+            1 + pos.p as usize
         } else {
             0
         }
@@ -186,7 +263,7 @@ impl Layout {
             .collect();
         format!(
             r#"{{"backend": "nccl", "rank": {local}, "world_size": {}, "pg_count": {}, "pg_config": [{}], "nccl_version": "2.21.5"}}"#,
-            self.tp * self.pp,
+            self.world_size(),
             self.groups.len(),
             mine.join(", ")
         )
@@ -205,8 +282,13 @@ impl Layout {
         if self.pp > 1 {
             s += &format!("_PP{}", pos.p);
         }
-        if self.tp > 1 {
-            s += &format!("_TP{}", pos.t);
+        let sglang_tp_size = if self.dp_attention {
+            self.dp * self.tp
+        } else {
+            self.tp
+        };
+        if sglang_tp_size > 1 {
+            s += &format!("_TP{}", self.sglang_tp(pos));
         }
         if self.ep > 1 {
             s += &format!("_EP{}", pos.e);
@@ -227,7 +309,7 @@ impl Layout {
                     s += i;
                     s.push('-');
                 }
-                s += &format!("{}-TP-{}", f.profile_id, pos.t);
+                s += &format!("{}-TP-{}", f.profile_id, self.sglang_tp(pos));
                 if self.dp > 1 {
                     s += &format!("-DP-{}", pos.d);
                 }
@@ -304,7 +386,7 @@ mod tests {
                 ("4", "pp:device", "[1, 3]".to_string()),
             ]
         );
-        assert_eq!(l.tp_group(1), 2);
+        assert_eq!(l.tp_group(&l.pos(2)), 2);
         assert_eq!(l.pp_group(1), 4);
     }
 
@@ -347,5 +429,62 @@ mod tests {
             one.process_name(Vendor::Sglang, &one.pos(0)),
             "sglang::scheduler"
         );
+    }
+
+    #[test]
+    fn moe_ep_groups_take_one_rank_of_each_slice() {
+        let l = Layout::new(4, 1, 1, 2);
+        let ep: Vec<String> = l
+            .groups()
+            .iter()
+            .filter(|g| g.desc == "moe_ep:device")
+            .map(Group::ranks_text)
+            .collect();
+        assert_eq!(ep, vec!["[0, 2]", "[1, 3]"]);
+        assert_eq!((l.pos(1).e, l.pos(2).e), (0, 1));
+    }
+
+    #[test]
+    fn dp_attention_is_one_world_named_as_sglang_names_it() {
+        // SGLang --tp 8 --dp 4 --ep 4 --enable-dp-attention: attention TP 2, MoE TP 2.
+        let l = Layout::with_dp_attention(2, 4, 4);
+        assert_eq!((l.world(), l.world_size()), (8, 8));
+        let p = l.pos(5);
+        assert_eq!(
+            (p.d, p.t, p.e, l.sglang_tp(&p), l.local(&p)),
+            (2, 1, 2, 5, 5)
+        );
+        let f = FileNaming {
+            naming: Vendor::Sglang,
+            profile_id: "17",
+            instance: None,
+            vllm_ns: 0,
+            plain: false,
+        };
+        assert_eq!(l.file_name(&f, &p, None), "17-TP-5-DP-2-EP-2.trace.json.gz");
+        assert_eq!(
+            l.process_name(Vendor::Sglang, &p),
+            "sglang::scheduler_DP2_TP5_EP2"
+        );
+        let g: Vec<(&str, String)> = l
+            .groups()
+            .iter()
+            .map(|g| (g.desc, g.ranks_text()))
+            .collect();
+        assert_eq!(g[0], ("default_pg", "[0, 1, 2, 3, 4, 5, 6, 7]".to_string()));
+        assert_eq!(g[3], ("attention_tp:device", "[4, 5]".to_string()));
+        assert_eq!(g[5], ("moe_ep:device", "[0, 2, 4, 6]".to_string()));
+        assert_eq!(g[6], ("moe_ep:device", "[1, 3, 5, 7]".to_string()));
+        assert_eq!(l.groups()[l.tp_group(&p)].ranks_text(), "[4, 5]");
+        let info = l.distributed_info(&p);
+        assert!(info.contains(r#""rank": 5, "world_size": 8"#), "{info}");
+        assert!(info.contains(r#""ranks": [1, 3, 5, 7]"#), "{info}");
+        // Attention TP 1 (SGLang --tp 4 --dp 4 --ep 4): TP index = DP index = EP index.
+        let l = Layout::with_dp_attention(1, 4, 4);
+        assert_eq!(
+            l.file_name(&f, &l.pos(3), None),
+            "17-TP-3-DP-3-EP-3.trace.json.gz"
+        );
+        assert_eq!(l.tp_group(&l.pos(3)), 0);
     }
 }

@@ -85,6 +85,9 @@ pub struct SynthOptions {
     pub dp: u32,
     pub pp: u32,
     pub ep: u32,
+    /// SGLang DP attention (`--enable-dp-attention`): the `dp` groups of `tp` ranks are one
+    /// SGLang TP group of `dp × tp` ranks (attention TP `tp`), EP over all of them; PP 1.
+    pub dp_attention: bool,
     /// Steps per file (ignored with `target_bytes`).
     pub steps: u32,
     pub layers: u32,
@@ -132,6 +135,7 @@ impl Default for SynthOptions {
             dp: 1,
             pp: 1,
             ep: 1,
+            dp_attention: false,
             steps: 8,
             layers: 4,
             target_bytes: None,
@@ -168,9 +172,23 @@ impl SynthOptions {
                 bail!("--{name} must be at least 1");
             }
         }
-        if !self.tp.is_multiple_of(self.ep) {
+        if self.dp_attention {
+            if self.naming != Vendor::Sglang {
+                bail!("--dp-attention is SGLang's --enable-dp-attention: --naming sglang");
+            }
+            if self.pp > 1 {
+                bail!("--dp-attention is generated with --pp 1 only");
+            }
+            let all = u64::from(self.tp) * u64::from(self.dp);
+            if !all.is_multiple_of(u64::from(self.ep)) {
+                bail!(
+                    "--ep {} must divide --dp × --tp = {all} (with DP attention EP spans every rank)",
+                    self.ep
+                );
+            }
+        } else if !self.tp.is_multiple_of(self.ep) {
             bail!(
-                "--ep {} must divide --tp {} (EP splits each TP group)",
+                "--ep {} must divide --tp {} (EP splits each TP group; with --dp-attention it splits --dp × --tp)",
                 self.ep,
                 self.tp
             );
@@ -254,7 +272,11 @@ impl SynthOptions {
     }
 
     fn layout(&self) -> Layout {
-        Layout::new(self.tp, self.dp, self.pp, self.ep)
+        if self.dp_attention {
+            Layout::with_dp_attention(self.tp, self.dp, self.ep)
+        } else {
+            Layout::new(self.tp, self.dp, self.pp, self.ep)
+        }
     }
 }
 

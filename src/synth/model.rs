@@ -249,7 +249,7 @@ pub fn program(
     let n = kind.tokens() as i64;
     let bs = kind.bs() as i64;
     let nelems = kind.tokens() * HIDDEN;
-    let tp_pg = layout.tp_group(pos.p);
+    let tp_pg = layout.tp_group(pos);
     let allreduce = Op {
         gpu: Gpu::Coll(Coll {
             kind: CollKind::AllReduce,

@@ -17,7 +17,7 @@
 //!
 //! (Over ~500 lines: the naming rules of every vendor, with their tests.)
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -126,16 +126,23 @@ pub fn missing_in(ids: &[RankId]) -> Vec<String> {
         return missing_global(ids);
     };
     let mut out = Vec::new();
-    for d in 0..=dp.unwrap_or(0) {
+    // SGLang's DP attention numbers TP over every DP rank (`TP-5-DP-1`): the grid is TP × PP,
+    // each TP index with the DP index it was written with.
+    let dp_attention = dp_attention(ids);
+    let dps = if dp_attention { 0 } else { dp.unwrap_or(0) };
+    for d in 0..=dps {
         for p in 0..=pp.unwrap_or(0) {
             for t in 0..=tp {
-                let found = ids
-                    .iter()
-                    .any(|r| r.tp == Some(t) && r.dp.unwrap_or(0) == d && r.pp.unwrap_or(0) == p);
+                let found = ids.iter().any(|r| {
+                    r.tp == Some(t)
+                        && (dp_attention || r.dp.unwrap_or(0) == d)
+                        && r.pp.unwrap_or(0) == p
+                });
                 if !found {
                     let id = RankId {
                         tp: Some(t),
-                        dp: dp.map(|_| d),
+                        // Under DP attention a missing rank's DP index is not known.
+                        dp: dp.filter(|_| !dp_attention).map(|_| d),
                         pp: pp.map(|_| p),
                         ..Default::default()
                     };
@@ -145,6 +152,21 @@ pub fn missing_in(ids: &[RankId]) -> Vec<String> {
         }
     }
     out
+}
+
+/// SGLang DP attention: more than one DP index, and no TP index (per PP stage) written with two
+/// of them (`TP-0-DP-0`, `TP-1-DP-0`, `TP-2-DP-1`, … rather than `TP-0-DP-0`, `TP-0-DP-1`).
+fn dp_attention(ids: &[RankId]) -> bool {
+    let mut dp_of: HashMap<(Option<u32>, u32), Option<u32>> = HashMap::new();
+    let mut dps = HashSet::new();
+    for r in ids {
+        let Some(tp) = r.tp else { continue };
+        dps.insert(r.dp);
+        if dp_of.insert((r.pp, tp), r.dp).is_some_and(|d| d != r.dp) {
+            return false;
+        }
+    }
+    dps.len() > 1
 }
 
 fn missing_global(ids: &[RankId]) -> Vec<String> {
