@@ -215,8 +215,11 @@ def match(ranks):
         return dict(ranks=per_rank, groups=groups, ties=0)
     ties_all = 0
     for key in sorted(keys):
-        lists = [ranks[r]["colls"].get(key, []) for r in names]
-        n = min(len(x) for x in lists)
+        # Only the ranks that have the key take part (a process group of a subset of the
+        # world, as DP attention's attention-TP groups are).
+        have = [r for r in names if ranks[r]["colls"].get(key)]
+        lists = [ranks[r]["colls"][key] for r in have]
+        n = min(len(x) for x in lists) if len(have) >= 2 else 0
         skews = []
         ties = 0
         for i in range(n):
@@ -227,8 +230,8 @@ def match(ranks):
             if hi - second < TIE_NS:
                 ties += 1
             else:
-                per_rank[names[starts.index(hi)]]["arrived_last"] += 1
-            for r, s in zip(names, starts):
+                per_rank[have[starts.index(hi)]]["arrived_last"] += 1
+            for r, s in zip(have, starts):
                 per_rank[r]["wait_ns"] += hi - s
                 per_rank[r]["matched"] += 1
         if n:

@@ -138,6 +138,36 @@ fn latest(starts: &[i64]) -> Vec<usize> {
     late
 }
 
+/// `R0 120, R3 118` for a few ranks; for many, the ranks grouped by count, compactly
+/// (`120 on the other 15 (TP00–TP02, TP04–TP15), 118 on TP03`).
+fn counts_note(members: &[usize], counts: &[usize], ranks: &[String]) -> String {
+    if members.len() <= 8 {
+        return members
+            .iter()
+            .zip(counts)
+            .map(|(&r, l)| format!("{} {l}", ranks[r]))
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    let mut by: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
+    for (&r, &l) in members.iter().zip(counts) {
+        by.entry(l).or_default().push(ranks[r].as_str());
+    }
+    let mut groups: Vec<(usize, Vec<&str>)> = by.into_iter().collect();
+    groups.sort_by_key(|(l, g)| (g.len(), *l));
+    let shown: Vec<String> = groups
+        .iter()
+        .take(4)
+        .map(|(l, g)| format!("{l} on {}", super::rankset::compact(g)))
+        .collect();
+    let more = groups.len().saturating_sub(4);
+    if more > 0 {
+        format!("{}; {more} other counts", shown.join("; "))
+    } else {
+        shown.join("; ")
+    }
+}
+
 /// Matches collectives across ranks. `worlds` holds rank indices. Each rank's collectives are
 /// read once, front to back, the ranks of a world in lockstep (see [`super::collstore`]); an
 /// error is a temporary file that cannot be read back.
@@ -172,28 +202,40 @@ pub fn analyze(
     // Smallest skew at the top, to keep the largest top_n.
     let mut worst: BinaryHeap<Reverse<Worst>> = BinaryHeap::new();
     let mut origin = i64::MAX;
-    for (w, members) in worlds.iter().enumerate() {
-        if members.len() < 2 {
+    for (w, all) in worlds.iter().enumerate() {
+        if all.len() < 2 {
             continue;
         }
         let mut keys: BTreeSet<&String> = BTreeSet::new();
-        for &r in members {
+        for &r in all {
             keys.extend(per_rank[r].keys());
         }
-        let mut curs: Vec<_> = members.iter().map(|&r| per_rank[r].cursor()).collect();
+        let mut curs: Vec<_> = all.iter().map(|&r| per_rank[r].cursor()).collect();
+        // Keys (process group and stream) that only some ranks of the world have: a group of
+        // a subset, as DP attention's attention-TP groups are. Matched among those ranks.
+        let mut subset_keys = 0usize;
         for key in keys {
-            let lens: Vec<usize> = members.iter().map(|&r| per_rank[r].len_of(key)).collect();
-            let n = lens.iter().copied().min().unwrap_or(0);
-            let most = lens.iter().copied().max().unwrap_or(0);
-            if most > n {
-                let counts: Vec<String> = members
-                    .iter()
-                    .zip(&lens)
-                    .map(|(&r, l)| format!("{} {l}", ranks[r]))
-                    .collect();
+            let lens: Vec<usize> = all.iter().map(|&r| per_rank[r].len_of(key)).collect();
+            // The ranks that have the key, and their counts.
+            let (members, plens): (Vec<usize>, Vec<usize>) = all
+                .iter()
+                .zip(&lens)
+                .filter(|(_, &l)| l > 0)
+                .map(|(&r, &l)| (r, l))
+                .unzip();
+            if members.len() < all.len() {
+                subset_keys += 1;
+            }
+            let n = if members.len() < 2 {
+                0
+            } else {
+                plens.iter().copied().min().unwrap_or(0)
+            };
+            let most = plens.iter().copied().max().unwrap_or(0);
+            if members.len() >= 2 && most > n {
                 rep.notes.push(format!(
                     "{key}: ranks have different numbers of collectives ({}); the first {n} are matched",
-                    counts.join(", ")
+                    counts_note(&members, &plens, ranks)
                 ));
             }
             if n == 0 {
@@ -209,7 +251,9 @@ pub fn analyze(
             for i in 0..n {
                 let recs = curs
                     .iter_mut()
-                    .map(|c| c.next_of(key))
+                    .zip(&lens)
+                    .filter(|(_, &l)| l > 0)
+                    .map(|(c, _)| c.next_of(key))
                     .collect::<Result<Vec<_>>>()?;
                 let name_of = |m: usize| per_rank[members[m]].name(recs[m].name);
                 let starts: Vec<i64> = recs.iter().map(|r| r.start).collect();
@@ -253,7 +297,7 @@ pub fn analyze(
                 }
             }
             for (c, &l) in curs.iter_mut().zip(&lens) {
-                c.skip(l - n)?;
+                c.skip(if l > 0 { l - n } else { 0 })?;
             }
             rep.matched += n;
             rep.ties += ties;
@@ -277,6 +321,14 @@ pub fn analyze(
                 ties,
                 name_mismatches: mismatches,
             });
+        }
+        if subset_keys > 0 {
+            rep.notes.push(format!(
+                "{subset_keys} process group(s) are on only some of the {} ranks of their world \
+                 (as DP attention's attention-TP groups are): their collectives are matched among \
+                 the ranks that have them",
+                all.len()
+            ));
         }
     }
     let mut worst: Vec<_> = worst.into_iter().map(|Reverse(x)| x).collect();

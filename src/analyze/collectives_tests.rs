@@ -206,3 +206,36 @@ fn lockstep_reading_skips_surplus_and_missing_keys() {
     );
     assert_eq!(rep.matched, 3);
 }
+
+/// A process group on only some ranks of the world (DP attention's attention-TP groups):
+/// matched among the ranks that have it, not left unmatched for the ranks that do not.
+#[test]
+fn a_group_of_a_subset_is_matched_among_its_ranks() {
+    let ranks: Vec<String> = (0..4).map(|i| format!("R{i}")).collect();
+    let per = vec![
+        colls("a", &us(&[0, 10])),
+        colls("a", &us(&[3, 10])),
+        colls("b", &us(&[100])),
+        colls("b", &us(&[107])),
+    ];
+    let rep = analyze(&ranks, &[vec![0, 1, 2, 3]], &per, "gpu", 5).unwrap();
+    assert_eq!(rep.matched, 2 + 1);
+    assert_eq!(rep.groups.len(), 2);
+    // R1 last in a's first (3 µs), a tie in its second; R3 last in b's (7 µs).
+    assert_eq!(rep.ranks[1].arrived_last, 1);
+    assert_eq!(rep.ranks[3].arrived_last, 1);
+    assert_eq!(rep.ranks[0].wait_ns, 3_000);
+    assert_eq!(rep.ranks[2].wait_ns, 7_000);
+    assert!(
+        rep.notes
+            .iter()
+            .any(|n| n.contains("2 process group(s) are on only some")),
+        "{:?}",
+        rep.notes
+    );
+    assert!(
+        !rep.notes.iter().any(|n| n.contains("different numbers")),
+        "{:?}",
+        rep.notes
+    );
+}
