@@ -150,13 +150,16 @@ fn format_event(ev: &Event<'_>, ctx: &Ctx<'_>, buf: &mut Vec<u8>) {
 /// A process id as [`track_pid`] keys it: the integer, if any, and the text.
 type PidKey = (Option<i64>, String);
 
+/// A held event the window decides: its span and its process.
+type Undecided = (Ns, Ns, Option<PidKey>);
+
 /// Events held back, formatted, until the `--steps` window is known.
 #[derive(Default)]
 struct Held {
     buf: Vec<u8>,
     /// Each event's end in `buf`, and its span with its pid when the window decides it
     /// (`None`: kept whatever the window, its pid already noted).
-    items: Vec<(usize, Option<(Ns, Ns, Option<PidKey>)>)>,
+    items: Vec<(usize, Option<Undecided>)>,
 }
 
 impl Held {
@@ -427,7 +430,15 @@ fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
                 Id::Str(s) => ctx.write_labelled(s.raw(), out),
                 Id::None => out.extend_from_slice(f.raw_val(raw)),
             },
-            b"args" if f.kind == Kind::Obj => write_args(ev, f.val(raw), ctx, out),
+            b"args" if f.kind == Kind::Obj => {
+                // The object as text: a slice of the event's text, already checked UTF-8.
+                let v = f.val(raw);
+                let at = v.as_ptr() as usize - raw.as_ptr() as usize;
+                match ev.raw.get(at..at + v.len()) {
+                    Some(text) => write_args(ev, text, ctx, out),
+                    None => out.extend_from_slice(v),
+                }
+            }
             _ => out.extend_from_slice(f.raw_val(raw)),
         }
     }
@@ -438,16 +449,12 @@ fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
 /// sort index set: one walk over the object, writing it compact as it goes; an object without
 /// an id key (nor metadata) is copied as it was written instead (the input's bytes, spaces
 /// kept).
-fn write_args(ev: &Event<'_>, args: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+fn write_args(ev: &Event<'_>, text: &str, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let meta = ev.ph == b'M';
-    let Ok(text) = std::str::from_utf8(args) else {
-        out.extend_from_slice(args);
-        return;
-    };
     let process_name = meta && ev.name.eq_str("process_name");
     let sort_index = meta && ev.name.eq_str("process_sort_index");
     let start = out.len();
-    // Metadata objects are always written compact, others only when an id changed.
+    // Metadata objects are always written compact, others only when they hold an id key.
     let mut changed = meta;
     out.push(b'{');
     let mut first = true;
@@ -494,7 +501,7 @@ fn write_args(ev: &Event<'_>, args: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     out.push(b'}');
     if !changed {
         out.truncate(start);
-        out.extend_from_slice(args);
+        out.extend_from_slice(text.as_bytes());
     }
 }
 
