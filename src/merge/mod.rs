@@ -25,6 +25,7 @@ pub mod filter;
 mod output;
 mod pass;
 pub mod rank;
+mod rewrite;
 pub mod steps;
 
 use std::collections::BTreeSet;
