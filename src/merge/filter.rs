@@ -31,23 +31,39 @@ impl Filter {
     }
 
     pub fn keep(&self, ev: &Event<'_>) -> bool {
+        match self.classify(ev) {
+            Verdict::Keep => true,
+            Verdict::Drop => false,
+            Verdict::Window(ts, end) => super::steps::overlaps(self.window, ts, end),
+        }
+    }
+
+    /// What the filters say of an event short of the time window: kept or dropped whatever
+    /// the window, or up to the window, the event spanning `ts..end`.
+    pub fn classify(&self, ev: &Event<'_>) -> Verdict {
         if ev.ph == b'M' {
-            return true;
+            return Verdict::Keep;
         }
         if self.gpu_only && !GPU_CATS.iter().any(|c| ev.cat.eq_str(c)) {
-            return false;
+            return Verdict::Drop;
         }
         if !self.drop_cat.is_empty() && self.drop_cat.iter().any(|c| ev.cat.eq_str(c)) {
-            return false;
+            return Verdict::Drop;
         }
-        if let (Some((lo, hi)), Some(ts)) = (self.window, ev.ts) {
-            let end = ts + ev.dur.unwrap_or(Ns::ZERO);
-            if end < lo || ts > hi {
-                return false;
-            }
+        match ev.ts {
+            Some(ts) => Verdict::Window(ts, ts + ev.dur.unwrap_or(Ns::ZERO)),
+            None => Verdict::Keep,
         }
-        true
     }
+}
+
+/// [`Filter::classify`]'s answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Keep,
+    Drop,
+    /// Kept if `ts..end` overlaps the time window.
+    Window(Ns, Ns),
 }
 
 /// Parses `0,3-5` into sorted, distinct indices.

@@ -1,9 +1,12 @@
 //! `merge-traces` / `rankprof merge`: every rank's trace into one Perfetto-ready file per
 //! profile (and stage), streamed and compressed in parallel, never held in memory.
 //!
-//! Per group: (optionally) a scan pass finds each rank's steps; each rank is then read and
-//! written into its own compressed piece ([`rank::write_rank`]), ranks in parallel; the pieces,
-//! a head and a tail with the merged top-level keys make one gzip file, renamed into place.
+//! Per group: each rank is read and written into its own compressed piece
+//! ([`rank::write_rank`]), ranks in parallel; the pieces, a head and a tail with the merged
+//! top-level keys make one gzip file, renamed into place. One read per rank, as a rule: the
+//! `--steps` windows are found while writing; only `--align first-step` needs a scan pass
+//! first, and a rank is read again only when its clock shift or `--steps` window turned out
+//! different from what its first write assumed ([`steps`] says why and when).
 //!
 //! With `--align base` (the default) the common base `min(baseTimeNanoseconds)` is only known
 //! once every file has been read (Kineto writes the key after the events). The write pass
@@ -22,6 +25,8 @@ pub mod filter;
 mod output;
 mod pass;
 pub mod rank;
+mod rewrite;
+pub mod steps;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -103,7 +108,7 @@ pub struct MergeResult {
     pub uncompressed_out: u64,
     pub base_ns: Option<i64>,
     pub notes: Vec<String>,
-    /// Ranks re-read because their clock shift was not known in advance.
+    /// Ranks re-read because their clock shift or `--steps` window was not known in advance.
     pub redone: usize,
 }
 
@@ -164,9 +169,9 @@ pub fn gather(
     Ok(d)
 }
 
-/// Merges one group into `out`: choose the ranks, scan (when the plan needs steps), write
-/// every rank's piece with its assumed shift, re-write the ranks whose shift turned out
-/// different, then the notes and the output ([`output`]).
+/// Merges one group into `out`: choose the ranks, scan (when the plan needs steps first), write
+/// every rank's piece with its assumed shift, re-write the ranks whose shift or `--steps`
+/// window turned out different, then the notes and the output ([`output`]).
 pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeResult> {
     let chosen = choose(g, opts)?;
     let out_abs = absolute(out);
@@ -212,6 +217,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         }
         bail!(msg);
     }
+    ranks.settle_found_windows(&mut notes);
     let alignment = align::plan(opts.align, &ranks.written_clocks(&live));
     let mut shifts = vec![Ns::ZERO; ranks.chosen.len()];
     for (&k, &s) in live.iter().zip(&alignment.shifts) {
@@ -220,9 +226,17 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
     let redo: Vec<usize> = live
         .iter()
         .copied()
-        .filter(|&k| ranks.outs[k].as_ref().is_some_and(|o| o.shift != shifts[k]))
+        .filter(|&k| {
+            ranks.outs[k]
+                .as_ref()
+                .is_some_and(|o| o.shift != shifts[k] || !o.window_held)
+        })
         .collect();
-    ranks.write_pass(&redo, &shifts, "rewriting ranks with their clock shift")?;
+    ranks.write_pass(
+        &redo,
+        &shifts,
+        "rewriting ranks with their clock shift or window",
+    )?;
 
     let summaries = ranks.summaries();
     for &p in &alignment.assumed_base {

@@ -1,7 +1,8 @@
-//! One group's ranks through the merge passes: the optional scan pass (steps, first step), the
-//! write pass (each rank into its own compressed piece, in parallel) and its re-run for the
-//! ranks whose clock shift turned out different, with per-rank state indexed by `k`, the
-//! rank's position among the chosen ranks. A rank whose input cannot be read is marked
+//! One group's ranks through the merge passes: the scan pass (steps and first step, only for
+//! `--align first-step`: see [`super::steps`]), the write pass (each rank into its own
+//! compressed piece, in parallel; it finds the `--steps` windows itself) and its re-run for the
+//! ranks whose clock shift or `--steps` window turned out different, with per-rank state
+//! indexed by `k`, the rank's position among the chosen ranks. A rank whose input cannot be read is marked
 //! unreadable and left out; a failed write fails the merge.
 
 use std::path::PathBuf;
@@ -11,7 +12,8 @@ use rayon::prelude::*;
 
 use super::align::{self, RankClock};
 use super::filter::Filter;
-use super::rank::{self, RankError, RankJob, RankOut, ScanInfo};
+use super::rank::{self, RankError, RankJob, RankOut};
+use super::steps::{self, ScanInfo};
 use super::{MergeOptions, RankSummary};
 use crate::trace::{Group, Ns, ReadReport};
 
@@ -26,6 +28,9 @@ pub(super) struct Ranks<'a> {
     pub scans: Vec<Option<ScanInfo>>,
     /// `--steps` windows, in the rank's own units.
     pub step_windows: Vec<Option<(Ns, Ns)>>,
+    /// Whether `step_windows` are known (from the scan pass or a first write pass); until
+    /// then a write pass with `--steps` finds each rank's window as it reads.
+    pub windows_known: bool,
     pub outs: Vec<Option<RankOut>>,
     /// Why a rank could not be read.
     pub unreadable: Vec<Option<String>>,
@@ -41,14 +46,16 @@ impl<'a> Ranks<'a> {
             tmp,
             scans: vec![None; n],
             step_windows: vec![None; n],
+            windows_known: opts.steps.is_none(),
             outs: (0..n).map(|_| None).collect(),
             unreadable: vec![None; n],
         }
     }
 
-    /// Whether the plan needs each rank's steps before writing.
+    /// Whether the plan needs each rank's steps before writing: only the first-step shifts
+    /// do (the `--steps` windows are found while writing).
     pub fn need_scan(&self) -> bool {
-        self.opts.align == align::Align::FirstStep || self.opts.steps.is_some()
+        self.opts.align == align::Align::FirstStep
     }
 
     /// The scan pass (when needed): each rank's steps, its `--steps` window, and the clock
@@ -62,7 +69,7 @@ impl<'a> Ranks<'a> {
         let found: Vec<std::io::Result<ScanInfo>> = self
             .chosen
             .par_iter()
-            .map(|&i| rank::scan(&g.files[i]))
+            .map(|&i| steps::scan(&g.files[i]))
             .collect();
         for (k, r) in found.into_iter().enumerate() {
             match r {
@@ -70,18 +77,10 @@ impl<'a> Ranks<'a> {
                 Err(e) => self.unreadable[k] = Some(format!("reading {e}")),
             }
         }
-        if let Some((a, b)) = self.opts.steps {
-            for (k, &i) in self.chosen.iter().enumerate() {
-                let w = self.scans[k].as_ref().and_then(|s| s.window_of_steps(a, b));
-                if w.is_none() && self.unreadable[k].is_none() {
-                    notes.push(format!(
-                        "{}: no steps {a}:{b} found; rank kept whole",
-                        g.files[i].label
-                    ));
-                }
-                self.step_windows[k] = w;
-            }
-        }
+        let scans = std::mem::take(&mut self.scans);
+        let found: Vec<_> = scans.iter().map(|s| s.as_ref().map(|s| &s.steps)).collect();
+        self.settle_windows(&found, notes);
+        self.scans = scans;
         let live = self.live();
         let clocks: Vec<_> = live
             .iter()
@@ -103,6 +102,36 @@ impl<'a> Ranks<'a> {
         first_shifts
     }
 
+    /// Sets the `--steps` windows from each rank's steps (`None`: unreadable), with a note
+    /// for each rank that lacks them.
+    fn settle_windows(&mut self, found: &[Option<&steps::Steps>], notes: &mut Vec<String>) {
+        let Some((a, b)) = self.opts.steps else {
+            return;
+        };
+        for (k, &i) in self.chosen.iter().enumerate() {
+            let w = found[k].and_then(|s| s.window_of_steps(a, b));
+            if w.is_none() && self.unreadable[k].is_none() {
+                notes.push(format!(
+                    "{}: no steps {a}:{b} found; rank kept whole",
+                    self.g.files[i].label
+                ));
+            }
+            self.step_windows[k] = w;
+        }
+        self.windows_known = true;
+    }
+
+    /// After the first write pass: the `--steps` windows it found, unless known before.
+    pub fn settle_found_windows(&mut self, notes: &mut Vec<String>) {
+        if self.windows_known {
+            return;
+        }
+        let outs = std::mem::take(&mut self.outs);
+        let found: Vec<_> = outs.iter().map(|o| o.as_ref().map(|o| &o.steps)).collect();
+        self.settle_windows(&found, notes);
+        self.outs = outs;
+    }
+
     /// The ranks not (yet) found unreadable.
     pub fn live(&self) -> Vec<usize> {
         (0..self.chosen.len())
@@ -114,7 +143,7 @@ impl<'a> Ranks<'a> {
     pub fn clock(&self, k: usize, report: Option<&ReadReport>, min_ts: Option<Ns>) -> RankClock {
         RankClock {
             base_ns: report.and_then(|r| r.header.base_time_ns),
-            first_step: self.scans[k].as_ref().and_then(|s| s.first_step()),
+            first_step: self.scans[k].as_ref().and_then(|s| s.steps.first_step()),
             min_ts,
         }
     }
@@ -132,15 +161,13 @@ impl<'a> Ranks<'a> {
     fn job(&self, k: usize, shift: Ns) -> RankJob {
         let i = self.chosen[k];
         let f = &self.g.files[i];
-        let mut window = self.step_windows[k];
-        if let Some((lo, hi)) = self.opts.window {
-            // The window is in output units; the rank's own units are shifted back.
-            let (lo, hi) = (lo - shift, hi - shift);
-            window = Some(match window {
-                Some((a, b)) => (a.max(lo), b.min(hi)),
-                None => (lo, hi),
-            });
-        }
+        // The window is in output units; the rank's own units are shifted back.
+        let outer = self.opts.window.map(|(lo, hi)| (lo - shift, hi - shift));
+        let find_steps = self.opts.steps.filter(|_| !self.windows_known);
+        let window = match find_steps {
+            Some(_) => outer,
+            None => steps::intersect(self.step_windows[k], outer),
+        };
         RankJob {
             index: i,
             nranks: self.g.files.len(),
@@ -153,6 +180,7 @@ impl<'a> Ranks<'a> {
                 gpu_only: self.opts.gpu_only,
                 window,
             },
+            find_steps,
             level: self.opts.level,
             piece_path: self.tmp.join(format!("rank-{i}.deflate")),
         }

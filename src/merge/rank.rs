@@ -1,95 +1,24 @@
 //! One rank's pass through the merge: read its file event by event, relabel and de-collide,
 //! shift its clock, filter, and stream the result into its own compressed piece.
 //!
-//! What changes in an event (everything else is copied byte for byte):
-//! - `pid` → `"[TP01-DP01] <pid>"` (SGLang's convention), so every process belongs to one rank;
-//! - `id` (flows `s`/`t`/`f`, async events) and `args.correlation` / `args["External id"]`:
-//!   integer `n` → `n * R + r` (R ranks in the group, r this rank's index), which is one-to-one,
-//!   so no flow arrow or correlation joins two ranks; string ids get the rank label in front;
-//! - `ts` moves by the rank's clock shift (see [`super::align`]);
-//! - `process_name` gets the rank label in front; `process_sort_index` becomes SGLang's
-//!   `dp*1e8 + ep*1e6 + pp*1e4 + tp*100 + pid` (pids ≥ 1000, i.e. CPU processes, take 99);
-//!   a process without a `process_sort_index` gets one, added at the end of the rank.
+//! How each event is rewritten is [`super::rewrite`]'s.
 //!
-//! Raw control bytes inside the input's strings (invalid JSON that the reader lets through and
-//! flags) are written escaped as `\u00XX`, so the output is always valid JSON.
+//! With `--steps A:B` and the rank's window not yet known, the window is found while the rank
+//! is read: events are held back, formatted, until it is ([`super::steps`]).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::trace::event::{each_field, Event, Id};
-use crate::trace::json::{self, Kind};
-use crate::trace::steps::{step_mark, StepMark};
+use crate::trace::event::{Event, Id};
+use crate::trace::json;
 use crate::trace::writer::{Piece, PieceWriter};
-use crate::trace::{read_trace, Ns, RankFile, ReadReport};
+use crate::trace::{read_trace, Ns, ReadReport};
 
-use super::filter::Filter;
-
-/// What the scan pass learns of a rank (for `--align first-step` and `--steps`).
-#[derive(Clone, Debug, Default)]
-pub struct ScanInfo {
-    pub report: Option<ReadReport>,
-    /// The earliest `ts`.
-    pub min_ts: Option<Ns>,
-    /// `(ProfilerStep number or None, start, end)` in the rank's own `ts`, sorted by start.
-    pub steps: Vec<(Option<u64>, Ns, Ns)>,
-}
-
-impl ScanInfo {
-    pub fn first_step(&self) -> Option<Ns> {
-        self.steps.first().map(|s| s.1)
-    }
-
-    /// The time span of steps `[a, b)`: by ProfilerStep number when the rank has them, else by
-    /// the order of its SGLang step annotations.
-    pub fn window_of_steps(&self, a: u64, b: u64) -> Option<(Ns, Ns)> {
-        let numbered = self.steps.iter().any(|s| s.0.is_some());
-        let chosen: Vec<_> = self
-            .steps
-            .iter()
-            .filter(|s| s.0.is_some() == numbered)
-            .enumerate()
-            .filter(|(i, s)| {
-                let n = if numbered {
-                    s.0.unwrap_or(0)
-                } else {
-                    *i as u64
-                };
-                (a..b).contains(&n)
-            })
-            .map(|(_, s)| (s.1, s.2))
-            .collect();
-        let lo = chosen.iter().map(|s| s.0).min()?;
-        let hi = chosen.iter().map(|s| s.1).max()?;
-        Some((lo, hi))
-    }
-}
-
-/// Reads a rank once to find its steps (and its header).
-pub fn scan(file: &RankFile) -> io::Result<ScanInfo> {
-    let mut info = ScanInfo::default();
-    let report = read_trace(&file.path, |ev| {
-        if let Some(ts) = ev.ts {
-            info.min_ts = Some(info.min_ts.map_or(ts, |m| m.min(ts)));
-        }
-        if let (Some(mark), Some(ts)) = (step_mark(ev), ev.ts) {
-            let n = match mark {
-                StepMark::Profiler(n) => n,
-                StepMark::Forward => None,
-            };
-            info.steps.push((n, ts, ts + ev.dur.unwrap_or(Ns::ZERO)));
-        }
-    })?;
-    // With both kinds present, ProfilerStep#N define the steps.
-    if info.steps.iter().any(|s| s.0.is_some()) {
-        info.steps.retain(|s| s.0.is_some());
-    }
-    info.steps.sort_by_key(|s| s.1);
-    info.report = Some(report);
-    Ok(info)
-}
+use super::filter::{Filter, Verdict};
+use super::rewrite::{format_event, Ctx};
+use super::steps::{overlaps, SpecWindow, Steps, PENDING_CAP};
 
 /// Everything one rank's write pass needs.
 #[derive(Clone, Debug)]
@@ -100,7 +29,11 @@ pub struct RankJob {
     pub sort_base: i64,
     pub path: PathBuf,
     pub shift: Ns,
+    /// `filter.window` is the whole time window when known; with `find_steps` only the
+    /// `--window` part.
     pub filter: Filter,
+    /// `--steps A:B` whose window is not known yet: found while reading.
+    pub find_steps: Option<(u64, u64)>,
     pub level: u32,
     pub piece_path: PathBuf,
 }
@@ -120,6 +53,11 @@ pub struct RankOut {
     pub min_ts: Option<Ns>,
     /// The latest input event end, `ts + dur` (before the shift).
     pub max_ts: Option<Ns>,
+    /// The rank's steps (finished), collected with `find_steps`.
+    pub steps: Steps,
+    /// False when, with `find_steps`, an event was decided against a window that turned out
+    /// different: the piece is wrong and the rank must be written again, window known.
+    pub window_held: bool,
 }
 
 #[derive(Default)]
@@ -149,17 +87,113 @@ impl fmt::Display for RankError {
 
 impl std::error::Error for RankError {}
 
+/// The rank's piece as it is written: the writer, what went in, and the processes seen.
+struct Out {
+    w: PieceWriter,
+    written: u64,
+    pids: HashMap<String, PidMeta>,
+    last_pid: Option<(Option<i64>, String)>,
+    err: Option<io::Error>,
+}
+
+impl Out {
+    /// Writes one input event.
+    fn event(&mut self, ev: &Event<'_>, ctx: &Ctx<'_>) {
+        track_pid(ev, &mut self.pids, &mut self.last_pid);
+        let buf = self.w.buf();
+        if self.written > 0 {
+            buf.extend_from_slice(b",\n");
+        }
+        format_event(ev, ctx, buf);
+        self.written += 1;
+        self.flush();
+    }
+
+    /// Writes one input event formatted earlier.
+    fn formatted(&mut self, bytes: &[u8]) {
+        let buf = self.w.buf();
+        if self.written > 0 {
+            buf.extend_from_slice(b",\n");
+        }
+        buf.extend_from_slice(bytes);
+        self.written += 1;
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        if let Err(e) = self.w.maybe_flush() {
+            self.err = Some(e);
+        }
+    }
+}
+
+/// A process id as [`track_pid`] keys it: the integer, if any, and the text.
+type PidKey = (Option<i64>, String);
+
+/// A held event the window decides: its span and its process.
+type Undecided = (Ns, Ns, Option<PidKey>);
+
+/// Events held back, formatted, until the `--steps` window is known.
+#[derive(Default)]
+struct Held {
+    buf: Vec<u8>,
+    /// Each event's end in `buf`, and its span with its pid when the window decides it
+    /// (`None`: kept whatever the window, its pid already noted).
+    items: Vec<(usize, Option<Undecided>)>,
+}
+
+impl Held {
+    fn push(&mut self, ev: &Event<'_>, ctx: &Ctx<'_>, verdict: Verdict, out: &mut Out) {
+        format_event(ev, ctx, &mut self.buf);
+        let decide = match verdict {
+            Verdict::Window(ts, end) => Some((ts, end, pid_key(&ev.pid))),
+            _ => {
+                track_pid(ev, &mut out.pids, &mut out.last_pid);
+                None
+            }
+        };
+        self.items.push((self.buf.len(), decide));
+    }
+
+    /// Writes the held events `keep` keeps, in order; returns how many it dropped.
+    fn release(&mut self, out: &mut Out, mut keep: impl FnMut(Ns, Ns) -> bool) -> u64 {
+        let mut dropped = 0;
+        let mut start = 0;
+        for (end_at, decide) in self.items.drain(..) {
+            let bytes = &self.buf[start..end_at];
+            start = end_at;
+            if let Some((ts, end, pid)) = decide {
+                if !keep(ts, end) {
+                    dropped += 1;
+                    continue;
+                }
+                if let Some((int, key)) = pid {
+                    out.pids.entry(key).or_insert(PidMeta {
+                        has_sort: false,
+                        int,
+                    });
+                }
+            }
+            out.formatted(bytes);
+        }
+        self.buf.clear();
+        dropped
+    }
+}
+
 /// Runs the write pass of one rank.
 pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     let piece = job.piece_path.display();
     let write_err =
         |e: io::Error| RankError::Write(io::Error::new(e.kind(), format!("{piece}: {e}")));
-    let mut w = PieceWriter::create(&job.piece_path, job.level).map_err(write_err)?;
-    let mut written = 0u64;
+    let mut out = Out {
+        w: PieceWriter::create(&job.piece_path, job.level).map_err(write_err)?,
+        written: 0,
+        pids: HashMap::new(),
+        last_pid: None,
+        err: None,
+    };
     let mut dropped = 0u64;
-    let mut pids: HashMap<String, PidMeta> = HashMap::new();
-    let mut last_pid: Option<(Option<i64>, String)> = None;
-    let mut err: Option<io::Error> = None;
     let ctx = Ctx::new(
         job.index as i64,
         job.nranks.max(1) as i64,
@@ -167,11 +201,16 @@ pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
         job.sort_base,
         job.shift,
     );
-    let filter_noop = job.filter.is_noop();
+    let filter_noop = job.filter.is_noop() && job.find_steps.is_none();
     let mut min_ts: Option<Ns> = None;
     let mut max_ts: Option<Ns> = None;
+    let mut steps = Steps::default();
+    let mut spec = job
+        .find_steps
+        .map(|(a, b)| SpecWindow::new(a, b, job.filter.window));
+    let mut held = Held::default();
     let report = read_trace(&job.path, |ev| {
-        if err.is_some() {
+        if out.err.is_some() {
             return;
         }
         if let Some(ts) = ev.ts {
@@ -179,32 +218,55 @@ pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
             let end = Ns(ts.0.saturating_add(ev.dur.map_or(0, |d| d.0.max(0))));
             max_ts = Some(max_ts.map_or(end, |m| m.max(end)));
         }
-        if !filter_noop && !job.filter.keep(ev) {
-            dropped += 1;
+        if filter_noop {
+            out.event(ev, &ctx);
             return;
         }
-        track_pid(ev, &mut pids, &mut last_pid);
-        let buf = w.buf();
-        if written > 0 {
-            buf.extend_from_slice(b",\n");
+        let verdict = job.filter.classify(ev);
+        let Some(sp) = spec.as_mut() else {
+            match verdict {
+                Verdict::Window(ts, end) if !overlaps(job.filter.window, ts, end) => dropped += 1,
+                Verdict::Drop => dropped += 1,
+                _ => out.event(ev, &ctx),
+            }
+            return;
+        };
+        if let Some(s) = steps.add(ev) {
+            sp.add_step(s);
         }
-        let start = buf.len();
-        write_event(ev, &ctx, buf);
-        if ev.ctl {
-            // Raw control bytes in the input's strings: the output must be valid JSON.
-            json::escape_ctl_from(buf, start);
+        if !sp.holding && !held.items.is_empty() {
+            // The window is settled: what was held is decided first (file order).
+            dropped += held.release(&mut out, |ts, end| sp.decide(ts, end));
         }
-        written += 1;
-        if let Err(e) = w.maybe_flush() {
-            err = Some(e);
+        match verdict {
+            Verdict::Drop => dropped += 1,
+            _ if sp.holding => {
+                held.push(ev, &ctx, verdict, &mut out);
+                if held.buf.len() >= PENDING_CAP {
+                    // Full: what it holds is decided with the window as known so far (checked
+                    // at the end); holding goes on until the window is settled.
+                    dropped += held.release(&mut out, |ts, end| sp.decide(ts, end));
+                }
+            }
+            Verdict::Window(ts, end) if !sp.decide(ts, end) => dropped += 1,
+            _ => out.event(ev, &ctx),
         }
     })
     .map_err(RankError::Read)?;
-    if let Some(e) = err {
+    let mut window_held = true;
+    if let Some(sp) = &spec {
+        steps.finish();
+        let fin = sp.final_window(&steps);
+        dropped += held.release(&mut out, |ts, end| overlaps(fin, ts, end));
+        window_held = sp.holds(fin);
+    }
+    if let Some(e) = out.err {
         return Err(write_err(e));
     }
+    let written = out.written;
+    let mut w = out.w;
     let mut added = 0u64;
-    let mut missing: Vec<_> = pids.into_iter().filter(|(_, m)| !m.has_sort).collect();
+    let mut missing: Vec<_> = out.pids.into_iter().filter(|(_, m)| !m.has_sort).collect();
     missing.sort_by(|a, b| a.0.cmp(&b.0));
     for (pid, meta) in missing {
         let buf = w.buf();
@@ -227,7 +289,17 @@ pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
         shift: job.shift,
         min_ts,
         max_ts,
+        steps,
+        window_held,
     })
+}
+
+fn pid_key(pid: &Id<'_>) -> Option<PidKey> {
+    match pid {
+        Id::Int(v) => Some((Some(*v), v.to_string())),
+        Id::Str(s) => Some((None, s.raw().to_string())),
+        Id::None => None,
+    }
 }
 
 fn track_pid(
@@ -244,10 +316,8 @@ fn track_pid(
     if same && !is_sort {
         return;
     }
-    let (int, key) = match ev.pid {
-        Id::Int(v) => (Some(v), v.to_string()),
-        Id::Str(s) => (None, s.raw().to_string()),
-        Id::None => return,
+    let Some((int, key)) = pid_key(&ev.pid) else {
+        return;
     };
     let meta = pids.entry(key.clone()).or_insert_with(|| PidMeta {
         has_sort: false,
@@ -255,213 +325,4 @@ fn track_pid(
     });
     meta.has_sort |= is_sort;
     *last = Some((int, key));
-}
-
-struct Ctx<'a> {
-    r: i64,
-    n: i64,
-    label: &'a str,
-    /// `"<label> ` as JSON: the opening quote, the escaped label and a space.
-    label_open: Vec<u8>,
-    sort_base: i64,
-    shift: Ns,
-}
-
-impl<'a> Ctx<'a> {
-    fn new(r: i64, n: i64, label: &'a str, sort_base: i64, shift: Ns) -> Self {
-        let mut label_open = Vec::new();
-        json::write_string(&mut label_open, label);
-        label_open.pop();
-        label_open.push(b' ');
-        Ctx {
-            r,
-            n,
-            label,
-            label_open,
-            sort_base,
-            shift,
-        }
-    }
-}
-
-impl Ctx<'_> {
-    fn sort_index(&self, pid: Option<i64>) -> i64 {
-        match pid {
-            Some(p) if (0..1000).contains(&p) => self.sort_base + p,
-            _ => self.sort_base + 99,
-        }
-    }
-
-    /// Writes an integer id made unique across ranks.
-    fn write_int_id(&self, v: i64, out: &mut Vec<u8>) {
-        match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
-            Some(x) => out.extend_from_slice(itoa::Buffer::new().format(x).as_bytes()),
-            None => json::write_string(out, &format!("{} {v}", self.label)),
-        }
-    }
-
-    /// Writes `"<label> <raw_str>"`; `raw_str` is JSON string content, escapes as written.
-    fn write_labelled(&self, raw_str: &str, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.label_open);
-        out.extend_from_slice(raw_str.as_bytes());
-        out.push(b'"');
-    }
-
-    fn write_labelled_int(&self, v: i64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.label_open);
-        out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-        out.push(b'"');
-    }
-}
-
-fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
-    let raw = ev.raw.as_bytes();
-    out.push(b'{');
-    for (k, f) in ev.fields.iter().enumerate() {
-        if k > 0 {
-            out.push(b',');
-        }
-        let key = f.key(raw);
-        out.push(b'"');
-        out.extend_from_slice(key);
-        out.extend_from_slice(b"\":");
-        match key {
-            b"pid" => match ev.pid {
-                Id::Int(v) => ctx.write_labelled_int(v, out),
-                Id::Str(s) => ctx.write_labelled(s.raw(), out),
-                Id::None => out.extend_from_slice(f.raw_val(raw)),
-            },
-            b"ts" if ctx.shift != Ns::ZERO => match ev.ts {
-                Some(ts) => (ts + ctx.shift).write_us(out),
-                None => out.extend_from_slice(f.raw_val(raw)),
-            },
-            b"id" => match ev.id {
-                Id::Int(v) => ctx.write_int_id(v, out),
-                Id::Str(s) => ctx.write_labelled(s.raw(), out),
-                Id::None => out.extend_from_slice(f.raw_val(raw)),
-            },
-            b"args" if f.kind == Kind::Obj => write_args(ev, f.val(raw), ctx, out),
-            _ => out.extend_from_slice(f.raw_val(raw)),
-        }
-    }
-    out.push(b'}');
-}
-
-fn write_args(ev: &Event<'_>, args: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
-    let meta = ev.ph == b'M';
-    let Ok(text) = std::str::from_utf8(args) else {
-        out.extend_from_slice(args);
-        return;
-    };
-    if !meta && !text.contains("\"correlation\"") && !text.contains("\"External id\"") {
-        out.extend_from_slice(args);
-        return;
-    }
-    let process_name = meta && ev.name.eq_str("process_name");
-    let sort_index = meta && ev.name.eq_str("process_sort_index");
-    out.push(b'{');
-    let mut first = true;
-    each_field(text, |key, kind, val| {
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.push(b'"');
-        out.extend_from_slice(key.as_bytes());
-        out.extend_from_slice(b"\":");
-        let int = || {
-            (kind == Kind::Num)
-                .then(|| val.parse::<i64>().ok())
-                .flatten()
-        };
-        match key {
-            "correlation" | "External id" if int().is_some() => {
-                ctx.write_int_id(int().unwrap_or(0), out);
-            }
-            "name" if process_name && matches!(kind, Kind::Str { .. }) => {
-                ctx.write_labelled(val, out);
-            }
-            "sort_index" if sort_index => {
-                let pid = match ev.pid {
-                    Id::Int(v) => Some(v),
-                    _ => None,
-                };
-                out.extend_from_slice(ctx.sort_index(pid).to_string().as_bytes());
-            }
-            _ => match kind {
-                Kind::Str { .. } => {
-                    out.push(b'"');
-                    out.extend_from_slice(val.as_bytes());
-                    out.push(b'"');
-                }
-                _ => out.extend_from_slice(val.as_bytes()),
-            },
-        }
-        true
-    });
-    out.push(b'}');
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::event::scan_event;
-
-    fn rewrite(src: &str, r: i64, n: i64, shift: i64) -> serde_json::Value {
-        let mut f = Vec::new();
-        let ev = scan_event(src.as_bytes(), &mut f).unwrap();
-        let ctx = Ctx::new(r, n, "[TP01]", 100, Ns(shift));
-        let mut out = Vec::new();
-        write_event(&ev, &ctx, &mut out);
-        serde_json::from_slice(&out).unwrap()
-    }
-
-    #[test]
-    fn relabels_and_decollides() {
-        let v = rewrite(
-            r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10.5,"dur":1,"args":{"correlation":5,"External id":9,"stream":7}}"#,
-            1,
-            4,
-            2_000,
-        );
-        assert_eq!(v["pid"], "[TP01] 0");
-        assert_eq!(v["tid"], 7);
-        assert_eq!(v["ts"], 12.5);
-        assert_eq!(v["args"]["correlation"], 5 * 4 + 1);
-        assert_eq!(v["args"]["External id"], 9 * 4 + 1);
-        assert_eq!(v["args"]["stream"], 7);
-        let v = rewrite(
-            r#"{"ph":"s","id":5,"pid":"Spans","tid":"x","ts":1,"cat":"ac2g","name":"ac2g"}"#,
-            3,
-            4,
-            0,
-        );
-        assert_eq!(v["id"], 23);
-        assert_eq!(v["pid"], "[TP01] Spans");
-    }
-
-    #[test]
-    fn rewrites_process_metadata() {
-        let v = rewrite(
-            r#"{"ph":"M","name":"process_name","pid":3,"tid":0,"args":{"name":"python3"}}"#,
-            1,
-            2,
-            0,
-        );
-        assert_eq!(v["args"]["name"], "[TP01] python3");
-        let v = rewrite(
-            r#"{"ph":"M","name":"process_sort_index","pid":3,"tid":0,"args":{"sort_index":3}}"#,
-            1,
-            2,
-            0,
-        );
-        assert_eq!(v["args"]["sort_index"], 103);
-        let v = rewrite(
-            r#"{"ph":"M","name":"process_sort_index","pid":31337,"tid":0,"args":{"sort_index":5}}"#,
-            1,
-            2,
-            0,
-        );
-        assert_eq!(v["args"]["sort_index"], 199);
-    }
 }

@@ -98,7 +98,7 @@ impl Ns {
         if neg {
             out.push(b'-');
         }
-        out.extend_from_slice(whole.to_string().as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(whole).as_bytes());
         if frac != 0 {
             out.push(b'.');
             let digits = [

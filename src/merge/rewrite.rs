@@ -1,0 +1,250 @@
+//! What the merge changes in an event as it writes it (everything else is copied byte for
+//! byte, fields written compact):
+//! - `pid` → `"[TP01-DP01] <pid>"` (SGLang's convention), so every process belongs to one rank;
+//! - `id` (flows `s`/`t`/`f`, async events) and `args.correlation` / `args["External id"]`:
+//!   integer `n` → `n * R + r` (R ranks in the group, r this rank's index), which is one-to-one,
+//!   so no flow arrow or correlation joins two ranks; string ids get the rank label in front;
+//! - `ts` moves by the rank's clock shift (see [`super::align`]);
+//! - `process_name` gets the rank label in front; `process_sort_index` becomes SGLang's
+//!   `dp*1e8 + ep*1e6 + pp*1e4 + tp*100 + pid` (pids ≥ 1000, i.e. CPU processes, take 99);
+//!   a process without a `process_sort_index` gets one, added at the end of the rank.
+//!
+//! Raw control bytes inside the input's strings (invalid JSON that the reader lets through and
+//! flags) are written escaped as `\u00XX`, so the output is always valid JSON.
+
+use crate::trace::event::{each_field, Event, Id};
+use crate::trace::json::{self, Kind};
+use crate::trace::Ns;
+
+/// Writes `ev` as output JSON at the end of `buf`.
+pub(super) fn format_event(ev: &Event<'_>, ctx: &Ctx<'_>, buf: &mut Vec<u8>) {
+    let start = buf.len();
+    write_event(ev, ctx, buf);
+    if ev.ctl {
+        // Raw control bytes in the input's strings: the output must be valid JSON.
+        json::escape_ctl_from(buf, start);
+    }
+}
+
+/// One rank's rewriting: its index among R ranks, its label, its sort base and clock shift.
+pub(super) struct Ctx<'a> {
+    r: i64,
+    n: i64,
+    label: &'a str,
+    /// `"<label> ` as JSON: the opening quote, the escaped label and a space.
+    label_open: Vec<u8>,
+    sort_base: i64,
+    shift: Ns,
+}
+
+impl<'a> Ctx<'a> {
+    pub(super) fn new(r: i64, n: i64, label: &'a str, sort_base: i64, shift: Ns) -> Self {
+        let mut label_open = Vec::new();
+        json::write_string(&mut label_open, label);
+        label_open.pop();
+        label_open.push(b' ');
+        Ctx {
+            r,
+            n,
+            label,
+            label_open,
+            sort_base,
+            shift,
+        }
+    }
+}
+
+impl Ctx<'_> {
+    pub(super) fn sort_index(&self, pid: Option<i64>) -> i64 {
+        match pid {
+            Some(p) if (0..1000).contains(&p) => self.sort_base + p,
+            _ => self.sort_base + 99,
+        }
+    }
+
+    /// Writes an integer id made unique across ranks.
+    fn write_int_id(&self, v: i64, out: &mut Vec<u8>) {
+        match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
+            Some(x) => out.extend_from_slice(itoa::Buffer::new().format(x).as_bytes()),
+            None => json::write_string(out, &format!("{} {v}", self.label)),
+        }
+    }
+
+    /// Writes `"<label> <raw_str>"`; `raw_str` is JSON string content, escapes as written.
+    fn write_labelled(&self, raw_str: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.label_open);
+        out.extend_from_slice(raw_str.as_bytes());
+        out.push(b'"');
+    }
+
+    fn write_labelled_int(&self, v: i64, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.label_open);
+        out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+        out.push(b'"');
+    }
+}
+
+fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+    let raw = ev.raw.as_bytes();
+    out.push(b'{');
+    for (k, f) in ev.fields.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        let key = f.key(raw);
+        out.push(b'"');
+        out.extend_from_slice(key);
+        out.extend_from_slice(b"\":");
+        match key {
+            b"pid" => match ev.pid {
+                Id::Int(v) => ctx.write_labelled_int(v, out),
+                Id::Str(s) => ctx.write_labelled(s.raw(), out),
+                Id::None => out.extend_from_slice(f.raw_val(raw)),
+            },
+            b"ts" if ctx.shift != Ns::ZERO => match ev.ts {
+                Some(ts) => (ts + ctx.shift).write_us(out),
+                None => out.extend_from_slice(f.raw_val(raw)),
+            },
+            b"id" => match ev.id {
+                Id::Int(v) => ctx.write_int_id(v, out),
+                Id::Str(s) => ctx.write_labelled(s.raw(), out),
+                Id::None => out.extend_from_slice(f.raw_val(raw)),
+            },
+            b"args" if f.kind == Kind::Obj => {
+                // The object as text: a slice of the event's text, already checked UTF-8.
+                let v = f.val(raw);
+                let at = v.as_ptr() as usize - raw.as_ptr() as usize;
+                match ev.raw.get(at..at + v.len()) {
+                    Some(text) => write_args(ev, text, ctx, out),
+                    None => out.extend_from_slice(v),
+                }
+            }
+            _ => out.extend_from_slice(f.raw_val(raw)),
+        }
+    }
+    out.push(b'}');
+}
+
+/// Writes `args` with its ids made unique and, in process metadata, its name labelled and
+/// sort index set: one walk over the object, writing it compact as it goes; an object without
+/// an id key (nor metadata) is copied as it was written instead (the input's bytes, spaces
+/// kept).
+fn write_args(ev: &Event<'_>, text: &str, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+    let meta = ev.ph == b'M';
+    let process_name = meta && ev.name.eq_str("process_name");
+    let sort_index = meta && ev.name.eq_str("process_sort_index");
+    let start = out.len();
+    // Metadata objects are always written compact, others only when they hold an id key.
+    let mut changed = meta;
+    out.push(b'{');
+    let mut first = true;
+    each_field(text, |key, kind, val| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'"');
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"\":");
+        let id = match key {
+            "correlation" | "External id" => {
+                changed = true;
+                (kind == Kind::Num)
+                    .then(|| val.parse::<i64>().ok())
+                    .flatten()
+            }
+            _ => None,
+        };
+        match key {
+            _ if id.is_some() => ctx.write_int_id(id.unwrap_or(0), out),
+            "name" if process_name && matches!(kind, Kind::Str { .. }) => {
+                ctx.write_labelled(val, out);
+            }
+            "sort_index" if sort_index => {
+                let pid = match ev.pid {
+                    Id::Int(v) => Some(v),
+                    _ => None,
+                };
+                out.extend_from_slice(itoa::Buffer::new().format(ctx.sort_index(pid)).as_bytes());
+            }
+            _ => match kind {
+                Kind::Str { .. } => {
+                    out.push(b'"');
+                    out.extend_from_slice(val.as_bytes());
+                    out.push(b'"');
+                }
+                _ => out.extend_from_slice(val.as_bytes()),
+            },
+        }
+        true
+    });
+    out.push(b'}');
+    if !changed {
+        out.truncate(start);
+        out.extend_from_slice(text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::event::scan_event;
+
+    fn rewrite(src: &str, r: i64, n: i64, shift: i64) -> serde_json::Value {
+        let mut f = Vec::new();
+        let ev = scan_event(src.as_bytes(), &mut f).unwrap();
+        let ctx = Ctx::new(r, n, "[TP01]", 100, Ns(shift));
+        let mut out = Vec::new();
+        write_event(&ev, &ctx, &mut out);
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    #[test]
+    fn relabels_and_decollides() {
+        let v = rewrite(
+            r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10.5,"dur":1,"args":{"correlation":5,"External id":9,"stream":7}}"#,
+            1,
+            4,
+            2_000,
+        );
+        assert_eq!(v["pid"], "[TP01] 0");
+        assert_eq!(v["tid"], 7);
+        assert_eq!(v["ts"], 12.5);
+        assert_eq!(v["args"]["correlation"], 5 * 4 + 1);
+        assert_eq!(v["args"]["External id"], 9 * 4 + 1);
+        assert_eq!(v["args"]["stream"], 7);
+        let v = rewrite(
+            r#"{"ph":"s","id":5,"pid":"Spans","tid":"x","ts":1,"cat":"ac2g","name":"ac2g"}"#,
+            3,
+            4,
+            0,
+        );
+        assert_eq!(v["id"], 23);
+        assert_eq!(v["pid"], "[TP01] Spans");
+    }
+
+    #[test]
+    fn rewrites_process_metadata() {
+        let v = rewrite(
+            r#"{"ph":"M","name":"process_name","pid":3,"tid":0,"args":{"name":"python3"}}"#,
+            1,
+            2,
+            0,
+        );
+        assert_eq!(v["args"]["name"], "[TP01] python3");
+        let v = rewrite(
+            r#"{"ph":"M","name":"process_sort_index","pid":3,"tid":0,"args":{"sort_index":3}}"#,
+            1,
+            2,
+            0,
+        );
+        assert_eq!(v["args"]["sort_index"], 103);
+        let v = rewrite(
+            r#"{"ph":"M","name":"process_sort_index","pid":31337,"tid":0,"args":{"sort_index":5}}"#,
+            1,
+            2,
+            0,
+        );
+        assert_eq!(v["args"]["sort_index"], 199);
+    }
+}
