@@ -8,6 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::rank_files;
+
 const BIN: &str = env!("CARGO_BIN_EXE_rankprof");
 
 /// (exit code, stdout, stderr).
@@ -22,20 +24,6 @@ fn run(args: &[&str]) -> (i32, String, String) {
 
 fn s(p: &Path) -> String {
     p.display().to_string()
-}
-
-/// The rank files of a fixture directory (no merged trace), sorted by name.
-fn rank_files(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy().into_owned();
-            n.ends_with(".json.gz") && !n.starts_with("merged-")
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 fn fixture(rel: &str) -> PathBuf {

@@ -122,19 +122,11 @@ fn collective_sets() -> Vec<Vec<PathBuf>> {
     let mut sets: Vec<Vec<PathBuf>> = ["sglang-tp4", "sglang-tp2dp2", "vllm-tp2"]
         .iter()
         .map(|d| {
-            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("fixtures")
-                .join(d);
-            let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| {
-                    let n = p.file_name().unwrap().to_string_lossy().into_owned();
-                    n.ends_with(".json.gz") && !n.starts_with("merged-")
-                })
-                .collect();
-            v.sort();
-            v
+            common::rank_files(
+                &Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("fixtures")
+                    .join(d),
+            )
         })
         .collect();
     sets.push(vec![

@@ -375,6 +375,20 @@ fn write_maybe_gz(path: &Path, bytes: &[u8], gzip: bool) {
     }
 }
 
+/// The rank trace files of a directory (`*.json.gz`, not a merged output), sorted.
+pub fn rank_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.ends_with(".json.gz") && !n.starts_with("merged-")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 pub fn manifest(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
