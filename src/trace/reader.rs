@@ -59,9 +59,7 @@ pub fn read_trace_with(
     on_event: impl FnMut(&Event<'_>),
 ) -> io::Result<ReadReport> {
     let src = open_source(path)?;
-    let mut s = Scanner::new(src.reader, CHUNK);
-    s.skim = nested == Nested::Skim;
-    let mut report = s.read(path, src.gzip, on_event);
+    let mut report = read_from_with(path, src.reader, src.gzip, CHUNK, nested, on_event);
     if let Some(st) = src.status {
         report.trailing_garbage = st.borrow().trailing;
     }
