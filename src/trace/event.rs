@@ -287,13 +287,13 @@ pub fn each_field<'a>(obj: &'a str, mut f: impl FnMut(&'a str, Kind, &'a str) ->
     let b = obj.as_bytes();
     let mut j = json::skip_ws(b, 1);
     while b.get(j) == Some(&b'"') {
-        let Ok((kend, _)) = json::scan_string(b, j) else {
+        let Ok((kend, _)) = json::scan_known_string(b, j) else {
             return;
         };
         let key = &obj[j + 1..kend - 1];
         j = json::skip_ws(b, kend) + 1;
         j = json::skip_ws(b, j);
-        let Ok((vend, kind)) = json::skip_value(b, j) else {
+        let Ok((vend, kind)) = json::skip_known_value(b, j) else {
             return;
         };
         let text = match kind {

@@ -78,12 +78,51 @@ impl Field {
 
 const MAX_DEPTH: usize = 512;
 
-#[inline]
-pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
+/// Skips JSON whitespace from `b[i]`. Most calls find none or one space; the indentation of
+/// pretty-printed traces (`"\n    "`) is taken 16 bytes at a time.
+#[inline(always)]
+pub fn skip_ws(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(&c) if c > b' ' => i,
+        Some(b' ') if b.get(i + 1).is_some_and(|&c| c > b' ') => i + 1,
+        Some(_) => skip_ws_run(b, i),
+        None => i,
+    }
+}
+
+#[inline(never)]
+fn skip_ws_run(b: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while let Some(w) = b.get(i..i + 16) {
+        let n = ws_prefix16(w);
+        i += n;
+        if n < 16 {
+            return i;
+        }
+    }
     while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
         i += 1;
     }
     i
+}
+
+/// How many of the 16 bytes of `w` are whitespace before the first that is not (16 if all).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn ws_prefix16(w: &[u8]) -> usize {
+    use std::arch::x86_64::*;
+    debug_assert!(w.len() >= 16);
+    // SAFETY: SSE2 is part of the x86_64 baseline; `w` holds at least 16 readable bytes.
+    let m = unsafe {
+        let v = _mm_loadu_si128(w.as_ptr().cast::<__m128i>());
+        let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+        let ws = _mm_or_si128(
+            _mm_or_si128(eq(b' '), eq(b'\n')),
+            _mm_or_si128(eq(b'\r'), eq(b'\t')),
+        );
+        _mm_movemask_epi8(ws) as u32
+    };
+    (!m).trailing_zeros().min(16) as usize
 }
 
 /// `b[i]` is the opening quote. Returns the index after the closing quote and whether the
@@ -98,29 +137,22 @@ pub fn scan_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
 pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)> {
     let mut j = i + 1;
     let mut escaped = false;
-    // Keys and short values (`"ph"`, `"kernel"`) end within 8 bytes: one word at a time.
-    if let Some(end) = b.get(j..j + 8).and_then(short_string_end) {
-        return Ok((j + end + 1, false));
-    }
-    // Most strings in a trace are short keys and names: look at them byte by byte first.
-    let short_end = (j + 24).min(b.len());
-    while j < short_end {
-        let c = b[j];
-        // Above '"' and not '\\': the common case, as cheap as before control bytes were looked for.
-        if c > b'"' && c != b'\\' {
-            j += 1;
+    // Plain text one 8-byte word at a time (SWAR): keys and most names end within a few
+    // words. At the first quote the string ends; at a backslash or a control byte, or near
+    // the window's end, the loop below takes over from that word.
+    while let Some(w) = b.get(j..j + 8) {
+        let (quote, special) = word_masks(w);
+        let m = quote | special;
+        if m == 0 {
+            j += 8;
             continue;
         }
-        match c {
-            b'"' => return Ok((j + 1, false)),
-            b'\\' => break,
-            c => {
-                if c < 0x20 {
-                    *ctl = true;
-                }
-                j += 1;
-            }
+        let t = m.trailing_zeros();
+        if quote & (1u64 << t) != 0 {
+            return Ok((j + t as usize / 8 + 1, false));
         }
+        j += t as usize / 8;
+        break;
     }
     loop {
         let Some(k) = memchr::memchr2(b'"', b'\\', &b[j.min(b.len())..]) else {
@@ -151,18 +183,41 @@ pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)
     }
 }
 
-/// Where the closing quote is in `w` when a plain string (no backslash, no control byte)
-/// ends within these 8 bytes. SWAR: `x - 0x01…01 & !x & 0x80…80` flags the zero bytes of `x`;
-/// its lowest flag is exact (higher ones may be false), so only the first of each is used.
+/// [`scan_string_ctl`] with its commonest case, a plain string of at most 7 bytes (most keys
+/// and many values), taken inline.
 #[inline(always)]
-fn short_string_end(w: &[u8]) -> Option<usize> {
+fn scan_string_inline(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)> {
+    if let Some(end) = b.get(i + 1..i + 9).and_then(short_string_end) {
+        return Ok((i + end + 2, false));
+    }
+    scan_string_ctl(b, i, ctl)
+}
+
+/// SWAR masks of one 8-byte word: the high bit of byte `k` is set in the first for a `"`, in
+/// the second for a `\\` or a byte below 0x20. `x - 0x01…01 & !x & 0x80…80` flags the zero bytes
+/// of `x`; its lowest flag is exact (higher ones may be false), so only the lowest set bit of
+/// either mask, or of their union, may be relied on; a word with neither mask set holds none.
+#[inline(always)]
+fn word_masks(w: &[u8]) -> (u64, u64) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let x = u64::from_le_bytes(w.try_into().ok()?);
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&w[..8]);
+    let x = u64::from_le_bytes(a);
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     let quote = zero(x ^ (ONES * u64::from(b'"')));
-    // Backslashes, and bytes below 0x20 (`x - 0x20…20` borrows into their high bit).
     let special = zero(x ^ (ONES * u64::from(b'\\'))) | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
+    (quote, special)
+}
+
+/// Where the closing quote is in `w` when a plain string (no backslash, no control byte)
+/// ends within these 8 bytes.
+#[inline(always)]
+fn short_string_end(w: &[u8]) -> Option<usize> {
+    if w.len() < 8 {
+        return None;
+    }
+    let (quote, special) = word_masks(w);
     let q = quote.trailing_zeros();
     (q < 64 && q < special.trailing_zeros()).then_some(q as usize / 8)
 }
@@ -227,6 +282,35 @@ pub fn scan_number(b: &[u8], i: usize) -> Scan<usize> {
         None => Err(Stop::Incomplete),
         Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') => Ok(j),
         Some(_) => Err(Stop::Invalid(j, "unexpected character after number")),
+    }
+}
+
+/// [`scan_number`] with its commonest case, `[-]digits[.digits]` followed by a delimiter,
+/// taken inline; anything else (an exponent, a leading zero, the window's end) goes to
+/// [`scan_number`], whose answer is then the one given.
+#[inline(always)]
+fn scan_number_inline(b: &[u8], i: usize) -> Scan<usize> {
+    let first = i + usize::from(b.get(i) == Some(&b'-'));
+    let mut j = first;
+    while b.get(j).is_some_and(u8::is_ascii_digit) {
+        j += 1;
+    }
+    if j == first || (j > first + 1 && b[first] == b'0') {
+        return scan_number(b, i);
+    }
+    if b.get(j) == Some(&b'.') {
+        j += 1;
+        let s = j;
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        if j == s {
+            return scan_number(b, i);
+        }
+    }
+    match b.get(j) {
+        Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') => Ok(j),
+        _ => scan_number(b, i),
     }
 }
 
@@ -312,6 +396,37 @@ fn skip_value_depth(b: &[u8], i: usize, depth: usize, ctl: &mut bool) -> Scan<(u
     }
 }
 
+/// A value inside an object at depth 1, the common ones first, as `skip_value_depth` would
+/// take them; nested values are skimmed when `skim` ([`super::skim`]).
+#[inline(always)]
+fn value_inline(b: &[u8], j: usize, skim: bool, ctl: &mut bool) -> Scan<(usize, Kind)> {
+    match b.get(j) {
+        Some(b'"') => {
+            let (e, escaped) = scan_string_inline(b, j, ctl)?;
+            Ok((e, Kind::Str { escaped }))
+        }
+        Some(b'-' | b'0'..=b'9') => Ok((scan_number_inline(b, j)?, Kind::Num)),
+        Some(&c @ (b'{' | b'[')) if skim => match super::skim::skip_nested(b, j) {
+            Some(end) => Ok((end?, if c == b'{' { Kind::Obj } else { Kind::Arr })),
+            None => skip_value_depth(b, j, 1, ctl),
+        },
+        _ => skip_value_depth(b, j, 1, ctl),
+    }
+}
+
+/// [`skip_value`] for a value already validated or skimmed (an event's `args` and what it
+/// holds): the same end and kind, taking the common values inline and skimming nested ones.
+#[inline]
+pub fn skip_known_value(b: &[u8], i: usize) -> Scan<(usize, Kind)> {
+    value_inline(b, i, true, &mut false)
+}
+
+/// [`scan_string`] with the short plain case inline.
+#[inline]
+pub fn scan_known_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
+    scan_string_inline(b, i, &mut false)
+}
+
 /// Scans the object at `b[i] == '{'`, pushing its top-level fields (ranges relative to `i`)
 /// into `fields`. Returns the index after the closing brace.
 pub fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
@@ -340,7 +455,7 @@ fn scan_object_with(b: &[u8], i: usize, fields: &mut Vec<Field>, skim: bool) -> 
             Some(_) => return Err(Stop::Invalid(j, "expected a string key")),
         }
         let mut ctl = false;
-        let (kend, _) = scan_string_ctl(b, j, &mut ctl)?;
+        let (kend, _) = scan_string_inline(b, j, &mut ctl)?;
         let key = (rel(j + 1), rel(kend - 1));
         j = skip_ws(b, kend);
         match b.get(j) {
@@ -348,19 +463,7 @@ fn scan_object_with(b: &[u8], i: usize, fields: &mut Vec<Field>, skim: bool) -> 
             Some(b':') => j = skip_ws(b, j + 1),
             Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
         }
-        // The common values first, as `skip_value_depth` would take them.
-        let (vend, kind) = match b.get(j) {
-            Some(b'"') => {
-                let (e, escaped) = scan_string_ctl(b, j, &mut ctl)?;
-                (e, Kind::Str { escaped })
-            }
-            Some(b'-' | b'0'..=b'9') => (scan_number(b, j)?, Kind::Num),
-            Some(&c @ (b'{' | b'[')) if skim => match super::skim::skip_nested(b, j) {
-                Some(end) => (end?, if c == b'{' { Kind::Obj } else { Kind::Arr }),
-                None => skip_value_depth(b, j, 1, &mut ctl)?,
-            },
-            _ => skip_value_depth(b, j, 1, &mut ctl)?,
-        };
+        let (vend, kind) = value_inline(b, j, skim, &mut ctl)?;
         let val = match kind {
             Kind::Str { .. } => (rel(j + 1), rel(vend - 1)),
             _ => (rel(j), rel(vend)),

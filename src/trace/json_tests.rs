@@ -105,3 +105,106 @@ fn unescapes() {
     write_string(&mut o, "a\"b\n");
     assert_eq!(o, br#""a\"b\n""#);
 }
+
+/// A small deterministic generator for the equivalence tests below.
+fn xorshift(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
+fn random_bytes(s: &mut u64, alphabet: &[u8], max_len: usize) -> Vec<u8> {
+    let n = (xorshift(s) % (max_len as u64 + 1)) as usize;
+    (0..n)
+        .map(|_| alphabet[(xorshift(s) % alphabet.len() as u64) as usize])
+        .collect()
+}
+
+#[test]
+fn whitespace_runs_end_as_byte_by_byte() {
+    let mut s = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..50_000 {
+        let b = random_bytes(&mut s, b"    \n\r\t\t\n x{\"\x0b\xa0", 48);
+        for i in 0..=b.len() + 1 {
+            let mut want = i;
+            while want < b.len() && matches!(b[want], b' ' | b'\n' | b'\r' | b'\t') {
+                want += 1;
+            }
+            assert_eq!(skip_ws(&b, i), want, "{b:?} from {i}");
+        }
+    }
+}
+
+#[test]
+fn inline_numbers_end_as_the_full_scanner() {
+    let mut s = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..200_000 {
+        let b = random_bytes(&mut s, b"-0123456789019..eE+ ,}]x\n", 14);
+        for i in 0..b.len() {
+            if matches!(b[i], b'-' | b'0'..=b'9') {
+                assert_eq!(
+                    scan_number_inline(&b, i),
+                    scan_number(&b, i),
+                    "{b:?} at {i}"
+                );
+            }
+        }
+    }
+}
+
+/// The definition of a string's scan, one byte at a time.
+fn scan_string_by_bytes(b: &[u8], i: usize) -> (Scan<(usize, bool)>, bool) {
+    let (mut j, mut escaped, mut ctl) = (i + 1, false, false);
+    loop {
+        let Some(&c) = b.get(j) else {
+            return (Err(Stop::Incomplete), ctl);
+        };
+        match c {
+            b'"' => return (Ok((j + 1, escaped)), ctl),
+            b'\\' => {
+                escaped = true;
+                match b.get(j + 1) {
+                    None => return (Err(Stop::Incomplete), ctl),
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => j += 2,
+                    Some(b'u') => {
+                        if j + 6 > b.len() {
+                            return (Err(Stop::Incomplete), ctl);
+                        }
+                        if !b[j + 2..j + 6].iter().all(u8::is_ascii_hexdigit) {
+                            return (Err(Stop::Invalid(j, "invalid \\u escape in string")), ctl);
+                        }
+                        j += 6;
+                    }
+                    Some(_) => return (Err(Stop::Invalid(j, "invalid escape in string")), ctl),
+                }
+            }
+            c => {
+                ctl |= c < 0x20;
+                j += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn strings_end_as_byte_by_byte() {
+    let mut s = 0x1234_5678_9abc_def1;
+    for round in 0..200_000 {
+        // Mostly plain text, so that strings run over several 8-byte words.
+        let alphabet: &[u8] = if round % 2 == 0 {
+            b"abcdefghijklmnop\"\\u0Ax\x01\x1f \xc3\xa9"
+        } else {
+            b"abcdefghijklmnopqrstuvwxyz0123456789 :,{}[]\"\\"
+        };
+        let mut b = vec![b'"'];
+        b.extend(random_bytes(&mut s, alphabet, 40));
+        let mut ctl = false;
+        let got = scan_string_ctl(&b, 0, &mut ctl);
+        let (want, want_ctl) = scan_string_by_bytes(&b, 0);
+        assert_eq!(got, want, "{b:?}");
+        if want.is_ok() {
+            assert_eq!(ctl, want_ctl, "{b:?}");
+        }
+    }
+}

@@ -35,10 +35,21 @@ impl Ns {
     /// Digits past the third fractional one are rounded half away from zero.
     /// Returns `None` for text that is not a JSON number or does not fit in 64 bits.
     pub fn parse_us(text: &[u8]) -> Option<Ns> {
-        if text.iter().any(|&b| b == b'e' || b == b'E') {
-            let s = std::str::from_utf8(text).ok()?;
-            return Ns::from_us_f64(s.parse::<f64>().ok()?);
-        }
+        // One pass for the common `[-]digits[.digits]`; any other text (an exponent, or not a
+        // number at all) takes the float route exactly as before.
+        Self::parse_us_plain(text).or_else(|| {
+            if text.iter().any(|&b| b == b'e' || b == b'E') {
+                let s = std::str::from_utf8(text).ok()?;
+                Ns::from_us_f64(s.parse::<f64>().ok()?)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// [`Ns::parse_us`] for text with no exponent: `None` for anything else.
+    #[inline]
+    fn parse_us_plain(text: &[u8]) -> Option<Ns> {
         let (neg, digits) = match text.first()? {
             b'-' => (true, &text[1..]),
             _ => (false, text),
