@@ -17,9 +17,17 @@ type Fields = Vec<(String, ArgKind, String)>;
 /// Both walkers' fields of `obj`, as `(key, kind, value)` with the kinds mapped alike.
 fn both(obj: &str) -> (Fields, Fields) {
     let mut fast = Vec::new();
-    each_arg(obj.as_bytes(), |k, kind, v| {
+    each_arg(obj.as_bytes(), |a| {
         let s = |x: &[u8]| String::from_utf8(x.to_vec()).unwrap();
-        fast.push((s(k), kind, s(v)));
+        // The raw forms are the plain ones with their quotes.
+        let q = |x: &[u8]| format!("\"{}\"", s(x));
+        assert_eq!(s(a.quoted_key), q(a.key()));
+        let raw = match a.kind {
+            ArgKind::Str => q(a.val()),
+            _ => s(a.val()),
+        };
+        assert_eq!(s(a.raw_val), raw);
+        fast.push((s(a.key()), a.kind, s(a.val())));
     });
     let mut slow = Vec::new();
     each_field(obj, |k, kind, v| {
@@ -86,7 +94,7 @@ fn stops_without_panicking_on_cut_or_broken_objects() {
         (r#"{"a":1,"b":"#, 1),
     ] {
         let mut n = 0;
-        each_arg(obj.as_bytes(), |_, _, _| n += 1);
+        each_arg(obj.as_bytes(), |_| n += 1);
         assert!(n <= most, "{obj}: {n} fields");
     }
 }

@@ -25,16 +25,45 @@ pub enum ArgKind {
     Other,
 }
 
-/// Calls `f(key, kind, value)` for each top-level field of `obj`, a JSON object (`{` first)
-/// already validated; `key` is the key's text between its quotes, escapes as written.
-pub fn each_arg<'a>(obj: &'a [u8], mut f: impl FnMut(&'a [u8], ArgKind, &'a [u8])) {
+/// One top-level field of an `args` object.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg<'a> {
+    /// The key as written, quotes included.
+    pub quoted_key: &'a [u8],
+    pub kind: ArgKind,
+    /// The value as written, quotes included for a string.
+    pub raw_val: &'a [u8],
+}
+
+impl<'a> Arg<'a> {
+    /// The key's text between its quotes, escapes as written.
+    pub fn key(&self) -> &'a [u8] {
+        self.quoted_key
+            .get(1..self.quoted_key.len().saturating_sub(1))
+            .unwrap_or_default()
+    }
+
+    /// The value's text: between the quotes for a string, else as written.
+    pub fn val(&self) -> &'a [u8] {
+        match self.kind {
+            ArgKind::Str => self
+                .raw_val
+                .get(1..self.raw_val.len() - 1)
+                .unwrap_or_default(),
+            _ => self.raw_val,
+        }
+    }
+}
+
+/// Calls `f` with each top-level field of `obj`, a JSON object (`{` first) already validated.
+pub fn each_arg<'a>(obj: &'a [u8], mut f: impl FnMut(Arg<'a>)) {
     let b = obj;
     let mut j = json::skip_ws(b, 1);
     while b.get(j) == Some(&b'"') {
         let Some(kend) = string_end(b, j) else {
             return;
         };
-        let key = &b[j + 1..kend - 1];
+        let quoted_key = &b[j..kend];
         j = json::skip_ws(b, kend);
         if b.get(j) != Some(&b':') {
             return;
@@ -43,11 +72,11 @@ pub fn each_arg<'a>(obj: &'a [u8], mut f: impl FnMut(&'a [u8], ArgKind, &'a [u8]
         let Some((vend, kind)) = value_end(b, j) else {
             return;
         };
-        let val = match kind {
-            ArgKind::Str => &b[j + 1..vend - 1],
-            _ => &b[j..vend],
-        };
-        f(key, kind, val);
+        f(Arg {
+            quoted_key,
+            kind,
+            raw_val: &b[j..vend],
+        });
         j = json::skip_ws(b, vend);
         if b.get(j) == Some(&b',') {
             j = json::skip_ws(b, j + 1);

@@ -30,7 +30,7 @@
 //!
 //! **The scan pass skims `args`** ([`Nested::Skim`]): it only needs each event's top-level
 //! fields, and skimming the nested values a block at a time instead of validating them token
-//! by token saves about a third of its time. Skim never refuses what `Validate` accepts, and an
+//! by token cuts its CPU time by about a fifth (README, "Benchmarks"). Skim never refuses what `Validate` accepts, and an
 //! event both accept is the same event; what a skim does not check (a malformed token between
 //! the brackets of an `args`) stops the validating write pass there as damage, while the skim
 //! reads on. So the events the write pass sees are always the first of those the scan saw, and

@@ -57,8 +57,9 @@ pub struct Members<R> {
     src: R,
     inflate: Decompress,
     /// CRC-32 and length (mod 2³²) of the current member's inflated data. `crc32fast`, not
-    /// `flate2::Crc`: with the zlib-rs backend the latter folds about 2.5× slower (1.7 % of a
-    /// merge's CPU time against 0.6 % for the output's CRC over as many bytes).
+    /// `flate2::Crc`: with the zlib-rs backend the latter took 2.4× as long a byte (`perf` of a
+    /// merge of 1,040 MB of JSON into 895 MB: 1.65 % of the CPU time for the input's CRC
+    /// there, 0.6 % for crc32fast's over the output).
     crc: crc32fast::Hasher,
     amount: u32,
     part: Part,
