@@ -217,3 +217,94 @@ fn first_step_shifts_are_the_checkers() {
         assert_eq!(res.ranks[1].shift, Ns(1_500_000 - 1_537_000));
     }
 }
+
+/// A rank damaged inside an `args` (a missing comma between two of its keys, the brackets
+/// still paired) with its earliest step after the damage: the scan pass, which skims `args`,
+/// reads on past it and sees that step; the write pass, which validates, stops there. The
+/// shifts and windows must come from what the write pass read.
+#[test]
+fn first_step_plans_from_what_is_written_when_args_are_damaged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = 1_700_000_000_000_000_000i64;
+    let doc = |events: &[&str]| {
+        format!(
+            "{{\"traceEvents\": [\n{}\n], \"baseTimeNanoseconds\": {base}}}\n",
+            events.join(",\n")
+        )
+    };
+    let good = doc(&[
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#0","pid":100,"tid":1,"ts":10,"dur":90}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"op","pid":100,"tid":1,"ts":20,"dur":5,"args":{"External id":1}}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"op","pid":100,"tid":1,"ts":200,"dur":5,"args":{"External id":2}}"#,
+    ]);
+    let damaged = doc(&[
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":100,"tid":1,"ts":50,"dur":40}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"op","pid":100,"tid":1,"ts":60,"dur":5,"args":{"External id":7}}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"bad","pid":100,"tid":1,"ts":70,"dur":1,"args":{"External id":8 "Ev Idx":9}}"#,
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#0","pid":100,"tid":1,"ts":5,"dur":40}"#,
+        r#"{"ph":"X","cat":"cpu_op","name":"op","pid":100,"tid":1,"ts":6,"dur":5,"args":{"External id":9}}"#,
+    ]);
+    write_gz(&dir.join("dm-TP-0.trace.json.gz"), good.as_bytes());
+    write_gz(&dir.join("dm-TP-1.trace.json.gz"), damaged.as_bytes());
+
+    let out = tmp.path().join("first.json.gz");
+    let opts = MergeOptions {
+        align: Align::FirstStep,
+        ..Default::default()
+    };
+    let res = merge(&dir, &out, opts.clone());
+    // Rank 1 reads as far as the damage: 2 events, the first step it holds is #1 at 50 µs.
+    assert_eq!(res.ranks[1].read, 2);
+    assert!(res.ranks[1].damaged);
+    // By hand: first steps at 10 µs (rank 0) and 50 µs (rank 1, same base): T = 10 µs, rank 0
+    // stays, rank 1 moves 40 µs back. (From the skim's step #0 at 5 µs it would have been
+    // -5 µs for rank 0 and 0 for rank 1.)
+    assert_eq!(res.ranks[0].shift, Ns(0));
+    assert_eq!(res.ranks[1].shift, Ns(-40_000));
+    assert_eq!(
+        res.redone, 2,
+        "both ranks were written with the skim's shifts first"
+    );
+    let mut steps = Vec::new();
+    rankprof::trace::read_trace(&out, |ev| {
+        if ev.name.raw().starts_with("ProfilerStep") {
+            steps.push((ev.pid.to_string(), ev.name.to_string(), ev.ts.unwrap()));
+        }
+    })
+    .unwrap();
+    steps.sort();
+    assert_eq!(
+        steps,
+        [
+            ("[TP00] 100".into(), "ProfilerStep#0".into(), Ns(10_000)),
+            ("[TP01] 100".into(), "ProfilerStep#1".into(), Ns(10_000)),
+        ]
+    );
+
+    // With --steps 0:1: the skim saw rank 1's step 0; what was written holds none, so the
+    // rank is kept whole (its 2 events) and said so, and rank 0 keeps its step 0's span only.
+    let out = tmp.path().join("steps.json.gz");
+    let res = merge(
+        &dir,
+        &out,
+        MergeOptions {
+            steps: Some((0, 1)),
+            ..opts
+        },
+    );
+    assert_eq!(res.ranks[1].shift, Ns(-40_000));
+    assert_eq!(res.ranks[1].written, 2);
+    assert_eq!(
+        res.ranks[0].written, 2,
+        "step 0 spans 10..100 µs: the op at 200 is out"
+    );
+    assert!(
+        res.notes
+            .iter()
+            .any(|n| n == "[TP01]: no steps 0:1 found; rank kept whole"),
+        "{:?}",
+        res.notes
+    );
+}

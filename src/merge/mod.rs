@@ -21,6 +21,7 @@
 //! was killed outright, are removed when a merge starts.
 
 pub mod align;
+pub mod args;
 pub mod filter;
 mod output;
 mod pass;
@@ -204,7 +205,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         .with_context(|| format!("creating a temporary directory in {}", dir.display()))?;
 
     let mut ranks = Ranks::new(g, opts, chosen, tmp.path().to_path_buf());
-    let first_shifts = ranks.scan(&mut notes);
+    let first_shifts = ranks.scan();
     ranks.write_pass(&ranks.live(), &first_shifts, "writing the merged trace")?;
     let live = ranks.live();
     if live.is_empty() {
@@ -217,7 +218,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         }
         bail!(msg);
     }
-    ranks.settle_found_windows(&mut notes);
+    ranks.settle_after_write(&mut notes);
     let alignment = align::plan(opts.align, &ranks.written_clocks(&live));
     let mut shifts = vec![Ns::ZERO; ranks.chosen.len()];
     for (&k, &s) in live.iter().zip(&alignment.shifts) {
@@ -230,6 +231,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
             ranks.outs[k]
                 .as_ref()
                 .is_some_and(|o| o.shift != shifts[k] || !o.window_held)
+                || ranks.window_changed[k]
         })
         .collect();
     ranks.write_pass(

@@ -15,7 +15,7 @@ use super::filter::Filter;
 use super::rank::{self, RankError, RankJob, RankOut};
 use super::steps::{self, ScanInfo};
 use super::{MergeOptions, RankSummary};
-use crate::trace::{Group, Ns, ReadReport};
+use crate::trace::{Group, Nested, Ns, ReadReport};
 
 /// Per-rank state of one group's merge.
 pub(super) struct Ranks<'a> {
@@ -31,6 +31,9 @@ pub(super) struct Ranks<'a> {
     /// Whether `step_windows` are known (from the scan pass or a first write pass); until
     /// then a write pass with `--steps` finds each rank's window as it reads.
     pub windows_known: bool,
+    /// The rank's `--steps` window changed after its first write ([`Ranks::recheck_scans`]):
+    /// it is written again.
+    pub window_changed: Vec<bool>,
     pub outs: Vec<Option<RankOut>>,
     /// Why a rank could not be read.
     pub unreadable: Vec<Option<String>>,
@@ -47,6 +50,7 @@ impl<'a> Ranks<'a> {
             scans: vec![None; n],
             step_windows: vec![None; n],
             windows_known: opts.steps.is_none(),
+            window_changed: vec![false; n],
             outs: (0..n).map(|_| None).collect(),
             unreadable: vec![None; n],
         }
@@ -58,9 +62,10 @@ impl<'a> Ranks<'a> {
         self.opts.align == align::Align::FirstStep
     }
 
-    /// The scan pass (when needed): each rank's steps, its `--steps` window, and the clock
-    /// shifts they give. Returns the shifts the first write pass uses (zero without a scan).
-    pub fn scan(&mut self, notes: &mut Vec<String>) -> Vec<Ns> {
+    /// The scan pass (when needed; it skims `args`, see [`steps`]): each rank's steps, its
+    /// `--steps` window, and the clock shifts they give. Returns the shifts the first write
+    /// pass uses (zero without a scan).
+    pub fn scan(&mut self) -> Vec<Ns> {
         let mut first_shifts = vec![Ns::ZERO; self.chosen.len()];
         if !self.need_scan() {
             return first_shifts;
@@ -69,7 +74,7 @@ impl<'a> Ranks<'a> {
         let found: Vec<std::io::Result<ScanInfo>> = self
             .chosen
             .par_iter()
-            .map(|&i| steps::scan(&g.files[i]))
+            .map(|&i| steps::scan(&g.files[i], Nested::Skim))
             .collect();
         for (k, r) in found.into_iter().enumerate() {
             match r {
@@ -79,7 +84,7 @@ impl<'a> Ranks<'a> {
         }
         let scans = std::mem::take(&mut self.scans);
         let found: Vec<_> = scans.iter().map(|s| s.as_ref().map(|s| &s.steps)).collect();
-        self.settle_windows(&found, notes);
+        self.settle_windows(&found);
         self.scans = scans;
         let live = self.live();
         let clocks: Vec<_> = live
@@ -102,34 +107,83 @@ impl<'a> Ranks<'a> {
         first_shifts
     }
 
-    /// Sets the `--steps` windows from each rank's steps (`None`: unreadable), with a note
-    /// for each rank that lacks them.
-    fn settle_windows(&mut self, found: &[Option<&steps::Steps>], notes: &mut Vec<String>) {
+    /// Sets the `--steps` windows from each rank's steps (`None`: unreadable).
+    fn settle_windows(&mut self, found: &[Option<&steps::Steps>]) {
+        let Some((a, b)) = self.opts.steps else {
+            return;
+        };
+        for (k, w) in self.step_windows.iter_mut().enumerate() {
+            *w = found[k].and_then(|s| s.window_of_steps(a, b));
+        }
+        self.windows_known = true;
+    }
+
+    /// After the first write pass: with a scan pass, the ranks it may have seen wrong checked
+    /// again ([`Ranks::recheck_scans`]); without, the `--steps` windows the write pass found.
+    /// Then a note for each readable rank that lacks its `--steps`.
+    pub fn settle_after_write(&mut self, notes: &mut Vec<String>) {
+        if self.need_scan() {
+            self.recheck_scans(notes);
+        } else if !self.windows_known {
+            let outs = std::mem::take(&mut self.outs);
+            let found: Vec<_> = outs.iter().map(|o| o.as_ref().map(|o| &o.steps)).collect();
+            self.settle_windows(&found);
+            self.outs = outs;
+        }
         let Some((a, b)) = self.opts.steps else {
             return;
         };
         for (k, &i) in self.chosen.iter().enumerate() {
-            let w = found[k].and_then(|s| s.window_of_steps(a, b));
-            if w.is_none() && self.unreadable[k].is_none() {
+            if self.step_windows[k].is_none() && self.unreadable[k].is_none() {
                 notes.push(format!(
                     "{}: no steps {a}:{b} found; rank kept whole",
                     self.g.files[i].label
                 ));
             }
-            self.step_windows[k] = w;
         }
-        self.windows_known = true;
     }
 
-    /// After the first write pass: the `--steps` windows it found, unless known before.
-    pub fn settle_found_windows(&mut self, notes: &mut Vec<String>) {
-        if self.windows_known {
-            return;
+    /// Every rank whose write pass read another number of events than its skimming scan (damage
+    /// inside an `args` that only validation finds: see [`steps`]) is scanned again, validating,
+    /// so that its shift and `--steps` window come from the events the write pass read; a
+    /// window that changes marks the rank to be written again.
+    fn recheck_scans(&mut self, notes: &mut Vec<String>) {
+        let events = |k: usize| {
+            let scanned = self.scans[k].as_ref().and_then(|s| s.report.as_ref());
+            let written = self.outs[k].as_ref().map(|o| &o.report);
+            (scanned.map(|r| r.events), written.map(|r| r.events))
+        };
+        let suspect: Vec<usize> = self
+            .live()
+            .into_iter()
+            .filter(|&k| {
+                let (scanned, written) = events(k);
+                scanned != written
+            })
+            .collect();
+        let g = self.g;
+        let chosen = &self.chosen;
+        let found: Vec<(usize, std::io::Result<ScanInfo>)> = suspect
+            .par_iter()
+            .map(|&k| (k, steps::scan(&g.files[chosen[k]], Nested::Validate)))
+            .collect();
+        for (k, r) in found {
+            match r {
+                Ok(s) => {
+                    if let Some((a, b)) = self.opts.steps {
+                        let w = s.steps.window_of_steps(a, b);
+                        self.window_changed[k] = w != self.step_windows[k];
+                        self.step_windows[k] = w;
+                    }
+                    self.scans[k] = Some(s);
+                }
+                Err(e) => notes.push(format!(
+                    "{}: could not be read again to check its steps (reading {e}): its clock \
+                     shift comes from a scan that read on past the damage",
+                    g.files[chosen[k]].label
+                )),
+            }
         }
-        let outs = std::mem::take(&mut self.outs);
-        let found: Vec<_> = outs.iter().map(|o| o.as_ref().map(|o| &o.steps)).collect();
-        self.settle_windows(&found, notes);
-        self.outs = outs;
     }
 
     /// The ranks not (yet) found unreadable.

@@ -12,7 +12,8 @@
 //! Raw control bytes inside the input's strings (invalid JSON that the reader lets through and
 //! flags) are written escaped as `\u00XX`, so the output is always valid JSON.
 
-use crate::trace::event::{each_field, Event, Id};
+use super::args::{each_arg, parse_i64, ArgKind};
+use crate::trace::event::{Event, Id};
 use crate::trace::json::{self, Kind};
 use crate::trace::Ns;
 
@@ -71,9 +72,9 @@ impl Ctx<'_> {
     }
 
     /// Writes `"<label> <raw_str>"`; `raw_str` is JSON string content, escapes as written.
-    fn write_labelled(&self, raw_str: &str, out: &mut Vec<u8>) {
+    fn write_labelled(&self, raw_str: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(&self.label_open);
-        out.extend_from_slice(raw_str.as_bytes());
+        out.extend_from_slice(raw_str);
         out.push(b'"');
     }
 
@@ -92,13 +93,22 @@ fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
             out.push(b',');
         }
         let key = f.key(raw);
-        out.push(b'"');
-        out.extend_from_slice(key);
-        out.extend_from_slice(b"\":");
+        // `"key"` in one copy: the key range is the text between its quotes.
+        match raw.get(f.key.0.wrapping_sub(1) as usize..f.key.1 as usize + 1) {
+            Some(quoted) => out.extend_from_slice(quoted),
+            None => {
+                out.push(b'"');
+                out.extend_from_slice(key);
+                out.push(b'"');
+            }
+        }
+        out.push(b':');
         match key {
             b"pid" => match ev.pid {
+                // Written as itoa would write it: copied.
+                Id::Int(_) if canonical_uint(f.val(raw)) => ctx.write_labelled(f.val(raw), out),
                 Id::Int(v) => ctx.write_labelled_int(v, out),
-                Id::Str(s) => ctx.write_labelled(s.raw(), out),
+                Id::Str(s) => ctx.write_labelled(s.raw().as_bytes(), out),
                 Id::None => out.extend_from_slice(f.raw_val(raw)),
             },
             b"ts" if ctx.shift != Ns::ZERO => match ev.ts {
@@ -107,29 +117,26 @@ fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
             },
             b"id" => match ev.id {
                 Id::Int(v) => ctx.write_int_id(v, out),
-                Id::Str(s) => ctx.write_labelled(s.raw(), out),
+                Id::Str(s) => ctx.write_labelled(s.raw().as_bytes(), out),
                 Id::None => out.extend_from_slice(f.raw_val(raw)),
             },
-            b"args" if f.kind == Kind::Obj => {
-                // The object as text: a slice of the event's text, already checked UTF-8.
-                let v = f.val(raw);
-                let at = v.as_ptr() as usize - raw.as_ptr() as usize;
-                match ev.raw.get(at..at + v.len()) {
-                    Some(text) => write_args(ev, text, ctx, out),
-                    None => out.extend_from_slice(v),
-                }
-            }
+            b"args" if f.kind == Kind::Obj => write_args(ev, f.val(raw), ctx, out),
             _ => out.extend_from_slice(f.raw_val(raw)),
         }
     }
     out.push(b'}');
 }
 
+/// Whether `b` is a non-negative integer as itoa writes it: digits, no leading zero.
+fn canonical_uint(b: &[u8]) -> bool {
+    !b.is_empty() && b.iter().all(u8::is_ascii_digit) && (b.len() == 1 || b[0] != b'0')
+}
+
 /// Writes `args` with its ids made unique and, in process metadata, its name labelled and
-/// sort index set: one walk over the object, writing it compact as it goes; an object without
-/// an id key (nor metadata) is copied as it was written instead (the input's bytes, spaces
-/// kept).
-fn write_args(ev: &Event<'_>, text: &str, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+/// sort index set: one walk over the object ([`each_arg`]: the reader has validated it),
+/// writing it compact as it goes; an object without an id key (nor metadata) is copied as it
+/// was written instead (the input's bytes, spaces kept).
+fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let meta = ev.ph == b'M';
     let process_name = meta && ev.name.eq_str("process_name");
     let sort_index = meta && ev.name.eq_str("process_sort_index");
@@ -138,56 +145,59 @@ fn write_args(ev: &Event<'_>, text: &str, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let mut changed = meta;
     out.push(b'{');
     let mut first = true;
-    each_field(text, |key, kind, val| {
+    each_arg(text, |a| {
         if !first {
             out.push(b',');
         }
         first = false;
-        out.push(b'"');
-        out.extend_from_slice(key.as_bytes());
-        out.extend_from_slice(b"\":");
+        // `"key":` in two pushes, the value in one: four per field.
+        out.extend_from_slice(a.quoted_key);
+        out.push(b':');
+        let key = a.key();
         let id = match key {
-            "correlation" | "External id" => {
+            b"correlation" | b"External id" => {
                 changed = true;
-                (kind == Kind::Num)
-                    .then(|| val.parse::<i64>().ok())
+                (a.kind == ArgKind::Num)
+                    .then(|| parse_i64(a.raw_val))
                     .flatten()
             }
             _ => None,
         };
-        match key {
-            _ if id.is_some() => ctx.write_int_id(id.unwrap_or(0), out),
-            "name" if process_name && matches!(kind, Kind::Str { .. }) => {
-                ctx.write_labelled(val, out);
+        match (key, id) {
+            (_, Some(id)) => ctx.write_int_id(id, out),
+            (b"name", None) if process_name && a.kind == ArgKind::Str => {
+                ctx.write_labelled(a.val(), out);
             }
-            "sort_index" if sort_index => {
+            (b"sort_index", None) if sort_index => {
                 let pid = match ev.pid {
                     Id::Int(v) => Some(v),
                     _ => None,
                 };
                 out.extend_from_slice(itoa::Buffer::new().format(ctx.sort_index(pid)).as_bytes());
             }
-            _ => match kind {
-                Kind::Str { .. } => {
-                    out.push(b'"');
-                    out.extend_from_slice(val.as_bytes());
-                    out.push(b'"');
-                }
-                _ => out.extend_from_slice(val.as_bytes()),
-            },
+            _ => out.extend_from_slice(a.raw_val),
         }
-        true
     });
     out.push(b'}');
     if !changed {
         out.truncate(start);
-        out.extend_from_slice(text.as_bytes());
+        out.extend_from_slice(text);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_uint_is_what_itoa_writes() {
+        for v in [0u64, 7, 10, 14789, u64::MAX] {
+            assert!(canonical_uint(itoa::Buffer::new().format(v).as_bytes()));
+        }
+        for b in ["", "-1", "007", "00", "1.5", "1e3", "+1"] {
+            assert!(!canonical_uint(b.as_bytes()), "{b}");
+        }
+    }
     use crate::trace::event::scan_event;
 
     fn rewrite(src: &str, r: i64, n: i64, shift: i64) -> serde_json::Value {

@@ -27,11 +27,22 @@
 //! as large as the JSON) and deflated a second time; reading the compressed input twice is
 //! cheaper. So with first-step, [`scan`] reads every rank first (it also gives the `--steps`
 //! windows) and the write pass then knows every shift and window.
+//!
+//! **The scan pass skims `args`** ([`Nested::Skim`]): it only needs each event's top-level
+//! fields, and skimming the nested values a block at a time instead of validating them token
+//! by token cuts its CPU time by about a fifth (README, "Benchmarks"). Skim never refuses what `Validate` accepts, and an
+//! event both accept is the same event; what a skim does not check (a malformed token between
+//! the brackets of an `args`) stops the validating write pass there as damage, while the skim
+//! reads on. So the events the write pass sees are always the first of those the scan saw, and
+//! the two saw the same events exactly when they counted as many. After the first write pass
+//! every rank whose count differs is scanned again, validating, and its steps replaced
+//! ([`super::pass::Ranks::recheck_scans`]); its shift and `--steps` window are then planned
+//! from the same events the write pass read, and the rank is written again if they changed.
 
 use std::io;
 
 use crate::trace::steps::{step_mark, StepMark};
-use crate::trace::{read_trace, Event, Ns, RankFile, ReadReport};
+use crate::trace::{read_trace_with, Event, Nested, Ns, RankFile, ReadReport};
 
 /// A rank's step annotations: `(ProfilerStep number or None, start, end)` in its own `ts`.
 #[derive(Clone, Debug, Default)]
@@ -99,10 +110,11 @@ pub struct ScanInfo {
     pub steps: Steps,
 }
 
-/// Reads a rank once to find its steps (and its header).
-pub fn scan(file: &RankFile) -> io::Result<ScanInfo> {
+/// Reads a rank once to find its steps (and its header), nested values read as `nested`
+/// says (see the module doc for why the scan pass skims them).
+pub fn scan(file: &RankFile, nested: Nested) -> io::Result<ScanInfo> {
     let mut info = ScanInfo::default();
-    let report = read_trace(&file.path, |ev| {
+    let report = read_trace_with(&file.path, nested, |ev| {
         if let Some(ts) = ev.ts {
             info.min_ts = Some(info.min_ts.map_or(ts, |m| m.min(ts)));
         }

@@ -56,8 +56,12 @@ const FRESERVED: u8 = 0xe0;
 pub struct Members<R> {
     src: R,
     inflate: Decompress,
-    /// CRC-32 and length of the current member's inflated data.
-    crc: Crc,
+    /// CRC-32 and length (mod 2³²) of the current member's inflated data. `crc32fast`, not
+    /// `flate2::Crc`: with the zlib-rs backend the latter took 2.4× as long a byte (`perf` of a
+    /// merge of 1,040 MB of JSON into 895 MB: 1.65 % of the CPU time for the input's CRC
+    /// there, 0.6 % for crc32fast's over the output).
+    crc: crc32fast::Hasher,
+    amount: u32,
     part: Part,
     /// 1-based number of the member being read.
     member: u32,
@@ -79,7 +83,8 @@ impl<R: BufRead> Members<R> {
         let m = Members {
             src: input,
             inflate: Decompress::new(false),
-            crc: Crc::new(),
+            crc: crc32fast::Hasher::new(),
+            amount: 0,
             part: Part::Header,
             member: 1,
             start: 0,
@@ -207,14 +212,14 @@ impl<R: BufRead> Members<R> {
         self.take(&mut t, None, "trailer")?;
         let stored_crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let stored_len = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
-        let actual_len = self.crc.amount();
+        let actual_len = self.amount;
         if stored_len != actual_len {
             let m = format!(
                 "ISIZE mismatch: the trailer says {stored_len} bytes, the member inflates to {actual_len} (mod 2^32)"
             );
             return Err(self.fail(io::ErrorKind::InvalidData, &m));
         }
-        if stored_crc != self.crc.sum() {
+        if stored_crc != self.crc.clone().finalize() {
             let m = format!(
                 "CRC-32 mismatch: the trailer says {stored_crc:08x}, the inflated data does not match"
             );
@@ -248,6 +253,7 @@ impl<R: BufRead> Members<R> {
         self.member += 1;
         self.start = pos;
         self.crc.reset();
+        self.amount = 0;
         self.inflate.reset(false);
         self.part = Part::Header;
         Ok(true)
@@ -273,6 +279,7 @@ impl<R: BufRead> Members<R> {
             self.src.consume(used);
             self.pos += used as u64;
             self.crc.update(&buf[..n]);
+            self.amount = self.amount.wrapping_add(n as u32);
             let err = match r {
                 Ok(Status::StreamEnd) => {
                     self.part = Part::Trailer;

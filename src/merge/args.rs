@@ -1,0 +1,163 @@
+//! The top-level fields of an event's `args` object as the merge rewrites them, found without
+//! validating the object a second time.
+//!
+//! The write pass reads with [`crate::trace::Nested::Validate`]: by the time an event reaches
+//! [`super::rewrite`], every byte of its `args` has been checked. Walking the object again with
+//! the validating [`crate::trace::event::each_field`] (strings checked byte by byte, numbers
+//! parsed to their grammar) cost about 14 % of a merge's CPU time; [`each_arg`] only finds the
+//! boundaries: the end of a string with `memchr2` (`"` or `\`), a nested value with the
+//! 64-byte-block [`crate::trace::skim::skip_nested`] (the validating scanner when the skim
+//! declines), a number or literal by the byte that ends it. On a valid object it gives exactly
+//! what `each_field` gives (tests/merge_args.rs compares the two on every `args` object of
+//! the real fixtures); on anything else it stops early and never panics.
+
+use crate::trace::json;
+use crate::trace::skim;
+
+/// What kind of value an `args` field holds, as far as the rewrite cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A string: the value given is the text between the quotes, escapes as written.
+    Str,
+    /// A number: the value given is its text.
+    Num,
+    /// An object, an array, `true`, `false` or `null`: the value given is its text.
+    Other,
+}
+
+/// One top-level field of an `args` object.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg<'a> {
+    /// The key as written, quotes included.
+    pub quoted_key: &'a [u8],
+    pub kind: ArgKind,
+    /// The value as written, quotes included for a string.
+    pub raw_val: &'a [u8],
+}
+
+impl<'a> Arg<'a> {
+    /// The key's text between its quotes, escapes as written.
+    pub fn key(&self) -> &'a [u8] {
+        self.quoted_key
+            .get(1..self.quoted_key.len().saturating_sub(1))
+            .unwrap_or_default()
+    }
+
+    /// The value's text: between the quotes for a string, else as written.
+    pub fn val(&self) -> &'a [u8] {
+        match self.kind {
+            ArgKind::Str => self
+                .raw_val
+                .get(1..self.raw_val.len() - 1)
+                .unwrap_or_default(),
+            _ => self.raw_val,
+        }
+    }
+}
+
+/// Calls `f` with each top-level field of `obj`, a JSON object (`{` first) already validated.
+pub fn each_arg<'a>(obj: &'a [u8], mut f: impl FnMut(Arg<'a>)) {
+    let b = obj;
+    let mut j = json::skip_ws(b, 1);
+    while b.get(j) == Some(&b'"') {
+        let Some(kend) = string_end(b, j) else {
+            return;
+        };
+        let quoted_key = &b[j..kend];
+        j = json::skip_ws(b, kend);
+        if b.get(j) != Some(&b':') {
+            return;
+        }
+        j = json::skip_ws(b, j + 1);
+        let Some((vend, kind)) = value_end(b, j) else {
+            return;
+        };
+        f(Arg {
+            quoted_key,
+            kind,
+            raw_val: &b[j..vend],
+        });
+        j = json::skip_ws(b, vend);
+        if b.get(j) == Some(&b',') {
+            j = json::skip_ws(b, j + 1);
+        }
+    }
+}
+
+/// `b[i]` is `"`: the index after the string's closing quote.
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut k = i + 1;
+    // Keys and most values are short: byte by byte first (a `memchr2` call costs more on
+    // them), then `memchr2` for the long ones.
+    let short = b.len().min(k + 32);
+    while k < short {
+        match b[k] {
+            b'"' => return Some(k + 1),
+            // A backslash escapes the byte after it (`\"`, `\\`, or the `u` of `\uXXXX`).
+            b'\\' => k += 2,
+            _ => k += 1,
+        }
+    }
+    loop {
+        let at = k + memchr::memchr2(b'"', b'\\', b.get(k..)?)?;
+        if b[at] == b'"' {
+            return Some(at + 1);
+        }
+        k = at + 2;
+    }
+}
+
+/// A JSON integer's text as `i64` (what `str::parse::<i64>` gives on it, without the UTF-8
+/// check and the call): `None` for a fraction, an exponent or an overflow.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    let (neg, digits) = match b.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        let d = i64::from(c - b'0');
+        v = v.checked_mul(10).and_then(|v| {
+            if neg {
+                v.checked_sub(d)
+            } else {
+                v.checked_add(d)
+            }
+        })?;
+    }
+    Some(v)
+}
+
+/// The index after the value starting at `b[i]`, and its kind.
+fn value_end(b: &[u8], i: usize) -> Option<(usize, ArgKind)> {
+    match *b.get(i)? {
+        b'"' => Some((string_end(b, i)?, ArgKind::Str)),
+        b'{' | b'[' => {
+            let end = match skim::skip_nested(b, i) {
+                Some(Ok(end)) => end,
+                // Declined (a backslash, a control byte, …) or cut short: the validating
+                // scanner finds the end.
+                _ => json::skip_value(b, i).ok()?.0,
+            };
+            Some((end, ArgKind::Other))
+        }
+        c => {
+            let len = b[i..]
+                .iter()
+                .position(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
+                .unwrap_or(b.len() - i);
+            let kind = if c == b'-' || c.is_ascii_digit() {
+                ArgKind::Num
+            } else {
+                ArgKind::Other
+            };
+            (len > 0).then_some((i + len, kind))
+        }
+    }
+}
