@@ -8,9 +8,12 @@ use super::tables::{sections, Cell};
 use super::text::{md_code, md_text};
 use crate::analyze::Analysis;
 
-/// The analysis as JSON, every list a list of flat records (see [`super::tidy::flat_json`]).
+/// The analysis as JSON, every list a list of flat records (see [`super::json`], which
+/// streams the same bytes to a writer).
 pub fn json(a: &Analysis) -> Result<String> {
-    Ok(serde_json::to_string_pretty(&super::tidy::flat_json(a)?)? + "\n")
+    let mut out = Vec::new();
+    super::json::write(a, &mut out)?;
+    Ok(String::from_utf8(out)?)
 }
 
 pub(super) fn csv_field(s: &str) -> String {
