@@ -89,7 +89,10 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
         ),
         // Streamed: the document is never held whole.
         ReportFormat::Json => crate::report::json::write(&a, std::io::stdout().lock())?,
-        _ => print!("{}", render(&a, format)?),
+        ReportFormat::Csv => crate::report::formats::write_csv(&a, std::io::stdout().lock())?,
+        ReportFormat::Markdown => {
+            crate::report::formats::write_markdown(&a, std::io::stdout().lock())?
+        }
     }
     if let Some(dir) = &args.csv_dir {
         let files = crate::report::tidy::write_csv_dir(&a, dir)?;
