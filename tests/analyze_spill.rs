@@ -157,6 +157,7 @@ fn spilled_collectives_give_the_in_memory_json() {
         let (classifier, _) = phases::rules(&opts).unwrap();
         let read = phases::read(&opts, &classifier, None).unwrap();
         let ranks: Vec<_> = read.files.iter().flat_map(|f| &f.ranks).collect();
+        let counts: Vec<usize> = ranks.iter().map(|r| r.colls.count()).collect();
         assert!(
             ranks
                 .iter()
@@ -174,6 +175,16 @@ fn spilled_collectives_give_the_in_memory_json() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("all.partial.gz");
         partial::write(&p, &partial::read_partial(&opts, None).unwrap()).unwrap();
+        // Read back streamed, the partial's collectives go to the spilling store again.
+        let loaded = partial::load(&p).unwrap();
+        let back: Vec<_> = loaded.read.files.iter().flat_map(|f| &f.ranks).collect();
+        assert!(
+            back.iter()
+                .any(|r| r.colls.spilled() && r.colls.count() > TINY),
+            "{files:?}: the partial's collectives were read back whole"
+        );
+        let back_counts: Vec<usize> = back.iter().map(|r| r.colls.count()).collect();
+        assert_eq!(back_counts, counts, "{files:?}");
         let b = partial::analyze_partials(&[p], &opts).unwrap();
         let got = rankprof::report::formats::json(&b).unwrap();
         assert!(got == want, "{files:?}: JSON from the partial differs");

@@ -14,17 +14,15 @@
 //! [`Cursor`] per rank with one small buffer. Nothing is sampled or dropped.
 //!
 //! In a partial the collectives are written as they always were (key → list of name, start,
-//! end), streamed from the store.
+//! end), streamed from the store, and read back streamed into a spool, never held whole.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex, Weak};
 
 use anyhow::{Context, Result};
-use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::collect::CollEv;
 use super::spill::{i64_at, Rec, Spool};
@@ -446,73 +444,8 @@ impl Cursor<'_> {
     }
 }
 
-/// One collective borrowed for writing.
-#[derive(Serialize)]
-struct CollRef<'a> {
-    name: &'a str,
-    start: i64,
-    end: i64,
-}
-
-/// One key's list, written from a cursor shared by the keys in order.
-struct List<'a, 'b> {
-    c: &'a RankColls,
-    cur: &'b RefCell<Cursor<'a>>,
-    n: usize,
-}
-
-impl Serialize for List<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.n))?;
-        for _ in 0..self.n {
-            let r = self
-                .cur
-                .borrow_mut()
-                .next_rec()
-                .map_err(serde::ser::Error::custom)?
-                .ok_or_else(|| serde::ser::Error::custom("collectives cut short"))?;
-            seq.serialize_element(&CollRef {
-                name: self.c.name(r.name),
-                start: r.start,
-                end: r.end,
-            })?;
-        }
-        seq.end()
-    }
-}
-
-struct ByKey<'a>(&'a RankColls);
-
-impl Serialize for ByKey<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let c = self.0;
-        let cur = RefCell::new(c.cursor());
-        let mut m = s.serialize_map(Some(c.keys.len()))?;
-        for (k, &n) in c.keys.iter().zip(&c.counts) {
-            m.serialize_entry(k, &List { c, cur: &cur, n })?;
-        }
-        m.end()
-    }
-}
-
-impl Serialize for RankColls {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("RankColls", 1)?;
-        st.serialize_field("by_key", &ByKey(self))?;
-        st.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for RankColls {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Wire {
-            by_key: BTreeMap<String, Vec<Coll>>,
-        }
-        let w = Wire::deserialize(d)?;
-        RankColls::from_map(w.by_key).map_err(serde::de::Error::custom)
-    }
-}
+#[path = "collstore_wire.rs"]
+mod wire;
 
 #[cfg(test)]
 #[path = "collstore_tests.rs"]

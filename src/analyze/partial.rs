@@ -12,7 +12,7 @@
 //! [`FileInfo`]: super::model::FileInfo
 
 use std::collections::BTreeMap;
-use std::io::{Read as _, Write as _};
+use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -101,23 +101,32 @@ pub fn write(path: &Path, p: &Partial) -> Result<usize> {
     Ok(bytes.len())
 }
 
-/// Reads one partial (gzip'd or plain JSON) and checks its format and versions.
+/// Reads one partial (gzip'd or plain JSON) and checks its format and versions. Streamed: the
+/// file is inflated and parsed as it is read, and the collectives go straight to their
+/// bounded store ([`super::collstore`]), so memory does not grow with the partial's size.
 pub fn load(path: &Path) -> Result<Partial> {
     let name = path.display();
-    let raw = std::fs::read(path).with_context(|| format!("cannot read partial {name}"))?;
-    let text = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(raw.len() * 8);
-        GzDecoder::new(raw.as_slice())
-            .read_to_end(&mut out)
-            .with_context(|| format!("partial {name} is damaged or truncated (gzip)"))?;
-        out
-    } else {
-        raw
+    let open = || -> Result<Box<dyn std::io::Read>> {
+        let f = std::fs::File::open(path).with_context(|| format!("cannot read partial {name}"))?;
+        let mut f = std::io::BufReader::with_capacity(1 << 16, f);
+        let gz = f
+            .fill_buf()
+            .with_context(|| format!("cannot read partial {name}"))?
+            .starts_with(&[0x1f, 0x8b]);
+        Ok(if gz {
+            Box::new(std::io::BufReader::with_capacity(
+                1 << 16,
+                GzDecoder::new(f),
+            ))
+        } else {
+            Box::new(f)
+        })
     };
-    let p: Partial = match serde_json::from_slice(&text) {
+    let p: Partial = match serde_json::from_reader(open()?) {
         Ok(p) => p,
+        Err(e) if e.is_io() => bail!("partial {name} is damaged or truncated (gzip): {e}"),
         Err(e) => {
-            let why = match serde_json::from_slice::<Head>(&text) {
+            let why = match serde_json::from_reader::<_, Head>(open()?) {
                 Ok(h) if h.format != FORMAT => format!("not a rankprof partial (format {:?})", h.format),
                 Ok(h) if h.version != VERSION => format!(
                     "partial format version {} (rankprof {}); this rankprof reads version {VERSION}",

@@ -82,12 +82,18 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     } else {
         args.format
     };
-    let text = if format == ReportFormat::Table {
-        crate::report::tables::render_view(&a, view(args.view), args.group_by.map(dim))
-    } else {
-        render(&a, format)?
-    };
-    print!("{text}");
+    match format {
+        ReportFormat::Table => print!(
+            "{}",
+            crate::report::tables::render_view(&a, view(args.view), args.group_by.map(dim))
+        ),
+        // Streamed: the document is never held whole.
+        ReportFormat::Json => crate::report::json::write(&a, std::io::stdout().lock())?,
+        ReportFormat::Csv => crate::report::formats::write_csv(&a, std::io::stdout().lock())?,
+        ReportFormat::Markdown => {
+            crate::report::formats::write_markdown(&a, std::io::stdout().lock())?
+        }
+    }
     if let Some(dir) = &args.csv_dir {
         let files = crate::report::tidy::write_csv_dir(&a, dir)?;
         eprintln!("wrote {} CSV files into {}", files.len(), dir.display());

@@ -2,15 +2,20 @@
 //! CSV (every table, each after a `# name: title` line), markdown (headings and pipe tables),
 //! and atomic file writing (temp file + rename) shared by every writer.
 
+use std::io::Write;
+
 use anyhow::Result;
 
 use super::tables::{sections, Cell};
 use super::text::{md_code, md_text};
 use crate::analyze::Analysis;
 
-/// The analysis as JSON, every list a list of flat records (see [`super::tidy::flat_json`]).
+/// The analysis as JSON, every list a list of flat records (see [`super::json`], which
+/// streams the same bytes to a writer).
 pub fn json(a: &Analysis) -> Result<String> {
-    Ok(serde_json::to_string_pretty(&super::tidy::flat_json(a)?)? + "\n")
+    let mut out = Vec::new();
+    super::json::write(a, &mut out)?;
+    Ok(String::from_utf8(out)?)
 }
 
 pub(super) fn csv_field(s: &str) -> String {
@@ -31,59 +36,69 @@ fn csv_cell(c: &Cell) -> String {
 
 /// Every table, each preceded by `# name: title` and followed by a blank line.
 pub fn csv(a: &Analysis) -> String {
-    let mut s = String::new();
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail; the text is UTF-8 by construction.
+    let _ = write_csv(a, &mut out);
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// [`csv`] written to `w` line by line (the document is never held whole).
+pub fn write_csv(a: &Analysis, w: impl Write) -> Result<()> {
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
     for t in sections(a) {
-        s.push_str(&format!("# {}: {}\n", t.name, t.title));
-        s.push_str(
-            &t.columns
-                .iter()
-                .map(|c| csv_field(c))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        s.push('\n');
+        writeln!(w, "# {}: {}", t.name, t.title)?;
+        let head: Vec<String> = t.columns.iter().map(|c| csv_field(c)).collect();
+        writeln!(w, "{}", head.join(","))?;
         for row in &t.rows {
-            s.push_str(&row.iter().map(csv_cell).collect::<Vec<_>>().join(","));
-            s.push('\n');
+            writeln!(
+                w,
+                "{}",
+                row.iter().map(csv_cell).collect::<Vec<_>>().join(",")
+            )?;
         }
-        s.push('\n');
+        writeln!(w)?;
     }
-    s
+    w.flush()?;
+    Ok(())
 }
 
 pub fn markdown(a: &Analysis) -> String {
-    let mut s = format!("# rankprof analyze: {}", a.profile_id);
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_markdown(a, &mut out);
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// [`markdown`] written to `w` line by line.
+pub fn write_markdown(a: &Analysis, w: impl Write) -> Result<()> {
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
+    write!(w, "# rankprof analyze: {}", a.profile_id)?;
     if let Some(st) = &a.stage {
-        s.push_str(&format!(" (stage {st})"));
+        write!(w, " (stage {st})")?;
     }
-    s.push_str("\n\n");
+    w.write_all(b"\n\n")?;
     for l in &a.verdict.lines {
-        s.push_str(&format!("- {}\n", md_text(l)));
+        writeln!(w, "- {}", md_text(l))?;
     }
-    s.push('\n');
+    writeln!(w)?;
     for t in sections(a).iter().filter(|t| t.name != "verdict") {
-        s.push_str(&format!("## {}\n\n", md_text(&t.title)));
-        s.push_str(&format!(
-            "| {} |\n",
-            t.columns
-                .iter()
-                .map(|c| md_text(c))
-                .collect::<Vec<_>>()
-                .join(" | ")
-        ));
-        s.push_str(&format!(
-            "|{}\n",
-            t.rows
-                .first()
-                .unwrap_or(&vec![Cell::Empty; t.columns.len()])
-                .iter()
-                .map(|c| if matches!(c, Cell::Int(_) | Cell::Num(..)) {
+        write!(w, "## {}\n\n", md_text(&t.title))?;
+        let head: Vec<String> = t.columns.iter().map(|c| md_text(c)).collect();
+        writeln!(w, "| {} |", head.join(" | "))?;
+        let align: String = t
+            .rows
+            .first()
+            .unwrap_or(&vec![Cell::Empty; t.columns.len()])
+            .iter()
+            .map(|c| {
+                if matches!(c, Cell::Int(_) | Cell::Num(..)) {
                     "---:|"
                 } else {
                     "---|"
-                })
-                .collect::<String>()
-        ));
+                }
+            })
+            .collect();
+        writeln!(w, "|{align}")?;
         // Kernel and op names as inline code (GitHub-safe), other text escaped.
         let code: Vec<bool> = t
             .columns
@@ -91,26 +106,25 @@ pub fn markdown(a: &Analysis) -> String {
             .map(|c| matches!(c.as_str(), "kernel" | "name"))
             .collect();
         for row in &t.rows {
-            s.push_str(&format!(
-                "| {} |\n",
-                row.iter()
-                    .enumerate()
-                    .map(|(i, c)| match c {
-                        Cell::Text(v) if code.get(i).copied().unwrap_or(false) => md_code(v),
-                        other => md_text(&other.show()),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            ));
+            let cells: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match c {
+                    Cell::Text(v) if code.get(i).copied().unwrap_or(false) => md_code(v),
+                    other => md_text(&other.show()),
+                })
+                .collect();
+            writeln!(w, "| {} |", cells.join(" | "))?;
         }
-        s.push('\n');
+        writeln!(w)?;
     }
     let notes = a.all_notes();
     if !notes.is_empty() {
-        s.push_str("## Notes\n\n");
+        w.write_all(b"## Notes\n\n")?;
         for n in notes {
-            s.push_str(&format!("- {}\n", md_text(n)));
+            writeln!(w, "- {}", md_text(n))?;
         }
     }
-    s
+    w.flush()?;
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! observation (rank × class, kernel × rank, step × rank, …), one column per variable, a unit
 //! in every time column name (`_ns`, `_ms`, `_pct`), no spaces or symbols in headers. Written
 //! by `analyze --csv-dir DIR` as one CSV per table ([`write_csv_dir`]), and used by the JSON
-//! format so that every list there is a list of flat records ([`flat_json`]).
+//! format so that every list there is a list of flat records ([`super::json`]).
 //!
 //! Times are integer nanoseconds as the analysis holds them (no rounding); nothing here
 //! computes a figure beyond reading the analysis' own accessors.
@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
+use crate::analyze::attribution::StepWorkRow;
+use crate::analyze::steps::{StepRow, StepTable};
 use crate::analyze::Analysis;
 
 /// One value of a tidy table.
@@ -108,21 +110,18 @@ impl Tidy {
 
     /// The table as a JSON list of flat records.
     pub fn records(&self) -> Value {
-        Value::Array(
-            self.rows
-                .iter()
-                .map(|r| {
-                    let m: Map<String, Value> = self
-                        .columns
-                        .iter()
-                        .zip(r)
-                        .map(|(c, v)| (c.to_string(), v.json()))
-                        .collect();
-                    Value::Object(m)
-                })
-                .collect(),
-        )
+        Value::Array(self.rows.iter().map(|r| record(&self.columns, r)).collect())
     }
+}
+
+/// One row as a flat JSON record (keys in `columns`' names).
+pub fn record(columns: &[&'static str], row: &[Val]) -> Value {
+    let m: Map<String, Value> = columns
+        .iter()
+        .zip(row)
+        .map(|(c, v)| (c.to_string(), v.json()))
+        .collect();
+    Value::Object(m)
 }
 
 /// Every tidy table of the analysis (empty ones too, so a script always finds its file).
@@ -178,7 +177,7 @@ fn ranks(a: &Analysis) -> Tidy {
     t
 }
 
-fn classes(a: &Analysis) -> Tidy {
+pub(super) fn classes(a: &Analysis) -> Tidy {
     let c = &a.classes;
     let mut t = Tidy::new("classes", &["rank", "class", "total_ns"]);
     for (r, v) in c.ranks.iter().zip(&c.ns) {
@@ -189,7 +188,7 @@ fn classes(a: &Analysis) -> Tidy {
     t
 }
 
-fn kernels(a: &Analysis) -> Tidy {
+pub(super) fn kernels(a: &Analysis) -> Tidy {
     let mut t = Tidy::new(
         "kernels",
         &[
@@ -218,7 +217,7 @@ fn kernels(a: &Analysis) -> Tidy {
     t
 }
 
-fn kernels_by_rank(a: &Analysis) -> Tidy {
+pub(super) fn kernels_by_rank(a: &Analysis) -> Tidy {
     let mut t = Tidy::new(
         "kernels_by_rank",
         &[
@@ -241,65 +240,74 @@ fn kernels_by_rank(a: &Analysis) -> Tidy {
     t
 }
 
+/// Columns of the `steps` table.
+pub const STEPS: &[&str] = &[
+    "step",
+    "name",
+    "start_ms",
+    "max_over_mean",
+    "slowest_rank",
+    "slowest_excess_pct",
+];
+
+/// One row of the `steps` table.
+pub fn steps_row(st: &StepTable, r: &StepRow) -> Vec<Val> {
+    let slowest = r.slowest().and_then(|x| st.ranks.get(x));
+    vec![
+        s(&r.step),
+        s(&r.name),
+        f(r.t_ms),
+        f(r.max_over_mean()),
+        slowest.map_or(Val::Null, s),
+        f(r.slowest_excess_pct()),
+    ]
+}
+
 fn steps(a: &Analysis) -> Tidy {
-    let st = &a.steps;
-    let mut t = Tidy::new(
-        "steps",
-        &[
-            "step",
-            "name",
-            "start_ms",
-            "max_over_mean",
-            "slowest_rank",
-            "slowest_excess_pct",
-        ],
-    );
-    for r in &st.rows {
-        let slowest = r.slowest().and_then(|x| st.ranks.get(x));
-        t.rows.push(vec![
-            s(&r.step),
-            s(&r.name),
-            f(r.t_ms),
-            f(r.max_over_mean()),
-            slowest.map_or(Val::Null, s),
-            f(r.slowest_excess_pct()),
-        ]);
+    let mut t = Tidy::new("steps", STEPS);
+    for r in &a.steps.rows {
+        t.rows.push(steps_row(&a.steps, r));
     }
     t
 }
 
+/// Columns of the `steps_by_rank` table.
+pub const STEPS_BY_RANK: &[&str] = &[
+    "step",
+    "rank",
+    "name",
+    "dur_ns",
+    "busy_ns",
+    "work_ns",
+    "excess_pct",
+];
+
+/// The `steps_by_rank` row of step `r` and the rank at index `x`.
+pub fn steps_by_rank_row(st: &StepTable, r: &StepRow, x: usize) -> Vec<Val> {
+    let ns = |v: &[i64]| v.get(x).map_or(Val::Null, |n| i(*n));
+    vec![
+        s(&r.step),
+        st.ranks.get(x).map_or(Val::Null, s),
+        s(&r.name),
+        ns(&r.dur_ns),
+        ns(&r.busy_ns),
+        ns(&r.work_ns),
+        r.excess_pct.get(x).map_or(Val::Null, |p| f(*p)),
+    ]
+}
+
 fn steps_by_rank(a: &Analysis) -> Tidy {
     let st = &a.steps;
-    let mut t = Tidy::new(
-        "steps_by_rank",
-        &[
-            "step",
-            "rank",
-            "name",
-            "dur_ns",
-            "busy_ns",
-            "work_ns",
-            "excess_pct",
-        ],
-    );
+    let mut t = Tidy::new("steps_by_rank", STEPS_BY_RANK);
     for r in &st.rows {
-        for (x, rank) in st.ranks.iter().enumerate() {
-            let ns = |v: &[i64]| v.get(x).map_or(Val::Null, |n| i(*n));
-            t.rows.push(vec![
-                s(&r.step),
-                s(rank),
-                s(&r.name),
-                ns(&r.dur_ns),
-                ns(&r.busy_ns),
-                ns(&r.work_ns),
-                r.excess_pct.get(x).map_or(Val::Null, |p| f(*p)),
-            ]);
+        for x in 0..st.ranks.len() {
+            t.rows.push(steps_by_rank_row(st, r, x));
         }
     }
     t
 }
 
-fn collectives(a: &Analysis) -> Vec<Tidy> {
+pub(super) fn collectives(a: &Analysis) -> Vec<Tidy> {
     let co = &a.collectives;
     let mut ranks = Tidy::new(
         "collectives_ranks",
@@ -453,88 +461,13 @@ pub fn write_csv_dir(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// The analysis as JSON with every list a list of flat records: the serialized analysis, with
-/// its nested lists replaced by the tidy tables (`classes`, `kernels` + `kernels_by_rank`,
-/// `steps.rows` + `steps.by_rank`, `collectives.worlds`, `files[].ranks` joined by commas).
-/// Objects (`verdict`, `steps`, `collectives`, `depth`) and flat lists keep their fields.
-pub fn flat_json(a: &Analysis) -> Result<Value> {
-    let mut v = serde_json::to_value(a)?;
-    let by: std::collections::HashMap<&str, Value> =
-        tables(a).iter().map(|t| (t.name, t.records())).collect();
-    let take = |name: &str| by.get(name).cloned().unwrap_or(Value::Array(Vec::new()));
-    if let Some(o) = v.as_object_mut() {
-        // The class table's scalars, kept beside its flat records.
-        let c = &a.classes;
-        o.insert(
-            "unclassified".into(),
-            serde_json::json!({
-                "pct": c.unclassified_pct,
-                "by_rank": c.ranks.iter().zip(&c.unclassified_rank_pct)
-                    .map(|(r, p)| serde_json::json!({"rank": r, "pct": p}))
-                    .collect::<Vec<_>>(),
-            }),
-        );
-        o.insert("classes".into(), take("classes"));
-        o.insert("kernels".into(), take("kernels"));
-        o.insert("kernels_by_rank".into(), take("kernels_by_rank"));
-        if let Some(files) = o.get_mut("files").and_then(Value::as_array_mut) {
-            for (file, info) in files.iter_mut().zip(&a.files) {
-                file["ranks"] = Value::String(info.ranks.join(","));
-            }
-        }
-    }
-    if let Some(st) = v.get_mut("steps").and_then(Value::as_object_mut) {
-        st.insert("rows".into(), take("steps"));
-        st.insert("by_rank".into(), take("steps_by_rank"));
-    }
-    if let Some(at) = v.get_mut("attribution").and_then(Value::as_object_mut) {
-        let attr = &a.attribution;
-        // One record per step and rank instead of a list per figure.
-        let mut rows = Vec::new();
-        for s in &attr.per_step {
-            for (i, r) in attr.ranks.iter().enumerate() {
-                rows.push(serde_json::json!({
-                    "step": s.step,
-                    "rank": r.rank,
-                    "tokens": s.tokens.get(i).copied().flatten(),
-                    "seqs": s.seqs.get(i).copied().flatten(),
-                    "launches": s.launches.get(i).copied(),
-                }));
-            }
-        }
-        at.insert("per_step".into(), Value::Array(rows));
-        if let Some(recs) = at.get_mut("records").and_then(Value::as_array_mut) {
-            for (rec, r) in recs.iter_mut().zip(&attr.records) {
-                rec["peers"] = Value::String(r.peers.join(","));
-            }
-        }
-    }
-    if let Some(co) = v.get_mut("collectives").and_then(Value::as_object_mut) {
-        co.insert("worlds".into(), take("collectives_worlds"));
-    }
-    if let Some(g) = v.get_mut("groups").and_then(Value::as_object_mut) {
-        g.insert("dims".into(), take("groups"));
-        g.remove("work_ns");
-        let classes = a.classes.classes.iter().zip(&a.groups.classes);
-        let classes: Vec<Value> = classes
-            .map(|(c, d)| {
-                let mut r = serde_json::to_value(d).unwrap_or_default();
-                r["class"] = Value::String(c.clone());
-                r
-            })
-            .collect();
-        g.insert("classes".into(), Value::Array(classes));
-        if let Some(grid) = &a.groups.grid {
-            let mut cells = Vec::new();
-            for (row, line) in grid.rows.iter().zip(&grid.cells) {
-                for (col, r) in grid.cols.iter().zip(line) {
-                    if let Some(r) = r.and_then(|r| a.ranks.get(r)) {
-                        cells.push(serde_json::json!({"row": row, "col": col, "rank": r.rank}));
-                    }
-                }
-            }
-            g.insert("grid".into(), Value::Array(cells));
-        }
-    }
-    Ok(v)
+/// The JSON record of one step's work on the rank at index `i` (labelled `rank`).
+pub fn work_record(s: &StepWorkRow, i: usize, rank: &str) -> Value {
+    serde_json::json!({
+        "step": s.step,
+        "rank": rank,
+        "tokens": s.tokens.get(i).copied().flatten(),
+        "seqs": s.seqs.get(i).copied().flatten(),
+        "launches": s.launches.get(i).copied(),
+    })
 }
