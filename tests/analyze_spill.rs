@@ -190,3 +190,19 @@ fn spilled_collectives_give_the_in_memory_json() {
         assert!(got == want, "{files:?}: JSON from the partial differs");
     }
 }
+
+/// CPU ops are spooled too (Kineto writes them all before the first GPU op, so a GPU trace
+/// would otherwise hold every one of them until then): a CPU-only trace, whose figures come
+/// from them, gives the checker's figures when they spilled.
+#[test]
+fn spilled_cpu_ops_give_the_checker_figures_on_cpu_only_traces() {
+    spill::set_cap(TINY);
+    for d in ["sglang-cpu/tp1", "sglang-cpu/tp2"] {
+        let files = common::rank_files(&shared(d));
+        assert!(!files.is_empty(), "{d}");
+        let a = analyze_files(&files, |_| {});
+        assert!(a.ranks.iter().all(|r| r.source == "cpu"), "{d}");
+        assert!(a.ranks.iter().all(|r| r.kernels > TINY as u64), "{d}");
+        assert_matches_checker(&a, &checker(&files, &[]));
+    }
+}

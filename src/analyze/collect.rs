@@ -140,7 +140,10 @@ pub struct Collector<'a> {
     /// CPU ops by raw name.
     pub cpu_ops: FxMap<Box<str>, Agg>,
     pub gpu: Spool<GpuIv>,
-    pub cpu: Vec<CpuIv>,
+    /// CPU ops on the timeline, needed only when the rank turns out to have no GPU op. Kineto
+    /// writes every CPU op before the first GPU one, so they are spooled (bounded memory) and
+    /// dropped at the first GPU op.
+    pub cpu: Spool<CpuIv>,
     /// (correlation, launch ts) of kernel / memcpy / memset launches.
     pub launches: Spool<(i64, i64)>,
     pub profiler_steps: Vec<Mark>,
@@ -188,7 +191,7 @@ impl<'a> Collector<'a> {
             gpu_ops: FxMap::default(),
             cpu_ops: FxMap::default(),
             gpu: Spool::default(),
-            cpu: Vec::new(),
+            cpu: Spool::default(),
             launches: Spool::default(),
             profiler_steps: Vec::new(),
             sglang_steps: Vec::new(),
@@ -363,7 +366,7 @@ impl<'a> Collector<'a> {
         };
         if self.gpu.is_empty() {
             self.gpu_pid = ev.pid.as_int();
-            self.cpu = Vec::new();
+            self.cpu = Spool::default();
             self.cpu_ops = FxMap::default();
             self.cpu_colls = Spool::default();
         }

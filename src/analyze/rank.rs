@@ -116,7 +116,7 @@ pub fn finish(
         gpu_ops,
         cpu_ops,
         gpu: gpu_ivs,
-        cpu: mut cpu_ivs,
+        cpu: cpu_spool,
         launches,
         profiler_steps,
         sglang_steps,
@@ -188,11 +188,15 @@ pub fn finish(
     }
 
     let totals = if gpu {
-        drop(cpu_ivs);
+        drop(cpu_spool);
         super::sweep::fold(gpu_ivs, launches, &marks, comm, &mut figs)?
     } else {
         // CPU ops nest: classes get *self* time (own time minus the children's), so they add
         // up to the time the threads were busy instead of counting nested ops twice.
+        // A CPU-only trace's ops are held here, once: their nesting needs them together.
+        let mut cpu_ivs = cpu_spool
+            .sorted_by(|c: &CpuIv| (c.tid, c.start, std::cmp::Reverse(c.end)))?
+            .collect::<Result<Vec<CpuIv>>>()?;
         let selfs = self_times(&mut cpu_ivs);
         for (c, s) in cpu_ivs.iter().zip(&selfs) {
             if let Some(x) = class_ns.get_mut(c.class as usize) {

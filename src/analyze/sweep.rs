@@ -13,9 +13,27 @@
 
 use anyhow::Result;
 
-use super::collect::{GpuIv, OpKind};
+use super::collect::{CpuIv, GpuIv, OpKind};
 use super::spill::{i64_at, Rec, Spool};
 use super::steps::{window_of, Mark, StepFig};
+
+impl Rec for CpuIv {
+    const SIZE: usize = 25;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.start.to_le_bytes());
+        out.extend_from_slice(&self.end.to_le_bytes());
+        out.extend_from_slice(&self.tid.to_le_bytes());
+        out.push(self.class);
+    }
+    fn get(b: &[u8]) -> Self {
+        CpuIv {
+            start: i64_at(b, 0),
+            end: i64_at(b, 8),
+            tid: i64_at(b, 16),
+            class: b.get(24).copied().unwrap_or(0),
+        }
+    }
+}
 
 impl Rec for GpuIv {
     const SIZE: usize = 30;
