@@ -15,6 +15,11 @@
 //! check adds under 1 % to the reader's instruction count (callgrind, `ls --count` of a synth
 //! rank).
 //!
+//! The commonest cases are taken inline and a word at a time (#14): whitespace runs 16 bytes
+//! at a time and strings 8 bytes at a time ([`super::swar`]), plain numbers and short strings
+//! without the general dispatch; each falls back to the byte loop, whose answer is then the one
+//! given (`json_tests.rs` checks every fast path against it on random input).
+//!
 //! (Just over ~500 lines: the scanner; its tests are in `json_tests.rs`.)
 
 /// Why a scan stopped.
@@ -85,44 +90,9 @@ pub fn skip_ws(b: &[u8], i: usize) -> usize {
     match b.get(i) {
         Some(&c) if c > b' ' => i,
         Some(b' ') if b.get(i + 1).is_some_and(|&c| c > b' ') => i + 1,
-        Some(_) => skip_ws_run(b, i),
+        Some(_) => super::swar::skip_ws_run(b, i),
         None => i,
     }
-}
-
-#[inline(never)]
-fn skip_ws_run(b: &[u8], mut i: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    while let Some(w) = b.get(i..i + 16) {
-        let n = ws_prefix16(w);
-        i += n;
-        if n < 16 {
-            return i;
-        }
-    }
-    while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
-        i += 1;
-    }
-    i
-}
-
-/// How many of the 16 bytes of `w` are whitespace before the first that is not (16 if all).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn ws_prefix16(w: &[u8]) -> usize {
-    use std::arch::x86_64::*;
-    debug_assert!(w.len() >= 16);
-    // SAFETY: SSE2 is part of the x86_64 baseline; `w` holds at least 16 readable bytes.
-    let m = unsafe {
-        let v = _mm_loadu_si128(w.as_ptr().cast::<__m128i>());
-        let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
-        let ws = _mm_or_si128(
-            _mm_or_si128(eq(b' '), eq(b'\n')),
-            _mm_or_si128(eq(b'\r'), eq(b'\t')),
-        );
-        _mm_movemask_epi8(ws) as u32
-    };
-    (!m).trailing_zeros().min(16) as usize
 }
 
 /// `b[i]` is the opening quote. Returns the index after the closing quote and whether the
@@ -141,7 +111,7 @@ pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)
     // words. At the first quote the string ends; at a backslash or a control byte, or near
     // the window's end, the loop below takes over from that word.
     while let Some(w) = b.get(j..j + 8) {
-        let (quote, special) = word_masks(w);
+        let (quote, special) = super::swar::word_masks(w);
         let m = quote | special;
         if m == 0 {
             j += 8;
@@ -187,39 +157,10 @@ pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)
 /// and many values), taken inline.
 #[inline(always)]
 fn scan_string_inline(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)> {
-    if let Some(end) = b.get(i + 1..i + 9).and_then(short_string_end) {
+    if let Some(end) = b.get(i + 1..i + 9).and_then(super::swar::short_string_end) {
         return Ok((i + end + 2, false));
     }
     scan_string_ctl(b, i, ctl)
-}
-
-/// SWAR masks of one 8-byte word: the high bit of byte `k` is set in the first for a `"`, in
-/// the second for a `\\` or a byte below 0x20. `x - 0x01…01 & !x & 0x80…80` flags the zero bytes
-/// of `x`; its lowest flag is exact (higher ones may be false), so only the lowest set bit of
-/// either mask, or of their union, may be relied on; a word with neither mask set holds none.
-#[inline(always)]
-fn word_masks(w: &[u8]) -> (u64, u64) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&w[..8]);
-    let x = u64::from_le_bytes(a);
-    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let quote = zero(x ^ (ONES * u64::from(b'"')));
-    let special = zero(x ^ (ONES * u64::from(b'\\'))) | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
-    (quote, special)
-}
-
-/// Where the closing quote is in `w` when a plain string (no backslash, no control byte)
-/// ends within these 8 bytes.
-#[inline(always)]
-fn short_string_end(w: &[u8]) -> Option<usize> {
-    if w.len() < 8 {
-        return None;
-    }
-    let (quote, special) = word_masks(w);
-    let q = quote.trailing_zeros();
-    (q < 64 && q < special.trailing_zeros()).then_some(q as usize / 8)
 }
 
 /// Whether `s` holds a byte below 0x20 (written so that it vectorizes: no early exit).

@@ -1,6 +1,7 @@
 //! Unit tests of [`super`] (`json.rs`), kept apart so the module stays readable.
 
 use super::*;
+use crate::trace::swar::short_string_end;
 
 #[test]
 fn skips_nested_values_and_reports_kinds() {

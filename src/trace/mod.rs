@@ -14,6 +14,7 @@ pub mod reader;
 pub mod report;
 pub mod skim;
 pub mod steps;
+pub mod swar;
 pub mod time;
 pub mod writer;
 

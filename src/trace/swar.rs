@@ -1,0 +1,71 @@
+//! Byte classes a word at a time for the JSON scanner ([`super::json`]): the end of a run of
+//! whitespace 16 bytes at a time (SSE2, part of the x86_64 baseline; a byte loop elsewhere),
+//! and quotes, backslashes and control bytes 8 bytes at a time in a plain `u64` (SWAR), which
+//! is where most keys and short names end. `json_tests.rs` checks each against the byte loop
+//! it replaces.
+
+/// Whitespace from `b[i]` on, 16 bytes at a time where SSE2 is (x86_64), a byte at a time
+/// elsewhere and near the end of `b`: the index of the first byte that is not whitespace.
+#[inline(never)]
+pub fn skip_ws_run(b: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while let Some(w) = b.get(i..i + 16) {
+        let n = ws_prefix16(w);
+        i += n;
+        if n < 16 {
+            return i;
+        }
+    }
+    while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// How many of the 16 bytes of `w` are whitespace before the first that is not (16 if all).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn ws_prefix16(w: &[u8]) -> usize {
+    use std::arch::x86_64::*;
+    debug_assert!(w.len() >= 16);
+    // SAFETY: SSE2 is part of the x86_64 baseline; `w` holds at least 16 readable bytes.
+    let m = unsafe {
+        let v = _mm_loadu_si128(w.as_ptr().cast::<__m128i>());
+        let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+        let ws = _mm_or_si128(
+            _mm_or_si128(eq(b' '), eq(b'\n')),
+            _mm_or_si128(eq(b'\r'), eq(b'\t')),
+        );
+        _mm_movemask_epi8(ws) as u32
+    };
+    (!m).trailing_zeros().min(16) as usize
+}
+
+/// SWAR masks of one 8-byte word: the high bit of byte `k` is set in the first for a `"`, in
+/// the second for a `\\` or a byte below 0x20. `x - 0x01…01 & !x & 0x80…80` flags the zero bytes
+/// of `x`; its lowest flag is exact (higher ones may be false), so only the lowest set bit of
+/// either mask, or of their union, may be relied on; a word with neither mask set holds none.
+#[inline(always)]
+pub fn word_masks(w: &[u8]) -> (u64, u64) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&w[..8]);
+    let x = u64::from_le_bytes(a);
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let quote = zero(x ^ (ONES * u64::from(b'"')));
+    let special = zero(x ^ (ONES * u64::from(b'\\'))) | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
+    (quote, special)
+}
+
+/// Where the closing quote is in `w` when a plain string (no backslash, no control byte)
+/// ends within these 8 bytes.
+#[inline(always)]
+pub fn short_string_end(w: &[u8]) -> Option<usize> {
+    if w.len() < 8 {
+        return None;
+    }
+    let (quote, special) = word_masks(w);
+    let q = quote.trailing_zeros();
+    (q < 64 && q < special.trailing_zeros()).then_some(q as usize / 8)
+}
