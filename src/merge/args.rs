@@ -5,8 +5,8 @@
 //! [`super::rewrite`], every byte of its `args` has been checked. Walking the object again with
 //! the validating [`crate::trace::event::each_field`] (strings checked byte by byte, numbers
 //! parsed to their grammar) cost about 14 % of a merge's CPU time; [`each_arg`] only finds the
-//! boundaries: the end of a string with `memchr2` (`"` or `\`), a nested value with the
-//! 64-byte-block [`crate::trace::skim::skip_nested`] (the validating scanner when the skim
+//! boundaries: the end of a string with the scanner's own string scan
+//! ([`json::scan_known_string`], 8 bytes at a time), a nested value with the 64-byte-block [`crate::trace::skim::skip_nested`] (the validating scanner when the skim
 //! declines), a number or literal by the byte that ends it. On a valid object it gives exactly
 //! what `each_field` gives (tests/merge_args.rs compares the two on every `args` object of
 //! the real fixtures); on anything else it stops early and never panics.
@@ -60,7 +60,7 @@ pub fn each_arg<'a>(obj: &'a [u8], mut f: impl FnMut(Arg<'a>)) {
     let b = obj;
     let mut j = json::skip_ws(b, 1);
     while b.get(j) == Some(&b'"') {
-        let Some(kend) = string_end(b, j) else {
+        let Ok((kend, _)) = json::scan_known_string(b, j) else {
             return;
         };
         let quoted_key = &b[j..kend];
@@ -81,29 +81,6 @@ pub fn each_arg<'a>(obj: &'a [u8], mut f: impl FnMut(Arg<'a>)) {
         if b.get(j) == Some(&b',') {
             j = json::skip_ws(b, j + 1);
         }
-    }
-}
-
-/// `b[i]` is `"`: the index after the string's closing quote.
-fn string_end(b: &[u8], i: usize) -> Option<usize> {
-    let mut k = i + 1;
-    // Keys and most values are short: byte by byte first (a `memchr2` call costs more on
-    // them), then `memchr2` for the long ones.
-    let short = b.len().min(k + 32);
-    while k < short {
-        match b[k] {
-            b'"' => return Some(k + 1),
-            // A backslash escapes the byte after it (`\"`, `\\`, or the `u` of `\uXXXX`).
-            b'\\' => k += 2,
-            _ => k += 1,
-        }
-    }
-    loop {
-        let at = k + memchr::memchr2(b'"', b'\\', b.get(k..)?)?;
-        if b[at] == b'"' {
-            return Some(at + 1);
-        }
-        k = at + 2;
     }
 }
 
@@ -137,7 +114,7 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
 /// The index after the value starting at `b[i]`, and its kind.
 fn value_end(b: &[u8], i: usize) -> Option<(usize, ArgKind)> {
     match *b.get(i)? {
-        b'"' => Some((string_end(b, i)?, ArgKind::Str)),
+        b'"' => Some((json::scan_known_string(b, i).ok()?.0, ArgKind::Str)),
         b'{' | b'[' => {
             let end = match skim::skip_nested(b, i) {
                 Some(Ok(end)) => end,
