@@ -96,7 +96,7 @@ pub struct Val<'a> {
 impl<'a> Val<'a> {
     pub fn as_i64(&self) -> Option<i64> {
         match self.kind {
-            Kind::Num => self.text.parse::<i64>().ok().or_else(|| {
+            Kind::Num => parse_int(self.text.as_bytes()).or_else(|| {
                 self.text
                     .parse::<f64>()
                     .ok()
@@ -160,6 +160,57 @@ fn bad(at: usize, msg: impl Into<String>) -> EventError {
     }
 }
 
+/// Why one field was refused, before its message is written (see [`Bad::at`]).
+#[derive(Clone, Copy, Debug)]
+enum Bad {
+    NotString,
+    IntTooBig,
+    NotInt,
+    NotIntOrString,
+    TimeRange,
+    NotNumber,
+    ArgsNotObject,
+}
+
+impl Bad {
+    /// The error for field `f` of the event `b`: built only when an event is refused.
+    #[cold]
+    #[inline(never)]
+    fn at(self, f: &Field, b: &[u8]) -> EventError {
+        let what = String::from_utf8_lossy(f.key(b));
+        let msg = match self {
+            Bad::NotString => format!("\"{what}\" is not a string"),
+            Bad::IntTooBig => format!("\"{what}\" is an integer beyond 64 bits"),
+            Bad::NotInt => format!("\"{what}\" is not an integer"),
+            Bad::NotIntOrString => format!("\"{what}\" is neither an integer nor a string"),
+            Bad::TimeRange => format!("\"{what}\" does not fit in 64-bit nanoseconds"),
+            Bad::NotNumber => format!("\"{what}\" is not a number"),
+            Bad::ArgsNotObject => "\"args\" is not an object".to_string(),
+        };
+        bad(f.val_start(), msg)
+    }
+}
+
+/// `str::parse::<i64>`, answering at once for plain `[-]digits` of up to 18 digits (no
+/// overflow possible); anything else takes the standard parse, so the answers are the same.
+#[inline]
+pub fn parse_int(t: &[u8]) -> Option<i64> {
+    let digits = t.strip_prefix(b"-").unwrap_or(t);
+    if !digits.is_empty() && digits.len() <= 18 {
+        let mut v: i64 = 0;
+        let mut plain = true;
+        for &c in digits {
+            let d = c.wrapping_sub(b'0');
+            plain &= d <= 9;
+            v = v.wrapping_mul(10).wrapping_add(i64::from(d));
+        }
+        if plain {
+            return Some(if digits.len() < t.len() { -v } else { v });
+        }
+    }
+    std::str::from_utf8(t).ok()?.parse::<i64>().ok()
+}
+
 impl<'a> Event<'a> {
     /// Builds the view over a scanned object. `raw` must be the object's bytes and `fields` its
     /// fields as found by [`json::scan_object`].
@@ -189,59 +240,58 @@ impl<'a> Event<'a> {
             ctl: false,
         };
         let text = |f: &Field| &raw[f.val.0 as usize..f.val.1 as usize];
-        let string = |f: &Field, what: &str| match f.kind {
+        // The decoders answer a one-byte `Bad`; the message is only built on the cold path.
+        let string = |f: &Field| match f.kind {
             Kind::Str { escaped } => Ok(Str::new(text(f), escaped)),
-            _ => Err(bad(f.val_start(), format!("\"{what}\" is not a string"))),
+            _ => Err(Bad::NotString),
         };
-        let id = |f: &Field, what: &str| match f.kind {
+        let id = |f: &Field| match f.kind {
             Kind::Str { escaped } => Ok(Id::Str(Str::new(text(f), escaped))),
-            Kind::Num => match text(f).parse::<i64>() {
-                Ok(v) => Ok(Id::Int(v)),
-                Err(_) if text(f).bytes().all(|c| c.is_ascii_digit() || c == b'-') => Err(bad(
-                    f.val_start(),
-                    format!("\"{what}\" is an integer beyond 64 bits"),
-                )),
-                Err(_) => Err(bad(f.val_start(), format!("\"{what}\" is not an integer"))),
+            Kind::Num => match parse_int(text(f).as_bytes()) {
+                Some(v) => Ok(Id::Int(v)),
+                None if text(f).bytes().all(|c| c.is_ascii_digit() || c == b'-') => {
+                    Err(Bad::IntTooBig)
+                }
+                None => Err(Bad::NotInt),
             },
             Kind::Null => Ok(Id::None),
-            _ => Err(bad(
-                f.val_start(),
-                format!("\"{what}\" is neither an integer nor a string"),
-            )),
+            _ => Err(Bad::NotIntOrString),
         };
-        let time = |f: &Field, what: &str| match f.kind {
-            Kind::Num => Ns::parse_us(text(f).as_bytes()).map(Some).ok_or_else(|| {
-                bad(
-                    f.val_start(),
-                    format!("\"{what}\" does not fit in 64-bit nanoseconds"),
-                )
-            }),
+        let time = |f: &Field| match f.kind {
+            Kind::Num => Ns::parse_us(text(f).as_bytes())
+                .map(Some)
+                .ok_or(Bad::TimeRange),
             Kind::Null => Ok(None),
-            _ => Err(bad(f.val_start(), format!("\"{what}\" is not a number"))),
+            _ => Err(Bad::NotNumber),
         };
         let mut have_ph = false;
         for f in fields {
             ev.ctl |= f.ctl;
             // Byte patterns, not string literals: a length test and a few byte compares,
             // no call to memcmp per key.
-            match *f.key(b) {
-                [b'p', b'h'] => {
-                    let s = string(f, "ph")?;
+            let done = match *f.key(b) {
+                [b'p', b'h'] => string(f).map(|s| {
                     ev.ph = s.raw().as_bytes().first().copied().unwrap_or(0);
                     have_ph = true;
-                }
-                [b'n', b'a', b'm', b'e'] => ev.name = string(f, "name")?,
-                [b'c', b'a', b't'] => ev.cat = string(f, "cat")?,
-                [b'p', b'i', b'd'] => ev.pid = id(f, "pid")?,
-                [b't', b'i', b'd'] => ev.tid = id(f, "tid")?,
-                [b't', b's'] => ev.ts = time(f, "ts")?,
-                [b'd', b'u', b'r'] => ev.dur = time(f, "dur")?,
-                [b'i', b'd'] => ev.id = id(f, "id")?,
+                }),
+                [b'n', b'a', b'm', b'e'] => string(f).map(|s| ev.name = s),
+                [b'c', b'a', b't'] => string(f).map(|s| ev.cat = s),
+                [b'p', b'i', b'd'] => id(f).map(|v| ev.pid = v),
+                [b't', b'i', b'd'] => id(f).map(|v| ev.tid = v),
+                [b't', b's'] => time(f).map(|v| ev.ts = v),
+                [b'd', b'u', b'r'] => time(f).map(|v| ev.dur = v),
+                [b'i', b'd'] => id(f).map(|v| ev.id = v),
                 [b'a', b'r', b'g', b's'] => match f.kind {
-                    Kind::Obj => ev.args = Some(text(f)),
-                    _ => return Err(bad(f.val_start(), "\"args\" is not an object")),
+                    Kind::Obj => {
+                        ev.args = Some(text(f));
+                        Ok(())
+                    }
+                    _ => Err(Bad::ArgsNotObject),
                 },
-                _ => {}
+                _ => Ok(()),
+            };
+            if let Err(e) = done {
+                return Err(e.at(f, b));
             }
         }
         if !have_ph {
@@ -397,6 +447,58 @@ mod tests {
                 (Err(x), Err(y)) => assert_eq!(x.valid_up_to(), y.valid_up_to()),
                 (x, y) => panic!("{b:?}: {x:?} vs {y:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn parse_int_answers_as_the_standard_parse() {
+        let mut cases: Vec<String> = [
+            "",
+            "-",
+            "0",
+            "-0",
+            "+5",
+            "007",
+            "1.0",
+            "1e3",
+            " 1",
+            "12a",
+            "--1",
+            "-+1",
+            "999999999999999999",
+            "-999999999999999999",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "1234567890123456789",
+            "99999999999999999999",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..50_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let len = (s % 22) as usize;
+            // Half the cases are plain `[-]digits`, the fast path's own ground.
+            let alphabet: &[u8] = if s & 1 == 0 {
+                b"0123456789-+.e /"
+            } else {
+                b"0123456789"
+            };
+            let mut t: String = (0..len)
+                .map(|k| alphabet[((s >> (k * 3 % 60)) as usize) % alphabet.len()] as char)
+                .collect();
+            if s & 6 == 2 {
+                t.insert(0, '-');
+            }
+            cases.push(t);
+        }
+        for t in cases {
+            assert_eq!(parse_int(t.as_bytes()), t.parse::<i64>().ok(), "{t:?}");
         }
     }
 
