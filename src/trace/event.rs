@@ -318,15 +318,20 @@ impl<'a> Event<'a> {
 }
 
 /// `std::str::from_utf8`, answering at once for the common event that is all ASCII: an OR
-/// over 16-byte chunks (which the compiler vectorizes) has no per-byte branch.
+/// of 16-byte words (one vector OR each) has no per-byte branch, and its high bits
+/// are tested once at the end.
 #[inline]
 fn utf8(b: &[u8]) -> Result<&str, std::str::Utf8Error> {
-    let mut chunks = b.chunks_exact(16);
-    let high = chunks
-        .by_ref()
-        .fold(0u8, |acc, c| c.iter().fold(acc, |a, &x| a | x))
-        | chunks.remainder().iter().fold(0u8, |a, &x| a | x);
-    if high < 0x80 {
+    let mut words = b.chunks_exact(16);
+    let mut acc = words.by_ref().fold(0u128, |a, w| {
+        let mut x = [0u8; 16];
+        x.copy_from_slice(w);
+        a | u128::from_le_bytes(x)
+    });
+    for &x in words.remainder() {
+        acc |= u128::from(x);
+    }
+    if acc & 0x8080_8080_8080_8080_8080_8080_8080_8080 == 0 {
         // SAFETY: every byte is below 0x80, and ASCII is valid UTF-8.
         Ok(unsafe { std::str::from_utf8_unchecked(b) })
     } else {
