@@ -19,6 +19,8 @@
 //! at a time and strings 8 bytes at a time ([`super::swar`]), plain numbers and short strings
 //! without the general dispatch; each falls back to the byte loop, whose answer is then the one
 //! given (`json_tests.rs` checks every fast path against it on random input).
+//! Between values, a reader's [`super::memo`] stands for the key scan where events are written
+//! alike.
 //!
 //! (Just over ~500 lines: the scanner; its tests are in `json_tests.rs`.)
 
@@ -32,6 +34,8 @@ pub enum Stop {
 }
 
 pub type Scan<T> = Result<T, Stop>;
+
+use super::memo::Memo;
 
 /// What kind of value a field holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -371,57 +375,102 @@ pub fn scan_known_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
 /// Scans the object at `b[i] == '{'`, pushing its top-level fields (ranges relative to `i`)
 /// into `fields`. Returns the index after the closing brace.
 pub fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
-    scan_object_with(b, i, fields, false)
+    scan_object_with(b, i, fields, false, None)
 }
 
 /// [`scan_object`] that skims nested values ([`super::skim`]) instead of validating them token
 /// by token; a value the skim declines is validated as by [`scan_object`]. For every input
 /// [`scan_object`] accepts, the fields and the end are the same.
 pub fn scan_object_skim(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
-    scan_object_with(b, i, fields, true)
+    scan_object_with(b, i, fields, true, None)
+}
+
+/// [`scan_object`] (or with `skim`, [`scan_object_skim`]) that takes the stretches between
+/// values it has seen before from `memo` ([`super::memo`]): the same answer, for a reader that
+/// scans many events written alike.
+pub fn scan_object_memo(
+    b: &[u8],
+    i: usize,
+    fields: &mut Vec<Field>,
+    skim: bool,
+    memo: &mut Memo,
+) -> Scan<usize> {
+    scan_object_with(b, i, fields, skim, Some(memo))
 }
 
 #[inline(always)]
-fn scan_object_with(b: &[u8], i: usize, fields: &mut Vec<Field>, skim: bool) -> Scan<usize> {
+fn scan_object_with(
+    b: &[u8],
+    i: usize,
+    fields: &mut Vec<Field>,
+    skim: bool,
+    mut memo: Option<&mut Memo>,
+) -> Scan<usize> {
     fields.clear();
-    let mut j = skip_ws(b, i + 1);
-    if b.get(j) == Some(&b'}') {
-        return Ok(j + 1);
-    }
     let rel = |x: usize| (x - i) as u32;
+    // `from`: where the stretch before the next value starts (after `{`, then after a value).
+    let mut from = i + 1;
+    let mut k = 0usize;
+    let mut kind = 0u8;
     loop {
-        match b.get(j) {
-            None => return Err(Stop::Incomplete),
-            Some(b'"') => {}
-            Some(_) => return Err(Stop::Invalid(j, "expected a string key")),
-        }
         let mut ctl = false;
-        let (kend, _) = scan_string_inline(b, j, &mut ctl)?;
-        let key = (rel(j + 1), rel(kend - 1));
-        j = skip_ws(b, kend);
-        match b.get(j) {
-            None => return Err(Stop::Incomplete),
-            Some(b':') => j = skip_ws(b, j + 1),
-            Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
-        }
-        let (vend, kind) = value_inline(b, j, skim, &mut ctl)?;
-        let val = match kind {
+        let hit = match memo {
+            Some(ref m) => m.matches(b, from, kind, k),
+            None => None,
+        };
+        let (key, j) = match hit {
+            Some(h) => (h.key, skip_ws(b, h.value)),
+            None => {
+                let mut j = skip_ws(b, from);
+                if k == 0 {
+                    if b.get(j) == Some(&b'}') {
+                        return Ok(j + 1);
+                    }
+                } else {
+                    match b.get(j) {
+                        None => return Err(Stop::Incomplete),
+                        Some(b',') => j = skip_ws(b, j + 1),
+                        Some(b'}') => return Ok(j + 1),
+                        Some(_) => return Err(Stop::Invalid(j, "expected ',' or '}'")),
+                    }
+                }
+                match b.get(j) {
+                    None => return Err(Stop::Incomplete),
+                    Some(b'"') => {}
+                    Some(_) => return Err(Stop::Invalid(j, "expected a string key")),
+                }
+                let (kend, _) = scan_string_inline(b, j, &mut ctl)?;
+                let key = (j + 1, kend - 1);
+                j = skip_ws(b, kend);
+                match b.get(j) {
+                    None => return Err(Stop::Incomplete),
+                    Some(b':') => j = skip_ws(b, j + 1),
+                    Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
+                }
+                if let Some(m) = memo.as_deref_mut() {
+                    if !ctl {
+                        m.record(b, from, key, j, kind, k);
+                    }
+                }
+                (key, j)
+            }
+        };
+        let (vend, vkind) = value_inline(b, j, skim, &mut ctl)?;
+        let val = match vkind {
             Kind::Str { .. } => (rel(j + 1), rel(vend - 1)),
             _ => (rel(j), rel(vend)),
         };
         fields.push(Field {
-            key,
+            key: (rel(key.0), rel(key.1)),
             val,
-            kind,
+            kind: vkind,
             ctl,
         });
-        j = skip_ws(b, vend);
-        match b.get(j) {
-            None => return Err(Stop::Incomplete),
-            Some(b',') => j = skip_ws(b, j + 1),
-            Some(b'}') => return Ok(j + 1),
-            Some(_) => return Err(Stop::Invalid(j, "expected ',' or '}'")),
+        if k == 0 {
+            kind = b.get(j + 1).copied().unwrap_or(0);
         }
+        from = vend;
+        k += 1;
     }
 }
 

@@ -8,6 +8,7 @@ pub mod event;
 pub mod gz;
 pub mod json;
 pub mod listing;
+pub mod memo;
 pub mod open;
 pub mod rankid;
 pub mod reader;

@@ -26,6 +26,7 @@ use std::rc::Rc;
 use super::event::Event;
 use super::gz::{GzStatus, Members};
 use super::json::{self, Field, Stop};
+use super::memo::Memo;
 pub use super::open::{file_kind, open_regular};
 
 pub use super::report::{Damage, Header, Problem, ReadReport, MAX_PROBLEMS};
@@ -296,6 +297,7 @@ impl Scanner {
     // match per state.
     fn run(&mut self, report: &mut ReadReport, on_event: &mut dyn FnMut(&Event<'_>)) {
         let mut fields: Vec<Field> = Vec::with_capacity(16);
+        let mut memo = Memo::default();
         let mut state = State::Start;
         loop {
             let b = &self.data[..self.end];
@@ -373,11 +375,8 @@ impl Scanner {
                 State::FirstEvent if c == b']' => Ok((i + 1, after_events(report))),
                 State::FirstEvent | State::Event => {
                     if c == b'{' {
-                        let scanned = if self.skim {
-                            json::scan_object_skim(b, i, &mut fields)
-                        } else {
-                            json::scan_object(b, i, &mut fields)
-                        };
+                        let scanned =
+                            json::scan_object_memo(b, i, &mut fields, self.skim, &mut memo);
                         match scanned {
                             Ok(end) => {
                                 match Event::from_fields(&b[i..end], abs(i), &fields) {

@@ -1,0 +1,213 @@
+//! The separator memo (#14): a writer of traces puts the same bytes between one value of an
+//! event and the next value of every event of its kind. Kineto's `output_json.cpp` writes
+//! `, "cat": "` after the `ph` of each complete event, and `,\n    "ts": ` after its `tid`. The
+//! memo keeps, for each field position of each kind of event, the bytes last seen from the end
+//! of one value to the start of the next (whitespace, `,`, the key, `:`, whitespace), already
+//! validated by the full scan. When the next event holds the same bytes at the same place, two
+//! 16-byte compares stand for the key scan, three whitespace skips and the `,` and `:` checks.
+//!
+//! Why this is exact: the scan of that stretch depends on its bytes alone (it is always
+//! "after a value, inside an event at depth 1"), so the same bytes give the same key and the
+//! same value start. The memo only holds stretches the full scan accepted, with no raw control
+//! byte in the key, at most 32 bytes long; anything else, or a stretch that differs, takes the
+//! full scan, which then records what it saw. Kinds are told apart by the byte after the first
+//! value's first byte (`X`, `s`, `f`, `i`, … for Kineto's `"ph"` first), hashed to 8 slots; a
+//! wrong guess costs one compare.
+
+/// One remembered stretch: up to 32 bytes, compared under a mask.
+#[derive(Clone, Copy, Default)]
+struct Sep {
+    lo: u128,
+    hi: u128,
+    mask_lo: u128,
+    mask_hi: u128,
+    len: u8,
+    /// The key's body within the stretch (between its quotes).
+    key: (u8, u8),
+}
+
+/// Field positions remembered per kind (later fields take the full scan).
+const FIELDS: usize = 16;
+/// Kinds (hashed).
+const KINDS: usize = 8;
+
+/// The separators of one reader, by kind and field position.
+pub struct Memo {
+    seps: Box<[Sep; KINDS * FIELDS]>,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo {
+            seps: Box::new([Sep::default(); KINDS * FIELDS]),
+        }
+    }
+}
+
+/// What a match gives: where the key's body is and where the value starts.
+pub struct Hit {
+    pub key: (usize, usize),
+    pub value: usize,
+}
+
+#[inline(always)]
+fn slot(kind: u8, field: usize) -> Option<usize> {
+    (field < FIELDS).then(|| (kind as usize % KINDS) * FIELDS + field)
+}
+
+#[inline(always)]
+fn word(w: &[u8]) -> u128 {
+    let mut x = [0u8; 16];
+    x.copy_from_slice(w);
+    u128::from_le_bytes(x)
+}
+
+impl Memo {
+    /// The remembered stretch for field `field` of kind `kind`, if `b[at..]` starts with it.
+    #[inline(always)]
+    pub fn matches(&self, b: &[u8], at: usize, kind: u8, field: usize) -> Option<Hit> {
+        let s = &self.seps[slot(kind, field)?];
+        if s.len == 0 {
+            return None;
+        }
+        let w = b.get(at..at + 32)?;
+        let diff = ((word(&w[..16]) ^ s.lo) & s.mask_lo) | ((word(&w[16..]) ^ s.hi) & s.mask_hi);
+        (diff == 0).then(|| Hit {
+            key: (at + s.key.0 as usize, at + s.key.1 as usize),
+            value: at + s.len as usize,
+        })
+    }
+
+    /// Remembers `b[from..value]` (validated by the full scan, key body at `key`, no raw control
+    /// byte in the key) as the stretch before field `field` of kind `kind`.
+    #[inline]
+    pub fn record(
+        &mut self,
+        b: &[u8],
+        from: usize,
+        key: (usize, usize),
+        value: usize,
+        kind: u8,
+        field: usize,
+    ) {
+        let (Some(i), len) = (slot(kind, field), value - from) else {
+            return;
+        };
+        if len == 0 || len > 32 {
+            return;
+        }
+        let mut bytes = [0u8; 32];
+        bytes[..len].copy_from_slice(&b[from..value]);
+        let mut mask = [0u8; 32];
+        mask[..len].fill(0xFF);
+        self.seps[i] = Sep {
+            lo: word(&bytes[..16]),
+            hi: word(&bytes[16..]),
+            mask_lo: word(&mask[..16]),
+            mask_hi: word(&mask[16..]),
+            len: len as u8,
+            key: ((key.0 - from) as u8, (key.1 - from) as u8),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::json::{scan_object, scan_object_memo, scan_object_skim, Field, Scan};
+    use super::Memo;
+
+    fn key(f: &Field) -> (u32, u32, u32, u32, String, bool) {
+        (
+            f.key.0,
+            f.key.1,
+            f.val.0,
+            f.val.1,
+            format!("{:?}", f.kind),
+            f.ctl,
+        )
+    }
+
+    fn same(a: Scan<usize>, fa: &[Field], b: Scan<usize>, fb: &[Field], text: &[u8]) {
+        assert_eq!(a, b, "{:?}", String::from_utf8_lossy(text));
+        if a.is_ok() {
+            let ka: Vec<_> = fa.iter().map(key).collect();
+            let kb: Vec<_> = fb.iter().map(key).collect();
+            assert_eq!(ka, kb, "{:?}", String::from_utf8_lossy(text));
+        }
+    }
+
+    /// Events written alike (so the memo hits), with whitespace, keys, values and single bytes
+    /// varied now and then (so it must miss, or must not be fooled), each scanned with one memo
+    /// kept across the run and without: the same end or error and the same fields, both modes.
+    #[test]
+    fn the_memo_answers_as_the_full_scan() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let spaces: [&str; 5] = [" ", "", "\n    ", "  ", "\t"];
+        let keys: [&str; 8] = ["ph", "cat", "name", "pid", "ts", "a\\\"b", "k\u{1}", "args"];
+        let values: [&str; 9] = [
+            "\"X\"",
+            "\"s\"",
+            "12",
+            "-3.5e2",
+            "\"kernel\"",
+            "{\"a\": [1, {\"b\": null}]}",
+            "[1, 2]",
+            "true",
+            "\"x\\ny\"",
+        ];
+        let noise = b",:{}[]\" \x01\\a1";
+        let (mut memo, mut memo_skim) = (Memo::default(), Memo::default());
+        let (mut fa, mut fb) = (Vec::new(), Vec::new());
+        for _ in 0..60_000 {
+            let r = next();
+            let layout = r % 3;
+            let n = 1 + (r >> 8) as usize % 6;
+            let mut t = String::from("{");
+            for k in 0..n {
+                let mut pick = |x: u64, m: usize| {
+                    if (r >> 20) % 4 == 0 {
+                        (next() as usize) % m
+                    } else {
+                        ((x as usize) + k * 3 + layout as usize) % m
+                    }
+                };
+                if k > 0 {
+                    t.push_str(spaces[pick(1, spaces.len())]);
+                    t.push(',');
+                }
+                t.push_str(spaces[pick(2, spaces.len())]);
+                t.push('"');
+                t.push_str(keys[pick(3, keys.len())]);
+                t.push('"');
+                t.push_str(spaces[pick(4, spaces.len())]);
+                t.push(':');
+                t.push_str(spaces[pick(5, spaces.len())]);
+                t.push_str(values[pick(6, values.len())]);
+            }
+            t.push_str(spaces[(r >> 40) as usize % spaces.len()]);
+            t.push('}');
+            let mut b = t.into_bytes();
+            if (r >> 44) % 5 == 0 {
+                let at = next() as usize % b.len();
+                b[at] = noise[next() as usize % noise.len()];
+            }
+            if (r >> 48) % 7 == 0 {
+                b.truncate(next() as usize % b.len() + 1);
+            }
+            // Room after the event, so the memo's 32-byte compare can run at its end too.
+            b.extend_from_slice(b" ,  {\"ph\": \"X\", \"cat\": \"k\"}                         ");
+            let plain = scan_object(&b, 0, &mut fa);
+            let memod = scan_object_memo(&b, 0, &mut fb, false, &mut memo);
+            same(plain, &fa, memod, &fb, &b);
+            let plain = scan_object_skim(&b, 0, &mut fa);
+            let memod = scan_object_memo(&b, 0, &mut fb, true, &mut memo_skim);
+            same(plain, &fa, memod, &fb, &b);
+        }
+    }
+}
