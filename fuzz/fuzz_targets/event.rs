@@ -6,14 +6,53 @@
 //!    (what writers do), valid JSON for serde_json; so is every string `scan_string` accepts
 //!    (when it is UTF-8), escaped the same way.
 //! 3. `write_string` of any string is a JSON string literal that serde_json reads back equal.
+//! 4. The separator memo changes nothing: the input split at its first 0xFF byte, the first
+//!    part (or a Kineto event when there is none) scanned to prime a memo, the second part
+//!    scans to the same end or error and the same fields with that memo as without, whether
+//!    nested values are validated or skimmed.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rankprof::trace::event::{each_field, find_in_object, scan_event};
 use rankprof::trace::json;
+use rankprof::trace::memo::Memo;
 use rankprof_fuzz::check_json;
 
+const KINETO: &[u8] = b"{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7,\n    \"ts\": 1.5, \"dur\": 2.0,\n    \"args\": {\"correlation\": 3}\n  }";
+
+fn memo_changes_nothing(data: &[u8]) {
+    let (prime, rest) = match data.iter().position(|&c| c == 0xFF) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (KINETO, data),
+    };
+    if rest.first() != Some(&b'{') {
+        return;
+    }
+    let key = |f: &json::Field| (f.key, f.val, format!("{:?}", f.kind), f.ctl);
+    for skim in [false, true] {
+        let mut memo = Memo::default();
+        let (mut fa, mut fb) = (Vec::new(), Vec::new());
+        // Prime with every object start in the first part, as a reader would meet them.
+        for at in (0..prime.len()).filter(|&i| prime[i] == b'{') {
+            let _ = json::scan_object_memo(prime, at, &mut fa, skim, &mut memo);
+        }
+        let plain = if skim {
+            json::scan_object_skim(rest, 0, &mut fa)
+        } else {
+            json::scan_object(rest, 0, &mut fa)
+        };
+        let memod = json::scan_object_memo(rest, 0, &mut fb, skim, &mut memo);
+        assert_eq!(plain, memod, "skim {skim}");
+        if plain.is_ok() {
+            let a: Vec<_> = fa.iter().map(key).collect();
+            let b: Vec<_> = fb.iter().map(key).collect();
+            assert_eq!(a, b, "skim {skim}");
+        }
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
+    memo_changes_nothing(data);
     let mut fields = Vec::new();
     if let Ok(ev) = scan_event(data, &mut fields) {
         let _ = (

@@ -54,5 +54,9 @@ fuzz_target!(|text: &str| {
     check(&page.ranks, "metrics", text);
     let mut dps: Vec<u32> = page.ranks.iter().map(|r| r.dp).collect();
     dps.dedup();
-    assert_eq!(dps.len(), page.ranks.len(), "metrics: a DP rank twice from {text:?}");
+    assert_eq!(
+        dps.len(),
+        page.ranks.len(),
+        "metrics: a DP rank twice from {text:?}"
+    );
 });

@@ -89,11 +89,23 @@ fn skim_agrees(mode: u8, rest: &[u8], valid: &Run) {
     let skim = run_with(mode, rest, CHUNK, Nested::Skim);
     let n = valid.events.len();
     assert!(skim.events.len() >= n, "the skim lost events");
-    assert_eq!(skim.events[..n], valid.events[..], "the skim read other events");
-    assert_eq!(skim.spans[..n], valid.spans[..], "the skim found other event bounds");
+    assert_eq!(
+        skim.events[..n],
+        valid.events[..],
+        "the skim read other events"
+    );
+    assert_eq!(
+        skim.spans[..n],
+        valid.spans[..],
+        "the skim found other event bounds"
+    );
     assert_eq!(skim.args[..n], valid.args[..], "the skim found other args");
     if valid.report.damage.is_none() && valid.report.rejected == 0 {
-        assert_eq!(skim.events.len(), n, "the skim read more of an undamaged input");
+        assert_eq!(
+            skim.events.len(),
+            n,
+            "the skim read more of an undamaged input"
+        );
         assert!(skim.report.damage.is_none(), "{:?}", skim.report.damage);
         assert_eq!(skim.report.raw_control, valid.report.raw_control);
     }
