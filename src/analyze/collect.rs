@@ -24,6 +24,7 @@ use regex::Regex;
 use super::classes::Classifier;
 use super::spill::Spool;
 use super::steps::Mark;
+use crate::trace::memo::Memo;
 use crate::trace::steps::{mark_of_name, StepMark};
 use crate::trace::{Event, Id, Str};
 
@@ -172,6 +173,8 @@ pub struct Collector<'a> {
     pub gpu_pid: Option<i64>,
     /// Events seen.
     pub events: u64,
+    /// The `args` layouts seen, for the lookups ([`Event::arg_memo`]).
+    args_memo: Memo,
 }
 
 fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
@@ -209,6 +212,7 @@ impl<'a> Collector<'a> {
             streams: FxMap::default(),
             gpu_pid: None,
             events: 0,
+            args_memo: Memo::default(),
         }
     }
 
@@ -255,7 +259,10 @@ impl<'a> Collector<'a> {
             "cuda_runtime" | "cuda_driver" => {
                 let n = ev.name.raw();
                 if n.contains("Launch") || n.contains("Memcpy") || n.contains("Memset") {
-                    if let Some(c) = ev.arg("correlation").and_then(|v| v.as_i64()) {
+                    if let Some(c) = ev
+                        .arg_memo("correlation", &mut self.args_memo)
+                        .and_then(|v| v.as_i64())
+                    {
                         self.launches.push((c, start));
                     }
                 }
@@ -281,20 +288,23 @@ impl<'a> Collector<'a> {
                 let raw = ev.name.raw();
                 if raw.starts_with("aten::") && super::work::GEMM_OPS.contains(&raw) {
                     if let Some(m) = ev
-                        .arg("Input Dims")
+                        .arg_memo("Input Dims", &mut self.args_memo)
                         .and_then(|v| super::work::gemm_tokens(v.text))
                     {
                         self.shapes.push((start, m.min(i64::MAX as u64) as i64));
                     }
                 } else if raw.contains("fused_moe") {
                     if let Some(m) = ev
-                        .arg("Input Dims")
+                        .arg_memo("Input Dims", &mut self.args_memo)
                         .and_then(|v| super::work::gemm_tokens(v.text))
                     {
                         self.moe_rows = Some(self.moe_rows.unwrap_or(0).saturating_add(m));
                     }
                 } else if raw == "record_param_comms" {
-                    if let Some(n) = ev.arg("In msg nelems").and_then(|v| v.as_i64()) {
+                    if let Some(n) = ev
+                        .arg_memo("In msg nelems", &mut self.args_memo)
+                        .and_then(|v| v.as_i64())
+                    {
                         self.cpu_nelems.push((start, n.max(0)));
                     }
                 }
@@ -359,10 +369,16 @@ impl<'a> Collector<'a> {
     fn gpu_op(&mut self, ev: &Event<'_>, start: i64, dur: i64, kind: OpKind) {
         let classes = self.cfg.classes;
         let class = Self::add(&mut self.gpu_ops, classes, ev.name, kind, dur);
-        let corr = ev.arg("correlation").and_then(|v| v.as_i64()).unwrap_or(-1);
+        let corr = ev
+            .arg_memo("correlation", &mut self.args_memo)
+            .and_then(|v| v.as_i64())
+            .unwrap_or(-1);
         let stream = match ev.tid {
             Id::Int(v) => v,
-            _ => ev.arg("stream").and_then(|v| v.as_i64()).unwrap_or(-1),
+            _ => ev
+                .arg_memo("stream", &mut self.args_memo)
+                .and_then(|v| v.as_i64())
+                .unwrap_or(-1),
         };
         if self.gpu.is_empty() {
             self.gpu_pid = ev.pid.as_int();
@@ -375,7 +391,7 @@ impl<'a> Collector<'a> {
         s.1 += 1;
         let is_comm = kind == OpKind::Kernel && class == classes.comm();
         let nelems = if is_comm {
-            ev.arg("In msg nelems")
+            ev.arg_memo("In msg nelems", &mut self.args_memo)
                 .and_then(|v| v.as_i64())
                 .map_or(0, |n| n.clamp(0, i64::from(u32::MAX)) as u32)
         } else {
@@ -392,12 +408,12 @@ impl<'a> Collector<'a> {
         self.gpu.push(iv);
         if is_comm {
             let pg = ev
-                .arg("Process Group Name")
+                .arg_memo("Process Group Name", &mut self.args_memo)
                 .and_then(|v| v.as_str())
                 .map(|s| s.get().into_owned())
                 .unwrap_or_default();
             let name = ev
-                .arg("Collective name")
+                .arg_memo("Collective name", &mut self.args_memo)
                 .and_then(|v| v.as_str())
                 .map(|s| s.get().into_owned())
                 .unwrap_or_else(|| super::kernels::short_name(&ev.name.get()));

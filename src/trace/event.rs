@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use super::json::{self, Field, Kind, Stop};
+use super::memo::Memo;
 use super::time::Ns;
 
 /// A JSON string as it sits in the input: valid UTF-8, escapes not yet decoded.
@@ -315,6 +316,13 @@ impl<'a> Event<'a> {
     pub fn arg(&self, key: &str) -> Option<Val<'a>> {
         find_in_object(self.args?, key)
     }
+
+    /// [`Event::arg`] through a memo of `args` layouts ([`find_in_object_memo`]), by the last
+    /// byte of `cat` (`kernel`, `cuda_runtime`, `cpu_op` fall in different slots).
+    pub fn arg_memo(&self, key: &str, memo: &mut Memo) -> Option<Val<'a>> {
+        let kind = self.cat.raw().as_bytes().last().copied().unwrap_or(0);
+        find_in_object_memo(self.args?, key, memo, kind)
+    }
 }
 
 /// `std::str::from_utf8`, answering at once for the common event that is all ASCII: an OR
@@ -351,6 +359,48 @@ pub fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
         }
     });
     found
+}
+
+/// [`find_in_object`] taking the stretches between `args` values it has seen before from
+/// `memo` ([`super::memo`]), for events of kind `kind`: the same answer.
+pub fn find_in_object_memo<'a>(
+    obj: &'a str,
+    key: &str,
+    memo: &mut Memo,
+    kind: u8,
+) -> Option<Val<'a>> {
+    let b = obj.as_bytes();
+    let mut from = 1;
+    let mut k = 0;
+    loop {
+        let (kr, j) = match memo.matches(b, from, kind, k) {
+            Some(h) => (h.key, json::skip_ws(b, h.value)),
+            None => {
+                // As `each_field` walks: an optional ',' after a value, then a key.
+                let mut j = json::skip_ws(b, from);
+                if k > 0 && b.get(j) == Some(&b',') {
+                    j = json::skip_ws(b, j + 1);
+                }
+                if b.get(j) != Some(&b'"') {
+                    return None;
+                }
+                let (kend, _) = json::scan_known_string(b, j).ok()?;
+                let v = json::skip_ws(b, json::skip_ws(b, kend) + 1);
+                memo.record(b, from, (j + 1, kend - 1), v, kind, k);
+                ((j + 1, kend - 1), v)
+            }
+        };
+        let (vend, vkind) = json::skip_known_value(b, j).ok()?;
+        if &obj[kr.0..kr.1] == key {
+            let text = match vkind {
+                Kind::Str { .. } => &obj[j + 1..vend - 1],
+                _ => &obj[j..vend],
+            };
+            return Some(Val { kind: vkind, text });
+        }
+        from = vend;
+        k += 1;
+    }
 }
 
 /// Calls `f(key, kind, text)` for every top-level field of a validated object, until it

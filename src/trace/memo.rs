@@ -210,4 +210,78 @@ mod tests {
             same(plain, &fa, memod, &fb, &b);
         }
     }
+
+    /// `args` objects written alike, varied and damaged now and then, looked up with one memo
+    /// per run and without: the same value (kind and text) for every key asked.
+    #[test]
+    fn the_args_memo_answers_as_find_in_object() {
+        use crate::trace::event::{find_in_object, find_in_object_memo};
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let spaces: [&str; 4] = [" ", "", "\n      ", "  "];
+        let keys: [&str; 6] = [
+            "External id",
+            "correlation",
+            "stream",
+            "cbid",
+            "a\\\"b",
+            "Input Dims",
+        ];
+        let values: [&str; 7] = [
+            "13",
+            "-2.5",
+            "\"x\"",
+            "[[1, 2], [3]]",
+            "{\"a\": 1}",
+            "null",
+            "\"q\\\"r\"",
+        ];
+        let noise = b",:{}[]\" \\a1";
+        let mut memo = Memo::default();
+        for _ in 0..60_000 {
+            let r = next();
+            let n = 1 + (r >> 8) as usize % 6;
+            let mut t = String::from("{");
+            for k in 0..n {
+                let mut pick = |x: usize, m: usize| {
+                    if (r >> 20) % 4 == 0 {
+                        next() as usize % m
+                    } else {
+                        (x + k * 5 + (r % 2) as usize) % m
+                    }
+                };
+                if k > 0 {
+                    t.push_str(spaces[pick(1, spaces.len())]);
+                    t.push(',');
+                }
+                t.push_str(spaces[pick(2, spaces.len())]);
+                t.push('"');
+                t.push_str(keys[pick(3, keys.len())]);
+                t.push('"');
+                t.push_str(spaces[pick(4, spaces.len())]);
+                t.push(':');
+                t.push_str(spaces[pick(5, spaces.len())]);
+                t.push_str(values[pick(6, values.len())]);
+            }
+            t.push('}');
+            let mut b = t.into_bytes();
+            if (r >> 44) % 4 == 0 {
+                let at = 1 + next() as usize % (b.len() - 1);
+                b[at] = noise[next() as usize % noise.len()];
+            }
+            let obj = std::str::from_utf8(&b).unwrap();
+            let kind = b"lep"[(r >> 50) as usize % 3];
+            for key in keys {
+                let plain = find_in_object(obj, key).map(|v| (format!("{:?}", v.kind), v.text));
+                let memod = find_in_object_memo(obj, key, &mut memo, kind)
+                    .map(|v| (format!("{:?}", v.kind), v.text));
+                assert_eq!(plain, memod, "{obj:?} {key:?}");
+            }
+        }
+    }
 }
