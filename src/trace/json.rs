@@ -236,19 +236,14 @@ pub fn scan_number(b: &[u8], i: usize) -> Scan<usize> {
 #[inline(always)]
 fn scan_number_inline(b: &[u8], i: usize) -> Scan<usize> {
     let first = i + usize::from(b.get(i) == Some(&b'-'));
-    let mut j = first;
-    while b.get(j).is_some_and(u8::is_ascii_digit) {
-        j += 1;
-    }
+    let mut j = super::swar::digits_end(b, first);
     if j == first || (j > first + 1 && b[first] == b'0') {
         return scan_number(b, i);
     }
     if b.get(j) == Some(&b'.') {
         j += 1;
         let s = j;
-        while b.get(j).is_some_and(u8::is_ascii_digit) {
-            j += 1;
-        }
+        j = super::swar::digits_end(b, j);
         if j == s {
             return scan_number(b, i);
         }

@@ -139,10 +139,32 @@ fn whitespace_runs_end_as_byte_by_byte() {
 
 #[test]
 fn inline_numbers_end_as_the_full_scanner() {
+    for (text, end) in [
+        (&b"12345678901234567x"[..], 17),
+        (b"1234567/", 7),
+        (b"123456789:", 9),
+    ] {
+        assert_eq!(crate::trace::swar::digits_end(text, 0), end);
+    }
     let mut s = 0x2545_f491_4f6c_dd1d;
     for _ in 0..200_000 {
-        let b = random_bytes(&mut s, b"-0123456789019..eE+ ,}]x\n", 14);
+        // Short texts with every token, and long digit runs (timestamps such as
+        // `4355656645620.491`) with the bytes next to the digits ('/', ':', 0xFA and up).
+        let b = if s % 2 == 0 {
+            random_bytes(&mut s, b"-0123456789019..eE+ ,}]x\n", 14)
+        } else {
+            random_bytes(
+                &mut s,
+                b"01234567890123456789012345678901234567.-/:\xfa\xff, e",
+                40,
+            )
+        };
         for i in 0..b.len() {
+            let mut e = i;
+            while b.get(e).is_some_and(u8::is_ascii_digit) {
+                e += 1;
+            }
+            assert_eq!(crate::trace::swar::digits_end(&b, i), e, "{b:?} at {i}");
             if matches!(b[i], b'-' | b'0'..=b'9') {
                 assert_eq!(
                     scan_number_inline(&b, i),

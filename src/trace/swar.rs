@@ -41,6 +41,34 @@ fn ws_prefix16(w: &[u8]) -> usize {
     (!m).trailing_zeros().min(16) as usize
 }
 
+/// The end of a run of ASCII digits from `b[i]`: 8 bytes at a time (SWAR), then a byte at a
+/// time near the end of `b`. A byte is a digit when its high nibble is 3 both as it is and
+/// after adding 6; a carry out of a byte (from 0xFA and up, not a digit) can only spoil the
+/// bytes above it, so the lowest flagged byte is exact.
+#[inline(always)]
+pub fn digits_end(b: &[u8], mut i: usize) -> usize {
+    const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    while let Some(w) = b.get(i..i + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let x = u64::from_le_bytes(a);
+        let v = ((x & HIGH_NIBBLES) ^ THREES)
+            | ((x.wrapping_add(0x0606_0606_0606_0606) & HIGH_NIBBLES) ^ THREES);
+        // The high bit of each byte of `v` that is not zero (no carry between bytes).
+        let other = (((v & LOW7) + LOW7) | v) & !LOW7;
+        if other != 0 {
+            return i + other.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
 /// SWAR masks of one 8-byte word: the high bit of byte `k` is set in the first for a `"`, in
 /// the second for a `\\` or a byte below 0x20. `x - 0x01…01 & !x & 0x80…80` flags the zero bytes
 /// of `x`; its lowest flag is exact (higher ones may be false), so only the lowest set bit of
