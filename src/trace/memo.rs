@@ -136,69 +136,92 @@ mod tests {
         }
     }
 
+    /// Random objects written mostly alike (the stretch before each field picked by its
+    /// position, so that a memo hits), one in four picked all at random (so that it misses).
+    struct Objects {
+        s: u64,
+        spaces: &'static [&'static str],
+        keys: &'static [&'static str],
+        values: &'static [&'static str],
+    }
+
+    impl Objects {
+        fn next(&mut self) -> u64 {
+            self.s ^= self.s << 13;
+            self.s ^= self.s >> 7;
+            self.s ^= self.s << 17;
+            self.s
+        }
+
+        fn pick(&mut self, r: u64, k: usize, x: usize, m: usize) -> usize {
+            if (r >> 20) % 4 == 0 {
+                self.next() as usize % m
+            } else {
+                (x + k * 3 + (r % 3) as usize) % m
+            }
+        }
+
+        fn object(&mut self) -> Vec<u8> {
+            let (spaces, keys, values) = (self.spaces, self.keys, self.values);
+            let r = self.next();
+            let mut t = String::from("{");
+            for k in 0..1 + (r >> 8) as usize % 6 {
+                if k > 0 {
+                    t.push_str(spaces[self.pick(r, k, 1, spaces.len())]);
+                    t.push(',');
+                }
+                t.push_str(spaces[self.pick(r, k, 2, spaces.len())]);
+                t.push('"');
+                t.push_str(keys[self.pick(r, k, 3, keys.len())]);
+                t.push('"');
+                t.push_str(spaces[self.pick(r, k, 4, spaces.len())]);
+                t.push(':');
+                t.push_str(spaces[self.pick(r, k, 5, spaces.len())]);
+                t.push_str(values[self.pick(r, k, 6, values.len())]);
+            }
+            t.push_str(spaces[(r >> 40) as usize % spaces.len()]);
+            t.push('}');
+            t.into_bytes()
+        }
+
+        /// `b` with one byte replaced by one of `noise`, at or after `from`.
+        fn damage(&mut self, b: &mut [u8], from: usize, noise: &[u8]) {
+            let at = from + self.next() as usize % (b.len() - from);
+            b[at] = noise[self.next() as usize % noise.len()];
+        }
+    }
+
     /// Events written alike (so the memo hits), with whitespace, keys, values and single bytes
     /// varied now and then (so it must miss, or must not be fooled), each scanned with one memo
     /// kept across the run and without: the same end or error and the same fields, both modes.
     #[test]
     fn the_memo_answers_as_the_full_scan() {
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
+        let mut gen = Objects {
+            s: 0x9e37_79b9_7f4a_7c15,
+            spaces: &[" ", "", "\n    ", "  ", "\t"],
+            keys: &["ph", "cat", "name", "pid", "ts", "a\\\"b", "k\u{1}", "args"],
+            values: &[
+                "\"X\"",
+                "\"s\"",
+                "12",
+                "-3.5e2",
+                "\"kernel\"",
+                "{\"a\": [1, {\"b\": null}]}",
+                "[1, 2]",
+                "true",
+                "\"x\\ny\"",
+            ],
         };
-        let spaces: [&str; 5] = [" ", "", "\n    ", "  ", "\t"];
-        let keys: [&str; 8] = ["ph", "cat", "name", "pid", "ts", "a\\\"b", "k\u{1}", "args"];
-        let values: [&str; 9] = [
-            "\"X\"",
-            "\"s\"",
-            "12",
-            "-3.5e2",
-            "\"kernel\"",
-            "{\"a\": [1, {\"b\": null}]}",
-            "[1, 2]",
-            "true",
-            "\"x\\ny\"",
-        ];
-        let noise = b",:{}[]\" \x01\\a1";
         let (mut memo, mut memo_skim) = (Memo::default(), Memo::default());
         let (mut fa, mut fb) = (Vec::new(), Vec::new());
         for _ in 0..60_000 {
-            let r = next();
-            let layout = r % 3;
-            let n = 1 + (r >> 8) as usize % 6;
-            let mut t = String::from("{");
-            for k in 0..n {
-                let mut pick = |x: u64, m: usize| {
-                    if (r >> 20) % 4 == 0 {
-                        (next() as usize) % m
-                    } else {
-                        ((x as usize) + k * 3 + layout as usize) % m
-                    }
-                };
-                if k > 0 {
-                    t.push_str(spaces[pick(1, spaces.len())]);
-                    t.push(',');
-                }
-                t.push_str(spaces[pick(2, spaces.len())]);
-                t.push('"');
-                t.push_str(keys[pick(3, keys.len())]);
-                t.push('"');
-                t.push_str(spaces[pick(4, spaces.len())]);
-                t.push(':');
-                t.push_str(spaces[pick(5, spaces.len())]);
-                t.push_str(values[pick(6, values.len())]);
+            let mut b = gen.object();
+            let r = gen.next();
+            if r % 5 == 0 {
+                gen.damage(&mut b, 0, b",:{}[]\" \x01\\a1");
             }
-            t.push_str(spaces[(r >> 40) as usize % spaces.len()]);
-            t.push('}');
-            let mut b = t.into_bytes();
-            if (r >> 44) % 5 == 0 {
-                let at = next() as usize % b.len();
-                b[at] = noise[next() as usize % noise.len()];
-            }
-            if (r >> 48) % 7 == 0 {
-                b.truncate(next() as usize % b.len() + 1);
+            if (r >> 8) % 7 == 0 {
+                b.truncate(gen.next() as usize % b.len() + 1);
             }
             // Room after the event, so the memo's 32-byte compare can run at its end too.
             b.extend_from_slice(b" ,  {\"ph\": \"X\", \"cat\": \"k\"}                         ");
@@ -216,15 +239,7 @@ mod tests {
     #[test]
     fn the_args_memo_answers_as_find_in_object() {
         use crate::trace::event::{find_in_object, find_in_object_memo};
-        let mut s = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
-        let spaces: [&str; 4] = [" ", "", "\n      ", "  "];
-        let keys: [&str; 6] = [
+        let keys: &[&str] = &[
             "External id",
             "correlation",
             "stream",
@@ -232,47 +247,26 @@ mod tests {
             "a\\\"b",
             "Input Dims",
         ];
-        let values: [&str; 7] = [
-            "13",
-            "-2.5",
-            "\"x\"",
-            "[[1, 2], [3]]",
-            "{\"a\": 1}",
-            "null",
-            "\"q\\\"r\"",
-        ];
-        let noise = b",:{}[]\" \\a1";
+        let mut gen = Objects {
+            s: 0x2545_f491_4f6c_dd1d,
+            spaces: &[" ", "", "\n      ", "  "],
+            keys,
+            values: &[
+                "13",
+                "-2.5",
+                "\"x\"",
+                "[[1, 2], [3]]",
+                "{\"a\": 1}",
+                "null",
+                "\"q\\\"r\"",
+            ],
+        };
         let mut memo = Memo::default();
         for _ in 0..60_000 {
-            let r = next();
-            let n = 1 + (r >> 8) as usize % 6;
-            let mut t = String::from("{");
-            for k in 0..n {
-                let mut pick = |x: usize, m: usize| {
-                    if (r >> 20) % 4 == 0 {
-                        next() as usize % m
-                    } else {
-                        (x + k * 5 + (r % 2) as usize) % m
-                    }
-                };
-                if k > 0 {
-                    t.push_str(spaces[pick(1, spaces.len())]);
-                    t.push(',');
-                }
-                t.push_str(spaces[pick(2, spaces.len())]);
-                t.push('"');
-                t.push_str(keys[pick(3, keys.len())]);
-                t.push('"');
-                t.push_str(spaces[pick(4, spaces.len())]);
-                t.push(':');
-                t.push_str(spaces[pick(5, spaces.len())]);
-                t.push_str(values[pick(6, values.len())]);
-            }
-            t.push('}');
-            let mut b = t.into_bytes();
-            if (r >> 44) % 4 == 0 {
-                let at = 1 + next() as usize % (b.len() - 1);
-                b[at] = noise[next() as usize % noise.len()];
+            let mut b = gen.object();
+            let r = gen.next();
+            if r % 4 == 0 {
+                gen.damage(&mut b, 1, b",:{}[]\" \\a1");
             }
             let obj = std::str::from_utf8(&b).unwrap();
             let kind = b"lep"[(r >> 50) as usize % 3];
