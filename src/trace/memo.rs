@@ -154,7 +154,7 @@ mod tests {
         }
 
         fn pick(&mut self, r: u64, k: usize, x: usize, m: usize) -> usize {
-            if (r >> 20) % 4 == 0 {
+            if (r >> 20).is_multiple_of(4) {
                 self.next() as usize % m
             } else {
                 (x + k * 3 + (r % 3) as usize) % m
@@ -217,10 +217,10 @@ mod tests {
         for _ in 0..60_000 {
             let mut b = gen.object();
             let r = gen.next();
-            if r % 5 == 0 {
+            if r.is_multiple_of(5) {
                 gen.damage(&mut b, 0, b",:{}[]\" \x01\\a1");
             }
-            if (r >> 8) % 7 == 0 {
+            if (r >> 8).is_multiple_of(7) {
                 b.truncate(gen.next() as usize % b.len() + 1);
             }
             // Room after the event, so the memo's 32-byte compare can run at its end too.
@@ -265,7 +265,7 @@ mod tests {
         for _ in 0..60_000 {
             let mut b = gen.object();
             let r = gen.next();
-            if r % 4 == 0 {
+            if r.is_multiple_of(4) {
                 gen.damage(&mut b, 1, b",:{}[]\" \\a1");
             }
             let obj = std::str::from_utf8(&b).unwrap();
