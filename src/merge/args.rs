@@ -85,30 +85,12 @@ pub fn each_arg<'a>(obj: &'a [u8], mut f: impl FnMut(Arg<'a>)) {
 }
 
 /// A JSON integer's text as `i64` (what `str::parse::<i64>` gives on it, without the UTF-8
-/// check and the call): `None` for a fraction, an exponent or an overflow.
+/// check): `None` for a fraction, an exponent, an overflow or a leading `+` (not JSON).
 pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    let (neg, digits) = match b.split_first()? {
-        (b'-', rest) => (true, rest),
-        _ => (false, b),
-    };
-    if digits.is_empty() {
+    if b.first() == Some(&b'+') {
         return None;
     }
-    let mut v: i64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        let d = i64::from(c - b'0');
-        v = v.checked_mul(10).and_then(|v| {
-            if neg {
-                v.checked_sub(d)
-            } else {
-                v.checked_add(d)
-            }
-        })?;
-    }
-    Some(v)
+    crate::trace::event::parse_int(b)
 }
 
 /// The index after the value starting at `b[i]`, and its kind.
