@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rankprof::trace::{read_trace, read_trace_with, Nested, Ns};
+use rankprof::trace::{read_trace, read_trace_with, Id, Nested, Ns};
 
 fn shared(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -155,4 +155,71 @@ fn skimming_nested_values_reads_every_real_trace_as_validating_does() {
         with_args += a.iter().filter(|e| e.2.is_some()).count();
     }
     assert!(with_args > 10_000, "{with_args} events with args");
+}
+
+/// Whether the test's own reading of [`Want`]'s rule keeps an event: `ph` among `XM`, and a
+/// complete event's `cat` (as written) among analyze's eight.
+fn kept(ph: u8, cat: &str) -> bool {
+    const CATS: [&str; 8] = [
+        "kernel",
+        "gpu_memcpy",
+        "gpu_memset",
+        "cuda_runtime",
+        "cuda_driver",
+        "cpu_op",
+        "user_annotation",
+        "gpu_user_annotation",
+    ];
+    ph == b'M' || (ph == b'X' && CATS.contains(&cat))
+}
+
+#[test]
+fn reading_only_wanted_events_hands_over_the_validating_readers_wanted_ones() {
+    use rankprof::analyze::collect::WANT;
+    let mut files = Vec::new();
+    real_traces(&shared(""), &mut files);
+    assert!(files.len() >= 10, "fixtures missing: {files:?}");
+    let (mut all, mut handed) = (0usize, 0usize);
+    for p in &files {
+        let mut expect = Vec::new();
+        let mut labeled = false;
+        let ra = read_trace_with(p, Nested::Validate, |ev| {
+            // From the first handed-over event with a labeled pid (a merged trace's) on,
+            // everything is handed over.
+            if labeled || kept(ev.ph, ev.cat.raw()) {
+                expect.push((ev.offset, ev.raw.to_string()));
+                labeled |= matches!(ev.pid, Id::Str(s) if s.raw().starts_with('['));
+            }
+        })
+        .unwrap();
+        let mut got = Vec::new();
+        let rb = read_trace_with(p, Nested::SkimOnly(WANT), |ev| {
+            got.push((ev.offset, ev.raw.to_string()))
+        })
+        .unwrap();
+        assert_eq!(got, expect, "{}", p.display());
+        assert_eq!(
+            (
+                ra.events,
+                ra.rejected,
+                ra.raw_control,
+                format!("{:?}", ra.damage)
+            ),
+            (
+                rb.events,
+                rb.rejected,
+                rb.raw_control,
+                format!("{:?}", rb.damage)
+            ),
+            "{}",
+            p.display()
+        );
+        all += ra.events as usize;
+        handed += got.len();
+    }
+    // The fixtures hold events of both sides (flows, python_function; kernels, cpu_ops).
+    assert!(
+        handed > 10_000 && all - handed > 20_000,
+        "{handed} of {all}"
+    );
 }

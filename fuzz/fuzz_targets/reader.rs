@@ -17,6 +17,11 @@
 //!    damage inside a value it does not validate, but on input the validating reader reads
 //!    whole (no damage, nothing rejected) it delivers exactly the same and the same report.
 //!    Its events do not depend on the read window either.
+//! 4. Reading only some events (`Nested::SkimOnly`, analyze's reader since 2026-11-24): on
+//!    input the validating reader reads whole, it hands over exactly the validating reader's
+//!    events that the rule keeps (`ph` among `X`/`M`, a complete event's `cat` as written
+//!    among a few; everything from the first `"[label] pid"` on), with the same report; on any
+//!    input, what it hands over does not depend on the read window.
 #![no_main]
 
 use std::io::{BufReader, Cursor, Read, Write};
@@ -25,7 +30,7 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 use rankprof::trace::event::Event;
 use rankprof::trace::gz::Members;
-use rankprof::trace::reader::{read_from_with, Damage, Nested, ReadReport, CHUNK};
+use rankprof::trace::reader::{read_from_with, Damage, Nested, ReadReport, Want, CHUNK};
 
 fn canon(e: &Event<'_>) -> String {
     format!(
@@ -60,7 +65,16 @@ struct Run {
     spans: Vec<(u64, u64)>,
     /// The raw `args` of each event.
     args: Vec<Option<String>>,
+    /// Whether property 4's rule keeps each event.
+    kept: Vec<bool>,
+    /// Some event has `ph` or `cat` twice.
+    twice: bool,
 }
+
+const WANT: Want = Want {
+    ph: b"XM",
+    complete_cats: &["kernel", "cpu_op", "a"],
+};
 
 fn run(mode: u8, bytes: &[u8], window: usize) -> Run {
     run_with(mode, bytes, window, Nested::Validate)
@@ -71,17 +85,53 @@ fn run_with(mode: u8, bytes: &[u8], window: usize, nested: Nested) -> Run {
     let mut events = Vec::new();
     let mut spans = Vec::new();
     let mut args = Vec::new();
+    let mut kept = Vec::new();
+    let mut labeled = false;
+    let mut twice = false;
     let report = read_from_with(Path::new("fuzz.json"), src, gzip, window, nested, |e| {
         events.push(canon(e));
         spans.push((e.offset, e.offset + e.raw.len() as u64));
         args.push(e.args.map(str::to_string));
+        let cat = e.cat.raw();
+        let k = labeled || e.ph == b'M' || (e.ph == b'X' && ["kernel", "cpu_op", "a"].contains(&cat));
+        // From the first handed-over event with a labeled pid on, every event is handed over.
+        labeled |= k && matches!(e.pid, rankprof::trace::Id::Str(s) if s.raw().starts_with('['));
+        kept.push(k);
+        // A key twice: the peek reads the first `ph`/`cat`, the decoder the last (documented).
+        let raw = e.raw.as_bytes();
+        let n = |key: &[u8]| e.fields.iter().filter(|f| f.key(raw) == key).count();
+        twice |= n(b"ph") > 1 || n(b"cat") > 1;
     });
     Run {
         report,
         events,
         spans,
         args,
+        kept,
+        twice,
     }
+}
+
+/// Property 4.
+fn only_agrees(mode: u8, rest: &[u8], valid: &Run) {
+    let only = run_with(mode, rest, CHUNK, Nested::SkimOnly(WANT));
+    if valid.report.damage.is_none() && valid.report.rejected == 0 && !valid.twice {
+        let expect: Vec<&String> = valid
+            .events
+            .iter()
+            .zip(&valid.kept)
+            .filter_map(|(e, &k)| k.then_some(e))
+            .collect();
+        let got: Vec<&String> = only.events.iter().collect();
+        assert_eq!(got, expect, "SkimOnly handed over other events");
+        assert_eq!(only.report.events, valid.report.events);
+        assert_eq!(only.report.raw_control, valid.report.raw_control);
+        assert!(only.report.damage.is_none(), "{:?}", only.report.damage);
+    }
+    let small = run_with(mode, rest, 64, Nested::SkimOnly(WANT));
+    assert_eq!(small.events, only.events, "SkimOnly depends on the window");
+    assert_eq!(small.report.events, only.report.events);
+    assert_eq!(kind(&small.report.damage), kind(&only.report.damage));
 }
 
 /// Property 3.
@@ -156,6 +206,7 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(big.report.events as usize, big.events.len());
     skim_agrees(mode, rest, &big);
+    only_agrees(mode, rest, &big);
     if let Some(d) = &big.report.damage {
         let at = d.offset();
         for &(start, end) in &big.spans {

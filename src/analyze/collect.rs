@@ -26,7 +26,7 @@ use super::spill::Spool;
 use super::steps::Mark;
 use crate::trace::memo::Memo;
 use crate::trace::steps::{mark_of_name, StepMark};
-use crate::trace::{Event, Id, Str};
+use crate::trace::{Event, Id, Str, Want};
 
 /// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.
 pub type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
@@ -177,6 +177,36 @@ pub struct Collector<'a> {
     args_memo: Memo,
 }
 
+// The categories of complete events [`Collector::on_event`] reads: its `match` and [`WANT`]
+// name the same constants, so the reader's filter cannot drift from what is read.
+const KERNEL: &str = "kernel";
+const GPU_MEMCPY: &str = "gpu_memcpy";
+const GPU_MEMSET: &str = "gpu_memset";
+const CUDA_RUNTIME: &str = "cuda_runtime";
+const CUDA_DRIVER: &str = "cuda_driver";
+const CPU_OP: &str = "cpu_op";
+const USER_ANNOTATION: &str = "user_annotation";
+const GPU_USER_ANNOTATION: &str = "gpu_user_annotation";
+
+/// The events analyze reads ([`crate::trace::Nested::SkimOnly`]): complete events of the
+/// categories above, and metadata (`ph` `M`), which [`Collector::on_event`] ignores but which
+/// still names the ranks of a merged trace (a rank with no complete event is still listed).
+/// Flow, instant and counter events and other categories (`python_function`, `fwdbwd`,
+/// `ac2g`) are skimmed, not decoded.
+pub const WANT: Want = Want {
+    ph: b"XM",
+    complete_cats: &[
+        KERNEL,
+        GPU_MEMCPY,
+        GPU_MEMSET,
+        CUDA_RUNTIME,
+        CUDA_DRIVER,
+        CPU_OP,
+        USER_ANNOTATION,
+        GPU_USER_ANNOTATION,
+    ],
+};
+
 fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
     if let Some(&i) = map.get(s) {
         return i;
@@ -240,7 +270,7 @@ impl<'a> Collector<'a> {
         class
     }
 
-    /// Takes one event.
+    /// Takes one event: only those [`WANT`] names change anything.
     #[inline]
     pub fn on_event(&mut self, ev: &Event<'_>) {
         self.events += 1;
@@ -253,10 +283,10 @@ impl<'a> Collector<'a> {
         let (start, dur) = (ts.0, dur.0.max(0));
         let cat = ev.cat.raw();
         match cat {
-            "kernel" => self.gpu_op(ev, start, dur, OpKind::Kernel),
-            "gpu_memcpy" => self.gpu_op(ev, start, dur, OpKind::Memcpy),
-            "gpu_memset" => self.gpu_op(ev, start, dur, OpKind::Memset),
-            "cuda_runtime" | "cuda_driver" => {
+            KERNEL => self.gpu_op(ev, start, dur, OpKind::Kernel),
+            GPU_MEMCPY => self.gpu_op(ev, start, dur, OpKind::Memcpy),
+            GPU_MEMSET => self.gpu_op(ev, start, dur, OpKind::Memset),
+            CUDA_RUNTIME | CUDA_DRIVER => {
                 let n = ev.name.raw();
                 if n.contains("Launch") || n.contains("Memcpy") || n.contains("Memset") {
                     if let Some(c) = ev
@@ -267,7 +297,7 @@ impl<'a> Collector<'a> {
                     }
                 }
             }
-            "cpu_op" => {
+            CPU_OP => {
                 // CPU op totals and intervals only matter for CPU-only traces: none are kept
                 // once a GPU op is seen.
                 if self.gpu.is_empty() {
@@ -327,8 +357,8 @@ impl<'a> Collector<'a> {
                     self.mark(ev, start, dur, false);
                 }
             }
-            "user_annotation" => self.mark(ev, start, dur, false),
-            "gpu_user_annotation" => self.mark(ev, start, dur, true),
+            USER_ANNOTATION => self.mark(ev, start, dur, false),
+            GPU_USER_ANNOTATION => self.mark(ev, start, dur, true),
             _ => {}
         }
     }

@@ -150,7 +150,13 @@ pub(super) fn read_input(
     let mut labeled: Vec<(String, Collector<'_>)> = Vec::new();
     let mut index: FxMap<String, usize> = FxMap::default();
     let mut last: Option<(String, usize)> = None;
-    let report = trace::read_trace_with(&input.path, trace::Nested::Skim, |ev| {
+    // The reader hands over only the events the collector reads ([`super::collect::WANT`]);
+    // the others are counted in `report.events`. They belong to the unlabeled rank: a merged
+    // trace is handed over whole from its first labeled event, its metadata (`Want`'s doc).
+    let mut handed = 0u64;
+    let want = trace::Nested::SkimOnly(super::collect::WANT);
+    let report = trace::read_trace_with(&input.path, want, |ev| {
+        handed += 1;
         if let Id::Str(s) = ev.pid {
             let raw = s.raw();
             if raw.starts_with(crate::load::evidence::PID_PREFIX) {
@@ -182,6 +188,7 @@ pub(super) fn read_input(
         own.on_event(ev);
     })
     .with_context(|| format!("cannot read {}", input.path.display()))?;
+    own.events += report.events.saturating_sub(handed);
     let mut notes = report.notes();
     let path_s = input.path.display().to_string();
     let results: Vec<RankResult> = if labeled.is_empty() {

@@ -17,11 +17,12 @@ pub mod skim;
 pub mod steps;
 pub mod swar;
 pub mod time;
+pub mod want;
 pub mod writer;
 
 pub use discover::{
     discover, discover_files, is_merged_trace, merged_name, Discovery, Group, RankFile, RankId,
 };
 pub use event::{Event, Id, Str, Val};
-pub use reader::{read_trace, read_trace_with, Damage, Header, Nested, ReadReport};
+pub use reader::{read_trace, read_trace_with, Damage, Header, Nested, ReadReport, Want};
 pub use time::Ns;

@@ -28,6 +28,7 @@ use super::gz::{GzStatus, Members};
 use super::json::{self, Field, Stop};
 use super::memo::Memo;
 pub use super::open::{file_kind, open_regular};
+pub use super::want::Want;
 
 pub use super::report::{Damage, Header, Problem, ReadReport, MAX_PROBLEMS};
 
@@ -51,6 +52,10 @@ pub enum Nested {
     /// The top-level fields are validated as with `Validate`, and an event that `Validate`
     /// accepts gives the same [`Event`].
     Skim,
+    /// As `Skim`, and only the events [`Want`] names are handed over: the others are counted
+    /// in [`ReadReport::events`] and skimmed whole when their leading `ph`/`cat` show them
+    /// unwanted ([`super::want`]), decoded in full and dropped otherwise.
+    SkimOnly(Want),
 }
 
 /// [`read_trace`] with the treatment of nested values chosen.
@@ -149,7 +154,10 @@ pub fn read_from_with(
     on_event: impl FnMut(&Event<'_>),
 ) -> ReadReport {
     let mut s = Scanner::new(src, window);
-    s.skim = nested == Nested::Skim;
+    s.skim = nested != Nested::Validate;
+    if let Nested::SkimOnly(w) = nested {
+        s.want = Some(w);
+    }
     s.read(path, gzip, on_event)
 }
 
@@ -174,6 +182,8 @@ struct Scanner {
     reached_events: bool,
     /// Nested values are skimmed ([`Nested::Skim`]).
     skim: bool,
+    /// Only these events are handed over ([`Nested::SkimOnly`]).
+    want: Option<Want>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -204,6 +214,7 @@ impl Scanner {
             head_only: false,
             reached_events: false,
             skim: false,
+            want: None,
         }
     }
 
@@ -374,7 +385,21 @@ impl Scanner {
                 },
                 State::FirstEvent if c == b']' => Ok((i + 1, after_events(report))),
                 State::FirstEvent | State::Event => {
-                    if c == b'{' {
+                    // With a `want`: what the event's leading `ph`/`cat` say ([`Want::peek`]).
+                    let peeked = match self.want {
+                        Some(w) if c == b'{' => w.peek(b, i),
+                        _ => None,
+                    };
+                    let unwanted = match peeked {
+                        Some(false) => super::skim::skip_nested(b, i),
+                        _ => None,
+                    };
+                    if let Some(skimmed) = unwanted {
+                        skimmed.map(|end| {
+                            report.events += 1;
+                            (end, State::AfterEvent)
+                        })
+                    } else if c == b'{' {
                         let scanned =
                             json::scan_object_memo(b, i, &mut fields, self.skim, &mut memo);
                         match scanned {
@@ -385,7 +410,18 @@ impl Scanner {
                                         if ev.ctl {
                                             raw_control(report, abs(i), &b[i..end]);
                                         }
-                                        on_event(&ev);
+                                        let wanted = match (self.want, peeked) {
+                                            (Some(w), None | Some(false)) => {
+                                                w.wants(ev.ph, ev.cat.raw().as_bytes())
+                                            }
+                                            _ => true,
+                                        };
+                                        if wanted {
+                                            if self.want.is_some() && super::want::labeled(&ev) {
+                                                self.want = None;
+                                            }
+                                            on_event(&ev);
+                                        }
                                     }
                                     Err(e) => reject(report, abs(i + e.at), e.msg),
                                 }
