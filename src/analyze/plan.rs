@@ -150,9 +150,10 @@ pub(super) fn read_input(
     let mut labeled: Vec<(String, Collector<'_>)> = Vec::new();
     let mut index: FxMap<String, usize> = FxMap::default();
     let mut last: Option<(String, usize)> = None;
-    // The reader hands over only the events the collector reads ([`super::collect::WANT`]);
-    // the others are counted in `report.events`. They belong to the unlabeled rank: a merged
-    // trace is handed over whole from its first labeled event, its metadata (`Want`'s doc).
+    // The reader hands over only the events the collector reads ([`super::collect::WANT`]).
+    // Those it skips are counted in `report.events` and belong to the unlabeled rank (`own`):
+    // a merged trace is handed over whole from its first labeled event (its metadata comes
+    // first), so no event of a labeled rank is skipped.
     let mut handed = 0u64;
     let want = trace::Nested::SkimOnly(super::collect::WANT);
     let report = trace::read_trace_with(&input.path, want, |ev| {

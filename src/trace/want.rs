@@ -5,7 +5,7 @@
 //! few categories. A Kineto trace is a third flow events (`ph` `s`/`f`), and profiles taken
 //! with Python stacks are mostly `python_function`; decoding their fields (times, ids, UTF-8)
 //! is work nobody reads. Kineto writes `ph` first and, for complete events, `cat` second
-//! (`libkineto`'s `output_json.cpp`), so [`peek`] reads those two values where they stand and
+//! (`libkineto`'s `output_json.cpp`), so [`Want::peek`] reads those two values where they stand and
 //! the reader skims an unwanted event a block at a time ([`super::skim::skip_nested`]): its
 //! brackets, strings and control bytes are checked, its tokens are not, and it is counted in
 //! [`super::reader::ReadReport::events`] but not handed over.
