@@ -26,7 +26,7 @@ use super::spill::Spool;
 use super::steps::Mark;
 use crate::trace::memo::Memo;
 use crate::trace::steps::{mark_of_name, StepMark};
-use crate::trace::{Event, Id, Str, Want};
+use crate::trace::{Event, Id, Str, Val, Want};
 
 /// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.
 pub type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
@@ -206,6 +206,16 @@ pub const WANT: Want = Want {
         GPU_USER_ANNOTATION,
     ],
 };
+
+/// The `args` keys a GPU op reads: its correlation, its stream (when `tid` is not a number),
+/// and for a collective its size, process group and name.
+const COMM_KEYS: [&str; 5] = [
+    "correlation",
+    "stream",
+    "In msg nelems",
+    "Process Group Name",
+    "Collective name",
+];
 
 fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
     if let Some(&i) = map.get(s) {
@@ -399,16 +409,22 @@ impl<'a> Collector<'a> {
     fn gpu_op(&mut self, ev: &Event<'_>, start: i64, dur: i64, kind: OpKind) {
         let classes = self.cfg.classes;
         let class = Self::add(&mut self.gpu_ops, classes, ev.name, kind, dur);
-        let corr = ev
-            .arg_memo("correlation", &mut self.args_memo)
-            .and_then(|v| v.as_i64())
-            .unwrap_or(-1);
+        let is_comm = kind == OpKind::Kernel && class == classes.comm();
+        // A collective's five keys in one walk of `args`; other ops look up one or two.
+        let mut v: [Option<Val<'_>>; 5] = [None; 5];
+        if is_comm {
+            ev.arg_memo_all(&COMM_KEYS, &mut self.args_memo, &mut v);
+        } else {
+            v[0] = ev.arg_memo(COMM_KEYS[0], &mut self.args_memo);
+            if !matches!(ev.tid, Id::Int(_)) {
+                v[1] = ev.arg_memo(COMM_KEYS[1], &mut self.args_memo);
+            }
+        }
+        let [corr, stream_arg, nelems, pg, coll] = v;
+        let corr = corr.and_then(|v| v.as_i64()).unwrap_or(-1);
         let stream = match ev.tid {
             Id::Int(v) => v,
-            _ => ev
-                .arg_memo("stream", &mut self.args_memo)
-                .and_then(|v| v.as_i64())
-                .unwrap_or(-1),
+            _ => stream_arg.and_then(|v| v.as_i64()).unwrap_or(-1),
         };
         if self.gpu.is_empty() {
             self.gpu_pid = ev.pid.as_int();
@@ -419,14 +435,9 @@ impl<'a> Collector<'a> {
         let s = self.streams.entry(stream).or_insert((0, 0));
         s.0 += dur;
         s.1 += 1;
-        let is_comm = kind == OpKind::Kernel && class == classes.comm();
-        let nelems = if is_comm {
-            ev.arg_memo("In msg nelems", &mut self.args_memo)
-                .and_then(|v| v.as_i64())
-                .map_or(0, |n| n.clamp(0, i64::from(u32::MAX)) as u32)
-        } else {
-            0
-        };
+        let nelems = nelems
+            .and_then(|v| v.as_i64())
+            .map_or(0, |n| n.clamp(0, i64::from(u32::MAX)) as u32);
         let iv = GpuIv {
             start,
             end: start + dur,
@@ -437,13 +448,11 @@ impl<'a> Collector<'a> {
         };
         self.gpu.push(iv);
         if is_comm {
-            let pg = ev
-                .arg_memo("Process Group Name", &mut self.args_memo)
+            let pg = pg
                 .and_then(|v| v.as_str())
                 .map(|s| s.get().into_owned())
                 .unwrap_or_default();
-            let name = ev
-                .arg_memo("Collective name", &mut self.args_memo)
+            let name = coll
                 .and_then(|v| v.as_str())
                 .map(|s| s.get().into_owned())
                 .unwrap_or_else(|| super::kernels::short_name(&ev.name.get()));

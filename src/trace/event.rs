@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+pub use super::args::{each_field, find_all_in_object_memo, find_in_object, find_in_object_memo};
 use super::json::{self, Field, Kind, Stop};
 use super::memo::Memo;
 use super::time::Ns;
@@ -323,6 +324,16 @@ impl<'a> Event<'a> {
         let kind = self.cat.raw().as_bytes().last().copied().unwrap_or(0);
         find_in_object_memo(self.args?, key, memo, kind)
     }
+
+    /// [`Event::arg_memo`] for several keys in one walk of `args` ([`find_all_in_object_memo`]):
+    /// `out[n]` is what `arg_memo(keys[n], memo)` answers.
+    pub fn arg_memo_all(&self, keys: &[&str], memo: &mut Memo, out: &mut [Option<Val<'a>>]) {
+        out.fill(None);
+        if let Some(args) = self.args {
+            let kind = self.cat.raw().as_bytes().last().copied().unwrap_or(0);
+            find_all_in_object_memo(args, keys, memo, kind, out);
+        }
+    }
 }
 
 /// `std::str::from_utf8`, answering at once for the common event that is all ASCII: an OR
@@ -344,91 +355,6 @@ fn utf8(b: &[u8]) -> Result<&str, std::str::Utf8Error> {
         Ok(unsafe { std::str::from_utf8_unchecked(b) })
     } else {
         std::str::from_utf8(b)
-    }
-}
-
-/// Finds `key` among the top-level fields of the (already validated) JSON object `obj`.
-pub fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
-    let mut found = None;
-    each_field(obj, |k, kind, text| {
-        if k == key {
-            found = Some(Val { kind, text });
-            false
-        } else {
-            true
-        }
-    });
-    found
-}
-
-/// [`find_in_object`] taking the stretches between `args` values it has seen before from
-/// `memo` ([`super::memo`]), for events of kind `kind`: the same answer.
-pub fn find_in_object_memo<'a>(
-    obj: &'a str,
-    key: &str,
-    memo: &mut Memo,
-    kind: u8,
-) -> Option<Val<'a>> {
-    let b = obj.as_bytes();
-    let mut from = 1;
-    let mut k = 0;
-    loop {
-        let (kr, j) = match memo.matches(b, from, kind, k) {
-            Some(h) => (h.key, json::skip_ws(b, h.value)),
-            None => {
-                // As `each_field` walks: an optional ',' after a value, then a key.
-                let mut j = json::skip_ws(b, from);
-                if k > 0 && b.get(j) == Some(&b',') {
-                    j = json::skip_ws(b, j + 1);
-                }
-                if b.get(j) != Some(&b'"') {
-                    return None;
-                }
-                let (kend, _) = json::scan_known_string(b, j).ok()?;
-                let v = json::skip_ws(b, json::skip_ws(b, kend) + 1);
-                memo.record(b, from, (j + 1, kend - 1), v, kind, k);
-                ((j + 1, kend - 1), v)
-            }
-        };
-        let (vend, vkind) = json::skip_known_value(b, j).ok()?;
-        if &obj[kr.0..kr.1] == key {
-            let text = match vkind {
-                Kind::Str { .. } => &obj[j + 1..vend - 1],
-                _ => &obj[j..vend],
-            };
-            return Some(Val { kind: vkind, text });
-        }
-        from = vend;
-        k += 1;
-    }
-}
-
-/// Calls `f(key, kind, text)` for every top-level field of a validated object, until it
-/// returns false. Keys are given as written (escapes undecoded).
-pub fn each_field<'a>(obj: &'a str, mut f: impl FnMut(&'a str, Kind, &'a str) -> bool) {
-    let b = obj.as_bytes();
-    let mut j = json::skip_ws(b, 1);
-    while b.get(j) == Some(&b'"') {
-        let Ok((kend, _)) = json::scan_known_string(b, j) else {
-            return;
-        };
-        let key = &obj[j + 1..kend - 1];
-        j = json::skip_ws(b, kend) + 1;
-        j = json::skip_ws(b, j);
-        let Ok((vend, kind)) = json::skip_known_value(b, j) else {
-            return;
-        };
-        let text = match kind {
-            Kind::Str { .. } => &obj[j + 1..vend - 1],
-            _ => &obj[j..vend],
-        };
-        if !f(key, kind, text) {
-            return;
-        }
-        j = json::skip_ws(b, vend);
-        if b.get(j) == Some(&b',') {
-            j = json::skip_ws(b, j + 1);
-        }
     }
 }
 

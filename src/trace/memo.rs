@@ -238,7 +238,7 @@ mod tests {
     /// per run and without: the same value (kind and text) for every key asked.
     #[test]
     fn the_args_memo_answers_as_find_in_object() {
-        use crate::trace::event::{find_in_object, find_in_object_memo};
+        use crate::trace::event::{find_all_in_object_memo, find_in_object, find_in_object_memo};
         let keys: &[&str] = &[
             "External id",
             "correlation",
@@ -262,6 +262,8 @@ mod tests {
             ],
         };
         let mut memo = Memo::default();
+        let mut memo_all = Memo::default();
+        let some: Vec<&str> = keys.iter().rev().step_by(2).copied().collect();
         for _ in 0..60_000 {
             let mut b = gen.object();
             let r = gen.next();
@@ -275,6 +277,16 @@ mod tests {
                 let memod = find_in_object_memo(obj, key, &mut memo, kind)
                     .map(|v| (format!("{:?}", v.kind), v.text));
                 assert_eq!(plain, memod, "{obj:?} {key:?}");
+            }
+            // All keys, and half of them in another order, each in one walk.
+            for ks in [keys, &some[..]] {
+                let mut out = vec![None; ks.len()];
+                find_all_in_object_memo(obj, ks, &mut memo_all, kind, &mut out);
+                for (key, got) in ks.iter().zip(&out) {
+                    let plain = find_in_object(obj, key).map(|v| (format!("{:?}", v.kind), v.text));
+                    let got = got.map(|v| (format!("{:?}", v.kind), v.text));
+                    assert_eq!(plain, got, "{obj:?} {key:?} of {ks:?}");
+                }
             }
         }
     }

@@ -2,6 +2,7 @@
 //! later stage consumes, [`discover`]y of rank files and their identity, and the [`writer`]
 //! (streaming JSON + gzip, atomic), with [`cleanup`] of its temporary files on SIGINT/SIGTERM.
 
+pub mod args;
 pub mod cleanup;
 pub mod discover;
 pub mod event;
