@@ -10,10 +10,15 @@
 //!    part (or a Kineto event when there is none) scanned to prime a memo, the second part
 //!    scans to the same end or error and the same fields with that memo as without, whether
 //!    nested values are validated or skimmed.
+//! 5. The `args` lookups through the memo answer as `find_in_object`: one key at a time
+//!    (`find_in_object_memo`) and several in one walk (`find_all_in_object_memo`), with a memo
+//!    kept across runs, so layouts seen before hit it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rankprof::trace::event::{each_field, find_in_object, scan_event};
+use rankprof::trace::event::{
+    each_field, find_all_in_object_memo, find_in_object, find_in_object_memo, scan_event,
+};
 use rankprof::trace::json;
 use rankprof::trace::memo::Memo;
 use rankprof_fuzz::check_json;
@@ -51,6 +56,32 @@ fn memo_changes_nothing(data: &[u8]) {
     }
 }
 
+thread_local! {
+    static ARGS_MEMO: std::cell::RefCell<Memo> = std::cell::RefCell::new(Memo::default());
+}
+
+/// Property 5.
+fn args_lookups_agree(args: &str) {
+    const KEYS: [&str; 5] = ["correlation", "stream", "In msg nelems", "name", ""];
+    let canon = |v: Option<rankprof::trace::Val<'_>>| {
+        v.map(|v| (format!("{:?}", v.kind), v.text.to_string()))
+    };
+    ARGS_MEMO.with(|m| {
+        let mut memo = m.borrow_mut();
+        let mut all = [None; 5];
+        find_all_in_object_memo(args, &KEYS, &mut memo, b'l', &mut all);
+        for (key, got) in KEYS.iter().zip(all) {
+            let plain = canon(find_in_object(args, key));
+            assert_eq!(
+                plain,
+                canon(find_in_object_memo(args, key, &mut memo, b'l')),
+                "{key}"
+            );
+            assert_eq!(plain, canon(got), "{key} in one walk");
+        }
+    });
+}
+
 fuzz_target!(|data: &[u8]| {
     memo_changes_nothing(data);
     let mut fields = Vec::new();
@@ -73,7 +104,7 @@ fuzz_target!(|data: &[u8]| {
         }
         if let Some(args) = ev.args {
             each_field(args, |_, _, _| true);
-            let _ = find_in_object(args, "stream");
+            args_lookups_agree(args);
         }
         let mut out = Vec::new();
         json::escape_ctl(ev.raw.as_bytes(), &mut out);
