@@ -209,7 +209,7 @@ pub const WANT: Want = Want {
 
 /// The `args` keys a GPU op reads: its correlation, its stream (when `tid` is not a number),
 /// and for a collective its size, process group and name.
-const COMM_KEYS: [&str; 5] = [
+const GPU_OP_KEYS: [&str; 5] = [
     "correlation",
     "stream",
     "In msg nelems",
@@ -413,11 +413,11 @@ impl<'a> Collector<'a> {
         // A collective's five keys in one walk of `args`; other ops look up one or two.
         let mut v: [Option<Val<'_>>; 5] = [None; 5];
         if is_comm {
-            ev.arg_memo_all(&COMM_KEYS, &mut self.args_memo, &mut v);
+            ev.arg_memo_all(&GPU_OP_KEYS, &mut self.args_memo, &mut v);
         } else {
-            v[0] = ev.arg_memo(COMM_KEYS[0], &mut self.args_memo);
+            v[0] = ev.arg_memo(GPU_OP_KEYS[0], &mut self.args_memo);
             if !matches!(ev.tid, Id::Int(_)) {
-                v[1] = ev.arg_memo(COMM_KEYS[1], &mut self.args_memo);
+                v[1] = ev.arg_memo(GPU_OP_KEYS[1], &mut self.args_memo);
             }
         }
         let [corr, stream_arg, nelems, pg, coll] = v;
