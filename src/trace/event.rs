@@ -321,18 +321,21 @@ impl<'a> Event<'a> {
     /// [`Event::arg`] through a memo of `args` layouts ([`find_in_object_memo`]), by the last
     /// byte of `cat` (`kernel`, `cuda_runtime`, `cpu_op` fall in different slots).
     pub fn arg_memo(&self, key: &str, memo: &mut Memo) -> Option<Val<'a>> {
-        let kind = self.cat.raw().as_bytes().last().copied().unwrap_or(0);
-        find_in_object_memo(self.args?, key, memo, kind)
+        find_in_object_memo(self.args?, key, memo, self.args_kind())
     }
 
     /// [`Event::arg_memo`] for several keys in one walk of `args` ([`find_all_in_object_memo`]):
     /// `out[n]` is what `arg_memo(keys[n], memo)` answers.
     pub fn arg_memo_all(&self, keys: &[&str], memo: &mut Memo, out: &mut [Option<Val<'a>>]) {
-        out.fill(None);
-        if let Some(args) = self.args {
-            let kind = self.cat.raw().as_bytes().last().copied().unwrap_or(0);
-            find_all_in_object_memo(args, keys, memo, kind, out);
+        match self.args {
+            Some(args) => find_all_in_object_memo(args, keys, memo, self.args_kind(), out),
+            None => out.fill(None),
         }
+    }
+
+    /// The memo slot of this event's `args` layouts: the last byte of `cat`.
+    fn args_kind(&self) -> u8 {
+        self.cat.raw().as_bytes().last().copied().unwrap_or(0)
     }
 }
 
