@@ -13,6 +13,9 @@
 //! 5. The `args` lookups through the memo answer as `find_in_object`: one key at a time
 //!    (`find_in_object_memo`) and several in one walk (`find_all_in_object_memo`), with a memo
 //!    kept across runs, so layouts seen before hit it.
+//! 6. The skim's kernels agree: the one this CPU runs (AVX2 where detected) classifies every
+//!    64-byte block as the scalar definition does, and the skim with it answers as with the
+//!    baseline kernel (end, `Incomplete` or decline) from every `{` or `[` of the input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -21,6 +24,7 @@ use rankprof::trace::event::{
 };
 use rankprof::trace::json;
 use rankprof::trace::memo::Memo;
+use rankprof::trace::skim;
 use rankprof_fuzz::check_json;
 
 const KINETO: &[u8] = b"{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7,\n    \"ts\": 1.5, \"dur\": 2.0,\n    \"args\": {\"correlation\": 3}\n  }";
@@ -82,8 +86,29 @@ fn args_lookups_agree(args: &str) {
     });
 }
 
+/// Property 6.
+fn skim_kernels_agree(data: &[u8]) {
+    for block in data.windows(64).step_by(7) {
+        if let Ok(block) = <&[u8; 64]>::try_from(block) {
+            assert_eq!(skim::classify_detected(block), skim::classify_scalar(block));
+        }
+    }
+    for (at, _) in data
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c == b'{' || c == b'[')
+    {
+        assert_eq!(
+            skim::skip_nested(data, at),
+            skim::skip_nested_baseline(data, at),
+            "from {at}"
+        );
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     memo_changes_nothing(data);
+    skim_kernels_agree(data);
     let mut fields = Vec::new();
     if let Ok(ev) = scan_event(data, &mut fields) {
         let _ = (
