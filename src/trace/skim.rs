@@ -197,6 +197,26 @@ fn skip_nested_with(
     }
 }
 
+/// The six classes of a block on x86, one definition for the SSE2 and the AVX2 kernel: `$mask`
+/// applies a per-vector predicate to every vector of the block and gathers a 64-bit mask; the
+/// other arguments are the width's compare, or, unsigned min and splat.
+#[cfg(target_arch = "x86_64")]
+macro_rules! x86_classes {
+    ($mask:ident, $v:ty, $cmpeq:ident, $or:ident, $min:ident, $set1:ident) => {{
+        let eq = |x: $v, c: u8| $cmpeq(x, $set1(c as i8));
+        // `[` and `]` are `{` and `}` with bit 5 clear.
+        let fold = |x: $v| $or(x, $set1(0x20));
+        Masks {
+            quote: $mask(&|x| eq(x, b'"')),
+            bslash: $mask(&|x| eq(x, b'\\')),
+            ctl: $mask(&|x| $cmpeq($min(x, $set1(0x1f)), x)),
+            wsctl: $mask(&|x| $or($or(eq(x, b'\t'), eq(x, b'\n')), eq(x, b'\r'))),
+            open: $mask(&|x| eq(fold(x), b'{')),
+            close: $mask(&|x| eq(fold(x), b'}')),
+        }
+    }};
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::Masks;
@@ -221,19 +241,14 @@ mod x86 {
                     acc | u64::from(_mm_movemask_epi8(f(x)) as u16) << (16 * k)
                 })
             };
-            let eq = |x: __m128i, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
-            // `[` and `]` are `{` and `}` with bit 5 clear.
-            let fold = |x: __m128i| _mm_or_si128(x, _mm_set1_epi8(0x20));
-            Masks {
-                quote: mask(&|x| eq(x, b'"')),
-                bslash: mask(&|x| eq(x, b'\\')),
-                ctl: mask(&|x| _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x)),
-                wsctl: mask(&|x| {
-                    _mm_or_si128(_mm_or_si128(eq(x, b'\t'), eq(x, b'\n')), eq(x, b'\r'))
-                }),
-                open: mask(&|x| eq(fold(x), b'{')),
-                close: mask(&|x| eq(fold(x), b'}')),
-            }
+            x86_classes!(
+                mask,
+                __m128i,
+                _mm_cmpeq_epi8,
+                _mm_or_si128,
+                _mm_min_epu8,
+                _mm_set1_epi8
+            )
         }
     }
 }
@@ -255,18 +270,14 @@ mod x86_avx2 {
             u64::from(_mm256_movemask_epi8(f(v[0])) as u32)
                 | u64::from(_mm256_movemask_epi8(f(v[1])) as u32) << 32
         };
-        let eq = |x: __m256i, c: u8| _mm256_cmpeq_epi8(x, _mm256_set1_epi8(c as i8));
-        let fold = |x: __m256i| _mm256_or_si256(x, _mm256_set1_epi8(0x20));
-        Masks {
-            quote: mask(&|x| eq(x, b'"')),
-            bslash: mask(&|x| eq(x, b'\\')),
-            ctl: mask(&|x| _mm256_cmpeq_epi8(_mm256_min_epu8(x, _mm256_set1_epi8(0x1f)), x)),
-            wsctl: mask(&|x| {
-                _mm256_or_si256(_mm256_or_si256(eq(x, b'\t'), eq(x, b'\n')), eq(x, b'\r'))
-            }),
-            open: mask(&|x| eq(fold(x), b'{')),
-            close: mask(&|x| eq(fold(x), b'}')),
-        }
+        x86_classes!(
+            mask,
+            __m256i,
+            _mm256_cmpeq_epi8,
+            _mm256_or_si256,
+            _mm256_min_epu8,
+            _mm256_set1_epi8
+        )
     }
 
     /// The skim with the AVX2 kernel inlined.
@@ -329,181 +340,5 @@ mod arm {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::json;
-
-    /// A small deterministic generator (xorshift).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
-
-    #[test]
-    fn the_kernel_matches_the_scalar_one() {
-        const ALPHABET: &[u8] = b"\"\\{}[]:, \t\n\r\x00\x01\x1f\x20\x7f\x80\xff;<zZ0-e.";
-        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
-        for n in 0..20_000 {
-            let b: [u8; 64] = std::array::from_fn(|_| {
-                let s = r.next();
-                if s.is_multiple_of(3) {
-                    (s >> 24) as u8
-                } else {
-                    ALPHABET[(s >> 32) as usize % ALPHABET.len()]
-                }
-            });
-            let b = match n {
-                0 => [0u8; 64],
-                1 => [0xFF; 64],
-                _ => b,
-            };
-            assert_eq!(classify(&b), classify_scalar(&b), "{b:?}");
-            assert_eq!(classify_detected(&b), classify_scalar(&b), "{b:?}");
-        }
-    }
-
-    #[test]
-    fn scalar_kernel_by_hand() {
-        let mut b = [b'a'; 64];
-        b[..12].copy_from_slice(b"{\"k\": [1,\\\t]");
-        b[63] = 0x01;
-        let m = classify_scalar(&b);
-        assert_eq!(m.quote, 1 << 1 | 1 << 3);
-        assert_eq!(m.open, 1 | 1 << 6);
-        assert_eq!(m.close, 1 << 11);
-        assert_eq!(m.bslash, 1 << 9);
-        assert_eq!(m.ctl, 1 << 10 | 1 << 63);
-        assert_eq!(m.wsctl, 1 << 10);
-    }
-
-    /// Random valid nested values: the skim ends where the validating scanner does.
-    fn value(r: &mut Rng, depth: u32, out: &mut Vec<u8>) {
-        let pick = if depth > 5 {
-            r.next() % 4
-        } else {
-            r.next() % 7
-        };
-        let ws = |r: &mut Rng, out: &mut Vec<u8>| {
-            for _ in 0..r.next() % 3 {
-                out.extend_from_slice([&b" "[..], b"\n    ", b"\t"][(r.next() % 3) as usize]);
-            }
-        };
-        match pick {
-            0 => out.extend_from_slice(b"12.5e3"),
-            1 => out.extend_from_slice(b"null"),
-            2 | 3 => {
-                out.push(b'"');
-                for _ in 0..r.next() % 90 {
-                    out.push(b"ab{}[],:x \xc3\xa9"[(r.next() % 12) as usize]);
-                }
-                out.push(b'"');
-            }
-            k => {
-                let obj = k != 4;
-                out.push(if obj { b'{' } else { b'[' });
-                ws(r, out);
-                for n in 0..r.next() % 6 {
-                    if n > 0 {
-                        out.push(b',');
-                        ws(r, out);
-                    }
-                    if obj {
-                        out.extend_from_slice(b"\"k\":");
-                        ws(r, out);
-                    }
-                    value(r, depth + 1, out);
-                    ws(r, out);
-                }
-                out.push(if obj { b'}' } else { b']' });
-            }
-        }
-    }
-
-    #[test]
-    fn skims_where_the_validating_scanner_ends() {
-        let mut r = Rng(7);
-        let mut taken = 0;
-        for _ in 0..5_000 {
-            let mut v = Vec::new();
-            v.extend_from_slice(&b"   "[..(r.next() % 4) as usize]);
-            let at = v.len();
-            v.push(b'{');
-            v.extend_from_slice(b"\"a\":");
-            value(&mut r, 0, &mut v);
-            v.push(b'}');
-            let end = v.len();
-            v.extend_from_slice(b", {\"next\": 1}");
-            let want = json::skip_value(&v, at).map(|(e, _)| e);
-            assert_eq!(want, Ok(end));
-            // Whole, and cut anywhere inside (the window ending there).
-            if let Some(e) = skip_nested(&v, at) {
-                assert_eq!(e, Ok(end));
-                taken += 1;
-            }
-            assert_eq!(skip_nested_baseline(&v, at), skip_nested(&v, at));
-            let cut = at + (r.next() as usize % (end - at));
-            assert_eq!(skip_nested(&v[..cut], at), Some(Err(Stop::Incomplete)));
-            assert_eq!(
-                skip_nested_baseline(&v[..cut], at),
-                Some(Err(Stop::Incomplete))
-            );
-        }
-        assert_eq!(taken, 5_000);
-    }
-
-    #[test]
-    fn the_detected_kernel_skims_as_the_baseline_one() {
-        // Random bytes, mostly structural, from every start: same answer, decline included.
-        const ALPHABET: &[u8] = b"\"\\{}[]{}[]:, \t\n\x01azzzzzzzzzzzzzzzzzzz";
-        let mut r = Rng(99);
-        for _ in 0..3_000 {
-            let n = (r.next() % 300) as usize;
-            let mut v: Vec<u8> = (0..n)
-                .map(|_| ALPHABET[(r.next() >> 32) as usize % ALPHABET.len()])
-                .collect();
-            let open = [b'{', b'['][(r.next() % 2) as usize];
-            v.insert(0, open);
-            for at in 0..v.len() {
-                if matches!(v[at], b'{' | b'[') {
-                    assert_eq!(
-                        skip_nested(&v, at),
-                        skip_nested_baseline(&v, at),
-                        "{v:?} {at}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn declines_what_it_does_not_check() {
-        for (text, why) in [
-            (&b"{\"a\\\"b\": 1}"[..], "a backslash"),
-            (b"{\"a\x01\": 1}", "a control byte in a string"),
-            (b"{\"a\": 1\x02}", "a control byte outside"),
-            (b"{\"a\": [1}]", "brackets that do not pair"),
-        ] {
-            assert_eq!(skip_nested(text, 0), None, "{why}");
-        }
-        for text in [&b"{\"a\": 1"[..], b"{\"a\": \"}", b"{\"a\": 1\\"] {
-            let want = if text.contains(&b'\\') {
-                None
-            } else {
-                Some(Err(Stop::Incomplete))
-            };
-            assert_eq!(skip_nested(text, 0), want, "{text:?}");
-        }
-        let deep: Vec<u8> = [vec![b'['; 64], vec![b']'; 64]].concat();
-        assert_eq!(skip_nested(&deep, 0), None, "64 deep");
-        let ok: Vec<u8> = [vec![b'['; 63], vec![b']'; 63]].concat();
-        assert_eq!(skip_nested(&ok, 0), Some(Ok(126)));
-        // What follows the value's close, in the same block, is not the value's.
-        assert_eq!(skip_nested(b"{\"a\": 1} \x00\\", 0), Some(Ok(8)));
-        assert_eq!(skip_nested(b"{\"a\": \"}\"}\n\t", 0), Some(Ok(10)));
-    }
-}
+#[path = "skim_tests.rs"]
+mod tests;
