@@ -101,7 +101,8 @@ fn take_inflate() -> Decompress {
 impl<R> Drop for Members<R> {
     fn drop(&mut self) {
         if let Some(d) = self.inflate.take() {
-            SPARE.with(|s| *s.borrow_mut() = Some(d));
+            // `try_with`: a reader dropped while the thread's locals are torn down just frees.
+            let _ = SPARE.try_with(|s| *s.borrow_mut() = Some(d));
         }
     }
 }
