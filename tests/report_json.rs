@@ -1,5 +1,6 @@
-//! `analyze --format json` streamed (#14): the per-step lists are written record by record
-//! (`report::json::write`) instead of building the whole document as a `serde_json::Value`.
+//! `analyze --format json` streamed (#14): the per-step lists and `kernels_by_rank` are written
+//! record by record (`report::json::write`) instead of building the whole document as a
+//! `serde_json::Value`.
 //! The streamed bytes must be those of the whole document (`report::json::flat_json`, the
 //! serialized analysis reshaped), on every kind of input: GPU and CPU-only traces, DP
 //! replicas, EP, vLLM, a real HTA trace, one rank in depth, and the command line's stdout.
@@ -40,8 +41,10 @@ fn same_bytes(what: &str, a: &Analysis) -> Value {
         streamed == whole,
         "{what}: streamed JSON differs from the whole document"
     );
-    // The shell leaves exactly the per-step lists empty.
+    // The shell leaves exactly the streamed lists empty: the per-step lists and the record
+    // per kernel and rank.
     let shell = json::shell(a).unwrap();
+    assert_eq!(shell["kernels_by_rank"], Value::Array(Vec::new()), "{what}");
     for (top, key) in [
         ("steps", "rows"),
         ("steps", "by_rank"),

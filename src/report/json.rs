@@ -2,10 +2,11 @@
 //! lists are lists of flat records (the tidy tables of [`super::tidy`]).
 //!
 //! [`write`] streams it: the document without its per-step lists (`steps.rows`,
-//! `steps.by_rank`, `attribution.per_step`: one record per step, or per step and rank) is a
-//! small `serde_json::Value` ([`shell`]); those lists are written record by record where the
-//! shell holds an empty placeholder, through the same serializer and pretty formatter. Memory
-//! stays that of the shell and one record, whatever the number of steps, and the bytes are
+//! `steps.by_rank`, `attribution.per_step`: one record per step, or per step and rank) and
+//! without `kernels_by_rank` (one record per kernel and rank) is a small `serde_json::Value`
+//! ([`shell`]); those lists are written record by record where the shell holds an empty
+//! placeholder, through the same serializer and pretty formatter. Memory stays that of the
+//! shell and one record, whatever the number of steps and kernels, and the bytes are
 //! those of [`flat_json`], the same document built whole (kept as the reference the tests
 //! compare with, and for callers that want a `Value`).
 
@@ -46,6 +47,9 @@ pub fn write(a: &Analysis, w: impl Write) -> Result<()> {
 pub fn flat_json(a: &Analysis) -> Result<Value> {
     let mut v = serde_json::to_value(a)?;
     reshape(a, &mut v);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("kernels_by_rank".into(), tidy::kernels_by_rank(a).records());
+    }
     if let Some(st) = v.get_mut("steps").and_then(Value::as_object_mut) {
         let steps = a.steps.rows.iter().map(|r| step_record(&a.steps, r));
         st.insert("rows".into(), Value::Array(steps.collect()));
@@ -60,7 +64,7 @@ pub fn flat_json(a: &Analysis) -> Result<Value> {
     Ok(v)
 }
 
-/// [`flat_json`] with its per-step lists left empty, built without serializing them.
+/// [`flat_json`] with its streamed lists left empty, built without serializing them.
 pub fn shell(a: &Analysis) -> Result<Value> {
     // Every field named (no `..`): a field added to the analysis must be added here too.
     let Analysis {
@@ -140,6 +144,10 @@ pub fn shell(a: &Analysis) -> Result<Value> {
     }
     let mut v = Value::Object(o);
     reshape(a, &mut v);
+    // Streamed by [`Node`] like the per-step lists: a row per kernel and rank.
+    if let Some(o) = v.as_object_mut() {
+        o.insert("kernels_by_rank".into(), Value::Array(Vec::new()));
+    }
     Ok(v)
 }
 
@@ -147,7 +155,8 @@ fn to<T: Serialize>(v: &T) -> serde_json::Result<Value> {
     serde_json::to_value(v)
 }
 
-/// Everything [`flat_json`] changes in the serialized analysis but the per-step lists.
+/// Everything [`flat_json`] changes in the serialized analysis but the lists [`write`] streams
+/// (the per-step lists and `kernels_by_rank`).
 fn reshape(a: &Analysis, v: &mut Value) {
     let records = |t: tidy::Tidy| t.records();
     if let Some(o) = v.as_object_mut() {
@@ -164,7 +173,6 @@ fn reshape(a: &Analysis, v: &mut Value) {
         );
         o.insert("classes".into(), records(tidy::classes(a)));
         o.insert("kernels".into(), records(tidy::kernels(a)));
-        o.insert("kernels_by_rank".into(), records(tidy::kernels_by_rank(a)));
         if let Some(files) = o.get_mut("files").and_then(Value::as_array_mut) {
             for (file, info) in files.iter_mut().zip(&a.files) {
                 file["ranks"] = Value::String(info.ranks.join(","));
@@ -286,6 +294,11 @@ impl Serialize for Node<'_> {
         let mut map = s.serialize_map(Some(m.len()))?;
         for (k, v) in m {
             match self.top {
+                None if k == "kernels_by_rank" => {
+                    let rows = tidy::kernels_by_rank_rows(a);
+                    let it = rows.map(|row| tidy::record(tidy::KERNELS_BY_RANK, &row));
+                    map.serialize_entry(k, &records(it))?
+                }
                 None => map.serialize_entry(k, &Node { v, a, top: Some(k) })?,
                 Some(top) => match Bulk::at(top, k) {
                     None => map.serialize_entry(k, v)?,

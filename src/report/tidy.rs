@@ -218,15 +218,22 @@ pub(super) fn kernels(a: &Analysis) -> Tidy {
 }
 
 pub(super) fn kernels_by_rank(a: &Analysis) -> Tidy {
-    let mut t = Tidy::new(
-        "kernels_by_rank",
-        &[
-            "kernel", "class", "rank", "total_ns", "count", "mean_ns", "max_ns",
-        ],
-    );
-    for k in &a.kernels {
-        for (r, st) in a.ranks.iter().zip(&k.per_rank) {
-            t.rows.push(vec![
+    let mut t = Tidy::new("kernels_by_rank", KERNELS_BY_RANK);
+    t.rows.extend(kernels_by_rank_rows(a));
+    t
+}
+
+/// Columns of the `kernels_by_rank` table.
+pub const KERNELS_BY_RANK: &[&str] = &[
+    "kernel", "class", "rank", "total_ns", "count", "mean_ns", "max_ns",
+];
+
+/// The `kernels_by_rank` rows one at a time (a row per kernel and rank: the JSON report streams
+/// them, [`kernels_by_rank`] collects them).
+pub fn kernels_by_rank_rows(a: &Analysis) -> impl Iterator<Item = Vec<Val>> + '_ {
+    a.kernels.iter().flat_map(move |k| {
+        a.ranks.iter().zip(&k.per_rank).map(move |(r, st)| {
+            vec![
                 s(&k.name),
                 s(&k.class),
                 s(&r.rank),
@@ -234,10 +241,9 @@ pub(super) fn kernels_by_rank(a: &Analysis) -> Tidy {
                 i(st.count),
                 f(st.mean_ns),
                 i(st.max_ns),
-            ]);
-        }
-    }
-    t
+            ]
+        })
+    })
 }
 
 /// Columns of the `steps` table.
