@@ -48,7 +48,10 @@ pub fn flat_json(a: &Analysis) -> Result<Value> {
     let mut v = serde_json::to_value(a)?;
     reshape(a, &mut v);
     if let Some(o) = v.as_object_mut() {
-        o.insert("kernels_by_rank".into(), tidy::kernels_by_rank(a).records());
+        o.insert(
+            "kernels_by_rank".into(),
+            Value::Array(kernel_rank_records(a).collect()),
+        );
     }
     if let Some(st) = v.get_mut("steps").and_then(Value::as_object_mut) {
         let steps = a.steps.rows.iter().map(|r| step_record(&a.steps, r));
@@ -230,6 +233,10 @@ fn step_rank_records(st: &StepTable) -> impl Iterator<Item = Value> + '_ {
     })
 }
 
+fn kernel_rank_records(a: &Analysis) -> impl Iterator<Item = Value> + '_ {
+    tidy::kernels_by_rank_rows(a).map(|row| tidy::record(tidy::KERNELS_BY_RANK, &row))
+}
+
 fn work_records(at: &Attribution) -> impl Iterator<Item = Value> + '_ {
     at.per_step.iter().flat_map(move |s| {
         at.ranks
@@ -239,21 +246,24 @@ fn work_records(at: &Attribution) -> impl Iterator<Item = Value> + '_ {
     })
 }
 
-/// A per-step list, written record by record.
+/// A list written record by record: the per-step lists and `kernels_by_rank`.
 #[derive(Clone, Copy)]
 enum Bulk {
     Steps,
     StepsByRank,
     Work,
+    KernelsByRank,
 }
 
 impl Bulk {
-    /// The list the shell leaves empty at key `key` of the top-level object `top`.
-    fn at(top: &str, key: &str) -> Option<Bulk> {
+    /// The list the shell leaves empty at key `key` of the top-level object `top` (`None`:
+    /// of the document itself).
+    fn at(top: Option<&str>, key: &str) -> Option<Bulk> {
         match (top, key) {
-            ("steps", "rows") => Some(Bulk::Steps),
-            ("steps", "by_rank") => Some(Bulk::StepsByRank),
-            ("attribution", "per_step") => Some(Bulk::Work),
+            (Some("steps"), "rows") => Some(Bulk::Steps),
+            (Some("steps"), "by_rank") => Some(Bulk::StepsByRank),
+            (Some("attribution"), "per_step") => Some(Bulk::Work),
+            (None, "kernels_by_rank") => Some(Bulk::KernelsByRank),
             _ => None,
         }
     }
@@ -277,7 +287,7 @@ fn records<I: Iterator<Item = Value>>(it: I) -> Records<I> {
     Records(std::cell::Cell::new(Some(it)))
 }
 
-/// The shell, serialized as it is but for the per-step lists, which are streamed.
+/// The shell, serialized as it is but for the [`Bulk`] lists, which are streamed.
 struct Node<'a> {
     v: &'a Value,
     a: &'a Analysis,
@@ -293,27 +303,25 @@ impl Serialize for Node<'_> {
         let a = self.a;
         let mut map = s.serialize_map(Some(m.len()))?;
         for (k, v) in m {
-            match self.top {
-                None if k == "kernels_by_rank" => {
-                    let rows = tidy::kernels_by_rank_rows(a);
-                    let it = rows.map(|row| tidy::record(tidy::KERNELS_BY_RANK, &row));
+            match Bulk::at(self.top, k) {
+                None if self.top.is_none() => {
+                    map.serialize_entry(k, &Node { v, a, top: Some(k) })?
+                }
+                None => map.serialize_entry(k, v)?,
+                Some(Bulk::Steps) => {
+                    let st = &a.steps;
+                    let it = st.rows.iter().map(|r| step_record(st, r));
                     map.serialize_entry(k, &records(it))?
                 }
-                None => map.serialize_entry(k, &Node { v, a, top: Some(k) })?,
-                Some(top) => match Bulk::at(top, k) {
-                    None => map.serialize_entry(k, v)?,
-                    Some(Bulk::Steps) => {
-                        let st = &a.steps;
-                        let it = st.rows.iter().map(|r| step_record(st, r));
-                        map.serialize_entry(k, &records(it))?
-                    }
-                    Some(Bulk::StepsByRank) => {
-                        map.serialize_entry(k, &records(step_rank_records(&a.steps)))?
-                    }
-                    Some(Bulk::Work) => {
-                        map.serialize_entry(k, &records(work_records(&a.attribution)))?
-                    }
-                },
+                Some(Bulk::StepsByRank) => {
+                    map.serialize_entry(k, &records(step_rank_records(&a.steps)))?
+                }
+                Some(Bulk::Work) => {
+                    map.serialize_entry(k, &records(work_records(&a.attribution)))?
+                }
+                Some(Bulk::KernelsByRank) => {
+                    map.serialize_entry(k, &records(kernel_rank_records(a)))?
+                }
             }
         }
         map.end()

@@ -108,10 +108,6 @@ impl<R> Drop for Members<R> {
 }
 
 impl<R: BufRead> Members<R> {
-    fn inf(&mut self) -> &mut Decompress {
-        self.inflate.get_or_insert_with(take_inflate)
-    }
-
     /// `input` must start with a gzip member; `len` is its whole size, if known.
     pub fn new(input: R, len: Option<u64>) -> (Self, Rc<RefCell<GzStatus>>) {
         let status = Rc::new(RefCell::new(GzStatus::default()));
@@ -289,7 +285,7 @@ impl<R: BufRead> Members<R> {
         self.start = pos;
         self.crc.reset();
         self.amount = 0;
-        self.inf().reset(false);
+        self.inflate.get_or_insert_with(take_inflate).reset(false);
         self.part = Part::Header;
         Ok(true)
     }
