@@ -51,6 +51,14 @@ for i, p in enumerate(fixtures + hta):
 put("reader", b'\x00[{"ph":"X","name":"a\x01b","ts":1,"dur":2,"pid":0,"tid":0},')
 put("reader", b'\x00{"traceEvents":[{"ph":"i","ts":"x"},{"ph":"i","ts":2,"name":"b"}],"x":1}')
 put("reader", b'\x00\xef\xbb\xbf{"baseTimeNanoseconds":1,"traceEvents":[]}')
+# A header that lists a device, CPU ops by name (escaped, name not third), then a rank label.
+put("reader", b'\x00{"deviceProperties": [{"id": 0}], "traceEvents": ['
+    b'{"ph": "X", "cat": "cpu_op", "name": "keep", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
+    b'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 2, "dur": 1},'
+    b'{"ph": "X", "cat": "cpu_op", "name": "k\\u0065ep", "pid": 1, "tid": 1, "ts": 3, "dur": 1},'
+    b'{"ph": "X", "cat": "cpu_op", "pid": 1, "name": "late", "tid": 1, "ts": 4, "dur": 1},'
+    b'{"ph": "M", "name": "process_name", "pid": "[TP00] 0", "tid": 0},'
+    b'{"ph": "X", "cat": "cpu_op", "name": "after", "pid": "[TP00] 0", "tid": 1, "ts": 6, "dur": 1}]}')
 
 # event: single event objects of every category seen, escapes and control bytes.
 seen = set()

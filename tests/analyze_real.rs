@@ -116,6 +116,42 @@ fn real_gpu_traces_leave_little_unclassified() {
     }
 }
 
+/// How analyze's reader treats `path`: (the header lists devices, events skimmed for it).
+fn narrowed(path: &std::path::Path) -> (bool, u64) {
+    let nested = rankprof::trace::Nested::SkimOnly(rankprof::analyze::collect::WANT);
+    let r = rankprof::trace::read_trace_with(path, nested, |_| {}).unwrap();
+    (r.devices, r.narrowed)
+}
+
+#[test]
+fn a_cpu_only_trace_whose_header_lists_a_gpu_is_read_again_with_its_cpu_ops() {
+    // The HTA CPU-only trace with a GPU in `deviceProperties`, as a CPU-only profile taken on
+    // a GPU machine has: analyze's first read skims its CPU ops as a GPU trace's
+    // (`analyze::collect::names_read`), finds no GPU op, and reads it again with all of them.
+    let src = shared("hta/cpu-only-rank-34.pt.trace.json.gz");
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&src).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    let empty = "\"deviceProperties\": [\n  ]";
+    assert!(text.contains(empty));
+    let gpu = "\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA A100-PG509-200\"}]";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cpu-only-gpu-listed.json.gz");
+    common::write_gz(&path, text.replacen(empty, gpu, 1).as_bytes());
+    let (devices, skimmed) = narrowed(&path);
+    assert!(devices && skimmed > 0, "{devices} {skimmed}");
+    let a = analyze_files(std::slice::from_ref(&path), |_| {});
+    assert_eq!(a.ranks[0].source, "cpu");
+    assert_matches_checker(&a, &checker(&[path], &[]));
+    // A GPU trace's CPU ops are skimmed too, and its figures still match the checker
+    // (`single_gpu_traces_match_the_checker`).
+    let (devices, skimmed) = narrowed(&shared("hta/nccl-a100-rank-0.json.gz"));
+    assert!(devices && skimmed > 10_000, "{devices} {skimmed}");
+}
+
 #[test]
 fn cpu_only_hta_trace_gives_a_summary_instead_of_failing() {
     let a = analyze_files(&[shared("hta/cpu-only-rank-34.pt.trace.json.gz")], |_| {});

@@ -157,9 +157,12 @@ fn skimming_nested_values_reads_every_real_trace_as_validating_does() {
     assert!(with_args > 10_000, "{with_args} events with args");
 }
 
-/// Whether the test's own reading of [`Want`]'s rule keeps an event: `ph` among `XM`, and a
-/// complete event's `cat` (as written) among analyze's eight.
-fn kept(ph: u8, cat: &str) -> bool {
+/// The test's own reading of analyze's [`Want`] rule for an event: (kept, turned down only
+/// because the header lists a device). `ph` among `XM`; a complete event's `cat` (as written)
+/// among analyze's eight; a runtime call only if it launches or copies; a CPU op, when devices
+/// are listed, only if analyze reads it in a GPU trace (GEMM shapes, fused MoE, comm sizes,
+/// profiler steps).
+fn kept(ph: u8, cat: &str, name: &str, devices: bool) -> (bool, bool) {
     const CATS: [&str; 8] = [
         "kernel",
         "gpu_memcpy",
@@ -170,7 +173,36 @@ fn kept(ph: u8, cat: &str) -> bool {
         "user_annotation",
         "gpu_user_annotation",
     ];
-    ph == b'M' || (ph == b'X' && CATS.contains(&cat))
+    const GEMMS: [&str; 5] = [
+        "aten::mm",
+        "aten::addmm",
+        "aten::linear",
+        "aten::matmul",
+        "aten::_scaled_mm",
+    ];
+    if ph == b'M' {
+        return (true, false);
+    }
+    if ph != b'X' || !CATS.contains(&cat) {
+        return (false, false);
+    }
+    match cat {
+        "cuda_runtime" | "cuda_driver" => (
+            ["Launch", "Memcpy", "Memset"]
+                .iter()
+                .any(|w| name.contains(w)),
+            false,
+        ),
+        "cpu_op" => {
+            let read_in_gpu_trace = GEMMS.contains(&name)
+                || name.contains("fused_moe")
+                || name == "record_param_comms"
+                || name.starts_with("ProfilerStep#");
+            let keep = !devices || read_in_gpu_trace;
+            (keep, !keep)
+        }
+        _ => (true, false),
+    }
 }
 
 #[test]
@@ -180,15 +212,24 @@ fn reading_only_wanted_events_hands_over_the_validating_readers_wanted_ones() {
     real_traces(&shared(""), &mut files);
     assert!(files.len() >= 10, "fixtures missing: {files:?}");
     let (mut all, mut handed) = (0usize, 0usize);
+    let (mut narrowed_files, mut narrowed_all) = (0, 0u64);
     for p in &files {
         let mut expect = Vec::new();
         let mut labeled = false;
+        let mut narrowed = 0u64;
+        // Whether the header keys before the events list a device.
+        let devices = rankprof::trace::reader::read_head(p)
+            .unwrap()
+            .is_some_and(|h| h.lists_devices());
         let ra = read_trace_with(p, Nested::Validate, |ev| {
             // From the first handed-over event with a labeled pid (a merged trace's) on,
             // everything is handed over.
-            if labeled || kept(ev.ph, ev.cat.raw()) {
+            let (keep, narrow) = kept(ev.ph, ev.cat.raw(), ev.name.raw(), devices);
+            if labeled || keep {
                 expect.push((ev.offset, ev.raw.to_string()));
                 labeled |= matches!(ev.pid, Id::Str(s) if s.raw().starts_with('['));
+            } else {
+                narrowed += u64::from(narrow);
             }
         })
         .unwrap();
@@ -214,9 +255,22 @@ fn reading_only_wanted_events_hands_over_the_validating_readers_wanted_ones() {
             "{}",
             p.display()
         );
+        assert_eq!(
+            (rb.devices, rb.narrowed),
+            (devices, narrowed),
+            "{}",
+            p.display()
+        );
+        narrowed_files += usize::from(narrowed > 0);
+        narrowed_all += narrowed;
         all += ra.events as usize;
         handed += got.len();
     }
+    // The GPU fixtures list their devices, and their CPU ops are skimmed by name.
+    assert!(
+        narrowed_files >= 4 && narrowed_all > 10_000,
+        "{narrowed_files} files, {narrowed_all} events"
+    );
     // The fixtures hold events of both sides (flows, python_function; kernels, cpu_ops).
     assert!(
         handed > 10_000 && all - handed > 20_000,

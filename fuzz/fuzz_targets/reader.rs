@@ -20,8 +20,10 @@
 //! 4. Reading only some events (`Nested::SkimOnly`, analyze's reader since 2026-11-24): on
 //!    input the validating reader reads whole, it hands over exactly the validating reader's
 //!    events that the rule keeps (`ph` among `X`/`M`, a complete event's `cat` as written
-//!    among a few; everything from the first `"[label] pid"` on), with the same report; on any
-//!    input, what it hands over does not depend on the read window.
+//!    among a few; for a `cpu_op`, a name test that depends on whether the header lists a
+//!    device; everything from the first `"[label] pid"` on), with the same report, and
+//!    `ReadReport::narrowed` counts the events turned down only because devices are listed;
+//!    on any input, what it hands over does not depend on the read window.
 #![no_main]
 
 use std::io::{BufReader, Cursor, Read, Write};
@@ -65,16 +67,41 @@ struct Run {
     spans: Vec<(u64, u64)>,
     /// The raw `args` of each event.
     args: Vec<Option<String>>,
-    /// Whether property 4's rule keeps each event.
-    kept: Vec<bool>,
-    /// Some event has `ph` or `cat` twice.
+    /// The raw `ph`, `cat` and `name` of each event, and whether its `pid` is a rank label.
+    keys: Vec<(u8, String, String, bool)>,
+    /// Some event has `ph`, `cat` or `name` twice.
     twice: bool,
+}
+
+/// Property 4's name test: CPU ops named `k…` always, others only when no device is listed.
+fn names(_: &[u8], name: &[u8], devices: bool) -> bool {
+    name.starts_with(b"k") || !devices
 }
 
 const WANT: Want = Want {
     ph: b"XM",
     complete_cats: &["kernel", "cpu_op", "a"],
+    named_cats: &["cpu_op"],
+    names,
+    trust_devices: true,
 };
+
+/// Property 4's rule, event by event: (kept, turned down only because devices are listed),
+/// with `devices` listed before the events.
+fn rule(run: &Run, devices: bool) -> Vec<(bool, bool)> {
+    let mut labeled = false;
+    let mut out = Vec::new();
+    for (ph, cat, name, label) in &run.keys {
+        let complete = *ph == b'X' && ["kernel", "cpu_op", "a"].contains(&cat.as_str());
+        let by_name = |d: bool| cat != "cpu_op" || names(b"", name.as_bytes(), d);
+        let k = labeled || *ph == b'M' || (complete && by_name(devices));
+        let narrowed = !k && complete && by_name(false);
+        // From the first handed-over event with a labeled pid on, every event is handed over.
+        labeled |= k && *label;
+        out.push((k, narrowed));
+    }
+    out
+}
 
 fn run(mode: u8, bytes: &[u8], window: usize) -> Run {
     run_with(mode, bytes, window, Nested::Validate)
@@ -85,29 +112,31 @@ fn run_with(mode: u8, bytes: &[u8], window: usize, nested: Nested) -> Run {
     let mut events = Vec::new();
     let mut spans = Vec::new();
     let mut args = Vec::new();
-    let mut kept = Vec::new();
-    let mut labeled = false;
+    let mut keys = Vec::new();
     let mut twice = false;
     let report = read_from_with(Path::new("fuzz.json"), src, gzip, window, nested, |e| {
         events.push(canon(e));
         spans.push((e.offset, e.offset + e.raw.len() as u64));
         args.push(e.args.map(str::to_string));
-        let cat = e.cat.raw();
-        let k = labeled || e.ph == b'M' || (e.ph == b'X' && ["kernel", "cpu_op", "a"].contains(&cat));
-        // From the first handed-over event with a labeled pid on, every event is handed over.
-        labeled |= k && matches!(e.pid, rankprof::trace::Id::Str(s) if s.raw().starts_with('['));
-        kept.push(k);
-        // A key twice: the peek reads the first `ph`/`cat`, the decoder the last (documented).
+        let label = matches!(e.pid, rankprof::trace::Id::Str(s) if s.raw().starts_with('['));
+        keys.push((
+            e.ph,
+            e.cat.raw().to_string(),
+            e.name.raw().to_string(),
+            label,
+        ));
+        // A key twice: the peek reads the first `ph`/`cat`/`name`, the decoder the last
+        // (documented).
         let raw = e.raw.as_bytes();
         let n = |key: &[u8]| e.fields.iter().filter(|f| f.key(raw) == key).count();
-        twice |= n(b"ph") > 1 || n(b"cat") > 1;
+        twice |= n(b"ph") > 1 || n(b"cat") > 1 || n(b"name") > 1;
     });
     Run {
         report,
         events,
         spans,
         args,
-        kept,
+        keys,
         twice,
     }
 }
@@ -116,21 +145,30 @@ fn run_with(mode: u8, bytes: &[u8], window: usize, nested: Nested) -> Run {
 fn only_agrees(mode: u8, rest: &[u8], valid: &Run) {
     let only = run_with(mode, rest, CHUNK, Nested::SkimOnly(WANT));
     if valid.report.damage.is_none() && valid.report.rejected == 0 && !valid.twice {
+        // The name test is told what the header said when the events started: a header
+        // key written after the events (legal, as `baseTimeNanoseconds` in old traces) is
+        // not known then.
+        assert!(!only.report.devices || valid.report.header.lists_devices());
+        assert_eq!(only.report.devices, valid.report.devices);
+        let rule = rule(valid, only.report.devices);
         let expect: Vec<&String> = valid
             .events
             .iter()
-            .zip(&valid.kept)
-            .filter_map(|(e, &k)| k.then_some(e))
+            .zip(&rule)
+            .filter_map(|(e, &(k, _))| k.then_some(e))
             .collect();
         let got: Vec<&String> = only.events.iter().collect();
         assert_eq!(got, expect, "SkimOnly handed over other events");
         assert_eq!(only.report.events, valid.report.events);
+        let narrowed = rule.iter().filter(|&&(_, n)| n).count() as u64;
+        assert_eq!(only.report.narrowed, narrowed, "narrowed miscounted");
         assert_eq!(only.report.raw_control, valid.report.raw_control);
         assert!(only.report.damage.is_none(), "{:?}", only.report.damage);
     }
     let small = run_with(mode, rest, 64, Nested::SkimOnly(WANT));
     assert_eq!(small.events, only.events, "SkimOnly depends on the window");
     assert_eq!(small.report.events, only.report.events);
+    assert_eq!(small.report.narrowed, only.report.narrowed);
     assert_eq!(kind(&small.report.damage), kind(&only.report.damage));
 }
 

@@ -192,7 +192,8 @@ const GPU_USER_ANNOTATION: &str = "gpu_user_annotation";
 /// categories above, and metadata (`ph` `M`), which [`Collector::on_event`] ignores but which
 /// still names the ranks of a merged trace (a rank with no complete event is still listed).
 /// Flow, instant and counter events and other categories (`python_function`, `fwdbwd`,
-/// `ac2g`) are skimmed, not decoded.
+/// `ac2g`) are skimmed, not decoded; so are runtime calls and CPU ops whose name
+/// [`names_read`] turns down.
 pub const WANT: Want = Want {
     ph: b"XM",
     complete_cats: &[
@@ -205,7 +206,51 @@ pub const WANT: Want = Want {
         USER_ANNOTATION,
         GPU_USER_ANNOTATION,
     ],
+    named_cats: &[CUDA_RUNTIME, CUDA_DRIVER, CPU_OP],
+    names: names_read,
+    trust_devices: true,
 };
+
+/// Whether [`Collector::on_event`] reads a runtime call or CPU op of this raw name.
+///
+/// - A runtime or driver call: only launches and copies (`is_launch`), for their
+///   correlation.
+/// - A CPU op, when the header lists no device: every one (a CPU-only trace's op totals and
+///   intervals are made of them).
+/// - A CPU op, when it lists devices: a trace with a GPU op keeps no CPU op totals or
+///   intervals (they are dropped at the first GPU op and not collected after, wherever the
+///   CPU ops stand), so only the ones read for something else: GEMMs' shapes ([`super::work::GEMM_OPS`]), fused MoE rows,
+///   `record_param_comms`' sizes and `ProfilerStep#` marks. A trace that lists devices but
+///   holds no GPU op is read again with every CPU op ([`crate::trace::ReadReport::narrowed`]).
+pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
+    if cat != CPU_OP.as_bytes() {
+        return is_launch(name);
+    }
+    !devices
+        || (name.starts_with(b"aten::")
+            && super::work::GEMM_OPS.iter().any(|g| g.as_bytes() == name))
+        || name == b"record_param_comms"
+        || name.starts_with(b"ProfilerStep#")
+        || contains(name, b"fused_moe")
+}
+
+/// A runtime or driver call whose correlation analyze reads: a kernel launch, a copy or a set
+/// (`cudaLaunchKernel`, `hipExtModuleLaunchKernel`, `cudaMemcpyAsync`, …).
+fn is_launch(name: &[u8]) -> bool {
+    // The three words are 6 bytes long: one pass over the name's 6-byte windows.
+    name.windows(6)
+        .any(|w| matches!(w, b"Launch" | b"Memcpy" | b"Memset"))
+}
+
+/// Whether `needle` occurs in `hay`: for the short names of CPU ops, where building a
+/// `memchr::memmem` searcher costs more than the search.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let Some(&first) = needle.first() else {
+        return true;
+    };
+    hay.windows(needle.len())
+        .any(|w| w[0] == first && w == needle)
+}
 
 /// The `args` keys a GPU op reads: its correlation, its stream (when `tid` is not a number),
 /// and for a collective its size, process group and name.
@@ -296,15 +341,12 @@ impl<'a> Collector<'a> {
             KERNEL => self.gpu_op(ev, start, dur, OpKind::Kernel),
             GPU_MEMCPY => self.gpu_op(ev, start, dur, OpKind::Memcpy),
             GPU_MEMSET => self.gpu_op(ev, start, dur, OpKind::Memset),
-            CUDA_RUNTIME | CUDA_DRIVER => {
-                let n = ev.name.raw();
-                if n.contains("Launch") || n.contains("Memcpy") || n.contains("Memset") {
-                    if let Some(c) = ev
-                        .arg_memo("correlation", &mut self.args_memo)
-                        .and_then(|v| v.as_i64())
-                    {
-                        self.launches.push((c, start));
-                    }
+            CUDA_RUNTIME | CUDA_DRIVER if is_launch(ev.name.raw().as_bytes()) => {
+                if let Some(c) = ev
+                    .arg_memo("correlation", &mut self.args_memo)
+                    .and_then(|v| v.as_i64())
+                {
+                    self.launches.push((c, start));
                 }
             }
             CPU_OP => {
@@ -333,7 +375,7 @@ impl<'a> Collector<'a> {
                     {
                         self.shapes.push((start, m.min(i64::MAX as u64) as i64));
                     }
-                } else if raw.contains("fused_moe") {
+                } else if contains(raw.as_bytes(), b"fused_moe") {
                     if let Some(m) = ev
                         .arg_memo("Input Dims", &mut self.args_memo)
                         .and_then(|v| super::work::gemm_tokens(v.text))

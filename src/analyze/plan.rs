@@ -139,13 +139,16 @@ pub(super) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
 /// The rank(s) of one file, how reading it went, and notes.
 pub(super) type FileResult = (Vec<RankResult>, FileInfo, Vec<String>);
 
-/// Reads one file and returns its rank(s).
-pub(super) fn read_input(
-    input: &Input,
-    cfg: &Config<'_>,
-    classes: &Classifier,
-    custom: bool,
-) -> Result<FileResult> {
+/// What one read of a file gives: the unlabeled rank, the labeled ones of a merged trace, and
+/// how reading went.
+struct Collected<'c> {
+    own: Collector<'c>,
+    labeled: Vec<(String, Collector<'c>)>,
+    report: trace::ReadReport,
+}
+
+/// Reads one file into its collectors, handing over only what `want` names.
+fn collect<'c>(input: &Input, cfg: &'c Config<'c>, want: trace::Want) -> Result<Collected<'c>> {
     let mut own = Collector::new(cfg);
     let mut labeled: Vec<(String, Collector<'_>)> = Vec::new();
     let mut index: FxMap<String, usize> = FxMap::default();
@@ -155,8 +158,7 @@ pub(super) fn read_input(
     // a merged trace is handed over whole from its first labeled event (its metadata comes
     // first), so no event of a labeled rank is skipped.
     let mut handed = 0u64;
-    let want = trace::Nested::SkimOnly(super::collect::WANT);
-    let report = trace::read_trace_with(&input.path, want, |ev| {
+    let report = trace::read_trace_with(&input.path, trace::Nested::SkimOnly(want), |ev| {
         handed += 1;
         if let Id::Str(s) = ev.pid {
             let raw = s.raw();
@@ -190,6 +192,36 @@ pub(super) fn read_input(
     })
     .with_context(|| format!("cannot read {}", input.path.display()))?;
     own.events += report.events.saturating_sub(handed);
+    Ok(Collected {
+        own,
+        labeled,
+        report,
+    })
+}
+
+/// Reads one file and returns its rank(s).
+pub(super) fn read_input(
+    input: &Input,
+    cfg: &Config<'_>,
+    classes: &Classifier,
+    custom: bool,
+) -> Result<FileResult> {
+    let mut read = collect(input, cfg, super::collect::WANT)?;
+    if read.report.narrowed > 0 && read.own.gpu.is_empty() {
+        // The header lists devices, so CPU ops were skimmed as a GPU trace's are; but the
+        // trace holds no GPU op (a CPU-only profile taken on a GPU machine): its CPU ops are
+        // its data. Read it again with all of them ([`super::collect::names_read`]).
+        let every_cpu_op = trace::Want {
+            trust_devices: false,
+            ..super::collect::WANT
+        };
+        read = collect(input, cfg, every_cpu_op)?;
+    }
+    let Collected {
+        own,
+        labeled,
+        report,
+    } = read;
     let mut notes = report.notes();
     let path_s = input.path.display().to_string();
     let results: Vec<RankResult> = if labeled.is_empty() {

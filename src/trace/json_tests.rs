@@ -1,7 +1,7 @@
 //! Unit tests of [`super`] (`json.rs`), kept apart so the module stays readable.
 
 use super::*;
-use crate::trace::swar::short_string_end;
+use crate::trace::swar::{plain_string_len, short_string_end};
 
 #[test]
 fn skips_nested_values_and_reports_kinds() {
@@ -120,6 +120,19 @@ fn random_bytes(s: &mut u64, alphabet: &[u8], max_len: usize) -> Vec<u8> {
     (0..n)
         .map(|_| alphabet[(xorshift(s) % alphabet.len() as u64) as usize])
         .collect()
+}
+
+#[test]
+fn plain_string_lengths_are_as_byte_by_byte() {
+    let mut s = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..50_000 {
+        let b = random_bytes(&mut s, b"aaaaaaaaaaz \"\\\x00\x1f\x7f\x80\xff", 40);
+        let want = b
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+            .filter(|&k| b[k] == b'"');
+        assert_eq!(plain_string_len(&b), want, "{b:?}");
+    }
 }
 
 #[test]

@@ -28,7 +28,7 @@ use super::gz::{GzStatus, Members};
 use super::json::{self, Field, Stop};
 use super::memo::Memo;
 pub use super::open::{file_kind, open_regular};
-pub use super::want::Want;
+pub use super::want::{Pick, Want};
 
 pub use super::report::{Damage, Header, Problem, ReadReport, MAX_PROBLEMS};
 
@@ -41,7 +41,7 @@ pub fn read_trace(path: &Path, on_event: impl FnMut(&Event<'_>)) -> io::Result<R
 }
 
 /// How the reader treats the values nested inside an event (`args`, arrays).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub enum Nested {
     /// Every byte validated: what a writer that copies `args` out needs (merge, `ls`).
     #[default]
@@ -53,8 +53,8 @@ pub enum Nested {
     /// accepts gives the same [`Event`].
     Skim,
     /// As `Skim`, and only the events [`Want`] names are handed over: the others are counted
-    /// in [`ReadReport::events`] and skimmed whole when their leading `ph`/`cat` show them
-    /// unwanted ([`super::want`]), decoded in full and dropped otherwise.
+    /// in [`ReadReport::events`] and skimmed whole when their leading `ph`/`cat`/`name` show
+    /// them unwanted ([`super::want`]), decoded in full and dropped otherwise.
     SkimOnly(Want),
 }
 
@@ -154,7 +154,7 @@ pub fn read_from_with(
     on_event: impl FnMut(&Event<'_>),
 ) -> ReadReport {
     let mut s = Scanner::new(src, window);
-    s.skim = nested != Nested::Validate;
+    s.skim = !matches!(nested, Nested::Validate);
     if let Nested::SkimOnly(w) = nested {
         s.want = Some(w);
     }
@@ -184,6 +184,8 @@ struct Scanner {
     skim: bool,
     /// Only these events are handed over ([`Nested::SkimOnly`]).
     want: Option<Want>,
+    /// The header lists a device ([`Header::lists_devices`]), known when the events start.
+    devices: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -215,6 +217,7 @@ impl Scanner {
             reached_events: false,
             skim: false,
             want: None,
+            devices: false,
         }
     }
 
@@ -385,18 +388,20 @@ impl Scanner {
                 },
                 State::FirstEvent if c == b']' => Ok((i + 1, after_events(report))),
                 State::FirstEvent | State::Event => {
-                    // With a `want`: what the event's leading `ph`/`cat` say ([`Want::peek`]).
+                    // With a `want`: what the event's leading `ph`/`cat`/`name` say
+                    // ([`Want::peek`]).
                     let peeked = match self.want {
-                        Some(w) if c == b'{' => w.peek(b, i),
+                        Some(w) if c == b'{' => w.peek(b, i, self.devices),
                         _ => None,
                     };
                     let unwanted = match peeked {
-                        Some(false) => super::skim::skip_nested(b, i),
+                        Some(Pick::Skip | Pick::Narrowed) => super::skim::skip_nested(b, i),
                         _ => None,
                     };
                     if let Some(skimmed) = unwanted {
                         skimmed.map(|end| {
                             report.events += 1;
+                            report.narrowed += u64::from(peeked == Some(Pick::Narrowed));
                             (end, State::AfterEvent)
                         })
                     } else if c == b'{' {
@@ -410,12 +415,19 @@ impl Scanner {
                                         if ev.ctl {
                                             raw_control(report, abs(i), &b[i..end]);
                                         }
-                                        let wanted = match (self.want, peeked) {
-                                            (Some(w), None | Some(false)) => {
-                                                w.wants(ev.ph, ev.cat.raw().as_bytes())
+                                        let pick = match (self.want, peeked) {
+                                            (Some(w), None | Some(Pick::Skip | Pick::Narrowed)) => {
+                                                w.pick(
+                                                    ev.ph,
+                                                    ev.cat.raw().as_bytes(),
+                                                    ev.name.raw().as_bytes(),
+                                                    self.devices,
+                                                )
                                             }
-                                            _ => true,
+                                            _ => Pick::Keep,
                                         };
+                                        report.narrowed += u64::from(pick == Pick::Narrowed);
+                                        let wanted = pick == Pick::Keep;
                                         if wanted {
                                             if self.want.is_some() && super::want::labeled(&ev) {
                                                 self.want = None;
@@ -455,6 +467,8 @@ impl Scanner {
                     state = st;
                     if st == State::FirstEvent {
                         self.reached_events = true;
+                        self.devices = report.header.lists_devices();
+                        report.devices = self.devices;
                         if self.head_only {
                             return;
                         }

@@ -74,6 +74,9 @@ fn read_only(b: &[u8], window: usize) -> (ReadReport, Vec<String>) {
     let want = Want {
         ph: b"XM",
         complete_cats: &["kernel", "cpu_op"],
+        named_cats: &[],
+        names: crate::trace::want::every_name,
+        trust_devices: true,
     };
     let mut names = Vec::new();
     let src = Box::new(io::Cursor::new(b.to_vec()));

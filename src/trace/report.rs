@@ -34,6 +34,13 @@ impl Header {
         let v: serde_json::Value = serde_json::from_str(self.distributed_info.as_deref()?).ok()?;
         v.get("world_size")?.as_i64()
     }
+    /// Whether `deviceProperties` lists a device (is an array with something in it).
+    pub fn lists_devices(&self) -> bool {
+        self.device_properties.as_deref().is_some_and(|raw| {
+            let mut b = raw.bytes().filter(|c| !c.is_ascii_whitespace());
+            b.next() == Some(b'[') && b.next().is_some_and(|c| c != b']')
+        })
+    }
     /// Device names from `deviceProperties`.
     pub fn device_names(&self) -> Vec<String> {
         let Some(raw) = self.device_properties.as_deref() else {
@@ -62,8 +69,14 @@ pub struct Problem {
 pub struct ReadReport {
     pub path: PathBuf,
     pub header: Header,
-    /// Events delivered to the callback.
+    /// Events read, whether handed to the callback or not.
     pub events: u64,
+    /// Events not handed over only because the header lists a device
+    /// ([`super::want::Pick::Narrowed`]).
+    pub narrowed: u64,
+    /// Whether the header keys before the events list a device ([`Header::lists_devices`]):
+    /// what a [`super::want::Want`]'s name test was told.
+    pub devices: bool,
     /// Events skipped because they were invalid (wrong types, missing fields, bad UTF-8).
     pub rejected: u64,
     /// The first problems with single events (at most [`MAX_PROBLEMS`]).
@@ -112,6 +125,8 @@ impl ReadReport {
             path: path.to_path_buf(),
             header: Header::default(),
             events: 0,
+            narrowed: 0,
+            devices: false,
             rejected: 0,
             problems: Vec::new(),
             damage: None,
@@ -185,5 +200,29 @@ impl fmt::Display for ReadReport {
             write!(f, "\n  {n}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Header;
+
+    #[test]
+    fn lists_devices_when_device_properties_holds_something() {
+        let with = |raw: Option<&str>| Header {
+            device_properties: raw.map(str::to_string),
+            ..Header::default()
+        };
+        for (raw, want) in [
+            (None, false),
+            (Some("[]"), false),
+            (Some("[\n  ]"), false),
+            (Some("{}"), false),
+            (Some("null"), false),
+            (Some("[{\"id\": 0}]"), true),
+            (Some(" [ {} ]"), true),
+        ] {
+            assert_eq!(with(raw).lists_devices(), want, "{raw:?}");
+        }
     }
 }

@@ -86,6 +86,27 @@ pub fn word_masks(w: &[u8]) -> (u64, u64) {
     (quote, special)
 }
 
+/// The length of a plain string body at the start of `s` (no backslash, no control byte):
+/// the index of its closing quote; `None` when a backslash or control byte comes first or
+/// `s` ends before the quote. A word at a time, then byte by byte for the last few.
+#[inline]
+pub fn plain_string_len(s: &[u8]) -> Option<usize> {
+    let mut j = 0;
+    while let Some(w) = s.get(j..j + 8) {
+        let (quote, special) = word_masks(w);
+        let m = quote | special;
+        if m != 0 {
+            let t = m.trailing_zeros();
+            return (quote & (1u64 << t) != 0).then_some(j + t as usize / 8);
+        }
+        j += 8;
+    }
+    let k = s[j..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+    (s[j + k] == b'"').then_some(j + k)
+}
+
 /// Where the closing quote is in `w` when a plain string (no backslash, no control byte)
 /// ends within these 8 bytes.
 #[inline(always)]

@@ -11,58 +11,135 @@
 //! [`super::reader::ReadReport::events`] but not handed over.
 //!
 //! What is handed over does not depend on the layout: an event whose first keys are not `ph`
-//! (and `cat`), or one the skim declines, is scanned and decoded in full and then filtered by
-//! its decoded `ph` and `cat` ([`Want::wants`], on the same raw text the peek reads). The only
-//! difference is for an event with a key twice (JSON leaves its meaning open; Kineto writes
-//! none): the peek takes the first `ph`/`cat`, the decoder the last.
+//! (and `cat`, and `name`), or one the skim declines, is scanned and decoded in full and then
+//! filtered by its decoded `ph`, `cat` and `name` ([`Want::pick`], on the same raw text the
+//! peek reads). The only difference is for an event with a key twice (JSON leaves its meaning
+//! open; Kineto writes none): the peek takes the first `ph`/`cat`/`name`, the decoder the
+//! last.
 //!
 //! A merged trace is read whole from its first event whose `pid` carries a rank label
 //! (`"[TP00-DP00] 0"`, as `rankprof merge` writes them, metadata first): a consumer that
 //! splits it by label then sees every event of every label, and its per-label counts stay
 //! exact.
+//!
+//! **By name.** A consumer may also test a complete event's raw `name` ([`Want::names`]):
+//! Kineto writes it third, so [`Want::peek`] reads it in place too when the `cat` is one the
+//! test looks at. The test is told whether the trace's header, before the events, lists a
+//! device (`deviceProperties` not empty, [`Header::lists_devices`](super::Header::lists_devices)):
+//! analyze drops a GPU trace's CPU op totals, so with devices listed it skims every CPU op
+//! whose name it will not read. A trace whose header lists devices but which holds no GPU op
+//! (a CPU-only profile taken on a GPU machine) must then be read again with
+//! [`Want::trust_devices`] off; [`super::ReadReport::narrowed`] counts the events that rule
+//! skimmed (`analyze::plan` does this).
+
+/// A test on a complete event's `cat` and `name` (both raw, as written; `name` is only asked
+/// for the categories in [`Want::named_cats`]); `devices`: the header lists a device. False:
+/// the event is not handed over.
+pub type NameTest = fn(cat: &[u8], name: &[u8], devices: bool) -> bool;
 
 /// The events a consumer reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Want {
     /// The `ph` values (first byte) handed over.
     pub ph: &'static [u8],
     /// For complete events (`ph` `X`): the `cat` values handed over, as written (escapes not
     /// decoded).
     pub complete_cats: &'static [&'static str],
+    /// The complete events' categories whose `name` is tested by [`Want::names`].
+    pub named_cats: &'static [&'static str],
+    /// The name test.
+    pub names: NameTest,
+    /// Whether `names` is told what the header says of devices (off: always told none).
+    pub trust_devices: bool,
+}
+
+/// What [`Want`] makes of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// Handed over.
+    Keep,
+    /// Not handed over.
+    Skip,
+    /// Not handed over because the header lists devices: it would be with none listed.
+    Narrowed,
+}
+
+/// A name test that keeps every name.
+pub fn every_name(_: &[u8], _: &[u8], _: bool) -> bool {
+    true
+}
+
+#[inline]
+fn same(a: &str, b: &[u8]) -> bool {
+    // A length test and a short byte loop per name, no call to `memcmp`.
+    a.len() == b.len() && a.bytes().zip(b).all(|(x, &y)| x == y)
 }
 
 impl Want {
-    /// Whether an event with this `ph` (first byte) and `cat` (raw) is handed over.
+    /// What becomes of an event with this `ph` (first byte), `cat` and `name` (raw);
+    /// `devices`: the header lists a device.
     #[inline]
-    pub fn wants(&self, ph: u8, cat: &[u8]) -> bool {
-        // A length test and a short byte loop per name, no call to `memcmp`.
-        let same = |c: &&str| c.len() == cat.len() && c.bytes().zip(cat).all(|(a, &b)| a == b);
-        self.ph.contains(&ph) && (ph != b'X' || self.complete_cats.iter().any(same))
+    pub fn pick(&self, ph: u8, cat: &[u8], name: &[u8], devices: bool) -> Pick {
+        if !self.ph.contains(&ph) {
+            return Pick::Skip;
+        }
+        if ph != b'X' {
+            return Pick::Keep;
+        }
+        if !self.complete_cats.iter().any(|c| same(c, cat)) {
+            return Pick::Skip;
+        }
+        if !self.named_cats.iter().any(|c| same(c, cat)) {
+            return Pick::Keep;
+        }
+        self.by_name(cat, name, devices)
     }
 
-    /// From the bytes at `b[i]` (an event's `{`): `Some(false)` when its leading `ph` (and,
-    /// for `X`, `cat`) show it is not wanted; `Some(true)` when they show it is; `None` when
-    /// the event does not start with them as plain strings inside `b` (the caller decodes it
-    /// in full and asks [`Want::wants`]).
     #[inline]
-    pub fn peek(&self, b: &[u8], i: usize) -> Option<bool> {
+    fn by_name(&self, cat: &[u8], name: &[u8], devices: bool) -> Pick {
+        let devices = devices && self.trust_devices;
+        if (self.names)(cat, name, devices) {
+            Pick::Keep
+        } else if devices && (self.names)(cat, name, false) {
+            Pick::Narrowed
+        } else {
+            Pick::Skip
+        }
+    }
+
+    /// From the bytes at `b[i]` (an event's `{`): what its leading `ph` (and, for `X`, `cat`
+    /// and, for a named category, `name`) make of it; `None` when the event does not start
+    /// with them as plain strings inside `b` (the caller decodes it in full and asks
+    /// [`Want::pick`]).
+    #[inline]
+    pub fn peek(&self, b: &[u8], i: usize, devices: bool) -> Option<Pick> {
         let (ph, j) = key_string(b, i + 1, b"\"ph\"")?;
         let &[ph] = ph else {
             return None;
         };
         if !self.ph.contains(&ph) {
-            return Some(false);
+            return Some(Pick::Skip);
         }
         if ph != b'X' {
-            return Some(true);
+            return Some(Pick::Keep);
         }
-        let j = super::json::skip_ws(b, j);
-        if *b.get(j)? != b',' {
-            return None;
+        let (cat, j) = key_string(b, next_key(b, j)?, b"\"cat\"")?;
+        if !self.complete_cats.iter().any(|c| same(c, cat)) {
+            return Some(Pick::Skip);
         }
-        let (cat, _) = key_string(b, j + 1, b"\"cat\"")?;
-        Some(self.wants(ph, cat))
+        if !self.named_cats.iter().any(|c| same(c, cat)) {
+            return Some(Pick::Keep);
+        }
+        let (name, _) = key_string(b, next_key(b, j)?, b"\"name\"")?;
+        Some(self.by_name(cat, name, devices))
     }
+}
+
+/// After a value ending before `b[j]`: the index after the `,` that follows it.
+#[inline(always)]
+fn next_key(b: &[u8], j: usize) -> Option<usize> {
+    let j = super::json::skip_ws(b, j);
+    (*b.get(j)? == b',').then_some(j + 1)
 }
 
 /// Whether `ev`'s `pid` carries a merged trace's rank label (`"[label] pid"`): from it on the
@@ -93,13 +170,7 @@ fn key_string<'a, const N: usize>(
         return None;
     }
     let body = j + 1;
-    let len = b
-        .get(body..)?
-        .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
-    if b[body + len] != b'"' {
-        return None;
-    }
+    let len = super::swar::plain_string_len(b.get(body..)?)?;
     Some((&b[body..body + len], body + len + 1))
 }
 
@@ -107,20 +178,41 @@ fn key_string<'a, const N: usize>(
 mod tests {
     use super::*;
 
+    /// Keeps CPU ops named `keep…` always and `gpu…` only when no device is listed.
+    fn names(_: &[u8], name: &[u8], devices: bool) -> bool {
+        name.starts_with(b"keep") || (!devices && name.starts_with(b"gpu"))
+    }
+
     const W: Want = Want {
         ph: b"XM",
         complete_cats: &["kernel", "cpu_op"],
+        named_cats: &["cpu_op"],
+        names,
+        trust_devices: true,
     };
 
     #[test]
-    fn peeks_the_leading_ph_and_cat() {
-        let cases: &[(&str, Option<bool>)] = &[
-            (r#"{"ph": "f", "id": 1}"#, Some(false)),
-            (r#"{ "ph" : "s" }"#, Some(false)),
-            (r#"{"ph": "M", "name": "x"}"#, Some(true)),
-            (r#"{"ph": "X", "cat": "kernel", "name": "k"}"#, Some(true)),
-            (r#"{"ph": "X", "cat": "python_function"}"#, Some(false)),
-            (r#"{"ph": "X", "cat": "kernels"}"#, Some(false)),
+    fn peeks_the_leading_ph_cat_and_name() {
+        use Pick::*;
+        let cases: &[(&str, Option<Pick>)] = &[
+            (r#"{"ph": "f", "id": 1}"#, Some(Skip)),
+            (r#"{ "ph" : "s" }"#, Some(Skip)),
+            (r#"{"ph": "M", "name": "x"}"#, Some(Keep)),
+            (r#"{"ph": "X", "cat": "kernel", "name": "k"}"#, Some(Keep)),
+            (r#"{"ph": "X", "cat": "python_function"}"#, Some(Skip)),
+            (r#"{"ph": "X", "cat": "kernels"}"#, Some(Skip)),
+            (
+                r#"{"ph": "X", "cat": "cpu_op", "name": "keep me"}"#,
+                Some(Keep),
+            ),
+            (
+                r#"{"ph": "X", "cat": "cpu_op" , "name":"other"}"#,
+                Some(Skip),
+            ),
+            (
+                r#"{"ph": "X", "cat": "cpu_op", "name": "gpu only"}"#,
+                Some(Narrowed),
+            ),
             // Not decidable from the leading bytes: decoded in full.
             (r#"{"name": "x", "ph": "f"}"#, None),
             (r#"{"ph": "X", "name": "k", "cat": "kernel"}"#, None),
@@ -130,17 +222,35 @@ mod tests {
             (r#"{"ph": 1}"#, None),
             (r#"{"ph": "X", "cat": "kern"#, None),
             (r#"{"ph""#, None),
+            (
+                r#"{"ph": "X", "cat": "cpu_op", "pid": 1, "name": "keep"}"#,
+                None,
+            ),
+            (r#"{"ph": "X", "cat": "cpu_op", "name": "kee\u0070"}"#, None),
+            (r#"{"ph": "X", "cat": "cpu_op", "name": "keep"#, None),
         ];
         for (text, want) in cases {
-            assert_eq!(W.peek(text.as_bytes(), 0), *want, "{text}");
+            assert_eq!(W.peek(text.as_bytes(), 0, true), *want, "{text}");
         }
+        // With no device listed, or devices not trusted, the name test is told none.
+        let gpu = br#"{"ph": "X", "cat": "cpu_op", "name": "gpu only"}"#;
+        assert_eq!(W.peek(gpu, 0, false), Some(Keep));
+        let untrusting = Want {
+            trust_devices: false,
+            ..W
+        };
+        assert_eq!(untrusting.peek(gpu, 0, true), Some(Keep));
     }
 
     #[test]
-    fn wants_by_ph_and_cat() {
-        assert!(W.wants(b'X', b"kernel"));
-        assert!(W.wants(b'M', b""));
-        assert!(!W.wants(b'X', b"gpu_memcpy"));
-        assert!(!W.wants(b'f', b"kernel"));
+    fn picks_by_ph_cat_and_name() {
+        assert_eq!(W.pick(b'X', b"kernel", b"any", true), Pick::Keep);
+        assert_eq!(W.pick(b'M', b"", b"", true), Pick::Keep);
+        assert_eq!(W.pick(b'X', b"gpu_memcpy", b"", false), Pick::Skip);
+        assert_eq!(W.pick(b'f', b"kernel", b"", false), Pick::Skip);
+        assert_eq!(W.pick(b'X', b"cpu_op", b"keep", true), Pick::Keep);
+        assert_eq!(W.pick(b'X', b"cpu_op", b"gpu", true), Pick::Narrowed);
+        assert_eq!(W.pick(b'X', b"cpu_op", b"gpu", false), Pick::Keep);
+        assert_eq!(W.pick(b'X', b"cpu_op", b"other", false), Pick::Skip);
     }
 }
