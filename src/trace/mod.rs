@@ -19,6 +19,7 @@ pub mod steps;
 pub mod swar;
 pub mod time;
 pub mod want;
+mod window;
 pub mod writer;
 
 pub use discover::{

@@ -207,7 +207,7 @@ impl Scanner {
         Scanner {
             src,
             chunk: window,
-            data: take_buffer(window),
+            data: super::window::take(window),
             pos: 0,
             end: 0,
             base: 0,
@@ -492,37 +492,7 @@ impl Scanner {
 
 impl Drop for Scanner {
     fn drop(&mut self) {
-        give_back_buffer(std::mem::take(&mut self.data));
-    }
-}
-
-thread_local! {
-    /// The last read window this thread used: reading 1,024 small ranks one after another
-    /// then zeroes (and maps, page by page) one window per thread, not one per file.
-    static SPARE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Windows larger than this (grown for one huge event) are not kept.
-const SPARE_MAX: usize = 4 * CHUNK;
-
-/// A buffer of `len` bytes (their values unspecified: only what the reader writes is read).
-fn take_buffer(len: usize) -> Vec<u8> {
-    let mut v = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    if v.len() < len {
-        v = vec![0; len];
-    }
-    v.truncate(len);
-    v
-}
-
-fn give_back_buffer(v: Vec<u8>) {
-    if v.capacity() <= SPARE_MAX {
-        SPARE.with(|s| {
-            let mut s = s.borrow_mut();
-            if v.capacity() > s.capacity() {
-                *s = v;
-            }
-        });
+        super::window::give_back(std::mem::take(&mut self.data));
     }
 }
 
