@@ -80,19 +80,29 @@ impl Want {
     /// `devices`: the header lists a device.
     #[inline]
     pub fn pick(&self, ph: u8, cat: &[u8], name: &[u8], devices: bool) -> Pick {
+        self.by_ph(ph)
+            .or_else(|| self.by_cat(cat))
+            .unwrap_or_else(|| self.by_name(cat, name, devices))
+    }
+
+    /// `Some` when `ph` decides: not wanted, or wanted and not a complete event.
+    #[inline]
+    fn by_ph(&self, ph: u8) -> Option<Pick> {
         if !self.ph.contains(&ph) {
-            return Pick::Skip;
+            Some(Pick::Skip)
+        } else {
+            (ph != b'X').then_some(Pick::Keep)
         }
-        if ph != b'X' {
-            return Pick::Keep;
-        }
+    }
+
+    /// For a complete event: `Some` when its `cat` decides, `None` when its name must.
+    #[inline]
+    fn by_cat(&self, cat: &[u8]) -> Option<Pick> {
         if !self.complete_cats.iter().any(|c| same(c, cat)) {
-            return Pick::Skip;
+            Some(Pick::Skip)
+        } else {
+            (!self.named_cats.iter().any(|c| same(c, cat))).then_some(Pick::Keep)
         }
-        if !self.named_cats.iter().any(|c| same(c, cat)) {
-            return Pick::Keep;
-        }
-        self.by_name(cat, name, devices)
     }
 
     #[inline]
@@ -108,27 +118,21 @@ impl Want {
     }
 
     /// From the bytes at `b[i]` (an event's `{`): what its leading `ph` (and, for `X`, `cat`
-    /// and, for a named category, `name`) make of it; `None` when the event does not start
-    /// with them as plain strings inside `b` (the caller decodes it in full and asks
-    /// [`Want::pick`]).
+    /// and, for a named category, `name`) make of it, as [`Want::pick`] would; `None` when
+    /// the event does not start with them as plain strings inside `b` (the caller decodes it
+    /// in full and asks [`Want::pick`]).
     #[inline]
     pub fn peek(&self, b: &[u8], i: usize, devices: bool) -> Option<Pick> {
         let (ph, j) = key_string(b, i + 1, b"\"ph\"")?;
         let &[ph] = ph else {
             return None;
         };
-        if !self.ph.contains(&ph) {
-            return Some(Pick::Skip);
-        }
-        if ph != b'X' {
-            return Some(Pick::Keep);
+        if let Some(p) = self.by_ph(ph) {
+            return Some(p);
         }
         let (cat, j) = key_string(b, next_key(b, j)?, b"\"cat\"")?;
-        if !self.complete_cats.iter().any(|c| same(c, cat)) {
-            return Some(Pick::Skip);
-        }
-        if !self.named_cats.iter().any(|c| same(c, cat)) {
-            return Some(Pick::Keep);
+        if let Some(p) = self.by_cat(cat) {
+            return Some(p);
         }
         let (name, _) = key_string(b, next_key(b, j)?, b"\"name\"")?;
         Some(self.by_name(cat, name, devices))
