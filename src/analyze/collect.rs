@@ -226,13 +226,29 @@ pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
     if cat != CPU_OP.as_bytes() {
         return is_launch(name);
     }
+    // The cheap tests first: most names fail them all.
     !devices
-        || (name.starts_with(b"aten::")
-            && super::work::GEMM_OPS.iter().any(|g| g.as_bytes() == name))
-        || name == b"record_param_comms"
-        || name.starts_with(b"ProfilerStep#")
-        || contains(name, b"fused_moe")
+        || is_gemm(name)
+        || name == COMM_SIZE_OP.as_bytes()
+        || crate::trace::steps::is_profiler_step(name)
+        || is_moe(name)
 }
+
+/// The CPU ops [`Collector::on_event`] reads beyond a CPU-only trace's totals; [`names_read`]
+/// keeps exactly these when the header lists devices, so the two cannot drift.
+///
+/// A GEMM whose `Input Dims` give a step's tokens ([`super::work::GEMM_OPS`]).
+fn is_gemm(name: &[u8]) -> bool {
+    name.starts_with(b"aten::") && super::work::GEMM_OPS.iter().any(|g| g.as_bytes() == name)
+}
+
+/// A fused MoE op, whose `Input Dims` give the tokens routed to the experts.
+fn is_moe(name: &[u8]) -> bool {
+    contains(name, b"fused_moe")
+}
+
+/// The op whose `In msg nelems` gives a collective's size.
+const COMM_SIZE_OP: &str = "record_param_comms";
 
 /// A runtime or driver call whose correlation analyze reads: a kernel launch, a copy or a set
 /// (`cudaLaunchKernel`, `hipExtModuleLaunchKernel`, `cudaMemcpyAsync`, …).
@@ -368,21 +384,21 @@ impl<'a> Collector<'a> {
                     });
                 }
                 let raw = ev.name.raw();
-                if raw.starts_with("aten::") && super::work::GEMM_OPS.contains(&raw) {
+                if is_gemm(raw.as_bytes()) {
                     if let Some(m) = ev
                         .arg_memo("Input Dims", &mut self.args_memo)
                         .and_then(|v| super::work::gemm_tokens(v.text))
                     {
                         self.shapes.push((start, m.min(i64::MAX as u64) as i64));
                     }
-                } else if contains(raw.as_bytes(), b"fused_moe") {
+                } else if is_moe(raw.as_bytes()) {
                     if let Some(m) = ev
                         .arg_memo("Input Dims", &mut self.args_memo)
                         .and_then(|v| super::work::gemm_tokens(v.text))
                     {
                         self.moe_rows = Some(self.moe_rows.unwrap_or(0).saturating_add(m));
                     }
-                } else if raw == "record_param_comms" {
+                } else if raw == COMM_SIZE_OP {
                     if let Some(n) = ev
                         .arg_memo("In msg nelems", &mut self.args_memo)
                         .and_then(|v| v.as_i64())

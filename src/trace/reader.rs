@@ -184,8 +184,6 @@ struct Scanner {
     skim: bool,
     /// Only these events are handed over ([`Nested::SkimOnly`]).
     want: Option<Want>,
-    /// The header lists a device ([`Header::lists_devices`]), known when the events start.
-    devices: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -217,7 +215,6 @@ impl Scanner {
             reached_events: false,
             skim: false,
             want: None,
-            devices: false,
         }
     }
 
@@ -391,7 +388,7 @@ impl Scanner {
                     // With a `want`: what the event's leading `ph`/`cat`/`name` say
                     // ([`Want::peek`]).
                     let peeked = match self.want {
-                        Some(w) if c == b'{' => w.peek(b, i, self.devices),
+                        Some(w) if c == b'{' => w.peek(b, i, report.devices),
                         _ => None,
                     };
                     let unwanted = match peeked {
@@ -421,7 +418,7 @@ impl Scanner {
                                                     ev.ph,
                                                     ev.cat.raw().as_bytes(),
                                                     ev.name.raw().as_bytes(),
-                                                    self.devices,
+                                                    report.devices,
                                                 )
                                             }
                                             _ => Pick::Keep,
@@ -467,8 +464,7 @@ impl Scanner {
                     state = st;
                     if st == State::FirstEvent {
                         self.reached_events = true;
-                        self.devices = report.header.lists_devices();
-                        report.devices = self.devices;
+                        report.devices = report.header.lists_devices();
                         if self.head_only {
                             return;
                         }

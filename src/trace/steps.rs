@@ -23,10 +23,19 @@ pub fn step_mark(ev: &Event<'_>) -> Option<StepMark> {
     }
 }
 
+/// The prefix of PyTorch's step annotations, `ProfilerStep#N`.
+const PROFILER_STEP: &str = "ProfilerStep#";
+
 /// Reads a step marker from an annotation name alone: the one place that knows the marker names.
 pub fn mark_of_name(name: &str) -> Option<StepMark> {
-    if let Some(n) = name.strip_prefix("ProfilerStep#") {
+    if let Some(n) = name.strip_prefix(PROFILER_STEP) {
         return Some(StepMark::Profiler(n.parse().ok()));
     }
     name.starts_with("step[").then_some(StepMark::Forward)
+}
+
+/// Whether a raw name (as written, maybe not yet checked as UTF-8) is a `ProfilerStep#…`
+/// ([`mark_of_name`]'s `StepMark::Profiler`).
+pub fn is_profiler_step(name: &[u8]) -> bool {
+    name.starts_with(PROFILER_STEP.as_bytes())
 }
