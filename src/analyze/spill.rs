@@ -5,23 +5,26 @@
 //! buffer, unsorted, to an anonymous temporary file (deleted when dropped) and starts again.
 //! [`Spool::sorted_by`] then yields every record in key order whatever order they came in: one
 //! in-memory sort when nothing was spilled, else an external merge sort (each spilled chunk
-//! sorted and written back as a run, then a k-way merge of the runs through small buffered
-//! readers). Nothing is assumed about the order events are written in (Kineto writes GPU ops
-//! neither in global nor per-stream time order, and launches after the kernels they launched),
-//! and nothing is dropped: late records are sorted like the others.
+//! read back, sorted and written back in place as a run; the records never spilled sorted in
+//! memory as one more run; then a k-way merge of the runs through small buffers). Nothing is
+//! assumed about the order events are written in (Kineto writes GPU ops neither in global nor
+//! per-stream time order, and launches after the kernels they launched), and nothing is
+//! dropped: late records are sorted like the others.
 //!
 //! When no temporary file can be written, the spool keeps everything in memory from then on:
 //! the figures stay exact, only the bound is lost.
 //!
-//! Memory: one buffer of `CAP` records, plus one 16 KiB read buffer per run in the merge (a run
-//! per `CAP` records: ~4 KiB per MB of records). Written by hand: the external-sort crates
+//! Memory: one buffer of `CAP` records (kept through the merge as its last run), plus one
+//! 16 KiB read buffer per spilled run in the merge (a run per `CAP` records: ~4 KiB per MB of
+//! records). The records still in memory at the end are never written (before #14's seventh
+//! round they were spilled too, and the sorted runs went to a second temporary file). Written by hand: the external-sort crates
 //! (`extsort`, …) serialise through serde per record and keep whole runs' worth of buffers;
 //! this is 150 lines over `tempfile` and `std`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
@@ -130,14 +133,20 @@ impl<T: Rec> Spool<T> {
             self.file = Some(tempfile::tempfile().context("cannot create a temporary file")?);
         }
         let f = self.file.as_mut().context("no spill file")?;
-        let off = f.seek(SeekFrom::End(0))?;
-        write_all(f, &self.buf)?;
+        let off = self
+            .chunks
+            .last()
+            .map_or(0, |&(o, n)| o + (n * T::SIZE) as u64);
+        write_recs(f, off, &self.buf)?;
         self.chunks.push((off, self.buf.len()));
         self.buf.clear();
         Ok(())
     }
 
     /// Every record, in ascending `key` order (ties in no defined order).
+    ///
+    /// With chunks spilled: each is read back, sorted and written back in place as a run;
+    /// the records still in memory are sorted there and make the last run, never written.
     pub fn sorted_by<K: Ord + Copy + 'static>(
         mut self,
         key: impl Fn(&T) -> K + Copy + 'static,
@@ -145,70 +154,77 @@ impl<T: Rec> Spool<T> {
     where
         T: 'static,
     {
+        self.buf.sort_unstable_by_key(key);
         if self.chunks.is_empty() {
-            self.buf.sort_unstable_by_key(key);
             return Ok(Box::new(std::mem::take(&mut self.buf).into_iter().map(Ok)));
         }
-        if !self.buf.is_empty() {
-            self.spill()?;
-        }
-        let mut src = self.file.take().context("no spill file")?;
-        let mut runs = tempfile::tempfile().context("cannot create a temporary file")?;
-        let mut bounds = Vec::new();
+        let mut file = self.file.take().context("no spill file")?;
         let mut chunk: Vec<T> = Vec::new();
         for &(off, n) in &self.chunks {
-            read_chunk(&mut src, off, n, &mut chunk)?;
+            read_recs(&mut file, off, n, &mut chunk)?;
             chunk.sort_unstable_by_key(key);
-            let at = runs.seek(SeekFrom::End(0))?;
-            write_all(&mut runs, &chunk)?;
-            bounds.push((at, n));
+            write_recs(&mut file, off, &chunk)?;
         }
         drop(chunk);
-        drop(src);
-        Merge::new(runs, &bounds, key).map(|m| Box::new(m) as Box<dyn Iterator<Item = _>>)
+        let tail = std::mem::take(&mut self.buf);
+        Merge::new(file, &self.chunks, tail, key)
+            .map(|m| Box::new(m) as Box<dyn Iterator<Item = _>>)
     }
 }
 
-fn write_all<T: Rec>(f: &mut File, recs: &[T]) -> Result<()> {
-    let mut w = BufWriter::with_capacity(1 << 16, f);
-    let mut b = Vec::with_capacity(T::SIZE);
-    for r in recs {
+/// Bytes encoded or decoded per read or write of the temporary file.
+const IO_BUF: usize = 64 << 10;
+
+/// Writes `recs` at `off`, encoded a buffer at a time.
+fn write_recs<T: Rec>(f: &mut File, off: u64, recs: &[T]) -> Result<()> {
+    f.seek(SeekFrom::Start(off))?;
+    let mut b = Vec::with_capacity(IO_BUF);
+    for piece in recs.chunks((IO_BUF / T::SIZE).max(1)) {
         b.clear();
-        r.put(&mut b);
-        w.write_all(&b)
+        for r in piece {
+            r.put(&mut b);
+        }
+        f.write_all(&b)
             .context("cannot write to a temporary file")?;
     }
-    w.flush().context("cannot write to a temporary file")?;
     Ok(())
 }
 
-fn read_chunk<T: Rec>(f: &mut File, off: u64, n: usize, out: &mut Vec<T>) -> Result<()> {
+/// Reads the `n` records at `off` into `out` (cleared first).
+fn read_recs<T: Rec>(f: &mut File, off: u64, n: usize, out: &mut Vec<T>) -> Result<()> {
     out.clear();
     f.seek(SeekFrom::Start(off))?;
-    let mut r = BufReader::with_capacity(1 << 16, f);
-    let mut b = vec![0u8; T::SIZE];
-    for _ in 0..n {
-        r.read_exact(&mut b)
+    let per = (IO_BUF / T::SIZE).max(1);
+    let mut b = vec![0u8; per * T::SIZE];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(per);
+        let piece = &mut b[..k * T::SIZE];
+        f.read_exact(piece)
             .context("cannot read back a temporary file")?;
-        out.push(T::get(&b));
+        out.extend(piece.chunks_exact(T::SIZE).map(T::get));
+        left -= k;
     }
     Ok(())
 }
 
-/// One sorted run being read back, through its own small buffer.
-struct Run {
+/// One sorted run being read back, through its own small buffer; or the records that were
+/// never spilled, sorted in memory.
+struct Run<T> {
     /// Next byte to read from the file.
     off: u64,
     /// Bytes of the run not yet read from the file.
     left: u64,
     buf: Vec<u8>,
     pos: usize,
+    /// The in-memory run (the file fields unused).
+    mem: Option<std::vec::IntoIter<T>>,
 }
 
 /// The k-way merge of sorted runs (one file; each run refills its buffer at its own offset).
 struct Merge<T, K, F> {
     file: File,
-    runs: Vec<Run>,
+    runs: Vec<Run<T>>,
     heap: BinaryHeap<Reverse<(K, usize)>>,
     head: Vec<Option<T>>,
     key: F,
@@ -218,36 +234,52 @@ struct Merge<T, K, F> {
 const RUN_BUF: usize = 16 << 10;
 
 impl<T: Rec, K: Ord + Copy, F: Fn(&T) -> K> Merge<T, K, F> {
-    fn new(file: File, bounds: &[(u64, usize)], key: F) -> Result<Self> {
-        let runs = bounds
+    /// The runs at `bounds` in `file`, and `tail` (sorted, in memory) as one more run.
+    fn new(file: File, bounds: &[(u64, usize)], tail: Vec<T>, key: F) -> Result<Self> {
+        let mut runs = bounds
             .iter()
             .map(|&(off, n)| Run {
                 off,
                 left: (n * T::SIZE) as u64,
                 buf: Vec::new(),
                 pos: 0,
+                mem: None,
             })
             .collect::<Vec<_>>();
+        if !tail.is_empty() {
+            runs.push(Run {
+                off: 0,
+                left: 0,
+                buf: Vec::new(),
+                pos: 0,
+                mem: Some(tail.into_iter()),
+            });
+        }
         let mut m = Merge {
             file,
+            heap: BinaryHeap::with_capacity(runs.len()),
             head: vec![None; runs.len()],
             runs,
-            heap: BinaryHeap::new(),
             key,
         };
         for i in 0..m.runs.len() {
-            m.advance(i)?;
+            if let Some(t) = m.read_next(i)? {
+                m.heap.push(Reverse(((m.key)(&t), i)));
+                m.head[i] = Some(t);
+            }
         }
         Ok(m)
     }
 
-    /// Reads the next record of run `i` into its head slot and the heap.
-    fn advance(&mut self, i: usize) -> Result<()> {
+    /// The next record of run `i`, refilling its buffer from the file when it is used up.
+    fn read_next(&mut self, i: usize) -> Result<Option<T>> {
         let run = &mut self.runs[i];
+        if let Some(mem) = &mut run.mem {
+            return Ok(mem.next());
+        }
         if run.pos + T::SIZE > run.buf.len() {
             if run.left == 0 {
-                self.head[i] = None;
-                return Ok(());
+                return Ok(None);
             }
             // Whole records only: RUN_BUF rounded down to the record size.
             let want = (RUN_BUF / T::SIZE * T::SIZE).max(T::SIZE) as u64;
@@ -263,18 +295,31 @@ impl<T: Rec, K: Ord + Copy, F: Fn(&T) -> K> Merge<T, K, F> {
         }
         let t = T::get(&run.buf[run.pos..run.pos + T::SIZE]);
         run.pos += T::SIZE;
-        self.heap.push(Reverse(((self.key)(&t), i)));
-        self.head[i] = Some(t);
-        Ok(())
+        Ok(Some(t))
     }
 }
 
 impl<T: Rec, K: Ord + Copy, F: Fn(&T) -> K> Iterator for Merge<T, K, F> {
     type Item = Result<T>;
     fn next(&mut self) -> Option<Result<T>> {
-        let Reverse((_, i)) = self.heap.pop()?;
+        let Reverse((_, i)) = *self.heap.peek()?;
         let t = self.head[i].take()?;
-        Some(self.advance(i).map(|_| t))
+        match self.read_next(i) {
+            // The run's next record takes its place at the top (one sift instead of a pop
+            // and a push).
+            Ok(Some(n)) => {
+                let k = (self.key)(&n);
+                self.head[i] = Some(n);
+                if let Some(mut top) = self.heap.peek_mut() {
+                    *top = Reverse((k, i));
+                }
+            }
+            Ok(None) => {
+                self.heap.pop();
+            }
+            Err(e) => return Some(Err(e)),
+        }
+        Some(Ok(t))
     }
 }
 
