@@ -388,13 +388,17 @@ impl Scanner {
                     // With a `want`: what the event's leading `ph`/`cat`/`name` say
                     // ([`Want::peek`]).
                     let peeked = match self.want {
-                        Some(w) if c == b'{' => w.peek(b, i, report.devices),
+                        Some(w) if c == b'{' => w.peek_at(b, i, report.devices),
                         _ => None,
                     };
+                    // Skimmed from where the peek stopped: the same end as from the `{`.
                     let unwanted = match peeked {
-                        Some(Pick::Skip | Pick::Narrowed) => super::skim::skip_nested(b, i),
+                        Some((Pick::Skip | Pick::Narrowed, j)) => {
+                            super::skim::skip_rest_of_object(b, j)
+                        }
                         _ => None,
                     };
+                    let peeked = peeked.map(|(p, _)| p);
                     if let Some(skimmed) = unwanted {
                         skimmed.map(|end| {
                             report.events += 1;

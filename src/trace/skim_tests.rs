@@ -177,3 +177,73 @@ fn declines_what_it_does_not_check() {
     assert_eq!(skip_nested(b"{\"a\": 1} \x00\\", 0), Some(Ok(8)));
     assert_eq!(skip_nested(b"{\"a\": \"}\"}\n\t", 0), Some(Ok(10)));
 }
+
+#[test]
+fn the_rest_of_an_object_skims_as_the_whole() {
+    // An event whose leading `ph`/`cat`/`name` a peek read, then anything (valid or not, cut
+    // or whole): the skim from where the peek stopped answers as the skim from the `{`.
+    use crate::trace::want::{every_name, Want};
+    const W: Want = Want {
+        ph: b"X",
+        complete_cats: &["cpu_op"],
+        named_cats: &["cpu_op"],
+        names: every_name,
+        trust_devices: true,
+    };
+    const ALPHABET: &[u8] = b"\"\\{}[]{}[]:, \t\n\x01azzzzzzzzzzzzzzzzzzz";
+    let mut r = Rng(2024);
+    let mut checked = [0usize; 3];
+    for n in 0..6_000 {
+        let mut v = Vec::new();
+        v.extend_from_slice(
+            [
+                &b"{\"ph\": \"f\""[..],
+                b"{ \"ph\":\"X\" , \"cat\": \"python_function\"",
+                b"{\"ph\": \"X\", \"cat\": \"cpu_op\",\n \"name\": \"aten::mm {x} [y]\"",
+            ][n % 3],
+        );
+        if r.next().is_multiple_of(2) {
+            v.extend_from_slice(b", \"args\": ");
+            value(&mut r, 0, &mut v);
+            v.push(b'}');
+        } else {
+            let k = (r.next() % 200) as usize;
+            v.extend((0..k).map(|_| ALPHABET[(r.next() >> 32) as usize % ALPHABET.len()]));
+        }
+        let (_, j) = W.peek_at(&v, 0, false).unwrap();
+        assert_eq!(skip_rest_of_object(&v, j), skip_nested(&v, 0), "{v:?}");
+        assert_eq!(
+            skip_rest_of_object(&v, j),
+            skip_nested_baseline(&v, 0),
+            "{v:?}"
+        );
+        let cut = j + (r.next() as usize % (v.len() - j + 1));
+        assert_eq!(
+            skip_rest_of_object(&v[..cut], j),
+            skip_nested(&v[..cut], 0),
+            "{v:?} cut at {cut}"
+        );
+        checked[n % 3] += 1;
+    }
+    assert!(checked.iter().all(|&c| c == 2_000));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_carry_less_prefix_xor_is_the_shifted_one() {
+    if !std::is_x86_feature_detected!("pclmulqdq") {
+        return;
+    }
+    let mut r = Rng(5);
+    for n in 0..100_000 {
+        let x = match n {
+            0 => 0,
+            1 => u64::MAX,
+            2 => 1 << 63,
+            _ => r.next(),
+        };
+        // SAFETY: the CPU has PCLMULQDQ (checked above).
+        let c = unsafe { x86_avx2::prefix_xor_clmul(x) };
+        assert_eq!(c, prefix_xor(x), "{x:#x}");
+    }
+}

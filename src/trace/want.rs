@@ -123,19 +123,27 @@ impl Want {
     /// in full and asks [`Want::pick`]).
     #[inline]
     pub fn peek(&self, b: &[u8], i: usize, devices: bool) -> Option<Pick> {
+        self.peek_at(b, i, devices).map(|(p, _)| p)
+    }
+
+    /// [`Want::peek`], and the index after the last string it read: up to there the event is
+    /// `{`, keys, colons, commas, whitespace and plain strings, nothing a skim would decline
+    /// or count as a bracket, so a skim may start there ([`super::skim::skip_rest_of_object`]).
+    #[inline]
+    pub fn peek_at(&self, b: &[u8], i: usize, devices: bool) -> Option<(Pick, usize)> {
         let (ph, j) = key_string(b, i + 1, b"\"ph\"")?;
         let &[ph] = ph else {
             return None;
         };
         if let Some(p) = self.by_ph(ph) {
-            return Some(p);
+            return Some((p, j));
         }
         let (cat, j) = key_string(b, next_key(b, j)?, b"\"cat\"")?;
         if let Some(p) = self.by_cat(cat) {
-            return Some(p);
+            return Some((p, j));
         }
-        let (name, _) = key_string(b, next_key(b, j)?, b"\"name\"")?;
-        Some(self.by_name(cat, name, devices))
+        let (name, j) = key_string(b, next_key(b, j)?, b"\"name\"")?;
+        Some((self.by_name(cat, name, devices), j))
     }
 }
 
@@ -244,6 +252,27 @@ mod tests {
             ..W
         };
         assert_eq!(untrusting.peek(gpu, 0, true), Some(Keep));
+    }
+
+    #[test]
+    fn a_peek_stops_after_the_last_string_it_read() {
+        let cases = [
+            (r#"{"ph": "f", "id": 1}"#, r#", "id": 1}"#),
+            (r#"{ "ph" : "s" }"#, " }"),
+            (
+                r#"{"ph": "X", "cat": "python_function", "a": 1}"#,
+                r#", "a": 1}"#,
+            ),
+            (r#"{"ph": "X", "cat": "cpu_op" , "name":"other"}"#, "}"),
+            (
+                r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 1}"#,
+                r#", "name": "k", "ts": 1}"#,
+            ),
+        ];
+        for (text, rest) in cases {
+            let (_, end) = W.peek_at(text.as_bytes(), 0, true).unwrap();
+            assert_eq!(&text[end..], rest, "{text}");
+        }
     }
 
     #[test]
