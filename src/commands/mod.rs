@@ -7,6 +7,7 @@ pub mod capture;
 pub mod compare;
 pub mod demo;
 pub mod docs;
+mod heap;
 pub mod inflate;
 pub mod ls;
 pub mod merge;
@@ -21,6 +22,7 @@ use crate::exit;
 
 /// Runs one command, prints any error on stderr, returns the exit code.
 pub fn main(cmd: Command) -> i32 {
+    heap::tune();
     match run(cmd) {
         Ok(code) => code,
         Err(e) => {
