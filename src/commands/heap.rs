@@ -4,11 +4,12 @@
 //! glibc's malloc gives memory back to the kernel as soon as the top of a heap holds more than
 //! 128 KiB free. analyze and merge free a few MiB of buffers per rank (the spools' buffers, the
 //! per-rank tables) and allocate them again for the next rank, and each time the kernel maps
-//! and zeroes fresh pages: on the real 8-rank GPU set (`./bench`'s `real`) ~7,100 page faults,
-//! about 2 % of analyze's CPU time. Keeping 16 MiB of padding at the top of each heap
-//! (`M_TOP_PAD`) leaves ~1,900 faults; peak RSS moves by at most 2 MB on the benchmark sets
-//! (the pages kept are ones the process had touched anyway). Other C libraries are left as
-//! they are.
+//! and zeroes fresh pages: on the real 8-rank GPU set (`./bench`'s `real`, `analyze -j 1`)
+//! ~7,800 page faults. Keeping 8 MiB of padding at the top of each heap (`M_TOP_PAD`) leaves
+//! ~2,000, and analyze's CPU time drops by ~2 % (#14's seventh round; `perf stat -e
+//! task-clock,page-faults`, best and mean of 5). The pages kept are ones the process had
+//! touched anyway; 16 MiB saved no more faults and kept ~6 MB more resident on the 10 GB set.
+//! Other C libraries are left as they are.
 
 /// Sets the heap parameters (glibc on Linux; nothing elsewhere).
 pub fn tune() {
@@ -16,6 +17,6 @@ pub fn tune() {
     // SAFETY: `mallopt` only sets one of malloc's parameters (a valid one, to a valid value);
     // it takes malloc's own lock, so any thread may call it at any time.
     unsafe {
-        libc::mallopt(libc::M_TOP_PAD, 16 << 20);
+        libc::mallopt(libc::M_TOP_PAD, 8 << 20);
     }
 }
