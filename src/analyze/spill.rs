@@ -17,9 +17,10 @@
 //! Memory: one buffer of `CAP` records (kept through the merge as its last run), plus one
 //! 16 KiB read buffer per spilled run in the merge (a run per `CAP` records: ~4 KiB per MB of
 //! records). The records still in memory at the end are never written (before #14's seventh
-//! round they were spilled too, and the sorted runs went to a second temporary file). Written by hand: the external-sort crates
-//! (`extsort`, …) serialise through serde per record and keep whole runs' worth of buffers;
-//! this is 150 lines over `tempfile` and `std`.
+//! round they were spilled too, and the sorted runs went to a second temporary file).
+//!
+//! Written by hand: the external-sort crates (`extsort`, …) serialise through serde per record
+//! and keep whole runs' worth of buffers; this is 150 lines over `tempfile` and `std`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -208,17 +209,19 @@ fn read_recs<T: Rec>(f: &mut File, off: u64, n: usize, out: &mut Vec<T>) -> Resu
     Ok(())
 }
 
-/// One sorted run being read back, through its own small buffer; or the records that were
-/// never spilled, sorted in memory.
-struct Run<T> {
-    /// Next byte to read from the file.
-    off: u64,
-    /// Bytes of the run not yet read from the file.
-    left: u64,
-    buf: Vec<u8>,
-    pos: usize,
-    /// The in-memory run (the file fields unused).
-    mem: Option<std::vec::IntoIter<T>>,
+/// One sorted run of the merge.
+enum Run<T> {
+    /// Spilled: read back from the file through its own small buffer.
+    File {
+        /// Next byte to read from the file.
+        off: u64,
+        /// Bytes of the run not yet read from the file.
+        left: u64,
+        buf: Vec<u8>,
+        pos: usize,
+    },
+    /// The records never spilled, sorted in memory.
+    Mem(std::vec::IntoIter<T>),
 }
 
 /// The k-way merge of sorted runs (one file; each run refills its buffer at its own offset).
@@ -238,22 +241,15 @@ impl<T: Rec, K: Ord + Copy, F: Fn(&T) -> K> Merge<T, K, F> {
     fn new(file: File, bounds: &[(u64, usize)], tail: Vec<T>, key: F) -> Result<Self> {
         let mut runs = bounds
             .iter()
-            .map(|&(off, n)| Run {
+            .map(|&(off, n)| Run::File {
                 off,
                 left: (n * T::SIZE) as u64,
                 buf: Vec::new(),
                 pos: 0,
-                mem: None,
             })
             .collect::<Vec<_>>();
         if !tail.is_empty() {
-            runs.push(Run {
-                off: 0,
-                left: 0,
-                buf: Vec::new(),
-                pos: 0,
-                mem: Some(tail.into_iter()),
-            });
+            runs.push(Run::Mem(tail.into_iter()));
         }
         let mut m = Merge {
             file,
@@ -273,28 +269,33 @@ impl<T: Rec, K: Ord + Copy, F: Fn(&T) -> K> Merge<T, K, F> {
 
     /// The next record of run `i`, refilling its buffer from the file when it is used up.
     fn read_next(&mut self, i: usize) -> Result<Option<T>> {
-        let run = &mut self.runs[i];
-        if let Some(mem) = &mut run.mem {
-            return Ok(mem.next());
-        }
-        if run.pos + T::SIZE > run.buf.len() {
-            if run.left == 0 {
+        let (off, left, buf, pos) = match &mut self.runs[i] {
+            Run::Mem(recs) => return Ok(recs.next()),
+            Run::File {
+                off,
+                left,
+                buf,
+                pos,
+            } => (off, left, buf, pos),
+        };
+        if *pos + T::SIZE > buf.len() {
+            if *left == 0 {
                 return Ok(None);
             }
             // Whole records only: RUN_BUF rounded down to the record size.
             let want = (RUN_BUF / T::SIZE * T::SIZE).max(T::SIZE) as u64;
-            let n = want.min(run.left) as usize;
-            run.buf.resize(n, 0);
-            self.file.seek(SeekFrom::Start(run.off))?;
+            let n = want.min(*left) as usize;
+            buf.resize(n, 0);
+            self.file.seek(SeekFrom::Start(*off))?;
             self.file
-                .read_exact(&mut run.buf)
+                .read_exact(buf)
                 .context("cannot read back a temporary file")?;
-            run.off += n as u64;
-            run.left -= n as u64;
-            run.pos = 0;
+            *off += n as u64;
+            *left -= n as u64;
+            *pos = 0;
         }
-        let t = T::get(&run.buf[run.pos..run.pos + T::SIZE]);
-        run.pos += T::SIZE;
+        let t = T::get(&buf[*pos..*pos + T::SIZE]);
+        *pos += T::SIZE;
         Ok(Some(t))
     }
 }

@@ -388,7 +388,7 @@ impl Scanner {
                     // With a `want`: what the event's leading `ph`/`cat`/`name` say
                     // ([`Want::peek`]).
                     let peeked = match self.want {
-                        Some(w) if c == b'{' => w.peek_at(b, i, report.devices),
+                        Some(w) if c == b'{' => w.peek(b, i, report.devices),
                         _ => None,
                     };
                     // Skimmed from where the peek stopped: the same end as from the `{`.

@@ -130,7 +130,7 @@ pub fn skip_nested(b: &[u8], i: usize) -> Option<Scan<usize>> {
 
 /// [`skip_nested`] for an object whose first bytes, up to `b[j]`, are known to hold no
 /// bracket and nothing the skim would decline outside a string (its `{`, then keys, colons,
-/// commas, whitespace and plain strings: what [`super::want::Want::peek_at`] read). `b[j]` is
+/// commas, whitespace and plain strings: what [`super::want::Want::peek`] read). `b[j]` is
 /// outside any string. The same answer as [`skip_nested`] from the `{`, without classifying
 /// those bytes again.
 #[inline]

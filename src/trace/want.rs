@@ -118,19 +118,14 @@ impl Want {
     }
 
     /// From the bytes at `b[i]` (an event's `{`): what its leading `ph` (and, for `X`, `cat`
-    /// and, for a named category, `name`) make of it, as [`Want::pick`] would; `None` when
-    /// the event does not start with them as plain strings inside `b` (the caller decodes it
-    /// in full and asks [`Want::pick`]).
+    /// and, for a named category, `name`) make of it, as [`Want::pick`] would, and the index
+    /// after the last string read; `None` when the event does not start with them as plain
+    /// strings inside `b` (the caller decodes it in full and asks [`Want::pick`]). Up to that
+    /// index the event is `{`, keys, colons, commas, whitespace and plain strings, nothing a
+    /// skim would decline or count as a bracket, so a skim may start there
+    /// ([`super::skim::skip_rest_of_object`]).
     #[inline]
-    pub fn peek(&self, b: &[u8], i: usize, devices: bool) -> Option<Pick> {
-        self.peek_at(b, i, devices).map(|(p, _)| p)
-    }
-
-    /// [`Want::peek`], and the index after the last string it read: up to there the event is
-    /// `{`, keys, colons, commas, whitespace and plain strings, nothing a skim would decline
-    /// or count as a bracket, so a skim may start there ([`super::skim::skip_rest_of_object`]).
-    #[inline]
-    pub fn peek_at(&self, b: &[u8], i: usize, devices: bool) -> Option<(Pick, usize)> {
+    pub fn peek(&self, b: &[u8], i: usize, devices: bool) -> Option<(Pick, usize)> {
         let (ph, j) = key_string(b, i + 1, b"\"ph\"")?;
         let &[ph] = ph else {
             return None;
@@ -242,16 +237,20 @@ mod tests {
             (r#"{"ph": "X", "cat": "cpu_op", "name": "keep"#, None),
         ];
         for (text, want) in cases {
-            assert_eq!(W.peek(text.as_bytes(), 0, true), *want, "{text}");
+            assert_eq!(
+                W.peek(text.as_bytes(), 0, true).map(|p| p.0),
+                *want,
+                "{text}"
+            );
         }
         // With no device listed, or devices not trusted, the name test is told none.
         let gpu = br#"{"ph": "X", "cat": "cpu_op", "name": "gpu only"}"#;
-        assert_eq!(W.peek(gpu, 0, false), Some(Keep));
+        assert_eq!(W.peek(gpu, 0, false).map(|p| p.0), Some(Keep));
         let untrusting = Want {
             trust_devices: false,
             ..W
         };
-        assert_eq!(untrusting.peek(gpu, 0, true), Some(Keep));
+        assert_eq!(untrusting.peek(gpu, 0, true).map(|p| p.0), Some(Keep));
     }
 
     #[test]
@@ -270,7 +269,7 @@ mod tests {
             ),
         ];
         for (text, rest) in cases {
-            let (_, end) = W.peek_at(text.as_bytes(), 0, true).unwrap();
+            let (_, end) = W.peek(text.as_bytes(), 0, true).unwrap();
             assert_eq!(&text[end..], rest, "{text}");
         }
     }
