@@ -22,8 +22,9 @@
 //! Kernels: on x86_64, AVX2 where run-time detection finds it (`is_x86_feature_detected!`,
 //! cached by std), with the prefix XOR as one carry-less multiply (PCLMULQDQ, as simdjson
 //! does; every AVX2 CPU has it, and both are checked), and SSE2 otherwise (part of the
-//! baseline); NEON on aarch64 (likewise part of the baseline); a scalar loop elsewhere. `tests` and the `event` fuzz target check each
-//! against the scalar one, and the skim with the detected kernel against the baseline one.
+//! baseline); NEON on aarch64 (likewise part of the baseline); a scalar loop elsewhere.
+//! `tests` and the `event` fuzz target check each against the scalar one, and the skim with
+//! the detected kernel against the baseline one.
 //! AVX2 over SSE2: `analyze --all-ranks -j 2`, task-clock, best of 5, binaries alternated:
 //! −10 % on the SGLang set with Python stacks (`./bench`'s `stack`), −5 % real, −3 % synth.
 //! Why not a crate: `simd-json` parses whole documents held in memory and says only that a

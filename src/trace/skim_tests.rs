@@ -192,7 +192,8 @@ fn the_rest_of_an_object_skims_as_the_whole() {
     };
     const ALPHABET: &[u8] = b"\"\\{}[]{}[]:, \t\n\x01azzzzzzzzzzzzzzzzzzz";
     let mut r = Rng(2024);
-    let mut checked = [0usize; 3];
+    // What the skim from the peek's end answered: taken, declined, cut short.
+    let (mut taken, mut declined, mut cut_short) = (0, 0, 0);
     for n in 0..6_000 {
         let mut v = Vec::new();
         v.extend_from_slice(
@@ -211,6 +212,11 @@ fn the_rest_of_an_object_skims_as_the_whole() {
             v.extend((0..k).map(|_| ALPHABET[(r.next() >> 32) as usize % ALPHABET.len()]));
         }
         let (_, j) = W.peek(&v, 0, false).unwrap();
+        match skip_rest_of_object(&v, j) {
+            Some(Ok(_)) => taken += 1,
+            None => declined += 1,
+            Some(Err(_)) => cut_short += 1,
+        }
         assert_eq!(skip_rest_of_object(&v, j), skip_nested(&v, 0), "{v:?}");
         assert_eq!(
             skip_rest_of_object(&v, j),
@@ -223,9 +229,12 @@ fn the_rest_of_an_object_skims_as_the_whole() {
             skip_nested(&v[..cut], 0),
             "{v:?} cut at {cut}"
         );
-        checked[n % 3] += 1;
     }
-    assert!(checked.iter().all(|&c| c == 2_000));
+    // The inputs reach every answer, not only the easy one.
+    assert!(
+        taken > 1_000 && declined > 1_000 && cut_short > 50,
+        "{taken} {declined} {cut_short}"
+    );
 }
 
 #[cfg(target_arch = "x86_64")]
