@@ -131,10 +131,15 @@ pub struct CollEv {
 pub struct Config<'a> {
     pub classes: &'a Classifier,
     pub step_marker: Option<&'a Regex>,
+    /// Records each spool of a file's own rank keeps in memory ([`super::spill::cap_for`]
+    /// the ranks read at once); a merged trace's labeled ranks keep [`Spool::CAP`].
+    pub spool_cap: usize,
 }
 
 /// Everything one pass keeps about one rank.
 pub struct Collector<'a> {
+    /// Records each spool keeps in memory.
+    cap: usize,
     cfg: &'a Config<'a>,
     /// GPU ops by raw name.
     pub gpu_ops: FxMap<Box<str>, Agg>,
@@ -289,23 +294,35 @@ fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
 }
 
 impl<'a> Collector<'a> {
+    /// The collector of a file's own rank: spools of `cfg.spool_cap` records.
     pub fn new(cfg: &'a Config<'a>) -> Self {
+        Self::holding(cfg, cfg.spool_cap)
+    }
+
+    /// The collector of one labeled rank of a merged trace: a file may hold hundreds, so their
+    /// spools keep [`Spool::CAP`] records each.
+    pub fn labeled(cfg: &'a Config<'a>) -> Self {
+        Self::holding(cfg, Spool::<GpuIv>::CAP)
+    }
+
+    fn holding(cfg: &'a Config<'a>, cap: usize) -> Self {
         Collector {
+            cap,
             cfg,
             gpu_ops: FxMap::default(),
             cpu_ops: FxMap::default(),
-            gpu: Spool::default(),
-            cpu: Spool::default(),
-            launches: Spool::default(),
+            gpu: Spool::holding(cap),
+            cpu: Spool::holding(cap),
+            launches: Spool::holding(cap),
             profiler_steps: Vec::new(),
             sglang_steps: Vec::new(),
             custom_steps: Vec::new(),
             work_marks: Vec::new(),
-            shapes: Spool::default(),
-            cpu_nelems: Spool::default(),
+            shapes: Spool::holding(cap),
+            cpu_nelems: Spool::holding(cap),
             moe_rows: None,
-            gpu_colls: Spool::default(),
-            cpu_colls: Spool::default(),
+            gpu_colls: Spool::holding(cap),
+            cpu_colls: Spool::holding(cap),
             coll_keys: Vec::new(),
             coll_names: Vec::new(),
             coll_key_ids: FxMap::default(),
@@ -486,9 +503,9 @@ impl<'a> Collector<'a> {
         };
         if self.gpu.is_empty() {
             self.gpu_pid = ev.pid.as_int();
-            self.cpu = Spool::default();
+            self.cpu = Spool::holding(self.cap);
             self.cpu_ops = FxMap::default();
-            self.cpu_colls = Spool::default();
+            self.cpu_colls = Spool::holding(self.cap);
         }
         let s = self.streams.entry(stream).or_insert((0, 0));
         s.0 += dur;

@@ -106,15 +106,17 @@ pub fn read(
         }
         plan.inputs = vec![plan.inputs[n].clone()];
     }
-    let cfg = Config {
-        classes: classifier,
-        step_marker: marker.as_ref(),
-    };
-    let custom = marker.is_some();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))
         .build()
         .context("cannot start worker threads")?;
+    let in_flight = pool.current_num_threads().min(plan.inputs.len());
+    let cfg = Config {
+        classes: classifier,
+        step_marker: marker.as_ref(),
+        spool_cap: super::spill::cap_for(in_flight),
+    };
+    let custom = marker.is_some();
     let read: Vec<Result<FileResult>> = pool.install(|| {
         plan.inputs
             .par_iter()

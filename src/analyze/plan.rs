@@ -174,7 +174,7 @@ fn collect<'c>(input: &Input, cfg: &'c Config<'c>, want: trace::Want) -> Result<
                             let i = match index.get(lab) {
                                 Some(&i) => i,
                                 None => {
-                                    labeled.push((lab.to_string(), Collector::new(cfg)));
+                                    labeled.push((lab.to_string(), Collector::labeled(cfg)));
                                     index.insert(lab.to_string(), labeled.len() - 1);
                                     labeled.len() - 1
                                 }

@@ -1,7 +1,8 @@
 //! Bounded-memory storage and sorting of fixed-size records: what keeps `analyze` flat in the
 //! input size.
 //!
-//! A [`Spool`] holds at most [`Spool::CAP`] records in memory; beyond that it appends the
+//! A [`Spool`] holds at most its capacity in records in memory ([`Spool::CAP`], or more when
+//! few ranks are read at once: [`cap_for`]); beyond that it appends the
 //! buffer, unsorted, to an anonymous temporary file (deleted when dropped) and starts again.
 //! [`Spool::sorted_by`] then yields every record in key order whatever order they came in: one
 //! in-memory sort when nothing was spilled, else an external merge sort (each spilled chunk
@@ -14,9 +15,8 @@
 //! When no temporary file can be written, the spool keeps everything in memory from then on:
 //! the figures stay exact, only the bound is lost.
 //!
-//! Memory: one buffer of `CAP` records (kept through the merge as its last run), plus one
-//! 16 KiB read buffer per spilled run in the merge (a run per `CAP` records: ~4 KiB per MB of
-//! records). The records still in memory at the end are never written (before #14's seventh
+//! Memory: one buffer of up to its capacity in records (kept through the merge as its last run), plus one
+//! 16 KiB read buffer per spilled run in the merge (a run per capacity's worth of records). The records still in memory at the end are never written (before #14's seventh
 //! round they were spilled too, and the sorted runs went to a second temporary file).
 //!
 //! Written by hand: the external-sort crates (`extsort`, …) serialise through serde per record
@@ -70,11 +70,17 @@ pub struct Spool<T: Rec> {
 impl<T: Rec> Default for Spool<T> {
     /// A spool that spills every [`Spool::CAP`] records, or every [`set_cap`] records when set.
     fn default() -> Self {
-        match CAP_OVERRIDE.load(Ordering::Relaxed) {
-            0 => Spool::with_cap(Self::CAP),
-            n => Spool::with_cap(n),
-        }
+        Spool::holding(Self::CAP)
     }
+}
+
+/// Records each spool of a rank may keep in memory when `ranks` ranks are read at once: a
+/// budget of 2^18 shared among them, between [`Spool::CAP`] (2^15, 1 MiB of 32-byte records)
+/// and 2^17 (4 MiB). At one or two ranks in flight a rank of up to ~130 k GPU ops (a few
+/// hundred MB of trace) never spills; from eight on each spool holds `CAP`, so memory per rank
+/// in flight never exceeds what it was with one fixed capacity.
+pub fn cap_for(ranks: usize) -> usize {
+    ((1usize << 18) / ranks.max(1)).clamp(1 << 15, 1 << 17)
 }
 
 static CAP_OVERRIDE: AtomicUsize = AtomicUsize::new(0);
@@ -93,6 +99,14 @@ pub fn cap_override() -> usize {
 impl<T: Rec> Spool<T> {
     /// Records kept in memory before a spill (32 768: 1 MiB of 32-byte records).
     pub const CAP: usize = 1 << 15;
+
+    /// A spool that spills every `cap` records, or every [`set_cap`] records when set.
+    pub fn holding(cap: usize) -> Self {
+        match CAP_OVERRIDE.load(Ordering::Relaxed) {
+            0 => Spool::with_cap(cap),
+            n => Spool::with_cap(n),
+        }
+    }
 
     /// A spool that spills every `cap` records (tests use small ones).
     pub fn with_cap(cap: usize) -> Self {
@@ -155,7 +169,9 @@ impl<T: Rec> Spool<T> {
     where
         T: 'static,
     {
-        self.buf.sort_unstable_by_key(key);
+        // A stable sort: it finds the ascending runs records arrive in (Kineto writes a
+        // stream's kernels nearly in order), where the unstable one does not.
+        self.buf.sort_by_key(key);
         if self.chunks.is_empty() {
             return Ok(Box::new(std::mem::take(&mut self.buf).into_iter().map(Ok)));
         }
@@ -163,7 +179,7 @@ impl<T: Rec> Spool<T> {
         let mut chunk: Vec<T> = Vec::new();
         for &(off, n) in &self.chunks {
             read_recs(&mut file, off, n, &mut chunk)?;
-            chunk.sort_unstable_by_key(key);
+            chunk.sort_by_key(key);
             write_recs(&mut file, off, &chunk)?;
         }
         drop(chunk);
@@ -380,5 +396,28 @@ mod tests {
         let mut want = v.clone();
         want.sort();
         assert_eq!(sorted_out(&v, 3_000), (want, 3));
+    }
+
+    #[test]
+    fn records_arriving_nearly_in_order_come_out_in_order() {
+        // What Kineto writes: ascending runs that overlap (kernels of several streams), the
+        // order the sort's run detection meets.
+        let v: Vec<(i64, i64)> = (0..12_000i64).map(|i| ((i % 7) * 1_000 + i, i)).collect();
+        let mut want = v.clone();
+        want.sort();
+        for cap in [500, 5_000, 50_000] {
+            assert_eq!(sorted_out(&v, cap).0, want, "cap {cap}");
+        }
+    }
+
+    #[test]
+    fn the_budget_is_shared_by_the_ranks_in_flight() {
+        assert_eq!(cap_for(0), 1 << 17);
+        assert_eq!(cap_for(1), 1 << 17);
+        assert_eq!(cap_for(2), 1 << 17);
+        assert_eq!(cap_for(3), (1 << 18) / 3);
+        assert_eq!(cap_for(4), 1 << 16);
+        assert_eq!(cap_for(8), Spool::<(i64, i64)>::CAP);
+        assert_eq!(cap_for(512), Spool::<(i64, i64)>::CAP);
     }
 }
