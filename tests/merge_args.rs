@@ -1,13 +1,14 @@
 //! `merge`'s fast walk over an event's `args` ([`rankprof::merge::args::each_arg`]) against the
 //! validating one it replaced ([`rankprof::trace::event::each_field`]): the same fields, kinds
 //! and values on hand-made tricky objects and on every `args` object of the real fixtures; on
-//! broken objects it stops without panicking.
+//! broken objects it stops without panicking. On the real fixtures, the members the validating
+//! reader found ([`rankprof::trace::Event::arg_fields`], what merge now writes from) too.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 
-use rankprof::merge::args::{each_arg, parse_i64, ArgKind};
+use rankprof::merge::args::{each_arg, parse_i64, Arg, ArgKind};
 use rankprof::trace::event::each_field;
 use rankprof::trace::json::Kind;
 use rankprof::trace::read_trace;
@@ -147,6 +148,18 @@ fn same_fields_as_each_field_on_every_real_args_object() {
             if let Some(args) = ev.args {
                 let (fast, slow) = both(args);
                 assert_eq!(fast, slow, "{}: {args}", path.display());
+                // The members the validating reader found as it read the event.
+                let found: Fields = ev
+                    .arg_fields
+                    .expect("a validating reader gives the members")
+                    .iter()
+                    .map(|f| {
+                        let a = Arg::of_field(f, ev.raw.as_bytes());
+                        let s = |x: &[u8]| String::from_utf8(x.to_vec()).unwrap();
+                        (s(a.key()), a.kind, s(a.val()))
+                    })
+                    .collect();
+                assert_eq!(found, slow, "{}: {args}", path.display());
                 objects += 1;
                 fields += fast.len();
             }

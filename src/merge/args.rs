@@ -2,16 +2,18 @@
 //! validating the object a second time.
 //!
 //! The write pass reads with [`crate::trace::Nested::Validate`]: by the time an event reaches
-//! [`super::rewrite`], every byte of its `args` has been checked. Walking the object again with
-//! the validating [`crate::trace::event::each_field`] (strings checked byte by byte, numbers
-//! parsed to their grammar) cost about 14 % of a merge's CPU time; [`each_arg`] only finds the
-//! boundaries: the end of a string with the scanner's own string scan
-//! ([`json::scan_known_string`], 8 bytes at a time), a nested value with the 64-byte-block [`crate::trace::skim::skip_nested`] (the validating scanner when the skim
-//! declines), a number or literal by the byte that ends it. On a valid object it gives exactly
-//! what `each_field` gives (tests/merge_args.rs compares the two on every `args` object of
-//! the real fixtures); on anything else it stops early and never panics.
+//! [`super::rewrite`], every byte of its `args` has been checked, and the reader has kept the
+//! members it found doing so ([`crate::trace::Event::arg_fields`], [`crate::trace::members`]);
+//! [`Arg::of_field`] views one of them. For an event without them (one scanned on its own),
+//! [`each_arg`] walks the object again, only finding the boundaries: the end of a string with
+//! the scanner's own string scan ([`json::scan_known_string`], 8 bytes at a time), a nested
+//! value with the 64-byte-block [`crate::trace::skim::skip_nested`] (the validating scanner
+//! when the skim declines), a number or literal by the byte that ends it. On a valid object it
+//! gives exactly what the validating [`crate::trace::event::each_field`] gives
+//! (tests/merge_args.rs compares the three on every `args` object of the real fixtures); on
+//! anything else it stops early and never panics.
 
-use crate::trace::json;
+use crate::trace::json::{self, Field, Kind};
 use crate::trace::skim;
 
 /// What kind of value an `args` field holds, as far as the rewrite cares.
@@ -36,6 +38,20 @@ pub struct Arg<'a> {
 }
 
 impl<'a> Arg<'a> {
+    /// A member the reader found ([`crate::trace::Event::arg_fields`]); `raw`: the event's
+    /// text, which the field's ranges index.
+    pub fn of_field(f: &Field, raw: &'a [u8]) -> Self {
+        Arg {
+            quoted_key: &raw[f.key.0 as usize - 1..f.key.1 as usize + 1],
+            kind: match f.kind {
+                Kind::Str { .. } => ArgKind::Str,
+                Kind::Num => ArgKind::Num,
+                _ => ArgKind::Other,
+            },
+            raw_val: f.raw_val(raw),
+        }
+    }
+
     /// The key's text between its quotes, escapes as written.
     pub fn key(&self) -> &'a [u8] {
         self.quoted_key

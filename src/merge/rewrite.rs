@@ -12,7 +12,7 @@
 //! Raw control bytes inside the input's strings (invalid JSON that the reader lets through and
 //! flags) are written escaped as `\u00XX`, so the output is always valid JSON.
 
-use super::args::{each_arg, parse_i64, ArgKind};
+use super::args::{each_arg, parse_i64, Arg, ArgKind};
 use crate::trace::event::{Event, Id};
 use crate::trace::json::{self, Kind};
 use crate::trace::Ns;
@@ -133,8 +133,8 @@ fn canonical_uint(b: &[u8]) -> bool {
 }
 
 /// Writes `args` with its ids made unique and, in process metadata, its name labelled and
-/// sort index set: one walk over the object ([`each_arg`]: the reader has validated it),
-/// writing it compact as it goes; an object without an id key (nor metadata) is copied as it
+/// sort index set, member by member (those the reader found, else [`each_arg`]'s walk: the
+/// reader has validated them), writing it compact as it goes; an object without an id key (nor metadata) is copied as it
 /// was written instead (the input's bytes, spaces kept).
 fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let meta = ev.ph == b'M';
@@ -145,7 +145,7 @@ fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let mut changed = meta;
     out.push(b'{');
     let mut first = true;
-    each_arg(text, |a| {
+    let mut one = |a: Arg<'_>| {
         if !first {
             out.push(b',');
         }
@@ -177,7 +177,17 @@ fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
             }
             _ => out.extend_from_slice(a.raw_val),
         }
-    });
+    };
+    match ev.arg_fields {
+        // Found by the reader as it validated them ([`crate::trace::members`]).
+        Some(fields) => {
+            let raw = ev.raw.as_bytes();
+            for f in fields {
+                one(Arg::of_field(f, raw));
+            }
+        }
+        None => each_arg(text, one),
+    }
     out.push(b'}');
     if !changed {
         out.truncate(start);

@@ -143,6 +143,9 @@ pub struct Event<'a> {
     pub id: Id<'a>,
     /// The raw `args` object, if any.
     pub args: Option<&'a str>,
+    /// The members of `args`, as ranges into `raw`, when the reader found them while
+    /// validating ([`super::members`]); `None` otherwise (skimming readers, [`scan_event`]).
+    pub arg_fields: Option<&'a [Field]>,
     /// Some string of the event holds a raw control byte (U+0000–U+001F), which JSON forbids:
     /// `raw` must go through [`json::escape_ctl`] before it is written out.
     pub ctl: bool,
@@ -239,6 +242,7 @@ impl<'a> Event<'a> {
             dur: None,
             id: Id::None,
             args: None,
+            arg_fields: None,
             ctl: false,
         };
         let text = |f: &Field| &raw[f.val.0 as usize..f.val.1 as usize];

@@ -22,7 +22,8 @@
 //! Between values, a reader's [`super::memo`] stands for the key scan where events are written
 //! alike.
 //!
-//! (Just over ~500 lines: the scanner; its tests are in `json_tests.rs`.)
+//! The scanner; its tests are in `json_tests.rs`, the escaping of what is written out in
+//! [`super::escape`] (re-exported here).
 
 /// Why a scan stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +37,8 @@ pub enum Stop {
 pub type Scan<T> = Result<T, Stop>;
 
 use super::memo::Memo;
+
+pub use super::escape::{escape_ctl, escape_ctl_from, first_ctl, unescape, write_string};
 
 /// What kind of value a field holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -336,10 +339,16 @@ fn skip_value_depth(b: &[u8], i: usize, depth: usize, ctl: &mut bool) -> Scan<(u
     }
 }
 
-/// A value inside an object at depth 1, the common ones first, as `skip_value_depth` would
+/// A value inside an object at `depth`, the common ones first, as `skip_value_depth` would
 /// take them; nested values are skimmed when `skim` ([`super::skim`]).
 #[inline(always)]
-fn value_inline(b: &[u8], j: usize, skim: bool, ctl: &mut bool) -> Scan<(usize, Kind)> {
+fn value_inline(
+    b: &[u8],
+    j: usize,
+    skim: bool,
+    depth: usize,
+    ctl: &mut bool,
+) -> Scan<(usize, Kind)> {
     match b.get(j) {
         Some(b'"') => {
             let (e, escaped) = scan_string_inline(b, j, ctl)?;
@@ -348,9 +357,9 @@ fn value_inline(b: &[u8], j: usize, skim: bool, ctl: &mut bool) -> Scan<(usize, 
         Some(b'-' | b'0'..=b'9') => Ok((scan_number_inline(b, j)?, Kind::Num)),
         Some(&c @ (b'{' | b'[')) if skim => match super::skim::skip_nested(b, j) {
             Some(end) => Ok((end?, if c == b'{' { Kind::Obj } else { Kind::Arr })),
-            None => skip_value_depth(b, j, 1, ctl),
+            None => skip_value_depth(b, j, depth, ctl),
         },
-        _ => skip_value_depth(b, j, 1, ctl),
+        _ => skip_value_depth(b, j, depth, ctl),
     }
 }
 
@@ -358,7 +367,7 @@ fn value_inline(b: &[u8], j: usize, skim: bool, ctl: &mut bool) -> Scan<(usize, 
 /// holds): the same end and kind, taking the common values inline and skimming nested ones.
 #[inline]
 pub fn skip_known_value(b: &[u8], i: usize) -> Scan<(usize, Kind)> {
-    value_inline(b, i, true, &mut false)
+    value_inline(b, i, true, 1, &mut false)
 }
 
 /// [`scan_string`] with the short plain case inline.
@@ -370,14 +379,14 @@ pub fn scan_known_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
 /// Scans the object at `b[i] == '{'`, pushing its top-level fields (ranges relative to `i`)
 /// into `fields`. Returns the index after the closing brace.
 pub fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
-    scan_object_with(b, i, fields, false, None)
+    scan_object_with(b, i, fields, false, None, Inner::TOP)
 }
 
 /// [`scan_object`] that skims nested values ([`super::skim`]) instead of validating them token
 /// by token; a value the skim declines is validated as by [`scan_object`]. For every input
 /// [`scan_object`] accepts, the fields and the end are the same.
 pub fn scan_object_skim(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
-    scan_object_with(b, i, fields, true, None)
+    scan_object_with(b, i, fields, true, None, Inner::TOP)
 }
 
 /// [`scan_object`] (or with `skim`, [`scan_object_skim`]) that takes the stretches between
@@ -390,23 +399,51 @@ pub fn scan_object_memo(
     skim: bool,
     memo: &mut Memo,
 ) -> Scan<usize> {
-    scan_object_with(b, i, fields, skim, Some(memo))
+    scan_object_with(b, i, fields, skim, Some(memo), Inner::TOP)
 }
 
+/// Where an object scanned by [`scan_object_with`] stands: an event (depth 1, positions
+/// relative to its `{`, its kind taken from its first value), or the `args` of one
+/// ([`super::members`]: depth 2, positions relative to the event's `{`, the kind given), and
+/// what to do with an event's `args`.
+pub(super) struct Inner<'m> {
+    /// The depth of the object's values, for the nesting limit.
+    pub depth: usize,
+    /// Where the event starts, when the object is inside one.
+    pub base: Option<usize>,
+    /// The memo kind, when given.
+    pub kind: Option<u8>,
+    /// With `Some`, an event's `args` object is scanned member by member into it.
+    pub args: Option<&'m mut super::members::ArgMembers>,
+}
+
+impl Inner<'_> {
+    const TOP: Inner<'static> = Inner {
+        depth: 1,
+        base: None,
+        kind: None,
+        args: None,
+    };
+}
+
+// Long on purpose: the loop over one object's fields, every step inline (#14).
+#[allow(clippy::too_many_lines)]
 #[inline(always)]
-fn scan_object_with(
+pub(super) fn scan_object_with(
     b: &[u8],
     i: usize,
     fields: &mut Vec<Field>,
     skim: bool,
     mut memo: Option<&mut Memo>,
+    mut inner: Inner<'_>,
 ) -> Scan<usize> {
     fields.clear();
-    let rel = |x: usize| (x - i) as u32;
+    let base = inner.base.unwrap_or(i);
+    let rel = |x: usize| (x - base) as u32;
     // `from`: where the stretch before the next value starts (after `{`, then after a value).
     let mut from = i + 1;
     let mut k = 0usize;
-    let mut kind = 0u8;
+    let mut kind = inner.kind.unwrap_or(0);
     loop {
         let mut ctl = false;
         let hit = match memo {
@@ -450,7 +487,12 @@ fn scan_object_with(
                 (key, j)
             }
         };
-        let (vend, vkind) = value_inline(b, j, skim, &mut ctl)?;
+        let (vend, vkind) = match inner.args.as_deref_mut() {
+            Some(m) if b.get(j) == Some(&b'{') && b.get(key.0..key.1) == Some(b"args") => {
+                (m.scan(b, i, j, fields, &mut ctl)?, Kind::Obj)
+            }
+            _ => value_inline(b, j, skim, inner.depth, &mut ctl)?,
+        };
         let val = match vkind {
             Kind::Str { .. } => (rel(j + 1), rel(vend - 1)),
             _ => (rel(j), rel(vend)),
@@ -461,131 +503,12 @@ fn scan_object_with(
             kind: vkind,
             ctl,
         });
-        if k == 0 {
+        if k == 0 && inner.kind.is_none() {
             kind = b.get(j + 1).copied().unwrap_or(0);
         }
         from = vend;
         k += 1;
     }
-}
-
-/// Decodes the escapes of a JSON string body (already validated).
-pub fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match it.next() {
-            Some('n') => out.push('\n'),
-            Some('t') => out.push('\t'),
-            Some('r') => out.push('\r'),
-            Some('b') => out.push('\u{8}'),
-            Some('f') => out.push('\u{c}'),
-            Some('u') => {
-                let hex: String = it.by_ref().take(4).collect();
-                let mut code = u32::from_str_radix(&hex, 16).unwrap_or(0xFFFD);
-                if (0xD800..0xDC00).contains(&code) {
-                    // A surrogate pair: the low half follows as another \u escape.
-                    let rest = it.as_str();
-                    if let Some(low) = rest
-                        .strip_prefix("\\u")
-                        .and_then(|r| r.get(..4))
-                        .and_then(|h| u32::from_str_radix(h, 16).ok())
-                        .filter(|l| (0xDC00..0xE000).contains(l))
-                    {
-                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-                        for _ in 0..6 {
-                            it.next();
-                        }
-                    }
-                }
-                out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
-            }
-            Some(other) => out.push(other),
-            None => {}
-        }
-    }
-    out
-}
-
-/// Writes `s` as a JSON string literal, quotes included.
-pub fn write_string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    for &c in s.as_bytes() {
-        match c {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            c if c < 0x20 => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
-            c => out.push(c),
-        }
-    }
-    out.push(b'"');
-}
-
-/// Copies `src`, valid JSON but for raw control bytes inside strings, to `out` with each such
-/// byte written as `\u00XX`. Whitespace between values is left alone.
-pub fn escape_ctl(src: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut in_str = false;
-    let mut esc = false;
-    for &c in src {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if c == b'\\' {
-                esc = true;
-            } else if c == b'"' {
-                in_str = false;
-            } else if c < 0x20 {
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(c >> 4)],
-                    HEX[usize::from(c & 15)],
-                ]);
-                continue;
-            }
-        } else if c == b'"' {
-            in_str = true;
-        }
-        out.push(c);
-    }
-}
-
-/// Escapes, in place, the raw control bytes inside strings of `buf[start..]` (see [`escape_ctl`]).
-pub fn escape_ctl_from(buf: &mut Vec<u8>, start: usize) {
-    let tail = buf.split_off(start.min(buf.len()));
-    escape_ctl(&tail, buf);
-}
-
-/// Index of the first raw control byte inside a string of `src` (valid JSON otherwise).
-pub fn first_ctl(src: &[u8]) -> Option<usize> {
-    let mut in_str = false;
-    let mut esc = false;
-    for (i, &c) in src.iter().enumerate() {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if c == b'\\' {
-                esc = true;
-            } else if c == b'"' {
-                in_str = false;
-            } else if c < 0x20 {
-                return Some(i);
-            }
-        } else if c == b'"' {
-            in_str = true;
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -5,10 +5,12 @@
 pub mod args;
 pub mod cleanup;
 pub mod discover;
+pub mod escape;
 pub mod event;
 pub mod gz;
 pub mod json;
 pub mod listing;
+pub mod members;
 pub mod memo;
 pub mod open;
 pub mod rankid;

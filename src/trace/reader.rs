@@ -26,6 +26,7 @@ use std::rc::Rc;
 use super::event::Event;
 use super::gz::{GzStatus, Members};
 use super::json::{self, Field, Stop};
+use super::members::ArgMembers;
 use super::memo::Memo;
 pub use super::open::{file_kind, open_regular};
 pub use super::want::{Pick, Want};
@@ -309,6 +310,8 @@ impl Scanner {
     fn run(&mut self, report: &mut ReadReport, on_event: &mut dyn FnMut(&Event<'_>)) {
         let mut fields: Vec<Field> = Vec::with_capacity(16);
         let mut memo = Memo::default();
+        // Validating: each event's `args` members, found by the same scan.
+        let mut members = ArgMembers::default();
         let mut state = State::Start;
         loop {
             let b = &self.data[..self.end];
@@ -406,12 +409,18 @@ impl Scanner {
                             (end, State::AfterEvent)
                         })
                     } else if c == b'{' {
-                        let scanned =
-                            json::scan_object_memo(b, i, &mut fields, self.skim, &mut memo);
+                        let scanned = if self.skim {
+                            json::scan_object_memo(b, i, &mut fields, true, &mut memo)
+                        } else {
+                            members.scan_event(b, i, &mut fields, &mut memo)
+                        };
                         match scanned {
                             Ok(end) => {
                                 match Event::from_fields(&b[i..end], abs(i), &fields) {
-                                    Ok(ev) => {
+                                    Ok(mut ev) => {
+                                        if members.found {
+                                            ev.arg_fields = Some(&members.fields);
+                                        }
                                         report.events += 1;
                                         if ev.ctl {
                                             raw_control(report, abs(i), &b[i..end]);

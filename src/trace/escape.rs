@@ -1,0 +1,123 @@
+//! JSON string escapes, both ways: decoding a scanned string's escapes ([`unescape`]) and
+//! writing strings and raw text out as valid JSON ([`write_string`]; [`escape_ctl`] for the raw
+//! control bytes the scanner lets through and flags, [`super::json`]'s leniency). Re-exported
+//! by [`super::json`], where the callers find them.
+
+/// Decodes the escapes of a JSON string body (already validated).
+pub fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('u') => {
+                let hex: String = it.by_ref().take(4).collect();
+                let mut code = u32::from_str_radix(&hex, 16).unwrap_or(0xFFFD);
+                if (0xD800..0xDC00).contains(&code) {
+                    // A surrogate pair: the low half follows as another \u escape.
+                    let rest = it.as_str();
+                    if let Some(low) = rest
+                        .strip_prefix("\\u")
+                        .and_then(|r| r.get(..4))
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .filter(|l| (0xDC00..0xE000).contains(l))
+                    {
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                        for _ in 0..6 {
+                            it.next();
+                        }
+                    }
+                }
+                out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+/// Writes `s` as a JSON string literal, quotes included.
+pub fn write_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    for &c in s.as_bytes() {
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            c if c < 0x20 => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
+            c => out.push(c),
+        }
+    }
+    out.push(b'"');
+}
+
+/// Copies `src`, valid JSON but for raw control bytes inside strings, to `out` with each such
+/// byte written as `\u00XX`. Whitespace between values is left alone.
+pub fn escape_ctl(src: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut in_str = false;
+    let mut esc = false;
+    for &c in src {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if c == b'\\' {
+                esc = true;
+            } else if c == b'"' {
+                in_str = false;
+            } else if c < 0x20 {
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(c >> 4)],
+                    HEX[usize::from(c & 15)],
+                ]);
+                continue;
+            }
+        } else if c == b'"' {
+            in_str = true;
+        }
+        out.push(c);
+    }
+}
+
+/// Escapes, in place, the raw control bytes inside strings of `buf[start..]` (see [`escape_ctl`]).
+pub fn escape_ctl_from(buf: &mut Vec<u8>, start: usize) {
+    let tail = buf.split_off(start.min(buf.len()));
+    escape_ctl(&tail, buf);
+}
+
+/// Index of the first raw control byte inside a string of `src` (valid JSON otherwise).
+pub fn first_ctl(src: &[u8]) -> Option<usize> {
+    let mut in_str = false;
+    let mut esc = false;
+    for (i, &c) in src.iter().enumerate() {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if c == b'\\' {
+                esc = true;
+            } else if c == b'"' {
+                in_str = false;
+            } else if c < 0x20 {
+                return Some(i);
+            }
+        } else if c == b'"' {
+            in_str = true;
+        }
+    }
+    None
+}
