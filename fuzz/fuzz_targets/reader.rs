@@ -24,6 +24,9 @@
 //!    device; everything from the first `"[label] pid"` on), with the same report, and
 //!    `ReadReport::narrowed` counts the events turned down only because devices are listed;
 //!    on any input, what it hands over does not depend on the read window.
+//! 5. The validating reader gives each event's `args` members (`Event::arg_fields`, what
+//!    merge writes from since 2026-11-24): the fields of the `args` object scanned on its own;
+//!    the skimming readers give none.
 #![no_main]
 
 use std::io::{BufReader, Cursor, Read, Write};
@@ -125,6 +128,26 @@ fn run_with(mode: u8, bytes: &[u8], window: usize, nested: Nested) -> Run {
             e.name.raw().to_string(),
             label,
         ));
+        // Property 5: a validating reader gives the members of `args`, the fields of the
+        // object scanned on its own; the others give none.
+        assert_eq!(
+            e.arg_fields.is_some(),
+            e.args.is_some() && matches!(nested, Nested::Validate)
+        );
+        if let (Some(a), Some(members)) = (e.args, e.arg_fields) {
+            let at = (a.as_ptr() as usize - e.raw.as_ptr() as usize) as u32;
+            let mut f = Vec::new();
+            rankprof::trace::json::scan_object(a.as_bytes(), 0, &mut f).unwrap();
+            let alone: Vec<_> = f
+                .iter()
+                .map(|x| (x.key.0 + at, x.key.1 + at, x.val.0 + at, x.val.1 + at, x.kind, x.ctl))
+                .collect();
+            let given: Vec<_> = members
+                .iter()
+                .map(|m| (m.key.0, m.key.1, m.val.0, m.val.1, m.kind, m.ctl))
+                .collect();
+            assert_eq!(alone, given);
+        }
         // A key twice: the peek reads the first `ph`/`cat`/`name`, the decoder the last
         // (documented).
         let raw = e.raw.as_bytes();

@@ -402,6 +402,23 @@ pub fn scan_object_memo(
     scan_object_with(b, i, fields, skim, Some(memo), Inner::TOP)
 }
 
+/// [`scan_object_memo`], skimming, of the object at `b[i]` whose first fields, up to
+/// `b[from]`, are already in `fields` as the scan would have found them ([`super::want`]'s
+/// peek read them): the same answer as the scan from `b[i]`.
+pub fn scan_object_resume(
+    b: &[u8],
+    i: usize,
+    from: usize,
+    fields: &mut Vec<Field>,
+    memo: &mut Memo,
+) -> Scan<usize> {
+    let inner = Inner {
+        resume: Some(from),
+        ..Inner::TOP
+    };
+    scan_object_with(b, i, fields, true, Some(memo), inner)
+}
+
 /// Where an object scanned by [`scan_object_with`] stands: an event (depth 1, positions
 /// relative to its `{`, its kind taken from its first value), or the `args` of one
 /// ([`super::members`]: depth 2, positions relative to the event's `{`, the kind given), and
@@ -415,6 +432,9 @@ pub(super) struct Inner<'m> {
     pub kind: Option<u8>,
     /// With `Some`, an event's `args` object is scanned member by member into it.
     pub args: Option<&'m mut super::members::ArgMembers>,
+    /// With `Some(from)`, the scan resumes: the fields before `b[from]` are already in
+    /// `fields` (at least one), as the scan would have found them.
+    pub resume: Option<usize>,
 }
 
 impl Inner<'_> {
@@ -423,6 +443,7 @@ impl Inner<'_> {
         base: None,
         kind: None,
         args: None,
+        resume: None,
     };
 }
 
@@ -437,13 +458,23 @@ pub(super) fn scan_object_with(
     mut memo: Option<&mut Memo>,
     mut inner: Inner<'_>,
 ) -> Scan<usize> {
-    fields.clear();
     let base = inner.base.unwrap_or(i);
     let rel = |x: usize| (x - base) as u32;
     // `from`: where the stretch before the next value starts (after `{`, then after a value).
     let mut from = i + 1;
     let mut k = 0usize;
     let mut kind = inner.kind.unwrap_or(0);
+    match (inner.resume, fields.first()) {
+        (Some(at), Some(f0)) => {
+            from = at;
+            k = fields.len();
+            if inner.kind.is_none() {
+                // As below: the byte after the first value's first byte.
+                kind = b.get(f0.val_start() + base + 1).copied().unwrap_or(0);
+            }
+        }
+        _ => fields.clear(),
+    }
     loop {
         let mut ctl = false;
         let hit = match memo {

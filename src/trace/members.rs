@@ -46,6 +46,7 @@ impl ArgMembers {
             base: None,
             kind: None,
             args: Some(self),
+            resume: None,
         };
         json::scan_object_with(b, i, fields, false, Some(memo), inner)
     }
@@ -66,6 +67,7 @@ impl ArgMembers {
             base: Some(i),
             kind: Some(args_kind(b.get(i..).unwrap_or_default(), top)),
             args: None,
+            resume: None,
         };
         let end =
             json::scan_object_with(b, j, &mut self.fields, false, Some(&mut self.memo), inner)?;
@@ -138,7 +140,7 @@ mod tests {
         let mut checked = 0;
         for _ in 0..40_000 {
             let r = next();
-            let alike = r % 4 != 0;
+            let alike = !r.is_multiple_of(4);
             let pick = |k: usize, m: usize, salt: u64| {
                 if alike {
                     (k * 3 + salt as usize) % m
@@ -162,21 +164,21 @@ mod tests {
             args.push('}');
             let cat = cats[(r >> 30) as usize % 3];
             let mut ev = format!(r#"{{"ph": "X", "cat": "{cat}", "ts": 1, "args": {args}"#);
-            if (r >> 12) % 5 == 0 {
+            if (r >> 12).is_multiple_of(5) {
                 // A second `args`, the one the decoder takes.
                 ev.push_str(r#", "args": {"correlation": 7}"#);
             }
-            if (r >> 16) % 3 == 0 {
+            if (r >> 16).is_multiple_of(3) {
                 ev.push_str(r#", "tid": 2"#);
             }
             ev.push('}');
             let mut b = ev.into_bytes();
-            if (r >> 20) % 5 == 0 {
+            if (r >> 20).is_multiple_of(5) {
                 let noise = b",:{}[]\" \x01\\a1";
                 let at = next() as usize % b.len();
                 b[at] = noise[next() as usize % noise.len()];
             }
-            if (r >> 24) % 7 == 0 {
+            if (r >> 24).is_multiple_of(7) {
                 b.truncate(next() as usize % b.len() + 1);
             }
             // Room after the event for the memo's 32-byte compares.

@@ -391,7 +391,7 @@ impl Scanner {
                     // With a `want`: what the event's leading `ph`/`cat`/`name` say
                     // ([`Want::peek`]).
                     let peeked = match self.want {
-                        Some(w) if c == b'{' => w.peek(b, i, report.devices),
+                        Some(w) if c == b'{' => w.peek_into(b, i, report.devices, &mut fields),
                         _ => None,
                     };
                     // Skimmed from where the peek stopped: the same end as from the `{`.
@@ -401,6 +401,7 @@ impl Scanner {
                         }
                         _ => None,
                     };
+                    let resume_at = peeked.map_or(0, |(_, j)| j);
                     let peeked = peeked.map(|(p, _)| p);
                     if let Some(skimmed) = unwanted {
                         skimmed.map(|end| {
@@ -409,10 +410,15 @@ impl Scanner {
                             (end, State::AfterEvent)
                         })
                     } else if c == b'{' {
-                        let scanned = if self.skim {
-                            json::scan_object_memo(b, i, &mut fields, true, &mut memo)
-                        } else {
-                            members.scan_event(b, i, &mut fields, &mut memo)
+                        let scanned = match peeked {
+                            // The fields the peek read are the scan's first ones.
+                            Some(Pick::Keep) => {
+                                json::scan_object_resume(b, i, resume_at, &mut fields, &mut memo)
+                            }
+                            _ if self.skim => {
+                                json::scan_object_memo(b, i, &mut fields, true, &mut memo)
+                            }
+                            _ => members.scan_event(b, i, &mut fields, &mut memo),
                         };
                         match scanned {
                             Ok(end) => {

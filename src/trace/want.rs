@@ -32,6 +32,8 @@
 //! [`Want::trust_devices`] off; [`super::ReadReport::narrowed`] counts the events that rule
 //! skimmed (`analyze::plan` does this).
 
+use super::json::{Field, Kind};
+
 /// A test on a complete event's `cat` and `name` (both raw, as written; `name` is only asked
 /// for the categories in [`Want::named_cats`]); `devices`: the header lists a device. False:
 /// the event is not handed over.
@@ -126,18 +128,33 @@ impl Want {
     /// ([`super::skim::skip_rest_of_object`]).
     #[inline]
     pub fn peek(&self, b: &[u8], i: usize, devices: bool) -> Option<(Pick, usize)> {
-        let (ph, j) = key_string(b, i + 1, b"\"ph\"")?;
+        self.peek_into(b, i, devices, &mut Vec::new())
+    }
+
+    /// [`Want::peek`] that also puts the fields it read into `fields` (cleared first), as
+    /// the scanner would have found them (ranges relative to `b[i]`): a scan of a kept
+    /// event resumes after them ([`super::json::scan_object_resume`]).
+    #[inline]
+    pub fn peek_into(
+        &self,
+        b: &[u8],
+        i: usize,
+        devices: bool,
+        fields: &mut Vec<Field>,
+    ) -> Option<(Pick, usize)> {
+        fields.clear();
+        let (ph, j) = key_string(b, i, i + 1, b"\"ph\"", fields)?;
         let &[ph] = ph else {
             return None;
         };
         if let Some(p) = self.by_ph(ph) {
             return Some((p, j));
         }
-        let (cat, j) = key_string(b, next_key(b, j)?, b"\"cat\"")?;
+        let (cat, j) = key_string(b, i, next_key(b, j)?, b"\"cat\"", fields)?;
         if let Some(p) = self.by_cat(cat) {
             return Some((p, j));
         }
-        let (name, j) = key_string(b, next_key(b, j)?, b"\"name\"")?;
+        let (name, j) = key_string(b, i, next_key(b, j)?, b"\"name\"", fields)?;
         Some((self.by_name(cat, name, devices), j))
     }
 }
@@ -156,19 +173,22 @@ pub fn labeled(ev: &super::Event<'_>) -> bool {
 }
 
 /// At `b[i..]`: whitespace, `key` (with its quotes), whitespace, `:`, whitespace and a string
-/// with no escape or control byte: the string's body and the index after its closing quote.
+/// with no escape or control byte: the string's body and the index after its closing quote;
+/// the field is pushed to `fields` (ranges relative to `b[ev]`, the event's `{`).
 /// (`key` is an array so the compare is a word compare, not a call to `memcmp`.)
 #[inline(always)]
 fn key_string<'a, const N: usize>(
     b: &'a [u8],
+    ev: usize,
     i: usize,
     key: &[u8; N],
+    fields: &mut Vec<Field>,
 ) -> Option<(&'a [u8], usize)> {
-    let j = super::json::skip_ws(b, i);
-    if <[u8; N]>::try_from(b.get(j..j + N)?).ok()? != *key {
+    let k = super::json::skip_ws(b, i);
+    if <[u8; N]>::try_from(b.get(k..k + N)?).ok()? != *key {
         return None;
     }
-    let j = super::json::skip_ws(b, j + N);
+    let j = super::json::skip_ws(b, k + N);
     if *b.get(j)? != b':' {
         return None;
     }
@@ -178,6 +198,13 @@ fn key_string<'a, const N: usize>(
     }
     let body = j + 1;
     let len = super::swar::plain_string_len(b.get(body..)?)?;
+    let rel = |x: usize| (x - ev) as u32;
+    fields.push(Field {
+        key: (rel(k + 1), rel(k + N - 1)),
+        val: (rel(body), rel(body + len)),
+        kind: Kind::Str { escaped: false },
+        ctl: false,
+    });
     Some((&b[body..body + len], body + len + 1))
 }
 
@@ -284,5 +311,55 @@ mod tests {
         assert_eq!(W.pick(b'X', b"cpu_op", b"gpu", true), Pick::Narrowed);
         assert_eq!(W.pick(b'X', b"cpu_op", b"gpu", false), Pick::Keep);
         assert_eq!(W.pick(b'X', b"cpu_op", b"other", false), Pick::Skip);
+    }
+
+    /// A kept event's scan resumed after the fields the peek read gives what the scan from
+    /// its `{` gives: the same end (or error) and the same fields, on events written in
+    /// several layouts, cut short and with a byte changed here and there.
+    #[test]
+    fn a_scan_resumed_after_the_peek_is_the_whole_scan() {
+        use super::super::json::{scan_object_resume, scan_object_skim};
+        use super::super::memo::Memo;
+        let layouts = [
+            r#"{"ph": "M", "name": "process_name", "pid": 3, "args": {"name": "x"}}"#,
+            r#"{"ph":"X","cat":"kernel","name":"k<1>","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"correlation":5}}"#,
+            "{\n  \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"keep it\",\n  \"ts\": 3, \"dur\": 1}",
+            r#"{ "ph" : "X" , "cat" : "kernel" , "name" : "" , "args" : { } }"#,
+            r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "ph": "i"}"#,
+        ];
+        let (mut memo, mut a, mut f) = (Memo::default(), Vec::new(), Vec::new());
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut resumed = 0;
+        for n in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut b = layouts[n % layouts.len()].as_bytes().to_vec();
+            if x.is_multiple_of(3) {
+                let at = (x >> 8) as usize % b.len();
+                let noise = b",:{}[]\" \x01\\a1X";
+                b[at] = noise[(x >> 32) as usize % noise.len()];
+            }
+            if x.is_multiple_of(7) {
+                b.truncate((x >> 16) as usize % b.len() + 1);
+            }
+            b.extend_from_slice(&[b' '; 40]);
+            let Some((Pick::Keep, j)) = W.peek_into(&b, 0, true, &mut f) else {
+                continue;
+            };
+            let whole = scan_object_skim(&b, 0, &mut a);
+            let got = scan_object_resume(&b, 0, j, &mut f, &mut memo);
+            assert_eq!(whole, got, "{:?}", String::from_utf8_lossy(&b));
+            if whole.is_ok() {
+                let view = |v: &[Field]| -> Vec<String> {
+                    v.iter()
+                        .map(|f| format!("{:?} {:?} {:?} {}", f.key, f.val, f.kind, f.ctl))
+                        .collect()
+                };
+                assert_eq!(view(&a), view(&f), "{:?}", String::from_utf8_lossy(&b));
+                resumed += 1;
+            }
+        }
+        assert!(resumed > 5_000, "{resumed}");
     }
 }
