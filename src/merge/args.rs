@@ -40,6 +40,7 @@ pub struct Arg<'a> {
 impl<'a> Arg<'a> {
     /// A member the reader found ([`crate::trace::Event::arg_fields`]); `raw`: the event's
     /// text, which the field's ranges index.
+    #[inline]
     pub fn of_field(f: &Field, raw: &'a [u8]) -> Self {
         Arg {
             quoted_key: &raw[f.key.0 as usize - 1..f.key.1 as usize + 1],

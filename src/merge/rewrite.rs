@@ -133,23 +133,48 @@ fn canonical_uint(b: &[u8]) -> bool {
 }
 
 /// Writes `args` with its ids made unique and, in process metadata, its name labelled and
-/// sort index set, member by member (those the reader found, else [`each_arg`]'s walk: the
-/// reader has validated them), writing it compact as it goes; an object without an id key (nor metadata) is copied as it
-/// was written instead (the input's bytes, spaces kept).
+/// sort index set, member by member (those the reader found as it validated them,
+/// [`crate::trace::members`]; else [`each_arg`]'s walk), writing it compact as it goes; an
+/// object without an id key (nor metadata) is copied as it was written instead (the input's
+/// bytes, spaces kept).
 fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+    let start = out.len();
+    let changed = match ev.arg_fields {
+        Some(fields) => {
+            let raw = ev.raw.as_bytes();
+            write_members(ev, fields.iter().map(|f| Arg::of_field(f, raw)), ctx, out)
+        }
+        // An event scanned on its own (tests): walked here.
+        None => {
+            let mut found = Vec::new();
+            each_arg(text, |a| found.push(a));
+            write_members(ev, found.into_iter(), ctx, out)
+        }
+    };
+    if !changed {
+        out.truncate(start);
+        out.extend_from_slice(text);
+    }
+}
+
+/// Writes `members` compact as an object; whether any was rewritten (metadata always is).
+#[inline]
+fn write_members<'a>(
+    ev: &Event<'_>,
+    members: impl Iterator<Item = Arg<'a>>,
+    ctx: &Ctx<'_>,
+    out: &mut Vec<u8>,
+) -> bool {
     let meta = ev.ph == b'M';
     let process_name = meta && ev.name.eq_str("process_name");
     let sort_index = meta && ev.name.eq_str("process_sort_index");
-    let start = out.len();
     // Metadata objects are always written compact, others only when they hold an id key.
     let mut changed = meta;
     out.push(b'{');
-    let mut first = true;
-    let mut one = |a: Arg<'_>| {
-        if !first {
+    for (n, a) in members.enumerate() {
+        if n > 0 {
             out.push(b',');
         }
-        first = false;
         // `"key":` in two pushes, the value in one: four per field.
         out.extend_from_slice(a.quoted_key);
         out.push(b':');
@@ -177,22 +202,9 @@ fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
             }
             _ => out.extend_from_slice(a.raw_val),
         }
-    };
-    match ev.arg_fields {
-        // Found by the reader as it validated them ([`crate::trace::members`]).
-        Some(fields) => {
-            let raw = ev.raw.as_bytes();
-            for f in fields {
-                one(Arg::of_field(f, raw));
-            }
-        }
-        None => each_arg(text, one),
     }
     out.push(b'}');
-    if !changed {
-        out.truncate(start);
-        out.extend_from_slice(text);
-    }
+    changed
 }
 
 #[cfg(test)]
