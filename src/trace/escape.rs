@@ -66,32 +66,22 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
 /// byte written as `\u00XX`. Whitespace between values is left alone.
 pub fn escape_ctl(src: &[u8], out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut in_str = false;
-    let mut esc = false;
-    for &c in src {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if c == b'\\' {
-                esc = true;
-            } else if c == b'"' {
-                in_str = false;
-            } else if c < 0x20 {
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(c >> 4)],
-                    HEX[usize::from(c & 15)],
-                ]);
-                continue;
-            }
-        } else if c == b'"' {
-            in_str = true;
-        }
-        out.push(c);
+    let mut st = InString::default();
+    let mut from = 0;
+    while let Some(i) = st.next_ctl(src, from) {
+        out.extend_from_slice(&src[from..i]);
+        let c = src[i];
+        out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(c >> 4)],
+            HEX[usize::from(c & 15)],
+        ]);
+        from = i + 1;
     }
+    out.extend_from_slice(&src[from..]);
 }
 
 /// Escapes, in place, the raw control bytes inside strings of `buf[start..]` (see [`escape_ctl`]).
@@ -102,22 +92,35 @@ pub fn escape_ctl_from(buf: &mut Vec<u8>, start: usize) {
 
 /// Index of the first raw control byte inside a string of `src` (valid JSON otherwise).
 pub fn first_ctl(src: &[u8]) -> Option<usize> {
-    let mut in_str = false;
-    let mut esc = false;
-    for (i, &c) in src.iter().enumerate() {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if c == b'\\' {
-                esc = true;
+    InString::default().next_ctl(src, 0)
+}
+
+/// Where a walk over JSON text stands: inside a string or not, just after a backslash or not.
+#[derive(Default)]
+struct InString {
+    in_str: bool,
+    esc: bool,
+}
+
+impl InString {
+    /// The index of the next raw control byte inside a string of `src`, from `src[from]` on
+    /// (`self`: the state there; left at the state after that byte, or at the end).
+    fn next_ctl(&mut self, src: &[u8], from: usize) -> Option<usize> {
+        for (i, &c) in src.iter().enumerate().skip(from) {
+            if self.in_str {
+                if self.esc {
+                    self.esc = false;
+                } else if c == b'\\' {
+                    self.esc = true;
+                } else if c == b'"' {
+                    self.in_str = false;
+                } else if c < 0x20 {
+                    return Some(i);
+                }
             } else if c == b'"' {
-                in_str = false;
-            } else if c < 0x20 {
-                return Some(i);
+                self.in_str = true;
             }
-        } else if c == b'"' {
-            in_str = true;
         }
+        None
     }
-    None
 }

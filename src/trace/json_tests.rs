@@ -244,3 +244,38 @@ fn strings_end_as_byte_by_byte() {
         }
     }
 }
+
+#[test]
+fn escaped_raw_control_bytes_read_back_as_themselves() {
+    // Strings of plain bytes, escapes and raw control bytes, inside an object and an array:
+    // escaped, the text parses (serde_json) back to the same strings.
+    let pieces: [&str; 7] = ["a", "\u{1}", "\n", "\\\"", "\\\\", "\u{1f}", "é"];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..5_000 {
+        let mut raw = String::new();
+        let mut want = String::new();
+        for k in 0..(x % 12) as usize {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let p = pieces[(x >> (k % 50)) as usize % pieces.len()];
+            raw.push_str(p);
+            want.push_str(match p {
+                "\\\"" => "\"",
+                "\\\\" => "\\",
+                _ => p,
+            });
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let text = format!("{{\"k\": \"{raw}\", \"a\": [1, \"{raw}\"]}}");
+        let mut out = Vec::new();
+        escape_ctl(text.as_bytes(), &mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["k"], want.as_str(), "{text:?}");
+        assert_eq!(v["a"][1], want.as_str(), "{text:?}");
+        let has = raw.bytes().any(|c| c < 0x20);
+        assert_eq!(first_ctl(text.as_bytes()).is_some(), has, "{text:?}");
+    }
+}
