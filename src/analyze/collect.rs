@@ -131,7 +131,7 @@ pub struct CollEv {
 pub struct Config<'a> {
     pub classes: &'a Classifier,
     pub step_marker: Option<&'a Regex>,
-    /// Records each spool of a file's own rank keeps in memory ([`super::spill::cap_for`]
+    /// Records each spool of a file's own rank keeps in memory ([`super::spill::cap_for`] of
     /// the ranks read at once); a merged trace's labeled ranks keep [`Spool::CAP`].
     pub spool_cap: usize,
 }
