@@ -22,11 +22,15 @@ use std::collections::HashMap;
 use regex::Regex;
 
 use super::classes::Classifier;
+use super::names::{
+    is_gemm, is_launch, is_moe, COMM_SIZE_OP, CPU_OP, CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY,
+    GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL, USER_ANNOTATION,
+};
 use super::spill::Spool;
 use super::steps::Mark;
 use crate::trace::memo::Memo;
 use crate::trace::steps::{mark_of_name, StepMark};
-use crate::trace::{Event, Id, Str, Val, Want};
+use crate::trace::{Event, Id, Str, Val};
 
 /// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.
 pub type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
@@ -180,97 +184,6 @@ pub struct Collector<'a> {
     pub events: u64,
     /// The `args` layouts seen, for the lookups ([`Event::arg_memo`]).
     args_memo: Memo,
-}
-
-// The categories of complete events [`Collector::on_event`] reads: its `match` and [`WANT`]
-// name the same constants, so the reader's filter cannot drift from what is read.
-const KERNEL: &str = "kernel";
-const GPU_MEMCPY: &str = "gpu_memcpy";
-const GPU_MEMSET: &str = "gpu_memset";
-const CUDA_RUNTIME: &str = "cuda_runtime";
-const CUDA_DRIVER: &str = "cuda_driver";
-const CPU_OP: &str = "cpu_op";
-const USER_ANNOTATION: &str = "user_annotation";
-const GPU_USER_ANNOTATION: &str = "gpu_user_annotation";
-
-/// The events analyze reads ([`crate::trace::Nested::SkimOnly`]): complete events of the
-/// categories above, and metadata (`ph` `M`), which [`Collector::on_event`] ignores but which
-/// still names the ranks of a merged trace (a rank with no complete event is still listed).
-/// Flow, instant and counter events and other categories (`python_function`, `fwdbwd`,
-/// `ac2g`) are skimmed, not decoded; so are runtime calls and CPU ops whose name
-/// [`names_read`] turns down.
-pub const WANT: Want = Want {
-    ph: b"XM",
-    complete_cats: &[
-        KERNEL,
-        GPU_MEMCPY,
-        GPU_MEMSET,
-        CUDA_RUNTIME,
-        CUDA_DRIVER,
-        CPU_OP,
-        USER_ANNOTATION,
-        GPU_USER_ANNOTATION,
-    ],
-    named_cats: &[CUDA_RUNTIME, CUDA_DRIVER, CPU_OP],
-    names: names_read,
-    trust_devices: true,
-};
-
-/// Whether [`Collector::on_event`] reads a runtime call or CPU op of this raw name.
-///
-/// - A runtime or driver call: only launches and copies (`is_launch`), for their
-///   correlation.
-/// - A CPU op, when the header lists no device: every one (a CPU-only trace's op totals and
-///   intervals are made of them).
-/// - A CPU op, when it lists devices: a trace with a GPU op keeps no CPU op totals or
-///   intervals (they are dropped at the first GPU op and not collected after, wherever the
-///   CPU ops stand), so only the ones read for something else: GEMMs' shapes ([`super::work::GEMM_OPS`]), fused MoE rows,
-///   `record_param_comms`' sizes and `ProfilerStep#` marks. A trace that lists devices but
-///   holds no GPU op is read again with every CPU op ([`crate::trace::ReadReport::narrowed`]).
-pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
-    if cat != CPU_OP.as_bytes() {
-        return is_launch(name);
-    }
-    // The cheap tests first: most names fail them all.
-    !devices
-        || is_gemm(name)
-        || name == COMM_SIZE_OP.as_bytes()
-        || crate::trace::steps::is_profiler_step(name)
-        || is_moe(name)
-}
-
-/// The CPU ops [`Collector::on_event`] reads beyond a CPU-only trace's totals; [`names_read`]
-/// keeps exactly these when the header lists devices, so the two cannot drift.
-///
-/// A GEMM whose `Input Dims` give a step's tokens ([`super::work::GEMM_OPS`]).
-fn is_gemm(name: &[u8]) -> bool {
-    name.starts_with(b"aten::") && super::work::GEMM_OPS.iter().any(|g| g.as_bytes() == name)
-}
-
-/// A fused MoE op, whose `Input Dims` give the tokens routed to the experts.
-fn is_moe(name: &[u8]) -> bool {
-    contains(name, b"fused_moe")
-}
-
-/// The op whose `In msg nelems` gives a collective's size.
-const COMM_SIZE_OP: &str = "record_param_comms";
-
-/// A runtime or driver call whose correlation analyze reads: a kernel launch, a copy or a set
-/// (`cudaLaunchKernel`, `hipExtModuleLaunchKernel`, `cudaMemcpyAsync`, …).
-fn is_launch(name: &[u8]) -> bool {
-    // The three words are 6 bytes long: one pass over the name's 6-byte windows.
-    name.windows(6)
-        .any(|w| matches!(w, b"Launch" | b"Memcpy" | b"Memset"))
-}
-
-/// Whether `needle` occurs in `hay`: for the short names of CPU ops, where building a
-/// `memchr::memmem` searcher costs more than the search.
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    let Some(&first) = needle.first() else {
-        return true;
-    };
-    hay.windows(needle.len())
-        .any(|w| w[0] == first && w == needle)
 }
 
 /// The `args` keys a GPU op reads: its correlation, its stream (when `tid` is not a number),

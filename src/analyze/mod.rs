@@ -47,6 +47,7 @@ pub mod groups;
 pub mod heat;
 pub mod kernels;
 pub mod model;
+pub mod names;
 pub mod partial;
 pub mod phases;
 pub mod plan;

@@ -153,7 +153,7 @@ fn collect<'c>(input: &Input, cfg: &'c Config<'c>, want: trace::Want) -> Result<
     let mut labeled: Vec<(String, Collector<'_>)> = Vec::new();
     let mut index: FxMap<String, usize> = FxMap::default();
     let mut last: Option<(String, usize)> = None;
-    // The reader hands over only the events the collector reads ([`super::collect::WANT`]).
+    // The reader hands over only the events the collector reads ([`super::names::WANT`]).
     // Those it skips are counted in `report.events` and belong to the unlabeled rank (`own`):
     // a merged trace is handed over whole from its first labeled event (its metadata comes
     // first), so no event of a labeled rank is skipped.
@@ -206,14 +206,14 @@ pub(super) fn read_input(
     classes: &Classifier,
     custom: bool,
 ) -> Result<FileResult> {
-    let mut read = collect(input, cfg, super::collect::WANT)?;
+    let mut read = collect(input, cfg, super::names::WANT)?;
     if read.report.narrowed > 0 && read.own.gpu.is_empty() {
         // The header lists devices, so CPU ops were skimmed as a GPU trace's are; but the
         // trace holds no GPU op (a CPU-only profile taken on a GPU machine): its CPU ops are
-        // its data. Read it again with all of them ([`super::collect::names_read`]).
+        // its data. Read it again with all of them ([`super::names::names_read`]).
         let every_cpu_op = trace::Want {
             trust_devices: false,
-            ..super::collect::WANT
+            ..super::names::WANT
         };
         read = collect(input, cfg, every_cpu_op)?;
     }

@@ -5,6 +5,7 @@
 use super::event::Val;
 use super::json::{self, Kind};
 use super::memo::Memo;
+use super::swar::same_bytes;
 
 /// Finds `key` among the top-level fields of the (already validated) JSON object `obj`.
 pub fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
@@ -30,7 +31,7 @@ pub fn find_in_object_memo<'a>(
 ) -> Option<Val<'a>> {
     let mut found = None;
     walk_memo(obj, memo, kind, |k, v| {
-        if k == key {
+        if same_bytes(k.as_bytes(), key.as_bytes()) {
             found = Some(v());
         }
         found.is_none()
@@ -56,7 +57,7 @@ pub fn find_all_in_object_memo<'a>(
     }
     walk_memo(obj, memo, kind, |k, v| {
         for (want, slot) in keys.iter().zip(out.iter_mut()) {
-            if slot.is_none() && k == *want {
+            if slot.is_none() && same_bytes(k.as_bytes(), want.as_bytes()) {
                 *slot = Some(v());
                 left -= 1;
             }

@@ -121,7 +121,8 @@ pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)
         let (quote, special) = super::swar::word_masks(w);
         let m = quote | special;
         if m == 0 {
-            j += 8;
+            // Longer than a word: the rest of a long run a vector at a time.
+            j = super::swar::skip_plain16(b, j + 8);
             continue;
         }
         let t = m.trailing_zeros();

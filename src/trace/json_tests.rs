@@ -279,3 +279,112 @@ fn escaped_raw_control_bytes_read_back_as_themselves() {
         assert_eq!(first_ctl(text.as_bytes()).is_some(), has, "{text:?}");
     }
 }
+
+#[test]
+fn same_bytes_equals_slice_equality() {
+    use crate::trace::swar::same_bytes;
+    // Every length to 40 (each path of the word compare and its overlapping last load), with
+    // one byte changed at every position, and pairs of different lengths.
+    let base: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
+    let mut differ = 0;
+    for n in 0..=40 {
+        let a = &base[..n];
+        let copy: Vec<u8> = a.to_vec();
+        assert!(same_bytes(a, &copy), "{n}");
+        for k in 0..n {
+            let mut b = a.to_vec();
+            b[k] ^= 0x80 >> (k % 8);
+            assert_eq!(same_bytes(a, &b), a == b.as_slice(), "{n} {k}");
+            differ += usize::from(!same_bytes(a, &b));
+        }
+        if n > 0 {
+            assert!(!same_bytes(a, &base[..n - 1]));
+            assert!(!same_bytes(&base[..n - 1], a));
+        }
+    }
+    assert_eq!(differ, 40 * 41 / 2);
+}
+
+#[test]
+fn any_at_either_visits_every_position_of_the_two_bytes() {
+    use crate::trace::swar::any_at_either;
+    // Bytes next to the two looked for (and 0, 1, 0x80, 0xFF, where a borrow can spill), at
+    // every length to 40 and every offset.
+    const BYTES: [u8; 9] = [b'K', b'L', b'M', b'N', 0, 1, 0x80, 0xFF, b'a'];
+    let mut s = 0x2545_F491_4F6C_DD1Du64;
+    let mut found = 0;
+    for round in 0..20_000 {
+        let n = round % 41;
+        let hay: Vec<u8> = (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                BYTES[(s % 9) as usize]
+            })
+            .collect();
+        let (x, y) = if round % 2 == 0 {
+            (b'L', b'M')
+        } else {
+            (b'M', b'M')
+        };
+        let want: Vec<usize> = (0..n).filter(|&k| hay[k] == x || hay[k] == y).collect();
+        let mut seen = Vec::new();
+        assert!(!any_at_either(&hay, x, y, |k| {
+            seen.push(k);
+            false
+        }));
+        seen.retain(|&k| hay[k] == x || hay[k] == y);
+        assert_eq!(seen, want, "{hay:?}");
+        // Stopping at the first `true`: the first position of either byte.
+        let mut first = None;
+        let hit = any_at_either(&hay, x, y, |k| {
+            let ok = hay[k] == x || hay[k] == y;
+            if ok {
+                first = Some(k);
+            }
+            ok
+        });
+        assert_eq!(hit, !want.is_empty());
+        assert_eq!(first, want.first().copied());
+        found += want.len();
+    }
+    assert!(found > 50_000, "{found}");
+}
+
+#[test]
+fn skip_plain16_stops_at_the_first_quote_backslash_or_control_byte() {
+    use crate::trace::swar::skip_plain16;
+    let stop = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
+    let mut s = 0x1234_5678_9ABC_DEF1u64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut stopped = 0;
+    for round in 0..20_000 {
+        let n = (next() % 80) as usize;
+        // Mostly plain text, a stop byte (or 0x1f, 0x20, 0x7f, 0xff near one) now and then.
+        let b: Vec<u8> = (0..n)
+            .map(|_| match next() % 40 {
+                0 => b'"',
+                1 => b'\\',
+                2 => (next() % 0x20) as u8,
+                3 => [0x20, 0x7f, 0x80, 0xff][(next() % 4) as usize],
+                _ => b'a' + (next() % 26) as u8,
+            })
+            .collect();
+        let i = if n == 0 { 0 } else { round % (n + 1) };
+        let got = skip_plain16(&b, i);
+        // Every byte skipped is plain, and it stops at a stop byte or within 16 of the end.
+        assert!(b[i..got].iter().all(|&c| !stop(c)), "{b:?} {i} {got}");
+        if got < b.len() && stop(b[got]) {
+            stopped += 1;
+        } else {
+            assert!(b.len() - got < 16, "{b:?} {i} {got}");
+        }
+    }
+    assert!(stopped > 5_000, "{stopped}");
+}

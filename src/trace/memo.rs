@@ -70,7 +70,17 @@ impl Memo {
         if s.len == 0 {
             return None;
         }
-        let w = b.get(at..at + 32)?;
+        let mut short = [0u8; 32];
+        let w = match b.get(at..at + 32) {
+            Some(w) => w,
+            // Fewer than 32 bytes left (the last fields of a short `args` object, looked up
+            // on its own): the stretch must still fit; the bytes after it are masked off.
+            None => {
+                let rest = b.get(at..).filter(|r| r.len() >= usize::from(s.len))?;
+                short[..rest.len()].copy_from_slice(rest);
+                &short
+            }
+        };
         let diff = ((word(&w[..16]) ^ s.lo) & s.mask_lo) | ((word(&w[16..]) ^ s.hi) & s.mask_hi);
         (diff == 0).then(|| Hit {
             key: (at + s.key.0 as usize, at + s.key.1 as usize),

@@ -13,6 +13,7 @@ pub mod listing;
 pub mod members;
 pub mod memo;
 pub mod open;
+pub mod pickmemo;
 pub mod rankid;
 pub mod reader;
 pub mod report;

@@ -29,6 +29,7 @@ use super::json::{self, Field, Stop};
 use super::members::ArgMembers;
 use super::memo::Memo;
 pub use super::open::{file_kind, open_regular};
+use super::pickmemo::PickMemo;
 pub use super::want::{Pick, Want};
 
 pub use super::report::{Damage, Header, Problem, ReadReport, MAX_PROBLEMS};
@@ -310,6 +311,7 @@ impl Scanner {
     fn run(&mut self, report: &mut ReadReport, on_event: &mut dyn FnMut(&Event<'_>)) {
         let mut fields: Vec<Field> = Vec::with_capacity(16);
         let mut memo = Memo::default();
+        let mut picks = PickMemo::default();
         // Validating: each event's `args` members, found by the same scan.
         let mut members = ArgMembers::default();
         let mut state = State::Start;
@@ -391,7 +393,9 @@ impl Scanner {
                     // With a `want`: what the event's leading `ph`/`cat`/`name` say
                     // ([`Want::peek`]).
                     let peeked = match self.want {
-                        Some(w) if c == b'{' => w.peek_into(b, i, report.devices, &mut fields),
+                        Some(w) if c == b'{' => {
+                            w.peek_into(b, i, report.devices, &mut fields, &mut picks)
+                        }
                         _ => None,
                     };
                     // Skimmed from where the peek stopped: the same end as from the `{`.

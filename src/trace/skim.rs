@@ -187,7 +187,9 @@ fn skip_nested_with(
         mut stack,
         mut depth,
     } = open;
-    let mut pad = [b' '; 64];
+    // The last, short block padded with spaces; set only when the skim reaches the end of
+    // `b` (most skims end within whole blocks).
+    let mut pad: [u8; 64];
     loop {
         let (block, valid) = match b.get(pos..pos + 64) {
             Some(s) => (<&[u8; 64]>::try_from(s).ok()?, u64::MAX),
@@ -195,8 +197,8 @@ fn skip_nested_with(
                 let Some(rest) = b.get(pos..) else {
                     return Some(Err(Stop::Incomplete));
                 };
+                pad = [b' '; 64];
                 pad[..rest.len()].copy_from_slice(rest);
-                pad[rest.len()..].fill(b' ');
                 (&pad, (1u64 << rest.len()) - 1)
             }
         };

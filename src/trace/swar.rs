@@ -1,8 +1,10 @@
 //! Byte classes a word at a time for the JSON scanner ([`super::json`]): the end of a run of
 //! whitespace 16 bytes at a time (SSE2, part of the x86_64 baseline; a byte loop elsewhere),
 //! and quotes, backslashes and control bytes 8 bytes at a time in a plain `u64` (SWAR), which
-//! is where most keys and short names end. `json_tests.rs` checks each against the byte loop
-//! it replaces.
+//! is where most keys and short names end, and 16 at a time (SSE2) past the first word of a
+//! long string. Also short byte strings compared, and two given bytes found, a word at a time
+//! (the name tests of analyze's filter). `json_tests.rs` checks each against the byte loop it
+//! replaces.
 
 /// Whitespace from `b[i]` on, 16 bytes at a time where SSE2 is (x86_64), a byte at a time
 /// elsewhere and near the end of `b`: the index of the first byte that is not whitespace.
@@ -117,4 +119,103 @@ pub fn short_string_end(w: &[u8]) -> Option<usize> {
     let (quote, special) = word_masks(w);
     let q = quote.trailing_zeros();
     (q < 64 && q < special.trailing_zeros()).then_some(q as usize / 8)
+}
+
+/// Whether `a` and `b` hold the same bytes, compared a word at a time with overlapping loads
+/// (two `u32` for 4–7 bytes, two `u64` for 8–16, a `u64` per 8 bytes beyond): the short
+/// category and op names [`super::want::Want`] and analyze test, without a call to `memcmp`.
+#[inline(always)]
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    #[inline(always)]
+    fn w64(s: &[u8], i: usize) -> u64 {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&s[i..i + 8]);
+        u64::from_le_bytes(x)
+    }
+    #[inline(always)]
+    fn w32(s: &[u8], i: usize) -> u32 {
+        let mut x = [0u8; 4];
+        x.copy_from_slice(&s[i..i + 4]);
+        u32::from_le_bytes(x)
+    }
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        4..=7 => w32(a, 0) == w32(b, 0) && w32(a, n - 4) == w32(b, n - 4),
+        _ => {
+            let mut i = 0;
+            while i + 8 < n {
+                if w64(a, i) != w64(b, i) {
+                    return false;
+                }
+                i += 8;
+            }
+            w64(a, n - 8) == w64(b, n - 8)
+        }
+    }
+}
+
+/// Whether `f(k)` holds at some index `k` where `hay[k]` is `x` or `y` (neither 0), in
+/// order, looking 8 bytes at a time: the short-name searches of analyze's filter, where
+/// `memchr`'s set-up costs more than the search. A byte equal to `x` or `y` is flagged by the
+/// usual zero-byte test, which can also flag a byte above a flagged one (never miss one):
+/// `f` decides.
+#[inline(always)]
+pub fn any_at_either(hay: &[u8], x: u8, y: u8, mut f: impl FnMut(usize) -> bool) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    debug_assert!(x != 0 && y != 0);
+    let mut i = 0;
+    while i < hay.len() {
+        let mut a = [0u8; 8];
+        match hay.get(i..i + 8) {
+            Some(s) => a.copy_from_slice(s),
+            // The last few bytes, the rest 0 (neither `x` nor `y`).
+            None => {
+                for (d, &c) in a.iter_mut().zip(&hay[i..]) {
+                    *d = c;
+                }
+            }
+        }
+        let w = u64::from_le_bytes(a);
+        let (ex, ey) = (w ^ (LO * u64::from(x)), w ^ (LO * u64::from(y)));
+        let mut m = (ex.wrapping_sub(LO) & !ex | ey.wrapping_sub(LO) & !ey) & HI;
+        while m != 0 {
+            let k = i + (m.trailing_zeros() / 8) as usize;
+            if k < hay.len() && f(k) {
+                return true;
+            }
+            m &= m - 1;
+        }
+        i += 8;
+    }
+    false
+}
+
+/// From `b[i]` on, 16 bytes at a time (SSE2, part of the x86_64 baseline; nothing elsewhere):
+/// the index of the first `"`, `\\` or control byte, or where fewer than 16 bytes are left
+/// without one. The long runs of plain text in strings (CUDA kernel names, Python stacks) go
+/// at a vector a step; the word loops above find the byte from there.
+#[inline(always)]
+pub fn skip_plain16(b: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while let Some(w) = b.get(i..i + 16) {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86_64 baseline; `w` holds 16 readable bytes.
+        let m = unsafe {
+            let v = _mm_loadu_si128(w.as_ptr().cast::<__m128i>());
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let bslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            let ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, bslash), ctl)) as u32
+        };
+        if m != 0 {
+            return i + m.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    i
 }

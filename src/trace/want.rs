@@ -17,6 +17,11 @@
 //! open; Kineto writes none): the peek takes the first `ph`/`cat`/`name`, the decoder the
 //! last.
 //!
+//! The `cat` and `name` values the peek has read before, with what they were picked as, come
+//! from a memo ([`super::pickmemo`]): a rank repeats a few categories and a few hundred names
+//! thousands of times each, and a remembered value is recognized by two masked 16-byte
+//! compares instead of being scanned to its quote and tested against the lists again.
+//!
 //! A merged trace is read whole from its first event whose `pid` carries a rank label
 //! (`"[TP00-DP00] 0"`, as `rankprof merge` writes them, metadata first): a consumer that
 //! splits it by label then sees every event of every label, and its per-label counts stay
@@ -33,6 +38,7 @@
 //! skimmed (`analyze::plan` does this).
 
 use super::json::{Field, Kind};
+use super::pickmemo::PickMemo;
 
 /// A test on a complete event's `cat` and `name` (both raw, as written; `name` is only asked
 /// for the categories in [`Want::named_cats`]); `devices`: the header lists a device. False:
@@ -71,10 +77,9 @@ pub fn every_name(_: &[u8], _: &[u8], _: bool) -> bool {
     true
 }
 
-#[inline]
+#[inline(always)]
 fn same(a: &str, b: &[u8]) -> bool {
-    // A length test and a short byte loop per name, no call to `memcmp`.
-    a.len() == b.len() && a.bytes().zip(b).all(|(x, &y)| x == y)
+    super::swar::same_bytes(a.as_bytes(), b)
 }
 
 impl Want {
@@ -128,12 +133,13 @@ impl Want {
     /// ([`super::skim::skip_rest_of_object`]).
     #[inline]
     pub fn peek(&self, b: &[u8], i: usize, devices: bool) -> Option<(Pick, usize)> {
-        self.peek_into(b, i, devices, &mut Vec::new())
+        self.peek_into(b, i, devices, &mut Vec::new(), &mut PickMemo::default())
     }
 
     /// [`Want::peek`] that also puts the fields it read into `fields` (cleared first), as
     /// the scanner would have found them (ranges relative to `b[i]`): a scan of a kept
-    /// event resumes after them ([`super::json::scan_object_resume`]).
+    /// event resumes after them ([`super::json::scan_object_resume`]). The `cat` and `name`
+    /// it has read before come from `memo` ([`super::pickmemo`]): the same answer.
     #[inline]
     pub fn peek_into(
         &self,
@@ -141,6 +147,7 @@ impl Want {
         i: usize,
         devices: bool,
         fields: &mut Vec<Field>,
+        memo: &mut PickMemo,
     ) -> Option<(Pick, usize)> {
         fields.clear();
         let (ph, j) = key_string(b, i, i + 1, b"\"ph\"", fields)?;
@@ -150,12 +157,35 @@ impl Want {
         if let Some(p) = self.by_ph(ph) {
             return Some((p, j));
         }
-        let (cat, j) = key_string(b, i, next_key(b, j)?, b"\"cat\"", fields)?;
-        if let Some(p) = self.by_cat(cat) {
+        let (k, body) = key_body(b, next_key(b, j)?, b"\"cat\"")?;
+        let (len, by_cat, cat_id) = match memo.cat(b, body) {
+            Some((len, p, id)) => (len, p, Some(id)),
+            None => {
+                let len = super::swar::plain_string_len(b.get(body..)?)?;
+                let p = self.by_cat(&b[body..body + len]);
+                (len, p, memo.record_cat(b, body, len, p))
+            }
+        };
+        push_field(fields, i, k, 5, body, len);
+        let j = body + len + 1;
+        if let Some(p) = by_cat {
             return Some((p, j));
         }
-        let (name, j) = key_string(b, i, next_key(b, j)?, b"\"name\"", fields)?;
-        Some((self.by_name(cat, name, devices), j))
+        let cat = &b[body..body + len];
+        let (k, body) = key_body(b, next_key(b, j)?, b"\"name\"")?;
+        let (len, pick) = match cat_id.and_then(|id| memo.name(b, body, id, devices)) {
+            Some(hit) => hit,
+            None => {
+                let len = super::swar::plain_string_len(b.get(body..)?)?;
+                let pick = self.by_name(cat, &b[body..body + len], devices);
+                if let Some(id) = cat_id {
+                    memo.record_name(b, body, len, id, devices, pick);
+                }
+                (len, pick)
+            }
+        };
+        push_field(fields, i, k, 6, body, len);
+        Some((pick, body + len + 1))
     }
 }
 
@@ -175,7 +205,6 @@ pub fn labeled(ev: &super::Event<'_>) -> bool {
 /// At `b[i..]`: whitespace, `key` (with its quotes), whitespace, `:`, whitespace and a string
 /// with no escape or control byte: the string's body and the index after its closing quote;
 /// the field is pushed to `fields` (ranges relative to `b[ev]`, the event's `{`).
-/// (`key` is an array so the compare is a word compare, not a call to `memcmp`.)
 #[inline(always)]
 fn key_string<'a, const N: usize>(
     b: &'a [u8],
@@ -184,6 +213,17 @@ fn key_string<'a, const N: usize>(
     key: &[u8; N],
     fields: &mut Vec<Field>,
 ) -> Option<(&'a [u8], usize)> {
+    let (k, body) = key_body(b, i, key)?;
+    let len = super::swar::plain_string_len(b.get(body..)?)?;
+    push_field(fields, ev, k, N, body, len);
+    Some((&b[body..body + len], body + len + 1))
+}
+
+/// At `b[i..]`: whitespace, `key` (with its quotes), whitespace, `:`, whitespace and a `"`:
+/// where the key starts and where the string's body does.
+/// (`key` is an array so the compare is a word compare, not a call to `memcmp`.)
+#[inline(always)]
+fn key_body<const N: usize>(b: &[u8], i: usize, key: &[u8; N]) -> Option<(usize, usize)> {
     let k = super::json::skip_ws(b, i);
     if <[u8; N]>::try_from(b.get(k..k + N)?).ok()? != *key {
         return None;
@@ -196,16 +236,20 @@ fn key_string<'a, const N: usize>(
     if *b.get(j)? != b'"' {
         return None;
     }
-    let body = j + 1;
-    let len = super::swar::plain_string_len(b.get(body..)?)?;
+    Some((k, j + 1))
+}
+
+/// Pushes the field whose key (`n` bytes with its quotes) starts at `b[k]` and whose plain
+/// string value's body is `b[body..body + len]`, ranges relative to `b[ev]`.
+#[inline(always)]
+fn push_field(fields: &mut Vec<Field>, ev: usize, k: usize, n: usize, body: usize, len: usize) {
     let rel = |x: usize| (x - ev) as u32;
     fields.push(Field {
-        key: (rel(k + 1), rel(k + N - 1)),
+        key: (rel(k + 1), rel(k + n - 1)),
         val: (rel(body), rel(body + len)),
         kind: Kind::Str { escaped: false },
         ctl: false,
     });
-    Some((&b[body..body + len], body + len + 1))
 }
 
 #[cfg(test)]
@@ -328,6 +372,7 @@ mod tests {
             r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "ph": "i"}"#,
         ];
         let (mut memo, mut a, mut f) = (Memo::default(), Vec::new(), Vec::new());
+        let mut picks = PickMemo::default();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut resumed = 0;
         for n in 0..20_000 {
@@ -344,7 +389,7 @@ mod tests {
                 b.truncate((x >> 16) as usize % b.len() + 1);
             }
             b.extend_from_slice(&[b' '; 40]);
-            let Some((Pick::Keep, j)) = W.peek_into(&b, 0, true, &mut f) else {
+            let Some((Pick::Keep, j)) = W.peek_into(&b, 0, true, &mut f, &mut picks) else {
                 continue;
             };
             let whole = scan_object_skim(&b, 0, &mut a);

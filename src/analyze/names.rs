@@ -1,0 +1,215 @@
+//! Which events analyze reads, by category and name: the complete-event categories the
+//! collector ([`super::collect::Collector::on_event`]) matches on, the reader's filter
+//! ([`WANT`]) built from the same constants, and the name tests both call
+//! ([`names_read`], [`is_gemm`], [`is_moe`], [`is_launch`]), so what the reader hands over
+//! and what the collector reads cannot drift apart. The tests run per event (a CPU op or
+//! runtime call's raw name, often hundreds of thousands per rank), so they compare words, not
+//! bytes ([`crate::trace::swar::same_bytes`]), and look only where a word can start
+//! ([`crate::trace::swar::any_at_either`]); the tests check them against plain byte-window
+//! searches.
+
+use crate::trace::swar::{any_at_either, same_bytes};
+use crate::trace::Want;
+
+// The categories of complete events the collector reads: its `match` and [`WANT`] name the
+// same constants, so the reader's filter cannot drift from what is read.
+pub(super) const KERNEL: &str = "kernel";
+pub(super) const GPU_MEMCPY: &str = "gpu_memcpy";
+pub(super) const GPU_MEMSET: &str = "gpu_memset";
+pub(super) const CUDA_RUNTIME: &str = "cuda_runtime";
+pub(super) const CUDA_DRIVER: &str = "cuda_driver";
+pub(super) const CPU_OP: &str = "cpu_op";
+pub(super) const USER_ANNOTATION: &str = "user_annotation";
+pub(super) const GPU_USER_ANNOTATION: &str = "gpu_user_annotation";
+
+/// The events analyze reads ([`crate::trace::Nested::SkimOnly`]): complete events of the
+/// categories above, and metadata (`ph` `M`), which the collector ignores but which still
+/// names the ranks of a merged trace (a rank with no complete event is still listed).
+/// Flow, instant and counter events and other categories (`python_function`, `fwdbwd`,
+/// `ac2g`) are skimmed, not decoded; so are runtime calls and CPU ops whose name
+/// [`names_read`] turns down.
+pub const WANT: Want = Want {
+    ph: b"XM",
+    complete_cats: &[
+        KERNEL,
+        GPU_MEMCPY,
+        GPU_MEMSET,
+        CUDA_RUNTIME,
+        CUDA_DRIVER,
+        CPU_OP,
+        USER_ANNOTATION,
+        GPU_USER_ANNOTATION,
+    ],
+    named_cats: &[CUDA_RUNTIME, CUDA_DRIVER, CPU_OP],
+    names: names_read,
+    trust_devices: true,
+};
+
+/// Whether the collector reads a runtime call or CPU op of this raw name.
+///
+/// - A runtime or driver call: only launches and copies (`is_launch`), for their
+///   correlation.
+/// - A CPU op, when the header lists no device: every one (a CPU-only trace's op totals and
+///   intervals are made of them).
+/// - A CPU op, when it lists devices: a trace with a GPU op keeps no CPU op totals or
+///   intervals (they are dropped at the first GPU op and not collected after, wherever the
+///   CPU ops stand), so only the ones read for something else: GEMMs' shapes
+///   ([`super::work::GEMM_OPS`]), fused MoE rows, `record_param_comms`' sizes and
+///   `ProfilerStep#` marks. A trace that lists devices but
+///   holds no GPU op is read again with every CPU op ([`crate::trace::ReadReport::narrowed`]).
+pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
+    if cat != CPU_OP.as_bytes() {
+        return is_launch(name);
+    }
+    // The cheap tests first: most names fail them all.
+    !devices
+        || is_gemm(name)
+        || same_bytes(name, COMM_SIZE_OP.as_bytes())
+        || crate::trace::steps::is_profiler_step(name)
+        || is_moe(name)
+}
+
+/// The CPU ops the collector reads beyond a CPU-only trace's totals; [`names_read`] keeps
+/// exactly these when the header lists devices, so the two cannot drift.
+///
+/// A GEMM whose `Input Dims` give a step's tokens ([`super::work::GEMM_OPS`]).
+pub(super) fn is_gemm(name: &[u8]) -> bool {
+    name.starts_with(b"aten::")
+        && super::work::GEMM_OPS
+            .iter()
+            .any(|g| same_bytes(g.as_bytes(), name))
+}
+
+/// A fused MoE op, whose `Input Dims` give the tokens routed to the experts.
+pub(super) fn is_moe(name: &[u8]) -> bool {
+    contains(name, b"fused_moe")
+}
+
+/// The op whose `In msg nelems` gives a collective's size.
+pub(super) const COMM_SIZE_OP: &str = "record_param_comms";
+
+/// A runtime or driver call whose correlation analyze reads: a kernel launch, a copy or a set
+/// (`cudaLaunchKernel`, `hipExtModuleLaunchKernel`, `cudaMemcpyAsync`, …).
+pub(super) fn is_launch(name: &[u8]) -> bool {
+    // The three words are 6 bytes long and start with `L` or `M`: only the windows there.
+    any_at_either(name, b'L', b'M', |k| {
+        matches!(name.get(k..k + 6), Some(b"Launch" | b"Memcpy" | b"Memset"))
+    })
+}
+
+/// Whether `needle` (its first byte not 0) occurs in `hay`: for the short names of CPU ops,
+/// where building a `memchr::memmem` searcher costs more than the search; only the windows
+/// that start with the needle's first byte are compared.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let Some(&first) = needle.first() else {
+        return true;
+    };
+    any_at_either(hay, first, first, |k| {
+        hay.get(k..k + needle.len())
+            .is_some_and(|w| same_bytes(w, needle))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tests as they were written before the word-at-a-time versions: every byte window.
+    fn launch_by_windows(name: &[u8]) -> bool {
+        name.windows(6)
+            .any(|w| matches!(w, b"Launch" | b"Memcpy" | b"Memset"))
+    }
+
+    fn contains_by_windows(hay: &[u8], needle: &[u8]) -> bool {
+        needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+    }
+
+    fn read_by_windows(cat: &[u8], name: &[u8], devices: bool) -> bool {
+        if cat != CPU_OP.as_bytes() {
+            return launch_by_windows(name);
+        }
+        !devices
+            || (name.starts_with(b"aten::")
+                && super::super::work::GEMM_OPS
+                    .iter()
+                    .any(|g| g.as_bytes() == name))
+            || name == COMM_SIZE_OP.as_bytes()
+            || name.starts_with(b"ProfilerStep#")
+            || contains_by_windows(name, b"fused_moe")
+    }
+
+    /// Names made of pieces of the words the tests look for, cut and joined at random, so
+    /// that near misses (`Launc`, `fused_mo`, `aten::m`) stand at every offset.
+    fn names(n: usize) -> Vec<Vec<u8>> {
+        const PIECES: [&[u8]; 16] = [
+            b"cuda",
+            b"hip",
+            b"Launch",
+            b"Kernel",
+            b"Memcpy",
+            b"Memset",
+            b"Async",
+            b"aten::",
+            b"mm",
+            b"fused_moe",
+            b"record_param_comms",
+            b"ProfilerStep#",
+            b"L",
+            b"M",
+            b"_",
+            b"x",
+        ];
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut out = vec![Vec::new()];
+        out.extend(
+            super::super::work::GEMM_OPS
+                .iter()
+                .map(|g| g.as_bytes().to_vec()),
+        );
+        while out.len() < n {
+            let mut name = Vec::new();
+            for _ in 0..next() % 5 {
+                let p = PIECES[(next() % 16) as usize];
+                let cut = (next() as usize) % (p.len() + 1);
+                if next() % 3 == 0 {
+                    name.extend_from_slice(&p[..cut]);
+                } else {
+                    name.extend_from_slice(p);
+                }
+            }
+            out.push(name);
+        }
+        out
+    }
+
+    #[test]
+    fn name_tests_equal_the_byte_window_searches() {
+        let names = names(20_000);
+        let (mut launches, mut read) = (0, 0);
+        for name in &names {
+            assert_eq!(is_launch(name), launch_by_windows(name), "{name:?}");
+            assert_eq!(
+                is_moe(name),
+                contains_by_windows(name, b"fused_moe"),
+                "{name:?}"
+            );
+            for cat in [CPU_OP, CUDA_RUNTIME, CUDA_DRIVER] {
+                for devices in [false, true] {
+                    let want = read_by_windows(cat.as_bytes(), name, devices);
+                    assert_eq!(names_read(cat.as_bytes(), name, devices), want, "{name:?}");
+                    read += usize::from(want && devices && cat == CPU_OP);
+                }
+            }
+            launches += usize::from(launch_by_windows(name));
+        }
+        // Both answers are common, so a test that always said one thing would fail.
+        assert!(launches > 2_000 && launches < 18_000, "{launches}");
+        assert!(read > 2_000 && read < 18_000, "{read}");
+    }
+}

@@ -1,0 +1,308 @@
+//! The pick memo (#14): what [`super::want::Want::peek_into`] made of a `cat` or a `name` it
+//! has read before. A rank's events carry a few categories and a few hundred names, each
+//! thousands of times (`cuda_runtime` / `cudaLaunchKernel`, `cpu_op` / `aten::empty`), and
+//! the peek read each one to its closing quote and tested it against the consumer's lists
+//! ([`super::want::Want::pick`]) every time. The memo keeps, per slot, a value seen before
+//! (at most 31 bytes, a plain string: no backslash, no control byte) with its closing quote,
+//! and what the lists made of it. When the bytes where a value starts are those 31-or-fewer
+//! bytes and then the quote, the value is that one (a plain string ends at its first quote),
+//! so its length and its pick are the remembered ones: two 16-byte compares under a mask
+//! stand for the string scan and the list tests.
+//!
+//! Why this is exact: a category's pick depends on its bytes alone, a name's on its bytes,
+//! its category and whether the header lists a device; a name slot also holds its category's
+//! slot and that slot's generation (bumped whenever the slot takes another category) and the
+//! `devices` flag, and matches only when all three are the current ones. Anything else —
+//! fewer than 32 bytes left in the window, a longer value, a value with an escape — takes the
+//! plain path ([`super::swar::plain_string_len`] and the lists), which then records what it
+//! found. Slots are chosen by a hash of the value's first bytes; a collision only costs a
+//! miss.
+
+use super::want::Pick;
+
+/// Slots per table (a power of two).
+const SLOTS: usize = 32;
+
+/// One remembered value: its bytes and closing quote, compared under a mask.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    lo: u128,
+    hi: u128,
+    mask_lo: u128,
+    mask_hi: u128,
+    /// The value's length; the slot is empty when `used` is false.
+    len: u8,
+    used: bool,
+    /// For a category: `Want::by_cat`'s answer; for a name: `Want::by_name`'s.
+    pick: Option<Pick>,
+    /// For a name: its category's slot and that slot's generation, and `devices`.
+    cat: (u8, u32),
+    devices: bool,
+}
+
+/// A category found in the memo or just recorded: its slot and generation, which a name
+/// read after it is remembered under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatId(u8, u32);
+
+/// The memo of one reader.
+pub struct PickMemo {
+    cats: Box<[Slot; SLOTS]>,
+    names: Box<[Slot; SLOTS]>,
+    gens: [u32; SLOTS],
+}
+
+impl Default for PickMemo {
+    fn default() -> Self {
+        PickMemo {
+            cats: Box::new([Slot::default(); SLOTS]),
+            names: Box::new([Slot::default(); SLOTS]),
+            gens: [0; SLOTS],
+        }
+    }
+}
+
+#[inline(always)]
+fn word(w: &[u8]) -> u128 {
+    let mut x = [0u8; 16];
+    x.copy_from_slice(&w[..16]);
+    u128::from_le_bytes(x)
+}
+
+/// The 32 bytes from `b[at]`, as two words (`None` when fewer are left).
+#[inline(always)]
+fn window(b: &[u8], at: usize) -> Option<(u128, u128)> {
+    let w = b.get(at..at + 32)?;
+    Some((word(&w[..16]), word(&w[16..])))
+}
+
+#[inline(always)]
+fn slot_of(lo: u128, salt: u64) -> usize {
+    // The first 16 bytes of the value (and what follows a shorter one), folded and mixed.
+    let x = (lo as u64) ^ ((lo >> 64) as u64).rotate_left(29) ^ salt;
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 59) as usize % SLOTS
+}
+
+impl Slot {
+    #[inline(always)]
+    fn matches(&self, (lo, hi): (u128, u128)) -> bool {
+        self.used && ((lo ^ self.lo) & self.mask_lo) | ((hi ^ self.hi) & self.mask_hi) == 0
+    }
+
+    /// The slot for the plain string body `b[at..at + len]` (its quote at `b[at + len]`),
+    /// when it fits.
+    fn of(b: &[u8], at: usize, len: usize, pick: Option<Pick>) -> Option<Slot> {
+        if len >= 32 || b.get(at + len) != Some(&b'"') {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        bytes[..=len].copy_from_slice(&b[at..=at + len]);
+        let mut mask = [0u8; 32];
+        mask[..=len].fill(0xFF);
+        Some(Slot {
+            lo: word(&bytes[..16]),
+            hi: word(&bytes[16..]),
+            mask_lo: word(&mask[..16]),
+            mask_hi: word(&mask[16..]),
+            len: len as u8,
+            used: true,
+            pick,
+            cat: (0, 0),
+            devices: false,
+        })
+    }
+}
+
+impl PickMemo {
+    /// The category whose body starts at `b[at]`, if remembered: its length, what
+    /// `Want::by_cat` made of it, and its id.
+    #[inline(always)]
+    pub fn cat(&self, b: &[u8], at: usize) -> Option<(usize, Option<Pick>, CatId)> {
+        let w = window(b, at)?;
+        let i = slot_of(w.0, 0);
+        let s = &self.cats[i];
+        s.matches(w)
+            .then(|| (usize::from(s.len), s.pick, CatId(i as u8, self.gens[i])))
+    }
+
+    /// Remembers the category `b[at..at + len]` (a plain string) and what `Want::by_cat` made
+    /// of it; its id, or `None` when it cannot be remembered (then no name is remembered
+    /// under it either).
+    pub fn record_cat(
+        &mut self,
+        b: &[u8],
+        at: usize,
+        len: usize,
+        pick: Option<Pick>,
+    ) -> Option<CatId> {
+        let w = window(b, at)?;
+        let slot = Slot::of(b, at, len, pick)?;
+        let i = slot_of(w.0, 0);
+        self.gens[i] = self.gens[i].wrapping_add(1);
+        self.cats[i] = slot;
+        Some(CatId(i as u8, self.gens[i]))
+    }
+
+    /// The name whose body starts at `b[at]`, if remembered under category `cat` and this
+    /// `devices`: its length and what `Want::by_name` made of it.
+    #[inline(always)]
+    pub fn name(&self, b: &[u8], at: usize, cat: CatId, devices: bool) -> Option<(usize, Pick)> {
+        let w = window(b, at)?;
+        let s = &self.names[slot_of(w.0, u64::from(cat.0) + 1)];
+        if s.matches(w) && s.cat == (cat.0, cat.1) && s.devices == devices {
+            s.pick.map(|p| (usize::from(s.len), p))
+        } else {
+            None
+        }
+    }
+
+    /// Remembers the name `b[at..at + len]` (a plain string) under category `cat` and
+    /// `devices`, with what `Want::by_name` made of it.
+    pub fn record_name(
+        &mut self,
+        b: &[u8],
+        at: usize,
+        len: usize,
+        cat: CatId,
+        devices: bool,
+        pick: Pick,
+    ) {
+        let (Some(w), Some(mut slot)) = (window(b, at), Slot::of(b, at, len, Some(pick))) else {
+            return;
+        };
+        slot.cat = (cat.0, cat.1);
+        slot.devices = devices;
+        self.names[slot_of(w.0, u64::from(cat.0) + 1)] = slot;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::json::Field;
+    use super::super::want::{Pick, Want};
+    use super::PickMemo;
+
+    /// Keeps CPU ops named `keep…` always and `gpu…` only when no device is listed, and
+    /// runtime calls named `…Launch…`.
+    fn names(cat: &[u8], name: &[u8], devices: bool) -> bool {
+        if cat == b"cuda_runtime" {
+            return name.windows(6).any(|w| w == b"Launch");
+        }
+        name.starts_with(b"keep") || (!devices && name.starts_with(b"gpu"))
+    }
+
+    const W: Want = Want {
+        ph: b"XM",
+        complete_cats: &[
+            "kernel",
+            "cpu_op",
+            "cuda_runtime",
+            "a_category_longer_than_thirty_one_bytes",
+        ],
+        named_cats: &[
+            "cpu_op",
+            "cuda_runtime",
+            "a_category_longer_than_thirty_one_bytes",
+        ],
+        names,
+        trust_devices: true,
+    };
+
+    fn view(v: &[Field]) -> Vec<String> {
+        v.iter()
+            .map(|f| format!("{:?} {:?} {:?} {}", f.key, f.val, f.kind, f.ctl))
+            .collect()
+    }
+
+    /// A peek through one memo kept over a long run of events answers as a peek with none
+    /// (a fresh memo each time): the same pick, end and fields. The events mix categories
+    /// and names that share prefixes or differ in one byte or in length, values longer than
+    /// the memo holds, escapes, both `devices`, and events cut short near the end of the
+    /// bytes (where the memo cannot compare 32 bytes).
+    #[test]
+    fn a_peek_through_the_memo_answers_as_one_without() {
+        const CATS: [&str; 9] = [
+            "kernel",
+            "kernels",
+            "kerne",
+            "cpu_op",
+            "cpu_oq",
+            "cuda_runtime",
+            "python_function",
+            "a_category_longer_than_thirty_one_bytes",
+            "cpu\\u005fop",
+        ];
+        const NAMES: [&str; 12] = [
+            "keep",
+            "keep me",
+            "kee",
+            "gpu only",
+            "gpu",
+            "aten::empty",
+            "aten::empty_strided",
+            "cudaLaunchKernel",
+            "cudaLaunchKernelExC",
+            "cudaEventRecord",
+            "keep a name that is longer than the thirty-one bytes",
+            "keep\\u0020x",
+        ];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut memo, mut f1, mut f2) = (PickMemo::default(), Vec::new(), Vec::new());
+        let mut count = [0usize; 4];
+        for _ in 0..60_000 {
+            let ph = ["X", "X", "X", "f", "M"][(next() % 5) as usize];
+            let cat = CATS[(next() % CATS.len() as u64) as usize];
+            let name = NAMES[(next() % NAMES.len() as u64) as usize];
+            let sp = [" ", "", "  "][(next() % 3) as usize];
+            let text = format!(
+                r#"{{"ph":{sp}"{ph}",{sp}"cat":{sp}"{cat}",{sp}"name":{sp}"{name}", "pid": 1}}"#
+            );
+            let mut b = text.into_bytes();
+            // Cut short now and then, padded with what may follow in a window.
+            if next().is_multiple_of(5) {
+                b.truncate((next() as usize) % b.len() + 1);
+            }
+            let pad = (next() % 40) as usize;
+            b.extend(std::iter::repeat_n(b' ', pad));
+            let devices = next().is_multiple_of(2);
+            let with = W.peek_into(&b, 0, devices, &mut f1, &mut memo);
+            let without = W.peek_into(&b, 0, devices, &mut f2, &mut PickMemo::default());
+            let shown = String::from_utf8_lossy(&b);
+            assert_eq!(with, without, "{shown} devices {devices}");
+            if with.is_some() {
+                assert_eq!(view(&f1), view(&f2), "{shown}");
+            }
+            count[match with {
+                None => 0,
+                Some((Pick::Keep, _)) => 1,
+                Some((Pick::Skip, _)) => 2,
+                Some((Pick::Narrowed, _)) => 3,
+            }] += 1;
+        }
+        // Every answer comes up (`Narrowed` takes a CPU op named `gpu…` with devices
+        // listed), so a memo that always said one thing would fail.
+        assert!(count[..3].iter().all(|&n| n > 2_000), "{count:?}");
+        assert!(count[3] > 300, "{count:?}");
+        // And the memo is used: an event peeked once has its category and name in it.
+        let text = format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "keep me"}}{:40}"#,
+            ""
+        );
+        let b = text.as_bytes();
+        W.peek_into(b, 0, true, &mut f1, &mut memo);
+        let at = |s: &str| text.find(s).unwrap_or(0);
+        let (len, pick, id) = memo
+            .cat(b, at("cpu_op"))
+            .expect("the category is remembered");
+        assert_eq!((len, pick), (6, None));
+        let name = memo.name(b, at("keep me"), id, true);
+        assert_eq!(name, Some((7, Pick::Keep)));
+        assert_eq!(memo.name(b, at("keep me"), id, false), None);
+    }
+}
