@@ -20,8 +20,12 @@
 
 use super::want::Pick;
 
-/// Slots per table (a power of two).
+/// Category slots (a power of two): a trace has a dozen categories.
 const SLOTS: usize = 32;
+/// Name slots: two ways in each of `NAME_SETS` sets, for the hundred-odd names of a rank's
+/// runtime calls and CPU ops (names alike in their first 16 bytes, `cudaLaunchKernel` and
+/// `cudaLaunchKernelExC`, share a set and keep a way each).
+const NAME_SETS: usize = 64;
 
 /// One remembered value: its bytes and closing quote, compared under a mask.
 #[derive(Clone, Copy, Default)]
@@ -48,7 +52,9 @@ pub struct CatId(u8, u32);
 /// The memo of one reader.
 pub struct PickMemo {
     cats: Box<[Slot; SLOTS]>,
-    names: Box<[Slot; SLOTS]>,
+    names: Box<[[Slot; 2]; NAME_SETS]>,
+    /// Per name set, the way the next record takes (the other one was filled or hit last).
+    next_way: [u8; NAME_SETS],
     gens: [u32; SLOTS],
 }
 
@@ -56,7 +62,8 @@ impl Default for PickMemo {
     fn default() -> Self {
         PickMemo {
             cats: Box::new([Slot::default(); SLOTS]),
-            names: Box::new([Slot::default(); SLOTS]),
+            names: Box::new([[Slot::default(); 2]; NAME_SETS]),
+            next_way: [0; NAME_SETS],
             gens: [0; SLOTS],
         }
     }
@@ -76,11 +83,13 @@ fn window(b: &[u8], at: usize) -> Option<(u128, u128)> {
     Some((word(&w[..16]), word(&w[16..])))
 }
 
+/// A slot among `n` (a power of two up to 64) for the value whose first 16 bytes (and what
+/// follows a shorter value: the same bytes for the same value in one writer's layout) are
+/// `lo`. Only 16: the bytes after a short value run on into the event's `ts`.
 #[inline(always)]
-fn slot_of(lo: u128, salt: u64) -> usize {
-    // The first 16 bytes of the value (and what follows a shorter one), folded and mixed.
+fn slot_of(lo: u128, salt: u64, n: usize) -> usize {
     let x = (lo as u64) ^ ((lo >> 64) as u64).rotate_left(29) ^ salt;
-    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 59) as usize % SLOTS
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % n
 }
 
 impl Slot {
@@ -119,7 +128,7 @@ impl PickMemo {
     #[inline(always)]
     pub fn cat(&self, b: &[u8], at: usize) -> Option<(usize, Option<Pick>, CatId)> {
         let w = window(b, at)?;
-        let i = slot_of(w.0, 0);
+        let i = slot_of(w.0, 0, SLOTS);
         let s = &self.cats[i];
         s.matches(w)
             .then(|| (usize::from(s.len), s.pick, CatId(i as u8, self.gens[i])))
@@ -137,7 +146,7 @@ impl PickMemo {
     ) -> Option<CatId> {
         let w = window(b, at)?;
         let slot = Slot::of(b, at, len, pick)?;
-        let i = slot_of(w.0, 0);
+        let i = slot_of(w.0, 0, SLOTS);
         self.gens[i] = self.gens[i].wrapping_add(1);
         self.cats[i] = slot;
         Some(CatId(i as u8, self.gens[i]))
@@ -148,12 +157,10 @@ impl PickMemo {
     #[inline(always)]
     pub fn name(&self, b: &[u8], at: usize, cat: CatId, devices: bool) -> Option<(usize, Pick)> {
         let w = window(b, at)?;
-        let s = &self.names[slot_of(w.0, u64::from(cat.0) + 1)];
-        if s.matches(w) && s.cat == (cat.0, cat.1) && s.devices == devices {
-            s.pick.map(|p| (usize::from(s.len), p))
-        } else {
-            None
-        }
+        let set = &self.names[slot_of(w.0, u64::from(cat.0) + 1, NAME_SETS)];
+        set.iter()
+            .find(|s| s.matches(w) && s.cat == (cat.0, cat.1) && s.devices == devices)
+            .and_then(|s| s.pick.map(|p| (usize::from(s.len), p)))
     }
 
     /// Remembers the name `b[at..at + len]` (a plain string) under category `cat` and
@@ -172,7 +179,10 @@ impl PickMemo {
         };
         slot.cat = (cat.0, cat.1);
         slot.devices = devices;
-        self.names[slot_of(w.0, u64::from(cat.0) + 1)] = slot;
+        let i = slot_of(w.0, u64::from(cat.0) + 1, NAME_SETS);
+        let way = usize::from(self.next_way[i] & 1);
+        self.names[i][way] = slot;
+        self.next_way[i] = 1 - self.next_way[i];
     }
 }
 
