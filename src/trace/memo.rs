@@ -70,17 +70,25 @@ impl Memo {
         if s.len == 0 {
             return None;
         }
-        let mut short = [0u8; 32];
-        let w = match b.get(at..at + 32) {
-            Some(w) => w,
-            // Fewer than 32 bytes left (the last fields of a short `args` object, looked up
-            // on its own): the stretch must still fit; the bytes after it are masked off.
-            None => {
-                let rest = b.get(at..).filter(|r| r.len() >= usize::from(s.len))?;
-                short[..rest.len()].copy_from_slice(rest);
-                &short
-            }
+        let Some(w) = b.get(at..at + 32) else {
+            return self.matches_short(b, at, s);
         };
+        let diff = ((word(&w[..16]) ^ s.lo) & s.mask_lo) | ((word(&w[16..]) ^ s.hi) & s.mask_hi);
+        (diff == 0).then(|| Hit {
+            key: (at + s.key.0 as usize, at + s.key.1 as usize),
+            value: at + s.len as usize,
+        })
+    }
+
+    /// [`Memo::matches`] with fewer than 32 bytes left from `b[at]` (the last fields of a
+    /// short `args` object, looked up on its own): the stretch must still fit; the bytes after
+    /// it are masked off. Out of line, to keep the common case small where it is inlined.
+    #[cold]
+    #[inline(never)]
+    fn matches_short(&self, b: &[u8], at: usize, s: &Sep) -> Option<Hit> {
+        let rest = b.get(at..).filter(|r| r.len() >= usize::from(s.len))?;
+        let mut w = [0u8; 32];
+        w[..rest.len()].copy_from_slice(rest);
         let diff = ((word(&w[..16]) ^ s.lo) & s.mask_lo) | ((word(&w[16..]) ^ s.hi) & s.mask_hi);
         (diff == 0).then(|| Hit {
             key: (at + s.key.0 as usize, at + s.key.1 as usize),
