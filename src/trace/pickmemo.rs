@@ -9,14 +9,15 @@
 //! so its length and its pick are the remembered ones: two 16-byte compares under a mask
 //! stand for the string scan and the list tests.
 //!
-//! Why this is exact: a category's pick depends on its bytes alone, a name's on its bytes,
-//! its category and whether the header lists a device; a name slot also holds its category's
-//! slot and that slot's generation (bumped whenever the slot takes another category) and the
-//! `devices` flag, and matches only when all three are the current ones. Anything else —
-//! fewer than 32 bytes left in the window, a longer value, a value with an escape — takes the
-//! plain path ([`super::swar::plain_string_len`] and the lists), which then records what it
-//! found. Slots are chosen by a hash of the value's first bytes; a collision only costs a
-//! miss.
+//! Why this is exact: for one [`super::want::Want`] (a memo serves one: the reader makes one
+//! per read), a category's pick depends on its bytes alone, a name's on its bytes, its
+//! category and whether the header lists a device; a name slot also holds its category's slot
+//! and that slot's generation (a 64-bit count, bumped whenever the slot takes another
+//! category) and the `devices` flag, and matches only when all three are the current ones.
+//! Anything else — fewer than 32 bytes left in the window, a longer value, a value with an
+//! escape — takes the plain path ([`super::swar::plain_string_len`] and the lists), which then
+//! records what it found. Slots are chosen by a hash of the value's first 16 bytes; a
+//! collision only costs a miss.
 
 use super::want::Pick;
 
@@ -40,14 +41,14 @@ struct Slot {
     /// For a category: `Want::by_cat`'s answer; for a name: `Want::by_name`'s.
     pick: Option<Pick>,
     /// For a name: its category's slot and that slot's generation, and `devices`.
-    cat: (u8, u32),
+    cat: (u8, u64),
     devices: bool,
 }
 
 /// A category found in the memo or just recorded: its slot and generation, which a name
 /// read after it is remembered under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CatId(u8, u32);
+pub struct CatId(u8, u64);
 
 /// The memo of one reader.
 pub struct PickMemo {
@@ -55,7 +56,7 @@ pub struct PickMemo {
     names: Box<[[Slot; 2]; NAME_SETS]>,
     /// Per name set, the way the next record takes (the other one was filled or hit last).
     next_way: [u8; NAME_SETS],
-    gens: [u32; SLOTS],
+    gens: [u64; SLOTS],
 }
 
 impl Default for PickMemo {

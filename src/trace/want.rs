@@ -139,7 +139,8 @@ impl Want {
     /// [`Want::peek`] that also puts the fields it read into `fields` (cleared first), as
     /// the scanner would have found them (ranges relative to `b[i]`): a scan of a kept
     /// event resumes after them ([`super::json::scan_object_resume`]). The `cat` and `name`
-    /// it has read before come from `memo` ([`super::pickmemo`]): the same answer.
+    /// it has read before come from `memo` ([`super::pickmemo`]): the same answer, as long as
+    /// `memo` is only ever used with this `Want`.
     #[inline]
     pub fn peek_into(
         &self,
@@ -157,7 +158,7 @@ impl Want {
         if let Some(p) = self.by_ph(ph) {
             return Some((p, j));
         }
-        let (k, body) = key_body(b, next_key(b, j)?, b"\"cat\"")?;
+        let (k, body) = key_body(b, next_key(b, j)?, CAT)?;
         let (len, by_cat, cat_id) = match memo.cat(b, body) {
             Some((len, p, id)) => (len, p, Some(id)),
             None => {
@@ -166,13 +167,13 @@ impl Want {
                 (len, p, memo.record_cat(b, body, len, p))
             }
         };
-        push_field(fields, i, k, 5, body, len);
+        push_field(fields, i, k, CAT.len(), body, len);
         let j = body + len + 1;
         if let Some(p) = by_cat {
             return Some((p, j));
         }
         let cat = &b[body..body + len];
-        let (k, body) = key_body(b, next_key(b, j)?, b"\"name\"")?;
+        let (k, body) = key_body(b, next_key(b, j)?, NAME)?;
         let (len, pick) = match cat_id.and_then(|id| memo.name(b, body, id, devices)) {
             Some(hit) => hit,
             None => {
@@ -184,10 +185,14 @@ impl Want {
                 (len, pick)
             }
         };
-        push_field(fields, i, k, 6, body, len);
+        push_field(fields, i, k, NAME.len(), body, len);
         Some((pick, body + len + 1))
     }
 }
+
+/// The keys the peek reads after `ph`, with their quotes.
+const CAT: &[u8; 5] = b"\"cat\"";
+const NAME: &[u8; 6] = b"\"name\"";
 
 /// After a value ending before `b[j]`: the index after the `,` that follows it.
 #[inline(always)]
