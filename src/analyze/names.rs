@@ -55,8 +55,8 @@ pub const WANT: Want = Want {
 ///   intervals (they are dropped at the first GPU op and not collected after, wherever the
 ///   CPU ops stand), so only the ones read for something else: GEMMs' shapes
 ///   ([`super::work::GEMM_OPS`]), fused MoE rows, `record_param_comms`' sizes and
-///   `ProfilerStep#` marks. A trace that lists devices but
-///   holds no GPU op is read again with every CPU op ([`crate::trace::ReadReport::narrowed`]).
+///   `ProfilerStep#` marks. A trace that lists devices but holds no GPU op is read again with
+///   every CPU op ([`crate::trace::ReadReport::narrowed`]).
 pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
     if cat != CPU_OP.as_bytes() {
         return is_launch(name);
