@@ -32,6 +32,7 @@ pub use super::open::{file_kind, open_regular};
 use super::pickmemo::PickMemo;
 pub use super::want::{Pick, Want};
 
+use super::report::key_value;
 pub use super::report::{Damage, Header, Problem, ReadReport, MAX_PROBLEMS};
 
 /// Opens `path` and calls `on_event` for every valid event, in file order.
@@ -375,10 +376,15 @@ impl Scanner {
                     if c != b'"' {
                         Err(Stop::Invalid(i, "expected a string key"))
                     } else {
-                        key_value(b, i, report).map(|(end, st, ctl)| {
+                        key_value(b, i, report).map(|(end, events, ctl)| {
                             if ctl {
-                                raw_control(report, abs(i), &b[i..end]);
+                                report.raw_control(abs(i), &b[i..end]);
                             }
+                            let st = if events {
+                                State::FirstEvent
+                            } else {
+                                State::AfterValue
+                            };
                             (end, st)
                         })
                     }
@@ -433,7 +439,7 @@ impl Scanner {
                                         }
                                         report.events += 1;
                                         if ev.ctl {
-                                            raw_control(report, abs(i), &b[i..end]);
+                                            report.raw_control(abs(i), &b[i..end]);
                                         }
                                         let pick = match (self.want, peeked) {
                                             (Some(w), None | Some(Pick::Skip | Pick::Narrowed)) => {
@@ -455,7 +461,7 @@ impl Scanner {
                                             on_event(&ev);
                                         }
                                     }
-                                    Err(e) => reject(report, abs(i + e.at), e.msg),
+                                    Err(e) => report.reject(abs(i + e.at), e.msg),
                                 }
                                 Ok((end, State::AfterEvent))
                             }
@@ -464,7 +470,7 @@ impl Scanner {
                     } else {
                         match json::skip_value(b, i) {
                             Ok((end, _)) => {
-                                reject(report, abs(i), "event is not a JSON object".into());
+                                report.reject(abs(i), "event is not a JSON object".into());
                                 Ok((end, State::AfterEvent))
                             }
                             Err(e) => Err(e),
@@ -515,87 +521,12 @@ impl Drop for Scanner {
     }
 }
 
-/// Counts a value holding raw control bytes; `raw` starts at decompressed offset `at`.
-fn raw_control(report: &mut ReadReport, at: u64, raw: &[u8]) {
-    report.raw_control += 1;
-    if report.first_raw_control.is_none() {
-        report.first_raw_control = Some(at + json::first_ctl(raw).unwrap_or(0) as u64);
-    }
-}
-
-fn reject(report: &mut ReadReport, offset: u64, msg: String) {
-    report.rejected += 1;
-    if report.problems.len() < MAX_PROBLEMS {
-        report.problems.push(Problem { offset, msg });
-    }
-}
-
 fn after_events(report: &ReadReport) -> State {
     if report.header.object_form {
         State::AfterValue
     } else {
         State::Done
     }
-}
-
-/// Parses `"key": value` at `b[i]`. For `traceEvents` it stops after the opening bracket.
-/// The flag: the key or value held raw control bytes (the value is stored escaped).
-fn key_value(b: &[u8], i: usize, report: &mut ReadReport) -> Result<(usize, State, bool), Stop> {
-    let header = &mut report.header;
-    let mut ctl = false;
-    let (kend, escaped) = json::scan_string_ctl(b, i, &mut ctl)?;
-    let key_raw = std::str::from_utf8(&b[i + 1..kend - 1])
-        .map_err(|_| Stop::Invalid(i, "invalid UTF-8 in a key"))?;
-    let key = if escaped {
-        json::unescape(key_raw)
-    } else {
-        key_raw.to_string()
-    };
-    let mut j = json::skip_ws(b, kend);
-    match b.get(j) {
-        None => return Err(Stop::Incomplete),
-        Some(b':') => j = json::skip_ws(b, j + 1),
-        Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
-    }
-    if j >= b.len() {
-        return Err(Stop::Incomplete);
-    }
-    if key == "traceEvents" {
-        return if b[j] == b'[' {
-            Ok((j + 1, State::FirstEvent, ctl))
-        } else {
-            Err(Stop::Invalid(j, "\"traceEvents\" is not an array"))
-        };
-    }
-    let (vend, kind) = json::skip_value_ctl(b, j, &mut ctl)?;
-    let mut raw = std::str::from_utf8(&b[j..vend])
-        .map_err(|e| Stop::Invalid(j + e.valid_up_to(), "invalid UTF-8"))?
-        .to_string();
-    if ctl {
-        let mut esc = Vec::with_capacity(raw.len() + 16);
-        json::escape_ctl(raw.as_bytes(), &mut esc);
-        // Escaping only replaces ASCII bytes: still valid UTF-8.
-        raw = String::from_utf8(esc).unwrap_or(raw);
-    }
-    match key.as_str() {
-        "schemaVersion" => header.schema_version = raw.parse().ok(),
-        "baseTimeNanoseconds" => {
-            header.base_time_ns = Some(
-                raw.parse()
-                    .map_err(|_| Stop::Invalid(j, "baseTimeNanoseconds is not a 64-bit integer"))?,
-            )
-        }
-        "displayTimeUnit" => {
-            header.display_time_unit = match kind {
-                json::Kind::Str { .. } => Some(raw.trim_matches('"').to_string()),
-                _ => None,
-            }
-        }
-        "deviceProperties" => header.device_properties = Some(raw),
-        "distributedInfo" => header.distributed_info = Some(raw),
-        _ => header.other.push((key, raw)),
-    }
-    Ok((vend, State::AfterValue, ctl))
 }
 
 #[cfg(test)]

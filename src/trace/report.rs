@@ -1,10 +1,14 @@
 //! What reading one trace file found: its [`Header`] (the top-level keys other than
 //! `traceEvents`), and the [`ReadReport`] — events delivered and rejected, the [`Problem`]s with
 //! single events, the [`Damage`] that stopped reading early, raw control bytes and trailing
-//! garbage, each at its byte offset. The reader ([`super::reader`]) fills them in.
+//! garbage, each at its byte offset. The reader ([`super::reader`]) fills them in; the
+//! header's keys it reads through [`key_value`], the counts through [`ReadReport::reject`] and
+//! [`ReadReport::raw_control`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use super::json::{self, Stop};
 
 /// Top-level keys of a trace other than `traceEvents`. Values are kept as raw JSON text.
 #[derive(Debug, Clone, Default)]
@@ -191,6 +195,89 @@ impl ReadReport {
         }
         out
     }
+}
+
+impl ReadReport {
+    /// Counts a value holding raw control bytes; `raw` starts at decompressed offset `at`.
+    pub(super) fn raw_control(&mut self, at: u64, raw: &[u8]) {
+        self.raw_control += 1;
+        if self.first_raw_control.is_none() {
+            self.first_raw_control = Some(at + json::first_ctl(raw).unwrap_or(0) as u64);
+        }
+    }
+
+    /// Counts an event turned away, and names it while fewer than [`MAX_PROBLEMS`] are.
+    pub(super) fn reject(&mut self, offset: u64, msg: String) {
+        self.rejected += 1;
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(Problem { offset, msg });
+        }
+    }
+}
+
+/// Parses a top-level `"key": value` at `b[i]` into `report`'s [`Header`]; the index after it,
+/// whether it opened the `traceEvents` array (then it stops after the `[`), and whether the
+/// key or value held raw control bytes (the value is stored escaped).
+pub(super) fn key_value(
+    b: &[u8],
+    i: usize,
+    report: &mut ReadReport,
+) -> Result<(usize, bool, bool), Stop> {
+    let header = &mut report.header;
+    let mut ctl = false;
+    let (kend, escaped) = json::scan_string_ctl(b, i, &mut ctl)?;
+    let key_raw = std::str::from_utf8(&b[i + 1..kend - 1])
+        .map_err(|_| Stop::Invalid(i, "invalid UTF-8 in a key"))?;
+    let key = if escaped {
+        json::unescape(key_raw)
+    } else {
+        key_raw.to_string()
+    };
+    let mut j = json::skip_ws(b, kend);
+    match b.get(j) {
+        None => return Err(Stop::Incomplete),
+        Some(b':') => j = json::skip_ws(b, j + 1),
+        Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
+    }
+    if j >= b.len() {
+        return Err(Stop::Incomplete);
+    }
+    if key == "traceEvents" {
+        return if b[j] == b'[' {
+            Ok((j + 1, true, ctl))
+        } else {
+            Err(Stop::Invalid(j, "\"traceEvents\" is not an array"))
+        };
+    }
+    let (vend, kind) = json::skip_value_ctl(b, j, &mut ctl)?;
+    let mut raw = std::str::from_utf8(&b[j..vend])
+        .map_err(|e| Stop::Invalid(j + e.valid_up_to(), "invalid UTF-8"))?
+        .to_string();
+    if ctl {
+        let mut esc = Vec::with_capacity(raw.len() + 16);
+        json::escape_ctl(raw.as_bytes(), &mut esc);
+        // Escaping only replaces ASCII bytes: still valid UTF-8.
+        raw = String::from_utf8(esc).unwrap_or(raw);
+    }
+    match key.as_str() {
+        "schemaVersion" => header.schema_version = raw.parse().ok(),
+        "baseTimeNanoseconds" => {
+            header.base_time_ns = Some(
+                raw.parse()
+                    .map_err(|_| Stop::Invalid(j, "baseTimeNanoseconds is not a 64-bit integer"))?,
+            )
+        }
+        "displayTimeUnit" => {
+            header.display_time_unit = match kind {
+                json::Kind::Str { .. } => Some(raw.trim_matches('"').to_string()),
+                _ => None,
+            }
+        }
+        "deviceProperties" => header.device_properties = Some(raw),
+        "distributedInfo" => header.distributed_info = Some(raw),
+        _ => header.other.push((key, raw)),
+    }
+    Ok((vend, false, ctl))
 }
 
 impl fmt::Display for ReadReport {
