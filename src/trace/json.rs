@@ -55,7 +55,7 @@ pub enum Kind {
 }
 
 /// One `"key": value` pair of an object, as ranges into the scanned slice.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Field {
     pub key: (u32, u32),
     pub val: (u32, u32),

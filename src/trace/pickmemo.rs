@@ -189,7 +189,6 @@ impl PickMemo {
 
 #[cfg(test)]
 mod tests {
-    use super::super::json::Field;
     use super::super::want::{Pick, Want};
     use super::PickMemo;
 
@@ -218,12 +217,6 @@ mod tests {
         names,
         trust_devices: true,
     };
-
-    fn view(v: &[Field]) -> Vec<String> {
-        v.iter()
-            .map(|f| format!("{:?} {:?} {:?} {}", f.key, f.val, f.kind, f.ctl))
-            .collect()
-    }
 
     /// A peek through one memo kept over a long run of events answers as a peek with none
     /// (a fresh memo each time): the same pick, end and fields. The events mix categories
@@ -287,7 +280,7 @@ mod tests {
             let shown = String::from_utf8_lossy(&b);
             assert_eq!(with, without, "{shown} devices {devices}");
             if with.is_some() {
-                assert_eq!(view(&f1), view(&f2), "{shown}");
+                assert_eq!(f1, f2, "{shown}");
             }
             count[match with {
                 None => 0,
