@@ -51,5 +51,7 @@ pub mod pipeline;
 pub mod progress;
 pub mod report;
 pub mod synth;
+#[cfg(test)]
+mod testrng;
 pub mod trace;
 pub mod watch;

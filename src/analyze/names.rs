@@ -160,12 +160,7 @@ mod tests {
             b"x",
         ];
         let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = move || crate::testrng::xorshift(&mut s);
         let mut out = vec![Vec::new()];
         out.extend(
             super::super::work::GEMM_OPS

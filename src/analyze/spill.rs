@@ -349,9 +349,7 @@ mod tests {
         let mut v: Vec<(i64, i64)> = (0..n).map(|i| (i % 97, i)).collect();
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for i in (1..v.len()).rev() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            crate::testrng::xorshift(&mut x);
             v.swap(i, (x % (i as u64 + 1)) as usize);
         }
         v

@@ -279,9 +279,7 @@ mod tests {
     fn data(n: i64) -> (Vec<GpuIv>, Vec<(i64, i64)>) {
         let mut x: u64 = 88_172_645_463_325_252;
         let mut rnd = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            crate::testrng::xorshift(&mut x);
             (x % m) as i64
         };
         let mut ops = Vec::new();

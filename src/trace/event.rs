@@ -419,9 +419,7 @@ mod tests {
             b"\x80",
         ];
         for _ in 0..20_000 {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
+            crate::testrng::xorshift(&mut s);
             let n = (s % 40) as usize;
             let b: Vec<u8> = (0..n)
                 .flat_map(|k| {
@@ -467,9 +465,7 @@ mod tests {
         .collect();
         let mut s = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..50_000 {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
+            crate::testrng::xorshift(&mut s);
             let len = (s % 22) as usize;
             // Half the cases are plain `[-]digits`, the fast path's own ground.
             let alphabet: &[u8] = if s & 1 == 0 {

@@ -1,6 +1,7 @@
 //! Unit tests of [`super`] (`json.rs`), kept apart so the module stays readable.
 
 use super::*;
+use crate::testrng::xorshift;
 use crate::trace::swar::{plain_string_len, short_string_end};
 
 #[test]
@@ -105,14 +106,6 @@ fn unescapes() {
     let mut o = Vec::new();
     write_string(&mut o, "a\"b\n");
     assert_eq!(o, br#""a\"b\n""#);
-}
-
-/// A small deterministic generator for the equivalence tests below.
-fn xorshift(s: &mut u64) -> u64 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    *s
 }
 
 fn random_bytes(s: &mut u64, alphabet: &[u8], max_len: usize) -> Vec<u8> {
@@ -255,9 +248,7 @@ fn escaped_raw_control_bytes_read_back_as_themselves() {
         let mut raw = String::new();
         let mut want = String::new();
         for k in 0..(x % 12) as usize {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let p = pieces[(x >> (k % 50)) as usize % pieces.len()];
             raw.push_str(p);
             want.push_str(match p {
@@ -266,9 +257,7 @@ fn escaped_raw_control_bytes_read_back_as_themselves() {
                 _ => p,
             });
         }
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        xorshift(&mut x);
         let text = format!("{{\"k\": \"{raw}\", \"a\": [1, \"{raw}\"]}}");
         let mut out = Vec::new();
         escape_ctl(text.as_bytes(), &mut out);
@@ -317,9 +306,7 @@ fn any_at_either_visits_every_position_of_the_two_bytes() {
         let n = round % 41;
         let hay: Vec<u8> = (0..n)
             .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
+                xorshift(&mut s);
                 BYTES[(s % 9) as usize]
             })
             .collect();
@@ -357,12 +344,7 @@ fn skip_plain16_stops_at_the_first_quote_backslash_or_control_byte() {
     use crate::trace::swar::skip_plain16;
     let stop = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
     let mut s = 0x1234_5678_9ABC_DEF1u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut next = move || xorshift(&mut s);
     let mut stopped = 0;
     for round in 0..20_000 {
         let n = (next() % 80) as usize;

@@ -104,12 +104,7 @@ mod tests {
     #[test]
     fn the_members_are_the_args_objects_fields() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = move || crate::testrng::xorshift(&mut x);
         let spaces = [" ", "", "\n      ", "  "];
         let keys = [
             "External id",

@@ -165,10 +165,7 @@ mod tests {
 
     impl Objects {
         fn next(&mut self) -> u64 {
-            self.s ^= self.s << 13;
-            self.s ^= self.s >> 7;
-            self.s ^= self.s << 17;
-            self.s
+            crate::testrng::xorshift(&mut self.s)
         }
 
         fn pick(&mut self, r: u64, k: usize, x: usize, m: usize) -> usize {

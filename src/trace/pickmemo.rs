@@ -251,12 +251,7 @@ mod tests {
             "keep\\u0020x",
         ];
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = move || crate::testrng::xorshift(&mut x);
         let (mut memo, mut f1, mut f2) = (PickMemo::default(), Vec::new(), Vec::new());
         let mut count = [0usize; 4];
         for _ in 0..60_000 {

@@ -8,10 +8,7 @@ use crate::trace::json;
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        crate::testrng::xorshift(&mut self.0)
     }
 }
 

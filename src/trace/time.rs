@@ -318,9 +318,7 @@ mod tests {
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut seen = 0;
         for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            crate::testrng::xorshift(&mut x);
             let len = (x % 26) as usize;
             let mut t: Vec<u8> = (0..len)
                 .map(|k| alphabet[((x >> (k * 2 % 60)) as usize + k) % alphabet.len()])

@@ -381,9 +381,7 @@ mod tests {
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut resumed = 0;
         for n in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            crate::testrng::xorshift(&mut x);
             let mut b = layouts[n % layouts.len()].as_bytes().to_vec();
             if x.is_multiple_of(3) {
                 let at = (x >> 8) as usize % b.len();
