@@ -358,15 +358,7 @@ mod tests {
     /// of the plain rule: every event's `pid_key` entered, first integer kept, sort flag or-ed.
     #[test]
     fn track_pid_notes_what_the_plain_rule_notes() {
-        let pids = [
-            r#"0"#,
-            r#"7"#,
-            r#"2910249"#,
-            r#""5""#,
-            r#"5"#,
-            r#""Spans""#,
-            r#"-3"#,
-        ];
+        let pids = ["0", "7", "2910249", "\"5\"", "5", "\"Spans\"", "-3"];
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut sorts = 0;
         for _ in 0..200 {
