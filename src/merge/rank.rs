@@ -295,9 +295,16 @@ pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
 }
 
 fn pid_key(pid: &Id<'_>) -> Option<PidKey> {
+    let mut digits = itoa::Buffer::new();
+    pid_text(pid, &mut digits).map(|(int, key)| (int, key.to_string()))
+}
+
+/// A process id's integer, if any, and its text (an integer written as `to_string` writes it,
+/// into `digits`): the key [`pid_key`] and [`track_pid`] note a process under.
+fn pid_text<'a>(pid: &'a Id<'_>, digits: &'a mut itoa::Buffer) -> Option<(Option<i64>, &'a str)> {
     match pid {
-        Id::Int(v) => Some((Some(*v), v.to_string())),
-        Id::Str(s) => Some((None, s.raw().to_string())),
+        Id::Int(v) => Some((Some(*v), digits.format(*v))),
+        Id::Str(s) => Some((None, s.raw())),
         Id::None => None,
     }
 }
@@ -316,14 +323,12 @@ fn track_pid(
     if same && !is_sort {
         return;
     }
-    // The key as `pid_key` writes it (an integer as `to_string` does), without allocating
-    // unless the process is new: Kineto interleaves the GPU's and the CPU process's events,
-    // so the last process differs on a fifth of a real rank's events (#14, tenth round).
+    // The key without allocating unless the process is new: Kineto interleaves the GPU's and
+    // the CPU process's events, so the last process differs on a fifth of a real rank's
+    // events (#14, tenth round).
     let mut digits = itoa::Buffer::new();
-    let (int, key): (Option<i64>, &str) = match &ev.pid {
-        Id::Int(v) => (Some(*v), digits.format(*v)),
-        Id::Str(s) => (None, s.raw()),
-        Id::None => return,
+    let Some((int, key)) = pid_text(&ev.pid, &mut digits) else {
+        return;
     };
     match pids.get_mut(key) {
         Some(meta) => meta.has_sort |= is_sort,
@@ -349,13 +354,14 @@ fn track_pid(
 
 #[cfg(test)]
 mod tests {
-    use super::{pid_key, track_pid, FxHashMap, PidMeta};
-    use crate::trace::event::scan_event;
+    use super::{track_pid, FxHashMap, PidMeta};
+    use crate::trace::event::{scan_event, Id};
 
     /// Over events whose process alternates, repeats, comes back, is an integer or a string
     /// (`"5"` and `5` share a key) or absent, with `process_sort_index` metadata now and
     /// then, the processes noted (and whether each had a sort index, and its integer) are those
-    /// of the plain rule: every event's `pid_key` entered, first integer kept, sort flag or-ed.
+    /// of the plain rule: every event's key (an integer's `to_string`) entered, first integer
+    /// kept, sort flag or-ed.
     #[test]
     fn track_pid_notes_what_the_plain_rule_notes() {
         let pids = ["0", "7", "2910249", "\"5\"", "5", "\"Spans\"", "-3"];
@@ -379,7 +385,12 @@ mod tests {
                 let mut f = Vec::new();
                 let ev = scan_event(text.as_bytes(), &mut f).unwrap();
                 track_pid(&ev, &mut got, &mut last);
-                if let Some((int, key)) = pid_key(&ev.pid) {
+                let noted = match ev.pid {
+                    Id::Int(v) => Some((Some(v), v.to_string())),
+                    Id::Str(s) => Some((None, s.raw().to_string())),
+                    Id::None => None,
+                };
+                if let Some((int, key)) = noted {
                     let w = want.entry(key).or_insert((false, int));
                     w.0 |= sort;
                     sorts += usize::from(sort);

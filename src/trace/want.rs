@@ -39,6 +39,7 @@
 
 use super::json::{Field, Kind};
 use super::pickmemo::PickMemo;
+use super::swar::same_bytes;
 
 /// A test on a complete event's `cat` and `name` (both raw, as written; `name` is only asked
 /// for the categories in [`Want::named_cats`]); `devices`: the header lists a device. False:
@@ -77,11 +78,6 @@ pub fn every_name(_: &[u8], _: &[u8], _: bool) -> bool {
     true
 }
 
-#[inline(always)]
-fn same(a: &str, b: &[u8]) -> bool {
-    super::swar::same_bytes(a.as_bytes(), b)
-}
-
 impl Want {
     /// What becomes of an event with this `ph` (first byte), `cat` and `name` (raw);
     /// `devices`: the header lists a device.
@@ -105,10 +101,18 @@ impl Want {
     /// For a complete event: `Some` when its `cat` decides, `None` when its name must.
     #[inline]
     fn by_cat(&self, cat: &[u8]) -> Option<Pick> {
-        if !self.complete_cats.iter().any(|c| same(c, cat)) {
+        if !self
+            .complete_cats
+            .iter()
+            .any(|c| same_bytes(c.as_bytes(), cat))
+        {
             Some(Pick::Skip)
         } else {
-            (!self.named_cats.iter().any(|c| same(c, cat))).then_some(Pick::Keep)
+            (!self
+                .named_cats
+                .iter()
+                .any(|c| same_bytes(c.as_bytes(), cat)))
+            .then_some(Pick::Keep)
         }
     }
 
