@@ -96,7 +96,7 @@ fn slot_of(lo: u128, salt: u64, n: usize) -> usize {
 impl Slot {
     #[inline(always)]
     fn matches(&self, (lo, hi): (u128, u128)) -> bool {
-        self.used && ((lo ^ self.lo) & self.mask_lo) | ((hi ^ self.hi) & self.mask_hi) == 0
+        self.used & (((lo ^ self.lo) & self.mask_lo) | ((hi ^ self.hi) & self.mask_hi) == 0)
     }
 
     /// The slot for the plain string body `b[at..at + len]` (its quote at `b[at + len]`),
@@ -158,10 +158,17 @@ impl PickMemo {
     #[inline(always)]
     pub fn name(&self, b: &[u8], at: usize, cat: CatId, devices: bool) -> Option<(usize, Pick)> {
         let w = window(b, at)?;
-        let set = &self.names[slot_of(w.0, u64::from(cat.0) + 1, NAME_SETS)];
-        set.iter()
-            .find(|s| s.matches(w) && s.cat == (cat.0, cat.1) && s.devices == devices)
-            .and_then(|s| s.pick.map(|p| (usize::from(s.len), p)))
+        let [a, b] = &self.names[slot_of(w.0, u64::from(cat.0) + 1, NAME_SETS)];
+        // Both ways tested, the hit selected without a branch: which way holds a name is
+        // as good as random, and a branch on it mispredicts.
+        let hit = |s: &Slot| s.matches(w) & (s.cat == (cat.0, cat.1)) & (s.devices == devices);
+        let (ha, hb) = (hit(a), hit(b));
+        let s = if hb { b } else { a };
+        if ha | hb {
+            s.pick.map(|p| (usize::from(s.len), p))
+        } else {
+            None
+        }
     }
 
     /// Remembers the name `b[at..at + len]` (a plain string) under category `cat` and
