@@ -99,6 +99,12 @@ impl Slot {
         self.used & (((lo ^ self.lo) & self.mask_lo) | ((hi ^ self.hi) & self.mask_hi) == 0)
     }
 
+    /// Whether this name slot holds the value in `w` under category `cat` and `devices`.
+    #[inline(always)]
+    fn hit(&self, w: (u128, u128), cat: CatId, devices: bool) -> bool {
+        self.matches(w) & (self.cat == (cat.0, cat.1)) & (self.devices == devices)
+    }
+
     /// The slot for the plain string body `b[at..at + len]` (its quote at `b[at + len]`),
     /// when it fits.
     fn of(b: &[u8], at: usize, len: usize, pick: Option<Pick>) -> Option<Slot> {
@@ -161,8 +167,7 @@ impl PickMemo {
         let [a, b] = &self.names[slot_of(w.0, u64::from(cat.0) + 1, NAME_SETS)];
         // Both ways tested, the hit selected without a branch: which way holds a name is
         // as good as random, and a branch on it mispredicts.
-        let hit = |s: &Slot| s.matches(w) & (s.cat == (cat.0, cat.1)) & (s.devices == devices);
-        let (ha, hb) = (hit(a), hit(b));
+        let (ha, hb) = (a.hit(w, cat, devices), b.hit(w, cat, devices));
         let s = if hb { b } else { a };
         if ha | hb {
             s.pick.map(|p| (usize::from(s.len), p))
