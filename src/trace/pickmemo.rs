@@ -167,12 +167,13 @@ impl PickMemo {
     #[inline(always)]
     pub fn name(&self, b: &[u8], at: usize, cat: CatId, devices: bool) -> Option<(usize, Pick)> {
         let w = window(b, at)?;
-        let [a, b] = &self.names[slot_of(w.0, u64::from(cat.0) + 1, NAME_SETS)];
+        let [way0, way1] = &self.names[slot_of(w.0, u64::from(cat.0) + 1, NAME_SETS)];
         // Both ways tested, the hit selected without a branch: which way holds a name is
-        // as good as random, and a branch on it mispredicts.
-        let (ha, hb) = (a.hit(w, cat, devices), b.hit(w, cat, devices));
-        let s = if hb { b } else { a };
-        if ha | hb {
+        // as good as random, and a branch on it mispredicts. (At most one way holds a given
+        // name under one category and `devices`: a name is recorded only when both missed.)
+        let (h0, h1) = (way0.hit(w, cat, devices), way1.hit(w, cat, devices));
+        let s = if h1 { way1 } else { way0 };
+        if h0 | h1 {
             s.pick.map(|p| (usize::from(s.len), p))
         } else {
             None
