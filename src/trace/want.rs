@@ -101,18 +101,11 @@ impl Want {
     /// For a complete event: `Some` when its `cat` decides, `None` when its name must.
     #[inline]
     fn by_cat(&self, cat: &[u8]) -> Option<Pick> {
-        if !self
-            .complete_cats
-            .iter()
-            .any(|c| same_bytes(c.as_bytes(), cat))
-        {
+        let listed = |cats: &[&str]| cats.iter().any(|c| same_bytes(c.as_bytes(), cat));
+        if !listed(self.complete_cats) {
             Some(Pick::Skip)
         } else {
-            (!self
-                .named_cats
-                .iter()
-                .any(|c| same_bytes(c.as_bytes(), cat)))
-            .then_some(Pick::Keep)
+            (!listed(self.named_cats)).then_some(Pick::Keep)
         }
     }
 
