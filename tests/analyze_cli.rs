@@ -226,6 +226,80 @@ fn damaged_input_is_partial_and_named() {
     );
 }
 
+/// Three ranks doing the same work; the third's file cut in half. Compared as it is, its work
+/// would compare low and the complete ranks would look slower: it is left out, named with its
+/// damage and byte offset on the report's first line, unless `--keep-partial`.
+#[test]
+fn a_rank_whose_trace_stops_early_is_left_out_of_the_comparison() {
+    let d = tempfile::tempdir().unwrap();
+    let files = Planted {
+        ranks: 3,
+        steps: 6,
+        slow: 0,
+        from: 0,
+        factor: 1.0,
+    }
+    .write_ranks(d.path(), false);
+    let text = std::fs::read(&files[2]).unwrap();
+    let cut = text.len() / 2;
+    std::fs::write(&files[2], &text[..cut]).unwrap();
+    let dir = d.path().to_str().unwrap();
+    let json = |extra: &[&str]| {
+        let mut args = vec!["--profile-dir", dir, "--format", "json"];
+        args.extend(extra);
+        let o = run("analyze-profile", &args);
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let name = files[2].file_name().unwrap().to_str().unwrap();
+    let damage = format!("truncated at byte {cut}");
+
+    let v = json(&[]);
+    let first = v["verdict"]["lines"][0].as_str().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "Left out of the comparison: TP02 ({name}: {damage}, "
+        )),
+        "{first}"
+    );
+    let ranks: Vec<&str> = v["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rank"].as_str().unwrap())
+        .collect();
+    assert_eq!(ranks, ["TP00", "TP01"]);
+    assert_eq!(v["verdict"]["balanced"], true, "{:#}", v["verdict"]);
+    let f = &v["files"][2];
+    assert!(
+        f["stopped_early"].as_str().unwrap().starts_with(&damage),
+        "{f}"
+    );
+    assert_eq!(v["files"][0].get("stopped_early"), None);
+
+    // Kept: the cut rank's work compares low, and a complete rank looks slower.
+    let v = json(&["--keep-partial"]);
+    let first = v["verdict"]["lines"][0].as_str().unwrap();
+    assert!(
+        first.starts_with(&format!("Caution: TP02 ({name}: {damage}, ")),
+        "{first}"
+    );
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 3);
+    assert_eq!(v["verdict"]["balanced"], false, "{:#}", v["verdict"]);
+    assert_ne!(v["verdict"]["slowest"], "TP02");
+
+    // Every rank cut: nothing complete to compare with, all kept, with the caution.
+    for f in &files[..2] {
+        let text = std::fs::read(f).unwrap();
+        std::fs::write(f, &text[..text.len() / 2]).unwrap();
+    }
+    let v = json(&[]);
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 3);
+    let first = v["verdict"]["lines"][0].as_str().unwrap();
+    assert!(first.starts_with("Caution: TP00 ("), "{first}");
+    assert!(first.contains("; TP02 ("), "{first}");
+}
+
 #[test]
 fn bad_usage_exits_2_with_a_clear_message() {
     let o = run("analyze-profile", &["/no/such/trace.json.gz"]);

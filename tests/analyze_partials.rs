@@ -46,6 +46,16 @@ fn direct(files: &[PathBuf], extra: &[&str], format: &str) -> (i32, String) {
 /// Saves one partial per group of files, then reduces them (in reverse order, to show that the
 /// order of the partials does not matter); the reduce's stdout in `format`.
 fn via_partials(groups: &[&[PathBuf]], extra: &[&str], format: &str) -> (i32, String) {
+    via_partials_with(groups, extra, &[], format)
+}
+
+/// [`via_partials`] with `reduce` given to the reduce (`--from-partials`) as well.
+fn via_partials_with(
+    groups: &[&[PathBuf]],
+    extra: &[&str],
+    reduce: &[&str],
+    format: &str,
+) -> (i32, String) {
     let t = tempfile::tempdir().unwrap();
     let mut parts = Vec::new();
     for (i, g) in groups.iter().enumerate() {
@@ -60,7 +70,9 @@ fn via_partials(groups: &[&[PathBuf]], extra: &[&str], format: &str) -> (i32, St
         parts.push(s(&p));
     }
     parts.reverse();
-    let mut a: Vec<&str> = vec!["analyze", "--format", format, "--from-partials"];
+    let mut a: Vec<&str> = vec!["analyze", "--format", format];
+    a.extend(reduce);
+    a.push("--from-partials");
     a.extend(parts.iter().map(String::as_str));
     let (code, out, err) = run(&a);
     assert!(code == 0 || code == 3, "{a:?}: {code} {err}");
@@ -170,17 +182,26 @@ fn a_rank_cut_before_its_base_time_gets_the_common_base_across_partials() {
         }
         files.push(dest);
     }
-    let (code, want) = direct(&files, &[], "json");
+    let groups: &[&[PathBuf]] = &[
+        &files[1..2],
+        &[files[0].clone(), files[2].clone(), files[3].clone()],
+    ];
+    // Compared (kept although cut) only when asked.
+    let (code, want) = direct(&files, &["--keep-partial"], "json");
     assert_eq!(code, 3, "a damaged input: exit code 3");
     assert!(want.contains("rank TP01 has no baseTimeNanoseconds"));
-    let (c, got) = via_partials(
-        &[
-            &files[1..2],
-            &[files[0].clone(), files[2].clone(), files[3].clone()],
-        ],
-        &[],
-        "json",
+    let (c, got) = via_partials_with(groups, &[], &["--keep-partial"], "json");
+    assert_eq!(c, 3);
+    assert_eq!(got, want);
+    // By default left out, and named, the same way through partials.
+    let (code, want) = direct(&files, &[], "json");
+    assert_eq!(code, 3);
+    assert!(
+        want.contains("Left out of the comparison: TP01 ("),
+        "{want}"
     );
+    assert!(!want.contains("rank TP01 has no baseTimeNanoseconds"));
+    let (c, got) = via_partials(groups, &[], "json");
     assert_eq!(c, 3);
     assert_eq!(got, want);
 }

@@ -99,6 +99,9 @@ pub struct AnalyzeOptions {
     pub summary_kernels: usize,
     /// Worker threads (`None`: all cores).
     pub jobs: Option<usize>,
+    /// Compare the ranks whose trace stops early (truncated, broken) with the others anyway;
+    /// by default they are left out of the comparison while a complete rank remains.
+    pub keep_partial: bool,
 }
 
 impl Default for AnalyzeOptions {
@@ -115,6 +118,7 @@ impl Default for AnalyzeOptions {
             classes: None,
             summary_kernels: 200,
             jobs: None,
+            keep_partial: false,
         }
     }
 }

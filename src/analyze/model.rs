@@ -27,6 +27,11 @@ pub struct FileInfo {
     /// out of the analysis (and `damaged` is set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// Why reading stopped before the end of the document (`truncated at byte N`, …), when
+    /// it did: the rank's figures cover only what came before, and it is left out of the
+    /// comparison unless asked for ([`super::AnalyzeOptions::keep_partial`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
 }
 
 /// One rank in depth (`--rank N`).

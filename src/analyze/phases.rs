@@ -150,6 +150,7 @@ pub fn read(
                         damaged: true,
                         ranks: vec![input.label.clone()],
                         unreadable: Some(why),
+                        stopped_early: None,
                     },
                     ranks: Vec::new(),
                 }
@@ -167,6 +168,66 @@ pub fn read(
         merged,
         files,
     })
+}
+
+/// The ranks whose file stops early or is corrupt (truncated, invalid JSON, a broken gzip
+/// stream): what was read covers only part of their profile, so their work compares low and
+/// would make a complete rank look slow. While a complete rank remains they are taken out of `results`
+/// (unless `keep`); either way the returned line, the report's first, names them, the damage
+/// and its byte offset. A merged trace's ranks share its one file and are kept.
+fn partial_ranks(
+    results: &mut Vec<RankResult>,
+    files: &[FileInfo],
+    merged: bool,
+    keep: bool,
+) -> Option<String> {
+    let partial: Vec<(&FileInfo, &str)> = files
+        .iter()
+        .filter(|f| f.unreadable.is_none())
+        .filter_map(|f| Some((f, f.stopped_early.as_deref()?)))
+        .collect();
+    if partial.is_empty() {
+        return None;
+    }
+    let is_partial = |r: &RankResult| partial.iter().any(|(f, _)| f.ranks.contains(&r.label));
+    let complete = results.iter().filter(|r| !is_partial(r)).count();
+    let named: Vec<String> = partial
+        .iter()
+        .map(|(f, why)| {
+            let name = Path::new(&f.path)
+                .file_name()
+                .map_or(f.path.clone(), |n| n.to_string_lossy().into_owned());
+            format!("{} ({name}: {why})", f.ranks.join(", "))
+        })
+        .collect();
+    let named = named.join("; ");
+    if merged {
+        return Some(format!(
+            "Caution: the merged trace is damaged ({}): some of its ranks may be missing events \
+             and compare low.",
+            partial
+                .iter()
+                .map(|(_, w)| *w)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let (its, them) = if partial.len() == 1 {
+        ("its", "it")
+    } else {
+        ("their", "them")
+    };
+    if keep || complete == 0 {
+        return Some(format!(
+            "Caution: {named}: {its} figures cover only what could be read and compare low \
+             against complete ranks."
+        ));
+    }
+    results.retain(|r| !is_partial(r));
+    Some(format!(
+        "Left out of the comparison: {named}: {its} figures would cover only what could be \
+         read (--keep-partial compares {them} anyway)."
+    ))
 }
 
 /// `--rank N` on a merged trace (several ranks in one file): keeps the N-th rank only.
@@ -227,6 +288,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             unreadable.join("\n  ")
         );
     }
+    let partial_line = partial_ranks(&mut results, &files, read.merged, args.keep_partial);
     // A rank cut short before Kineto wrote its baseTimeNanoseconds (after the events) has
     // relative times: it gets the common base of the others, as `merge` does.
     if let Some(common) = results.iter().filter_map(|r| r.base_ns).min() {
@@ -283,6 +345,9 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
     a.files = files;
     a.notes.splice(0..0, notes);
     a.damaged = damaged;
+    if let Some(line) = partial_line {
+        a.verdict.lines.insert(0, line);
+    }
     // A `rankprof watch` timeline beside the traces says what the load was at the onset.
     if let (Some(o), Some(origin)) = (&a.steps.onset, origin) {
         let at = origin + (o.t_ms * 1e6).round() as i64;

@@ -271,6 +271,14 @@ pub(super) fn read_input(
         damaged: report.is_damaged(),
         ranks: results.iter().map(|r| r.label.clone()).collect(),
         unreadable: None,
+        stopped_early: report.damage.as_ref().map(|d| {
+            let what = match d {
+                trace::Damage::Truncated { at } => format!("truncated at byte {at}"),
+                trace::Damage::InvalidJson { at, .. } => format!("invalid JSON at byte {at}"),
+                trace::Damage::Gzip { at, .. } => format!("a broken gzip stream after byte {at}"),
+            };
+            format!("{what}, {} events read before", report.events)
+        }),
     };
     Ok((results, info, notes))
 }

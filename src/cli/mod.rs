@@ -191,6 +191,10 @@ pub struct AnalyzeArgs {
     /// Kernel class rules to use before (or instead of) the built-in ones (TOML).
     #[arg(long, value_name = "RULES.toml")]
     pub classes: Option<PathBuf>,
+    /// Compare ranks whose trace stops early (truncated, broken) with the others anyway; by
+    /// default they are left out of the comparison, named on the report's first line.
+    #[arg(long = "keep-partial")]
+    pub keep_partial: bool,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,

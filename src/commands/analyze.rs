@@ -27,6 +27,7 @@ pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
         classes: a.classes.clone(),
         summary_kernels: a.summary_kernels,
         jobs: a.jobs,
+        keep_partial: a.keep_partial,
     }
 }
 

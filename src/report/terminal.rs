@@ -99,7 +99,9 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
         Some(st) => format!("{} (stage {st})", a.profile_id),
         None => a.profile_id.clone(),
     };
-    s.push_str(&format!("Profile {scope}: {} ranks\n", a.ranks.len()));
+    let n = a.ranks.len();
+    let plural = if n == 1 { "" } else { "s" };
+    s.push_str(&format!("Profile {scope}: {n} rank{plural}\n"));
     for l in &a.verdict.lines {
         let w = (width() as usize).max(60) - 2;
         s.push_str(&format!("  {}\n", super::attribution::wrap(l, w, "    ")));
