@@ -172,9 +172,9 @@ pub fn read(
 
 /// The ranks whose file stops early or is corrupt (truncated, invalid JSON, a broken gzip
 /// stream): what was read covers only part of their profile, so their work compares low and
-/// would make a complete rank look slow. While a complete rank remains they are taken out of `results`
-/// (unless `keep`); either way the returned line, the report's first, names them, the damage
-/// and its byte offset. A merged trace's ranks share its one file and are kept.
+/// would make a complete rank look slow. While a complete rank remains they are taken out of
+/// `results` (unless `keep`); either way the returned line, the report's first, names them,
+/// the damage and its byte offset. A merged trace's ranks share its one file and are kept.
 fn partial_ranks(
     results: &mut Vec<RankResult>,
     files: &[FileInfo],
