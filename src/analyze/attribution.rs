@@ -517,23 +517,24 @@ impl Ctx<'_> {
             .unwrap_or_default();
         let peer_txt = super::rankset::median_of(&peers);
         let unit = self.unit;
+        let units = super::work::plural(unit);
         let sentence = match c {
             Cause::Balanced => format!(
                 "{name}: {t:.2}× the time of {peer_txt}{from}, within the {:.0} % threshold",
                 100.0 * self.threshold
             ),
             Cause::UnevenLoad => format!(
-                "{name} got {:.2}× the {unit}s of {peer_txt}{from} ({:.0} vs {:.0}) and took {t:.2}× the time, {:.2}× the time per {unit}: a routing/scheduling imbalance",
+                "{name} got {:.2}× the {units} of {peer_txt}{from} ({:.0} vs {:.0}) and took {t:.2}× the time, {:.2}× the time per {unit}: a routing/scheduling imbalance",
                 w.unwrap_or(1.0), me.work.unwrap_or(0.0), m.work.unwrap_or(0.0), u.unwrap_or(1.0)
             ),
             Cause::SlowerDevice | Cause::HotExperts => format!(
-                "{name}: the same batches as {peer_txt}{from} ({:.2}× the {unit}s, {l:.2}× the launches) in {t:.2}× the time: {:.2}× the time per {unit}",
+                "{name}: the same batches as {peer_txt}{from} ({:.2}× the {units}, {l:.2}× the launches) in {t:.2}× the time: {:.2}× the time per {unit}",
                 w.unwrap_or(1.0), u.unwrap_or(t)
             ),
             Cause::MoreKernels => format!(
                 "{name} launched {l:.2}× the kernels of {peer_txt}{from} {} and took {t:.2}× the time",
                 match w {
-                    Some(w) => format!("for the same batches ({w:.2}× the {unit}s)"),
+                    Some(w) => format!("for the same batches ({w:.2}× the {units})"),
                     None => "(batch sizes not in the trace)".to_string(),
                 }
             ),

@@ -175,7 +175,8 @@ impl Measure {
         }
     }
 
-    /// The unit a report names: `token`, `sequence`, `message element`, `launch`.
+    /// The unit a report names: `token`, `sequence`, `message element`, `launch` (in the
+    /// plural: [`plural`]).
     pub fn unit(self) -> &'static str {
         match self {
             Measure::Tokens | Measure::ShapeTokens => "token",
@@ -294,9 +295,40 @@ pub fn assign(marks: &[WorkMark], windows: &[super::steps::Mark], work: &mut [St
     }
 }
 
+/// A unit's plural (`launch` → `launches`, `token` → `tokens`).
+pub fn plural(unit: &str) -> String {
+    if unit.ends_with("ch") || unit.ends_with('s') {
+        format!("{unit}es")
+    } else {
+        format!("{unit}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_unit_has_its_plural() {
+        let all = [
+            Measure::Tokens,
+            Measure::ShapeTokens,
+            Measure::Seqs,
+            Measure::Nelems,
+            Measure::Launches,
+        ];
+        let plurals: Vec<String> = all.iter().map(|m| plural(m.unit())).collect();
+        assert_eq!(
+            plurals,
+            [
+                "tokens",
+                "tokens",
+                "sequences",
+                "message elements",
+                "launches"
+            ]
+        );
+    }
 
     #[test]
     fn annotations_parse() {

@@ -99,7 +99,7 @@ fn comparisons(at: &Attribution) -> Table {
             "cause",
             "from step",
             "time ratio",
-            &format!("{unit}s ratio"),
+            &format!("{} ratio", crate::analyze::work::plural(unit)),
             "launch ratio",
             &format!("time/{unit} ratio"),
             "time share %",
@@ -272,10 +272,10 @@ pub fn chart(a: &Analysis) -> String {
         }
     }
     s.push_str(&format!(
-        r##"<text x="{label_w}" y="{:.1}">bars: step time (max {:.2} ms) · red dots: {}s (max {wmax:.0})</text></svg>"##,
+        r##"<text x="{label_w}" y="{:.1}">bars: step time (max {:.2} ms) · red dots: {} (max {wmax:.0})</text></svg>"##,
         height - 6.0,
         tmax / 1e6,
-        esc(&at.unit)
+        esc(&crate::analyze::work::plural(&at.unit))
     ));
     s
 }
