@@ -300,6 +300,57 @@ fn a_rank_whose_trace_stops_early_is_left_out_of_the_comparison() {
     assert!(first.contains("; TP02 ("), "{first}");
 }
 
+/// The same cut, merged first: the merged trace's `ranks` list says which rank's file stopped
+/// early, and analyzing the merged trace leaves out that rank as analyzing the files does.
+#[test]
+fn a_rank_cut_before_it_was_merged_is_left_out_of_the_merged_trace_analysis() {
+    let d = tempfile::tempdir().unwrap();
+    let files = Planted {
+        ranks: 3,
+        steps: 6,
+        slow: 0,
+        from: 0,
+        factor: 1.0,
+    }
+    .write_ranks(d.path(), false);
+    let text = std::fs::read(&files[2]).unwrap();
+    let cut = text.len() / 2;
+    std::fs::write(&files[2], &text[..cut]).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let merged = out.path().join("merged-planted.trace.json.gz");
+    let merged = merged.to_str().unwrap();
+    let o = run(
+        "rankprof",
+        &[
+            "merge",
+            "--profile-dir",
+            d.path().to_str().unwrap(),
+            "-o",
+            merged,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = run("analyze-profile", &[merged, "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "a rank's data is partial: {}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let first = v["verdict"]["lines"][0].as_str().unwrap();
+    let name = files[2].file_name().unwrap().to_str().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "Left out of the comparison: TP02 (merged-planted.trace.json.gz: merged from {name}, \
+             truncated at byte {cut}, "
+        )),
+        "{first}"
+    );
+    assert_eq!(v["ranks"].as_array().unwrap().len(), 2);
+    assert_eq!(v["verdict"]["balanced"], true, "{:#}", v["verdict"]);
+}
+
 #[test]
 fn bad_usage_exits_2_with_a_clear_message() {
     let o = run("analyze-profile", &["/no/such/trace.json.gz"]);

@@ -170,64 +170,58 @@ pub fn read(
     })
 }
 
-/// The ranks whose file stops early or is corrupt (truncated, invalid JSON, a broken gzip
-/// stream): what was read covers only part of their profile, so their work compares low and
-/// would make a complete rank look slow. While a complete rank remains they are taken out of
-/// `results` (unless `keep`); either way the returned line, the report's first, names them,
-/// the damage and its byte offset. A merged trace's ranks share its one file and are kept.
-fn partial_ranks(
-    results: &mut Vec<RankResult>,
-    files: &[FileInfo],
-    merged: bool,
-    keep: bool,
-) -> Option<String> {
-    let partial: Vec<(&FileInfo, &str)> = files
-        .iter()
-        .filter(|f| f.unreadable.is_none())
-        .filter_map(|f| Some((f, f.stopped_early.as_deref()?)))
-        .collect();
-    if partial.is_empty() {
+/// The ranks whose data stops early (their file truncated, invalid JSON, a broken gzip
+/// stream; or, in a merged trace, their file when it was merged): what was read covers only
+/// part of their profile, so their work compares low and would make a complete rank look slow.
+/// While a complete rank remains they are taken out of `results` (unless `keep`); either way
+/// the returned line, the report's first, names them, the file, the damage and its byte offset.
+fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<String> {
+    // (file name, why) → ranks, in rank order.
+    let mut groups: Vec<((String, &str), Vec<&str>)> = Vec::new();
+    for r in results.iter() {
+        let Some(why) = r.stopped_early.as_deref() else {
+            continue;
+        };
+        let file = r.path.file_name().map_or_else(
+            || r.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let key = (file, why);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, ranks)) => ranks.push(&r.label),
+            None => groups.push((key, vec![&r.label])),
+        }
+    }
+    if groups.is_empty() {
         return None;
     }
-    let is_partial = |r: &RankResult| partial.iter().any(|(f, _)| f.ranks.contains(&r.label));
-    let complete = results.iter().filter(|r| !is_partial(r)).count();
-    let named: Vec<String> = partial
+    let partial: usize = groups.iter().map(|(_, r)| r.len()).sum();
+    let complete = results.len() - partial;
+    let named = groups
         .iter()
-        .map(|(f, why)| {
-            let name = Path::new(&f.path)
-                .file_name()
-                .map_or(f.path.clone(), |n| n.to_string_lossy().into_owned());
-            format!("{} ({name}: {why})", f.ranks.join(", "))
-        })
-        .collect();
-    let named = named.join("; ");
-    if merged {
-        return Some(format!(
-            "Caution: the merged trace is damaged ({}): some of its ranks may be missing events \
-             and compare low.",
-            partial
-                .iter()
-                .map(|(_, w)| *w)
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
-    let (its, them) = if partial.len() == 1 {
+        .map(|((file, why), ranks)| format!("{} ({file}: {why})", super::rankset::compact(ranks)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let (its, them) = if partial == 1 {
         ("its", "it")
     } else {
         ("their", "them")
     };
-    if keep || complete == 0 {
-        return Some(format!(
+    let line = if keep || complete == 0 {
+        format!(
             "Caution: {named}: {its} figures cover only what could be read and compare low \
              against complete ranks."
-        ));
+        )
+    } else {
+        format!(
+            "Left out of the comparison: {named}: {its} figures would cover only what could be \
+             read (--keep-partial compares {them} anyway)."
+        )
+    };
+    if !keep && complete > 0 {
+        results.retain(|r| r.stopped_early.is_none());
     }
-    results.retain(|r| !is_partial(r));
-    Some(format!(
-        "Left out of the comparison: {named}: {its} figures would cover only what could be \
-         read (--keep-partial compares {them} anyway)."
-    ))
+    Some(line)
 }
 
 /// `--rank N` on a merged trace (several ranks in one file): keeps the N-th rank only.
@@ -288,7 +282,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             unreadable.join("\n  ")
         );
     }
-    let partial_line = partial_ranks(&mut results, &files, read.merged, args.keep_partial);
+    let partial_line = partial_ranks(&mut results, args.keep_partial);
     // A rank cut short before Kineto wrote its baseTimeNanoseconds (after the events) has
     // relative times: it gets the common base of the others, as `merge` does.
     if let Some(common) = results.iter().filter_map(|r| r.base_ns).min() {
@@ -325,7 +319,8 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             super::rankset::compact(&cpu)
         ));
     }
-    let damaged = files.iter().any(|f| f.damaged);
+    // A rank of a merged trace whose file stopped early when merged: partial data too.
+    let damaged = files.iter().any(|f| f.damaged) || partial_line.is_some();
     // Where the step times start (as the step table counts them), to place the onset in time.
     let origin = results
         .iter()

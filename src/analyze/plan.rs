@@ -224,7 +224,8 @@ pub(super) fn read_input(
     } = read;
     let mut notes = report.notes();
     let path_s = input.path.display().to_string();
-    let results: Vec<RankResult> = if labeled.is_empty() {
+    let merged = !labeled.is_empty();
+    let mut results: Vec<RankResult> = if labeled.is_empty() {
         vec![rank::finish(
             own,
             &report.header,
@@ -263,6 +264,20 @@ pub(super) fn read_input(
         });
         v
     };
+    match report.stopped_early() {
+        Some(why) => results
+            .iter_mut()
+            .for_each(|r| r.stopped_early = Some(why.clone())),
+        None if merged => {
+            for (label, why) in merged_stopped_early(&report.header) {
+                let r = results.iter_mut().find(|r| bare(&r.label) == bare(&label));
+                if let Some(r) = r {
+                    r.stopped_early = Some(why);
+                }
+            }
+        }
+        None => {}
+    }
     let info = FileInfo {
         path: path_s,
         events: report.events,
@@ -271,14 +286,31 @@ pub(super) fn read_input(
         damaged: report.is_damaged(),
         ranks: results.iter().map(|r| r.label.clone()).collect(),
         unreadable: None,
-        stopped_early: report.damage.as_ref().map(|d| {
-            let what = match d {
-                trace::Damage::Truncated { at } => format!("truncated at byte {at}"),
-                trace::Damage::InvalidJson { at, .. } => format!("invalid JSON at byte {at}"),
-                trace::Damage::Gzip { at, .. } => format!("a broken gzip stream after byte {at}"),
-            };
-            format!("{what}, {} events read before", report.events)
-        }),
+        stopped_early: report.stopped_early(),
     };
     Ok((results, info, notes))
+}
+
+/// The ranks of a merged trace whose files stopped early when it was merged (its `ranks`
+/// list, written by [`crate::merge`]): label and `merged from FILE, <why>`.
+fn merged_stopped_early(h: &trace::Header) -> Vec<(String, String)> {
+    let Some((_, raw)) = h.other.iter().find(|(k, _)| k == "ranks") else {
+        return Vec::new();
+    };
+    let Ok(serde_json::Value::Array(list)) = serde_json::from_str(raw) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|r| {
+            let label = r.get("label")?.as_str()?;
+            let why = r.get("stopped_early")?.as_str()?;
+            let file = r.get("file").and_then(|f| f.as_str()).unwrap_or("its file");
+            Some((label.to_string(), format!("merged from {file}, {why}")))
+        })
+        .collect()
+}
+
+/// A rank label without the brackets a merged trace's pids carry: `[TP01]` → `TP01`.
+fn bare(label: &str) -> &str {
+    label.trim_start_matches('[').trim_end_matches(']')
 }

@@ -54,6 +54,11 @@ pub struct RankResult {
     /// [`super::ep`].
     #[serde(default)]
     pub moe_rows: Option<u64>,
+    /// Why the rank's data stops early, when it does (its file's
+    /// [`crate::trace::ReadReport::stopped_early`], or for a rank of a merged trace, what the
+    /// merge noted of its file): it is then left out of the comparison unless asked for.
+    #[serde(default)]
+    pub stopped_early: Option<String>,
 }
 
 impl RankResult {
@@ -310,6 +315,7 @@ pub fn finish(
         lost_base: crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns)),
         base_ns: header.base_time_ns,
         moe_rows,
+        stopped_early: None,
     })
 }
 

@@ -122,6 +122,7 @@ pub(super) fn tail_json(
             "clock_shift_ns": o.shift.0,
             "events": o.written,
             "damaged": o.report.is_damaged(),
+            "stopped_early": o.report.stopped_early(),
             "unreadable": null,
             "distributedInfo": dist,
         }));

@@ -147,6 +147,18 @@ impl ReadReport {
         self.damage.is_some() || self.rejected > 0
     }
 
+    /// Why reading stopped before the end of the document, when it did, and how many events
+    /// came before: `truncated at byte 762507, 2560 events read before` (what `analyze` and
+    /// the merged trace's `ranks` list give as `stopped_early`).
+    pub fn stopped_early(&self) -> Option<String> {
+        let what = match self.damage.as_ref()? {
+            Damage::Truncated { at } => format!("truncated at byte {at}"),
+            Damage::InvalidJson { at, .. } => format!("invalid JSON at byte {at}"),
+            Damage::Gzip { at, .. } => format!("a broken gzip stream after byte {at}"),
+        };
+        Some(format!("{what}, {} events read before", self.events))
+    }
+
     /// One line per problem, each naming the file and byte offset.
     pub fn notes(&self) -> Vec<String> {
         let file = self.path.display();
