@@ -226,11 +226,9 @@ fn damaged_input_is_partial_and_named() {
     );
 }
 
-/// Three ranks doing the same work; the third's file cut in half. Compared as it is, its work
-/// would compare low and the complete ranks would look slower: it is left out, named with its
-/// damage and byte offset on the report's first line, unless `--keep-partial`.
-#[test]
-fn a_rank_whose_trace_stops_early_is_left_out_of_the_comparison() {
+/// Three ranks doing the same work (the planted generator, no slow rank), the third's file
+/// cut in half: the set, its files, and the length the third was cut to.
+fn even_set_with_third_cut() -> (tempfile::TempDir, Vec<std::path::PathBuf>, usize) {
     let d = tempfile::tempdir().unwrap();
     let files = Planted {
         ranks: 3,
@@ -243,6 +241,15 @@ fn a_rank_whose_trace_stops_early_is_left_out_of_the_comparison() {
     let text = std::fs::read(&files[2]).unwrap();
     let cut = text.len() / 2;
     std::fs::write(&files[2], &text[..cut]).unwrap();
+    (d, files, cut)
+}
+
+/// Three ranks doing the same work; the third's file cut in half. Compared as it is, its work
+/// would compare low and the complete ranks would look slower: it is left out, named with its
+/// damage and byte offset on the report's first line, unless `--keep-partial`.
+#[test]
+fn a_rank_whose_trace_stops_early_is_left_out_of_the_comparison() {
+    let (d, files, cut) = even_set_with_third_cut();
     let dir = d.path().to_str().unwrap();
     let json = |extra: &[&str]| {
         let mut args = vec!["--profile-dir", dir, "--format", "json"];
@@ -304,18 +311,7 @@ fn a_rank_whose_trace_stops_early_is_left_out_of_the_comparison() {
 /// early, and analyzing the merged trace leaves out that rank as analyzing the files does.
 #[test]
 fn a_rank_cut_before_it_was_merged_is_left_out_of_the_merged_trace_analysis() {
-    let d = tempfile::tempdir().unwrap();
-    let files = Planted {
-        ranks: 3,
-        steps: 6,
-        slow: 0,
-        from: 0,
-        factor: 1.0,
-    }
-    .write_ranks(d.path(), false);
-    let text = std::fs::read(&files[2]).unwrap();
-    let cut = text.len() / 2;
-    std::fs::write(&files[2], &text[..cut]).unwrap();
+    let (d, files, cut) = even_set_with_third_cut();
     let out = tempfile::tempdir().unwrap();
     let merged = out.path().join("merged-planted.trace.json.gz");
     let merged = merged.to_str().unwrap();
