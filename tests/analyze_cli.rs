@@ -313,8 +313,7 @@ fn a_rank_whose_trace_stops_early_is_left_out_of_the_comparison() {
 fn a_rank_cut_before_it_was_merged_is_left_out_of_the_merged_trace_analysis() {
     let (d, files, cut) = even_set_with_third_cut();
     let out = tempfile::tempdir().unwrap();
-    let merged = out.path().join("merged-planted.trace.json.gz");
-    let merged = merged.to_str().unwrap();
+    // `-o` an existing directory: the merged trace goes there under its default name.
     let o = run(
         "rankprof",
         &[
@@ -322,10 +321,30 @@ fn a_rank_cut_before_it_was_merged_is_left_out_of_the_merged_trace_analysis() {
             "--profile-dir",
             d.path().to_str().unwrap(),
             "-o",
-            merged,
+            out.path().to_str().unwrap(),
+            "--format",
+            "json",
         ],
     );
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let merged = out.path().join("merged-planted.trace.json.gz");
+    assert!(merged.is_file(), "{}", stdout(&o));
+    let merged = merged.to_str().unwrap();
+    // merge's own report says which rank stops early, and where.
+    let m: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(m["profiles"][0]["output"], merged);
+    let early: Vec<&serde_json::Value> = m["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["stopped_early"])
+        .collect();
+    assert!(early[0].is_null() && early[1].is_null(), "{early:?}");
+    let why = early[2].as_str().unwrap();
+    assert!(
+        why.starts_with(&format!("truncated at byte {cut}, ")),
+        "{why}"
+    );
     let o = run("analyze-profile", &[merged, "--format", "json"]);
     assert_eq!(
         o.status.code(),
@@ -345,6 +364,163 @@ fn a_rank_cut_before_it_was_merged_is_left_out_of_the_merged_trace_analysis() {
     );
     assert_eq!(v["ranks"].as_array().unwrap().len(), 2);
     assert_eq!(v["verdict"]["balanced"], true, "{:#}", v["verdict"]);
+    let named = format!(
+        "TP02 (merged-planted.trace.json.gz: merged from {name}, truncated at byte {cut}, "
+    );
+    let listed = v["stopped_early"].as_str().unwrap();
+    assert!(listed.starts_with(&named), "{listed}");
+    // compare will not gate on it, and says why (the file itself is whole).
+    let o = run("rankprof", &["compare", merged, merged]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("baseline: {merged}: data stops early for {named}")),
+        "{err}"
+    );
+}
+
+/// `merge -o` is checked before any rank is read: an existing directory takes every
+/// profile's merged trace under its default name; a file in a directory that does not exist,
+/// or a directory that does not, is refused at once and nothing is written.
+#[test]
+fn merge_output_is_checked_before_the_merge() {
+    let d = tempfile::tempdir().unwrap();
+    for f in (Planted {
+        ranks: 2,
+        steps: 2,
+        slow: 0,
+        from: 0,
+        factor: 1.0,
+    })
+    .write_ranks(d.path(), true)
+    {
+        // A second profile, `other`, with the same ranks.
+        let name = f.file_name().unwrap().to_str().unwrap();
+        std::fs::copy(&f, d.path().join(name.replace("planted", "other"))).unwrap();
+    }
+    let dir = d.path().to_str().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = run(
+        "rankprof",
+        &[
+            "merge",
+            "--profile-dir",
+            dir,
+            "-o",
+            out.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut written: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(
+        written,
+        ["merged-other.trace.json.gz", "merged-planted.trace.json.gz"]
+    );
+    let missing = out.path().join("no-such-dir");
+    for (o_arg, says) in [
+        (
+            missing.join("m.trace.json.gz"),
+            format!("the directory {} does not exist", missing.display()),
+        ),
+        (
+            Path::new(&format!("{}/", missing.display())).to_path_buf(),
+            "no such directory".to_string(),
+        ),
+    ] {
+        let o = run(
+            "rankprof",
+            &[
+                "merge",
+                "--profile-dir",
+                dir,
+                "--profile-id",
+                "planted",
+                "-o",
+                o_arg.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&says), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "no rank was merged: {}", stdout(&o));
+    }
+    assert!(!missing.exists());
+    // A file named with two profiles found: refused, and the directory form offered.
+    let o = run(
+        "rankprof",
+        &[
+            "merge",
+            "--profile-dir",
+            dir,
+            "-o",
+            out.path().join("m.trace.json.gz").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("give -o an existing directory"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// One trace file whose name carries no rank (a merged trace renamed, a download): its
+/// profile is named after the file, and no note about file-name order is made (one file has
+/// none to give).
+#[test]
+fn a_single_unnamed_trace_is_named_after_its_file() {
+    let d = tempfile::tempdir().unwrap();
+    let merged = Planted {
+        ranks: 2,
+        steps: 4,
+        slow: 1,
+        from: 0,
+        factor: 1.5,
+    }
+    .write_merged(d.path());
+    let renamed = d.path().join("run42.trace.json.gz");
+    std::fs::rename(&merged, &renamed).unwrap();
+    let o = run(
+        "analyze-profile",
+        &[renamed.to_str().unwrap(), "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["profile_id"], "run42");
+    assert_eq!(
+        v["ranks"].as_array().unwrap().len(),
+        2,
+        "read as the merged trace it is"
+    );
+    let notes = format!("{} {}", v["notes"], stderr(&o));
+    assert!(!notes.contains("file-name order"), "{notes}");
+    // `--rank` picks among the ranks it holds, as for a merged trace under its own name.
+    let o = run(
+        "analyze-profile",
+        &[renamed.to_str().unwrap(), "--rank", "1", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ranks: Vec<&str> = v["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rank"].as_str().unwrap())
+        .collect();
+    assert_eq!(ranks, ["TP01"]);
+    let o = run(
+        "analyze-profile",
+        &[renamed.to_str().unwrap(), "--rank", "2"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--rank 2: the trace has 2 ranks (0-1)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

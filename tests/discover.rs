@@ -284,9 +284,17 @@ fn unnamed_files_use_distributed_info_then_order() {
     let t2 = tempfile::tempdir().unwrap();
     let a = touch(t2.path(), "x.json.gz", &with_rank(0));
     let b = touch(t2.path(), "y.json.gz", &with_rank(0));
-    let d = discover_files(&[a, b]);
+    let d = discover_files(&[a.clone(), b]);
     assert!(d.notes[0].contains("file-name order"));
     assert_eq!(d.groups[0].files[1].naming, Naming::FileOrder);
+    assert_eq!(
+        d.groups[0].profile_id,
+        t2.path().file_name().unwrap().to_str().unwrap()
+    );
+    // One such file: no order to warn about; the profile takes the file's name.
+    let d = discover_files(&[a]);
+    assert!(d.notes.is_empty(), "{:?}", d.notes);
+    assert_eq!(d.groups[0].profile_id, "x");
 }
 
 /// One profile's ranks written on two nodes (one directory each) are one group; the same

@@ -289,6 +289,7 @@ pub(crate) fn cross_rank(
         groups,
         notes,
         damaged: false,
+        stopped_early: None,
         merged_trace: None,
         summary: Some(summary),
     })

@@ -99,6 +99,11 @@ pub struct Analysis {
     pub notes: Vec<String>,
     /// Some input was damaged: figures cover what could be read.
     pub damaged: bool,
+    /// The ranks whose data stops early, each with its file, damage and byte offset
+    /// (`TP02 (x.trace.json.gz: truncated at byte 1222172, 4811 events read before)`): left
+    /// out of the comparison unless kept (`--keep-partial`); the verdict's first line says which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
     /// The merged trace of these ranks, when the analysis read one or the pipeline wrote one
     /// (`capture run`, `demo`): the file to open in a trace viewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -95,8 +95,11 @@ pub fn read(
         plan.inputs = plan.inputs[lo..hi].to_vec();
         plan.grid = plan.inputs.iter().map(|i| i.id.clone()).collect();
     }
-    let merged = plan.inputs.len() == 1 && trace::is_merged_trace(&plan.inputs[0].path);
-    if let (Some(n), false) = (args.rank, merged) {
+    // One file may hold several ranks (a merged trace, also one renamed): `--rank` then picks
+    // among them once it is read.
+    let single = plan.inputs.len() == 1;
+    let named_merged = single && trace::is_merged_trace(&plan.inputs[0].path);
+    if let (Some(n), false) = (args.rank, single) {
         if n >= plan.inputs.len() {
             bail!(
                 "--rank {n}: the profile has {} ranks (0-{})",
@@ -157,7 +160,8 @@ pub fn read(
             }
         });
     }
-    if let Some(n) = args.rank {
+    let merged = named_merged || (single && files.iter().map(|f| f.ranks.len()).sum::<usize>() > 1);
+    if let (Some(n), true) = (args.rank, single) {
         pick_rank(&mut files, n)?;
     }
     Ok(Read {
@@ -174,8 +178,9 @@ pub fn read(
 /// stream; or, in a merged trace, their file when it was merged): what was read covers only
 /// part of their profile, so their work compares low and would make a complete rank look slow.
 /// While a complete rank remains they are taken out of `results` (unless `keep`); either way
-/// the returned line, the report's first, names them, the file, the damage and its byte offset.
-fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<String> {
+/// the returned line, the report's first, names them, the file, the damage and its byte offset;
+/// returned with it, those names alone (`TP02 (file: damage)`, [`Analysis::stopped_early`]).
+fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<(String, String)> {
     // (file name, why) → ranks, in rank order.
     let mut groups: Vec<((String, &str), Vec<&str>)> = Vec::new();
     for r in results.iter() {
@@ -221,17 +226,22 @@ fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<String> {
     if !keep && complete > 0 {
         results.retain(|r| r.stopped_early.is_none());
     }
-    Some(line)
+    Some((named, line))
 }
 
-/// `--rank N` on a merged trace (several ranks in one file): keeps the N-th rank only.
+/// `--rank N` on one file, which may hold several ranks (a merged trace): keeps the N-th rank
+/// only. A file read as no rank at all (unreadable) is left for the reduce to report.
 fn pick_rank(files: &mut [FileRead], n: usize) -> Result<()> {
     let total: usize = files.iter().map(|f| f.ranks.len()).sum();
-    if total <= 1 {
+    if total == 0 {
         return Ok(());
     }
     if n >= total {
-        bail!("--rank {n}: the trace has {total} ranks (0-{})", total - 1);
+        let ranks = if total == 1 { "rank" } else { "ranks" };
+        bail!(
+            "--rank {n}: the trace has {total} {ranks} (0-{})",
+            total - 1
+        );
     }
     let mut i = 0;
     for f in files {
@@ -340,8 +350,9 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
     a.files = files;
     a.notes.splice(0..0, notes);
     a.damaged = damaged;
-    if let Some(line) = partial_line {
+    if let Some((named, line)) = partial_line {
         a.verdict.lines.insert(0, line);
+        a.stopped_early = Some(named);
     }
     // A `rankprof watch` timeline beside the traces says what the load was at the onset.
     if let (Some(o), Some(origin)) = (&a.steps.onset, origin) {

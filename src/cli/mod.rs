@@ -118,7 +118,9 @@ pub struct MergeArgs {
     /// Merge only this stage (EXTEND, DECODE, prefill, decode).
     #[arg(long)]
     pub stage: Option<String>,
-    /// Output file (only when one group is merged). Default DIR/merged-<id>[-<stage>].trace.json.gz
+    /// Output file (only when one group is merged), or an existing directory to write each
+    /// merged trace into under its default name, DIR/merged-<id>[-<stage>].trace.json.gz
+    /// (without -o: beside the rank files).
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
     /// Look in subdirectories too.

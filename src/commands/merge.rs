@@ -2,6 +2,7 @@
 //! found, a few lines per profile on stdout (or, with `--format json|csv|markdown`, the result
 //! records), the exit code.
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -40,10 +41,12 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
     for n in &d.notes {
         eprintln!("note: {n}");
     }
-    if args.output.is_some() && d.groups.len() > 1 {
+    let target = output_target(args.output.as_deref())?;
+    if matches!(target, Target::File(_)) && d.groups.len() > 1 {
         let ids: Vec<_> = d.groups.iter().map(|g| g.merged_name()).collect();
         bail!(
-            "-o names one file but {} profiles were found ({}); pick one with --profile-id/--stage",
+            "-o names one file but {} profiles were found ({}); pick one with --profile-id/--stage, \
+             or give -o an existing directory to write each there",
             d.groups.len(),
             ids.join(", ")
         );
@@ -60,10 +63,11 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
     let mut code = exit::OK;
     let mut records = Records::new();
     for g in &d.groups {
-        let out = args
-            .output
-            .clone()
-            .unwrap_or_else(|| g.dir.join(g.merged_name()));
+        let out = match &target {
+            Target::Beside => g.dir.join(g.merged_name()),
+            Target::Dir(dir) => dir.join(g.merged_name()),
+            Target::File(f) => f.to_path_buf(),
+        };
         let t = Instant::now();
         let res = pool.install(|| merge_group(g, &out, &opts))?;
         let secs = t.elapsed().as_secs_f64();
@@ -78,6 +82,43 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
         print!("{}", records.render(format, &d.notes)?);
     }
     Ok(code)
+}
+
+/// Where `-o` sends the merged traces.
+enum Target<'a> {
+    /// No `-o`: each beside its rank files, under its default name.
+    Beside,
+    /// `-o DIR`, an existing directory: each in it, under its default name.
+    Dir(&'a Path),
+    /// `-o FILE`: the one profile's merged trace.
+    File(&'a Path),
+}
+
+/// Reads `-o` before any rank is read, so that an output that cannot be written is said at
+/// once rather than after the merge: an existing directory (or a path ending in `/`) holds
+/// the merged traces under their default names; otherwise it names the file, whose directory
+/// must exist.
+fn output_target(output: Option<&Path>) -> Result<Target<'_>> {
+    let Some(o) = output else {
+        return Ok(Target::Beside);
+    };
+    let shown = o.as_os_str().to_string_lossy();
+    let slash = shown.ends_with('/') || shown.ends_with(std::path::MAIN_SEPARATOR);
+    if o.is_dir() {
+        return Ok(Target::Dir(o));
+    }
+    if slash {
+        bail!("-o {}: no such directory", o.display());
+    }
+    let parent = o.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(p) = parent.filter(|p| !p.is_dir()) {
+        bail!(
+            "-o {}: the directory {} does not exist",
+            o.display(),
+            p.display()
+        );
+    }
+    Ok(Target::File(o))
 }
 
 /// The merge results as records: one row per profile (output path, ranks, events, …) and one
@@ -117,6 +158,7 @@ impl Records {
                     "events_filtered",
                     "clock_shift_ns",
                     "damaged",
+                    "stopped_early",
                     "unreadable",
                     "notes",
                     "path",
@@ -152,6 +194,7 @@ impl Records {
                 i(r.dropped),
                 i(r.shift.0),
                 s(r.damaged.to_string()),
+                r.stopped_early.as_deref().map_or(Val::Null, s),
                 r.unreadable.as_deref().map_or(Val::Null, s),
                 s(r.notes.join("; ")),
                 s(r.path.display().to_string()),

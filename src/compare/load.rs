@@ -129,10 +129,12 @@ pub fn load(path: &Path, which: &str, args: &CompareOptions) -> Result<Side> {
             .filter(|f| f.damaged)
             .map(|f| f.path.as_str())
             .collect();
-        let mut msg = format!(
-            "{which}: damaged trace {}; a gate on partly read data would be wrong",
-            damaged.join(", ")
-        );
+        // No file damaged: ranks of a merged trace stopped early when it was merged.
+        let what = match (damaged.is_empty(), &analysis.stopped_early) {
+            (true, Some(ranks)) => format!("{shown}: data stops early for {ranks}"),
+            _ => format!("damaged trace {}", damaged.join(", ")),
+        };
+        let mut msg = format!("{which}: {what}; a gate on partly read data would be wrong");
         for n in analysis.notes.iter().take(5) {
             msg.push_str(&format!("\n  {n}"));
         }

@@ -93,6 +93,10 @@ pub struct RankSummary {
     pub notes: Vec<String>,
     /// Damaged, or unreadable.
     pub damaged: bool,
+    /// Where and why the rank's file stops early or is corrupt
+    /// ([`crate::trace::ReadReport::stopped_early`]): its events past that point are not in
+    /// the output. `None` for a complete rank (events skipped one by one are in `notes`).
+    pub stopped_early: Option<String>,
     /// Why the rank's file could not be read at all (`reading <path>: <OS error>`); the rank
     /// is left out of the output and listed in its `ranks` as unreadable.
     pub unreadable: Option<String>,

@@ -288,6 +288,7 @@ impl<'a> Ranks<'a> {
                         base_ns: o.report.header.base_time_ns,
                         notes: o.report.notes(),
                         damaged: o.report.is_damaged(),
+                        stopped_early: o.report.stopped_early(),
                         unreadable: None,
                     },
                     (None, u) => {
@@ -303,6 +304,7 @@ impl<'a> Ranks<'a> {
                             base_ns: None,
                             notes: vec![format!("unreadable, left out: {why}")],
                             damaged: true,
+                            stopped_early: None,
                             unreadable: Some(why),
                         }
                     }

@@ -88,6 +88,7 @@ pub fn shell(a: &Analysis) -> Result<Value> {
         groups,
         notes,
         damaged,
+        stopped_early,
         merged_trace,
         summary: _,
     } = a;
@@ -142,6 +143,9 @@ pub fn shell(a: &Analysis) -> Result<Value> {
     o.insert("groups".into(), to(groups)?);
     o.insert("notes".into(), to(notes)?);
     o.insert("damaged".into(), to(damaged)?);
+    if stopped_early.is_some() {
+        o.insert("stopped_early".into(), to(stopped_early)?);
+    }
     if merged_trace.is_some() {
         o.insert("merged_trace".into(), to(merged_trace)?);
     }

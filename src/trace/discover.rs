@@ -475,26 +475,60 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
         ranks.sort_unstable();
         ranks.dedup();
         if ranks.len() != files.len() {
-            d.notes.push(format!(
-                "{}: {} trace files without a rank in their names and without distinct \
-                 distributedInfo.rank; ranks given in file-name order",
-                dir.display(),
-                files.len()
-            ));
+            // One file has no order to give (it is rank 0; a merged trace renamed is one).
+            if files.len() > 1 {
+                d.notes.push(format!(
+                    "{}: {} trace files without a rank in their names and without distinct \
+                     distributedInfo.rank; ranks given in file-name order",
+                    shown_dir(&dir),
+                    files.len()
+                ));
+            }
             files.sort_by(|a, b| a.path.cmp(&b.path));
             for (i, f) in files.iter_mut().enumerate() {
                 f.id.rank = Some(i as u32);
                 f.naming = Naming::FileOrder;
             }
         }
-        let id = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("trace")
-            .to_string();
+        let id = unnamed_profile_id(&dir, &files);
         d.groups.push(finish_group(dir, id, None, files));
     }
     d
+}
+
+/// A directory as notes show it: `.` for the current one (a bare file name's parent).
+fn shown_dir(dir: &Path) -> std::path::Display<'_> {
+    if dir.as_os_str().is_empty() {
+        Path::new(".").display()
+    } else {
+        dir.display()
+    }
+}
+
+/// The profile id of files whose names carry no rank: one file's own name without its
+/// extensions (`run42` for `run42.trace.json.gz`), else their directory's name (the current
+/// directory's for bare file names), else `trace`.
+fn unnamed_profile_id(dir: &Path, files: &[RankFile]) -> String {
+    if let [one] = files {
+        let name = one.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let stem = ["gz", "json", "trace", "pt"].iter().fold(name, |n, ext| {
+            n.strip_suffix(&format!(".{ext}")[..]).unwrap_or(n)
+        });
+        if !stem.is_empty() {
+            return stem.to_string();
+        }
+    }
+    let here;
+    let dir = if dir.as_os_str().is_empty() {
+        here = std::env::current_dir().unwrap_or_default();
+        &here
+    } else {
+        dir
+    };
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("trace")
+        .to_string()
 }
 
 fn rank_file(path: PathBuf, id: RankId, naming: Naming) -> RankFile {
