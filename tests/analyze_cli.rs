@@ -467,6 +467,58 @@ fn merge_output_is_checked_before_the_merge() {
     );
 }
 
+/// analyze's and compare's output files are checked before any trace is read: a directory
+/// that does not exist, or a directory where a file is wanted, is said at once (exit 2) and
+/// nothing is printed; before, the whole analysis ran and then failed to write.
+#[test]
+fn report_files_are_checked_before_any_trace_is_read() {
+    let d = planted_dir();
+    let dir = d.path().to_str().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let missing = out.path().join("no-such-dir");
+    let in_missing = missing.join("r.out");
+    let (in_missing, out_dir) = (in_missing.to_str().unwrap(), out.path().to_str().unwrap());
+    let gone = format!("the directory {} does not exist", missing.display());
+    let a_dir = format!("{out_dir}: is a directory; name a file");
+    for (bin, args, says) in [
+        (
+            "analyze-profile",
+            vec!["--profile-dir", dir, "--html", in_missing],
+            &gone,
+        ),
+        (
+            "analyze-profile",
+            vec!["--profile-dir", dir, "--save-summary", out_dir],
+            &a_dir,
+        ),
+        (
+            "analyze-profile",
+            vec!["--profile-dir", dir, "--save-partial", in_missing],
+            &gone,
+        ),
+        (
+            "rankprof",
+            vec!["compare", dir, dir, "-o", in_missing],
+            &gone,
+        ),
+        ("rankprof", vec!["compare", dir, dir, "-o", out_dir], &a_dir),
+    ] {
+        let o = run(bin, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(says.as_str()),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(
+            stdout(&o).is_empty(),
+            "{args:?}: nothing read: {}",
+            stdout(&o)
+        );
+    }
+    assert!(!missing.exists());
+}
+
 /// One trace file whose name carries no rank (a merged trace renamed, a download): its
 /// profile is named after the file, and no note about file-name order is made (one file has
 /// none to give).

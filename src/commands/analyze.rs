@@ -65,6 +65,15 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     if args.parquet.is_some() && !cfg!(feature = "parquet") {
         bail!("--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`");
     }
+    for (flag, out) in [
+        ("--html", &args.html),
+        ("--save-summary", &args.save_summary),
+        ("--save-partial", &args.save_partial),
+    ] {
+        if let Some(o) = out {
+            super::check_output_file(flag, o)?;
+        }
+    }
     let opts = options(args);
     if let Some(path) = &args.save_partial {
         return save_partial(args, &opts, path);

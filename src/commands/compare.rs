@@ -38,6 +38,9 @@ pub fn render(c: &Comparison, format: CompareFormat) -> Result<String> {
 
 /// Compares, prints, writes `-o`; exit code 0 pass, 1 regression (errors: 2, by the caller).
 pub fn run(args: &CompareArgs) -> Result<i32> {
+    if let Some(o) = &args.output {
+        super::check_output_file("-o", o)?;
+    }
     let out = compare(&options(args))?;
     if let Some(path) = &args.output {
         if let Ok(o) = std::fs::canonicalize(path) {

@@ -110,14 +110,7 @@ fn output_target(output: Option<&Path>) -> Result<Target<'_>> {
     if slash {
         bail!("-o {}: no such directory", o.display());
     }
-    let parent = o.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(p) = parent.filter(|p| !p.is_dir()) {
-        bail!(
-            "-o {}: the directory {} does not exist",
-            o.display(),
-            p.display()
-        );
-    }
+    super::check_output_file("-o", o)?;
     Ok(Target::File(o))
 }
 

@@ -15,7 +15,9 @@ pub mod nsys;
 pub mod synth;
 pub mod watch;
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{bail, Result};
 
 use crate::cli::Command;
 use crate::exit;
@@ -47,4 +49,22 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Completions(a) => docs::completions(&a),
         Command::Man(a) => docs::man(&a),
     }
+}
+
+/// An output file named on the command line (`flag`), checked before any input is read, so
+/// that a mistyped path is said at once rather than after an hour of reading: it must not be
+/// a directory, and its directory must exist.
+pub(crate) fn check_output_file(flag: &str, o: &Path) -> Result<()> {
+    if o.is_dir() {
+        bail!("{flag} {}: is a directory; name a file", o.display());
+    }
+    let parent = o.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(p) = parent.filter(|p| !p.is_dir()) {
+        bail!(
+            "{flag} {}: the directory {} does not exist",
+            o.display(),
+            p.display()
+        );
+    }
+    Ok(())
 }
