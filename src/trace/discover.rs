@@ -7,7 +7,8 @@
 //! - vLLM: `[{prefix}_]dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}.{ns}.pt.trace.json[.gz]`, the older
 //!   `{instance}-rank-{r}.{ns}.pt.trace.json[.gz]`; frontend `*.async_llm.*` traces are skipped;
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]`;
-//! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned).
+//! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
+//!   `trace/unnamed.rs`).
 //!
 //! Names win over `distributedInfo.rank`: with DP > 1 it repeats across replicas (it is the
 //! rank inside the TP group). Files are grouped by (directory, profile id, stage); `merged-*`
@@ -442,96 +443,14 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
         }
     }
     for (dir, paths) in unnamed {
-        let mut files = Vec::new();
-        for path in paths {
-            match super::reader::read_head(&path) {
-                Ok(Some(h)) => {
-                    let rank = h.distributed_rank().and_then(|r| u32::try_from(r).ok());
-                    let naming = if rank.is_some() {
-                        Naming::DistributedInfo
-                    } else {
-                        Naming::FileOrder
-                    };
-                    files.push(rank_file(
-                        path,
-                        RankId {
-                            rank,
-                            ..Default::default()
-                        },
-                        naming,
-                    ));
-                }
-                Ok(None) => {}
-                Err(e) => d
-                    .notes
-                    .push(format!("{}: cannot read: {e}; skipped", path.display())),
-            }
+        if let Some(g) = super::unnamed::group(dir, paths, &mut d.notes) {
+            d.groups.push(g);
         }
-        if files.is_empty() {
-            continue;
-        }
-        // Ranks from distributedInfo must be distinct to be trusted.
-        let mut ranks: Vec<_> = files.iter().filter_map(|f| f.id.rank).collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        if ranks.len() != files.len() {
-            // One file has no order to give (it is rank 0; a merged trace renamed is one).
-            if files.len() > 1 {
-                d.notes.push(format!(
-                    "{}: {} trace files without a rank in their names and without distinct \
-                     distributedInfo.rank; ranks given in file-name order",
-                    shown_dir(&dir),
-                    files.len()
-                ));
-            }
-            files.sort_by(|a, b| a.path.cmp(&b.path));
-            for (i, f) in files.iter_mut().enumerate() {
-                f.id.rank = Some(i as u32);
-                f.naming = Naming::FileOrder;
-            }
-        }
-        let id = unnamed_profile_id(&dir, &files);
-        d.groups.push(finish_group(dir, id, None, files));
     }
     d
 }
 
-/// A directory as notes show it: `.` for the current one (a bare file name's parent).
-fn shown_dir(dir: &Path) -> std::path::Display<'_> {
-    if dir.as_os_str().is_empty() {
-        Path::new(".").display()
-    } else {
-        dir.display()
-    }
-}
-
-/// The profile id of files whose names carry no rank: one file's own name without its
-/// extensions (`run42` for `run42.trace.json.gz`), else their directory's name (the current
-/// directory's for bare file names), else `trace`.
-fn unnamed_profile_id(dir: &Path, files: &[RankFile]) -> String {
-    if let [one] = files {
-        let name = one.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let stem = ["gz", "json", "trace", "pt"].iter().fold(name, |n, ext| {
-            n.strip_suffix(&format!(".{ext}")[..]).unwrap_or(n)
-        });
-        if !stem.is_empty() {
-            return stem.to_string();
-        }
-    }
-    let here;
-    let dir = if dir.as_os_str().is_empty() {
-        here = std::env::current_dir().unwrap_or_default();
-        &here
-    } else {
-        dir
-    };
-    dir.file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("trace")
-        .to_string()
-}
-
-fn rank_file(path: PathBuf, id: RankId, naming: Naming) -> RankFile {
+pub(super) fn rank_file(path: PathBuf, id: RankId, naming: Naming) -> RankFile {
     let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     RankFile {
         path,
@@ -542,7 +461,7 @@ fn rank_file(path: PathBuf, id: RankId, naming: Naming) -> RankFile {
     }
 }
 
-fn finish_group(
+pub(super) fn finish_group(
     dir: PathBuf,
     profile_id: String,
     stage: Option<String>,

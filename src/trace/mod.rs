@@ -21,6 +21,7 @@ pub mod skim;
 pub mod steps;
 pub mod swar;
 pub mod time;
+mod unnamed;
 pub mod want;
 mod window;
 pub mod writer;
