@@ -43,6 +43,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `o` exited 2 (usage or input error) saying `says` on stderr.
+fn refused(o: &Output, says: &str) {
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+    assert!(stderr(o).contains(says), "wanted {says:?}: {}", stderr(o));
+}
+
 #[test]
 fn terminal_report_names_the_slow_rank() {
     let d = planted_dir();
@@ -371,11 +377,9 @@ fn a_rank_cut_before_it_was_merged_is_left_out_of_the_merged_trace_analysis() {
     assert!(listed.starts_with(&named), "{listed}");
     // compare will not gate on it, and says why (the file itself is whole).
     let o = run("rankprof", &["compare", merged, merged]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains(&format!("baseline: {merged}: data stops early for {named}")),
-        "{err}"
+    refused(
+        &o,
+        &format!("baseline: {merged}: data stops early for {named}"),
     );
 }
 
@@ -443,8 +447,7 @@ fn merge_output_is_checked_before_the_merge() {
                 o_arg.to_str().unwrap(),
             ],
         );
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains(&says), "{}", stderr(&o));
+        refused(&o, &says);
         assert!(stdout(&o).is_empty(), "no rank was merged: {}", stdout(&o));
     }
     assert!(!missing.exists());
@@ -459,12 +462,7 @@ fn merge_output_is_checked_before_the_merge() {
             out.path().join("m.trace.json.gz").to_str().unwrap(),
         ],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("give -o an existing directory"),
-        "{}",
-        stderr(&o)
-    );
+    refused(&o, "give -o an existing directory");
 }
 
 /// analyze's and compare's output files are checked before any trace is read: a directory
@@ -504,12 +502,7 @@ fn report_files_are_checked_before_any_trace_is_read() {
         ("rankprof", vec!["compare", dir, dir, "-o", out_dir], &a_dir),
     ] {
         let o = run(bin, &args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(says.as_str()),
-            "{args:?}: {}",
-            stderr(&o)
-        );
+        refused(&o, says);
         assert!(
             stdout(&o).is_empty(),
             "{args:?}: nothing read: {}",
@@ -567,34 +560,22 @@ fn a_single_unnamed_trace_is_named_after_its_file() {
         "analyze-profile",
         &[renamed.to_str().unwrap(), "--rank", "2"],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("--rank 2: the trace has 2 ranks (0-1)"),
-        "{}",
-        stderr(&o)
-    );
+    refused(&o, "--rank 2: the trace has 2 ranks (0-1)");
 }
 
 #[test]
 fn bad_usage_exits_2_with_a_clear_message() {
     let o = run("analyze-profile", &["/no/such/trace.json.gz"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("/no/such/trace.json.gz: no such file"),
-        "{}",
-        stderr(&o)
-    );
+    refused(&o, "/no/such/trace.json.gz: no such file");
     let o = run("analyze-profile", &[]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("nothing to analyze"), "{}", stderr(&o));
+    refused(&o, "nothing to analyze");
     let d = planted_dir();
     let dir = d.path().to_str().unwrap();
     let o = run(
         "analyze-profile",
         &["--profile-dir", dir, "--step-marker", "("],
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--step-marker"), "{}", stderr(&o));
+    refused(&o, "--step-marker");
     let o = run(
         "analyze-profile",
         &["--profile-dir", dir, "--threshold", "lots"],
@@ -607,8 +588,7 @@ fn bad_usage_exits_2_with_a_clear_message() {
         "analyze-profile",
         &["--profile-dir", dir, "--html", input.to_str().unwrap()],
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("is an input trace"), "{}", stderr(&o));
+    refused(&o, "is an input trace");
     assert_eq!(std::fs::read(&input).unwrap(), before);
 }
 
