@@ -404,16 +404,8 @@ fn merge_output_is_checked_before_the_merge() {
     }
     let dir = d.path().to_str().unwrap();
     let out = tempfile::tempdir().unwrap();
-    let o = run(
-        "rankprof",
-        &[
-            "merge",
-            "--profile-dir",
-            dir,
-            "-o",
-            out.path().to_str().unwrap(),
-        ],
-    );
+    let out_str = out.path().to_str().unwrap();
+    let o = run("rankprof", &["merge", "--profile-dir", dir, "-o", out_str]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let mut written: Vec<String> = std::fs::read_dir(out.path())
         .unwrap()
@@ -451,6 +443,29 @@ fn merge_output_is_checked_before_the_merge() {
         assert!(stdout(&o).is_empty(), "no rank was merged: {}", stdout(&o));
     }
     assert!(!missing.exists());
+    // The same profile in two folders (`-r` over per-step folders): one name in `-o DIR`,
+    // so refused before either is merged rather than one replacing the other.
+    let steps = tempfile::tempdir().unwrap();
+    for step in ["step1", "step2"] {
+        let sub = steps.path().join(step);
+        std::fs::create_dir(&sub).unwrap();
+        for f in ["planted-TP-0.trace.json.gz", "planted-TP-1.trace.json.gz"] {
+            std::fs::copy(d.path().join(f), sub.join(f)).unwrap();
+        }
+    }
+    let o = run(
+        "rankprof",
+        &[
+            "merge",
+            "--profile-dir",
+            steps.path().to_str().unwrap(),
+            "-r",
+            "-o",
+            out_str,
+        ],
+    );
+    refused(&o, "would both be written as");
+    assert!(stdout(&o).is_empty(), "no rank was merged: {}", stdout(&o));
     // A file named with two profiles found: refused, and the directory form offered.
     let o = run(
         "rankprof",

@@ -2,7 +2,7 @@
 //! found, a few lines per profile on stdout (or, with `--format json|csv|markdown`, the result
 //! records), the exit code.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -60,16 +60,34 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
     } else {
         args.format
     };
-    let mut code = exit::OK;
-    let mut records = Records::new();
-    for g in &d.groups {
-        let out = match &target {
+    let outs: Vec<PathBuf> = d
+        .groups
+        .iter()
+        .map(|g| match &target {
             Target::Beside => g.dir.join(g.merged_name()),
             Target::Dir(dir) => dir.join(g.merged_name()),
             Target::File(f) => f.to_path_buf(),
-        };
+        })
+        .collect();
+    // Profiles of the same id in several folders (`-r` over per-step folders) would write
+    // one file into `-o DIR`: the later would replace the earlier.
+    for (k, out) in outs.iter().enumerate() {
+        if let Some(j) = outs[..k].iter().position(|o| o == out) {
+            bail!(
+                "-o {}: the profiles in {} and {} would both be written as {}; \
+                 leave out -o to write each beside its ranks",
+                args.output.as_deref().unwrap_or(Path::new(".")).display(),
+                d.groups[j].dir.display(),
+                d.groups[k].dir.display(),
+                out.display()
+            );
+        }
+    }
+    let mut code = exit::OK;
+    let mut records = Records::new();
+    for (g, out) in d.groups.iter().zip(&outs) {
         let t = Instant::now();
-        let res = pool.install(|| merge_group(g, &out, &opts))?;
+        let res = pool.install(|| merge_group(g, out, &opts))?;
         let secs = t.elapsed().as_secs_f64();
         if format == ReportFormat::Table {
             print_result(g, &res, secs);
