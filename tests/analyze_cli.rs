@@ -493,6 +493,10 @@ fn report_files_are_checked_before_any_trace_is_read() {
     let (in_missing, out_dir) = (in_missing.to_str().unwrap(), out.path().to_str().unwrap());
     let gone = format!("the directory {} does not exist", missing.display());
     let a_dir = format!("{out_dir}: is a directory; name a file");
+    let a_file = out.path().join("a-file");
+    std::fs::write(&a_file, b"").unwrap();
+    let a_file = a_file.to_str().unwrap();
+    let not_dir = format!("--csv-dir {a_file}: is a file; name a directory");
     for (bin, args, says) in [
         (
             "analyze-profile",
@@ -515,6 +519,11 @@ fn report_files_are_checked_before_any_trace_is_read() {
             &gone,
         ),
         ("rankprof", vec!["compare", dir, dir, "-o", out_dir], &a_dir),
+        (
+            "analyze-profile",
+            vec!["--profile-dir", dir, "--csv-dir", a_file],
+            &not_dir,
+        ),
     ] {
         let o = run(bin, &args);
         refused(&o, says);

@@ -74,6 +74,11 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
             super::check_output_file(flag, o)?;
         }
     }
+    for (flag, dir) in [("--csv-dir", &args.csv_dir), ("--parquet", &args.parquet)] {
+        if let Some(d) = dir {
+            super::make_output_dir(flag, d)?;
+        }
+    }
     let opts = options(args);
     if let Some(path) = &args.save_partial {
         return save_partial(args, &opts, path);

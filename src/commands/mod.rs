@@ -68,3 +68,14 @@ pub(crate) fn check_output_file(flag: &str, o: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// An output directory named on the command line (`flag`), made before any input is read
+/// (with its parents) so that one that cannot be is said at once: a file of that name, or no
+/// permission, fails here rather than after the work.
+pub(crate) fn make_output_dir(flag: &str, d: &Path) -> Result<()> {
+    if d.exists() && !d.is_dir() {
+        bail!("{flag} {}: is a file; name a directory", d.display());
+    }
+    std::fs::create_dir_all(d)
+        .map_err(|e| anyhow::anyhow!("{flag} {}: cannot create it: {e}", d.display()))
+}
