@@ -85,6 +85,7 @@ const WANT: Want = Want {
     ph: b"XM",
     complete_cats: &["kernel", "cpu_op", "a"],
     named_cats: &["cpu_op"],
+    every_cat_named: false,
     names,
     trust_devices: true,
 };

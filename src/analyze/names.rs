@@ -41,6 +41,7 @@ pub const WANT: Want = Want {
         GPU_USER_ANNOTATION,
     ],
     named_cats: &[CUDA_RUNTIME, CUDA_DRIVER, CPU_OP],
+    every_cat_named: false,
     names: names_read,
     trust_devices: true,
 };

@@ -15,6 +15,7 @@ use super::filter::Filter;
 use super::rank::{self, RankError, RankJob, RankOut};
 use super::steps::{self, ScanInfo};
 use super::{MergeOptions, RankSummary};
+use crate::trace::steps::STEP_EVENTS;
 use crate::trace::{Group, Nested, Ns, ReadReport};
 
 /// Per-rank state of one group's merge.
@@ -62,9 +63,9 @@ impl<'a> Ranks<'a> {
         self.opts.align == align::Align::FirstStep
     }
 
-    /// The scan pass (when needed; it skims `args`, see [`steps`]): each rank's steps, its
-    /// `--steps` window, and the clock shifts they give. Returns the shifts the first write
-    /// pass uses (zero without a scan).
+    /// The scan pass (when needed; it reads only the step annotations and skims every other
+    /// event, see [`steps`]): each rank's steps, its `--steps` window, and the clock shifts
+    /// they give. Returns the shifts the first write pass uses (zero without a scan).
     pub fn scan(&mut self) -> Vec<Ns> {
         let mut first_shifts = vec![Ns::ZERO; self.chosen.len()];
         if !self.need_scan() {
@@ -74,7 +75,7 @@ impl<'a> Ranks<'a> {
         let found: Vec<std::io::Result<ScanInfo>> = self
             .chosen
             .par_iter()
-            .map(|&i| steps::scan(&g.files[i], Nested::Skim))
+            .map(|&i| steps::scan(&g.files[i], Nested::SkimOnly(STEP_EVENTS)))
             .collect();
         for (k, r) in found.into_iter().enumerate() {
             match r {

@@ -28,16 +28,21 @@
 //! cheaper. So with first-step, [`scan`] reads every rank first (it also gives the `--steps`
 //! windows) and the write pass then knows every shift and window.
 //!
-//! **The scan pass skims `args`** ([`Nested::Skim`]): it only needs each event's top-level
-//! fields, and skimming the nested values a block at a time instead of validating them token
-//! by token cuts its CPU time by about a fifth (README, "Benchmarks"). Skim never refuses what `Validate` accepts, and an
-//! event both accept is the same event; what a skim does not check (a malformed token between
-//! the brackets of an `args`) stops the validating write pass there as damage, while the skim
-//! reads on. So the events the write pass sees are always the first of those the scan saw, and
-//! the two saw the same events exactly when they counted as many. After the first write pass
-//! every rank whose count differs is scanned again, validating, and its steps replaced
-//! ([`super::pass::Ranks::recheck_scans`]); its shift and `--steps` window are then planned
-//! from the same events the write pass read, and the rank is written again if they changed.
+//! **The scan pass reads only the steps** ([`Nested::SkimOnly`] with
+//! [`crate::trace::steps::STEP_EVENTS`]): every other event is skimmed a block at a time after
+//! its leading `ph`, `cat` and `name`, not decoded (#14: most of a rank's events are flows,
+//! runtime calls and CPU ops). A skim never refuses what `Validate` accepts, and every event
+//! is still counted; what a skim does not check (a malformed token inside an event it skims,
+//! or between the brackets of an `args`) stops the validating write pass there as damage,
+//! while the skim reads on. So the events the write pass sees are always the first of those
+//! the scan saw, and the two saw the same events exactly when they counted as many. After the
+//! first write pass every rank whose count differs is scanned again, validating, and its
+//! steps replaced ([`super::pass::Ranks::recheck_scans`]); its shift and `--steps` window are
+//! then planned from the same events the write pass read, and the rank is written again if
+//! they changed. The scan's earliest `ts` is that of the steps it read: it only feeds the
+//! first guess of a rank's clock (a base lost with a cut file); the shifts the merge keeps are
+//! planned again from the write pass's own earliest `ts`, and a rank whose shift then differs
+//! is written again.
 
 use std::io;
 
@@ -105,13 +110,14 @@ impl Steps {
 #[derive(Clone, Debug, Default)]
 pub struct ScanInfo {
     pub report: Option<ReadReport>,
-    /// The earliest `ts`.
+    /// The earliest `ts` of the events read (with [`crate::trace::steps::STEP_EVENTS`], of
+    /// the steps).
     pub min_ts: Option<Ns>,
     pub steps: Steps,
 }
 
-/// Reads a rank once to find its steps (and its header), nested values read as `nested`
-/// says (see the module doc for why the scan pass skims them).
+/// Reads a rank once to find its steps (and its header), the events and nested values read
+/// as `nested` says (see the module doc for why the scan pass reads only the steps).
 pub fn scan(file: &RankFile, nested: Nested) -> io::Result<ScanInfo> {
     let mut info = ScanInfo::default();
     let report = read_trace_with(&file.path, nested, |ev| {

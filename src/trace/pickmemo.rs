@@ -230,6 +230,7 @@ mod tests {
             "cuda_runtime",
             "a_category_longer_than_thirty_one_bytes",
         ],
+        every_cat_named: false,
         names,
         trust_devices: true,
     };
@@ -266,14 +267,43 @@ mod tests {
             "keep a name that is longer than the thirty-one bytes",
             "keep\\u0020x",
         ];
+        // Also with every category's names tested (merge's steps scan): each category is
+        // then remembered as one whose names decide.
+        let every = Want {
+            every_cat_named: true,
+            ..W
+        };
+        for w in [W, every] {
+            peek_through_the_memo(&w, &CATS, &NAMES);
+        }
+        let (mut memo, mut f1) = (PickMemo::default(), Vec::new());
+        // And the memo is used: an event peeked once has its category and name in it.
+        let text = format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "keep me"}}{:40}"#,
+            ""
+        );
+        let b = text.as_bytes();
+        W.peek_into(b, 0, true, &mut f1, &mut memo);
+        let at = |s: &str| text.find(s).unwrap_or(0);
+        let (len, pick, id) = memo
+            .cat(b, at("cpu_op"))
+            .expect("the category is remembered");
+        assert_eq!((len, pick), (6, None));
+        let name = memo.name(b, at("keep me"), id, true);
+        assert_eq!(name, Some((7, Pick::Keep)));
+        assert_eq!(memo.name(b, at("keep me"), id, false), None);
+    }
+
+    /// [`a_peek_through_the_memo_answers_as_one_without`] for one `Want`.
+    fn peek_through_the_memo(w: &Want, cats: &[&str], names: &[&str]) {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || crate::testrng::xorshift(&mut x);
         let (mut memo, mut f1, mut f2) = (PickMemo::default(), Vec::new(), Vec::new());
         let mut count = [0usize; 4];
         for _ in 0..60_000 {
             let ph = ["X", "X", "X", "f", "M"][(next() % 5) as usize];
-            let cat = CATS[(next() % CATS.len() as u64) as usize];
-            let name = NAMES[(next() % NAMES.len() as u64) as usize];
+            let cat = cats[(next() % cats.len() as u64) as usize];
+            let name = names[(next() % names.len() as u64) as usize];
             let sp = [" ", "", "  "][(next() % 3) as usize];
             let text = format!(
                 r#"{{"ph":{sp}"{ph}",{sp}"cat":{sp}"{cat}",{sp}"name":{sp}"{name}", "pid": 1}}"#
@@ -286,8 +316,8 @@ mod tests {
             let pad = (next() % 40) as usize;
             b.extend(std::iter::repeat_n(b' ', pad));
             let devices = next().is_multiple_of(2);
-            let with = W.peek_into(&b, 0, devices, &mut f1, &mut memo);
-            let without = W.peek_into(&b, 0, devices, &mut f2, &mut PickMemo::default());
+            let with = w.peek_into(&b, 0, devices, &mut f1, &mut memo);
+            let without = w.peek_into(&b, 0, devices, &mut f2, &mut PickMemo::default());
             let shown = String::from_utf8_lossy(&b);
             assert_eq!(with, without, "{shown} devices {devices}");
             if with.is_some() {
@@ -304,20 +334,5 @@ mod tests {
         // listed), so a memo that always said one thing would fail.
         assert!(count[..3].iter().all(|&n| n > 2_000), "{count:?}");
         assert!(count[3] > 300, "{count:?}");
-        // And the memo is used: an event peeked once has its category and name in it.
-        let text = format!(
-            r#"{{"ph": "X", "cat": "cpu_op", "name": "keep me"}}{:40}"#,
-            ""
-        );
-        let b = text.as_bytes();
-        W.peek_into(b, 0, true, &mut f1, &mut memo);
-        let at = |s: &str| text.find(s).unwrap_or(0);
-        let (len, pick, id) = memo
-            .cat(b, at("cpu_op"))
-            .expect("the category is remembered");
-        assert_eq!((len, pick), (6, None));
-        let name = memo.name(b, at("keep me"), id, true);
-        assert_eq!(name, Some((7, Pick::Keep)));
-        assert_eq!(memo.name(b, at("keep me"), id, false), None);
     }
 }

@@ -75,6 +75,7 @@ fn read_only(b: &[u8], window: usize) -> (ReadReport, Vec<String>) {
         ph: b"XM",
         complete_cats: &["kernel", "cpu_op"],
         named_cats: &[],
+        every_cat_named: false,
         names: crate::trace::want::every_name,
         trust_devices: true,
     };

@@ -184,6 +184,7 @@ fn the_rest_of_an_object_skims_as_the_whole() {
         ph: b"X",
         complete_cats: &["cpu_op"],
         named_cats: &["cpu_op"],
+        every_cat_named: false,
         names: every_name,
         trust_devices: true,
     };

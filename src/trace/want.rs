@@ -56,6 +56,10 @@ pub struct Want {
     pub complete_cats: &'static [&'static str],
     /// The complete events' categories whose `name` is tested by [`Want::names`].
     pub named_cats: &'static [&'static str],
+    /// Every complete event's `name` is tested by [`Want::names`], whatever its category
+    /// (`complete_cats` and `named_cats` are then not consulted): for a consumer that looks
+    /// for names in any category, such as merge's steps ([`crate::trace::steps::may_be_step`]).
+    pub every_cat_named: bool,
     /// The name test.
     pub names: NameTest,
     /// Whether `names` is told what the header says of devices (off: always told none).
@@ -101,6 +105,9 @@ impl Want {
     /// For a complete event: `Some` when its `cat` decides, `None` when its name must.
     #[inline]
     fn by_cat(&self, cat: &[u8]) -> Option<Pick> {
+        if self.every_cat_named {
+            return None;
+        }
         let listed = |cats: &[&str]| cats.iter().any(|c| same_bytes(c.as_bytes(), cat));
         if !listed(self.complete_cats) {
             Some(Pick::Skip)
@@ -267,6 +274,7 @@ mod tests {
         ph: b"XM",
         complete_cats: &["kernel", "cpu_op"],
         named_cats: &["cpu_op"],
+        every_cat_named: false,
         names,
         trust_devices: true,
     };
@@ -357,6 +365,29 @@ mod tests {
         assert_eq!(W.pick(b'X', b"cpu_op", b"gpu", true), Pick::Narrowed);
         assert_eq!(W.pick(b'X', b"cpu_op", b"gpu", false), Pick::Keep);
         assert_eq!(W.pick(b'X', b"cpu_op", b"other", false), Pick::Skip);
+        // Every category named: an unlisted category is decided by its name too, and a
+        // listed one the test turns down is skipped.
+        let every = Want {
+            every_cat_named: true,
+            ..W
+        };
+        assert_eq!(
+            every.pick(b'X', b"python_function", b"keep", true),
+            Pick::Keep
+        );
+        assert_eq!(every.pick(b'X', b"kernel", b"any", true), Pick::Skip);
+        assert_eq!(every.pick(b'X', b"", b"gpu", true), Pick::Narrowed);
+        assert_eq!(every.pick(b'M', b"", b"", true), Pick::Keep);
+        assert_eq!(every.pick(b'f', b"x", b"keep", true), Pick::Skip);
+        let peek = |t: &str| every.peek(t.as_bytes(), 0, true).map(|p| p.0);
+        assert_eq!(
+            peek(r#"{"ph": "X", "cat": "python_function", "name": "keep"}"#),
+            Some(Pick::Keep)
+        );
+        assert_eq!(
+            peek(r#"{"ph": "X", "cat": "kernel", "name": "k"}"#),
+            Some(Pick::Skip)
+        );
     }
 
     /// A kept event's scan resumed after the fields the peek read gives what the scan from
