@@ -107,6 +107,43 @@ fn file_names() {
             None,
             [N, N, N, N, Some(3)],
         ),
+        // vLLM, dense model (no EP group: the name falls back to the global rank).
+        (
+            "rank1.1763000000000000000.pt.trace.json.gz",
+            Vllm,
+            "vllm",
+            None,
+            [N, N, N, N, Some(1)],
+        ),
+        (
+            "run.v2_rank3.1763000000000000007.pt.trace.json",
+            Vllm,
+            "run.v2",
+            None,
+            [N, N, N, N, Some(3)],
+        ),
+        // SGLang up to 0.5.1 by stage: `-{ForwardMode.__str__()}`, 1 = EXTEND, 2 = DECODE.
+        (
+            "1755000000.5-TP-1-1.trace.json.gz",
+            Sglang,
+            "1755000000.5",
+            Some("EXTEND"),
+            [Some(1), N, N, N, N],
+        ),
+        (
+            "p-1755000000.5-TP-0-2.trace.json.gz",
+            Sglang,
+            "p-1755000000.5",
+            Some("DECODE"),
+            [Some(0), N, N, N, N],
+        ),
+        (
+            "1755000000.5-TP-0-ForwardMode.EXTEND.trace.json.gz",
+            Sglang,
+            "1755000000.5",
+            Some("EXTEND"),
+            [Some(0), N, N, N, N],
+        ),
         (
             "sampled-rank-1.json.gz",
             Generic,
@@ -249,6 +286,48 @@ fn vllm_sessions_frontend_and_missing_ranks() {
         .map(|f| f.label.as_str())
         .eq(["[TP00]", "[TP01]"])));
     assert!(d.notes.iter().any(|n| n.contains("async_llm")));
+
+    // A dense model's ranks (`rank{r}`, a time stamp each): one profile, not one per file.
+    let t3 = tempfile::tempdir().unwrap();
+    for (r, ns) in [
+        (0, 1_763_000_000_000_000_100u64),
+        (1, 1_763_000_000_000_000_250),
+    ] {
+        touch(t3.path(), &format!("rank{r}.{ns}.pt.trace.json.gz"), &k);
+    }
+    let d = discover(t3.path(), false).unwrap();
+    assert_eq!(d.groups.len(), 1, "{:?}", d.groups);
+    assert_eq!(d.groups[0].profile_id, "vllm");
+    assert!(d.groups[0].missing().is_empty());
+    assert!(d.groups[0]
+        .files
+        .iter()
+        .map(|f| f.label.as_str())
+        .eq(["[RANK00]", "[RANK01]"]));
+
+    // SGLang 0.5.1's stage suffixes: two stages of two ranks, not four ranks of one profile.
+    let t4 = tempfile::tempdir().unwrap();
+    for (tp, st) in [(0, 1), (1, 1), (0, 2), (1, 2)] {
+        touch(
+            t4.path(),
+            &format!("17550.5-TP-{tp}-{st}.trace.json.gz"),
+            &k,
+        );
+    }
+    let d = discover(t4.path(), false).unwrap();
+    let mut seen: Vec<_> = d
+        .groups
+        .iter()
+        .map(|g| (g.stage.clone(), g.files.len()))
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            (Some("DECODE".to_string()), 2),
+            (Some("EXTEND".to_string()), 2)
+        ]
+    );
 
     // A TP2 x DP2 grid with one rank missing.
     let t2 = tempfile::tempdir().unwrap();

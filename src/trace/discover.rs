@@ -3,9 +3,12 @@
 //! A profile directory holds one trace per rank, named by the framework that wrote it:
 //!
 //! - SGLang: `[{prefix}-]{profile_id}-TP-{tp}[-DP-{dp}][-PP-{pp}][-EP-{ep}][-{STAGE}].trace.json.gz`,
-//!   a dimension only when its size is > 1, STAGE ∈ EXTEND, DECODE, prefill, decode;
-//! - vLLM: `[{prefix}_]dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}.{ns}.pt.trace.json[.gz]`, the older
-//!   `{instance}-rank-{r}.{ns}.pt.trace.json[.gz]`; frontend `*.async_llm.*` traces are skipped;
+//!   a dimension only when its size is > 1, STAGE ∈ EXTEND, DECODE, prefill, decode (up to
+//!   0.5.1: `1`, `2`, `ForwardMode.EXTEND`, `ForwardMode.DECODE`, read as EXTEND, DECODE);
+//! - vLLM: `[{prefix}_]dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}.{ns}.pt.trace.json[.gz]` (MoE
+//!   models), `[{prefix}_]rank{r}.{ns}.pt.trace.json[.gz]` (dense models: no EP group), the
+//!   older `{instance}-rank-{r}.{ns}.pt.trace.json[.gz]`; frontend `*.async_llm.*` traces are
+//!   skipped;
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]`;
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
 //!   `trace/unnamed.rs`).
@@ -238,21 +241,34 @@ fn num(c: &regex::Captures<'_>, name: &str) -> Option<u32> {
     c.name(name).and_then(|m| m.as_str().parse().ok())
 }
 
+/// SGLang's stage suffix as the stage's name. SGLang up to 0.5.1 wrote `-{stage.__str__()}`
+/// of its `ForwardMode` `IntEnum`: `-1` / `-2` under Python 3.11 and later,
+/// `-ForwardMode.EXTEND` under 3.10; 0.5.3 on write `-EXTEND` / `-DECODE` (and its second
+/// profiler `-prefill` / `-decode`, kept as written).
+fn stage_name(suffix: &str) -> String {
+    match suffix.trim_start_matches("ForwardMode.") {
+        "1" => "EXTEND",
+        "2" => "DECODE",
+        s => s,
+    }
+    .to_string()
+}
+
 /// Reads the rank identity from a file name alone. `None`: not a rank-file name we know.
 pub fn parse_name(name: &str) -> Option<Parsed> {
     static SGLANG: OnceLock<Regex> = OnceLock::new();
     static VLLM: OnceLock<Regex> = OnceLock::new();
-    static VLLM_OLD: OnceLock<Regex> = OnceLock::new();
+    static VLLM_RANK: OnceLock<Regex> = OnceLock::new();
     static GENERIC: OnceLock<Regex> = OnceLock::new();
     let sglang = re(
         &SGLANG,
-        r"^(?P<key>.+?)-TP-(?P<tp>\d+)(?:-DP-(?P<dp>\d+))?(?:-PP-(?P<pp>\d+))?(?:-EP-(?P<ep>\d+))?(?:-(?P<stage>EXTEND|DECODE|prefill|decode))?\.trace\.json(?:\.gz)?$",
+        r"^(?P<key>.+?)-TP-(?P<tp>\d+)(?:-DP-(?P<dp>\d+))?(?:-PP-(?P<pp>\d+))?(?:-EP-(?P<ep>\d+))?(?:-(?P<stage>EXTEND|DECODE|prefill|decode|(?:ForwardMode\.)?(?:EXTEND|DECODE)|1|2))?\.trace\.json(?:\.gz)?$",
     );
     if let Some(c) = sglang.captures(name) {
         return Some(Parsed {
             naming: Naming::Sglang,
             key: c["key"].to_string(),
-            stage: c.name("stage").map(|m| m.as_str().to_string()),
+            stage: c.name("stage").map(|m| stage_name(m.as_str())),
             id: RankId {
                 tp: num(&c, "tp"),
                 dp: num(&c, "dp"),
@@ -283,14 +299,22 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
             ns: c["ns"].parse().ok(),
         });
     }
-    let vllm_old = re(
-        &VLLM_OLD,
-        r"^(?P<key>.+)-rank-(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
+    // Two more vLLM names with the global rank alone: a dense (non-MoE) model's, whose
+    // workers make no expert-parallel group so their name falls back to `rank{r}`
+    // (`get_worker_rank_suffix`, vllm/distributed/utils.py), and older vLLM's
+    // `{instance}-rank-{r}`.
+    let vllm_rank = re(
+        &VLLM_RANK,
+        r"^(?:(?P<key>.+)-rank-|(?:(?P<prefix>.+)_)?rank)(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
     );
-    if let Some(c) = vllm_old.captures(name) {
+    if let Some(c) = vllm_rank.captures(name) {
         return Some(Parsed {
             naming: Naming::Vllm,
-            key: c["key"].to_string(),
+            key: c
+                .name("key")
+                .or(c.name("prefix"))
+                .map_or("vllm", |m| m.as_str())
+                .to_string(),
             stage: None,
             id: RankId {
                 rank: num(&c, "rank"),
