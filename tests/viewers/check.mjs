@@ -212,7 +212,21 @@ async function catapult(browser, server, trace, shot) {
   await page.waitForFunction(() => window.tr && tr.Model && tr.importer && window.Polymer, {
     timeout: 120000,
   });
-  const r = await page.evaluate(importInPage);
+  // The import runs from a promise the page itself holds, and its result is polled for:
+  // awaited straight through `evaluate`, Chromium 148 now and then dropped the pending
+  // promise ("Promise was collected") while the page fetched a large trace.
+  await page.addScriptTag({ content: importInPage.toString() });
+  await page.evaluate(() => {
+    window.__checked = importInPage().then(
+      (r) => (window.__result = r),
+      (e) => (window.__failed = String((e && e.stack) || e)),
+    );
+  });
+  await page.waitForFunction(() => window.__result || window.__failed, { timeout: 300000 });
+  const r = await page.evaluate(() => {
+    if (window.__failed) throw new Error(window.__failed);
+    return window.__result;
+  });
   // Let the timeline lay out and draw (it draws on animation frames).
   await page.evaluate(
     () => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(ok, 500)))),
