@@ -115,7 +115,8 @@ pub fn run_group(g: &Group, out: &Path, opts: &PipelineOptions) -> GroupRun {
 }
 
 /// Finds the profiles in `files` (or, when empty, in `dir`), merges each into
-/// `DIR/merged-<id>[-<stage>].trace.json.gz` beside its rank files and analyzes it.
+/// `DIR/merged-<id>[-<stage>].trace.json.gz` beside its rank files (another name when another
+/// writer's merged trace holds that one: [`crate::trace::Group::merged_path`]) and analyzes it.
 /// `Err`: no profile was found at all.
 pub fn merge_and_analyze(
     dir: &Path,
@@ -123,11 +124,15 @@ pub fn merge_and_analyze(
     opts: &PipelineOptions,
 ) -> Result<PipelineResult> {
     let profile_dir = files.is_empty().then_some(dir);
-    let d = gather(profile_dir, files, false, None, None)?;
+    let mut d = gather(profile_dir, files, false, None, None)?;
     let runs = d
         .groups
         .iter()
-        .map(|g| run_group(g, &g.dir.join(g.merged_name()), opts))
+        .map(|g| {
+            let (out, note) = g.merged_path(&g.dir);
+            d.notes.extend(note);
+            run_group(g, &out, opts)
+        })
         .collect();
     Ok(PipelineResult {
         notes: d.notes,

@@ -386,3 +386,50 @@ fn refuses_to_overwrite_an_input() {
     );
     assert_eq!(std::fs::read(&target).unwrap(), before);
 }
+
+/// SGLang's own merger (`merge_profiles`) writes `merged-<id>.trace.json.gz`, rankprof's
+/// default name, beside the ranks: `merge` keeps that file byte for byte and writes its own
+/// merged trace beside it under another name, saying so; a merged trace rankprof wrote there
+/// itself is replaced in place.
+#[test]
+fn keeps_sglangs_own_merged_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let src = shared("sglang-cpu/merge_by_sglang");
+    let theirs = dir.join("merged-manual-1.trace.json.gz");
+    for name in [
+        "manual-1-TP-0.trace.json.gz",
+        "manual-1-TP-1.trace.json.gz",
+        "merged-manual-1.trace.json.gz",
+    ] {
+        std::fs::copy(src.join(name), dir.join(name)).unwrap();
+    }
+    let before = std::fs::read(&theirs).unwrap();
+    let merge = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rankprof"))
+            .args(["merge", "--profile-dir"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let ours = dir.join("merged-manual-1.rankprof.trace.json.gz");
+    for _ in 0..2 {
+        let err = merge();
+        assert!(err.contains("was not written by rankprof"), "{err}");
+        assert_eq!(std::fs::read(&theirs).unwrap(), before);
+        let c = check(&ours, &inputs(dir), &[]);
+        assert_eq!(c["ranks"], serde_json::json!(["[TP00]", "[TP01]"]));
+    }
+    // Without SGLang's file, rankprof's default name; merged again, the same file replaced.
+    std::fs::remove_file(&theirs).unwrap();
+    std::fs::remove_file(&ours).unwrap();
+    for _ in 0..2 {
+        let err = merge();
+        assert!(!err.contains("was not written by rankprof"), "{err}");
+        assert!(theirs.exists() && !ours.exists());
+        let c = check(&theirs, &inputs(dir), &[]);
+        assert_eq!(c["ranks"], serde_json::json!(["[TP00]", "[TP01]"]));
+    }
+}

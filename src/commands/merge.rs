@@ -60,13 +60,20 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
     } else {
         args.format
     };
+    // A default name another writer's merged trace holds (SGLang's own) is left to it.
     let outs: Vec<PathBuf> = d
         .groups
         .iter()
-        .map(|g| match &target {
-            Target::Beside => g.dir.join(g.merged_name()),
-            Target::Dir(dir) => dir.join(g.merged_name()),
-            Target::File(f) => f.to_path_buf(),
+        .map(|g| {
+            let (out, note) = match &target {
+                Target::Beside => g.merged_path(&g.dir),
+                Target::Dir(dir) => g.merged_path(dir),
+                Target::File(f) => (f.to_path_buf(), None),
+            };
+            if let Some(n) = note {
+                eprintln!("note: {n}");
+            }
+            out
         })
         .collect();
     // Profiles of the same id in several folders (`-r` over per-step folders) would write

@@ -1,4 +1,4 @@
-//! The merged file itself: the head, the ranks' compressed pieces and any load counter tracks,
+//! The merged file itself: the head (with rankprof's mark, [`crate::trace::merged::head`]), the ranks' compressed pieces and any load counter tracks,
 //! and the tail that carries the merged top-level keys (`ranks`, `deviceProperties`,
 //! `distributedInfo`, `baseTimeNanoseconds`), written as one gzip file renamed into place.
 
@@ -21,7 +21,11 @@ pub(super) fn write(
     load_json: &[u8],
     tail: &str,
 ) -> Result<u64> {
-    let mut pieces: Vec<Piece> = vec![piece_from_bytes(b"{\"traceEvents\":[\n", level, false)?];
+    let mut pieces: Vec<Piece> = vec![piece_from_bytes(
+        crate::trace::merged::head().as_bytes(),
+        level,
+        false,
+    )?];
     // The separator between ranks, compressed once: a deflate state is ~300 KB to set up.
     let sep = piece_from_bytes(b",\n", level, false)?;
     let mut any = false;

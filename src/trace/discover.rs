@@ -15,7 +15,7 @@
 //!
 //! Names win over `distributedInfo.rank`: with DP > 1 it repeats across replicas (it is the
 //! rank inside the TP group). Files are grouped by (directory, profile id, stage); `merged-*`
-//! files are never picked up.
+//! files are never picked up ([`super::merged`]).
 //!
 //! The candidate files come from [`super::listing`] (safe directory walks), re-exported here.
 //!
@@ -29,40 +29,9 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+pub use super::merged::{is_merged_trace, merged_name, merged_profile_id, MERGED_PREFIX};
 pub use super::rankid::RankId;
 use super::rankid::{label_of, strip_brackets, Shown};
-
-/// The prefix of every merged trace's file name.
-pub const MERGED_PREFIX: &str = "merged-";
-
-/// `merged-<id>[-<stage>].trace.json.gz`: the name of a profile's merged trace.
-pub fn merged_name(profile_id: &str, stage: Option<&str>) -> String {
-    match stage {
-        Some(s) => format!("{MERGED_PREFIX}{profile_id}-{s}.trace.json.gz"),
-        None => format!("{MERGED_PREFIX}{profile_id}.trace.json.gz"),
-    }
-}
-
-/// Is this file a merged trace (by its name, `merged-*`)? Rank discovery never picks one up.
-pub fn is_merged_trace(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with(MERGED_PREFIX))
-}
-
-/// The profile id (and stage, if any) a merged trace's name carries: `merged-1234-EXTEND` for
-/// `merged-1234-EXTEND.trace.json.gz`, without the prefix: `1234-EXTEND`.
-pub fn merged_profile_id(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("merged");
-    name.trim_start_matches(MERGED_PREFIX)
-        .trim_end_matches(".gz")
-        .trim_end_matches(".json")
-        .trim_end_matches(".trace")
-        .to_string()
-}
 
 /// Does this path name a trace file (`*.json` or `*.json.gz`)?
 pub fn is_trace_path(path: &Path) -> bool {
@@ -112,6 +81,13 @@ impl Group {
     /// `merged-<id>[-<stage>].trace.json.gz`.
     pub fn merged_name(&self) -> String {
         merged_name(&self.profile_id, self.stage.as_deref())
+    }
+
+    /// Where this profile's merged trace goes in `dir` by default, and a note when that is
+    /// not [`Group::merged_name`] (another writer's merged trace holds that name; see
+    /// [`super::merged::merged_path`]).
+    pub fn merged_path(&self, dir: &Path) -> (PathBuf, Option<String>) {
+        super::merged::merged_path(dir, &self.profile_id, self.stage.as_deref())
     }
 
     /// Ranks absent from the full TP × DP × PP grid, as labels (see [`missing_in`]).

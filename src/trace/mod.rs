@@ -12,6 +12,7 @@ pub mod json;
 pub mod listing;
 pub mod members;
 pub mod memo;
+pub mod merged;
 pub mod open;
 pub mod pickmemo;
 pub mod rankid;
