@@ -211,6 +211,46 @@ fn vllm_without_profiler_config_says_how_to_restart() {
     assert_eq!(gets, ["/get_model_info", "/v1/models"]);
 }
 
+/// vLLM's start takes `--num-steps` as `max_iterations` (and the prefix): its profiler stops by
+/// itself, and `capture run` with no load of its own waits for the traces, as for SGLang.
+#[test]
+fn vllm_run_with_num_steps_sends_max_iterations_and_waits() {
+    let vdir = tempfile::tempdir().unwrap();
+    let w = TestWorker::vllm(2, Some(vdir.path()));
+    w.set(|b| b.steps_take = Duration::from_millis(400));
+    let dir = vdir.path().to_str().unwrap();
+    let o = run(&[
+        "--worker-url",
+        w.url(),
+        "--backend",
+        "vllm",
+        "--output-dir",
+        dir,
+        "--num-steps",
+        "3",
+        "--start-step",
+        "5",
+        "--profile-prefix",
+        "run7",
+        "--settle",
+        "0.3",
+        "--flush-timeout",
+        "30",
+    ]);
+    assert_eq!(o.exit_code, 0, "{o:#?}");
+    let s: Value = serde_json::from_str(&w.posts("/start_profile")[0].body).unwrap();
+    assert_eq!(s, json!({"max_iterations": 3, "profile_prefix": "run7"}));
+    // Both ranks written by the profiler stopping itself, before the stop was sent.
+    let f = &o.traces[0];
+    assert!(f.complete, "{o:#?}");
+    assert_eq!(f.rank_files(), 2);
+    assert!(f.files.iter().all(|(p, _)| p
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("run7_dp0_pp0_tp"))));
+    let note = &o.workers[0].start.as_ref().unwrap().note;
+    assert!(note.contains("--start-step not sent"), "{note}");
+}
+
 #[test]
 fn run_waits_for_slowly_written_traces_and_uses_step_folders() {
     let out = tempfile::tempdir().unwrap();

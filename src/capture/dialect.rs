@@ -4,8 +4,12 @@
 //!   sent, so the server's defaults apply to the rest); `POST /stop_profile`, `/end_profile` on
 //!   older servers. With `num_steps` the profiler stops by itself, and a later stop answers
 //!   **500** ("Profiling is not in progress. Call /start_profile first."): that is success.
-//! - vLLM: body-less `POST /start_profile` / `/stop_profile`, which only exist when the server
-//!   was started with `--profiler-config` (older: `VLLM_TORCH_PROFILER_DIR`); otherwise **404**.
+//! - vLLM: `POST /start_profile` / `/stop_profile`, which only exist when the server was started
+//!   with `--profiler-config` (older: `VLLM_TORCH_PROFILER_DIR`); otherwise **404**. The start
+//!   takes an optional body of per-session overrides (`StartProfileRequest`,
+//!   `vllm/entrypoints/serve/profile/api_router.py`): `max_iterations` (the profiler stops by
+//!   itself after that many engine iterations; a later stop is ignored, 200) and
+//!   `profile_prefix`; older vLLM ignores a body. A start while profiling answers **409**.
 //! - Detection (`--backend auto`): SGLang answers `GET /get_model_info`; vLLM does not, and its
 //!   `GET /v1/models` entries say `"owned_by": "vllm"`.
 
@@ -142,11 +146,26 @@ pub fn sglang_start_body(p: &ProfileSettings, output_dir: Option<&Path>) -> Valu
     Value::Object(m)
 }
 
-/// The body of a start request (`None`: an empty body, as vLLM takes).
+/// vLLM's `StartProfileRequest` body: `--num-steps` as `max_iterations` and
+/// `--profile-prefix`; `None` (an empty body) when neither is given. `--start-step` is not
+/// sent: vLLM's `delay_iterations` counts from the start request, SGLang's `start_step` from
+/// the server's first forward step.
+pub fn vllm_start_body(p: &ProfileSettings) -> Option<Value> {
+    let mut m = Map::new();
+    if let Some(v) = p.num_steps {
+        m.insert("max_iterations".into(), json!(v));
+    }
+    if let Some(v) = &p.profile_prefix {
+        m.insert("profile_prefix".into(), json!(v));
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
+}
+
+/// The body of a start request (`None`: an empty body).
 pub fn start_body(d: Dialect, p: &ProfileSettings, output_dir: Option<&Path>) -> Option<Value> {
     match d {
         Dialect::Sglang => Some(sglang_start_body(p, output_dir)),
-        Dialect::Vllm => None,
+        Dialect::Vllm => vllm_start_body(p),
     }
 }
 
@@ -214,6 +233,14 @@ pub fn start_verdict(d: Dialect, status: u16, body: &str, dir: Option<&Path>) ->
     match (d, status) {
         (_, 200..=299) => Verdict::ok(""),
         (Dialect::Vllm, 404) => Verdict::failed(vllm_no_profiler_hint(dir)),
+        (Dialect::Vllm, 409) => Verdict::failed(format!(
+            "HTTP 409: vLLM is already profiling (run `rankprof capture stop` first){}",
+            body_says(body)
+        )),
+        (Dialect::Vllm, 400 | 422) => Verdict::failed(format!(
+            "HTTP {status}: the server rejected the profile settings (vLLM's profile_prefix              takes letters, digits, '.', '_' and '-'){}",
+            body_says(body)
+        )),
         (Dialect::Sglang, 404) => Verdict::failed(
             "no /start_profile here: not an SGLang worker (a router has no profiling routes: \
              pass it as --router-url)",
@@ -265,6 +292,14 @@ pub fn stop_verdict(
              routes: pass it as --router-url)",
         ),
         (Dialect::Vllm, 404) => Verdict::failed(vllm_no_profiler_hint(dir)),
+        (Dialect::Vllm, 409) => Verdict::failed(format!(
+            "HTTP 409: vLLM is already profiling (run `rankprof capture stop` first){}",
+            body_says(body)
+        )),
+        (Dialect::Vllm, 400 | 422) => Verdict::failed(format!(
+            "HTTP {status}: the server rejected the profile settings (vLLM's profile_prefix              takes letters, digits, '.', '_' and '-'){}",
+            body_says(body)
+        )),
         (Dialect::Vllm, 500) => Verdict::failed(format!(
             "HTTP 500 while stopping: writing the trace failed? see the server log{}",
             body_says(body)
@@ -371,6 +406,23 @@ mod tests {
         assert!(v.note.contains("--num-steps"));
         // vLLM has no num_steps: a 500 is a failure
         assert!(!stop_verdict(Dialect::Vllm, 500, "", Some(3), None).ok);
+    }
+
+    #[test]
+    fn vllm_start_body_carries_num_steps_and_prefix_only() {
+        let mut p = ProfileSettings {
+            start_step: Some(3),
+            ..ProfileSettings::default()
+        };
+        assert_eq!(start_body(Dialect::Vllm, &p, None), None);
+        p.num_steps = Some(5);
+        p.profile_prefix = Some("run7".into());
+        assert_eq!(
+            start_body(Dialect::Vllm, &p, None),
+            Some(json!({"max_iterations": 5, "profile_prefix": "run7"}))
+        );
+        let v = start_verdict(Dialect::Vllm, 409, "{\"detail\":\"already active\"}", None);
+        assert!(!v.ok && v.note.contains("capture stop"), "{}", v.note);
     }
 
     #[test]

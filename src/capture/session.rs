@@ -145,8 +145,10 @@ pub fn start_one(
         },
     };
     let mut note = v.note;
-    if d == Dialect::Vllm && v.ok && (p.num_steps.is_some() || p.start_step.is_some()) {
-        note = "vLLM takes no profile settings over HTTP (set them in --profiler-config)".into();
+    if d == Dialect::Vllm && v.ok && p.start_step.is_some() {
+        note = "--start-step not sent: vLLM's delay_iterations counts from the start request \
+                (set it in --profiler-config)"
+            .into();
     }
     row.start = Some(Call::from_answer(dialect::START, &a, v.ok, note));
     row
@@ -345,19 +347,26 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                     std::thread::sleep(Duration::from_millis(50));
                 }
             } else if auto_stop.is_some() {
-                // No load of our own: wait until SGLang has profiled num_steps and written them.
-                let expect = rows
-                    .iter()
-                    .filter(|r| {
-                        r.start.as_ref().is_some_and(|c| c.ok) && r.backend == Some(Dialect::Sglang)
-                    })
-                    .count();
-                if let Some(w) = watches.iter().find(|w| w.dialect == Dialect::Sglang) {
+                // No load of our own: wait until the servers have profiled num_steps (vLLM's
+                // max_iterations) and written them.
+                for w in &watches {
+                    let expect = rows
+                        .iter()
+                        .filter(|r| {
+                            r.start.as_ref().is_some_and(|c| c.ok) && r.backend == Some(w.dialect)
+                        })
+                        .count();
                     if expect > 0 && (w.dir.is_dir() || all_local) {
                         let f = flush::wait(&w.dir, &w.before, expect, settle, flush_timeout);
                         if !f.complete {
+                            let older = if w.dialect == Dialect::Vllm {
+                                "; vLLM before per-request profile settings ignores \
+                                 max_iterations: set it in --profiler-config"
+                            } else {
+                                ""
+                            };
                             notes.push(format!(
-                                "num_steps not reached within --flush-timeout ({} of {expect} servers wrote traces)",
+                                "num_steps not reached within --flush-timeout ({} of {expect} servers wrote traces{older})",
                                 f.rank_files()
                             ));
                         }

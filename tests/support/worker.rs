@@ -211,8 +211,10 @@ impl Inner {
                 let Some(dir) = &self.vllm_dir else {
                     return out;
                 };
+                let prefix = p.prefix.as_ref().map_or(String::new(), |x| format!("{x}_"));
                 for r in 0..world {
-                    let name = format!("dp0_pp0_tp{r}_dcp0_ep0_rank{r}.{ns}.pt.trace.json.gz");
+                    let name =
+                        format!("{prefix}dp0_pp0_tp{r}_dcp0_ep0_rank{r}.{ns}.pt.trace.json.gz");
                     out.push((dir.join(name), gz(&make(r))));
                 }
             }
@@ -302,16 +304,29 @@ impl Inner {
                 if let Some(s) = b.start_status {
                     return Reply::text(s, "forced");
                 }
+                let body: Value = serde_json::from_str(&r.body).unwrap_or(json!({}));
                 if !sgl {
                     if self.vllm_dir.is_none() {
                         return Reply::json(404, &json!({"detail":"Not Found"}));
                     }
-                    let mut p = self.profiler.lock().unwrap();
-                    p.running = true;
-                    p.started_ns = now_ns();
+                    // vLLM's StartProfileRequest: `max_iterations` stops the profiler by
+                    // itself; `profile_prefix` goes in front of the rank suffix.
+                    {
+                        let mut p = self.profiler.lock().unwrap();
+                        p.running = true;
+                        p.started_ns = now_ns();
+                        p.prefix = body.get("profile_prefix").and_then(Value::as_str).map(str::to_string);
+                    }
+                    if body.get("max_iterations").and_then(Value::as_u64).is_some() {
+                        let me = self.clone();
+                        let (after, slow) = (b.steps_take, b.slow_write);
+                        std::thread::spawn(move || {
+                            std::thread::sleep(after);
+                            me.stop_profiler(slow);
+                        });
+                    }
                     return Reply::text(200, "");
                 }
-                let body: Value = serde_json::from_str(&r.body).unwrap_or(json!({}));
                 let num_steps = body.get("num_steps").and_then(Value::as_u64);
                 {
                     let mut p = self.profiler.lock().unwrap();
