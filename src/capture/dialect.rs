@@ -238,7 +238,8 @@ pub fn start_verdict(d: Dialect, status: u16, body: &str, dir: Option<&Path>) ->
             body_says(body)
         )),
         (Dialect::Vllm, 400 | 422) => Verdict::failed(format!(
-            "HTTP {status}: the server rejected the profile settings (vLLM's profile_prefix              takes letters, digits, '.', '_' and '-'){}",
+            "HTTP {status}: the server rejected the profile settings (vLLM's profile_prefix \
+             takes letters, digits, '.', '_' and '-'){}",
             body_says(body)
         )),
         (Dialect::Sglang, 404) => Verdict::failed(
@@ -292,14 +293,6 @@ pub fn stop_verdict(
              routes: pass it as --router-url)",
         ),
         (Dialect::Vllm, 404) => Verdict::failed(vllm_no_profiler_hint(dir)),
-        (Dialect::Vllm, 409) => Verdict::failed(format!(
-            "HTTP 409: vLLM is already profiling (run `rankprof capture stop` first){}",
-            body_says(body)
-        )),
-        (Dialect::Vllm, 400 | 422) => Verdict::failed(format!(
-            "HTTP {status}: the server rejected the profile settings (vLLM's profile_prefix              takes letters, digits, '.', '_' and '-'){}",
-            body_says(body)
-        )),
         (Dialect::Vllm, 500) => Verdict::failed(format!(
             "HTTP 500 while stopping: writing the trace failed? see the server log{}",
             body_says(body)
