@@ -1,6 +1,7 @@
-//! The merged file itself: the head (with rankprof's mark, [`crate::trace::merged::head`]), the ranks' compressed pieces and any load counter tracks,
-//! and the tail that carries the merged top-level keys (`ranks`, `deviceProperties`,
-//! `distributedInfo`, `baseTimeNanoseconds`), written as one gzip file renamed into place.
+//! The merged file itself: the head (with rankprof's mark, [`crate::trace::merged::head`]), the
+//! ranks' compressed pieces and any load counter tracks, and the tail that carries the merged
+//! top-level keys (`ranks`, `deviceProperties`, `distributedInfo`, `baseTimeNanoseconds`),
+//! written as one gzip file renamed into place.
 
 use std::path::Path;
 
