@@ -108,6 +108,17 @@ fn activity_name(a: Activity) -> &'static str {
     }
 }
 
+/// A stage as SGLang's per-stage profiler matches it: `prefill` or `decode`
+/// (`utils/profile_utils.py`, `_get_stage_from_forward_mode`), so `EXTEND` (the stage the file
+/// names carry) is sent as `prefill` and `DECODE` as `decode`; any other name as given.
+fn stage_name(s: &str) -> String {
+    match s.to_ascii_lowercase().as_str() {
+        "extend" | "prefill" => "prefill".into(),
+        "decode" => "decode".into(),
+        _ => s.to_string(),
+    }
+}
+
 /// SGLang's `ProfileReqInput` body: only the fields given. `output_dir` is passed separately
 /// because `capture` decides it (absolute, `step_N/`).
 pub fn sglang_start_body(p: &ProfileSettings, output_dir: Option<&Path>) -> Value {
@@ -141,7 +152,8 @@ pub fn sglang_start_body(p: &ProfileSettings, output_dir: Option<&Path>) -> Valu
         m.insert("profile_prefix".into(), json!(v));
     }
     if !p.profile_stages.is_empty() {
-        m.insert("profile_stages".into(), json!(p.profile_stages));
+        let stages: Vec<String> = p.profile_stages.iter().map(|s| stage_name(s)).collect();
+        m.insert("profile_stages".into(), json!(stages));
     }
     Value::Object(m)
 }
@@ -348,7 +360,7 @@ mod tests {
             record_shapes: Some(true),
             merge_profiles: true,
             profile_prefix: Some("exp1".into()),
-            profile_stages: vec!["EXTEND".into()],
+            profile_stages: vec!["EXTEND".into(), "Decode".into(), "mixed".into()],
             ..Default::default()
         };
         assert_eq!(
@@ -356,9 +368,13 @@ mod tests {
             json!({"output_dir": "/data/prof/step_3", "start_step": 3, "num_steps": 5,
                    "activities": ["CPU", "GPU", "CUDA_PROFILER"], "profile_by_stage": true,
                    "with_stack": false, "record_shapes": true, "merge_profiles": true,
-                   "profile_prefix": "exp1", "profile_stages": ["EXTEND"]})
+                   "profile_prefix": "exp1", "profile_stages": ["prefill", "decode", "mixed"]})
         );
-        assert_eq!(start_body(Dialect::Vllm, &p, None), None);
+        // vLLM takes only num_steps (as max_iterations) and the prefix of these.
+        assert_eq!(
+            start_body(Dialect::Vllm, &p, None),
+            Some(json!({"max_iterations": 5, "profile_prefix": "exp1"}))
+        );
     }
 
     #[test]

@@ -85,7 +85,8 @@ pub struct ProfileSettingsArgs {
     /// Profile prefill and decode separately (files end in -EXTEND / -DECODE).
     #[arg(long = "profile-by-stage")]
     pub profile_by_stage: bool,
-    /// Only these stages (with --profile-by-stage): EXTEND,DECODE.
+    /// Only these stages (with --profile-by-stage): prefill,decode (EXTEND and DECODE are sent
+    /// as prefill and decode, the names SGLang's per-stage profiler matches).
     #[arg(long = "profile-stages", value_delimiter = ',', value_name = "STAGES")]
     pub profile_stages: Vec<String>,
     /// Record Python stacks.
