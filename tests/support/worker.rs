@@ -264,6 +264,17 @@ impl Inner {
         true
     }
 
+    /// The profiler stops by itself (SGLang's `num_steps`, vLLM's `max_iterations`) and writes
+    /// its traces, [`Behaviour::steps_take`] after the start.
+    fn stop_by_itself(self: &Arc<Self>, b: &Behaviour) {
+        let me = self.clone();
+        let (after, slow) = (b.steps_take, b.slow_write);
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            me.stop_profiler(slow);
+        });
+    }
+
     fn handle(self: &Arc<Self>, r: &Request) -> Reply {
         let extra = self.routes.lock().unwrap().clone();
         if let Some(reply) = extra.and_then(|f| f(r)) {
@@ -318,12 +329,7 @@ impl Inner {
                         p.prefix = body.get("profile_prefix").and_then(Value::as_str).map(str::to_string);
                     }
                     if body.get("max_iterations").and_then(Value::as_u64).is_some() {
-                        let me = self.clone();
-                        let (after, slow) = (b.steps_take, b.slow_write);
-                        std::thread::spawn(move || {
-                            std::thread::sleep(after);
-                            me.stop_profiler(slow);
-                        });
+                        self.stop_by_itself(&b);
                     }
                     return Reply::text(200, "");
                 }
@@ -342,12 +348,7 @@ impl Inner {
                     p.by_stage = body.get("profile_by_stage").and_then(Value::as_bool).unwrap_or(false);
                 }
                 if num_steps.is_some() {
-                    let me = self.clone();
-                    let (after, slow) = (b.steps_take, b.slow_write);
-                    std::thread::spawn(move || {
-                        std::thread::sleep(after);
-                        me.stop_profiler(slow);
-                    });
+                    self.stop_by_itself(&b);
                 }
                 Reply::text(200, "Start profiling.\n")
             }
