@@ -200,7 +200,7 @@ fn vllm_without_profiler_config_says_how_to_restart() {
         "{}",
         r.hint()
     );
-    // auto-detection asked /get_model_info (404 on vLLM), then /v1/models
+    // auto-detection asked SGLang's two model-info routes (404 on vLLM), then /v1/models
     let gets: Vec<String> = w
         .server
         .requests()
@@ -208,7 +208,31 @@ fn vllm_without_profiler_config_says_how_to_restart() {
         .filter(|r| r.method == "GET")
         .map(|r| r.path)
         .collect();
-    assert_eq!(gets, ["/get_model_info", "/v1/models"]);
+    assert_eq!(gets, ["/model_info", "/get_model_info", "/v1/models"]);
+}
+
+fn gets(w: &TestWorker) -> Vec<String> {
+    let r = w.server.requests().into_iter();
+    r.filter(|r| r.method == "GET").map(|r| r.path).collect()
+}
+
+/// Current SGLang is known by `/model_info` alone (its `/get_model_info` logs a deprecation
+/// warning at each call); an SGLang from before `/model_info` by `/get_model_info`.
+#[test]
+fn sglang_is_detected_by_model_info_then_the_old_route() {
+    let new = TestWorker::sglang(1);
+    let old = TestWorker::sglang(1);
+    old.set_routes(|r| {
+        (r.path == "/model_info").then(|| Reply::json(404, &json!({"detail": "Not Found"})))
+    });
+    for w in [&new, &old] {
+        let o = start(&["--worker-url", w.url()]);
+        assert_eq!(o.exit_code, 0, "{o:#?}");
+        assert_eq!(row(&o, w).backend.map(|d| d.name()), Some("sglang"));
+        assert_eq!(w.posts("/start_profile").len(), 1);
+    }
+    assert_eq!(gets(&new), ["/model_info"]);
+    assert_eq!(gets(&old), ["/model_info", "/get_model_info"]);
 }
 
 /// vLLM's start takes `--num-steps` as `max_iterations` (and the prefix): its profiler stops by
@@ -334,6 +358,42 @@ fn run_reports_traces_that_never_come() {
         o.notes
     );
     assert!(o.post.is_none());
+}
+
+/// A vLLM whose traces go elsewhere (another `torch_profiler_dir`, or a `cuda`/`proton`
+/// profiler, which answers the same routes and writes no Kineto trace): the note says what to
+/// check.
+#[test]
+fn vllm_traces_that_never_come_say_what_to_check() {
+    let out = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let w = TestWorker::vllm(1, Some(elsewhere.path()));
+    let o = run(&[
+        "--worker-url",
+        w.url(),
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--duration",
+        "0.2",
+        "--settle",
+        "0.1",
+        "--flush-timeout",
+        "0.5",
+    ]);
+    assert_eq!(o.exit_code, 1, "{o:#?}");
+    assert!(o.workers[0].ok(), "{o:#?}");
+    // it did write, where the note says to look
+    assert_eq!(w.written().len(), 1);
+    assert!(w.written()[0].starts_with(elsewhere.path()));
+    let note = o
+        .notes
+        .iter()
+        .find(|n| n.contains("within --flush-timeout"));
+    let note = note.unwrap_or_else(|| panic!("{:?}", o.notes));
+    assert!(note.contains("only 0 trace files"), "{note}");
+    assert!(note.contains("torch_profiler_dir"), "{note}");
+    assert!(note.contains(r#""profiler": "torch""#), "{note}");
+    assert!(note.contains(r#""proton""#), "{note}");
 }
 
 #[test]

@@ -1,16 +1,19 @@
 //! What SGLang and vLLM servers expect and what their answers mean — pure functions, no I/O.
 //!
 //! - SGLang: `POST /start_profile` with a `ProfileReqInput` JSON body (only the fields given are
-//!   sent, so the server's defaults apply to the rest); `POST /stop_profile`, `/end_profile` on
-//!   older servers. With `num_steps` the profiler stops by itself, and a later stop answers
-//!   **500** ("Profiling is not in progress. Call /start_profile first."): that is success.
+//!   sent, so the server's defaults apply to the rest); `POST /stop_profile` (`/end_profile`
+//!   after a 404: no release read from 0.3.6 on has it, a second try for forks). With
+//!   `num_steps` the profiler stops by itself, and a later stop answers **500** ("Profiling is
+//!   not in progress. Call /start_profile first."): that is success.
 //! - vLLM: `POST /start_profile` / `/stop_profile`, which only exist when the server was started
 //!   with `--profiler-config` (older: `VLLM_TORCH_PROFILER_DIR`); otherwise **404**. The start
 //!   takes an optional body of per-session overrides (`StartProfileRequest`,
 //!   `vllm/entrypoints/serve/profile/api_router.py`): `max_iterations` (the profiler stops by
 //!   itself after that many engine iterations; a later stop is ignored, 200) and
 //!   `profile_prefix`; older vLLM ignores a body. A start while profiling answers **409**.
-//! - Detection (`--backend auto`): SGLang answers `GET /get_model_info`; vLLM does not, and its
+//! - Detection (`--backend auto`): SGLang answers `GET /model_info` (newer releases: 0.5.23
+//!   has it, 0.5.3 not) or, older, `GET /get_model_info` (later releases keep it but log it as
+//!   deprecated at each call, so it is asked second); vLLM answers neither, and its
 //!   `GET /v1/models` entries say `"owned_by": "vllm"`.
 
 use std::path::Path;
@@ -64,11 +67,13 @@ impl Dialect {
 
 pub const START: &str = "/start_profile";
 pub const STOP: &str = "/stop_profile";
-/// SGLang's stop route before `/stop_profile`.
+/// Tried when `/stop_profile` answers 404. No SGLang release read (0.3.6 to 0.5.23) has it;
+/// kept as a harmless second try for forks and builds that name the stop this way.
 pub const STOP_OLD: &str = "/end_profile";
-/// Probed first by `--backend auto`: only SGLang has it.
-pub const PROBE_SGLANG: &str = "/get_model_info";
-/// Probed second: both have it, the `owned_by` field tells them apart.
+/// Probed first by `--backend auto`: only SGLang has them, the current name first (the old
+/// one logs a deprecation warning on the server at each call), the old one on a 404.
+pub const PROBE_SGLANG: [&str; 2] = ["/model_info", "/get_model_info"];
+/// Probed last: both have it, the `owned_by` field tells them apart.
 pub const PROBE_MODELS: &str = "/v1/models";
 
 /// What the two probes say. `models` is `None` when it was not asked.
@@ -237,6 +242,23 @@ fn common(status: u16, body: &str) -> Verdict {
             body_says(body)
         )),
         _ => Verdict::failed(format!("HTTP {status}{}", body_says(body))),
+    }
+}
+
+/// What to check when servers that answered stop wrote no trace where rankprof looks: appended
+/// to the flush-timeout note. vLLM's `--profiler-config` also opens the routes for its `cuda`
+/// (nsys ranges) and `proton` profilers, which answer start and stop alike but write no Kineto
+/// trace (`vllm/config/profiler.py`'s `ProfilerKind`; Proton writes `proton_*` files into a
+/// directory of its own), and it writes into its own `torch_profiler_dir`, which rankprof only
+/// knows as `--output-dir`.
+pub fn missing_traces_hint(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Vllm => {
+            "; vLLM writes its traces into --profiler-config's torch_profiler_dir (give that \
+             directory as --output-dir), and only with \"profiler\": \"torch\" (\"cuda\" and \
+             \"proton\" answer the same routes but write no Kineto trace)"
+        }
+        Dialect::Sglang => "",
     }
 }
 

@@ -29,32 +29,34 @@ pub(super) fn secs(s: f64) -> Duration {
 
 /// Asks a server which dialect it speaks (`--backend auto`); `Err` is the failed probe.
 pub fn probe(http: &Http, url: &str, timeout: Duration) -> Result<Dialect, Call> {
-    let a = http.get(&format!("{url}{}", dialect::PROBE_SGLANG), timeout);
-    // No answer, or one that did not arrive whole: the server cannot be trusted to be either.
-    if a.failure.is_some() {
-        return Err(Call::from_answer(
-            dialect::PROBE_SGLANG,
-            &a,
-            false,
-            String::new(),
-        ));
-    }
-    if let Some(d) = dialect::detect(a.status, None) {
-        return Ok(d);
+    let mut asked = Vec::new();
+    for route in dialect::PROBE_SGLANG {
+        let a = http.get(&format!("{url}{route}"), timeout);
+        // No answer, or one that did not arrive whole: the server cannot be trusted to be
+        // either.
+        if a.failure.is_some() {
+            return Err(Call::from_answer(route, &a, false, String::new()));
+        }
+        if let Some(d) = dialect::detect(a.status, None) {
+            return Ok(d);
+        }
+        asked.push((route, a.status));
     }
     let b = http.get(&format!("{url}{}", dialect::PROBE_MODELS), timeout);
-    match dialect::detect(a.status, Some((b.status, &b.body))) {
+    match dialect::detect(None, Some((b.status, &b.body))) {
         Some(d) => Ok(d),
         None => {
             let mut c = Call::from_answer(dialect::PROBE_MODELS, &b, false, String::new());
             let show =
                 |s: Option<u16>| s.map_or_else(|| "no answer".to_string(), |s| s.to_string());
+            asked.push((dialect::PROBE_MODELS, b.status));
+            let asked: Vec<String> = asked
+                .iter()
+                .map(|(r, s)| format!("{r} {}", show(*s)))
+                .collect();
             c.note = format!(
-                "cannot tell SGLang from vLLM ({} {}, {} {}): pass --backend",
-                dialect::PROBE_SGLANG,
-                show(a.status),
-                dialect::PROBE_MODELS,
-                show(b.status)
+                "cannot tell SGLang from vLLM ({}): pass --backend",
+                asked.join(", ")
             );
             Err(c)
         }
@@ -365,8 +367,9 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                             } else {
                                 ""
                             };
+                            let hint = dialect::missing_traces_hint(w.dialect);
                             notes.push(format!(
-                                "num_steps not reached within --flush-timeout ({} of {expect} servers wrote traces{older})",
+                                "num_steps not reached within --flush-timeout ({} of {expect} servers wrote traces{older}{hint})",
                                 f.rank_files()
                             ));
                         }
@@ -424,9 +427,10 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
             let f = flush::wait(&w.dir, &w.before, expect, settle, flush_timeout);
             if !f.complete {
                 notes.push(format!(
-                    "only {} trace files (of at least {expect}) appeared in {} within --flush-timeout",
+                    "only {} trace files (of at least {expect}) appeared in {} within --flush-timeout{}",
                     f.rank_files(),
-                    w.dir.display()
+                    w.dir.display(),
+                    dialect::missing_traces_hint(w.dialect)
                 ));
                 code = code.max(exit::FAILED);
             }

@@ -10,7 +10,7 @@ use crate::capture::{Activity, ApiKey, Backend, CaCert, WorkerType};
 pub enum CaptureCommand {
     /// Start the profiler on every worker (one POST /start_profile each, all at once).
     Start(CaptureStartArgs),
-    /// Stop the profiler on every worker (POST /stop_profile; SGLang falls back to /end_profile).
+    /// Stop the profiler on every worker (POST /stop_profile; /end_profile after a 404).
     Stop(CaptureStopArgs),
     /// The whole loop: start, drive load, wait, stop, wait for the traces to be written, merge,
     /// analyze.
@@ -33,7 +33,7 @@ pub struct CaptureTargets {
     /// Only workers of these types (PD disaggregation): prefill, decode, regular.
     #[arg(long = "worker-type", value_enum, value_delimiter = ',')]
     pub worker_type: Vec<WorkerType>,
-    /// Server dialect; `auto` asks each worker (`/get_model_info`, then `/v1/models`).
+    /// Server dialect; `auto` asks each worker (`/model_info`, `/get_model_info`, then `/v1/models`).
     #[arg(long, value_enum, default_value_t = Backend::Auto)]
     pub backend: Backend,
     /// Seconds one request may take (connect + answer) before its worker counts as failed.

@@ -33,7 +33,7 @@ pub struct Behaviour {
     pub start_status: Option<u16>,
     /// Answer `/stop_profile` with this status instead.
     pub stop_status: Option<u16>,
-    /// SGLang before /stop_profile existed: 404 there, `/end_profile` works.
+    /// A server whose stop route is `/end_profile` (404 on `/stop_profile`): the fallback.
     pub old_stop_route: bool,
     /// Write the trace files in a background thread, in pieces, over this long after
     /// answering stop (a slow or shared file system).
