@@ -287,6 +287,22 @@ fn vllm_sessions_frontend_and_missing_ranks() {
         .eq(["[TP00]", "[TP01]"])));
     assert!(d.notes.iter().any(|n| n.contains("async_llm")));
 
+    // vLLM's CUDA-graph capture trace (capture_torch_profiler), found by -r: its own profile,
+    // named in a note, the serving profiles unchanged.
+    let cap = t.path().join("capture_traces");
+    std::fs::create_dir(&cap).unwrap();
+    touch(&cap, "graph_capture_rank_0.50.pt.trace.json.gz", &k);
+    let d = discover(t.path(), true).unwrap();
+    assert_eq!(d.groups.len(), 3, "{:?}", d.groups);
+    assert!(d.groups[..2].iter().all(|g| g.files.len() == 2));
+    assert_eq!(d.groups[2].files.len(), 1);
+    assert!(d.groups[2].files[0].path.starts_with(&cap));
+    let n = d
+        .notes
+        .iter()
+        .filter(|n| n.contains("CUDA-graph capture trace"));
+    assert_eq!(n.count(), 1, "{:?}", d.notes);
+
     // A dense model's ranks (`rank{r}`, a time stamp each): one profile, not one per file.
     let t3 = tempfile::tempdir().unwrap();
     for (r, ns) in [
@@ -328,6 +344,24 @@ fn vllm_sessions_frontend_and_missing_ranks() {
             (Some("EXTEND".to_string()), 2)
         ]
     );
+    assert!(!d.notes.iter().any(|n| n.contains("without a stage")));
+
+    // A by-stage profile stopped by hand: the stage still open has no suffix. Listed on its
+    // own, with a note naming it; another id's stage-less files get no note.
+    for tp in [0, 1] {
+        touch(t4.path(), &format!("17550.5-TP-{tp}.trace.json.gz"), &k);
+        touch(t4.path(), &format!("17999.5-TP-{tp}.trace.json.gz"), &k);
+    }
+    let d = discover(t4.path(), false).unwrap();
+    assert_eq!(d.groups.len(), 4);
+    let notes: Vec<_> = d
+        .notes
+        .iter()
+        .filter(|n| n.contains("without a stage"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", d.notes);
+    assert!(notes[0].contains("profile 17550.5 "), "{}", notes[0]);
+    assert!(notes[0].contains("DECODE/EXTEND") || notes[0].contains("EXTEND/DECODE"));
 
     // A TP2 x DP2 grid with one rank missing.
     let t2 = tempfile::tempdir().unwrap();

@@ -8,7 +8,8 @@
 //! - vLLM: `[{prefix}_]dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}.{ns}.pt.trace.json[.gz]` (MoE
 //!   models), `[{prefix}_]rank{r}.{ns}.pt.trace.json[.gz]` (dense models: no EP group), the
 //!   older `{instance}-rank-{r}.{ns}.pt.trace.json[.gz]`; frontend `*.async_llm.*` traces are
-//!   skipped;
+//!   skipped; `capture_traces/graph_capture_rank_0.{ns}.pt.trace.json.gz` (CUDA-graph
+//!   capture at start-up) is kept as a profile of its own, with a note;
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]`;
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
 //!   `trace/unnamed.rs`).
@@ -404,6 +405,15 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
             ));
             continue;
         }
+        if name.starts_with("graph_capture_rank_") {
+            // `torch_profiler_dir/capture_traces/`, `capture_torch_profiler` in vLLM's
+            // `--profiler-config` (`gpu_model_runner.py`): a profile of its own, kept.
+            d.notes.push(format!(
+                "{}: vLLM's CUDA-graph capture trace (written at start-up, local rank 0 only), \
+                 not a serving profile: listed as a profile of its own",
+                path.display()
+            ));
+        }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         match parse_name(name) {
             Some(p) => by_key
@@ -442,12 +452,37 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
                 .push(finish_group(dir.clone(), profile_id, stage.clone(), files));
         }
     }
+    note_stageless_beside_stages(&d.groups, &mut d.notes);
     for (dir, paths) in unnamed {
         if let Some(g) = super::unnamed::group(dir, paths, &mut d.notes) {
             d.groups.push(g);
         }
     }
     d
+}
+
+/// A by-stage SGLang profile stopped by hand (`/stop_profile` before `num_steps` ended each
+/// stage; `capture run --profile-by-stage` with `--requests` or `--duration` does this) writes
+/// the stage still open without a stage suffix (`_stop_profile()` with no stage, in
+/// `profiler_manager.py`): a stage-less group beside stage groups of the same id is that window.
+fn note_stageless_beside_stages(groups: &[Group], notes: &mut Vec<String>) {
+    for g in groups.iter().filter(|g| g.stage.is_none()) {
+        let staged: Vec<&str> = groups
+            .iter()
+            .filter(|s| s.dir == g.dir && s.profile_id == g.profile_id)
+            .filter_map(|s| s.stage.as_deref())
+            .collect();
+        if !staged.is_empty() {
+            notes.push(format!(
+                "{}: profile {} has files without a stage beside its {} files: SGLang writes \
+                 the stage still open when a by-stage profile is stopped by hand without a \
+                 stage suffix; they are listed as a profile of their own",
+                g.dir.display(),
+                g.profile_id,
+                staged.join("/")
+            ));
+        }
+    }
 }
 
 pub(super) fn rank_file(path: PathBuf, id: RankId, naming: Naming) -> RankFile {
