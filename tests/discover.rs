@@ -321,6 +321,59 @@ fn vllm_sessions_frontend_and_missing_ranks() {
         .map(|f| f.label.as_str())
         .eq(["[RANK00]", "[RANK01]"]));
 
+    // A dense model with DP = 2: each replica counts rank{r} from 0, distributedInfo.rank is
+    // global across them. One profile of four ranks (not sessions mixing replicas by time
+    // stamp), with a note.
+    let with_rank = |r: u32| {
+        k.replacen(
+            "{\"schemaVersion\": 1,",
+            &format!("{{\"schemaVersion\": 1, \"distributedInfo\": {{\"rank\": {r}, \"world_size\": 4}},"),
+            1,
+        )
+    };
+    let t5 = tempfile::tempdir().unwrap();
+    for (r, ns, g) in [(0, 100, 0), (0, 105, 2), (1, 110, 1), (1, 120, 3)] {
+        touch(
+            t5.path(),
+            &format!("rank{r}.{ns}.pt.trace.json.gz"),
+            &with_rank(g),
+        );
+    }
+    let d = discover(t5.path(), false).unwrap();
+    assert_eq!(d.groups.len(), 1, "{:?}", d.groups);
+    let got: Vec<_> = d.groups[0]
+        .files
+        .iter()
+        .map(|f| (f.label.clone(), f.path.file_name().unwrap().to_owned()))
+        .collect();
+    let want: Vec<_> = [
+        ("00", "rank0.100"),
+        ("01", "rank1.110"),
+        ("02", "rank0.105"),
+        ("03", "rank1.120"),
+    ]
+    .iter()
+    .map(|(l, n)| (format!("[RANK{l}]"), format!("{n}.pt.trace.json.gz").into()))
+    .collect();
+    assert_eq!(got, want);
+    assert!(d.notes.iter().any(|n| n.contains("data-parallel replicas")));
+    // Two sessions of one replica (heads agree with the names): split by time stamp as before.
+    let t6 = tempfile::tempdir().unwrap();
+    for (r, ns) in [(0, 100), (1, 110), (0, 500), (1, 510)] {
+        touch(
+            t6.path(),
+            &format!("rank{r}.{ns}.pt.trace.json.gz"),
+            &with_rank(r),
+        );
+    }
+    let d = discover(t6.path(), false).unwrap();
+    assert_eq!(d.groups.len(), 2, "{:?}", d.groups);
+    assert!(d
+        .groups
+        .iter()
+        .all(|g| g.files.len() == 2 && g.missing().is_empty()));
+    assert!(!d.notes.iter().any(|n| n.contains("data-parallel replicas")));
+
     // SGLang 0.5.1's stage suffixes: two stages of two ranks, not four ranks of one profile.
     let t4 = tempfile::tempdir().unwrap();
     for (tp, st) in [(0, 1), (1, 1), (0, 2), (1, 2)] {

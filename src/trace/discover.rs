@@ -6,8 +6,9 @@
 //!   a dimension only when its size is > 1, STAGE ∈ EXTEND, DECODE, prefill, decode (up to
 //!   0.5.1: `1`, `2`, `ForwardMode.EXTEND`, `ForwardMode.DECODE`, read as EXTEND, DECODE);
 //! - vLLM: `[{prefix}_]dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}.{ns}.pt.trace.json[.gz]` (MoE
-//!   models), `[{prefix}_]rank{r}.{ns}.pt.trace.json[.gz]` (dense models: no EP group), the
-//!   older `{instance}-rank-{r}.{ns}.pt.trace.json[.gz]`; frontend `*.async_llm.*` traces are
+//!   models), `[{prefix}_]rank{r}.{ns}.pt.trace.json[.gz]` (dense models: no EP group; with
+//!   DP > 1 the ranks come from the heads, `dense_dp`), the older
+//!   `{instance}-rank-{r}.{ns}.pt.trace.json[.gz]`; frontend `*.async_llm.*` traces are
 //!   skipped; `capture_traces/graph_capture_rank_0.{ns}.pt.trace.json.gz` (CUDA-graph
 //!   capture at start-up) is kept as a profile of its own, with a note;
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]`;
@@ -424,6 +425,7 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
         }
     }
     for ((dir, key, stage), mut files) in join_split_profiles(by_key) {
+        super::dense_dp::global_ranks(&dir, &mut files, &mut d.notes);
         files.sort_by(|a, b| a.0.ns.cmp(&b.0.ns).then(a.1.cmp(&b.1)));
         // vLLM writes a time stamp per file: one session holds each rank once.
         let mut sessions: Vec<Vec<(Parsed, PathBuf)>> = Vec::new();

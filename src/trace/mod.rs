@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod cleanup;
+mod dense_dp;
 pub mod discover;
 pub mod escape;
 pub mod event;
