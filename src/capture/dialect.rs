@@ -281,8 +281,10 @@ pub fn start_verdict(d: Dialect, status: u16, body: &str, dir: Option<&Path>) ->
              pass it as --router-url)",
         ),
         (Dialect::Sglang, 500) => Verdict::failed(format!(
-            "HTTP 500: profiling already in progress (run `rankprof capture stop` first), or an \
-             activity this server cannot record (MEM without CUDA): see the server log{}",
+            "HTTP 500: profiling already in progress (run `rankprof capture stop` first), an \
+             activity this server cannot record (MEM without CUDA), or settings the per-stage \
+             profiler (SGLANG_PROFILE_V2) refuses: it takes --profile-by-stage, without \
+             --start-step or --merge-profiles; see the server log{}",
             body_says(body)
         )),
         (Dialect::Sglang, 400 | 422) => Verdict::failed(format!(
@@ -319,8 +321,9 @@ pub fn stop_verdict(
         }
         (Dialect::Sglang, 500) => Verdict::failed(
             "HTTP 500: SGLang answers so when profiling is not in progress (never started, or already \
-             stopped after num_steps: pass --num-steps to say so) or when writing the trace failed: \
-             see the server log",
+             stopped after num_steps: pass --num-steps to say so), when writing the trace failed, \
+             or when its per-stage profiler (SGLANG_PROFILE_V2) is asked to stop by hand (it \
+             stops by itself after --num-steps): see the server log",
         ),
         (Dialect::Sglang, 404) => Verdict::failed(
             "no /stop_profile nor /end_profile here: not an SGLang worker (a router has no profiling \
