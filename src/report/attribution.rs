@@ -130,7 +130,8 @@ fn comparisons(at: &Attribution) -> Table {
                 ]
             })
             .collect(),
-        terminal: at.records.len() <= TERMINAL_ROWS,
+        // None (one rank, or no peer differs): the verdict says so; files keep the header.
+        terminal: !at.records.is_empty() && at.records.len() <= TERMINAL_ROWS,
     }
 }
 
