@@ -292,7 +292,8 @@ fn vllm_named_heavy_rank_from_its_execute_ranges() {
     );
     let a = analyze_files(&files, |_| {});
     assert_first(&a, "TP01", "uneven load");
-    assert_eq!(a.attribution.unit, "sequence");
+    // Current vLLM's annotation, execute_context_N(T)_generation_M(U), carries tokens.
+    assert_eq!(a.attribution.unit, "token");
     assert!(
         a.attribution.source.contains("vLLM"),
         "{}",
@@ -300,4 +301,58 @@ fn vllm_named_heavy_rank_from_its_execute_ranges() {
     );
     let w = a.attribution.gaps().next().unwrap().work_ratio.unwrap();
     assert!((1.8..2.2).contains(&w), "{w}");
+}
+
+/// vLLM without a profiler schedule writes no `ProfilerStep#N`: its per-step `execute_…`
+/// annotations are then the steps. The same heavy rank is found, with the steps and tokens
+/// per step the independent checkers compute (tests/check_analyze.py, check_attribution.py).
+#[test]
+fn vllm_steps_from_its_execute_annotations_alone() {
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(
+        t.path(),
+        SynthOptions {
+            naming: Vendor::Vllm,
+            annotations: true,
+            ..heavy_cfg(false)
+        },
+    );
+    for f in &files {
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(f).unwrap()),
+            &mut text,
+        )
+        .unwrap();
+        let mut doc: Value = serde_json::from_str(&text).unwrap();
+        let evs = doc["traceEvents"].as_array_mut().unwrap();
+        let before = evs.len();
+        evs.retain(|e| {
+            !e["name"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("ProfilerStep#")
+        });
+        assert!(evs.len() < before);
+        common::write_gz(f, serde_json::to_string(&doc).unwrap().as_bytes());
+    }
+    let a = analyze_files(&files, |_| {});
+    assert_eq!(a.steps.source, "vllm execute_...");
+    assert!(a.steps.rows.len() >= 8, "{}", a.steps.rows.len());
+    assert_first(&a, "TP01", "uneven load");
+    assert_eq!(a.attribution.unit, "token");
+    common::assert_matches_checker(&a, &common::checker(&files, &[]));
+    let c = checker(&files);
+    let cr = by_rank(&a, &c);
+    for (r, want) in cr.iter().enumerate() {
+        let got: Vec<Option<u64>> = a.attribution.per_step.iter().map(|s| s.tokens[r]).collect();
+        let want: Vec<Option<u64>> = want["step_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(opt_u64)
+            .collect();
+        assert_eq!(got, want, "rank {}", a.ranks[r].rank);
+        assert!(got.iter().all(Option::is_some));
+    }
 }

@@ -8,7 +8,7 @@ analysis reports, so the Rust tests can compare against them:
              GPU busy (union of kernel + memcpy + memset intervals over all streams),
              compute (union of non-communication kernels), communication (union),
              exposed communication (comm minus the union of compute), memcpy/memset (union),
-             span; per step (ProfilerStep#N, SGLang step[...], or --step-marker REGEX) the
+             span; per step (ProfilerStep#N, SGLang step[...], vLLM execute_..., or --step-marker REGEX) the
              busy and work (busy without communication) time, ops put in the step whose
              window holds their CPU launch (by correlation), else their own start;
              CPU-only traces: the same from `cpu_op` events, step time = annotation duration,
@@ -29,6 +29,10 @@ import os
 import re
 import sys
 from decimal import Decimal, ROUND_HALF_UP
+
+# vLLM's per-step annotations (gpu_worker.annotate_profile): current, detailed, older.
+VLLM_STEP = re.compile(
+    r"^execute_(?:new_\d+_cached_\d+|(?:\d+_)?context_\d+\(.*\)_generation_.*)$")
 
 GPU_COMM = r"nccl|rccl"
 TIE_NS = 1000
@@ -123,7 +127,7 @@ def rank_figures(events, base, args):
             elif name.startswith("ProfilerStep#"):
                 m["number"] = int(name.split("#", 1)[1]) if name.split("#", 1)[1].isdigit() else None
                 marks["profiler"].append(m)
-            elif name.startswith("step[") and cat != "cpu_op":
+            elif (name.startswith("step[") or VLLM_STEP.match(name)) and cat != "cpu_op":
                 marks["sglang"].append(m)
     steps = marks["custom"] if marker is not None else (marks["profiler"] or marks["sglang"])
     if any(not m["gpu"] for m in steps):

@@ -3,8 +3,10 @@
 
 From the trace files alone: per rank and step the work the step was asked to do — sequences
 and tokens from SGLang's `step[EXTEND bs=B toks=T]` / `step[DECODE bs=B]` (tokens = B) or
-vLLM's `execute_new_N_cached_M` (N + M sequences), CPU-side annotations preferred, each put in
-the step whose window holds its start — and the kernel launches of the step (kernels put in
+vLLM's `execute_context_N(T)_generation_M(U)` (N + M sequences, T + U tokens; detailed form
+`execute_S_context_N(sqT...)_generation_M(sqU...)`) or older `execute_new_N_cached_M` (N + M
+sequences), CPU-side annotations preferred, each put in the step whose window holds its start
+(the steps: ProfilerStep#N, else the forward annotations themselves) — and the kernel launches of the step (kernels put in
 the step of their CPU launch, by correlation; CPU-only traces: the cpu_ops that start in the
 step). The step's time is its work time as check_analyze.py computes it.
 
@@ -36,6 +38,8 @@ import check_analyze as ca  # noqa: E402
 
 SGLANG = re.compile(r"^step\[(\w+)((?: \w+=\d+)*)\]$")
 VLLM = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
+VLLM_TOKENS = re.compile(
+    r"^execute_(?:\d+_)?context_(\d+)\((?:sq)?(\d+)[^()]*\)_generation_(\d+)\((?:sq)?(\d+)[^()]*\)$")
 
 
 def batch(name):
@@ -50,6 +54,9 @@ def batch(name):
     m = VLLM.match(name)
     if m:
         return int(m.group(1)) + int(m.group(2)), None
+    m = VLLM_TOKENS.match(name)
+    if m:
+        return int(m.group(1)) + int(m.group(3)), int(m.group(2)) + int(m.group(4))
     return None
 
 
@@ -96,7 +103,8 @@ def work_of(events):
             m = dict(start=ts, dur=dur, gpu=cat == "gpu_user_annotation")
             if name.startswith("ProfilerStep#") and name.split("#", 1)[1].isdigit():
                 marks["profiler"].append(m)
-            elif name.startswith("step[") and cat != "cpu_op":
+            elif (name.startswith("step[") or (VLLM.match(name) or VLLM_TOKENS.match(name))) \
+                    and cat != "cpu_op":
                 marks["sglang"].append(m)
         if cat in ("user_annotation", "gpu_user_annotation"):
             b = batch(name)

@@ -10,13 +10,17 @@ events the merge must keep; then compares every rank's non-metadata events in th
 {label: [lo, hi] or null}, "kept": {label: n}, "problems": [...]}.
 
 Rules, as README states them: a step is a complete ("X") CPU event named ProfilerStep#N (N a
-number) or step[...]; with any ProfilerStep#N present those alone are the steps. Steps A:B are
+number), SGLang's step[...] or vLLM's execute_... annotation; with any ProfilerStep#N present those alone are the steps. Steps A:B are
 numbers A..B-1, or else the A-th to (B-1)-th step[...] by start. Base alignment puts every rank
 on the earliest baseTimeNanoseconds; first-step then moves each rank so its first step starts
 when the earliest one does. An event spanning ts..ts+dur is kept unless it ends before the
 window or starts after it; metadata events and events without ts are always kept.
 """
-import gzip, json, sys
+import gzip, json, re, sys
+
+# vLLM's per-step annotations (gpu_worker.annotate_profile): current, detailed, older.
+VLLM_STEP = re.compile(
+    r"^execute_(?:new_\d+_cached_\d+|(?:\d+_)?context_\d+\(.*\)_generation_.*)$")
 
 
 def load(path):
@@ -42,7 +46,7 @@ def steps_of(events):
         hi = lo + ns(e.get("dur", 0))
         if name.startswith("ProfilerStep#") and name[len("ProfilerStep#"):].isdigit():
             out.append((int(name[len("ProfilerStep#"):]), lo, hi))
-        elif name.startswith("step["):
+        elif name.startswith("step[") or VLLM_STEP.match(name):
             out.append((None, lo, hi))
     if any(n is not None for n, _, _ in out):
         out = [s for s in out if s[0] is not None]

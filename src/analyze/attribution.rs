@@ -221,7 +221,12 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
     let fig = |r: usize, row: usize| inp.figs[r].get(rows[row].idx[r]);
     let annotation = (0..n)
         .flat_map(|r| inp.figs[r].iter().map(|f| f.work.source))
-        .find(|s| matches!(s, WorkSource::Sglang | WorkSource::Vllm))
+        .find(|s| {
+            matches!(
+                s,
+                WorkSource::Sglang | WorkSource::Vllm | WorkSource::VllmTokens
+            )
+        })
         .unwrap_or_default();
     let cells = (0..n).flat_map(|r| (0..rows.len()).map(move |s| (r, s)));
     let (measure, src) = Measure::pick(cells.map(|(r, s)| fig(r, s).map(|f| &f.work)), annotation);

@@ -363,7 +363,7 @@ impl<'a> Collector<'a> {
 
     fn mark(&mut self, ev: &Event<'_>, start: i64, dur: i64, on_gpu: bool) {
         let raw = ev.name.raw();
-        if raw.starts_with("step[") || raw.starts_with("execute_new_") {
+        if raw.starts_with("step[") || raw.starts_with("execute_") {
             if let Some((source, batch)) = super::work::parse(raw) {
                 self.work_marks.push(super::work::WorkMark {
                     start,

@@ -44,7 +44,16 @@ pub fn choose(
     } else if !profiler.is_empty() {
         ("ProfilerStep", profiler)
     } else if !sglang.is_empty() {
-        ("sglang step[...]", sglang)
+        // SGLang's and vLLM's forward annotations (`trace::steps`): one engine or the other.
+        let vllm = sglang.iter().any(|m| m.name.starts_with("execute_"));
+        (
+            if vllm {
+                "vllm execute_..."
+            } else {
+                "sglang step[...]"
+            },
+            sglang,
+        )
     } else {
         ("none", Vec::new())
     };
@@ -155,7 +164,8 @@ impl Onset {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StepTable {
-    /// Which markers: `ProfilerStep`, `sglang step[...]`, `step-marker`, `none`.
+    /// Which markers: `ProfilerStep`, `sglang step[...]`, `vllm execute_...`, `step-marker`,
+    /// `none`.
     pub source: String,
     /// `gpu` or `cpu`: what busy/work are measured from.
     pub basis: String,

@@ -4,10 +4,14 @@
 //!
 //! - **SGLang's forward annotation** `step[EXTEND bs=B toks=T]` / `step[DECODE bs=B]`: B
 //!   sequences and T tokens (a decode step processes one token per sequence, so T = B).
-//! - **vLLM's per-step annotation** `execute_new_N_cached_M` (v1 `gpu_worker.annotate_profile`,
-//!   written while the torch profiler runs): N new + M cached requests = N + M sequences; the
-//!   token count is not in the name. (Its other ranges, `gpu_model_runner: forward` etc., carry
-//!   no batch size.)
+//! - **vLLM's per-step annotation** (v1 `gpu_worker.annotate_profile`, around each engine
+//!   step's `execute_model` while the torch profiler runs): current vLLM writes
+//!   `execute_context_N(T)_generation_M(U)` — N requests still in their prompt (new or chunked
+//!   prefill) with T tokens scheduled, M generating with U tokens: N + M sequences, T + U
+//!   tokens — or, with `detailed_trace_annotation`,
+//!   `execute_S_context_N(sqT…)_generation_M(sqU…)` (S = T + U; `sq` is the scheduled tokens);
+//!   older vLLM `execute_new_N_cached_M`: N new + M cached requests = N + M sequences, no
+//!   token count. (Its other ranges, `gpu_model_runner: forward` etc., carry no batch size.)
 //! - **`record_shapes` input dims of GEMMs**: the `Input Dims` of the CPU GEMM ops
 //!   ([`GEMM_OPS`]: `aten::mm`, `aten::addmm`, `aten::linear`, `aten::matmul`, `aten::_scaled_mm`);
 //!   the token dimension M is the product of input 0's leading dims (all but the last). A step's
@@ -47,8 +51,10 @@ pub struct Batch {
 pub enum WorkSource {
     /// SGLang `step[… bs= toks=]`.
     Sglang,
-    /// vLLM `execute_new_N_cached_M`.
+    /// vLLM `execute_new_N_cached_M` (sequences only).
     Vllm,
+    /// vLLM `execute_context_N(T)_generation_M(U)` (sequences and tokens).
+    VllmTokens,
     /// `record_shapes`: the token dimension of the step's GEMMs.
     Shapes,
     /// `In msg nelems` of the step's collectives.
@@ -64,6 +70,9 @@ impl WorkSource {
         match self {
             WorkSource::Sglang => "tokens (SGLang step annotation)",
             WorkSource::Vllm => "sequences (vLLM execute_new_N_cached_M annotation)",
+            WorkSource::VllmTokens => {
+                "tokens (vLLM execute_context_N(T)_generation_M(U) annotation)"
+            }
             WorkSource::Shapes => "tokens (record_shapes: GEMM input dims)",
             WorkSource::Nelems => "message elements (NCCL In msg nelems, ∝ tokens)",
             WorkSource::Launches => "kernel launches (no batch annotation)",
@@ -72,7 +81,8 @@ impl WorkSource {
 }
 
 /// Reads the batch from an annotation name: SGLang's `step[EXTEND bs=1 toks=8]`,
-/// `step[DECODE bs=8]`, or vLLM's `execute_new_2_cached_14`.
+/// `step[DECODE bs=8]`, or vLLM's `execute_context_1(8)_generation_3(3)` (and its detailed
+/// form) or `execute_new_2_cached_14`.
 pub fn parse(name: &str) -> Option<(WorkSource, Batch)> {
     if let Some(inner) = name.strip_prefix("step[").and_then(|s| s.strip_suffix(']')) {
         let mut words = inner.split_ascii_whitespace();
@@ -93,10 +103,40 @@ pub fn parse(name: &str) -> Option<(WorkSource, Batch)> {
         };
         return Some((WorkSource::Sglang, Batch { seqs: bs, tokens }));
     }
-    let rest = name.strip_prefix("execute_new_")?;
-    let (new, cached) = rest.split_once("_cached_")?;
-    let seqs = new.parse::<u64>().ok()? + cached.parse::<u64>().ok()?;
-    Some((WorkSource::Vllm, Batch { seqs, tokens: None }))
+    if let Some(rest) = name.strip_prefix("execute_new_") {
+        let (new, cached) = rest.split_once("_cached_")?;
+        let seqs = new
+            .parse::<u64>()
+            .ok()?
+            .checked_add(cached.parse::<u64>().ok()?)?;
+        return Some((WorkSource::Vllm, Batch { seqs, tokens: None }));
+    }
+    let rest = name.strip_prefix("execute_")?;
+    // The detailed form's total in front: `S_context_…`.
+    let rest = match rest.split_once("_context_") {
+        Some((s, r)) if !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()) => r,
+        _ => rest.strip_prefix("context_")?,
+    };
+    let (ctx, gen) = rest.split_once(")_generation_")?;
+    let (nc, tc) = vllm_phase(ctx)?;
+    let (ng, tg) = vllm_phase(gen.strip_suffix(')')?)?;
+    let batch = Batch {
+        seqs: nc.checked_add(ng)?,
+        tokens: Some(tc.checked_add(tg)?),
+    };
+    Some((WorkSource::VllmTokens, batch))
+}
+
+/// One phase of vLLM's annotation without its closing parenthesis: `N(T` or, detailed,
+/// `N(sqTskKsqsqQsqskP`: (requests, scheduled tokens).
+fn vllm_phase(s: &str) -> Option<(u64, u64)> {
+    let (n, inner) = s.split_once('(')?;
+    let n = n.parse::<u64>().ok()?;
+    let t = match inner.strip_prefix("sq") {
+        Some(d) => &d[..d.find(|c: char| !c.is_ascii_digit()).unwrap_or(d.len())],
+        None => inner,
+    };
+    Some((n, t.parse::<u64>().ok()?))
 }
 
 /// A batch annotation as found in a trace (file time of its start).
@@ -345,12 +385,32 @@ mod tests {
             parse("execute_new_2_cached_14"),
             Some((WorkSource::Vllm, b(16, None)))
         );
+        // Current vLLM: 1 request in prefill with 8 tokens, 3 decoding with 3.
+        assert_eq!(
+            parse("execute_context_1(8)_generation_3(3)"),
+            Some((WorkSource::VllmTokens, b(4, Some(11))))
+        );
+        assert_eq!(
+            parse("execute_context_0(0)_generation_12(12)"),
+            Some((WorkSource::VllmTokens, b(12, Some(12))))
+        );
+        // detailed_trace_annotation: the scheduled tokens follow `sq`.
+        assert_eq!(
+            parse("execute_20_context_1(sq8sk8sqsq64sqsk64)_generation_12(sq12sk900sqsq12sqsk900)"),
+            Some((WorkSource::VllmTokens, b(13, Some(20))))
+        );
         for bad in [
             "step[EXTEND toks=8]",
             "step[DECODE bs=x]",
             "ProfilerStep#3",
             "execute_new_a_cached_1",
             "gpu_model_runner: forward",
+            "execute_model",
+            "execute_context_1(8)",
+            "execute_context_1(8)_generation_3(3",
+            "execute_context_1(x)_generation_3(3)",
+            "execute_x_context_1(8)_generation_3(3)",
+            "execute_context_99999999999999999999(8)_generation_3(3)",
         ] {
             assert_eq!(parse(bad), None, "{bad}");
         }

@@ -135,7 +135,8 @@ pub struct MergeArgs {
     /// Keep only events overlapping START_US:END_US (output `ts` units, µs).
     #[arg(long)]
     pub window: Option<String>,
-    /// Keep only steps A:B (ProfilerStep#N or SGLang step[...] annotations, counted from 0 per rank).
+    /// Keep only steps A:B (ProfilerStep#N, or SGLang step[...] / vLLM execute_... annotations
+    /// counted from 0 per rank).
     #[arg(long)]
     pub steps: Option<String>,
     /// Drop events of these categories: python_function,cuda_runtime
@@ -184,7 +185,7 @@ pub struct AnalyzeArgs {
     /// Kernels in the top-kernels table.
     #[arg(long = "top-n", value_name = "K", default_value_t = 15)]
     pub top_n: usize,
-    /// Step annotations to use (regex on annotation names) instead of ProfilerStep#N / step[...].
+    /// Step annotations to use (regex on annotation names) instead of ProfilerStep#N / step[...] / execute_....
     #[arg(long = "step-marker", value_name = "REGEX")]
     pub step_marker: Option<String>,
     /// How far above the others' mean a rank must stay to count as slower, in percent.
@@ -456,7 +457,7 @@ pub struct SynthArgs {
     /// record_shapes: write `Input Dims` on the CPU GEMM ops (token dimension first).
     #[arg(long = "record-shapes")]
     pub record_shapes: bool,
-    /// Leave out the batch annotations (`step[...]` / `execute_new_...`); ProfilerStep#N stays.
+    /// Leave out the batch annotations (`step[...]` / `execute_context_...`); ProfilerStep#N stays.
     #[arg(long = "no-annotations")]
     pub no_annotations: bool,
     /// Every DP replica runs the same batches (default: each replica draws its own).

@@ -107,7 +107,7 @@ pub struct SynthOptions {
     /// `record_shapes`: `Input Dims` on the CPU GEMM ops (`aten::linear`, `aten::mm`) and the
     /// MoE expert ops, token dimension first.
     pub record_shapes: bool,
-    /// Write the batch annotations (`step[…]` / `execute_new_…`); off: `ProfilerStep#N` only.
+    /// Write the batch annotations (`step[…]` / `execute_context_…`); off: `ProfilerStep#N` only.
     pub annotations: bool,
     /// Every DP replica runs the same batches (a perfectly balanced router); default: each
     /// replica draws its own.

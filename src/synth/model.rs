@@ -48,13 +48,16 @@ impl StepKind {
         }
     }
 
-    /// vLLM's per-step range (`gpu_worker.annotate_profile`): a prefill's requests are new, a
-    /// decode step's are cached (already running): `execute_new_4_cached_0`,
-    /// `execute_new_0_cached_8`.
+    /// vLLM's per-step range (`gpu_worker.annotate_profile`) as current vLLM writes it: a
+    /// prefill's requests are in their context phase with all their tokens scheduled, a decode
+    /// step's are generating one token each: `execute_context_4(512)_generation_0(0)`,
+    /// `execute_context_0(0)_generation_8(8)`.
     pub fn vllm_annotation(self) -> String {
         match self {
-            StepKind::Extend { bs, .. } => format!("execute_new_{bs}_cached_0"),
-            StepKind::Decode { bs } => format!("execute_new_0_cached_{bs}"),
+            StepKind::Extend { bs, toks } => {
+                format!("execute_context_{bs}({toks})_generation_0(0)")
+            }
+            StepKind::Decode { bs } => format!("execute_context_0(0)_generation_{bs}({bs})"),
         }
     }
 

@@ -1,5 +1,8 @@
-//! Step markers: PyTorch's `ProfilerStep#N` and SGLang's forward annotations
-//! (`step[EXTEND bs=1 toks=8]`, `step[DECODE bs=1]`), both CPU-side complete events.
+//! Step markers: PyTorch's `ProfilerStep#N` and the serving engines' forward annotations, all
+//! CPU-side complete events: SGLang's `step[EXTEND bs=1 toks=8]`, `step[DECODE bs=1]`, and
+//! vLLM's, one around each engine step's `execute_model` (`gpu_worker.annotate_profile`):
+//! `execute_context_N(T)_generation_M(U)` (current), with `detailed_trace_annotation`
+//! `execute_S_context_N(sqT…)_generation_M(sqU…)`, and older vLLM's `execute_new_N_cached_M`.
 
 use super::event::Event;
 use super::want::Want;
@@ -8,7 +11,7 @@ use super::want::Want;
 pub enum StepMark {
     /// `ProfilerStep#N`, with its N (`None` when N is not a number).
     Profiler(Option<u64>),
-    /// An SGLang `step[...]` forward annotation.
+    /// A forward annotation: SGLang's `step[...]`, vLLM's `execute_…`.
     Forward,
 }
 
@@ -32,7 +35,33 @@ pub fn mark_of_name(name: &str) -> Option<StepMark> {
     if let Some(n) = name.strip_prefix(PROFILER_STEP) {
         return Some(StepMark::Profiler(n.parse().ok()));
     }
-    name.starts_with("step[").then_some(StepMark::Forward)
+    (name.starts_with("step[") || is_vllm_step(name.as_bytes())).then_some(StepMark::Forward)
+}
+
+/// Whether `name` is one of vLLM's per-step annotations (the module doc's three forms): the
+/// shape only, digits where the counts go; `analyze::work` reads the counts.
+pub fn is_vllm_step(name: &[u8]) -> bool {
+    let Some(rest) = name.strip_prefix(b"execute_") else {
+        return false;
+    };
+    if let Some(r) = rest.strip_prefix(b"new_") {
+        let r = after_digits(r).and_then(|r| r.strip_prefix(b"_cached_"));
+        return r.and_then(after_digits) == Some(b"");
+    }
+    // `S_context_…` (detailed) or `context_…`.
+    let rest = after_digits(rest)
+        .and_then(|r| r.strip_prefix(b"_"))
+        .unwrap_or(rest);
+    let Some(r) = rest.strip_prefix(b"context_").and_then(after_digits) else {
+        return false;
+    };
+    r.starts_with(b"(") && r.windows(13).any(|w| w == b")_generation_")
+}
+
+/// `s` after its leading ASCII digits, when it has at least one.
+fn after_digits(s: &[u8]) -> Option<&[u8]> {
+    let n = s.iter().take_while(|c| c.is_ascii_digit()).count();
+    (n > 0).then(|| &s[n..])
 }
 
 /// Whether a raw name (as written, maybe not yet checked as UTF-8) is a `ProfilerStep#…`
@@ -45,7 +74,8 @@ pub fn is_profiler_step(name: &[u8]) -> bool {
 /// every event [`step_mark`] takes (and for a few it then turns down, e.g. `ProfilerStep#x`
 /// or a category written with an escape). [`STEP_EVENTS`]' name test.
 pub fn may_be_step(cat: &[u8], name: &[u8], _devices: bool) -> bool {
-    cat != b"gpu_user_annotation" && (is_profiler_step(name) || name.starts_with(b"step["))
+    cat != b"gpu_user_annotation"
+        && (is_profiler_step(name) || name.starts_with(b"step[") || is_vllm_step(name))
 }
 
 /// The events a reader that only needs the steps reads ([`super::Nested::SkimOnly`]; merge's
@@ -84,7 +114,11 @@ mod tests {
             "gpu\\u005fuser_annotation",
             "user\\u005fannotation",
         ];
-        const NAMES: [&str; 10] = [
+        const NAMES: [&str; 14] = [
+            "execute_context_1(8)_generation_3(3)",
+            "execute_new_2_cached_0",
+            "execute_context_x(8)_generation_3(3)",
+            "execute_model",
             "ProfilerStep#3",
             "ProfilerStep#x",
             "ProfilerStep#",
@@ -154,6 +188,34 @@ mod tests {
             assert!(all.0.iter().any(|s| s.0 == StepMark::Forward));
             assert_eq!(all.1, counted as u64);
             assert!(skimmed_rejects > 100, "{skimmed_rejects}");
+        }
+    }
+
+    /// vLLM's three forms, as `gpu_worker.annotate_profile` writes them, and near misses.
+    #[test]
+    fn vllm_step_annotations() {
+        for yes in [
+            "execute_context_1(8)_generation_3(3)",
+            "execute_context_0(0)_generation_12(12)",
+            "execute_20_context_1(sq8sk8sqsq64sqsk64)_generation_12(sq12sk900sqsq12sqsk900)",
+            "execute_new_2_cached_14",
+        ] {
+            assert!(is_vllm_step(yes.as_bytes()), "{yes}");
+            assert_eq!(mark_of_name(yes), Some(StepMark::Forward), "{yes}");
+        }
+        for no in [
+            "execute_model",
+            "execute_context_",
+            "execute_context_1(8)",
+            "execute_context_(8)_generation_3(3)",
+            "execute_new_2_cached_",
+            "execute_new_2_cached_3x",
+            "execute_new__cached_3",
+            "gpu_model_runner: forward",
+            "xexecute_context_1(8)_generation_3(3)",
+        ] {
+            assert!(!is_vllm_step(no.as_bytes()), "{no}");
+            assert_eq!(mark_of_name(no), None, "{no}");
         }
     }
 }

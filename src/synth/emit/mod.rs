@@ -63,9 +63,9 @@ pub struct RankInfo {
     pub base_first: bool,
     /// `Input Dims` on GEMM CPU ops (`--record-shapes`).
     pub record_shapes: bool,
-    /// Batch annotations (`step[…]` / `execute_new_…`) written.
+    /// Batch annotations (`step[…]` / `execute_context_…`) written.
     pub annotations: bool,
-    /// vLLM's `execute_new_N_cached_M` instead of SGLang's `step[…]`.
+    /// vLLM's `execute_context_N(T)_generation_M(U)` instead of SGLang's `step[…]`.
     pub vllm: bool,
 }
 
