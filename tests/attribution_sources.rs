@@ -279,17 +279,20 @@ fn hot_experts_under_dp_attention_naming() {
     assert_first(&a, "rank TP02-DP02-EP02", "hot experts");
 }
 
+/// vLLM-named TP=4 ranks with their per-step annotations, rank 1 given twice the batch.
+fn vllm_heavy(dir: &std::path::Path) -> Vec<PathBuf> {
+    let cfg = SynthOptions {
+        naming: Vendor::Vllm,
+        annotations: true,
+        ..heavy_cfg(false)
+    };
+    synth(dir, cfg)
+}
+
 #[test]
 fn vllm_named_heavy_rank_from_its_execute_ranges() {
     let t = tempfile::tempdir().unwrap();
-    let files = synth(
-        t.path(),
-        SynthOptions {
-            naming: Vendor::Vllm,
-            annotations: true,
-            ..heavy_cfg(false)
-        },
-    );
+    let files = vllm_heavy(t.path());
     let a = analyze_files(&files, |_| {});
     assert_first(&a, "TP01", "uneven load");
     // Current vLLM's annotation, execute_context_N(T)_generation_M(U), carries tokens.
@@ -309,14 +312,7 @@ fn vllm_named_heavy_rank_from_its_execute_ranges() {
 #[test]
 fn vllm_steps_from_its_execute_annotations_alone() {
     let t = tempfile::tempdir().unwrap();
-    let files = synth(
-        t.path(),
-        SynthOptions {
-            naming: Vendor::Vllm,
-            annotations: true,
-            ..heavy_cfg(false)
-        },
-    );
+    let files = vllm_heavy(t.path());
     for f in &files {
         let mut text = String::new();
         std::io::Read::read_to_string(
