@@ -51,10 +51,6 @@ pub(super) fn global_ranks(dir: &Path, files: &mut [(Parsed, PathBuf)], notes: &
     notes.push(format!(
         "{}: vLLM's rank{{r}} names repeat across data-parallel replicas (a dense model counts \
          ranks inside each replica); ranks taken from distributedInfo.rank, global across them",
-        if dir.as_os_str().is_empty() {
-            Path::new(".").display()
-        } else {
-            dir.display()
-        }
+        super::unnamed::shown_dir(dir)
     ));
 }

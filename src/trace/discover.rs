@@ -479,7 +479,7 @@ fn note_stageless_beside_stages(groups: &[Group], notes: &mut Vec<String>) {
                 "{}: profile {} has files without a stage beside its {} files: SGLang writes \
                  the stage still open when a by-stage profile is stopped by hand without a \
                  stage suffix; they are listed as a profile of their own",
-                g.dir.display(),
+                super::unnamed::shown_dir(&g.dir),
                 g.profile_id,
                 staged.join("/")
             ));

@@ -61,7 +61,7 @@ pub(super) fn group(dir: PathBuf, paths: Vec<PathBuf>, notes: &mut Vec<String>) 
 }
 
 /// A directory as notes show it: `.` for the current one (a bare file name's parent).
-fn shown_dir(dir: &Path) -> std::path::Display<'_> {
+pub(super) fn shown_dir(dir: &Path) -> std::path::Display<'_> {
     if dir.as_os_str().is_empty() {
         Path::new(".").display()
     } else {
