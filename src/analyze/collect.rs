@@ -18,6 +18,7 @@
 //! Nothing else is kept: no event text, no `args`.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use regex::Regex;
 
@@ -28,6 +29,7 @@ use super::names::{
 };
 use super::spill::Spool;
 use super::steps::Mark;
+use crate::trace::event::ArgKey;
 use crate::trace::memo::Memo;
 use crate::trace::steps::{mark_of_name, StepMark};
 use crate::trace::{Event, Id, Str, Val};
@@ -196,6 +198,11 @@ const GPU_OP_KEYS: [&str; 5] = [
     "Collective name",
 ];
 
+/// `correlation` and `stream`, the keys looked up in every launch's and GPU op's `args`, by
+/// searching for them ([`Event::arg_found`]).
+static CORRELATION: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(GPU_OP_KEYS[0]));
+static STREAM: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(GPU_OP_KEYS[1]));
+
 fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
     if let Some(&i) = map.get(s) {
         return i;
@@ -289,7 +296,7 @@ impl<'a> Collector<'a> {
             GPU_MEMSET => self.gpu_op(ev, start, dur, OpKind::Memset),
             CUDA_RUNTIME | CUDA_DRIVER if is_launch(ev.name.raw().as_bytes()) => {
                 if let Some(c) = ev
-                    .arg_memo("correlation", &mut self.args_memo)
+                    .arg_found(&CORRELATION, &mut self.args_memo)
                     .and_then(|v| v.as_i64())
                 {
                     self.launches.push((c, start));
@@ -403,9 +410,9 @@ impl<'a> Collector<'a> {
         if is_comm {
             ev.arg_memo_all(&GPU_OP_KEYS, &mut self.args_memo, &mut v);
         } else {
-            v[0] = ev.arg_memo(GPU_OP_KEYS[0], &mut self.args_memo);
+            v[0] = ev.arg_found(&CORRELATION, &mut self.args_memo);
             if !matches!(ev.tid, Id::Int(_)) {
-                v[1] = ev.arg_memo(GPU_OP_KEYS[1], &mut self.args_memo);
+                v[1] = ev.arg_found(&STREAM, &mut self.args_memo);
             }
         }
         let [corr, stream_arg, nelems, pg, coll] = v;

@@ -7,7 +7,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-pub use super::args::{each_field, find_all_in_object_memo, find_in_object, find_in_object_memo};
+pub use super::args::{
+    each_field, find_all_in_object_memo, find_in_args, find_in_object, find_in_object_memo, ArgKey,
+};
 use super::json::{self, Field, Kind, Stop};
 use super::memo::Memo;
 use super::time::Ns;
@@ -333,6 +335,12 @@ impl<'a> Event<'a> {
     /// byte of `cat` (`kernel`, `cuda_runtime`, `cpu_op` fall in different slots).
     pub fn arg_memo(&self, key: &str, memo: &mut Memo) -> Option<Val<'a>> {
         find_in_object_memo(self.args?, key, memo, self.args_kind())
+    }
+
+    /// [`Event::arg_memo`] by searching `args` for the key first ([`find_in_args`]).
+    #[inline]
+    pub fn arg_found(&self, key: &ArgKey, memo: &mut Memo) -> Option<Val<'a>> {
+        find_in_args(self.args?, key, memo, self.args_kind())
     }
 
     /// [`Event::arg_memo`] for several keys in one walk of `args` ([`find_all_in_object_memo`]):

@@ -253,7 +253,9 @@ mod tests {
     /// per run and without: the same value (kind and text) for every key asked.
     #[test]
     fn the_args_memo_answers_as_find_in_object() {
-        use crate::trace::event::{find_all_in_object_memo, find_in_object, find_in_object_memo};
+        use crate::trace::event::{
+            find_all_in_object_memo, find_in_args, find_in_object, find_in_object_memo, ArgKey,
+        };
         let keys: &[&str] = &[
             "External id",
             "correlation",
@@ -278,6 +280,9 @@ mod tests {
         };
         let mut memo = Memo::default();
         let mut memo_all = Memo::default();
+        let mut memo_found = Memo::default();
+        let found_keys: Vec<ArgKey> = keys.iter().map(|&k| ArgKey::new(k)).collect();
+        let (mut valid, mut differed) = (0, 0);
         let some: Vec<&str> = keys.iter().rev().step_by(2).copied().collect();
         for _ in 0..60_000 {
             let mut b = gen.object();
@@ -287,11 +292,22 @@ mod tests {
             }
             let obj = std::str::from_utf8(&b).unwrap();
             let kind = b"lep"[(r >> 50) as usize % 3];
-            for key in keys {
+            let is_valid = serde_json::from_str::<serde_json::Value>(obj).is_ok();
+            valid += usize::from(is_valid);
+            for (key, found_key) in keys.iter().zip(&found_keys) {
                 let plain = find_in_object(obj, key).map(|v| (format!("{:?}", v.kind), v.text));
                 let memod = find_in_object_memo(obj, key, &mut memo, kind)
                     .map(|v| (format!("{:?}", v.kind), v.text));
                 assert_eq!(plain, memod, "{obj:?} {key:?}");
+                // Searched: the same on valid JSON; on damaged text, at most a key found
+                // after damage the walk stops at.
+                let found = find_in_args(obj, found_key, &mut memo_found, kind)
+                    .map(|v| (format!("{:?}", v.kind), v.text));
+                if is_valid || plain.is_some() {
+                    assert_eq!(plain, found, "{obj:?} {key:?} (searched)");
+                } else if found.is_some() {
+                    differed += 1;
+                }
             }
             // All keys, and half of them in another order, each in one walk.
             for ks in [keys, &some[..]] {
@@ -304,5 +320,10 @@ mod tests {
                 }
             }
         }
+        // Both kinds of object were met, and the search did find keys past damage.
+        assert!(
+            valid > 20_000 && differed > 0,
+            "{valid} valid, {differed} differed"
+        );
     }
 }
