@@ -12,7 +12,8 @@
 //!    nested values are validated or skimmed.
 //! 5. The `args` lookups through the memo answer as `find_in_object`: one key at a time
 //!    (`find_in_object_memo`) and several in one walk (`find_all_in_object_memo`), with a memo
-//!    kept across runs, so layouts seen before hit it.
+//!    kept across runs, so layouts seen before hit it; so do the searched lookups
+//!    (`find_in_args`, `find_all_in_args`) on the validated `args` of an accepted event.
 //! 6. The skim's kernels agree: the one this CPU runs (AVX2 where detected) classifies every
 //!    64-byte block as the scalar definition does, and the skim with it answers as with the
 //!    baseline kernel (end, `Incomplete` or decline) from every `{` or `[` of the input.
@@ -20,7 +21,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use rankprof::trace::event::{
-    each_field, find_all_in_object_memo, find_in_object, find_in_object_memo, scan_event,
+    each_field, find_all_in_args, find_all_in_object_memo, find_in_args, find_in_object,
+    find_in_object_memo, scan_event, ArgKey,
 };
 use rankprof::trace::json;
 use rankprof::trace::memo::Memo;
@@ -74,14 +76,20 @@ fn args_lookups_agree(args: &str) {
         let mut memo = m.borrow_mut();
         let mut all = [None; 5];
         find_all_in_object_memo(args, &KEYS, &mut memo, b'l', &mut all);
-        for (key, got) in KEYS.iter().zip(all) {
+        let searched = KEYS.map(ArgKey::new);
+        let mut found = [None; 5];
+        find_all_in_args(args, &searched, &mut memo, b'l', &mut found);
+        for (k, key) in KEYS.iter().enumerate() {
             let plain = canon(find_in_object(args, key));
             assert_eq!(
                 plain,
                 canon(find_in_object_memo(args, key, &mut memo, b'l')),
                 "{key}"
             );
-            assert_eq!(plain, canon(got), "{key} in one walk");
+            assert_eq!(plain, canon(all[k]), "{key} in one walk");
+            let one = find_in_args(args, &searched[k], &mut memo, b'l');
+            assert_eq!(plain, canon(one), "{key} searched");
+            assert_eq!(plain, canon(found[k]), "{key} all searched");
         }
     });
 }

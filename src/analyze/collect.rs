@@ -184,7 +184,7 @@ pub struct Collector<'a> {
     pub gpu_pid: Option<i64>,
     /// Events seen.
     pub events: u64,
-    /// The `args` layouts seen, for the lookups ([`Event::arg_memo`]).
+    /// The `args` layouts seen, for the lookups the search leaves to the walk ([`Event::arg_found`]).
     args_memo: Memo,
 }
 
@@ -198,10 +198,11 @@ const GPU_OP_KEYS: [&str; 5] = [
     "Collective name",
 ];
 
-/// `correlation` and `stream`, the keys looked up in every launch's and GPU op's `args`, by
-/// searching for them ([`Event::arg_found`]).
-static CORRELATION: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(GPU_OP_KEYS[0]));
-static STREAM: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(GPU_OP_KEYS[1]));
+/// The keys of [`GPU_OP_KEYS`] and the CPU ops' keys, found by searching `args` for them
+/// ([`Event::arg_found`]); `OP_KEYS[0]` and `[1]` are a GPU op's `correlation` and `stream`.
+static OP_KEYS: LazyLock<[ArgKey; 5]> = LazyLock::new(|| GPU_OP_KEYS.map(ArgKey::new));
+static INPUT_DIMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new("Input Dims"));
+static IN_NELEMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new("In msg nelems"));
 
 fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
     if let Some(&i) = map.get(s) {
@@ -296,7 +297,7 @@ impl<'a> Collector<'a> {
             GPU_MEMSET => self.gpu_op(ev, start, dur, OpKind::Memset),
             CUDA_RUNTIME | CUDA_DRIVER if is_launch(ev.name.raw().as_bytes()) => {
                 if let Some(c) = ev
-                    .arg_found(&CORRELATION, &mut self.args_memo)
+                    .arg_found(&OP_KEYS[0], &mut self.args_memo)
                     .and_then(|v| v.as_i64())
                 {
                     self.launches.push((c, start));
@@ -323,21 +324,21 @@ impl<'a> Collector<'a> {
                 let raw = ev.name.raw();
                 if is_gemm(raw.as_bytes()) {
                     if let Some(m) = ev
-                        .arg_memo("Input Dims", &mut self.args_memo)
+                        .arg_found(&INPUT_DIMS, &mut self.args_memo)
                         .and_then(|v| super::work::gemm_tokens(v.text))
                     {
                         self.shapes.push((start, m.min(i64::MAX as u64) as i64));
                     }
                 } else if is_moe(raw.as_bytes()) {
                     if let Some(m) = ev
-                        .arg_memo("Input Dims", &mut self.args_memo)
+                        .arg_found(&INPUT_DIMS, &mut self.args_memo)
                         .and_then(|v| super::work::gemm_tokens(v.text))
                     {
                         self.moe_rows = Some(self.moe_rows.unwrap_or(0).saturating_add(m));
                     }
                 } else if raw == COMM_SIZE_OP {
                     if let Some(n) = ev
-                        .arg_memo("In msg nelems", &mut self.args_memo)
+                        .arg_found(&IN_NELEMS, &mut self.args_memo)
                         .and_then(|v| v.as_i64())
                     {
                         self.cpu_nelems.push((start, n.max(0)));
@@ -408,11 +409,11 @@ impl<'a> Collector<'a> {
         // A collective's five keys in one walk of `args`; other ops look up one or two.
         let mut v: [Option<Val<'_>>; 5] = [None; 5];
         if is_comm {
-            ev.arg_memo_all(&GPU_OP_KEYS, &mut self.args_memo, &mut v);
+            ev.arg_found_all(&*OP_KEYS, &mut self.args_memo, &mut v);
         } else {
-            v[0] = ev.arg_found(&CORRELATION, &mut self.args_memo);
+            v[0] = ev.arg_found(&OP_KEYS[0], &mut self.args_memo);
             if !matches!(ev.tid, Id::Int(_)) {
-                v[1] = ev.arg_found(&STREAM, &mut self.args_memo);
+                v[1] = ev.arg_found(&OP_KEYS[1], &mut self.args_memo);
             }
         }
         let [corr, stream_arg, nelems, pg, coll] = v;

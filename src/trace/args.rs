@@ -1,22 +1,25 @@
 //! Looking keys up in an event's `args` object (already validated, or skimmed by the reader):
 //! by walking it token by token ([`each_field`], [`find_in_object`]), through the memo of
 //! `args` layouts ([`find_in_object_memo`], [`find_all_in_object_memo`]: the same answers), or
-//! by searching its text for the key ([`find_in_args`]: the same answers for every object that
-//! is valid JSON).
+//! by searching its text for the keys ([`find_in_args`], [`find_all_in_args`]: the same answers
+//! for every object that is valid JSON).
 //!
 //! Why a search (#14): a kernel's `correlation` is its sixth member, after `External id`,
-//! `queued`, `device`, `context` and `stream`; the walk recognizes each separator and scans
-//! each value before it (~130 instructions a member, 4 % of analyze on the real set). A key
-//! with its quotes found by `memchr`'s vector search, with nothing before it that could make it
-//! anything but a member key (no bracket, no backslash, an even number of quotes) and a `:`
-//! after it, is the member the walk would find.
+//! `queued`, `device`, `context` and `stream`, and a collective's process group its twentieth;
+//! the walk recognizes each separator and scans each value before the key (~130 instructions a
+//! member: 4 % of analyze on the real set, 13 % of its instructions on the synthetic one). A key
+//! with its quotes found by `memchr`'s vector search is the member the walk would find when the
+//! text before it is at the object's top level, outside every string, with no backslash
+//! ([`super::toplevel`], 16 bytes a step), and a `:` follows it. A key not in the text at all is
+//! not in the object: a CPU op's `Input Dims` in a trace taken without shapes costs one search.
 
 use memchr::memmem::Finder;
 
 use super::event::Val;
 use super::json::{self, Kind};
 use super::memo::Memo;
-use super::swar::{flat_prefix, same_bytes};
+use super::swar::same_bytes;
+use super::toplevel::TopLevel;
 
 /// Finds `key` among the top-level fields of the (already validated) JSON object `obj`.
 pub fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
@@ -71,13 +74,12 @@ impl ArgKey {
     }
 }
 
-/// [`find_in_object_memo`] that first searches `obj` for the key between quotes. Where the text
-/// before the first match holds no bracket or backslash and an even number of quotes, the match
-/// is a whole string outside every other, at the object's top level; with a `:` after it, it is
-/// the first member with that key, and its value is read as the walk reads it. Otherwise
-/// (a nested value or an escape before it, or the match is a value) the walk answers. With no
-/// match the answer is `None` without a walk: the walk compares keys as written, so a key it
-/// finds is in the text between quotes.
+/// [`find_in_object_memo`] that first searches `obj` for the key between quotes. Where the
+/// first match is at the object's top level, outside every string, with no backslash before it
+/// ([`TopLevel`]), and a `:` follows it, it is the first member with that key, and its value is
+/// read as the walk reads it. Otherwise (an escape before it, or the match is a value) the
+/// walk answers. With no match the answer is `None` without a walk: the walk compares keys as
+/// written, so a key it finds is in the text between quotes.
 ///
 /// The same answer as [`find_in_object`] for every `obj` that is valid JSON. On one that is not
 /// (an `args` the reader skimmed: its tokens are not checked), the search may find a key after
@@ -86,16 +88,94 @@ pub fn find_in_args<'a>(obj: &'a str, key: &ArgKey, memo: &mut Memo, kind: u8) -
     let b = obj.as_bytes();
     if let Some(finder) = &key.quoted {
         let p = finder.find(b)?;
-        if b.first() == Some(&b'{') && flat_prefix(&b[1..p]) {
-            let colon = json::skip_ws(b, p + key.key.len() + 2);
-            if b.get(colon) == Some(&b':') {
-                let j = json::skip_ws(b, colon + 1);
-                let (vend, kind) = json::skip_known_value(b, j).ok()?;
-                return Some(value(obj, j, vend, kind));
+        if b.first() == Some(&b'{') {
+            if let Some(v) = member_at(obj, p, key, &mut TopLevel::default()) {
+                return v;
             }
         }
     }
     find_in_object_memo(obj, key.key, memo, kind)
+}
+
+/// The value of the member whose key (`key` between quotes) starts at `obj[p]`, when `scan`
+/// (from the `{`) finds that place at the top level and a `:` follows: `Some(None)` when the
+/// value is not readable (the walk stops there too). `None`: the search cannot say.
+#[inline]
+fn member_at<'a>(
+    obj: &'a str,
+    p: usize,
+    key: &ArgKey,
+    scan: &mut TopLevel,
+) -> Option<Option<Val<'a>>> {
+    let b = obj.as_bytes();
+    if !scan.reaches(&b[1..], p - 1) {
+        return None;
+    }
+    let colon = json::skip_ws(b, p + key.key.len() + 2);
+    if b.get(colon) != Some(&b':') {
+        return None;
+    }
+    let j = json::skip_ws(b, colon + 1);
+    Some(
+        json::skip_known_value(b, j)
+            .ok()
+            .map(|(vend, kind)| value(obj, j, vend, kind)),
+    )
+}
+
+/// [`find_all_in_object_memo`] that searches for each key first, as [`find_in_args`] does: the
+/// matches taken in the order they stand, with one scan of the text before them. When one of
+/// them cannot be taken as a member (or a key has a quote or backslash, or there are more
+/// than eight), the walk answers for all.
+pub fn find_all_in_args<'a>(
+    obj: &'a str,
+    keys: &[ArgKey],
+    memo: &mut Memo,
+    kind: u8,
+    out: &mut [Option<Val<'a>>],
+) {
+    out.fill(None);
+    let b = obj.as_bytes();
+    let n = keys.len().min(out.len());
+    let mut at = [(0usize, 0usize); 8];
+    let mut found = 0;
+    let searchable =
+        n <= at.len() && b.first() == Some(&b'{') && keys.iter().all(|k| k.quoted.is_some());
+    if searchable {
+        for (k, key) in keys[..n].iter().enumerate() {
+            if let Some(p) = key.quoted.as_ref().and_then(|f| f.find(b)) {
+                at[found] = (p, k);
+                found += 1;
+            }
+        }
+        at[..found].sort_unstable();
+        let mut scan = TopLevel::default();
+        let mut all = true;
+        for &(p, k) in &at[..found] {
+            match member_at(obj, p, &keys[k], &mut scan) {
+                // An unreadable value: the walk stops there, the keys after it unanswered.
+                Some(None) => break,
+                Some(v) => out[k] = v,
+                None => {
+                    all = false;
+                    break;
+                }
+            }
+        }
+        if all {
+            return;
+        }
+    }
+    let mut names = [""; 8];
+    for (name, key) in names.iter_mut().zip(keys) {
+        *name = key.key;
+    }
+    if n <= names.len() {
+        find_all_in_object_memo(obj, &names[..n], memo, kind, out);
+    } else {
+        let names: Vec<&str> = keys.iter().map(|k| k.key).collect();
+        find_all_in_object_memo(obj, &names, memo, kind, out);
+    }
 }
 
 /// The value `obj[j..vend]` of kind `kind` as the lookups give it (a string without its quotes).

@@ -8,7 +8,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 pub use super::args::{
-    each_field, find_all_in_object_memo, find_in_args, find_in_object, find_in_object_memo, ArgKey,
+    each_field, find_all_in_args, find_all_in_object_memo, find_in_args, find_in_object,
+    find_in_object_memo, ArgKey,
 };
 use super::json::{self, Field, Kind, Stop};
 use super::memo::Memo;
@@ -341,6 +342,15 @@ impl<'a> Event<'a> {
     #[inline]
     pub fn arg_found(&self, key: &ArgKey, memo: &mut Memo) -> Option<Val<'a>> {
         find_in_args(self.args?, key, memo, self.args_kind())
+    }
+
+    /// [`Event::arg_found`] for several keys ([`find_all_in_args`]): `out[n]` is what
+    /// `arg_found(&keys[n], memo)` answers.
+    pub fn arg_found_all(&self, keys: &[ArgKey], memo: &mut Memo, out: &mut [Option<Val<'a>>]) {
+        match self.args {
+            Some(args) => find_all_in_args(args, keys, memo, self.args_kind(), out),
+            None => out.fill(None),
+        }
     }
 
     /// [`Event::arg_memo`] for several keys in one walk of `args` ([`find_all_in_object_memo`]):

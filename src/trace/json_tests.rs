@@ -370,28 +370,3 @@ fn skip_plain16_stops_at_the_first_quote_backslash_or_control_byte() {
     }
     assert!(stopped > 5_000, "{stopped}");
 }
-
-#[test]
-fn flat_prefix_is_as_byte_by_byte() {
-    use crate::trace::swar::flat_prefix;
-    let mut s = 0x0bad_cafe_1234_5678u64;
-    let (mut flat, mut not) = (0, 0);
-    for _ in 0..60_000 {
-        // Mostly plain text and quotes; each refused byte, and its neighbours in the folded
-        // range (`Z`, `^`, `z`, `~`) and with the high bit set, now and then.
-        let b = random_bytes(
-            &mut s,
-            b"aaaaaaaaaaaaaaaaaaaa: ,1\"\"\"\"{}[]\\|Z^z~\xdb\xfb\xdd\x5b\x7b",
-            70,
-        );
-        let quotes = b.iter().filter(|&&c| c == b'"').count();
-        let want = quotes % 2 == 0 && !b.iter().any(|c| b"{}[]\\|".contains(c));
-        assert_eq!(flat_prefix(&b), want, "{b:?}");
-        if want {
-            flat += 1;
-        } else {
-            not += 1;
-        }
-    }
-    assert!(flat > 1_000 && not > 1_000, "{flat} {not}");
-}

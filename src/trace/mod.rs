@@ -23,6 +23,7 @@ pub mod skim;
 pub mod steps;
 pub mod swar;
 pub mod time;
+pub mod toplevel;
 mod unnamed;
 pub mod want;
 mod window;

@@ -195,44 +195,6 @@ pub fn any_at_either(hay: &[u8], x: u8, y: u8, mut f: impl FnMut(usize) -> bool)
     false
 }
 
-/// Whether `b` holds no bracket (`{}[]`), no backslash (and no `|`, which shares their byte
-/// range), and an even number of quotes: text in which every quote opens or closes a string
-/// and nothing nests ([`super::args::find_in_args`]). 16 bytes at a time (SSE2, part of the
-/// x86_64 baseline), a byte at a time for the rest.
-#[inline]
-pub fn flat_prefix(b: &[u8]) -> bool {
-    let mut quotes = 0u32;
-    let mut i = 0;
-    #[cfg(target_arch = "x86_64")]
-    while let Some(w) = b.get(i..i + 16) {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of the x86_64 baseline; `w` holds 16 readable bytes.
-        let (bad, q) = unsafe {
-            let v = _mm_loadu_si128(w.as_ptr().cast::<__m128i>());
-            let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
-            // `[`, `\`, `]` are 0x5B-0x5D and `{`, `|`, `}` 0x7B-0x7D: with bit 5 cleared,
-            // one range.
-            let folded = _mm_and_si128(v, _mm_set1_epi8(0xDFu8 as i8));
-            let lo = _mm_cmpeq_epi8(_mm_max_epu8(folded, _mm_set1_epi8(0x5B)), folded);
-            let hi = _mm_cmpeq_epi8(_mm_min_epu8(folded, _mm_set1_epi8(0x5D)), folded);
-            let bad = _mm_movemask_epi8(_mm_and_si128(lo, hi));
-            (bad, _mm_movemask_epi8(eq(b'"')) as u32)
-        };
-        if bad != 0 {
-            return false;
-        }
-        quotes += q.count_ones();
-        i += 16;
-    }
-    for &c in &b[i..] {
-        if matches!(c, b'{' | b'|' | b'}' | b'[' | b'\\' | b']') {
-            return false;
-        }
-        quotes += u32::from(c == b'"');
-    }
-    quotes.is_multiple_of(2)
-}
-
 /// From `b[i]` on, 16 bytes at a time (SSE2, part of the x86_64 baseline; nothing elsewhere):
 /// the index of the first `"`, `\\` or control byte, or where fewer than 16 bytes are left
 /// without one. The long runs of plain text in strings (CUDA kernel names, Python stacks) go
