@@ -14,8 +14,13 @@
 //! category and whether the header lists a device; a name slot also holds its category's slot
 //! and that slot's generation (a 64-bit count, bumped whenever the slot takes another
 //! category) and the `devices` flag, and matches only when all three are the current ones.
-//! Anything else — fewer than 32 bytes left in the window, a longer value, a value with an
-//! escape — takes the plain path ([`super::swar::plain_string_len`] and the lists), which then
+//! Names of 32 to 255 bytes (`cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`,
+//! `autograd::engine::evaluate_function: …`: a sixth of a real rank's runtime calls and CPU
+//! ops) are kept whole, with their quote, one per slot of a table of their own, chosen by the
+//! same hash and their category, and matched by comparing those bytes where the value starts:
+//! the same argument, over more bytes.
+//! Anything else — fewer bytes left in the window than the compare needs, a longer value, a
+//! value with an escape — takes the plain path ([`super::swar::plain_string_len`] and the lists), which then
 //! records what it found. Slots are chosen by a hash of the value's first 16 bytes; a
 //! collision only costs a miss. A name's two ways are both tested and the hit selected without
 //! a branch: which way holds a name depends on the order names were first seen, which no
@@ -30,6 +35,20 @@ const SLOTS: usize = 32;
 /// runtime calls and CPU ops (names alike in their first 16 bytes, `cudaLaunchKernel` and
 /// `cudaLaunchKernelExC`, share a set and keep a way each).
 const NAME_SETS: usize = 64;
+
+/// Slots for names of 32 bytes or more (direct-mapped), and the longest name kept.
+const LONG_SLOTS: usize = 64;
+const LONG_MAX: usize = 255;
+
+/// A remembered name of 32 to [`LONG_MAX`] bytes.
+#[derive(Clone, Default)]
+struct LongSlot {
+    /// The name and its closing quote; empty while the slot is unused.
+    bytes: Vec<u8>,
+    pick: Option<Pick>,
+    cat: (u8, u64),
+    devices: bool,
+}
 
 /// One remembered value: its bytes and closing quote, compared under a mask.
 #[derive(Clone, Copy, Default)]
@@ -60,6 +79,7 @@ pub struct PickMemo {
     /// Per name set, the way the next record takes (the other one was filled or hit last).
     next_way: [u8; NAME_SETS],
     gens: [u64; SLOTS],
+    long: Vec<LongSlot>,
 }
 
 impl Default for PickMemo {
@@ -69,6 +89,7 @@ impl Default for PickMemo {
             names: Box::new([[Slot::default(); 2]; NAME_SETS]),
             next_way: [0; NAME_SETS],
             gens: [0; SLOTS],
+            long: vec![LongSlot::default(); LONG_SLOTS],
         }
     }
 }
@@ -176,6 +197,29 @@ impl PickMemo {
         if h0 | h1 {
             s.pick.map(|p| (usize::from(s.len), p))
         } else {
+            self.long_name(b, at, w.0, cat, devices)
+        }
+    }
+
+    /// [`PickMemo::name`] for a name of 32 bytes or more (`lo`: its first 16 bytes).
+    #[inline(never)]
+    fn long_name(
+        &self,
+        b: &[u8],
+        at: usize,
+        lo: u128,
+        cat: CatId,
+        devices: bool,
+    ) -> Option<(usize, Pick)> {
+        let s = &self.long[slot_of(lo, u64::from(cat.0) + 1, LONG_SLOTS)];
+        let n = s.bytes.len();
+        let hit = n > 0
+            && s.cat == (cat.0, cat.1)
+            && s.devices == devices
+            && b.get(at..at + n) == Some(&s.bytes[..]);
+        if hit {
+            s.pick.map(|p| (n - 1, p))
+        } else {
             None
         }
     }
@@ -191,7 +235,17 @@ impl PickMemo {
         devices: bool,
         pick: Pick,
     ) {
-        let (Some(w), Some(mut slot)) = (window(b, at), Slot::of(b, at, len, Some(pick))) else {
+        let Some(w) = window(b, at) else {
+            return;
+        };
+        if (32..=LONG_MAX).contains(&len) && b.get(at + len) == Some(&b'"') {
+            let s = &mut self.long[slot_of(w.0, u64::from(cat.0) + 1, LONG_SLOTS)];
+            s.bytes.clear();
+            s.bytes.extend_from_slice(&b[at..=at + len]);
+            (s.pick, s.cat, s.devices) = (Some(pick), (cat.0, cat.1), devices);
+            return;
+        }
+        let Some(mut slot) = Slot::of(b, at, len, Some(pick)) else {
             return;
         };
         slot.cat = (cat.0, cat.1);
@@ -253,7 +307,7 @@ mod tests {
             "a_category_longer_than_thirty_one_bytes",
             "cpu\\u005fop",
         ];
-        const NAMES: [&str; 12] = [
+        const NAMES: [&str; 18] = [
             "keep",
             "keep me",
             "kee",
@@ -265,7 +319,14 @@ mod tests {
             "cudaLaunchKernelExC",
             "cudaEventRecord",
             "keep a name that is longer than the thirty-one bytes",
+            "keep a name that is longer than the thirty-one bytes, longer",
             "keep\\u0020x",
+            // Long names alike in their first 32 bytes or more, picked apart later on.
+            "cudaStreamGetPriority_a_long_tail_beyond_32",
+            "cudaStreamGetPriority_a_long_tail_beyond_32_Launch",
+            "cudaStreamGetPriority_a_long_tail_beyond_32_Launcx",
+            "gpu only, a name of exactly 32 b",
+            "gpu only, a name of exactly 32 by",
         ];
         // Also with every category's names tested (merge's steps scan): each category is
         // then remembered as one whose names decide.
@@ -292,6 +353,19 @@ mod tests {
         let name = memo.name(b, at("keep me"), id, true);
         assert_eq!(name, Some((7, Pick::Keep)));
         assert_eq!(memo.name(b, at("keep me"), id, false), None);
+        // So is a long name, kept whole.
+        let long = "keep a name that is longer than the thirty-one bytes";
+        let text = format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "{long}"}}{:40}"#,
+            ""
+        );
+        let b = text.as_bytes();
+        W.peek_into(b, 0, false, &mut f1, &mut memo);
+        let at = text.find(long).unwrap_or(0);
+        let id = memo.cat(b, text.find("cpu_op").unwrap_or(0)).map(|c| c.2);
+        let id = id.expect("the category is remembered");
+        assert_eq!(memo.name(b, at, id, false), Some((long.len(), Pick::Keep)));
+        assert_eq!(memo.name(b, at, id, true), None);
     }
 
     /// [`a_peek_through_the_memo_answers_as_one_without`] for one `Want`.
