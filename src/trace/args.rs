@@ -166,16 +166,9 @@ pub fn find_all_in_args<'a>(
             return;
         }
     }
-    let mut names = [""; 8];
-    for (name, key) in names.iter_mut().zip(keys) {
-        *name = key.key;
-    }
-    if n <= names.len() {
-        find_all_in_object_memo(obj, &names[..n], memo, kind, out);
-    } else {
-        let names: Vec<&str> = keys.iter().map(|k| k.key).collect();
-        find_all_in_object_memo(obj, &names, memo, kind, out);
-    }
+    // Rare (an escape before a key): the allocation does not matter.
+    let names: Vec<&str> = keys.iter().map(|k| k.key).collect();
+    find_all_in_object_memo(obj, &names, memo, kind, out);
 }
 
 /// The value `obj[j..vend]` of kind `kind` as the lookups give it (a string without its quotes).

@@ -332,13 +332,9 @@ impl<'a> Event<'a> {
         find_in_object(self.args?, key)
     }
 
-    /// [`Event::arg`] through a memo of `args` layouts ([`find_in_object_memo`]), by the last
+    /// [`Event::arg`] searching `args` for the key first ([`find_in_args`]), the walk it falls
+    /// back on taking the stretches between values from a memo of `args` layouts, by the last
     /// byte of `cat` (`kernel`, `cuda_runtime`, `cpu_op` fall in different slots).
-    pub fn arg_memo(&self, key: &str, memo: &mut Memo) -> Option<Val<'a>> {
-        find_in_object_memo(self.args?, key, memo, self.args_kind())
-    }
-
-    /// [`Event::arg_memo`] by searching `args` for the key first ([`find_in_args`]).
     #[inline]
     pub fn arg_found(&self, key: &ArgKey, memo: &mut Memo) -> Option<Val<'a>> {
         find_in_args(self.args?, key, memo, self.args_kind())
@@ -349,15 +345,6 @@ impl<'a> Event<'a> {
     pub fn arg_found_all(&self, keys: &[ArgKey], memo: &mut Memo, out: &mut [Option<Val<'a>>]) {
         match self.args {
             Some(args) => find_all_in_args(args, keys, memo, self.args_kind(), out),
-            None => out.fill(None),
-        }
-    }
-
-    /// [`Event::arg_memo`] for several keys in one walk of `args` ([`find_all_in_object_memo`]):
-    /// `out[n]` is what `arg_memo(keys[n], memo)` answers.
-    pub fn arg_memo_all(&self, keys: &[&str], memo: &mut Memo, out: &mut [Option<Val<'a>>]) {
-        match self.args {
-            Some(args) => find_all_in_object_memo(args, keys, memo, self.args_kind(), out),
             None => out.fill(None),
         }
     }
