@@ -184,7 +184,8 @@ pub struct Collector<'a> {
     pub gpu_pid: Option<i64>,
     /// Events seen.
     pub events: u64,
-    /// The `args` layouts seen, for the lookups the search leaves to the walk ([`Event::arg_found`]).
+    /// The `args` layouts seen, for the lookups the search leaves to the walk
+    /// ([`Event::arg_found`]).
     args_memo: Memo,
 }
 

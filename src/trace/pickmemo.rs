@@ -20,12 +20,12 @@
 //! same hash and their category, and matched by comparing those bytes where the value starts:
 //! the same argument, over more bytes.
 //! Anything else — fewer bytes left in the window than the compare needs, a longer value, a
-//! value with an escape — takes the plain path ([`super::swar::plain_string_len`] and the lists), which then
-//! records what it found. Slots are chosen by a hash of the value's first 16 bytes; a
-//! collision only costs a miss. A name's two ways are both tested and the hit selected without
-//! a branch: which way holds a name depends on the order names were first seen, which no
-//! branch predictor learns (the loop over the ways this replaced cost 3 % of analyze's CPU
-//! on the real set; #14's eleventh round, `docs/performance.md`).
+//! value with an escape — takes the plain path ([`super::swar::plain_string_len`] and the
+//! lists), which then records what it found. Slots are chosen by a hash of the value's first
+//! 16 bytes; a collision only costs a miss. A name's two ways are both tested and the hit
+//! selected without a branch: which way holds a name depends on the order names were first
+//! seen, which no branch predictor learns (the loop over the ways this replaced cost 3 % of
+//! analyze's CPU on the real set; #14's eleventh round, `docs/performance.md`).
 
 use super::want::Pick;
 
