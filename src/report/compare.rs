@@ -388,6 +388,7 @@ pub fn table(c: &Comparison) -> String {
                 }
             }));
         }
+        super::text::keep_words_whole(&mut t);
         s.push_str(&format!("\n{}\n{t}\n", sec.title));
         if let Some(f) = &sec.footer {
             s.push_str(&format!("{f}\n"));

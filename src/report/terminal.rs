@@ -76,6 +76,7 @@ pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
             }
         }
     }
+    super::text::keep_words_whole(&mut ct);
     let mut s = format!("{}\n{ct}\n", t.title);
     if skipped > 0 {
         s.push_str(&format!(

@@ -1,7 +1,7 @@
 //! Text helpers every renderer shares: the one terminal table style, markdown cell escaping
 //! and the line under the terminal class table.
 
-use comfy_table::{presets, ContentArrangement, Table};
+use comfy_table::{presets, ColumnConstraint, ContentArrangement, Table, Width};
 
 use crate::analyze::classes::OTHER;
 use crate::analyze::Analysis;
@@ -12,6 +12,40 @@ pub fn table() -> Table {
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
     t
+}
+
+/// Words up to this many characters are never broken across lines in a terminal table cell;
+/// longer ones (kernel names) still wrap.
+const WHOLE_WORD_MAX: usize = 24;
+
+/// Gives each column of `t` (header and rows already in) at least the width of the longest word
+/// in it, up to [`WHOLE_WORD_MAX`]. Fitted to a narrow terminal, or to 120 columns when the
+/// report is piped, comfy-table otherwise breaks words to make a table fit (`TP01-DP` over
+/// `01`, `balanc` over `ed`), and a rank label broken in two is not found by a search of the
+/// report. A table whose words do not fit is drawn wider than the terminal instead.
+pub fn keep_words_whole(t: &mut Table) {
+    let longest = |s: &str| {
+        s.split_whitespace()
+            .map(|w| w.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let mut widths: Vec<usize> = Vec::new();
+    for row in t.header().into_iter().chain(t.row_iter()) {
+        for (i, cell) in row.cell_iter().enumerate() {
+            if widths.len() <= i {
+                widths.resize(i + 1, 0);
+            }
+            widths[i] = widths[i].max(longest(&cell.content()));
+        }
+    }
+    for (i, w) in widths.into_iter().enumerate() {
+        if let Some(col) = t.column_mut(i) {
+            // comfy-table's boundaries include the cell's padding.
+            let w = w.min(WHOLE_WORD_MAX) as u16 + col.padding_width();
+            col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(w)));
+        }
+    }
 }
 
 /// A markdown table cell: `|` escaped, line breaks flattened.
@@ -94,5 +128,63 @@ mod tests {
         assert_eq!(md_code("x`y"), "``x`y``");
         assert_eq!(md_code("`q"), "`` `q ``");
         assert_eq!(md_text("f<T> | g"), "f&lt;T&gt; \\| g");
+    }
+
+    /// A table too wide for its width: without the constraints comfy-table breaks the rank
+    /// labels and words to fit; with them every word of up to [`WHOLE_WORD_MAX`] characters
+    /// stands whole on one line, and a longer one still wraps.
+    #[test]
+    fn words_are_not_broken_to_fit() {
+        let long = "x".repeat(WHOLE_WORD_MAX + 6);
+        let draw = |whole: bool| {
+            let mut t = table();
+            t.set_width(40);
+            t.set_header([
+                "scope",
+                "who",
+                "cause",
+                "time ratio",
+                "tokens ratio",
+                "kernel",
+            ]);
+            t.add_row([
+                "replica",
+                "TP01-DP01",
+                "balanced",
+                "1.04",
+                "1.00",
+                long.as_str(),
+            ]);
+            t.add_row([
+                "rank",
+                "TP600-DP37-EP37",
+                "slower device or host",
+                "1.5",
+                "1",
+                "k",
+            ]);
+            if whole {
+                keep_words_whole(&mut t);
+            }
+            t.to_string()
+        };
+        let words = [
+            "replica",
+            "TP01-DP01",
+            "balanced",
+            "TP600-DP37-EP37",
+            "slower",
+            "tokens",
+        ];
+        let broken = draw(false);
+        assert!(
+            words.iter().any(|w| !broken.contains(w)),
+            "the case no longer breaks words:\n{broken}"
+        );
+        let whole = draw(true);
+        for w in words {
+            assert!(whole.contains(w), "{w} broken:\n{whole}");
+        }
+        assert!(!whole.contains(long.as_str()), "{whole}");
     }
 }
