@@ -1,5 +1,5 @@
-//! Text helpers every renderer shares: the one terminal table style, markdown cell escaping
-//! and the line under the terminal class table.
+//! Text helpers every renderer shares: the one terminal table style (and its rule that words
+//! stay whole), markdown cell escaping and the line under the terminal class table.
 
 use comfy_table::{presets, ColumnConstraint, ContentArrangement, Table, Width};
 
@@ -21,8 +21,9 @@ const WHOLE_WORD_MAX: usize = 24;
 /// Gives each column of `t` (header and rows already in) at least the width of the longest word
 /// in it, up to [`WHOLE_WORD_MAX`]. Fitted to a narrow terminal, or to 120 columns when the
 /// report is piped, comfy-table otherwise breaks words to make a table fit (`TP01-DP` over
-/// `01`, `balanc` over `ed`), and a rank label broken in two is not found by a search of the
-/// report. A table whose words do not fit is drawn wider than the terminal instead.
+/// `01`, `balance` over `d`), and a rank label broken in two is not found by a search of the
+/// report. A table whose words do not fit is drawn wider than the terminal instead. Widths are
+/// counted in `char`s: a word of double-width characters may still be broken.
 pub fn keep_words_whole(t: &mut Table) {
     let longest = |s: &str| {
         s.split_whitespace()
