@@ -7,6 +7,7 @@ use crate::analyze::classes::OTHER;
 use crate::analyze::Analysis;
 
 /// An empty terminal table in the house style (UTF-8, condensed, fitted to the terminal).
+/// Once its header and rows are in, [`keep_words_whole`] keeps its words from being broken.
 pub fn table() -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED)
