@@ -16,9 +16,16 @@
 //! category) and the `devices` flag, and matches only when all three are the current ones.
 //! Names of 32 to 255 bytes (`cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`,
 //! `autograd::engine::evaluate_function: …`: a sixth of a real rank's runtime calls and CPU
-//! ops) are kept whole, with their quote, one per slot of a table of their own, chosen by the
-//! same hash and their category, and matched by comparing those bytes where the value starts:
-//! the same argument, over more bytes.
+//! ops) are kept whole, with their quote, one per slot of a table of their own, chosen by a
+//! hash of their first 16 bytes and of bytes 32 to 47 (after a name shorter than 47 bytes,
+//! its quote, `, "pid": ` and the pid's first digits: the same bytes for the same name in one
+//! process), and their category, and matched by comparing those bytes where the value
+//! starts: the same argument, over more bytes. Bytes 32 to 47 because long names share long
+//! beginnings: chosen by the first 16 alone, the autograd engine's names of a training step
+//! (`autograd::engine::evaluate_function: ReluBackward0`, `…: AddBackward0`, …) all took one
+//! slot and put each other out: 12,492 of a real rank's 300,118 name lookups missed, 1,236
+//! with bytes 32 to 47 (`benches/sim_pickmemo.py`); each miss costs the name's scan and the
+//! lists' tests, ~780 instructions.
 //! Anything else — fewer bytes left in the window than the compare needs, a longer value, a
 //! value with an escape — takes the plain path ([`super::swar::plain_string_len`] and the
 //! lists), which then records what it found. Slots are chosen by a hash of the value's first
@@ -117,6 +124,14 @@ fn slot_of(lo: u128, salt: u64, n: usize) -> usize {
     (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % n
 }
 
+/// The slot of the long-name table for the name at `b[at]` under `cat` (`lo`: its first 16
+/// bytes), by those and bytes 32 to 47 from `at` (`None` when fewer are left: a miss).
+#[inline(always)]
+fn long_slot(b: &[u8], at: usize, lo: u128, cat: CatId) -> Option<usize> {
+    let x = lo ^ word(b.get(at + 32..at + 48)?).rotate_left(17);
+    Some(slot_of(x, u64::from(cat.0) + 1, LONG_SLOTS))
+}
+
 impl Slot {
     #[inline(always)]
     fn matches(&self, (lo, hi): (u128, u128)) -> bool {
@@ -211,7 +226,7 @@ impl PickMemo {
         cat: CatId,
         devices: bool,
     ) -> Option<(usize, Pick)> {
-        let s = &self.long[slot_of(lo, u64::from(cat.0) + 1, LONG_SLOTS)];
+        let s = &self.long[long_slot(b, at, lo, cat)?];
         let n = s.bytes.len();
         let hit = n > 0
             && s.cat == (cat.0, cat.1)
@@ -239,7 +254,10 @@ impl PickMemo {
             return;
         };
         if (32..=LONG_MAX).contains(&len) && b.get(at + len) == Some(&b'"') {
-            let s = &mut self.long[slot_of(w.0, u64::from(cat.0) + 1, LONG_SLOTS)];
+            let Some(k) = long_slot(b, at, w.0, cat) else {
+                return;
+            };
+            let s = &mut self.long[k];
             s.bytes.clear();
             s.bytes.extend_from_slice(&b[at..=at + len]);
             (s.pick, s.cat, s.devices) = (Some(pick), (cat.0, cat.1), devices);
