@@ -10,6 +10,7 @@ pub mod escape;
 pub mod event;
 pub mod gz;
 pub mod json;
+mod keyshape;
 pub mod listing;
 pub mod members;
 pub mod memo;

@@ -34,6 +34,7 @@
 //! seen, which no branch predictor learns (the loop over the ways this replaced cost 3 % of
 //! analyze's CPU on the real set; #14's eleventh round, `docs/performance.md`).
 
+use super::keyshape::KeyShapes;
 use super::want::Pick;
 
 /// Category slots (a power of two): a trace has a dozen categories.
@@ -87,6 +88,8 @@ pub struct PickMemo {
     next_way: [u8; NAME_SETS],
     gens: [u64; SLOTS],
     long: Vec<LongSlot>,
+    /// The key stretches before `ph`, `cat` and `name` ([`super::keyshape`]).
+    pub(super) shapes: KeyShapes,
 }
 
 impl Default for PickMemo {
@@ -97,6 +100,7 @@ impl Default for PickMemo {
             next_way: [0; NAME_SETS],
             gens: [0; SLOTS],
             long: vec![LongSlot::default(); LONG_SLOTS],
+            shapes: KeyShapes::default(),
         }
     }
 }
@@ -392,13 +396,19 @@ mod tests {
         let mut next = move || crate::testrng::xorshift(&mut x);
         let (mut memo, mut f1, mut f2) = (PickMemo::default(), Vec::new(), Vec::new());
         let mut count = [0usize; 4];
-        for _ in 0..60_000 {
-            let ph = ["X", "X", "X", "f", "M"][(next() % 5) as usize];
+        for _ in 0..100_000 {
+            // Layouts vary too, so that the key stretches ([`super::super::keyshape`]) are
+            // met, missed and replaced: spacing (a stretch over 16 bytes is not kept), keys
+            // near the peek's ones, `ph` values that are not one plain byte.
+            let ph = ["X", "X", "X", "f", "M", "X", "XX", "", "\\u0058"][(next() % 9) as usize];
             let cat = cats[(next() % cats.len() as u64) as usize];
             let name = names[(next() % names.len() as u64) as usize];
-            let sp = [" ", "", "  "][(next() % 3) as usize];
+            let sp =
+                [" ", "", "  ", " ", "\n    ", "\n\t\t\t\t\t\t\t\t\t\t\t\t"][(next() % 6) as usize];
+            let cat_key = ["cat", "cat", "cat", "cat", "cot", "cats"][(next() % 6) as usize];
+            let name_key = ["name", "name", "name", "nome"][(next() % 4) as usize];
             let text = format!(
-                r#"{{"ph":{sp}"{ph}",{sp}"cat":{sp}"{cat}",{sp}"name":{sp}"{name}", "pid": 1}}"#
+                r#"{{"ph":{sp}"{ph}",{sp}"{cat_key}":{sp}"{cat}",{sp}"{name_key}":{sp}"{name}", "pid": 1}}"#
             );
             let mut b = text.into_bytes();
             // Cut short now and then, padded with what may follow in a window.
