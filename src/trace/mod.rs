@@ -10,7 +10,6 @@ pub mod escape;
 pub mod event;
 pub mod gz;
 pub mod json;
-mod keyshape;
 pub mod listing;
 pub mod members;
 pub mod memo;

@@ -17,15 +17,16 @@
 //! Names of 32 to 255 bytes (`cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`,
 //! `autograd::engine::evaluate_function: …`: a sixth of a real rank's runtime calls and CPU
 //! ops) are kept whole, with their quote, one per slot of a table of their own, chosen by a
-//! hash of their first 16 bytes and of bytes 32 to 47 (after a name shorter than 47 bytes,
-//! its quote, `, "pid": ` and the pid's first digits: the same bytes for the same name in one
-//! process), and their category, and matched by comparing those bytes where the value
-//! starts: the same argument, over more bytes. Bytes 32 to 47 because long names share long
-//! beginnings: chosen by the first 16 alone, the autograd engine's names of a training step
-//! (`autograd::engine::evaluate_function: ReluBackward0`, `…: AddBackward0`, …) all took one
-//! slot and put each other out: 12,492 of a real rank's 300,118 name lookups missed, 1,236
-//! with bytes 32 to 47 (`benches/sim_pickmemo.py`); each miss costs the name's scan and the
-//! lists' tests, ~780 instructions.
+//! hash of their first 16 bytes and of bytes 32 to 47 (after a name shorter than 48 bytes,
+//! what Kineto writes next: its quote, `, "pid": ` and the pid's first digits, the same bytes
+//! for the same name in one process), and their category, and matched by comparing those
+//! bytes where the value starts: the same argument, over more bytes. Bytes 32 to 47 because
+//! long names share long beginnings: chosen by the first 16 alone, the autograd engine's names
+//! of a training step (`autograd::engine::evaluate_function: ReluBackward0`, `…:
+//! AddBackward0`, …) all took one slot and put each other out: 12,492 of a real rank's 300,118
+//! name lookups missed, 1,364 with bytes 32 to 47 (`benches/sim_pickmemo.py` models the
+//! tables; callgrind counts the misses); each costs the name's scan and the lists' tests,
+//! ~780 instructions.
 //! Anything else — fewer bytes left in the window than the compare needs, a longer value, a
 //! value with an escape — takes the plain path ([`super::swar::plain_string_len`] and the
 //! lists), which then records what it found. Slots are chosen by a hash of the value's first
@@ -34,7 +35,7 @@
 //! seen, which no branch predictor learns (the loop over the ways this replaced cost 3 % of
 //! analyze's CPU on the real set; #14's eleventh round, `docs/performance.md`).
 
-use super::keyshape::KeyShapes;
+use super::memo::Memo;
 use super::want::Pick;
 
 /// Category slots (a power of two): a trace has a dozen categories.
@@ -88,8 +89,9 @@ pub struct PickMemo {
     next_way: [u8; NAME_SETS],
     gens: [u64; SLOTS],
     long: Vec<LongSlot>,
-    /// The key stretches before `ph`, `cat` and `name` ([`super::keyshape`]).
-    pub(super) shapes: KeyShapes,
+    /// The key stretches before `ph`, `cat` and `name`, as [`super::memo`] keeps the
+    /// scanner's ([`super::want`] says how the peek uses them).
+    pub(super) keys: Memo,
 }
 
 impl Default for PickMemo {
@@ -100,7 +102,7 @@ impl Default for PickMemo {
             next_way: [0; NAME_SETS],
             gens: [0; SLOTS],
             long: vec![LongSlot::default(); LONG_SLOTS],
-            shapes: KeyShapes::default(),
+            keys: Memo::default(),
         }
     }
 }
@@ -397,18 +399,25 @@ mod tests {
         let (mut memo, mut f1, mut f2) = (PickMemo::default(), Vec::new(), Vec::new());
         let mut count = [0usize; 4];
         for _ in 0..100_000 {
-            // Layouts vary too, so that the key stretches ([`super::super::keyshape`]) are
-            // met, missed and replaced: spacing (a stretch over 16 bytes is not kept), keys
-            // near the peek's ones, `ph` values that are not one plain byte.
+            // Layouts vary too, so that the key stretches (`PickMemo::keys`) are met, missed
+            // and replaced: spacing (a stretch over 32 bytes is not kept), keys near the
+            // peek's ones, `ph` values that are not one plain byte.
             let ph = ["X", "X", "X", "f", "M", "X", "XX", "", "\\u0058"][(next() % 9) as usize];
             let cat = cats[(next() % cats.len() as u64) as usize];
             let name = names[(next() % names.len() as u64) as usize];
-            let sp =
-                [" ", "", "  ", " ", "\n    ", "\n\t\t\t\t\t\t\t\t\t\t\t\t"][(next() % 6) as usize];
+            let sp = [
+                " ",
+                "",
+                "  ",
+                " ",
+                "\n    ",
+                "\n                              ",
+            ][(next() % 6) as usize];
             let cat_key = ["cat", "cat", "cat", "cat", "cot", "cats"][(next() % 6) as usize];
             let name_key = ["name", "name", "name", "nome"][(next() % 4) as usize];
+            let (ck, nk) = (cat_key, name_key);
             let text = format!(
-                r#"{{"ph":{sp}"{ph}",{sp}"{cat_key}":{sp}"{cat}",{sp}"{name_key}":{sp}"{name}", "pid": 1}}"#
+                r#"{{"ph":{sp}"{ph}",{sp}"{ck}":{sp}"{cat}",{sp}"{nk}":{sp}"{name}", "pid": 1}}"#
             );
             let mut b = text.into_bytes();
             // Cut short now and then, padded with what may follow in a window.

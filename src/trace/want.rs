@@ -20,11 +20,11 @@
 //! The `cat` and `name` values the peek has read before, with what they were picked as, come
 //! from a memo ([`super::pickmemo`]): a rank repeats a few categories and a few hundred names
 //! thousands of times each, and a remembered value is recognized by two masked 16-byte
-//! compares instead of being scanned to its quote and tested against the lists again. So do
-//! the stretches before them, `{"ph": "`, `, "cat": "` and `, "name": "` as the last event
-//! wrote them ([`super::keyshape`]): one masked compare each instead of the walk over their
-//! whitespace, key, `:` and quote (#14's seventeenth round: −5.0 % of analyze's instructions
-//! on a real rank, −3.8 % on a synthetic one).
+//! compares instead of being scanned to its quote and tested against the lists again. So are
+//! the stretches before them, `{"ph": "`, `, "cat": "` and `, "name": "`, as the last event
+//! wrote them ([`key_stretch`]): one masked compare each instead of the walk over their
+//! whitespace, key, `:` and quote (#14's seventeenth round: −4.1 % of analyze's instructions
+//! on a real rank, −3.2 % on a synthetic one).
 //!
 //! A merged trace is read whole from its first event whose `pid` carries a rank label
 //! (`"[TP00-DP00] 0"`, as `rankprof merge` writes them, metadata first): a consumer that
@@ -42,6 +42,7 @@
 //! skimmed (`analyze::plan` does this).
 
 use super::json::{Field, Kind};
+use super::memo::Memo;
 use super::pickmemo::PickMemo;
 use super::swar::same_bytes;
 
@@ -159,21 +160,17 @@ impl Want {
         memo: &mut PickMemo,
     ) -> Option<(Pick, usize)> {
         fields.clear();
-        // Each key stretch as the last event wrote it ([`super::keyshape`]), else walked.
-        let (k, body) = memo
-            .shapes
-            .ph
-            .or_walk(b, i + 1, || key_body(b, i + 1, PH))?;
+        // Each key stretch as the last event wrote it, else walked ([`key_stretch`]).
+        let (k, body) = key_stretch(&mut memo.keys, b, i + 1, (0, PH), || key_body(b, i + 1, PH))?;
         let ph = one_byte_string(b, body)?;
         push_field(fields, i, k, PH.len(), body, 1);
         let j = body + 2;
         if let Some(p) = self.by_ph(ph) {
             return Some((p, j));
         }
-        let (k, body) = memo
-            .shapes
-            .cat
-            .or_walk(b, j, || key_body(b, next_key(b, j)?, CAT))?;
+        let (k, body) = key_stretch(&mut memo.keys, b, j, (1, CAT), || {
+            key_body(b, next_key(b, j)?, CAT)
+        })?;
         let (len, by_cat, cat_id) = match memo.cat(b, body) {
             Some((len, p, id)) => (len, p, Some(id)),
             None => {
@@ -188,10 +185,9 @@ impl Want {
             return Some((p, j));
         }
         let cat = &b[body..body + len];
-        let (k, body) = memo
-            .shapes
-            .name
-            .or_walk(b, j, || key_body(b, next_key(b, j)?, NAME))?;
+        let (k, body) = key_stretch(&mut memo.keys, b, j, (2, NAME), || {
+            key_body(b, next_key(b, j)?, NAME)
+        })?;
         let (len, pick) = match cat_id.and_then(|id| memo.name(b, body, id, devices)) {
             Some(hit) => hit,
             None => {
@@ -224,6 +220,31 @@ fn next_key(b: &[u8], j: usize) -> Option<usize> {
 /// reader hands over every event.
 pub fn labeled(ev: &super::Event<'_>) -> bool {
     matches!(ev.pid, super::Id::Str(s) if s.raw().starts_with('['))
+}
+
+/// [`key_body`] for `key` (with its quotes; `field`: its place among the peek's keys, which
+/// keeps one stretch per key) from `b[at]`, as `walk` finds it (with the `,` before it after
+/// a value): where the key's quote and the string value's body start. The
+/// stretch `b[at..body]` is the same bytes in every event a writer writes (Kineto:
+/// `{"ph": "`, `, "cat": "`, `, "name": "`), so it is remembered in `memo` (a
+/// [`super::memo::Memo`] of the peek's own: one kind, a field position per key) and recognized
+/// by one masked compare; the walk runs on a miss and records what it found. Exact for the
+/// reason the scanner's stretches are: the walk's answer depends on those bytes alone, and a
+/// stretch is remembered only as the walk accepted it for this key.
+#[inline(always)]
+fn key_stretch(
+    memo: &mut Memo,
+    b: &[u8],
+    at: usize,
+    (field, key): (usize, &[u8]),
+    walk: impl FnOnce() -> Option<(usize, usize)>,
+) -> Option<(usize, usize)> {
+    if let Some(hit) = memo.matches(b, at, 0, field) {
+        return Some((hit.key.0 - 1, hit.value));
+    }
+    let (k, body) = walk()?;
+    memo.record(b, at, (k + 1, k + key.len() - 1), body, 0, field);
+    Some((k, body))
 }
 
 /// The byte of a one-byte plain string whose body is at `b[body]` (a `ph`): `None` when the
