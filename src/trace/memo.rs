@@ -13,6 +13,10 @@
 //! full scan, which then records what it saw. Kinds are told apart by the byte after the first
 //! value's first byte (`X`, `s`, `f`, `i`, … for Kineto's `"ph"` first), hashed to 8 slots; a
 //! wrong guess costs one compare.
+//!
+//! The peek that decides which events a reader skims (`want::key_stretch`) keeps a memo of its
+//! own, one kind, a field position per key it reads (`ph`, `cat`, `name`); its stretches run
+//! one byte further, through the value's opening quote, since the peek reads only strings.
 
 /// One remembered stretch: up to 32 bytes, compared under a mask.
 #[derive(Clone, Copy, Default)]

@@ -224,13 +224,13 @@ pub fn labeled(ev: &super::Event<'_>) -> bool {
 
 /// [`key_body`] for `key` (with its quotes; `field`: its place among the peek's keys, which
 /// keeps one stretch per key) from `b[at]`, as `walk` finds it (with the `,` before it after
-/// a value): where the key's quote and the string value's body start. The
-/// stretch `b[at..body]` is the same bytes in every event a writer writes (Kineto:
-/// `{"ph": "`, `, "cat": "`, `, "name": "`), so it is remembered in `memo` (a
-/// [`super::memo::Memo`] of the peek's own: one kind, a field position per key) and recognized
-/// by one masked compare; the walk runs on a miss and records what it found. Exact for the
-/// reason the scanner's stretches are: the walk's answer depends on those bytes alone, and a
-/// stretch is remembered only as the walk accepted it for this key.
+/// a value): where the key's quote and the string value's body start. The stretch
+/// `b[at..body]` is the same bytes in every event a writer writes (Kineto: `{"ph": "`,
+/// `, "cat": "`, `, "name": "`), so it is remembered in `memo` (a [`super::memo::Memo`] of the
+/// peek's own: one kind, a field position per key) and recognized by one masked compare; the
+/// walk runs on a miss and records what it found. Exact for the reason the scanner's
+/// stretches are: the walk's answer depends on those bytes alone, and a stretch is remembered
+/// only as the walk accepted it for this key.
 #[inline(always)]
 fn key_stretch(
     memo: &mut Memo,
