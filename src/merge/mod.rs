@@ -22,6 +22,7 @@
 
 pub mod align;
 pub mod args;
+mod emit;
 pub mod filter;
 mod output;
 mod pass;

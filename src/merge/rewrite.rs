@@ -13,6 +13,7 @@
 //! flags) are written escaped as `\u00XX`, so the output is always valid JSON.
 
 use super::args::{each_arg, parse_i64, Arg, ArgKind};
+use super::emit::{Emit, WIDE};
 use crate::trace::event::{Event, Id};
 use crate::trace::json::{self, Kind};
 use crate::trace::Ns;
@@ -20,7 +21,7 @@ use crate::trace::Ns;
 /// Writes `ev` as output JSON at the end of `buf`.
 pub(super) fn format_event(ev: &Event<'_>, ctx: &Ctx<'_>, buf: &mut Vec<u8>) {
     let start = buf.len();
-    write_event(ev, ctx, buf);
+    write_event(ev, ctx, &mut Emit::new(buf, ev.raw.as_bytes()));
     if ev.ctl {
         // Raw control bytes in the input's strings: the output must be valid JSON.
         json::escape_ctl_from(buf, start);
@@ -32,8 +33,11 @@ pub(super) struct Ctx<'a> {
     r: i64,
     n: i64,
     label: &'a str,
-    /// `"<label> ` as JSON: the opening quote, the escaped label and a space.
+    /// `"<label> ` as JSON (the opening quote, the escaped label and a space), followed by
+    /// [`WIDE`] bytes to spare for [`Emit::padded`].
     label_open: Vec<u8>,
+    /// The length of `label_open`'s text.
+    label_len: usize,
     sort_base: i64,
     shift: Ns,
 }
@@ -44,11 +48,14 @@ impl<'a> Ctx<'a> {
         json::write_string(&mut label_open, label);
         label_open.pop();
         label_open.push(b' ');
+        let label_len = label_open.len();
+        label_open.resize(label_len + WIDE, 0);
         Ctx {
             r,
             n,
             label,
             label_open,
+            label_len,
             sort_base,
             shift,
         }
@@ -64,67 +71,69 @@ impl Ctx<'_> {
     }
 
     /// Writes an integer id made unique across ranks.
-    fn write_int_id(&self, v: i64, out: &mut Vec<u8>) {
+    fn write_int_id(&self, v: i64, out: &mut Emit<'_, '_>) {
         match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
-            Some(x) => out.extend_from_slice(itoa::Buffer::new().format(x).as_bytes()),
-            None => json::write_string(out, &format!("{} {v}", self.label)),
+            Some(x) => {
+                out.with_vec(|o| o.extend_from_slice(itoa::Buffer::new().format(x).as_bytes()))
+            }
+            None => out.with_vec(|o| json::write_string(o, &format!("{} {v}", self.label))),
         }
     }
 
     /// Writes `"<label> <raw_str>"`; `raw_str` is JSON string content, escapes as written.
-    fn write_labelled(&self, raw_str: &[u8], out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.label_open);
-        out.extend_from_slice(raw_str);
-        out.push(b'"');
+    fn write_labelled(&self, raw_str: &[u8], out: &mut Emit<'_, '_>) {
+        out.padded(&self.label_open, self.label_len);
+        out.piece(raw_str);
+        out.byte(b'"');
     }
 
-    fn write_labelled_int(&self, v: i64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.label_open);
-        out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-        out.push(b'"');
+    fn write_labelled_int(&self, v: i64, out: &mut Emit<'_, '_>) {
+        out.padded(&self.label_open, self.label_len);
+        out.with_vec(|o| o.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()));
+        out.byte(b'"');
     }
 }
 
-fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+fn write_event(ev: &Event<'_>, ctx: &Ctx<'_>, out: &mut Emit<'_, '_>) {
     let raw = ev.raw.as_bytes();
-    out.push(b'{');
+    out.byte(b'{');
     for (k, f) in ev.fields.iter().enumerate() {
         if k > 0 {
-            out.push(b',');
+            out.byte(b',');
         }
         let key = f.key(raw);
-        // `"key"` in one copy: the key range is the text between its quotes.
+        // `"key"` in one piece: the key range is the text between its quotes.
         match raw.get(f.key.0.wrapping_sub(1) as usize..f.key.1 as usize + 1) {
-            Some(quoted) => out.extend_from_slice(quoted),
+            Some(quoted) => out.piece(quoted),
             None => {
-                out.push(b'"');
-                out.extend_from_slice(key);
-                out.push(b'"');
+                out.byte(b'"');
+                out.piece(key);
+                out.byte(b'"');
             }
         }
-        out.push(b':');
+        out.byte(b':');
         match key {
             b"pid" => match ev.pid {
                 // Written as itoa would write it: copied.
                 Id::Int(_) if canonical_uint(f.val(raw)) => ctx.write_labelled(f.val(raw), out),
                 Id::Int(v) => ctx.write_labelled_int(v, out),
                 Id::Str(s) => ctx.write_labelled(s.raw().as_bytes(), out),
-                Id::None => out.extend_from_slice(f.raw_val(raw)),
+                Id::None => out.piece(f.raw_val(raw)),
             },
             b"ts" if ctx.shift != Ns::ZERO => match ev.ts {
-                Some(ts) => (ts + ctx.shift).write_us(out),
-                None => out.extend_from_slice(f.raw_val(raw)),
+                Some(ts) => out.with_vec(|o| (ts + ctx.shift).write_us(o)),
+                None => out.piece(f.raw_val(raw)),
             },
             b"id" => match ev.id {
                 Id::Int(v) => ctx.write_int_id(v, out),
                 Id::Str(s) => ctx.write_labelled(s.raw().as_bytes(), out),
-                Id::None => out.extend_from_slice(f.raw_val(raw)),
+                Id::None => out.piece(f.raw_val(raw)),
             },
             b"args" if f.kind == Kind::Obj => write_args(ev, f.val(raw), ctx, out),
-            _ => out.extend_from_slice(f.raw_val(raw)),
+            _ => out.piece(f.raw_val(raw)),
         }
     }
-    out.push(b'}');
+    out.byte(b'}');
 }
 
 /// Whether `b` is a non-negative integer as itoa writes it: digits, no leading zero.
@@ -137,7 +146,7 @@ fn canonical_uint(b: &[u8]) -> bool {
 /// [`crate::trace::members`]; else [`each_arg`]'s walk), writing it compact as it goes; an
 /// object without an id key (nor metadata) is copied as it was written instead (the input's
 /// bytes, spaces kept).
-fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Emit<'_, '_>) {
     let start = out.len();
     let changed = match ev.arg_fields {
         Some(fields) => {
@@ -153,7 +162,7 @@ fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     };
     if !changed {
         out.truncate(start);
-        out.extend_from_slice(text);
+        out.piece(text);
     }
 }
 
@@ -163,21 +172,20 @@ fn write_members<'a>(
     ev: &Event<'_>,
     members: impl Iterator<Item = Arg<'a>>,
     ctx: &Ctx<'_>,
-    out: &mut Vec<u8>,
+    out: &mut Emit<'_, '_>,
 ) -> bool {
     let meta = ev.ph == b'M';
     let process_name = meta && ev.name.eq_str("process_name");
     let sort_index = meta && ev.name.eq_str("process_sort_index");
     // Metadata objects are always written compact, others only when they hold an id key.
     let mut changed = meta;
-    out.push(b'{');
+    out.byte(b'{');
     for (n, a) in members.enumerate() {
         if n > 0 {
-            out.push(b',');
+            out.byte(b',');
         }
-        // `"key":` in two pushes, the value in one: four per field.
-        out.extend_from_slice(a.quoted_key);
-        out.push(b':');
+        out.piece(a.quoted_key);
+        out.byte(b':');
         let key = a.key();
         let id = match key {
             b"correlation" | b"External id" => {
@@ -198,12 +206,13 @@ fn write_members<'a>(
                     Id::Int(v) => Some(v),
                     _ => None,
                 };
-                out.extend_from_slice(itoa::Buffer::new().format(ctx.sort_index(pid)).as_bytes());
+                let v = ctx.sort_index(pid);
+                out.with_vec(|o| o.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()));
             }
-            _ => out.extend_from_slice(a.raw_val),
+            _ => out.piece(a.raw_val),
         }
     }
-    out.push(b'}');
+    out.byte(b'}');
     changed
 }
 
@@ -227,7 +236,7 @@ mod tests {
         let ev = scan_event(src.as_bytes(), &mut f).unwrap();
         let ctx = Ctx::new(r, n, "[TP01]", 100, Ns(shift));
         let mut out = Vec::new();
-        write_event(&ev, &ctx, &mut out);
+        format_event(&ev, &ctx, &mut out);
         serde_json::from_slice(&out).unwrap()
     }
 
@@ -253,6 +262,55 @@ mod tests {
         );
         assert_eq!(v["id"], 23);
         assert_eq!(v["pid"], "[TP01] Spans");
+    }
+
+    /// Events of many layouts and value lengths (pieces shorter and longer than a wide
+    /// copy, at the text's end or not), labels short and long, `args` rewritten or not: each
+    /// is written as built here, compact at the top level and in a rewritten `args`, nested
+    /// values as written.
+    #[test]
+    fn copies_every_layout() {
+        let long_label = "[TP07-DP03-PP01-EP15 long-prefix-of-a-label]";
+        for (label, sep, colon) in [
+            ("[TP01]", ",", ":"),
+            ("[TP01]", ", ", ": "),
+            (long_label, ",\n    ", ":"),
+            (long_label, " ,", " : "),
+        ] {
+            for n in 0..80 {
+                let v = "x".repeat(n);
+                let k = "k".repeat(n % 40 + 1);
+                let arr = format!("[1{sep}2]");
+                let corr = n % 2 == 0;
+                let args = format!(
+                    "{{\"a\"{colon}{arr}{sep}\"{k}\"{colon}\"{v}\"{}}}",
+                    if corr {
+                        format!("{sep}\"correlation\"{colon}{n}")
+                    } else {
+                        String::new()
+                    }
+                );
+                let src = format!(
+                    "{{\"ph\"{colon}\"X\"{sep}\"name\"{colon}\"{v}\"{sep}\"pid\"{colon}\"p{v}\"\
+                     {sep}\"ts\"{colon}1{n}.25{sep}\"dur\"{colon}{n}{sep}\"{k}\"{colon}{n}{sep}\
+                     \"args\"{colon}{args}{sep}\"z\"{colon}\"{v}\"}}"
+                );
+                let args_out = match corr {
+                    true => format!("{{\"a\":{arr},\"{k}\":\"{v}\",\"correlation\":{n}}}"),
+                    false => args,
+                };
+                let want = format!(
+                    "prefix{{\"ph\":\"X\",\"name\":\"{v}\",\"pid\":\"{label} p{v}\",\
+                     \"ts\":1{n}.25,\"dur\":{n},\"{k}\":{n},\"args\":{args_out},\"z\":\"{v}\"}}"
+                );
+                let mut f = Vec::new();
+                let ev = scan_event(src.as_bytes(), &mut f).unwrap();
+                let ctx = Ctx::new(0, 1, label, 0, Ns(0));
+                let mut out = b"prefix".to_vec();
+                format_event(&ev, &ctx, &mut out);
+                assert_eq!(String::from_utf8(out).unwrap(), want, "{n}");
+            }
+        }
     }
 
     #[test]
