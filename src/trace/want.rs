@@ -161,16 +161,14 @@ impl Want {
     ) -> Option<(Pick, usize)> {
         fields.clear();
         // Each key stretch as the last event wrote it, else walked ([`key_stretch`]).
-        let (k, body) = key_stretch(&mut memo.keys, b, i + 1, (0, PH), || key_body(b, i + 1, PH))?;
+        let (k, body) = key_stretch(&mut memo.keys, b, i + 1, (0, PH), false)?;
         let ph = one_byte_string(b, body)?;
         push_field(fields, i, k, PH.len(), body, 1);
         let j = body + 2;
         if let Some(p) = self.by_ph(ph) {
             return Some((p, j));
         }
-        let (k, body) = key_stretch(&mut memo.keys, b, j, (1, CAT), || {
-            key_body(b, next_key(b, j)?, CAT)
-        })?;
+        let (k, body) = key_stretch(&mut memo.keys, b, j, (1, CAT), true)?;
         let (len, by_cat, cat_id) = match memo.cat(b, body) {
             Some((len, p, id)) => (len, p, Some(id)),
             None => {
@@ -185,9 +183,7 @@ impl Want {
             return Some((p, j));
         }
         let cat = &b[body..body + len];
-        let (k, body) = key_stretch(&mut memo.keys, b, j, (2, NAME), || {
-            key_body(b, next_key(b, j)?, NAME)
-        })?;
+        let (k, body) = key_stretch(&mut memo.keys, b, j, (2, NAME), true)?;
         let (len, pick) = match cat_id.and_then(|id| memo.name(b, body, id, devices)) {
             Some(hit) => hit,
             None => {
@@ -223,8 +219,8 @@ pub fn labeled(ev: &super::Event<'_>) -> bool {
 }
 
 /// [`key_body`] for `key` (with its quotes; `field`: its place among the peek's keys, which
-/// keeps one stretch per key) from `b[at]`, as `walk` finds it (with the `,` before it after
-/// a value): where the key's quote and the string value's body start. The stretch
+/// keeps one stretch per key) from `b[at]`, after the `,` that follows a value when
+/// `after_value`: where the key's quote and the string value's body start. The stretch
 /// `b[at..body]` is the same bytes in every event a writer writes (Kineto: `{"ph": "`,
 /// `, "cat": "`, `, "name": "`), so it is remembered in `memo` (a [`super::memo::Memo`] of the
 /// peek's own: one kind, a field position per key) and recognized by one masked compare; the
@@ -232,18 +228,19 @@ pub fn labeled(ev: &super::Event<'_>) -> bool {
 /// stretches are: the walk's answer depends on those bytes alone, and a stretch is remembered
 /// only as the walk accepted it for this key.
 #[inline(always)]
-fn key_stretch(
+fn key_stretch<const N: usize>(
     memo: &mut Memo,
     b: &[u8],
     at: usize,
-    (field, key): (usize, &[u8]),
-    walk: impl FnOnce() -> Option<(usize, usize)>,
+    (field, key): (usize, &[u8; N]),
+    after_value: bool,
 ) -> Option<(usize, usize)> {
     if let Some(hit) = memo.matches(b, at, 0, field) {
         return Some((hit.key.0 - 1, hit.value));
     }
-    let (k, body) = walk()?;
-    memo.record(b, at, (k + 1, k + key.len() - 1), body, 0, field);
+    let from = if after_value { next_key(b, at)? } else { at };
+    let (k, body) = key_body(b, from, key)?;
+    memo.record(b, at, (k + 1, k + N - 1), body, 0, field);
     Some((k, body))
 }
 
