@@ -51,6 +51,13 @@ impl<'o, 'r> Emit<'o, 'r> {
         self.out.truncate(len);
     }
 
+    /// Appends `v` in decimal (`itoa`'s digits).
+    #[inline]
+    pub(super) fn int(&mut self, v: i64) {
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    }
+
     /// Appends one byte.
     #[inline]
     pub(super) fn byte(&mut self, c: u8) {

@@ -36,8 +36,6 @@ pub(super) struct Ctx<'a> {
     /// `"<label> ` as JSON (the opening quote, the escaped label and a space), followed by
     /// [`WIDE`] bytes to spare for [`Emit::padded`].
     label_open: Vec<u8>,
-    /// The length of `label_open`'s text.
-    label_len: usize,
     sort_base: i64,
     shift: Ns,
 }
@@ -48,14 +46,12 @@ impl<'a> Ctx<'a> {
         json::write_string(&mut label_open, label);
         label_open.pop();
         label_open.push(b' ');
-        let label_len = label_open.len();
-        label_open.resize(label_len + WIDE, 0);
+        label_open.resize(label_open.len() + WIDE, 0);
         Ctx {
             r,
             n,
             label,
             label_open,
-            label_len,
             sort_base,
             shift,
         }
@@ -70,26 +66,29 @@ impl Ctx<'_> {
         }
     }
 
+    /// The length of `label_open`'s text, without the bytes to spare.
+    fn label_len(&self) -> usize {
+        self.label_open.len() - WIDE
+    }
+
     /// Writes an integer id made unique across ranks.
     fn write_int_id(&self, v: i64, out: &mut Emit<'_, '_>) {
         match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
-            Some(x) => {
-                out.with_vec(|o| o.extend_from_slice(itoa::Buffer::new().format(x).as_bytes()))
-            }
+            Some(x) => out.int(x),
             None => out.with_vec(|o| json::write_string(o, &format!("{} {v}", self.label))),
         }
     }
 
     /// Writes `"<label> <raw_str>"`; `raw_str` is JSON string content, escapes as written.
     fn write_labelled(&self, raw_str: &[u8], out: &mut Emit<'_, '_>) {
-        out.padded(&self.label_open, self.label_len);
+        out.padded(&self.label_open, self.label_len());
         out.piece(raw_str);
         out.byte(b'"');
     }
 
     fn write_labelled_int(&self, v: i64, out: &mut Emit<'_, '_>) {
-        out.padded(&self.label_open, self.label_len);
-        out.with_vec(|o| o.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()));
+        out.padded(&self.label_open, self.label_len());
+        out.int(v);
         out.byte(b'"');
     }
 }
@@ -206,8 +205,7 @@ fn write_members<'a>(
                     Id::Int(v) => Some(v),
                     _ => None,
                 };
-                let v = ctx.sort_index(pid);
-                out.with_vec(|o| o.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()));
+                out.int(ctx.sort_index(pid));
             }
             _ => out.piece(a.raw_val),
         }
