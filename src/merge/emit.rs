@@ -76,9 +76,10 @@ impl<'o, 'r> Emit<'o, 'r> {
         }
     }
 
-    /// Appends `padded[..n]`, `padded` a buffer kept with [`WIDE`] bytes to spare (a label).
+    /// Appends `padded` but its last [`WIDE`] bytes, which are there to spare (a label).
     #[inline]
-    pub(super) fn padded(&mut self, padded: &[u8], n: usize) {
+    pub(super) fn padded(&mut self, padded: &[u8]) {
+        let n = padded.len().saturating_sub(WIDE);
         match padded.get(..WIDE) {
             Some(wide) if n <= WIDE => self.wide(wide, n),
             _ => long(self.out, &padded[..n]),

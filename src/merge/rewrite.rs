@@ -66,11 +66,6 @@ impl Ctx<'_> {
         }
     }
 
-    /// The length of `label_open`'s text, without the bytes to spare.
-    fn label_len(&self) -> usize {
-        self.label_open.len() - WIDE
-    }
-
     /// Writes an integer id made unique across ranks.
     fn write_int_id(&self, v: i64, out: &mut Emit<'_, '_>) {
         match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
@@ -81,13 +76,13 @@ impl Ctx<'_> {
 
     /// Writes `"<label> <raw_str>"`; `raw_str` is JSON string content, escapes as written.
     fn write_labelled(&self, raw_str: &[u8], out: &mut Emit<'_, '_>) {
-        out.padded(&self.label_open, self.label_len());
+        out.padded(&self.label_open);
         out.piece(raw_str);
         out.byte(b'"');
     }
 
     fn write_labelled_int(&self, v: i64, out: &mut Emit<'_, '_>) {
-        out.padded(&self.label_open, self.label_len());
+        out.padded(&self.label_open);
         out.int(v);
         out.byte(b'"');
     }
