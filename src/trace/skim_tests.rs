@@ -14,7 +14,10 @@ impl Rng {
 
 #[test]
 fn the_kernel_matches_the_scalar_one() {
-    const ALPHABET: &[u8] = b"\"\\{}[]:, \t\n\r\x00\x01\x1f\x20\x7f\x80\xff;<zZ0-e.";
+    // Besides the classes, bytes that share a nibble with one of them (`|` and `\\`, `+` and
+    // `[`, 0x19 and tab), which the AVX2 kernel's nibble lookups must not take for it.
+    const ALPHABET: &[u8] =
+        b"\"\\{}[]:, \t\n\r\x00\x01\x1f\x20\x7f\x80\xff;<zZ0-e.|+Rr,Yy\x19\x1a\x1d\x0b\x0e\xdb\xa2";
     let mut r = Rng(0x9E37_79B9_7F4A_7C15);
     for n in 0..20_000 {
         let b: [u8; 64] = std::array::from_fn(|_| {
@@ -42,11 +45,9 @@ fn scalar_kernel_by_hand() {
     b[63] = 0x01;
     let m = classify_scalar(&b);
     assert_eq!(m.quote, 1 << 1 | 1 << 3);
-    assert_eq!(m.open, 1 | 1 << 6);
-    assert_eq!(m.close, 1 << 11);
-    assert_eq!(m.bslash, 1 << 9);
-    assert_eq!(m.ctl, 1 << 10 | 1 << 63);
-    assert_eq!(m.wsctl, 1 << 10);
+    assert_eq!(m.bracket, 1 | 1 << 6 | 1 << 11);
+    assert_eq!(m.bad, 1 << 9 | 1 << 63);
+    assert_eq!(m.ws, 1 << 10);
 }
 
 /// Random valid nested values: the skim ends where the validating scanner does.
