@@ -168,9 +168,71 @@ pub fn skip_nested_baseline(b: &[u8], i: usize) -> Option<Scan<usize>> {
     skip_nested_with(b, i, Open::NONE, classify, prefix_xor)
 }
 
+/// Where a skim stands between blocks.
+#[derive(Clone, Copy)]
+struct Walk {
+    /// Where the next block starts.
+    pos: usize,
+    /// All ones while a string runs on from the previous block.
+    carry: u64,
+    open: Open,
+}
+
+impl Walk {
+    /// Takes the block at `self.pos`, of which the bytes whose bit is set in `valid` are the
+    /// input's, classified as `m`, the strings found by `pxor`: `Some` with the skim's answer
+    /// when it ends in this block, `None` to go on with the next.
+    #[inline(always)]
+    fn block(
+        &mut self,
+        block: &[u8; 64],
+        valid: u64,
+        m: Masks,
+        pxor: impl Fn(u64) -> u64,
+    ) -> Option<Option<Scan<usize>>> {
+        let instr = pxor(m.quote) ^ self.carry;
+        // A backslash (escapes would change what the quotes mean), a control byte inside a
+        // string, or one that is not whitespace outside: the validating scanner decides. Only
+        // the bytes up to the value's close count (what follows is not the value's).
+        let bad = (m.bad | (m.ws & instr)) & valid;
+        self.carry = 0u64.wrapping_sub(instr >> 63);
+        // One bit per open bracket, the innermost lowest: 1 for `{`.
+        let Open { stack, depth } = &mut self.open;
+        let mut br = m.bracket & !instr & valid;
+        while br != 0 {
+            let k = br.trailing_zeros() as usize;
+            let c = block[k];
+            if c == b'{' || c == b'[' {
+                if *depth == 63 {
+                    return Some(None);
+                }
+                *stack = *stack << 1 | u64::from(c == b'{');
+                *depth += 1;
+            } else {
+                if *depth == 0 || (c == b'}') != (*stack & 1 == 1) {
+                    return Some(None);
+                }
+                *stack >>= 1;
+                *depth -= 1;
+                if *depth == 0 {
+                    let upto = u64::MAX >> (63 - k);
+                    return Some((bad & upto == 0).then_some(Ok(self.pos + k + 1)));
+                }
+            }
+            br &= br - 1;
+        }
+        if bad != 0 {
+            return Some(None);
+        }
+        None
+    }
+}
+
 /// The skim from `b[i]` with the brackets `open` already open, over blocks classified by
 /// `classify` (inlined into each kernel's instance), the strings found by `pxor` (a
-/// [`prefix_xor`]).
+/// [`prefix_xor`]). The last, short block, when the skim reaches the end of `b`, is taken out
+/// of line ([`skim_tail`]): most skims end within whole blocks, and the loop without it keeps
+/// fewer values live.
 #[inline(always)]
 fn skip_nested_with(
     b: &[u8],
@@ -179,67 +241,37 @@ fn skip_nested_with(
     classify: impl Fn(&[u8; 64]) -> Masks,
     pxor: impl Fn(u64) -> u64,
 ) -> Option<Scan<usize>> {
-    let mut pos = i;
-    // All ones while a string runs on from the previous block.
-    let mut carry = 0u64;
-    // One bit per open bracket, the innermost lowest: 1 for `{`.
-    let Open {
-        mut stack,
-        mut depth,
-    } = open;
-    // The last, short block padded with spaces; set only when the skim reaches the end of
-    // `b` (most skims end within whole blocks).
-    let mut pad: [u8; 64];
+    let mut walk = Walk {
+        pos: i,
+        carry: 0,
+        open,
+    };
     loop {
-        let (block, valid) = match b.get(pos..pos + 64) {
-            Some(s) => (<&[u8; 64]>::try_from(s).ok()?, u64::MAX),
-            None => {
-                let Some(rest) = b.get(pos..) else {
-                    return Some(Err(Stop::Incomplete));
-                };
-                pad = [b' '; 64];
-                pad[..rest.len()].copy_from_slice(rest);
-                (&pad, (1u64 << rest.len()) - 1)
-            }
+        let Some(s) = b.get(walk.pos..walk.pos + 64) else {
+            return skim_tail(b, walk);
         };
-        let m = classify(block);
-        let instr = pxor(m.quote) ^ carry;
-        // A backslash (escapes would change what the quotes mean), a control byte inside a
-        // string, or one that is not whitespace outside: the validating scanner decides. Only
-        // the bytes up to the value's close count (what follows is not the value's).
-        let bad = (m.bad | (m.ws & instr)) & valid;
-        carry = 0u64.wrapping_sub(instr >> 63);
-        let mut br = m.bracket & !instr & valid;
-        while br != 0 {
-            let k = br.trailing_zeros() as usize;
-            let c = block[k];
-            if c == b'{' || c == b'[' {
-                if depth == 63 {
-                    return None;
-                }
-                stack = stack << 1 | u64::from(c == b'{');
-                depth += 1;
-            } else {
-                if depth == 0 || (c == b'}') != (stack & 1 == 1) {
-                    return None;
-                }
-                stack >>= 1;
-                depth -= 1;
-                if depth == 0 {
-                    let upto = u64::MAX >> (63 - k);
-                    return (bad & upto == 0).then_some(Ok(pos + k + 1));
-                }
-            }
-            br &= br - 1;
+        let block = <&[u8; 64]>::try_from(s).ok()?;
+        if let Some(answer) = walk.block(block, u64::MAX, classify(block), &pxor) {
+            return answer;
         }
-        if bad != 0 {
-            return None;
-        }
-        if valid != u64::MAX {
-            return Some(Err(Stop::Incomplete));
-        }
-        pos += 64;
+        walk.pos += 64;
     }
+}
+
+/// The skim's last block, shorter than 64 bytes (maybe empty), padded with spaces and
+/// classified by the baseline kernel (every kernel's masks are the same): the skim's answer,
+/// `Incomplete` when the value runs on past `b`'s end.
+#[cold]
+#[inline(never)]
+fn skim_tail(b: &[u8], mut walk: Walk) -> Option<Scan<usize>> {
+    let Some(rest) = b.get(walk.pos..) else {
+        return Some(Err(Stop::Incomplete));
+    };
+    let mut pad = [b' '; 64];
+    pad[..rest.len()].copy_from_slice(rest);
+    let valid = (1u64 << rest.len()) - 1;
+    walk.block(&pad, valid, classify(&pad), prefix_xor)
+        .unwrap_or(Some(Err(Stop::Incomplete)))
 }
 
 #[cfg(target_arch = "x86_64")]
