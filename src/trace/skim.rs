@@ -4,9 +4,9 @@
 //! A block is classified at once into bit masks (quotes, brackets, what is declined anywhere,
 //! whitespace control bytes), in the manner of simdjson's stage 1 (Langdale & Lemire, "Parsing
 //! Gigabytes of JSON per Second", 2019): the string bodies are the prefix XOR of the quotes,
-//! and the matching close of the value is found by walking only the brackets outside strings. Most of a Kineto
-//! event's bytes are its `args`, which analyze never reads token by token, so this is where the
-//! byte-at-a-time scanner ([`super::json`]) spent most of its time.
+//! and the matching close of the value is found by walking only the brackets outside strings.
+//! Most of a Kineto event's bytes are its `args`, which analyze never reads token by token, so
+//! this is where the byte-at-a-time scanner ([`super::json`]) spent most of its time.
 //!
 //! What a skim checks: every string is closed; no string holds a raw control byte; no control
 //! byte other than tab, newline or carriage return stands outside a string; the brackets nest
@@ -25,9 +25,10 @@
 //! baseline); NEON on aarch64 (likewise part of the baseline); a scalar loop elsewhere.
 //! The AVX2 kernel classifies each byte with two table lookups (`vpshufb` on its low and its
 //! high nibble, simdjson's way) instead of a compare per byte value: 13 vector instructions
-//! per 32 bytes instead of 19, and four masks to gather instead of six (#14's nineteenth
-//! round: callgrind, `analyze --all-ranks -j 1`, one rank, real 1,248 → 1,227 M instructions,
-//! synth 1,922 → 1,902 M).
+//! per 32 bytes instead of 19, and four masks to gather instead of six. With the last, short
+//! block out of line ([`skim_tail`]): callgrind, `analyze --all-ranks -j 1`, one rank of each
+//! `./bench` set, real 1,248 → 1,222 M instructions, synth 1,922 → 1,897 M, stack 1,120 →
+//! 1,080 M (#14's nineteenth round, `docs/performance.md`).
 //! `tests` and the `event` fuzz target check each against the scalar one, and the skim with
 //! the detected kernel against the baseline one.
 //! AVX2 over SSE2: `analyze --all-ranks -j 2`, task-clock, best of 5, binaries alternated:
@@ -181,7 +182,8 @@ struct Walk {
 impl Walk {
     /// Takes the block at `self.pos`, of which the bytes whose bit is set in `valid` are the
     /// input's, classified as `m`, the strings found by `pxor`: `Some` with the skim's answer
-    /// when it ends in this block, `None` to go on with the next.
+    /// when the value closes in this block or the skim declines it, `None` to go on with the
+    /// next.
     #[inline(always)]
     fn block(
         &mut self,
@@ -397,6 +399,7 @@ mod x86_avx2 {
         let bad = (BS | C0 | C1) as i8;
         Masks {
             quote: mask(&|c| c),
+            // Each byte doubled: the bracket bit (6) moves to bit 7.
             bracket: mask(&|c| _mm256_add_epi8(c, c)),
             // Bit 7 set where any of `bad`'s bits is: 0x7F added, saturating.
             bad: mask(&|c| {
@@ -405,6 +408,8 @@ mod x86_avx2 {
                     _mm256_set1_epi8(0x7f),
                 )
             }),
+            // The whitespace bit (4) moved to bit 7 (in 16-bit lanes: what a low byte shifts
+            // into its high byte lands in bits 0 to 2).
             ws: mask(&|c| _mm256_slli_epi16(c, 3)),
         }
     }

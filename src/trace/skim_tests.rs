@@ -14,7 +14,7 @@ impl Rng {
 
 #[test]
 fn the_kernel_matches_the_scalar_one() {
-    // Besides the classes, bytes that share a nibble with one of them (`|` and `\\`, `+` and
+    // Besides the classes, bytes that share a nibble with one of them (`|` and `\`, `+` and
     // `[`, 0x19 and tab), which the AVX2 kernel's nibble lookups must not take for it.
     const ALPHABET: &[u8] =
         b"\"\\{}[]:, \t\n\r\x00\x01\x1f\x20\x7f\x80\xff;<zZ0-e.|+Rr,Yy\x19\x1a\x1d\x0b\x0e\xdb\xa2";
