@@ -496,3 +496,146 @@ fn a_profile_split_over_directories_is_one_group() {
     assert_eq!(d.groups.len(), 2, "{:?}", d.groups);
     assert!(d.groups.iter().all(|g| g.files.len() == 2));
 }
+
+/// Files named with a time stamp each: SGLang before profile ids (every rank its own
+/// `time.time()`), `torch.profiler.tensorboard_trace_handler`'s `{host}_{pid}.{ns}` (ranks from
+/// the heads), and vLLM sessions with a rank missing. Expected sessions read off the stamps.
+#[test]
+fn stamped_files_make_one_profile_per_session() {
+    let k = kineto(Some(0), 1, 1.0);
+    let with_rank = |r: u32| {
+        k.replacen(
+            "{\"schemaVersion\": 1,",
+            &format!("{{\"schemaVersion\": 1, \"distributedInfo\": {{\"rank\": {r}}},"),
+            1,
+        )
+    };
+    let labels = |g: &rankprof::trace::discover::Group| -> Vec<String> {
+        g.files.iter().map(|f| f.label.clone()).collect()
+    };
+
+    // SGLang 0.4: four ranks stamped within 10 ms, then a second session 100 s later.
+    let t = tempfile::tempdir().unwrap();
+    for (stamp, tp) in [
+        ("1745000000.1234567", 0),
+        ("1745000000.1251234", 1),
+        ("1745000000.1302", 2),
+        ("1745000000.1299876", 3),
+        ("1745000100.5", 1),
+        ("1745000100.51", 0),
+    ] {
+        touch(t.path(), &format!("{stamp}-TP-{tp}.trace.json.gz"), &k);
+    }
+    let d = discover(t.path(), false).unwrap();
+    assert_eq!(d.groups.len(), 2, "{:?}", d.groups);
+    assert_eq!(d.groups[0].profile_id, "1745000000.1234567");
+    assert_eq!(
+        labels(&d.groups[0]),
+        ["[TP00]", "[TP01]", "[TP02]", "[TP03]"]
+    );
+    assert_eq!(d.groups[1].profile_id, "1745000100.5");
+    assert_eq!(labels(&d.groups[1]), ["[TP00]", "[TP01]"]);
+    let notes: Vec<_> = d
+        .notes
+        .iter()
+        .filter(|n| n.contains("time stamp each"))
+        .collect();
+    assert_eq!(notes.len(), 2, "{:?}", d.notes);
+    // SGLang's profile ids (one stamp for every rank) stay as they are.
+    let t2 = tempfile::tempdir().unwrap();
+    for (stamp, tp) in [
+        ("1795212682.6", 0),
+        ("1795212682.6", 1),
+        ("1795212690.2", 0),
+    ] {
+        touch(t2.path(), &format!("{stamp}-TP-{tp}.trace.json.gz"), &k);
+    }
+    let d = discover(t2.path(), false).unwrap();
+    let ids: Vec<_> = d
+        .groups
+        .iter()
+        .map(|g| (g.profile_id.as_str(), g.files.len()))
+        .collect();
+    assert_eq!(ids, [("1795212682.6", 2), ("1795212690.2", 1)]);
+
+    // torch's own names, two sessions of two ranks; the host names hold "worker3" and
+    // "rank0", which are not ranks.
+    let t3 = tempfile::tempdir().unwrap();
+    for (host, pid, ns, r) in [
+        ("gpu-worker-3", 1111, 1_712_000_000_000_000_001u64, 0),
+        ("gpu-worker-3", 2222, 1_712_000_000_400_000_000, 1),
+        ("trainer-rank0", 1111, 1_712_000_099_000_000_000, 0),
+        ("trainer-rank0", 2222, 1_712_000_099_000_000_002, 1),
+    ] {
+        touch(
+            t3.path(),
+            &format!("{host}_{pid}.{ns}.pt.trace.json.gz"),
+            &with_rank(r),
+        );
+    }
+    let d = discover(t3.path(), false).unwrap();
+    assert_eq!(d.groups.len(), 2, "{:?}", d.groups);
+    let base = t3.path().file_name().unwrap().to_str().unwrap();
+    for (g, (ns, host)) in d.groups.iter().zip([
+        ("1712000000000000001", "gpu-worker-3"),
+        ("1712000099000000000", "trainer-rank0"),
+    ]) {
+        assert_eq!(g.profile_id, format!("{base}.{ns}"));
+        assert_eq!(labels(g), ["[RANK00]", "[RANK01]"]);
+        assert!(g.files.iter().all(|f| f.naming == Naming::DistributedInfo
+            && f.path
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(host)));
+        assert!(g.missing().is_empty());
+    }
+    assert!(parse_name("gpu-worker-3_1111.1712000000000000001.pt.trace.json.gz").is_none());
+
+    // vLLM: rank 0's file of the first session is absent; rank 1's stands alone.
+    let t4 = tempfile::tempdir().unwrap();
+    for (r, ns) in [
+        (1, 1_712_000_010_000_000_002u64),
+        (0, 1_712_000_110_000_000_001),
+        (1, 1_712_000_110_000_000_002),
+    ] {
+        touch(
+            t4.path(),
+            &format!("dp0_pp0_tp{r}_dcp0_ep{r}_rank{r}.{ns}.pt.trace.json.gz"),
+            &k,
+        );
+    }
+    let d = discover(t4.path(), false).unwrap();
+    let got: Vec<_> = d
+        .groups
+        .iter()
+        .map(|g| (g.profile_id.clone(), g.missing()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "vllm.1712000010000000002".to_string(),
+                vec!["[TP00]".to_string()]
+            ),
+            ("vllm.1712000110000000001".to_string(), vec![]),
+        ]
+    );
+    // Missing ranks are labelled as the group's own ranks are: vLLM's DP and PP of size 1
+    // are not shown.
+    let t5 = tempfile::tempdir().unwrap();
+    for r in [0, 1, 3] {
+        touch(
+            t5.path(),
+            &format!("dp0_pp0_tp{r}_dcp0_ep{r}_rank{r}.100.pt.trace.json.gz"),
+            &k,
+        );
+    }
+    let d = discover(t5.path(), false).unwrap();
+    assert_eq!(
+        labels(&d.groups[0]),
+        ["[TP00-EP00]", "[TP01-EP01]", "[TP03-EP03]"]
+    );
+    assert_eq!(d.groups[0].missing(), ["[TP02]"]);
+}

@@ -13,7 +13,10 @@
 //!   capture at start-up) is kept as a profile of its own, with a note;
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]`;
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
-//!   `trace/unnamed.rs`).
+//!   `trace/unnamed.rs`), by session for torch's own `{host}_{pid}.{ns}.pt.trace.json.gz`.
+//!
+//! Files stamped one by one (vLLM's `.{ns}`, SGLang 0.4's `{time.time()}-TP-{tp}`) are put
+//! into the profiling sessions that wrote them (`trace/sessions.rs`).
 //!
 //! Names win over `distributedInfo.rank`: with DP > 1 it repeats across replicas (it is the
 //! rank inside the TP group). Files are grouped by (directory, profile id, stage); `merged-*`
@@ -23,7 +26,7 @@
 //!
 //! (Over ~500 lines: the naming rules of every vendor, with their tests.)
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,9 +34,10 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+pub use super::grid::missing_in;
 pub use super::merged::{is_merged_trace, merged_name, merged_profile_id, MERGED_PREFIX};
 pub use super::rankid::RankId;
-use super::rankid::{label_of, strip_brackets, Shown};
+use super::rankid::{label_of, strip_brackets};
 
 /// Does this path name a trace file (`*.json` or `*.json.gz`)?
 pub fn is_trace_path(path: &Path) -> bool {
@@ -95,71 +99,8 @@ impl Group {
     /// Ranks absent from the full TP × DP × PP grid, as labels (see [`missing_in`]).
     pub fn missing(&self) -> Vec<String> {
         let ids: Vec<RankId> = self.files.iter().map(|f| f.id.clone()).collect();
-        missing_in(&ids)
+        super::grid::missing_shown(&ids, super::grid::shown_of(&self.files))
     }
-}
-
-/// Ranks absent from the full TP × DP × PP grid spanned by `ids`, as labels; without TP, the
-/// global ranks absent from 0..max. EP is left out of the grid: it splits the TP group (each TP
-/// rank has one EP rank), it is not a dimension of its own. The order of `ids` does not matter.
-pub fn missing_in(ids: &[RankId]) -> Vec<String> {
-    let max = |f: fn(&RankId) -> Option<u32>| ids.iter().filter_map(f).max();
-    let (Some(tp), dp, pp) = (max(|r| r.tp), max(|r| r.dp), max(|r| r.pp)) else {
-        return missing_global(ids);
-    };
-    let mut out = Vec::new();
-    // SGLang's DP attention numbers TP over every DP rank (`TP-5-DP-1`): the grid is TP × PP,
-    // each TP index with the DP index it was written with.
-    let dp_attention = dp_attention(ids);
-    let dps = if dp_attention { 0 } else { dp.unwrap_or(0) };
-    for d in 0..=dps {
-        for p in 0..=pp.unwrap_or(0) {
-            for t in 0..=tp {
-                let found = ids.iter().any(|r| {
-                    r.tp == Some(t)
-                        && (dp_attention || r.dp.unwrap_or(0) == d)
-                        && r.pp.unwrap_or(0) == p
-                });
-                if !found {
-                    let id = RankId {
-                        tp: Some(t),
-                        // Under DP attention a missing rank's DP index is not known.
-                        dp: dp.filter(|_| !dp_attention).map(|_| d),
-                        pp: pp.map(|_| p),
-                        ..Default::default()
-                    };
-                    out.push(label_of(&id, Shown::present()));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// SGLang DP attention: more than one DP index, and no TP index (per PP stage) written with two
-/// of them (`TP-0-DP-0`, `TP-1-DP-0`, `TP-2-DP-1`, … rather than `TP-0-DP-0`, `TP-0-DP-1`).
-fn dp_attention(ids: &[RankId]) -> bool {
-    let mut dp_of: HashMap<(Option<u32>, u32), Option<u32>> = HashMap::new();
-    let mut dps = HashSet::new();
-    for r in ids {
-        let Some(tp) = r.tp else { continue };
-        dps.insert(r.dp);
-        if dp_of.insert((r.pp, tp), r.dp).is_some_and(|d| d != r.dp) {
-            return false;
-        }
-    }
-    dps.len() > 1
-}
-
-fn missing_global(ids: &[RankId]) -> Vec<String> {
-    let ranks: Vec<u32> = ids.iter().filter_map(|r| r.rank).collect();
-    let Some(&max) = ranks.iter().max() else {
-        return Vec::new();
-    };
-    (0..=max)
-        .filter(|r| !ranks.contains(r))
-        .map(|r| format!("[RANK{r:02}]"))
-        .collect()
 }
 
 /// What discovery found, plus notes about files it skipped or had to guess.
@@ -301,6 +242,11 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
             ns: c["ns"].parse().ok(),
         });
     }
+    // `torch.profiler.tensorboard_trace_handler`'s own name, `{hostname}_{pid}.{ns}`: the
+    // host name says nothing of the rank (`gpu-worker-3`), the file's head does.
+    if torch_handler_stamp(name).is_some() {
+        return None;
+    }
     let generic = re(
         &GENERIC,
         r"(?i)^(?P<key>.*?)[-_.]?(?:rank[-_]?|worker[-_]?)(?P<rank>\d+)(?P<rest>[^/]*?)\.json(?:\.gz)?$",
@@ -335,12 +281,24 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
     None
 }
 
+/// The time stamp of a name as `torch.profiler.tensorboard_trace_handler` writes it without a
+/// worker name (vLLM before its rank names, V0 and early V1):
+/// `{socket.gethostname()}_{os.getpid()}.{time.time_ns()}.pt.trace.json[.gz]`.
+pub(crate) fn torch_handler_stamp(name: &str) -> Option<u128> {
+    static TORCH: OnceLock<Regex> = OnceLock::new();
+    let c = re(
+        &TORCH,
+        r"^.+_\d+\.(?P<ns>\d{16,20})\.pt\.trace\.json(?:\.gz)?$",
+    )
+    .captures(name)?;
+    c["ns"].parse().ok()
+}
+
 pub(crate) fn is_trace_name(name: &str) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
-/// (directory, profile key, stage).
-type GroupKey = (PathBuf, String, Option<String>);
+use super::sessions::GroupKey;
 
 /// One profile's ranks spread over several directories (one per node, or files listed from
 /// several places) make one group when no rank appears twice among them, kept under the first
@@ -385,6 +343,7 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
     // (dir, naming, key, stage) -> files
     let mut by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> = BTreeMap::new();
     let mut unnamed: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+    let mut stamped: BTreeMap<PathBuf, Vec<(u128, PathBuf)>> = BTreeMap::new();
     for path in paths {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
@@ -421,25 +380,18 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
                 .entry((dir, p.key.clone(), p.stage.clone()))
                 .or_default()
                 .push((p, path.clone())),
-            None => unnamed.entry(dir).or_default().push(path.clone()),
+            None => match torch_handler_stamp(name) {
+                Some(ns) => stamped.entry(dir).or_default().push((ns, path.clone())),
+                None => unnamed.entry(dir).or_default().push(path.clone()),
+            },
         }
     }
+    super::sessions::join_sglang_stamps(&mut by_key, &mut d.notes);
     for ((dir, key, stage), mut files) in join_split_profiles(by_key) {
         super::dense_dp::global_ranks(&dir, &mut files, &mut d.notes);
         files.sort_by(|a, b| a.0.ns.cmp(&b.0.ns).then(a.1.cmp(&b.1)));
         // vLLM writes a time stamp per file: one session holds each rank once.
-        let mut sessions: Vec<Vec<(Parsed, PathBuf)>> = Vec::new();
-        for f in files {
-            let clash = sessions
-                .last()
-                .is_some_and(|s| f.0.ns.is_some() && s.iter().any(|g| g.0.id == f.0.id));
-            if sessions.is_empty() || clash {
-                sessions.push(Vec::new());
-            }
-            if let Some(s) = sessions.last_mut() {
-                s.push(f);
-            }
-        }
+        let sessions = super::sessions::split(files, |f| f.0.ns, |f| &f.0.id);
         let n = sessions.len();
         for s in sessions {
             let profile_id = match (n > 1, s.first().and_then(|f| f.0.ns)) {
@@ -459,6 +411,10 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
         if let Some(g) = super::unnamed::group(dir, paths, &mut d.notes) {
             d.groups.push(g);
         }
+    }
+    for (dir, files) in stamped {
+        let groups = super::unnamed::stamped_groups(dir, files, &mut d.notes);
+        d.groups.extend(groups);
     }
     d
 }
@@ -509,33 +465,7 @@ pub(super) fn finish_group(
             .cmp(&b.id.sort_key())
             .then(a.path.cmp(&b.path))
     });
-    // vLLM names every dimension even of size 1: show only those that vary (TP at least).
-    let vllm = files
-        .iter()
-        .any(|f| f.naming == Naming::Vllm && f.id.tp.is_some());
-    let shown = if vllm {
-        let varies = |f: fn(&RankId) -> Option<u32>| {
-            let mut v: Vec<_> = files.iter().map(|r| f(&r.id)).collect();
-            v.sort_unstable();
-            v.dedup();
-            v.len() > 1
-        };
-        let (dp, pp, ep, dcp) = (
-            varies(|r| r.dp),
-            varies(|r| r.pp),
-            varies(|r| r.ep),
-            varies(|r| r.dcp),
-        );
-        Shown {
-            tp: varies(|r| r.tp) || !(dp || pp || ep || dcp),
-            dp,
-            pp,
-            ep,
-            dcp,
-        }
-    } else {
-        Shown::present()
-    };
+    let shown = super::grid::shown_of(&files);
     for f in &mut files {
         f.label = label_of(&f.id, shown);
     }

@@ -1,7 +1,9 @@
 //! Trace files whose names carry no rank (`anything.json.gz`): their ranks come from
 //! `distributedInfo.rank` in each file's header when those are distinct, else from file-name
 //! order (noted when there is an order to give); their profile is named after the file when it
-//! is the only one, else after the directory. One group per directory ([`group`]).
+//! is the only one, else after the directory. One group per directory ([`group`]), or, for
+//! files named by `torch.profiler.tensorboard_trace_handler` (`{host}_{pid}.{ns}`), one per
+//! profiling session ([`stamped_groups`]).
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +12,46 @@ use super::discover::{finish_group, rank_file, Group, Naming, RankFile, RankId};
 /// The group of the unnamed trace files `paths` of `dir` (`None` when none holds a trace);
 /// files that cannot be read are skipped with a note in `notes`.
 pub(super) fn group(dir: PathBuf, paths: Vec<PathBuf>, notes: &mut Vec<String>) -> Option<Group> {
+    let files = ranked(paths, notes);
+    if files.is_empty() {
+        return None;
+    }
+    let id = profile_id(&dir, &files);
+    Some(finish(dir, id, files, notes))
+}
+
+/// The groups of `dir`'s files named by `torch.profiler.tensorboard_trace_handler`
+/// (`{host}_{pid}.{ns}`, with their stamps): one per profiling session
+/// ([`super::sessions::split`] by `distributedInfo.rank`), named after the directory, with the
+/// session's first stamp when there are several (as vLLM's sessions are).
+pub(super) fn stamped_groups(
+    dir: PathBuf,
+    mut files: Vec<(u128, PathBuf)>,
+    notes: &mut Vec<String>,
+) -> Vec<Group> {
+    files.sort();
+    let stamps: std::collections::HashMap<PathBuf, u128> =
+        files.iter().map(|(ns, p)| (p.clone(), *ns)).collect();
+    let ranked = ranked(files.into_iter().map(|f| f.1).collect(), notes);
+    let stamp = |f: &RankFile| stamps.get(&f.path).copied();
+    // A file without a rank in its head is no rank twice: it never starts a session.
+    let sessions = super::sessions::split(ranked, |f| f.id.rank.and(stamp(f)), |f| &f.id);
+    let n = sessions.len();
+    let base = profile_id(&dir, &[]);
+    sessions
+        .into_iter()
+        .map(|s| {
+            let id = match s.first().and_then(stamp) {
+                Some(ns) if n > 1 => format!("{base}.{ns}"),
+                _ => base.clone(),
+            };
+            finish(dir.clone(), id, s, notes)
+        })
+        .collect()
+}
+
+/// Each readable trace of `paths` with its rank from `distributedInfo.rank` (or none yet).
+fn ranked(paths: Vec<PathBuf>, notes: &mut Vec<String>) -> Vec<RankFile> {
     let mut files = Vec::new();
     for path in paths {
         match super::reader::read_head(&path) {
@@ -33,9 +75,12 @@ pub(super) fn group(dir: PathBuf, paths: Vec<PathBuf>, notes: &mut Vec<String>) 
             Err(e) => notes.push(format!("{}: cannot read: {e}; skipped", path.display())),
         }
     }
-    if files.is_empty() {
-        return None;
-    }
+    files
+}
+
+/// The group of `files`: their `distributedInfo` ranks when distinct, else file-name order
+/// (noted when there is an order to give).
+fn finish(dir: PathBuf, id: String, mut files: Vec<RankFile>, notes: &mut Vec<String>) -> Group {
     // Ranks from distributedInfo must be distinct to be trusted.
     let mut ranks: Vec<_> = files.iter().filter_map(|f| f.id.rank).collect();
     ranks.sort_unstable();
@@ -56,8 +101,7 @@ pub(super) fn group(dir: PathBuf, paths: Vec<PathBuf>, notes: &mut Vec<String>) 
             f.naming = Naming::FileOrder;
         }
     }
-    let id = profile_id(&dir, &files);
-    Some(finish_group(dir, id, None, files))
+    finish_group(dir, id, None, files)
 }
 
 /// A directory as notes show it: `.` for the current one (a bare file name's parent).
