@@ -639,3 +639,51 @@ fn stamped_files_make_one_profile_per_session() {
     );
     assert_eq!(d.groups[0].missing(), ["[TP02]"]);
 }
+
+/// SGLang's CUDA-graph capture traces (`graph_capture_profile/cuda_graph_capture-{runner}-TP-{tp}
+/// .json.gz`): one profile per runner with its TP ranks, one note, the serving profile apart.
+#[test]
+fn sglang_cuda_graph_capture_traces_are_profiles_per_runner() {
+    let t = tempfile::tempdir().unwrap();
+    let k = kineto(Some(0), 1, 1.0);
+    let cap = t.path().join("graph_capture_profile");
+    std::fs::create_dir(&cap).unwrap();
+    for runner in ["CudaGraphRunner", "EAGLEDraftCudaGraphRunner"] {
+        for tp in [1, 0] {
+            touch(
+                &cap,
+                &format!("cuda_graph_capture-{runner}-TP-{tp}.json.gz"),
+                &k,
+            );
+        }
+    }
+    for tp in [0, 1] {
+        touch(t.path(), &format!("1795212682.6-TP-{tp}.trace.json.gz"), &k);
+    }
+    let d = discover(t.path(), true).unwrap();
+    let mut got: Vec<_> = d
+        .groups
+        .iter()
+        .map(|g| {
+            let l: Vec<String> = g.files.iter().map(|f| f.label.clone()).collect();
+            (g.profile_id.clone(), l.join(" "))
+        })
+        .collect();
+    got.sort();
+    let want = [
+        ("1795212682.6", "[TP00] [TP01]"),
+        ("cuda_graph_capture-CudaGraphRunner", "[TP00] [TP01]"),
+        (
+            "cuda_graph_capture-EAGLEDraftCudaGraphRunner",
+            "[TP00] [TP01]",
+        ),
+    ];
+    assert_eq!(got, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    let notes: Vec<_> = d
+        .notes
+        .iter()
+        .filter(|n| n.contains("CUDA-graph capture"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", d.notes);
+    assert!(notes[0].contains("4 SGLang"), "{}", notes[0]);
+}

@@ -10,7 +10,8 @@
 //!   DP > 1 the ranks come from the heads, `dense_dp`), the older
 //!   `{instance}-rank-{r}.{ns}.pt.trace.json[.gz]`; frontend `*.async_llm.*` traces are
 //!   skipped; `capture_traces/graph_capture_rank_0.{ns}.pt.trace.json.gz` (CUDA-graph
-//!   capture at start-up) is kept as a profile of its own, with a note;
+//!   capture at start-up) is kept as a profile of its own, with a note, as SGLang's
+//!   `graph_capture_profile/cuda_graph_capture-{runner}-TP-{tp}.json.gz` is, one per runner;
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]`;
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
 //!   `trace/unnamed.rs`), by session for torch's own `{host}_{pid}.{ns}.pt.trace.json.gz`.
@@ -242,6 +243,24 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
             ns: c["ns"].parse().ok(),
         });
     }
+    // SGLang's CUDA-graph capture trace (`SGLANG_ENABLE_CUDA_GRAPH_CAPTURE_TRACE=1`,
+    // `export_cuda_graph_capture_trace` in `profile_utils.py`): one profile per runner.
+    if let Some(rest) = name.strip_prefix("cuda_graph_capture-") {
+        let (runner, tp) = rest
+            .strip_suffix(".json.gz")
+            .or_else(|| rest.strip_suffix(".json"))?
+            .rsplit_once("-TP-")?;
+        return Some(Parsed {
+            naming: Naming::Sglang,
+            key: format!("cuda_graph_capture-{runner}"),
+            stage: None,
+            id: RankId {
+                tp: Some(tp.parse().ok()?),
+                ..Default::default()
+            },
+            ns: None,
+        });
+    }
     // `torch.profiler.tensorboard_trace_handler`'s own name, `{hostname}_{pid}.{ns}`: the
     // host name says nothing of the rank (`gpu-worker-3`), the file's head does.
     if torch_handler_stamp(name).is_some() {
@@ -344,6 +363,7 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
     let mut by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> = BTreeMap::new();
     let mut unnamed: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     let mut stamped: BTreeMap<PathBuf, Vec<(u128, PathBuf)>> = BTreeMap::new();
+    let mut sglang_captures: BTreeMap<PathBuf, usize> = BTreeMap::new();
     for path in paths {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
@@ -375,6 +395,9 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
             ));
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if name.starts_with("cuda_graph_capture-") {
+            *sglang_captures.entry(dir.clone()).or_default() += 1;
+        }
         match parse_name(name) {
             Some(p) => by_key
                 .entry((dir, p.key.clone(), p.stage.clone()))
@@ -385,6 +408,13 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
                 None => unnamed.entry(dir).or_default().push(path.clone()),
             },
         }
+    }
+    for (dir, n) in sglang_captures {
+        d.notes.push(format!(
+            "{}: {n} SGLang CUDA-graph capture trace(s) (cuda_graph_capture-*, written at \
+             start-up), not a serving profile: listed as a profile of their own per runner",
+            super::unnamed::shown_dir(&dir)
+        ));
     }
     super::sessions::join_sglang_stamps(&mut by_key, &mut d.notes);
     for ((dir, key, stage), mut files) in join_split_profiles(by_key) {
