@@ -262,6 +262,57 @@ fn base_alignment_moves_later_clocks_later() {
     assert_eq!(res.redone, 0, "the scan pass knew the shifts");
 }
 
+/// The merged trace as JSON.
+fn load(out: &Path) -> serde_json::Value {
+    let f = std::fs::File::open(out).unwrap();
+    serde_json::from_reader(flate2::read::GzDecoder::new(f)).unwrap()
+}
+
+/// A rank with no events (an empty file) leaves the others on their common base, and each
+/// rank's processes sort within its own hundred: the CPU process (pid 100, as in a container)
+/// after the GPU (pid 0), before the next rank's. Figures worked out by hand.
+#[test]
+fn an_empty_rank_and_small_cpu_pids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("in");
+    skewed_pair(&dir);
+    std::fs::write(dir.join("p-TP-2.trace.json.gz"), b"").unwrap();
+    let out = tmp.path().join("m.json.gz");
+    let res = merge_dir(&dir, &out, &MergeOptions::default());
+    assert_eq!(res.base_ns, Some(1_700_000_000_000_000_000));
+    assert_eq!(res.ranks[1].shift, Ns(2_500_000));
+    assert_eq!(
+        first_ts(&out, "ProfilerStep#0"),
+        [
+            ("[TP00]".to_string(), Ns(10_000)),
+            ("[TP01]".to_string(), Ns(2_510_000))
+        ]
+    );
+    let doc = load(&out);
+    assert_eq!(
+        doc["baseTimeNanoseconds"].as_i64(),
+        Some(1_700_000_000_000_000_000)
+    );
+    let mut sort: Vec<(String, i64)> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_sort_index")
+        .map(|e| {
+            let pid = e["pid"].as_str().unwrap().to_string();
+            (pid, e["args"]["sort_index"].as_i64().unwrap())
+        })
+        .collect();
+    sort.sort_by_key(|p| p.1);
+    let want = [
+        ("[TP00] 0", 0),
+        ("[TP00] 100", 99),
+        ("[TP01] 0", 100),
+        ("[TP01] 100", 199),
+    ];
+    assert_eq!(sort, want.map(|(p, i)| (p.to_string(), i)));
+}
+
 #[test]
 fn steps_and_window_keep_only_their_span() {
     let tmp = tempfile::tempdir().unwrap();

@@ -62,6 +62,12 @@ pub fn plan(mode: Align, clocks: &[RankClock]) -> Alignment {
         .iter()
         .enumerate()
         .map(|(i, c)| match known {
+            // No `ts` at all (no events, or a file cut in its header): nothing to shift, and
+            // no reason to put every other rank on absolute time.
+            Some(b) if c.base_ns.is_none() && c.min_ts.is_none() => RankClock {
+                base_ns: Some(b),
+                ..*c
+            },
             Some(b) if c.lost_base() => {
                 assumed_base.push(i);
                 RankClock {
@@ -176,9 +182,32 @@ mod tests {
 
     #[test]
     fn mixed_bases_become_absolute() {
-        let a = plan(Align::Base, &[clock(None, None), clock(Some(7_000), None)]);
+        let abs = RankClock {
+            min_ts: Some(Ns(1_700_000_000_000_000_000)),
+            ..clock(None, None)
+        };
+        let a = plan(Align::Base, &[abs, clock(Some(7_000), None)]);
         assert_eq!(a.base_ns, None);
         assert_eq!(a.shifts, [Ns(0), Ns(7_000)]);
+    }
+
+    #[test]
+    fn a_rank_without_events_leaves_the_base_alone() {
+        // Rank 1 has no `ts` at all (an empty file): the others keep their common base.
+        let a = plan(
+            Align::Base,
+            &[
+                clock(Some(1_000_000), None),
+                clock(None, None),
+                clock(Some(3_000_000), None),
+            ],
+        );
+        assert_eq!(a.base_ns, Some(1_000_000));
+        assert_eq!(a.shifts, [Ns(0), Ns(0), Ns(2_000_000)]);
+        assert!(a.assumed_base.is_empty());
+        // Alone with ranks that have no base either, nothing changes.
+        let a = plan(Align::Base, &[clock(None, None), clock(None, None)]);
+        assert_eq!((a.base_ns, a.shifts), (None, vec![Ns(0), Ns(0)]));
     }
 
     #[test]

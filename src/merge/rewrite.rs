@@ -59,9 +59,13 @@ impl<'a> Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// A process's `process_sort_index`: the rank's base plus a device pid (Kineto's GPU pids
+    /// are device indices), else 99, last in the rank. SGLang's merger takes any pid below
+    /// 1000 as a device: a container's CPU process (pid 150) then sorts among the next rank's
+    /// (its base is 100 higher); here the offset stays inside the rank's 100.
     pub(super) fn sort_index(&self, pid: Option<i64>) -> i64 {
         match pid {
-            Some(p) if (0..1000).contains(&p) => self.sort_base + p,
+            Some(p) if (0..99).contains(&p) => self.sort_base + p,
             _ => self.sort_base + 99,
         }
     }
