@@ -455,3 +455,70 @@ fn json_output_and_exit_code_from_the_binary() {
     assert_eq!(rows[1]["start"]["failure"], "refused");
     assert_eq!(ok.posts("/start_profile").len(), 1);
 }
+
+/// Ctrl-C during `capture run` (the options' interrupt flag, set 300 ms in): the stop goes to
+/// the server at once instead of after `--duration 60`, a note says the traces were not
+/// waited for, and the exit code is 1.
+#[test]
+fn an_interrupted_run_stops_the_servers_at_once() {
+    let out = tempfile::tempdir().unwrap();
+    let w = TestWorker::sglang(1);
+    let args = [
+        "capture",
+        "run",
+        "--worker-url",
+        w.url(),
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--duration",
+        "60",
+    ];
+    let CaptureCommand::Run(a) = capture(&args) else {
+        unreachable!()
+    };
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let opts = rankprof::capture::CaptureOptions {
+        interrupt: Some(flag.clone()),
+        ..run_options(&a)
+    };
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let o = session::run(&opts).unwrap();
+    setter.join().unwrap();
+    assert_eq!(w.posts("/stop_profile").len(), 1, "{o:#?}");
+    assert_eq!(o.exit_code, 1);
+    assert!(o.traces.is_empty(), "{o:#?}");
+    assert!(
+        o.notes.iter().any(|n| n.contains("interrupted (Ctrl-C)")),
+        "{:?}",
+        o.notes
+    );
+}
+
+/// `--num-steps` with nowhere to watch the traces (`--no-merge`, no `--output-dir`): the stop
+/// is not sent at once (it would end the profile after ~0 steps) but after `--flush-timeout`,
+/// so it finds the profiler already stopped by itself (SGLang's bare 500, taken as ok).
+#[test]
+fn num_steps_unwatched_waits_before_the_stop() {
+    let w = TestWorker::sglang(1);
+    w.set(|b| b.steps_take = Duration::from_millis(200));
+    let o = run(&[
+        "--worker-url",
+        w.url(),
+        "--num-steps",
+        "5",
+        "--no-merge",
+        "--flush-timeout",
+        "2",
+    ]);
+    assert_eq!(o.exit_code, 0, "{o:#?}");
+    let stop = o.workers[0].stop.as_ref().unwrap();
+    assert_eq!(stop.status, Some(500), "{o:#?}");
+    assert!(
+        o.notes.iter().any(|n| n.contains("cannot see")),
+        "{:?}",
+        o.notes
+    );
+}

@@ -81,6 +81,20 @@ pub fn wait(
     settle: Duration,
     timeout: Duration,
 ) -> Flushed {
+    wait_for(dir, before, expect, settle, timeout, |_| true, &|| false)
+}
+
+/// [`wait`], counting only the files `counts` takes toward `expect` (every new file is still
+/// listed), and giving up early once `interrupted` answers true (not complete then).
+pub fn wait_for(
+    dir: &Path,
+    before: &Snapshot,
+    expect: usize,
+    settle: Duration,
+    timeout: Duration,
+    counts: impl Fn(&Path) -> bool,
+    interrupted: &dyn Fn() -> bool,
+) -> Flushed {
     let t0 = Instant::now();
     let poll = Duration::from_millis(100).min(settle.max(Duration::from_millis(10)));
     let bar = ProgressBar::new_spinner();
@@ -98,7 +112,7 @@ pub fn wait(
         }
         let ranks = last
             .iter()
-            .filter(|(p, _)| !crate::trace::is_merged_trace(p))
+            .filter(|(p, _)| !crate::trace::is_merged_trace(p) && counts(p))
             .count();
         let bytes: u64 = last.iter().map(|(_, s)| s).sum();
         bar.set_message(format!(
@@ -108,7 +122,7 @@ pub fn wait(
         ));
         bar.tick();
         let complete = ranks >= expect.max(1) && last_change.elapsed() >= settle;
-        if complete || t0.elapsed() >= timeout {
+        if complete || t0.elapsed() >= timeout || interrupted() {
             bar.finish_and_clear();
             return Flushed {
                 dir: dir.to_path_buf(),
@@ -118,6 +132,19 @@ pub fn wait(
             };
         }
         std::thread::sleep(poll);
+    }
+}
+
+/// Whether a trace file counts toward the files a server writes when its profile ends: in a
+/// by-stage SGLang profile only the last stage's (`-DECODE`); the `-EXTEND` ones are written
+/// when decoding starts, while the profile goes on.
+pub fn ends_profile(by_stage: bool) -> impl Fn(&Path) -> bool {
+    move |p: &Path| {
+        !by_stage
+            || p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(crate::trace::discover::parse_name)
+                .is_some_and(|n| n.stage.is_some_and(|s| s.eq_ignore_ascii_case("decode")))
     }
 }
 
@@ -198,5 +225,23 @@ mod tests {
         assert!(!got.complete);
         assert_eq!(got.files.len(), 1);
         assert_eq!(got.rank_files(), 0);
+    }
+
+    #[test]
+    fn by_stage_only_the_decode_files_end_a_profile() {
+        let by_stage = ends_profile(true);
+        let all = ends_profile(false);
+        for (name, last) in [
+            ("1795.5-TP-0-EXTEND.trace.json.gz", false),
+            ("1795.5-TP-0-DECODE.trace.json.gz", true),
+            ("1795.5-TP-1-DP-1-decode.trace.json.gz", true),
+            ("1795.5-TP-0-prefill.trace.json.gz", false),
+            ("1795.5-TP-0-2.trace.json.gz", true),
+            ("1795.5-TP-0.trace.json.gz", false),
+        ] {
+            let p = Path::new("/x").join(name);
+            assert_eq!(by_stage(&p), last, "{name}");
+            assert!(all(&p), "{name}");
+        }
     }
 }

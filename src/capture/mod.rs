@@ -37,6 +37,7 @@ pub mod report;
 pub mod session;
 pub mod startstop;
 pub mod tls;
+mod window;
 pub mod workers;
 
 pub use dialect::{Activity, Backend};

@@ -149,6 +149,9 @@ pub struct CaptureOptions {
     pub stop_timeout: f64,
     /// Do not merge and analyze the collected traces.
     pub no_merge: bool,
+    /// Set (by a Ctrl-C handler) to end the profiling window now: the servers are sent the
+    /// stop at once, and the capture ends without waiting for their traces.
+    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for CaptureOptions {
@@ -166,6 +169,7 @@ impl Default for CaptureOptions {
             settle: 3.0,
             stop_timeout: 600.0,
             no_merge: false,
+            interrupt: None,
         }
     }
 }

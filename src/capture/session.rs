@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -15,11 +15,12 @@ use serde::Serialize;
 use super::dialect::Backend;
 use super::dialect::{self, Dialect};
 use super::fanout::{fan_out_with, Http};
-use super::flush::{self, Flushed, Snapshot};
+use super::flush::{self, Flushed};
 use super::handoff::{merge_and_analyze, worst, PostProcess};
 use super::load::{self, LoadReport, Plan};
 use super::options::{CaptureOptions, ProfileSettings, Targets};
 use super::report::{self, Call, WorkerRow};
+use super::window::{sleep_for, NumSteps, Watch};
 use super::workers::{self, is_loopback, Worker};
 use crate::exit;
 
@@ -267,20 +268,6 @@ fn load_plan(
     })
 }
 
-/// A directory that will be watched for this capture's trace files.
-struct Watch {
-    dir: PathBuf,
-    before: Snapshot,
-    dialect: Dialect,
-}
-
-fn sleep_for(d: Duration) {
-    let end = Instant::now() + d;
-    while let Some(left) = end.checked_duration_since(Instant::now()) {
-        std::thread::sleep(left.min(Duration::from_millis(200)));
-    }
-}
-
 /// `capture run`.
 // Long on purpose: the capture's steps in order (start, load, wait, stop, flush, move, hand-
 // off), as README lists them.
@@ -321,6 +308,12 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     let settle = secs(a.settle);
     let flush_timeout = secs(a.flush_timeout);
     let mut load_report = None;
+    let interrupted = || {
+        a.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+    };
+    let interrupted: &dyn Fn() -> bool = &interrupted;
 
     if started == 0 {
         notes.push("no server started profiling".into());
@@ -342,42 +335,32 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                 .as_ref()
                 .map(|plan| s.spawn(|| load::drive(&http, plan, &cancel)));
             if let Some(d) = a.duration {
-                sleep_for(secs(d));
+                sleep_for(secs(d), interrupted);
                 cancel.store(true, Ordering::Relaxed);
             } else if let Some(h) = handle.as_ref() {
-                while !h.is_finished() {
+                while !h.is_finished() && !interrupted() {
                     std::thread::sleep(Duration::from_millis(50));
                 }
             } else if auto_stop.is_some() {
                 // No load of our own: wait until the servers have profiled num_steps (vLLM's
                 // max_iterations) and written them.
-                for w in &watches {
-                    let expect = rows
-                        .iter()
-                        .filter(|r| {
-                            r.start.as_ref().is_some_and(|c| c.ok) && r.backend == Some(w.dialect)
-                        })
-                        .count();
-                    if expect > 0 && (w.dir.is_dir() || all_local) {
-                        let f = flush::wait(&w.dir, &w.before, expect, settle, flush_timeout);
-                        if !f.complete {
-                            let older = if w.dialect == Dialect::Vllm {
-                                "; vLLM before per-request profile settings ignores \
-                                 max_iterations: set it in --profiler-config"
-                            } else {
-                                ""
-                            };
-                            let hint = dialect::missing_traces_hint(w.dialect);
-                            notes.push(format!(
-                                "num_steps not reached within --flush-timeout ({} of {expect} servers wrote traces{older}{hint})",
-                                f.rank_files()
-                            ));
-                        }
-                    }
-                }
+                let w = NumSteps {
+                    by_stage: p.profile_by_stage,
+                    all_local,
+                    settle,
+                    flush_timeout,
+                };
+                notes.extend(w.wait(&watches, &rows, interrupted));
             }
             let needs_stop: Vec<usize> =
                 (0..rows.len()).filter(|&i| rows[i].needs_stop()).collect();
+            if interrupted() {
+                notes.push(format!(
+                    "interrupted (Ctrl-C): the stop was sent to the {} server(s) profiling; \
+                     their traces were not waited for (merge them later with `rankprof merge`)",
+                    needs_stop.len()
+                ));
+            }
             let notice = secs(a.targets.notice_after);
             let stopped = fan_out_with(
                 &needs_stop,
@@ -408,7 +391,10 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     // Wait for the files of every server that stopped.
     let mut traces = Vec::new();
     let mut code = report::exit_code(&rows);
-    if !a.no_merge {
+    if interrupted() {
+        code = worst(code, exit::FAILED);
+    }
+    if !a.no_merge && !interrupted() {
         for w in &watches {
             let expect = rows
                 .iter()

@@ -161,7 +161,9 @@ pub struct CaptureRunArgs {
     /// Stop after this many seconds (otherwise when the load is done / num_steps are reached).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
-    /// Seconds to wait for the trace files to appear and stop growing.
+    /// Seconds to wait for the trace files to appear and stop growing. With --num-steps and
+    /// no load or --duration, servers whose trace folder this machine cannot see are given
+    /// this long to profile their steps before the stop is sent (Ctrl-C sends it at once).
     #[arg(long = "flush-timeout", default_value_t = 300.0, value_name = "SECS")]
     pub flush_timeout: f64,
     /// Seconds the trace files must stay the same size to count as written.

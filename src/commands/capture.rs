@@ -21,7 +21,13 @@ pub fn run(c: &CaptureCommand) -> Result<i32> {
             print_outcome(&session::start(&start_options(a))?, a.targets.json)
         }
         CaptureCommand::Stop(a) => print_outcome(&session::stop(&stop_options(a))?, a.targets.json),
-        CaptureCommand::Run(a) => print_run(&session::run(&run_options(a))?, a.targets.json),
+        CaptureCommand::Run(a) => {
+            let opts = CaptureOptions {
+                interrupt: super::interrupt::ctrl_c("stopping: the servers are sent the stop now"),
+                ..run_options(a)
+            };
+            print_run(&session::run(&opts)?, a.targets.json)
+        }
     }
 }
 
@@ -107,6 +113,7 @@ pub fn run_options(a: &CaptureRunArgs) -> CaptureOptions {
         settle: a.settle,
         stop_timeout: a.stop_timeout,
         no_merge: a.no_merge,
+        interrupt: None,
     }
 }
 

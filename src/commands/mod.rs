@@ -9,6 +9,7 @@ pub mod demo;
 pub mod docs;
 mod heap;
 pub mod inflate;
+mod interrupt;
 pub mod ls;
 pub mod merge;
 pub mod nsys;

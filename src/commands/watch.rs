@@ -14,8 +14,7 @@
 //! second one exits at once with 130.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Result};
 use serde_json::json;
@@ -62,25 +61,6 @@ pub fn options(a: &WatchArgs) -> Result<WatchOptions> {
         spark,
         ..WatchOptions::default()
     })
-}
-
-/// The process-wide Ctrl-C flag (the handler can be installed once per process).
-fn ctrl_c() -> Option<Arc<AtomicBool>> {
-    static FLAG: OnceLock<Option<Arc<AtomicBool>>> = OnceLock::new();
-    FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let f = flag.clone();
-        ctrlc::set_handler(move || {
-            if f.swap(true, Ordering::SeqCst) {
-                eprintln!("\ninterrupted again: exiting now (servers may still be profiling: run `rankprof capture stop`)");
-                std::process::exit(130);
-            }
-            eprintln!("\nstopping after this poll (Ctrl-C again to exit at once)…");
-        })
-        .ok()
-        .map(|_| flag)
-    })
-    .clone()
 }
 
 /// Prints the events: a live table on a terminal, JSON lines otherwise.
@@ -223,7 +203,7 @@ fn summary(o: &WatchOutcome) {
 /// Runs `rankprof watch`; the exit code is the worst capture's (0 when none ran).
 pub fn run(a: &WatchArgs) -> Result<i32> {
     let mut opts = options(a)?;
-    if let Some(flag) = ctrl_c() {
+    if let Some(flag) = super::interrupt::ctrl_c("stopping after this poll") {
         flag.store(false, Ordering::SeqCst);
         opts.stop = Some(flag);
     }
