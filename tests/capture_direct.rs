@@ -522,3 +522,29 @@ fn num_steps_unwatched_waits_before_the_stop() {
         o.notes
     );
 }
+
+/// Every load request refused (the server answers `/generate` with 404): the capture profiled
+/// an idle server, so the exit code is 1, with the note naming the failures.
+#[test]
+fn a_run_whose_load_all_failed_exits_1() {
+    let w = TestWorker::sglang(1);
+    w.set_routes(|r| (r.path == "/generate").then(|| Reply::text(404, "not found")));
+    let o = run(&[
+        "--worker-url",
+        w.url(),
+        "--requests",
+        "3",
+        "--concurrency",
+        "1",
+        "--no-merge",
+    ]);
+    assert_eq!(w.posts("/stop_profile").len(), 1);
+    assert_eq!(o.exit_code, 1, "{o:#?}");
+    assert!(
+        o.notes
+            .iter()
+            .any(|n| n.contains("3 of 3 load requests failed")),
+        "{:?}",
+        o.notes
+    );
+}

@@ -123,21 +123,24 @@ pub fn default_state_dir() -> Option<PathBuf> {
         .or_else(|| env("HOME").map(|h| h.join(".local/state/rankprof")))
 }
 
-/// The targets as a key: the same flags give the same key (worker order does not matter).
+/// The targets as a key: the same servers give the same key, however the flags spell them
+/// (`host:port` or `http://host:port/`, a DP rank's `@N`; worker order does not matter).
 fn targets_key(t: &Targets) -> String {
-    let mut urls: Vec<&str> = t
-        .worker_urls
-        .iter()
-        .map(|u| u.trim_end_matches('/'))
-        .collect();
+    let norm = |u: &str| {
+        super::workers::normalize_url(u)
+            .map(|(u, _)| u)
+            .unwrap_or_else(|_| u.trim_end_matches('/').to_string())
+    };
+    let mut urls: Vec<String> = t.worker_urls.iter().map(|u| norm(u)).collect();
     urls.sort_unstable();
+    urls.dedup();
     let log = t
         .from_log
         .as_deref()
         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
     format!(
         "router={}\nworkers={}\nlog={}",
-        t.router_url.as_deref().unwrap_or("").trim_end_matches('/'),
+        t.router_url.as_deref().map(norm).unwrap_or_default(),
         urls.join(","),
         log.map(|p| p.display().to_string()).unwrap_or_default()
     )
@@ -218,6 +221,17 @@ mod tests {
         let a = targets(&["http://a:1", "http://b:2/"]);
         let b = targets(&["http://b:2", "http://a:1"]);
         assert_eq!(targets_key(&a), targets_key(&b));
+        // Spelled without the scheme, or as a DP rank of the server.
+        let c = targets(&["b:2", "a:1/", "http://a:1@1"]);
+        assert_eq!(targets_key(&a), targets_key(&c));
+        let r = |u: &str| Targets {
+            router_url: Some(u.into()),
+            ..Targets::default()
+        };
+        assert_eq!(
+            targets_key(&r("127.0.0.1:31000")),
+            targets_key(&r("http://127.0.0.1:31000/"))
+        );
         assert_ne!(
             fnv1a(&targets_key(&a)),
             fnv1a(&targets_key(&targets(&["http://a:1"])))

@@ -470,6 +470,10 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                 l.first_error.as_deref().unwrap_or("?")
             ));
         }
+        // Every request failed: the profile is of a server without the load it was for.
+        if l.sent > 0 && l.failed == l.sent {
+            code = worst(code, exit::FAILED);
+        }
     }
     Ok(RunOutcome {
         command: "capture run",
