@@ -354,13 +354,6 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
             }
             let needs_stop: Vec<usize> =
                 (0..rows.len()).filter(|&i| rows[i].needs_stop()).collect();
-            if interrupted() {
-                notes.push(format!(
-                    "interrupted (Ctrl-C): the stop was sent to the {} server(s) profiling; \
-                     their traces were not waited for (merge them later with `rankprof merge`)",
-                    needs_stop.len()
-                ));
-            }
             let notice = secs(a.targets.notice_after);
             let stopped = fan_out_with(
                 &needs_stop,
@@ -391,10 +384,17 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     // Wait for the files of every server that stopped.
     let mut traces = Vec::new();
     let mut code = report::exit_code(&rows);
-    if interrupted() {
+    // Read once: a Ctrl-C during the stops (which are all sent) also skips the wait below.
+    let cut = interrupted();
+    if cut {
+        notes.push(
+            "interrupted (Ctrl-C): the started servers were sent the stop; their traces were \
+             not waited for (merge them later with `rankprof merge`)"
+                .into(),
+        );
         code = worst(code, exit::FAILED);
     }
-    if !a.no_merge && !interrupted() {
+    if !a.no_merge && !cut {
         for w in &watches {
             let expect = rows
                 .iter()

@@ -77,7 +77,8 @@ fn sglang_stamp(key: &str) -> Option<(&str, u128)> {
 pub(crate) type GroupKey = (PathBuf, String, Option<String>);
 
 /// Joins SGLang files of one directory and stage whose keys are time stamps, one file each,
-/// into the sessions they were written by (ranks distinct, stamps within a minute); each
+/// into the sessions they were written by (ranks distinct, each stamp within a minute of the
+/// one before); each
 /// session is keyed by its earliest file's key, with a note. Keys shared by several files
 /// (SGLang's profile id, one stamp for every rank) are left as they are.
 pub(crate) fn join_sglang_stamps(
