@@ -425,16 +425,18 @@ fn vllm_sessions_frontend_and_missing_ranks() {
     assert_eq!(d.groups[0].missing(), ["[TP01-DP01]"]);
 }
 
+/// A small trace whose head says `distributedInfo.rank` = `r`.
+fn with_rank(r: u32) -> String {
+    kineto(Some(0), 1, 1.0).replacen(
+        "{\"schemaVersion\": 1,",
+        &format!("{{\"schemaVersion\": 1, \"distributedInfo\": {{\"rank\": {r}}},"),
+        1,
+    )
+}
+
 #[test]
 fn unnamed_files_use_distributed_info_then_order() {
     let t = tempfile::tempdir().unwrap();
-    let with_rank = |r: u32| {
-        kineto(Some(0), 1, 1.0).replacen(
-            "{\"schemaVersion\": 1,",
-            &format!("{{\"schemaVersion\": 1, \"distributedInfo\": {{\"rank\": {r}}},"),
-            1,
-        )
-    };
     let a = touch(t.path(), "b.json.gz", &with_rank(1));
     let b = touch(t.path(), "a.json.gz", &with_rank(0));
     std::fs::write(t.path().join("config.json"), "{\"not\": \"a trace\"}").unwrap();
@@ -503,13 +505,6 @@ fn a_profile_split_over_directories_is_one_group() {
 #[test]
 fn stamped_files_make_one_profile_per_session() {
     let k = kineto(Some(0), 1, 1.0);
-    let with_rank = |r: u32| {
-        k.replacen(
-            "{\"schemaVersion\": 1,",
-            &format!("{{\"schemaVersion\": 1, \"distributedInfo\": {{\"rank\": {r}}},"),
-            1,
-        )
-    };
     let labels = |g: &rankprof::trace::discover::Group| -> Vec<String> {
         g.files.iter().map(|f| f.label.clone()).collect()
     };
