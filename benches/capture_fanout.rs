@@ -37,7 +37,12 @@ fn main() {
             let t0 = Instant::now();
             let o = session::start(&rankprof::commands::capture::start_options(&a)).expect("start");
             start_s.push(t0.elapsed().as_secs_f64());
-            assert_eq!(o.exit_code, 0, "{:?}", o.workers.iter().find(|r| !r.ok()));
+            assert_eq!(
+                o.outcome.code(),
+                0,
+                "{:?}",
+                o.workers.iter().find(|r| !r.ok())
+            );
 
             args[1] = "stop";
             let CaptureCommand::Stop(a) = capture(&args) else {
@@ -46,7 +51,7 @@ fn main() {
             let t0 = Instant::now();
             let o = session::stop(&rankprof::commands::capture::stop_options(&a)).expect("stop");
             stop_s.push(t0.elapsed().as_secs_f64());
-            assert_eq!(o.exit_code, 0);
+            assert_eq!(o.outcome.code(), 0);
         }
         let fmt = |v: &[f64]| {
             let mut s = v.to_vec();

@@ -1,6 +1,10 @@
-//! The exit codes every command shares (documented in README.md and in each `--help`).
+//! How a run ended, and the exit codes every command shares (documented in README.md and in
+//! each `--help`).
 //!
-//! A leaf: libraries return typed results; `commands` turns them into these codes.
+//! A leaf: libraries return an [`Outcome`] in their results (never a number they chose);
+//! `commands` turns outcomes into these codes, and combines codes with the one rule, [`worst`].
+
+use serde::{Serialize, Serializer};
 
 /// Everything worked; for `compare`, no regression.
 pub const OK: i32 = 0;
@@ -12,7 +16,42 @@ pub const USAGE: i32 = 2;
 /// Output written, but some input was damaged: merged/analyzed as far as it could be read.
 pub const PARTIAL: i32 = 3;
 
-/// Combines two outcomes: failed (1) wins over partial (3), which wins over ok (0).
+/// How a library's run ended, worst last: a result records it, `commands` turns it into an
+/// exit code ([`Outcome::code`]). Serialized as that code (the `exit_code` of JSON records).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    /// Everything worked.
+    #[default]
+    Ok,
+    /// Output made, but some input was damaged.
+    Partial,
+    /// The job ran but something failed.
+    Failed,
+}
+
+impl Outcome {
+    /// The worse of two outcomes: failed over partial over ok.
+    pub fn worst(self, other: Outcome) -> Outcome {
+        self.max(other)
+    }
+
+    /// The exit code of this outcome.
+    pub fn code(self) -> i32 {
+        match self {
+            Outcome::Ok => OK,
+            Outcome::Partial => PARTIAL,
+            Outcome::Failed => FAILED,
+        }
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i32(self.code())
+    }
+}
+
+/// Combines two exit codes: failed (1) wins over partial (3), which wins over ok (0).
 pub fn worst(a: i32, b: i32) -> i32 {
     if a == FAILED || b == FAILED {
         FAILED
@@ -26,3 +65,19 @@ pub const HELP: &str =
     "Exit codes: 0 ok (compare: no regression); 1 a failure found (compare: regression; \
 capture: a worker failed; merge --strict: damaged input, nothing written); 2 usage or input error; \
 3 partial: output written, but some input was damaged.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_beats_partial_beats_ok() {
+        assert_eq!(Outcome::Partial.worst(Outcome::Failed), Outcome::Failed);
+        assert_eq!(Outcome::Failed.worst(Outcome::Partial), Outcome::Failed);
+        assert_eq!(Outcome::Ok.worst(Outcome::Partial), Outcome::Partial);
+        assert_eq!(worst(PARTIAL, FAILED), FAILED);
+        assert_eq!(worst(FAILED, PARTIAL), FAILED);
+        assert_eq!(worst(OK, PARTIAL), PARTIAL);
+        assert_eq!(serde_json::to_string(&Outcome::Partial).unwrap(), "3");
+    }
+}

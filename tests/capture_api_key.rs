@@ -93,7 +93,7 @@ fn the_real_router_refuses_without_the_key_and_works_with_it() {
         KEY,
     ])))
     .unwrap();
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     assert!(!format!("{o:?}").contains(KEY), "the key is in the outcome");
     for w in &ws {
         let starts = w.posts("/start_profile");

@@ -42,7 +42,7 @@ fn run(args: &[&str]) -> session::RunOutcome {
     }
 }
 
-fn row<'a>(o: &'a session::Outcome, w: &TestWorker) -> &'a rankprof::capture::report::WorkerRow {
+fn row<'a>(o: &'a session::Outcome, w: &TestWorker) -> &'a rankprof::capture::calls::WorkerRow {
     o.workers.iter().find(|r| r.url == w.url()).unwrap()
 }
 
@@ -56,7 +56,7 @@ fn legacy_list_workers_and_dp_urls() {
         _ => Reply::json(404, &json!({"detail": "Not Found"})),
     });
     let o = start(&["--router-url", &router.url]);
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     assert_eq!(o.workers.len(), 2);
     assert_eq!(a.posts("/start_profile").len(), 1);
     assert_eq!(b.posts("/start_profile").len(), 1);
@@ -81,7 +81,7 @@ fn unhealthy_workers_are_skipped_with_a_note() {
     v["workers"][1]["is_healthy"] = json!(false);
     let router = Server::start(move |_| Reply::json(200, &v));
     let o = start(&["--router-url", &router.url, "--backend", "sglang"]);
-    assert_eq!(o.exit_code, 0);
+    assert_eq!(o.outcome.code(), 0);
     assert_eq!(o.workers.len(), 1);
     assert_eq!(good.posts("/start_profile").len(), 1);
     assert!(sick.server.requests().is_empty());
@@ -111,7 +111,7 @@ fn router_found_in_a_training_log() {
     )
     .unwrap();
     let o = start(&["--from-log", log.to_str().unwrap()]);
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     assert_eq!(o.router.as_deref(), Some(router.url.as_str()));
     assert_eq!(w.posts("/start_profile").len(), 1);
 }
@@ -135,7 +135,7 @@ fn refused_timeout_and_status_failures_each_get_their_row() {
         "--timeout",
         "0.5",
     ]);
-    assert_eq!(o.exit_code, 1);
+    assert_eq!(o.outcome.code(), 1);
     assert!(row(&o, &ok).ok());
     let s = row(&o, &slow).start.clone().unwrap();
     assert_eq!(s.failure.as_deref(), Some("timeout"));
@@ -149,7 +149,7 @@ fn refused_timeout_and_status_failures_each_get_their_row() {
         Some("refused")
     );
     // the table says the same
-    let t = rankprof::capture::report::table(&o.workers).to_string();
+    let t = rankprof::report::capture::table(&o.workers).to_string();
     assert_eq!(t.matches("FAILED").count(), 3, "{t}");
     assert!(
         t.contains("refused") && t.contains("timeout") && t.contains("503"),
@@ -162,10 +162,10 @@ fn stop_falls_back_to_end_profile_and_reads_500s() {
     let old = TestWorker::sglang(1);
     old.set(|b| b.old_stop_route = true);
     let idle = TestWorker::sglang(1);
-    assert_eq!(start(&["--worker-url", old.url()]).exit_code, 0);
+    assert_eq!(start(&["--worker-url", old.url()]).outcome.code(), 0);
     // `idle` was never started: its 500 is a failure unless --num-steps says it may have stopped
     let o = stop(&["--worker-url", old.url(), idle.url()]);
-    assert_eq!(o.exit_code, 1);
+    assert_eq!(o.outcome.code(), 1);
     let r = row(&o, &old).stop.clone().unwrap();
     assert_eq!(
         (r.route.as_str(), r.status, r.ok),
@@ -177,7 +177,7 @@ fn stop_falls_back_to_end_profile_and_reads_500s() {
     assert_eq!((i.status, i.ok), (Some(500), false));
     assert!(i.note.contains("--num-steps"), "{}", i.note);
     let o = stop(&["--worker-url", idle.url(), "--num-steps", "5"]);
-    assert_eq!(o.exit_code, 0);
+    assert_eq!(o.outcome.code(), 0);
     assert!(row(&o, &idle)
         .stop
         .as_ref()
@@ -190,7 +190,7 @@ fn stop_falls_back_to_end_profile_and_reads_500s() {
 fn vllm_without_profiler_config_says_how_to_restart() {
     let w = TestWorker::vllm(1, None);
     let o = start(&["--worker-url", w.url(), "--output-dir", "/srv/traces"]);
-    assert_eq!(o.exit_code, 1);
+    assert_eq!(o.outcome.code(), 1);
     let r = row(&o, &w);
     assert_eq!(r.backend.map(|d| d.name()), Some("vllm"));
     assert!(
@@ -227,7 +227,7 @@ fn sglang_is_detected_by_model_info_then_the_old_route() {
     });
     for w in [&new, &old] {
         let o = start(&["--worker-url", w.url()]);
-        assert_eq!(o.exit_code, 0, "{o:#?}");
+        assert_eq!(o.outcome.code(), 0, "{o:#?}");
         assert_eq!(row(&o, w).backend.map(|d| d.name()), Some("sglang"));
         assert_eq!(w.posts("/start_profile").len(), 1);
     }
@@ -261,7 +261,7 @@ fn vllm_run_with_num_steps_sends_max_iterations_and_waits() {
         "--flush-timeout",
         "30",
     ]);
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     let s: Value = serde_json::from_str(&w.posts("/start_profile")[0].body).unwrap();
     assert_eq!(s, json!({"max_iterations": 3, "profile_prefix": "run7"}));
     // Both ranks written by the profiler stopping itself, before the stop was sent.
@@ -301,7 +301,7 @@ fn run_waits_for_slowly_written_traces_and_uses_step_folders() {
         "--flush-timeout",
         "30",
     ]);
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     let step = out.path().join("step_12");
     assert_eq!(o.trace_dir.as_deref(), Some(step.as_path()));
     for w in &ws {
@@ -349,7 +349,7 @@ fn run_reports_traces_that_never_come() {
         "--flush-timeout",
         "0.5",
     ]);
-    assert_eq!(o.exit_code, 1, "{o:#?}");
+    assert_eq!(o.outcome.code(), 1, "{o:#?}");
     assert!(o.workers[0].ok());
     assert!(!o.traces[0].complete);
     assert!(
@@ -380,7 +380,7 @@ fn vllm_traces_that_never_come_say_what_to_check() {
         "--flush-timeout",
         "0.5",
     ]);
-    assert_eq!(o.exit_code, 1, "{o:#?}");
+    assert_eq!(o.outcome.code(), 1, "{o:#?}");
     assert!(o.workers[0].ok(), "{o:#?}");
     // it did write, where the note says to look
     assert_eq!(w.written().len(), 1);
@@ -488,7 +488,7 @@ fn an_interrupted_run_stops_the_servers_at_once() {
     let o = session::run(&opts).unwrap();
     setter.join().unwrap();
     assert_eq!(w.posts("/stop_profile").len(), 1, "{o:#?}");
-    assert_eq!(o.exit_code, 1);
+    assert_eq!(o.outcome.code(), 1);
     assert!(o.traces.is_empty(), "{o:#?}");
     assert!(
         o.notes.iter().any(|n| n.contains("interrupted (Ctrl-C)")),
@@ -513,7 +513,7 @@ fn num_steps_unwatched_waits_before_the_stop() {
         "--flush-timeout",
         "2",
     ]);
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     let stop = o.workers[0].stop.as_ref().unwrap();
     assert_eq!(stop.status, Some(500), "{o:#?}");
     assert!(
@@ -539,7 +539,7 @@ fn a_run_whose_load_all_failed_exits_1() {
         "--no-merge",
     ]);
     assert_eq!(w.posts("/stop_profile").len(), 1);
-    assert_eq!(o.exit_code, 1, "{o:#?}");
+    assert_eq!(o.outcome.code(), 1, "{o:#?}");
     assert!(
         o.notes
             .iter()

@@ -7,8 +7,8 @@ mod support;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+use rankprof::capture::calls::WorkerRow;
 use rankprof::capture::fanout::Http;
-use rankprof::capture::report::WorkerRow;
 use rankprof::capture::{session, workers, Targets};
 use rankprof::cli::CaptureCommand;
 use rankprof::commands::capture::start_options;
@@ -111,7 +111,7 @@ fn a_router_listing_150_workers_over_64_kib_is_read_whole() {
         assert_eq!(w.posts("/start_profile").len(), 1);
     }
     // the listed ports nobody serves: refused, one row each
-    assert_eq!(o.exit_code, 1);
+    assert_eq!(o.outcome.code(), 1);
     let refused = o
         .workers
         .iter()
@@ -151,7 +151,7 @@ fn a_body_cut_short_or_never_finished_is_a_failure() {
         "0.5",
     ]);
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
-    assert_eq!(o.exit_code, 1, "{o:#?}");
+    assert_eq!(o.outcome.code(), 1, "{o:#?}");
     assert!(row(&o, good.url()).ok());
     let c = row(&o, &cut.url).start.clone().unwrap();
     assert_eq!((c.status, c.ok), (Some(200), false));
@@ -171,7 +171,7 @@ fn a_body_cut_short_or_never_finished_is_a_failure() {
     );
     assert!(h.ms < 1500, "{}", h.ms);
     // the table says FAILED for both, next to the status
-    let t = rankprof::capture::report::table(&o.workers).to_string();
+    let t = rankprof::report::capture::table(&o.workers).to_string();
     assert_eq!(t.matches("FAILED").count(), 2, "{t}");
     // a 2xx whose body was lost still started the profiler: `capture run` would stop it
     assert!(row(&o, &cut.url).needs_stop());

@@ -66,7 +66,12 @@ fn check_post(o: &session::RunOutcome, dir: &Path, expected_kernels: u64) {
     if post.merge.note.contains("not built yet") {
         eprintln!("**** merge is not built yet in this branch: merged-trace checks skipped ****");
     } else {
-        assert_eq!(post.merge.code, Some(0), "{}", post.merge.note);
+        assert_eq!(
+            post.merge.code,
+            Some(rankprof::exit::Outcome::Ok),
+            "{}",
+            post.merge.note
+        );
         let (files, kernels) = merged_kernels(dir);
         assert_eq!(files, post.merged.len());
         assert!(files > 0);
@@ -78,7 +83,7 @@ fn check_post(o: &session::RunOutcome, dir: &Path, expected_kernels: u64) {
         if a.note.contains("not built yet") {
             eprintln!("**** analyze is not built yet in this branch: analysis checks skipped ****");
         } else {
-            assert_eq!(a.code, Some(0), "{}", a.note);
+            assert_eq!(a.code, Some(rankprof::exit::Outcome::Ok), "{}", a.note);
         }
     }
 }
@@ -118,7 +123,7 @@ fn runs_through_the_real_router_start_and_stop_each_server_once() {
         "30",
     ])))
     .unwrap();
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     assert_eq!(o.workers.len(), 3);
     for w in &ws {
         let starts = w.posts("/start_profile");
@@ -161,7 +166,7 @@ fn runs_through_the_real_router_start_and_stop_each_server_once() {
         "30",
     ])))
     .unwrap();
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     let load = o.load.as_ref().unwrap();
     assert_eq!((load.sent, load.ok), (6, 6));
     let generate: Vec<Value> = ws
@@ -227,7 +232,7 @@ fn dp_aware_router_lists_two_workers_but_the_server_is_called_once() {
         &router.url,
     ])))
     .unwrap();
-    assert_eq!(o.exit_code, 0);
+    assert_eq!(o.outcome.code(), 0);
     assert_eq!(o.workers.len(), 1);
     assert_eq!(o.workers[0].url, w.url());
     assert_eq!(o.workers[0].dp_ranks, [0, 1]);
@@ -241,7 +246,7 @@ fn dp_aware_router_lists_two_workers_but_the_server_is_called_once() {
         &router.url,
     ])))
     .unwrap();
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     assert_eq!(w.posts("/stop_profile").len(), 1);
 }
 
@@ -271,7 +276,7 @@ fn a_dead_worker_and_a_vllm_without_profiler_fail_alone() {
         "10",
     ])))
     .unwrap();
-    assert_eq!(o.exit_code, 1);
+    assert_eq!(o.outcome.code(), 1);
     let row = |w: &TestWorker| o.workers.iter().find(|r| r.url == w.url()).unwrap().clone();
     assert!(row(&good).ok());
     assert!(row(&slow).ok());
@@ -321,7 +326,7 @@ fn pd_router_worker_type_filter_calls_only_decode() {
         "sglang",
     ])))
     .unwrap();
-    assert_eq!(o.exit_code, 0);
+    assert_eq!(o.outcome.code(), 0);
     assert_eq!(o.workers.len(), 1);
     assert_eq!(o.workers[0].worker_type.as_deref(), Some("decode"));
     assert_eq!(decode.posts("/start_profile").len(), 1);
@@ -372,7 +377,7 @@ fn vllm_run_with_step_folder_and_load_through_the_router() {
         "30",
     ])))
     .unwrap();
-    assert_eq!(o.exit_code, 0, "{o:#?}");
+    assert_eq!(o.outcome.code(), 0, "{o:#?}");
     for w in &ws {
         assert_eq!(w.posts("/start_profile").len(), 1);
         assert_eq!(w.posts("/stop_profile").len(), 1);

@@ -1,8 +1,9 @@
 """Reads back the Parquet files of `analyze --parquet DIR` with pyarrow and pandas, and checks
-them cell by cell against the CSV export of the same analysis (`analyze --format csv`, a
-different writer: text, parsed here with the csv module).
+them cell by cell against the CSV files of the same analysis (`analyze --csv-dir CSV_DIR`, a
+different writer: text, parsed here with the csv module); a CSV stream with `# name: title`
+sections (`analyze --format csv`) is read the same way.
 
-For every `# name: title` section of the CSV there must be DIR/name.parquet with the same
+For every CSV table there must be DIR/name.parquet with the same
 column names in the same order and the same number of rows; each column's Parquet type is
 int64 (every CSV cell an integer or empty), double (numbers; a float column may print as
 integers) or string (any text, digits included: the CSV cannot tell those apart, so the
@@ -11,7 +12,7 @@ null; integers are equal, floats equal (the CSV prints the shortest round-trip f
 equal. Prints JSON: per table its rows, columns and types (as pyarrow and pandas see them),
 the mismatches found, the number of empty cells checked as nulls, and the ranks table as records (for figure checks by the caller).
 
-Usage: check_parquet.py DIR CSV_FILE
+Usage: check_parquet.py DIR CSV_DIR|CSV_FILE
 """
 import csv
 import json
@@ -46,6 +47,17 @@ def sections(text):
     return out
 
 
+def csv_dir(d):
+    """The CSV files of a directory: stem -> (columns, rows of strings)."""
+    out = {}
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".csv"):
+            with open(os.path.join(d, f), encoding="utf-8", newline="") as fh:
+                rows = list(csv.reader(fh))
+            out[f[: -len(".csv")]] = (rows[0], rows[1:])
+    return out
+
+
 def expected_type(cells):
     full = [c for c in cells if c != ""]
     if all(INT.fullmatch(c) for c in full):
@@ -72,8 +84,11 @@ def same(kind, text, value):
 
 def main():
     d, csv_file = sys.argv[1], sys.argv[2]
-    with open(csv_file, encoding="utf-8") as f:
-        tables = sections(f.read())
+    if os.path.isdir(csv_file):
+        tables = csv_dir(csv_file)
+    else:
+        with open(csv_file, encoding="utf-8") as f:
+            tables = sections(f.read())
     out = {"tables": {}, "mismatches": [], "extra_files": [], "ranks": [], "nulls": 0}
     for name, (columns, rows) in tables.items():
         path = os.path.join(d, name + ".parquet")

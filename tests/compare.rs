@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rankprof::cli::CompareFormat;
 use rankprof::compare::diff::{Basis, Row, Status};
 use rankprof::compare::{compare, Comparison};
 use rankprof::compare::{CompareBasis, CompareOptions};
@@ -554,7 +553,7 @@ fn formats_agree() {
     let cur = synth(&t.path().join("cur"), Some((2, Class::Gemm, 1.12, 0)));
     let c = run_cmp(&args(&base, &cur));
     let j: Value = serde_json::from_str(
-        &rankprof::commands::compare::render(&c, CompareFormat::Json).unwrap(),
+        &rankprof::commands::compare::render(&c, rankprof::report::Format::Json).unwrap(),
     )
     .unwrap();
     assert_eq!(j["passed"], Value::Bool(false));
@@ -567,8 +566,9 @@ fn formats_agree() {
         .find(|r| r["name"] == "gemm on TP02")
         .unwrap();
     assert_eq!(g["status"], "regression");
-    let md = rankprof::commands::compare::render(&c, CompareFormat::Markdown).unwrap();
-    let table = rankprof::commands::compare::render(&c, CompareFormat::Table).unwrap();
+    let md = rankprof::commands::compare::render(&c, rankprof::report::Format::Markdown).unwrap();
+    let table =
+        rankprof::commands::compare::render(&c, rankprof::report::Format::Terminal).unwrap();
     for f in &c.failures {
         assert!(table.contains(&f.message), "{}", f.message);
         assert!(md.contains(&f.message.replace('|', "\\|")), "{}", f.message);

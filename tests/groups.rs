@@ -12,7 +12,8 @@ use std::process::Command;
 
 use rankprof::analyze::groups::Dim;
 use rankprof::analyze::{analyze, Analysis, AnalyzeOptions};
-use rankprof::report::tables::{render_view, View};
+use rankprof::report::groups::View;
+use rankprof::report::terminal::render_view;
 use rankprof::synth::{write_set, Heavy, Slow, SynthOptions};
 use serde_json::Value;
 

@@ -138,7 +138,7 @@ fn drift_fires_the_trigger_once_and_the_capture_carries_the_load() {
         |_| {},
     );
     assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
-    assert_eq!(o.exit_code, 0, "{:#?}", o.captures);
+    assert_eq!(o.outcome.code(), 0, "{:#?}", o.captures);
     assert_eq!(o.end_reason, "max-captures");
     assert_eq!(o.captures.len(), 1);
     let f = &o.fired[0];
@@ -163,7 +163,7 @@ fn drift_fires_the_trigger_once_and_the_capture_carries_the_load() {
     assert_eq!(w.posts("/stop_profile").len(), 1);
     let rec = &o.captures[0];
     let outcome = rec.outcome.as_ref().expect("capture ran");
-    assert_eq!(outcome.exit_code, 0, "{outcome:#?}");
+    assert_eq!(outcome.outcome.code(), 0, "{outcome:#?}");
     let post = outcome.post.as_ref().expect("merged");
     assert_eq!(post.merged.len(), 1);
     for run in &post.runs {
@@ -261,7 +261,7 @@ fn a_hung_and_a_dying_worker_are_reported_and_the_loop_keeps_time() {
     let took = t0.elapsed().as_secs_f64();
     assert_eq!(o.polls, 14);
     assert!(took < 14.0 * 0.25 + 1.5, "14 polls took {took:.2} s");
-    assert_eq!(o.exit_code, 0);
+    assert_eq!(o.outcome.code(), 0);
     let polls: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "poll").collect();
     assert_eq!(polls.len(), 14);
     let status = |p: &Value, url: &str| -> String {

@@ -103,7 +103,7 @@ fn dp_aware_router_drift_on_one_server_and_a_dying_one() {
     ];
     want.sort();
     assert_eq!(found, want);
-    assert_eq!(o.exit_code, 0, "{:#?}", o.captures);
+    assert_eq!(o.outcome.code(), 0, "{:#?}", o.captures);
     assert_eq!(o.captures.len(), 1);
     let f = &o.fired[0];
     assert!(

@@ -1,6 +1,6 @@
 //! The one place `capture run` hands its traces to the rest of rankprof: [`merge_and_analyze`]
 //! calls [`crate::pipeline`] (merge with the default settings, then analyze each merged trace)
-//! and keeps, per stage, what the capture report needs — target, exit code, note — next to the
+//! and keeps, per stage, what the capture report needs — target, outcome, note — next to the
 //! full results for printing.
 
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analyze::{analyze, Analysis, AnalyzeOptions};
-use crate::exit;
+use crate::exit::Outcome;
 use crate::pipeline::{self, GroupRun, PipelineOptions};
 
 /// One merge or analyze hand-over.
@@ -16,25 +16,21 @@ use crate::pipeline::{self, GroupRun, PipelineOptions};
 pub struct Step {
     /// What it was run on.
     pub target: Option<PathBuf>,
-    /// Its exit code, when it ran.
-    pub code: Option<i32>,
+    /// How it ended, when it ran (serialized as its exit code).
+    pub code: Option<Outcome>,
     pub note: String,
 }
 
 impl Step {
-    /// 0 (also when it did not run), 3 (partial), or 1 (an error or any other code).
-    fn outcome(&self) -> i32 {
-        match self.code {
-            None | Some(exit::OK) => exit::OK,
-            Some(exit::PARTIAL) => exit::PARTIAL,
-            Some(_) => exit::FAILED,
-        }
+    /// Ok (also when it did not run), partial or failed.
+    fn outcome(&self) -> Outcome {
+        self.code.unwrap_or_default()
     }
 
     fn failed(target: &Path, what: &str, e: &anyhow::Error) -> Step {
         Step {
             target: Some(target.to_path_buf()),
-            code: Some(exit::FAILED),
+            code: Some(Outcome::Failed),
             note: format!("{what} failed: {e:#}"),
         }
     }
@@ -60,11 +56,11 @@ pub struct PostProcess {
 }
 
 impl PostProcess {
-    /// 0; 3 when merge/analyze read damaged input (partial result); 1 when any failed.
-    pub fn code(&self) -> i32 {
+    /// Ok; partial when merge/analyze read damaged input; failed when any failed.
+    pub fn outcome(&self) -> Outcome {
         self.analyze
             .iter()
-            .fold(self.merge.outcome(), |c, s| worst(c, s.outcome()))
+            .fold(self.merge.outcome(), |c, s| c.worst(s.outcome()))
     }
 
     /// Every step's note that says something.
@@ -77,13 +73,15 @@ impl PostProcess {
     }
 }
 
-pub use crate::exit::worst;
-
 fn analysis_step(target: &Path, a: &anyhow::Result<Analysis>) -> Step {
     match a {
         Ok(a) => Step {
             target: Some(target.to_path_buf()),
-            code: Some(if a.damaged { exit::PARTIAL } else { exit::OK }),
+            code: Some(if a.damaged {
+                Outcome::Partial
+            } else {
+                Outcome::Ok
+            }),
             note: String::new(),
         },
         Err(e) => Step::failed(target, "analyze", e),
@@ -97,12 +95,12 @@ pub fn merge_and_analyze(dir: &Path, files: &[PathBuf]) -> PostProcess {
     match pipeline::merge_and_analyze(dir, files, &PipelineOptions::default()) {
         Ok(done) => {
             pp.discovery_notes = done.notes;
-            let mut code = exit::OK;
+            let mut code = Outcome::Ok;
             let mut first_error = None;
             for run in &done.runs {
                 match &run.merge {
                     Ok(r) => {
-                        code = code.max(r.exit_code());
+                        code = code.worst(r.outcome());
                         pp.merged.extend(r.output.clone());
                     }
                     Err(e) => {
@@ -141,7 +139,7 @@ mod tests {
 
     #[test]
     fn post_process_codes() {
-        let step = |code: Option<i32>| Step {
+        let step = |code: Option<Outcome>| Step {
             target: None,
             code,
             note: String::new(),
@@ -151,12 +149,12 @@ mod tests {
             analyze: vec![step(a)],
             ..Default::default()
         };
-        assert_eq!(pp(None, None).code(), 0);
-        assert_eq!(pp(Some(0), None).code(), 0);
-        assert_eq!(pp(Some(3), Some(0)).code(), 3);
-        assert_eq!(pp(Some(2), Some(0)).code(), 1);
-        assert_eq!(pp(Some(3), Some(1)).code(), 1);
-        assert_eq!(worst(1, 3), 1);
-        assert_eq!(worst(0, 3), 3);
+        use Outcome::{Failed, Ok, Partial};
+        assert_eq!(pp(None, None).outcome(), Ok);
+        assert_eq!(pp(Some(Ok), None).outcome(), Ok);
+        assert_eq!(pp(Some(Partial), Some(Ok)).outcome(), Partial);
+        assert_eq!(pp(Some(Failed), Some(Ok)).outcome(), Failed);
+        assert_eq!(pp(Some(Partial), Some(Failed)).outcome(), Failed);
+        assert_eq!(pp(Some(Failed), Some(Partial)).outcome(), Failed);
     }
 }

@@ -23,6 +23,7 @@
 //! the `capture` command (in the command layer) turns the command line into them and prints
 //! the outcome.
 
+pub mod calls;
 pub mod dialect;
 pub mod fanout;
 pub mod flush;
@@ -33,7 +34,6 @@ pub mod load;
 pub mod nsys;
 pub mod options;
 pub mod record;
-pub mod report;
 pub mod session;
 pub mod startstop;
 pub mod tls;

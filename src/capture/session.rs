@@ -12,14 +12,14 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use super::calls::{self, Call, WorkerRow};
 use super::dialect::Backend;
 use super::dialect::{self, Dialect};
 use super::fanout::{fan_out_with, Http};
 use super::flush::{self, Flushed};
-use super::handoff::{merge_and_analyze, worst, PostProcess};
+use super::handoff::{merge_and_analyze, PostProcess};
 use super::load::{self, LoadReport, Plan};
 use super::options::{CaptureOptions, ProfileSettings, Targets};
-use super::report::{self, Call, WorkerRow};
 use super::window::{sleep_for, NumSteps, Watch};
 use super::workers::{self, is_loopback, Worker};
 use crate::exit;
@@ -221,7 +221,9 @@ pub struct RunOutcome {
     pub trace_dir: Option<PathBuf>,
     pub post: Option<PostProcess>,
     pub notes: Vec<String>,
-    pub exit_code: i32,
+    /// How it ended (serialized as its exit code).
+    #[serde(rename = "exit_code")]
+    pub outcome: exit::Outcome,
 }
 
 /// Where load goes: the router, else every started server, round-robin.
@@ -383,7 +385,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
 
     // Wait for the files of every server that stopped.
     let mut traces = Vec::new();
-    let mut code = report::exit_code(&rows);
+    let mut code = calls::outcome(&rows);
     // Read once: a Ctrl-C during the stops (which are all sent) also skips the wait below.
     let cut = interrupted();
     if cut {
@@ -392,7 +394,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
              not waited for (merge them later with `rankprof merge`)"
                 .into(),
         );
-        code = worst(code, exit::FAILED);
+        code = code.worst(exit::Outcome::Failed);
     }
     if !a.no_merge && !cut {
         for w in &watches {
@@ -418,7 +420,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                     w.dir.display(),
                     dialect::missing_traces_hint(w.dialect)
                 ));
-                code = code.max(exit::FAILED);
+                code = code.worst(exit::Outcome::Failed);
             }
             traces.push(f);
         }
@@ -457,7 +459,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                 .collect();
             let pp = merge_and_analyze(dir, &files);
             notes.extend(pp.notes());
-            code = worst(code, pp.code());
+            code = code.worst(pp.outcome());
             post = Some(pp);
         }
     }
@@ -472,7 +474,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         }
         // Every request failed: the profile is of a server without the load it was for.
         if l.sent > 0 && l.failed == l.sent {
-            code = worst(code, exit::FAILED);
+            code = code.worst(exit::Outcome::Failed);
         }
     }
     Ok(RunOutcome {
@@ -484,7 +486,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         trace_dir,
         post,
         notes,
-        exit_code: code,
+        outcome: code,
     })
 }
 

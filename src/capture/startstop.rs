@@ -5,12 +5,13 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use super::calls::{self, WorkerRow};
 use super::fanout::Http;
 use super::options::{StartOptions, StopOptions};
 use super::record::{self, SessionRecord};
-use super::report::{self, WorkerRow};
 use super::session::{dialect_for, each_worker, secs, start_one, stop_one, Dirs};
 use super::workers;
+use crate::exit;
 
 /// The result of `capture start` / `capture stop`.
 #[derive(Clone, Debug, Serialize)]
@@ -19,7 +20,9 @@ pub struct Outcome {
     pub router: Option<String>,
     pub workers: Vec<WorkerRow>,
     pub notes: Vec<String>,
-    pub exit_code: i32,
+    /// How it ended (serialized as its exit code).
+    #[serde(rename = "exit_code")]
+    pub outcome: exit::Outcome,
 }
 
 /// `capture start`.
@@ -50,7 +53,7 @@ pub fn start(a: &StartOptions) -> Result<Outcome> {
     Ok(Outcome {
         command: "capture start",
         router: found.router,
-        exit_code: report::exit_code(&rows),
+        outcome: calls::outcome(&rows),
         workers: rows,
         notes,
     })
@@ -101,7 +104,7 @@ pub fn stop(a: &StopOptions) -> Result<Outcome> {
     Ok(Outcome {
         command: "capture stop",
         router: found.router,
-        exit_code: report::exit_code(&rows),
+        outcome: calls::outcome(&rows),
         workers: rows,
         notes,
     })

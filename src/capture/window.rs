@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::calls::WorkerRow;
 use super::dialect::{self, Dialect};
 use super::flush::{self, Snapshot};
-use super::report::WorkerRow;
 
 /// A directory that will be watched for this capture's trace files.
 pub(super) struct Watch {

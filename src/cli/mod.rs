@@ -212,11 +212,13 @@ pub struct AnalyzeArgs {
     /// have). `node`: the file's directory, else the file-name prefix before the rank fields.
     #[arg(long = "group-by", value_enum, value_name = "DIM")]
     pub group_by: Option<GroupByArg>,
-    /// Also write one tidy CSV per table into DIR (ranks.csv, classes.csv, kernels_by_rank.csv,
-    /// steps_by_rank.csv, …): long form, times in ns, units in the column names.
+    /// Also write one CSV per table into DIR (ranks.csv, classes.csv, kernels_by_rank.csv,
+    /// steps_by_rank.csv, verdict.csv, attribution.csv, …): long form where a table has one,
+    /// times in ns, units in the column names; the same tables as --parquet.
     #[arg(long = "csv-dir", value_name = "DIR")]
     pub csv_dir: Option<PathBuf>,
-    /// Also write one Parquet file per section into DIR (needs the `parquet` build feature).
+    /// Also write one Parquet file per table into DIR, the same tables as --csv-dir (needs the
+    /// `parquet` build feature).
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<PathBuf>,
     /// Also write a self-contained HTML report (heatmaps and tables).
@@ -364,6 +366,8 @@ pub enum CompareFormat {
     /// GitHub-flavoured markdown (a PR comment, `$GITHUB_STEP_SUMMARY`).
     Markdown,
     Json,
+    /// Every table as CSV, each after a `# title` line.
+    Csv,
 }
 
 /// A ratio of at least 1: `1.10`.

@@ -8,9 +8,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::analyze::groups::Dim;
 use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions};
-use crate::cli::{AnalyzeArgs, GroupByArg, ReportFormat, ViewArg};
+use crate::cli::{AnalyzeArgs, GroupByArg, ViewArg};
 use crate::exit;
-use crate::report::tables::View;
+use crate::report::analysis::AnalysisReport;
+use crate::report::groups::View;
 use crate::trace::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
@@ -29,16 +30,6 @@ pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
         jobs: a.jobs,
         keep_partial: a.keep_partial,
     }
-}
-
-/// The report of an analysis in a format.
-pub fn render(a: &Analysis, format: ReportFormat) -> Result<String> {
-    Ok(match format {
-        ReportFormat::Table => crate::report::tables::render(a),
-        ReportFormat::Json => crate::report::formats::json(a)?,
-        ReportFormat::Csv => crate::report::formats::csv(a),
-        ReportFormat::Markdown => crate::report::formats::markdown(a),
-    })
 }
 
 fn view(v: ViewArg) -> View {
@@ -92,23 +83,12 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     for n in &a.notes {
         eprintln!("note: {n}");
     }
-    let format = if args.json {
-        ReportFormat::Json
-    } else {
-        args.format
+    let report = AnalysisReport {
+        analysis: &a,
+        view: view(args.view),
+        group_by: args.group_by.map(dim),
     };
-    match format {
-        ReportFormat::Table => print!(
-            "{}",
-            crate::report::tables::render_view(&a, view(args.view), args.group_by.map(dim))
-        ),
-        // Streamed: the document is never held whole.
-        ReportFormat::Json => crate::report::json::write(&a, std::io::stdout().lock())?,
-        ReportFormat::Csv => crate::report::formats::write_csv(&a, std::io::stdout().lock())?,
-        ReportFormat::Markdown => {
-            crate::report::formats::write_markdown(&a, std::io::stdout().lock())?
-        }
-    }
+    crate::report::print(&report, super::format(args.format, args.json))?;
     if let Some(dir) = &args.csv_dir {
         let files = crate::report::tidy::write_csv_dir(&a, dir)?;
         eprintln!("wrote {} CSV files into {}", files.len(), dir.display());

@@ -2,13 +2,11 @@
 //! (or JSON) on stdout, the exit code the outcome carries.
 
 use anyhow::Result;
-use serde_json::json;
 
-use crate::analyze::Analysis;
-use crate::capture::report;
 use crate::capture::session::{self, Outcome, RunOutcome};
 use crate::capture::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
-use crate::cli::ReportFormat;
+use crate::report::Format;
+
 use crate::cli::{
     CaptureCommand, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets,
     ProfileSettingsArgs,
@@ -117,82 +115,46 @@ pub fn run_options(a: &CaptureRunArgs) -> CaptureOptions {
     }
 }
 
-/// An analysis as `analyze` prints it: notes on stderr, tables on stdout.
-fn print_analysis(a: &Analysis) -> Result<()> {
-    for n in &a.notes {
-        eprintln!("note: {n}");
-    }
-    print!("{}", super::analyze::render(a, ReportFormat::Table)?);
-    Ok(())
-}
-
-/// What `merge` and `analyze` would have printed for the capture's traces.
-fn print_post(o: &RunOutcome) -> Result<()> {
+/// The notes of what merge and analyze did with the capture's traces, on stderr (as `merge`
+/// and `analyze` print them).
+fn post_notes(o: &RunOutcome) {
     let Some(pp) = &o.post else {
-        return Ok(());
+        return;
     };
     for n in &pp.discovery_notes {
         eprintln!("note: {n}");
     }
-    for r in &pp.runs {
-        if let Ok(res) = &r.merge {
-            super::merge::print_result(&r.group, res, r.merge_secs);
+    let analyses = pp
+        .runs
+        .iter()
+        .filter_map(|r| r.analysis.as_ref().and_then(|a| a.as_ref().ok()))
+        .chain(pp.fallback.as_ref());
+    for a in analyses {
+        for n in &a.notes {
+            eprintln!("note: {n}");
         }
     }
-    for r in &pp.runs {
-        if let Some(Ok(a)) = &r.analysis {
-            print_analysis(a)?;
-        }
-    }
-    if let Some(a) = &pp.fallback {
-        print_analysis(a)?;
-    }
-    Ok(())
 }
 
-/// Prints an outcome (table or JSON) and returns its exit code.
-pub fn print_outcome(o: &Outcome, as_json: bool) -> Result<i32> {
-    if as_json {
-        report::print_json(&json!(o))?;
+fn format(json: bool) -> Format {
+    if json {
+        Format::Json
     } else {
-        report::print_human(&o.workers, &o.notes)?;
+        Format::Terminal
     }
-    Ok(o.exit_code)
+}
+
+/// Prints a `capture start`/`stop` outcome (table or JSON) and returns its exit code.
+pub fn print_outcome(o: &Outcome, as_json: bool) -> Result<i32> {
+    crate::report::print(o, format(as_json))?;
+    Ok(o.outcome.code())
 }
 
 /// Prints a `capture run` outcome and returns its exit code.
 pub fn print_run(o: &RunOutcome, as_json: bool) -> Result<i32> {
-    if as_json {
-        report::print_json(&json!(o))?;
-        return Ok(o.exit_code);
+    if !as_json {
+        post_notes(o);
     }
-    print_post(o)?;
-    report::print_human(&o.workers, &[])?;
-    if let Some(l) = &o.load {
-        println!(
-            "load: {} requests, {} ok, {} failed, {:.1} s",
-            l.sent,
-            l.ok,
-            l.failed,
-            l.ms as f64 / 1e3
-        );
-    }
-    for f in &o.traces {
-        println!(
-            "traces: {} files, {:.1} MB in {}{}",
-            f.files.len(),
-            f.bytes() as f64 / 1e6,
-            f.dir.display(),
-            if f.complete { "" } else { " (incomplete)" }
-        );
-    }
-    if let Some(pp) = &o.post {
-        for m in &pp.merged {
-            println!("merged: {}", m.display());
-        }
-    }
-    for n in &o.notes {
-        println!("note: {n}");
-    }
-    Ok(o.exit_code)
+    crate::report::print(o, format(as_json))?;
+    Ok(o.outcome.code())
 }

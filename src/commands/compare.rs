@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::compare::{compare, CompareOptions, Comparison};
 use crate::exit;
-use crate::report::compare as render;
+use crate::report::Format;
 use crate::trace::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
@@ -27,13 +27,24 @@ pub fn options(a: &CompareArgs) -> CompareOptions {
     }
 }
 
+/// The report format of the command line.
+fn format(f: CompareFormat, json: bool) -> Format {
+    if json {
+        return Format::Json;
+    }
+    match f {
+        CompareFormat::Table => Format::Terminal,
+        CompareFormat::Markdown => Format::Markdown,
+        CompareFormat::Csv => Format::Csv,
+        CompareFormat::Json => Format::Json,
+    }
+}
+
 /// The report in the format asked for.
-pub fn render(c: &Comparison, format: CompareFormat) -> Result<String> {
-    Ok(match format {
-        CompareFormat::Table => render::table(c),
-        CompareFormat::Markdown => render::markdown(c),
-        CompareFormat::Json => render::json(c)?,
-    })
+pub fn render(c: &Comparison, f: Format) -> Result<String> {
+    let mut out = Vec::new();
+    crate::report::write(c, f, &mut out)?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// Compares, prints, writes `-o`; exit code 0 pass, 1 regression (errors: 2, by the caller).
@@ -58,12 +69,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     for n in &out.notes {
         eprintln!("note: {n}");
     }
-    let format = if args.json {
-        CompareFormat::Json
-    } else {
-        args.format
-    };
-    let text = render(&out.comparison, format)?;
+    let text = render(&out.comparison, format(args.format, args.json))?;
     print!("{text}");
     if let Some(o) = &args.output {
         write_atomic_bytes(o, text.as_bytes())?;

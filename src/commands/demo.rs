@@ -9,6 +9,9 @@ use anyhow::{bail, Result};
 use crate::cli::{DemoArgs, LsArgs};
 use crate::exit;
 use crate::pipeline::{run_group, AnalyzeInput, PipelineOptions};
+use crate::report::analysis::AnalysisReport;
+use crate::report::merged::MergeReport;
+use crate::report::Format;
 use crate::trace::discover;
 use crate::trace::writer::write_atomic_bytes;
 
@@ -56,8 +59,12 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         );
         let run = run_group(g, &dest, &opts);
         let res = run.merge.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        super::merge::print_result(g, res, run.merge_secs);
-        code = code.max(res.exit_code());
+        let one = MergeReport {
+            merged: vec![super::merge::merged(g, res, run.merge_secs)],
+            notes: &[],
+        };
+        crate::report::print(&one, Format::Terminal)?;
+        code = exit::worst(code, res.outcome().code());
         runs.push(run);
     }
     for run in runs {
@@ -74,10 +81,10 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         for n in &a.notes {
             eprintln!("note: {n}");
         }
-        print!("{}", crate::report::tables::render(&a));
+        crate::report::print(&AnalysisReport::new(&a), Format::Terminal)?;
         write_atomic_bytes(&html, crate::report::html::render(&a).as_bytes())?;
         eprintln!("wrote {}", html.display());
-        code = code.max(if a.damaged { exit::PARTIAL } else { exit::OK });
+        code = exit::worst(code, if a.damaged { exit::PARTIAL } else { exit::OK });
     }
     println!(
         "\nmerged traces and HTML reports are in {} (open the traces in https://ui.perfetto.dev)",

@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::{MergeArgs, ReportFormat};
+use crate::cli::MergeArgs;
 use crate::exit;
 use crate::merge::{filter, gather, merge_group, MergeOptions, MergeResult};
-use crate::report::tidy::{f, i, s, Tidy, Val};
-use crate::trace::{Group, Ns};
+use crate::report::merged::{MergeReport, Merged};
+use crate::report::Format;
+use crate::trace::Group;
 
 /// The library's options from the command line.
 pub fn options(a: &MergeArgs) -> Result<MergeOptions> {
@@ -55,11 +56,7 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
         .num_threads(args.jobs.unwrap_or(0))
         .build()
         .context("starting worker threads")?;
-    let format = if args.json {
-        ReportFormat::Json
-    } else {
-        args.format
-    };
+    let format = super::format(args.format, args.json);
     // A default name another writer's merged trace holds (SGLang's own) is left to it.
     let outs: Vec<PathBuf> = d
         .groups
@@ -91,20 +88,31 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
         }
     }
     let mut code = exit::OK;
-    let mut records = Records::new();
+    let mut done = Vec::new();
     for (g, out) in d.groups.iter().zip(&outs) {
         let t = Instant::now();
         let res = pool.install(|| merge_group(g, out, &opts))?;
         let secs = t.elapsed().as_secs_f64();
-        if format == ReportFormat::Table {
-            print_result(g, &res, secs);
-        } else {
-            records.add(g, &res, secs);
+        // Each profile's lines as soon as it is merged; the other formats are one document.
+        if format == Format::Terminal {
+            let one = MergeReport {
+                merged: vec![merged(g, &res, secs)],
+                notes: &d.notes,
+            };
+            crate::report::print(&one, format)?;
         }
-        code = code.max(res.exit_code());
+        code = exit::worst(code, res.outcome().code());
+        done.push((g, res, secs));
     }
-    if format != ReportFormat::Table {
-        print!("{}", records.render(format, &d.notes)?);
+    if format != Format::Terminal {
+        let all = MergeReport {
+            merged: done
+                .iter()
+                .map(|(g, res, secs)| merged(g, res, *secs))
+                .collect(),
+            notes: &d.notes,
+        };
+        crate::report::print(&all, format)?;
     }
     Ok(code)
 }
@@ -139,153 +147,12 @@ fn output_target(output: Option<&Path>) -> Result<Target<'_>> {
     Ok(Target::File(o))
 }
 
-/// The merge results as records: one row per profile (output path, ranks, events, …) and one
-/// per rank (events written, filtered out, clock shift, notes, unreadable).
-struct Records {
-    profiles: Tidy,
-    ranks: Tidy,
-}
-
-impl Records {
-    fn new() -> Records {
-        Records {
-            profiles: Tidy::new(
-                "profiles",
-                &[
-                    "profile_id",
-                    "stage",
-                    "output",
-                    "ranks",
-                    "events",
-                    "bytes_in",
-                    "json_bytes_out",
-                    "seconds",
-                    "damaged",
-                    "exit_code",
-                    "notes",
-                ],
-            ),
-            ranks: Tidy::new(
-                "ranks",
-                &[
-                    "profile_id",
-                    "stage",
-                    "rank",
-                    "events_read",
-                    "events_written",
-                    "events_filtered",
-                    "clock_shift_ns",
-                    "damaged",
-                    "stopped_early",
-                    "unreadable",
-                    "notes",
-                    "path",
-                ],
-            ),
-        }
-    }
-
-    fn add(&mut self, g: &Group, res: &MergeResult, secs: f64) {
-        let stage = g.stage.as_deref().map_or(Val::Null, s);
-        self.profiles.rows.push(vec![
-            s(&g.profile_id),
-            stage.clone(),
-            res.output
-                .as_ref()
-                .map_or(Val::Null, |p| s(p.display().to_string())),
-            i(res.ranks.len() as i64),
-            i(res.events),
-            i(res.bytes_in),
-            i(res.uncompressed_out),
-            f(secs),
-            s(res.damaged().to_string()),
-            i(res.exit_code()),
-            s(res.notes.join("; ")),
-        ]);
-        for r in &res.ranks {
-            self.ranks.rows.push(vec![
-                s(&g.profile_id),
-                stage.clone(),
-                s(&r.label),
-                i(r.read),
-                i(r.written),
-                i(r.dropped),
-                i(r.shift.0),
-                s(r.damaged.to_string()),
-                r.stopped_early.as_deref().map_or(Val::Null, s),
-                r.unreadable.as_deref().map_or(Val::Null, s),
-                s(r.notes.join("; ")),
-                s(r.path.display().to_string()),
-            ]);
-        }
-    }
-
-    /// JSON: `{profiles, ranks, notes}`; CSV: the ranks table; markdown: both tables.
-    fn render(&self, format: ReportFormat, notes: &[String]) -> Result<String> {
-        Ok(match format {
-            ReportFormat::Json => {
-                let v = serde_json::json!({"profiles": self.profiles.records(),
-                    "ranks": self.ranks.records(), "notes": notes});
-                serde_json::to_string_pretty(&v)? + "\n"
-            }
-            ReportFormat::Csv => self.ranks.csv(),
-            _ => format!(
-                "# rankprof merge\n\n## Profiles\n\n{}\n## Ranks\n\n{}",
-                self.profiles.markdown(),
-                self.ranks.markdown()
-            ),
-        })
-    }
-}
-
-/// The lines `merge` prints for one profile.
-pub fn print_result(g: &Group, res: &MergeResult, secs: f64) {
-    let stage = g
-        .stage
-        .as_deref()
-        .map(|s| format!(" stage {s}"))
-        .unwrap_or_default();
-    println!("profile {}{stage}: {} ranks", g.profile_id, res.ranks.len());
-    for r in &res.ranks {
-        let shift = if r.shift == Ns::ZERO {
-            String::new()
-        } else {
-            format!("  clock {:+.3} µs", r.shift.as_us())
-        };
-        let filt = if r.dropped > 0 {
-            format!("  ({} filtered out)", r.dropped)
-        } else {
-            String::new()
-        };
-        println!(
-            "  {:<14} {:>10} events{filt}{shift}  {}",
-            r.label,
-            r.written,
-            r.path
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        );
-        for n in &r.notes {
-            println!("    ! {n}");
-        }
-    }
-    for n in &res.notes {
-        println!("  note: {n}");
-    }
-    match &res.output {
-        Some(p) => println!(
-            "  -> {}: {} events, {:.1} MB in, {:.1} MB JSON out, {:.2} s ({:.0} MB/s)",
-            p.display(),
-            res.events,
-            res.bytes_in as f64 / 1e6,
-            res.uncompressed_out as f64 / 1e6,
-            secs,
-            res.bytes_in as f64 / 1e6 / secs.max(1e-9)
-        ),
-        None => println!("  -> nothing written: a rank is damaged and --strict is set"),
-    }
-    if res.damaged() && res.output.is_some() {
-        println!("  PARTIAL: damaged ranks were merged as far as they could be read (exit code 3)");
+/// One profile's merge as the report shows it.
+pub fn merged<'a>(g: &'a Group, res: &'a MergeResult, secs: f64) -> Merged<'a> {
+    Merged {
+        group: g,
+        result: res,
+        secs,
+        exit_code: res.outcome().code(),
     }
 }

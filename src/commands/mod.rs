@@ -20,8 +20,9 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::cli::Command;
+use crate::cli::{Command, ReportFormat};
 use crate::exit;
+use crate::report::Format;
 
 /// Runs one command, prints any error on stderr, returns the exit code.
 pub fn main(cmd: Command) -> i32 {
@@ -79,4 +80,17 @@ pub(crate) fn make_output_dir(flag: &str, d: &Path) -> Result<()> {
     }
     std::fs::create_dir_all(d)
         .map_err(|e| anyhow::anyhow!("{flag} {}: cannot create it: {e}", d.display()))
+}
+
+/// The report format of a command line: `--json` or `--format`.
+pub(crate) fn format(format: ReportFormat, json: bool) -> Format {
+    if json {
+        return Format::Json;
+    }
+    match format {
+        ReportFormat::Table => Format::Terminal,
+        ReportFormat::Json => Format::Json,
+        ReportFormat::Csv => Format::Csv,
+        ReportFormat::Markdown => Format::Markdown,
+    }
 }

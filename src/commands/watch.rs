@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::capture::CaptureOptions;
 use crate::cli::WatchArgs;
-use crate::watch::{self, trigger, Event, Metric, WatchOptions, WatchOutcome};
+use crate::watch::{self, trigger, Event, Metric, WatchOptions};
 
 /// The library's options from the command line.
 pub fn options(a: &WatchArgs) -> Result<WatchOptions> {
@@ -113,7 +113,7 @@ impl Printer {
                 if self.json {
                     self.out(&format!("{line}\n"));
                 } else if state.capturing.is_none() {
-                    let text = watch::view::render(&state, self.width);
+                    let text = crate::report::watch::render(&state, self.width);
                     let up = if self.drawn > 0 {
                         format!("\x1b[{}A\x1b[J", self.drawn)
                     } else {
@@ -170,36 +170,6 @@ impl Printer {
     }
 }
 
-fn summary(o: &WatchOutcome) {
-    eprintln!(
-        "watch ended ({}): {} polls, {} captures{}",
-        o.end_reason,
-        o.polls,
-        o.captures.len(),
-        o.timeline
-            .as_ref()
-            .map(|t| format!(", timeline {}", t.display()))
-            .unwrap_or_default()
-    );
-    for w in &o.workers {
-        let missed = w.dead + w.timeout + w.error;
-        if missed > 0 {
-            eprintln!(
-                "  {}: no load in {missed} of {} polls (dead {}, timeout {}, error {}); last: {}",
-                w.url,
-                w.ok + missed,
-                w.dead,
-                w.timeout,
-                w.error,
-                w.last_error.as_deref().unwrap_or("-")
-            );
-        }
-    }
-    for n in &o.notes {
-        eprintln!("note: {n}");
-    }
-}
-
 /// Runs `rankprof watch`; the exit code is the worst capture's (0 when none ran).
 pub fn run(a: &WatchArgs) -> Result<i32> {
     let mut opts = options(a)?;
@@ -219,6 +189,6 @@ pub fn run(a: &WatchArgs) -> Result<i32> {
         width,
     };
     let o = watch::watch(&opts, &mut |e| p.event(e))?;
-    summary(&o);
-    Ok(o.exit_code)
+    eprint!("{}", crate::report::watch::summary(&o));
+    Ok(o.outcome.code())
 }

@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::exit::Outcome;
 use crate::trace::{cleanup, discover, discover_files, Discovery, Group, Ns};
 
 pub use align::Align;
@@ -123,13 +124,13 @@ impl MergeResult {
         self.ranks.iter().any(|r| r.damaged)
     }
 
-    /// OK; PARTIAL when a damaged rank was merged as far as it could be read; FAILED when
+    /// Ok; partial when a damaged rank was merged as far as it could be read; failed when
     /// `strict` refused to write.
-    pub fn exit_code(&self) -> i32 {
+    pub fn outcome(&self) -> Outcome {
         match (self.damaged(), self.output.is_some()) {
-            (false, _) => crate::exit::OK,
-            (true, true) => crate::exit::PARTIAL,
-            (true, false) => crate::exit::FAILED,
+            (false, _) => Outcome::Ok,
+            (true, true) => Outcome::Partial,
+            (true, false) => Outcome::Failed,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! an SVG chart for the HTML report: per rank, per step, the step's time (bars) and its work
 //! (dots), each scaled to its largest value over ranks and steps.
 
-use super::tables::{Cell, Table};
+use super::table::{Cell, Table};
 use crate::analyze::attribution::Attribution;
 use crate::analyze::Analysis;
 

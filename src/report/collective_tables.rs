@@ -2,7 +2,8 @@
 //! collective key (skew, ties, who arrived last most), and the worst single skews. Built from
 //! `analyze`'s collective report; rendered by [`super::tables`] like every other table.
 
-use super::tables::{ms, text, us, Cell, Table};
+use super::table::{Cell, Table};
+use super::tables::{ms, text, us};
 use crate::analyze::Analysis;
 
 pub(super) fn ranks(a: &Analysis) -> Table {

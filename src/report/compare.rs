@@ -1,12 +1,15 @@
 //! A [`Comparison`] as text: terminal tables, GitHub markdown (a PR comment or
-//! `$GITHUB_STEP_SUMMARY`), or JSON. The three show the same sections in the same order:
+//! `$GITHUB_STEP_SUMMARY`), CSV or JSON. The three show the same sections in the same order:
 //! verdict and failures, overall, ranks, classes, classes by rank, top kernels, kernels that
 //! appeared or vanished, notes.
+
+use std::io::Write;
 
 use anyhow::Result;
 use comfy_table::{Cell, CellAlignment};
 
 use super::text::md_cell as md;
+use super::Render;
 
 use crate::analyze::classes::COMM;
 use crate::analyze::kernels::short_name;
@@ -473,6 +476,49 @@ pub fn markdown(c: &Comparison) -> String {
         }
     }
     s
+}
+
+/// Every section as CSV, each after a `# title` line and followed by a blank line (the figures
+/// as the tables show them).
+pub fn write_csv(c: &Comparison, w: &mut dyn Write) -> Result<()> {
+    for sec in sections(c, c.top_n) {
+        let t = super::table::Table {
+            name: "comparison",
+            title: sec.title.clone(),
+            columns: sec.columns.clone(),
+            rows: sec
+                .rows
+                .iter()
+                .map(|r| r.iter().map(|v| super::table::s(v.as_str())).collect())
+                .collect(),
+            terminal: true,
+        };
+        writeln!(w, "# {}", t.title)?;
+        super::table::write_csv(&t, w)?;
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+impl Render for Comparison {
+    fn terminal(&self, w: &mut dyn Write) -> Result<()> {
+        w.write_all(table(self).as_bytes())?;
+        Ok(())
+    }
+
+    fn json(&self, w: &mut dyn Write) -> Result<()> {
+        w.write_all(json(self)?.as_bytes())?;
+        Ok(())
+    }
+
+    fn csv(&self, w: &mut dyn Write) -> Result<()> {
+        write_csv(self, w)
+    }
+
+    fn markdown(&self, w: &mut dyn Write) -> Result<()> {
+        w.write_all(markdown(self).as_bytes())?;
+        Ok(())
+    }
 }
 
 /// The comparison as pretty JSON (all times integer ns).

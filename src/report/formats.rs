@@ -6,8 +6,9 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::tables::{sections, Cell};
-use super::text::{md_code, md_text};
+use super::table::Markdown;
+use super::tables::sections;
+use super::text::md_text;
 use crate::analyze::Analysis;
 
 /// The analysis as JSON, every list a list of flat records (see [`super::json`], which
@@ -16,22 +17,6 @@ pub fn json(a: &Analysis) -> Result<String> {
     let mut out = Vec::new();
     super::json::write(a, &mut out)?;
     Ok(String::from_utf8(out)?)
-}
-
-pub(super) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn csv_cell(c: &Cell) -> String {
-    match c {
-        // Full precision for machines.
-        Cell::Num(v, _) if v.is_finite() => format!("{v}"),
-        other => csv_field(&other.show()),
-    }
 }
 
 /// Every table, each preceded by `# name: title` and followed by a blank line.
@@ -47,15 +32,7 @@ pub fn write_csv(a: &Analysis, w: impl Write) -> Result<()> {
     let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
     for t in sections(a) {
         writeln!(w, "# {}: {}", t.name, t.title)?;
-        let head: Vec<String> = t.columns.iter().map(|c| csv_field(c)).collect();
-        writeln!(w, "{}", head.join(","))?;
-        for row in &t.rows {
-            writeln!(
-                w,
-                "{}",
-                row.iter().map(csv_cell).collect::<Vec<_>>().join(",")
-            )?;
-        }
+        super::table::write_csv(&t, &mut w)?;
         writeln!(w)?;
     }
     w.flush()?;
@@ -83,39 +60,7 @@ pub fn write_markdown(a: &Analysis, w: impl Write) -> Result<()> {
     writeln!(w)?;
     for t in sections(a).iter().filter(|t| t.name != "verdict") {
         write!(w, "## {}\n\n", md_text(&t.title))?;
-        let head: Vec<String> = t.columns.iter().map(|c| md_text(c)).collect();
-        writeln!(w, "| {} |", head.join(" | "))?;
-        let align: String = t
-            .rows
-            .first()
-            .unwrap_or(&vec![Cell::Empty; t.columns.len()])
-            .iter()
-            .map(|c| {
-                if matches!(c, Cell::Int(_) | Cell::Num(..)) {
-                    "---:|"
-                } else {
-                    "---|"
-                }
-            })
-            .collect();
-        writeln!(w, "|{align}")?;
-        // Kernel and op names as inline code (GitHub-safe), other text escaped.
-        let code: Vec<bool> = t
-            .columns
-            .iter()
-            .map(|c| matches!(c.as_str(), "kernel" | "name"))
-            .collect();
-        for row in &t.rows {
-            let cells: Vec<String> = row
-                .iter()
-                .enumerate()
-                .map(|(i, c)| match c {
-                    Cell::Text(v) if code.get(i).copied().unwrap_or(false) => md_code(v),
-                    other => md_text(&other.show()),
-                })
-                .collect();
-            writeln!(w, "| {} |", cells.join(" | "))?;
-        }
+        super::table::write_markdown(&t, Markdown::Report, &mut w)?;
         writeln!(w)?;
     }
     let notes = a.all_notes();

@@ -4,8 +4,9 @@
 //! totals as distributions; plus the `groups` tidy table. Renders
 //! [`crate::analyze::groups::Groups`]; computes nothing.
 
-use super::tables::{ms, text, Cell, Table};
-use super::tidy::{f, i, s, Tidy};
+use super::table::{f, i, s};
+use super::table::{Cell, Table};
+use super::tables::{ms, text};
 use crate::analyze::groups::{Dim, DimGroups, Dist};
 use crate::analyze::Analysis;
 
@@ -263,8 +264,8 @@ fn group_table(d: &DimGroups, what: &str) -> (Table, Option<String>) {
 }
 
 /// `groups.csv`: one row per group of every dimension, times in ns.
-pub fn tidy(a: &Analysis) -> Tidy {
-    let mut t = Tidy::new(
+pub fn tidy(a: &Analysis) -> Table {
+    let mut t = Table::data(
         "groups",
         &[
             "dim",
@@ -326,7 +327,7 @@ pub fn worst_worlds(t: &Table) -> String {
             t.title
         );
     }
-    let mut s = super::tables::render_table(&t, None);
+    let mut s = super::terminal::render_table(&t, None);
     if n > t.rows.len() {
         s.push_str(&format!(
             "({} rows not shown; --format csv or json has them all)\n",

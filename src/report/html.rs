@@ -8,7 +8,8 @@
 //! blue is below, full colour at ±25 %. On CPU-only traces the report says "ops", not "kernels".
 
 use super::groups::View;
-use super::tables::{sections, Cell, Table};
+use super::table::{Cell, Table};
+use super::tables::sections;
 use crate::analyze::groups::Dim;
 use crate::analyze::heat::{self, Heatmap};
 use crate::analyze::Analysis;

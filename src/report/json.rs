@@ -165,7 +165,7 @@ fn to<T: Serialize>(v: &T) -> serde_json::Result<Value> {
 /// Everything [`flat_json`] changes in the serialized analysis but the lists [`write`] streams
 /// (the per-step lists and `kernels_by_rank`).
 fn reshape(a: &Analysis, v: &mut Value) {
-    let records = |t: tidy::Tidy| t.records();
+    let records = |t: super::table::Table| t.records();
     if let Some(o) = v.as_object_mut() {
         // The class table's scalars, kept beside its flat records.
         let c = &a.classes;
@@ -227,18 +227,19 @@ fn reshape(a: &Analysis, v: &mut Value) {
 }
 
 fn step_record(st: &StepTable, r: &crate::analyze::steps::StepRow) -> Value {
-    tidy::record(tidy::STEPS, &tidy::steps_row(st, r))
+    super::table::record(tidy::STEPS, &tidy::steps_row(st, r))
 }
 
 fn step_rank_records(st: &StepTable) -> impl Iterator<Item = Value> + '_ {
     st.rows.iter().flat_map(move |r| {
-        (0..st.ranks.len())
-            .map(move |x| tidy::record(tidy::STEPS_BY_RANK, &tidy::steps_by_rank_row(st, r, x)))
+        (0..st.ranks.len()).map(move |x| {
+            super::table::record(tidy::STEPS_BY_RANK, &tidy::steps_by_rank_row(st, r, x))
+        })
     })
 }
 
 fn kernel_rank_records(a: &Analysis) -> impl Iterator<Item = Value> + '_ {
-    tidy::kernels_by_rank_rows(a).map(|row| tidy::record(tidy::KERNELS_BY_RANK, &row))
+    tidy::kernels_by_rank_rows(a).map(|row| super::table::record(tidy::KERNELS_BY_RANK, &row))
 }
 
 fn work_records(at: &Attribution) -> impl Iterator<Item = Value> + '_ {

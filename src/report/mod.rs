@@ -1,10 +1,20 @@
-//! Renderers only: the analysis as plain tables ([`tables`], the attribution's in
-//! [`attribution`], the collectives' in [`collective_tables`]) shown in the terminal or written as
-//! CSV / JSON / markdown ([`formats`], JSON streamed by [`json`]), in groups for many ranks ([`groups`]), HTML ([`html`]) and Parquet ([`parquet`]); a comparison
-//! as a table, markdown or JSON ([`compare`]); and shared text helpers ([`text`]). Nothing here computes a figure: every number comes from the result types of
-//! `analyze` and `compare`.
+//! The one output layer: every command writes what it found through here, and nothing here
+//! computes a figure — every number comes from a library's result type.
+//!
+//! - [`Format`] is the one list of stdout formats; [`Render`] is what a result must be able to
+//!   do to be printed (one method per format, so a new format is a compile error until every
+//!   renderer handles it); [`write`] is the one entry point.
+//! - [`table`] is the one table model (typed cells) and its CSV, markdown and JSON forms; the
+//!   terminal draws it ([`terminal`]) and Parquet writes it ([`parquet`]).
+//! - The renderers, one per result: the analysis ([`analysis`]: its tables in [`tables`],
+//!   [`attribution`], [`collective_tables`], [`groups`], [`tidy`]; JSON streamed by [`json`];
+//!   CSV and markdown in [`formats`]; HTML in [`html`]), a comparison ([`compare`]), a listing
+//!   of rank files ([`listing`]), merge results ([`merged`]), capture outcomes ([`capture`]) and
+//!   the live view of `watch` ([`watch`]); shared text helpers in [`text`].
 
+pub mod analysis;
 pub mod attribution;
+pub mod capture;
 pub mod collective_tables;
 pub mod compare;
 pub mod formats;
@@ -12,8 +22,62 @@ pub mod groups;
 pub mod html;
 pub mod html_grid;
 pub mod json;
+pub mod listing;
+pub mod merged;
 pub mod parquet;
+pub mod table;
 pub mod tables;
 pub mod terminal;
 pub mod text;
 pub mod tidy;
+pub mod watch;
+
+use std::io::Write;
+
+use anyhow::Result;
+
+/// The formats a result is written in on stdout (every command's `--format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Text for a person: tables drawn to the terminal's width.
+    Terminal,
+    /// One JSON document.
+    Json,
+    /// CSV: the result's tables, each after a `# name: title` line where there are several.
+    Csv,
+    /// GitHub-flavoured markdown.
+    Markdown,
+}
+
+/// A result that can be written in every [`Format`]. Each method writes the whole document.
+pub trait Render {
+    fn terminal(&self, w: &mut dyn Write) -> Result<()>;
+    fn json(&self, w: &mut dyn Write) -> Result<()>;
+    fn csv(&self, w: &mut dyn Write) -> Result<()>;
+    fn markdown(&self, w: &mut dyn Write) -> Result<()>;
+}
+
+/// Writes `r` in `format` to `w`.
+pub fn write(r: &dyn Render, format: Format, w: &mut dyn Write) -> Result<()> {
+    match format {
+        Format::Terminal => r.terminal(w),
+        Format::Json => r.json(w),
+        Format::Csv => r.csv(w),
+        Format::Markdown => r.markdown(w),
+    }
+}
+
+/// Writes `r` in `format` to stdout.
+pub fn print(r: &dyn Render, format: Format) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    write(r, format, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `v` as pretty JSON and a line break.
+pub(crate) fn write_json(v: &impl serde::Serialize, w: &mut dyn Write) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *w, v)?;
+    writeln!(w)?;
+    Ok(())
+}

@@ -29,7 +29,7 @@ pub fn write(a: &Analysis, dir: &Path) -> Result<usize> {
 
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut n = 0;
-    for t in super::tables::sections(a) {
+    for t in super::tidy::files(a) {
         let path = dir.join(format!("{}.parquet", t.name));
         crate::trace::writer::write_atomic(&path, |w| {
             imp::write_table(&t, w).map_err(std::io::Error::other)
@@ -52,7 +52,7 @@ mod imp {
     use parquet::file::writer::SerializedFileWriter;
     use parquet::schema::types::Type;
 
-    use crate::report::tables::{Cell, Table};
+    use crate::report::table::{Cell, Table};
 
     /// One column's non-null values; `defs` has one definition level per row (1 = a value,
     /// 0 = null), as Parquet stores an `OPTIONAL` column.
@@ -74,16 +74,16 @@ mod imp {
             .iter()
             .map(|r| r.get(i).unwrap_or(&Cell::Empty))
             .collect();
-        let defs = cells
-            .iter()
-            .map(|c| i16::from(!matches!(c, Cell::Empty)))
-            .collect();
+        let defs = cells.iter().map(|c| i16::from(!null(c))).collect();
         let ints = cells
             .iter()
             .all(|c| matches!(c, Cell::Int(_) | Cell::Empty));
-        let nums = cells
-            .iter()
-            .all(|c| matches!(c, Cell::Int(_) | Cell::Num(..) | Cell::Empty));
+        let nums = cells.iter().all(|c| {
+            matches!(
+                c,
+                Cell::Int(_) | Cell::Num(..) | Cell::Real(_) | Cell::Empty
+            )
+        });
         let values = if ints {
             Values::Int(
                 cells
@@ -101,6 +101,7 @@ mod imp {
                     .filter_map(|c| match c {
                         Cell::Int(x) => Some(*x as f64),
                         Cell::Num(x, _) => Some(*x),
+                        Cell::Real(x) if x.is_finite() => Some(*x),
                         _ => None,
                     })
                     .collect(),
@@ -109,12 +110,18 @@ mod imp {
             Values::Text(
                 cells
                     .iter()
-                    .filter(|c| !matches!(c, Cell::Empty))
+                    .filter(|c| !null(c))
                     .map(|c| ByteArray::from(c.show().into_bytes()))
                     .collect(),
             )
         };
         Column { values, defs }
+    }
+
+    /// A cell stored as null: an empty one, or a full-precision number that is not finite (an
+    /// empty field in the CSV files too).
+    fn null(c: &Cell) -> bool {
+        matches!(c, Cell::Empty) || matches!(c, Cell::Real(x) if !x.is_finite())
     }
 
     fn field(name: &str, v: &Values) -> Result<Arc<Type>> {

@@ -1,37 +1,11 @@
 //! The analysis as plain tables — built once here and rendered by every format (terminal,
 //! CSV, markdown, HTML, Parquet). One short function per table; the collective tables are in
-//! [`super::collective_tables`], the terminal drawing in [`super::terminal`] (re-exported).
+//! [`super::collective_tables`]; the terminal draws them ([`super::terminal`]). The table model
+//! is [`super::table`].
 
 use super::collective_tables;
-pub use super::groups::View;
-pub use super::terminal::{render, render_table, render_view};
+use super::table::{Cell, Table};
 use crate::analyze::Analysis;
-
-/// One value of a table.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
-    Text(String),
-    Int(i64),
-    /// A number shown with this many decimals.
-    Num(f64, usize),
-    Empty,
-}
-
-impl Cell {
-    pub fn show(&self) -> String {
-        match self {
-            Cell::Text(s) => s.clone(),
-            Cell::Int(v) => v.to_string(),
-            Cell::Num(v, d) if v.is_finite() => format!("{v:.d$}"),
-            Cell::Num(..) => "inf".to_string(),
-            Cell::Empty => String::new(),
-        }
-    }
-    /// Whether the value is a number (right-aligned in the terminal).
-    pub fn numeric(&self) -> bool {
-        matches!(self, Cell::Int(_) | Cell::Num(..))
-    }
-}
 
 pub(super) fn ms(ns: i64) -> Cell {
     Cell::Num(ns as f64 / 1e6, 2)
@@ -43,17 +17,6 @@ pub(super) fn us(ns: f64) -> Cell {
 
 pub(super) fn text(s: impl Into<String>) -> Cell {
     Cell::Text(s.into())
-}
-
-/// A named table. `name` is a stable file/section id (`ranks`, `classes`, …).
-#[derive(Debug, Clone)]
-pub struct Table {
-    pub name: &'static str,
-    pub title: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<Cell>>,
-    /// Shown in the terminal (long-form tables are only written to files).
-    pub terminal: bool,
 }
 
 /// Per-rank columns are shown one per rank up to this many ranks, else summarized.

@@ -4,7 +4,9 @@
 
 use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 
-use super::tables::{sections_for, Table, View};
+use super::groups::View;
+use super::table::Table;
+use super::tables::sections_for;
 use crate::analyze::groups::Dim;
 use crate::analyze::Analysis;
 

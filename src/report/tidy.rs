@@ -10,122 +10,28 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::table::{f, i, s, Cell, Table};
 use crate::analyze::attribution::StepWorkRow;
 use crate::analyze::steps::{StepRow, StepTable};
 use crate::analyze::Analysis;
 
-/// One value of a tidy table.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Val {
-    Str(String),
-    Int(i64),
-    Float(f64),
-    Null,
-}
-
-impl Val {
-    fn csv(&self) -> String {
-        match self {
-            Val::Str(s) => super::formats::csv_field(s),
-            Val::Int(v) => v.to_string(),
-            Val::Float(v) if v.is_finite() => format!("{v}"),
-            Val::Float(_) | Val::Null => String::new(),
-        }
-    }
-
-    fn json(&self) -> Value {
-        match self {
-            Val::Str(s) => Value::String(s.clone()),
-            Val::Int(v) => Value::from(*v),
-            Val::Float(v) => serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number),
-            Val::Null => Value::Null,
-        }
-    }
-}
-
-/// A text value.
-pub fn s(v: impl Into<String>) -> Val {
-    Val::Str(v.into())
-}
-
-/// An integer value (null when it does not fit in i64).
-pub fn i(v: impl TryInto<i64>) -> Val {
-    v.try_into().map_or(Val::Null, Val::Int)
-}
-
-/// A number.
-pub fn f(v: f64) -> Val {
-    Val::Float(v)
-}
-
-/// A tidy table: `name` is its file stem (`kernels_by_rank.csv`).
-#[derive(Debug, Clone)]
-pub struct Tidy {
-    pub name: &'static str,
-    pub columns: Vec<&'static str>,
-    pub rows: Vec<Vec<Val>>,
-}
-
-impl Tidy {
-    pub fn new(name: &'static str, columns: &[&'static str]) -> Tidy {
-        Tidy {
-            name,
-            columns: columns.to_vec(),
-            rows: Vec::new(),
-        }
-    }
-
-    /// The table as CSV: a header line, one line per row.
-    pub fn csv(&self) -> String {
-        let mut out = self.columns.join(",");
-        out.push('\n');
-        for r in &self.rows {
-            out.push_str(&r.iter().map(Val::csv).collect::<Vec<_>>().join(","));
-            out.push('\n');
-        }
-        out
-    }
-
-    /// The table as a GitHub markdown table (every cell escaped, see [`super::text::md_text`]).
-    pub fn markdown(&self) -> String {
-        let mut out = format!("| {} |\n|", self.columns.join(" | "));
-        out.push_str(&"---|".repeat(self.columns.len()));
-        out.push('\n');
-        for r in &self.rows {
-            let cells: Vec<String> = r
-                .iter()
-                .map(|v| match v {
-                    Val::Str(x) => super::text::md_text(x),
-                    Val::Int(x) => x.to_string(),
-                    Val::Float(x) if x.is_finite() => format!("{x}"),
-                    Val::Float(_) | Val::Null => String::new(),
-                })
-                .collect();
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
-        }
-        out
-    }
-
-    /// The table as a JSON list of flat records.
-    pub fn records(&self) -> Value {
-        Value::Array(self.rows.iter().map(|r| record(&self.columns, r)).collect())
-    }
-}
-
-/// One row as a flat JSON record (keys in `columns`' names).
-pub fn record(columns: &[&'static str], row: &[Val]) -> Value {
-    let m: Map<String, Value> = columns
-        .iter()
-        .zip(row)
-        .map(|(c, v)| (c.to_string(), v.json()))
+/// The tables written as files, one file each, by `--csv-dir` and `--parquet` alike: every tidy
+/// table, then every other table of the report (the verdict, the attribution, …) that has no
+/// tidy form, as the report shows it. The two directories hold the same tables by construction.
+pub fn files(a: &Analysis) -> Vec<Table> {
+    let mut out = tables(a);
+    let rest: Vec<Table> = super::tables::sections(a)
+        .into_iter()
+        .filter(|t| !out.iter().any(|o| o.name == t.name))
         .collect();
-    Value::Object(m)
+    out.extend(rest);
+    out
 }
 
 /// Every tidy table of the analysis (empty ones too, so a script always finds its file).
-pub fn tables(a: &Analysis) -> Vec<Tidy> {
+pub fn tables(a: &Analysis) -> Vec<Table> {
     let mut out = vec![ranks(a), classes(a), kernels(a), kernels_by_rank(a)];
     out.extend([steps(a), steps_by_rank(a)]);
     out.extend(collectives(a));
@@ -136,8 +42,8 @@ pub fn tables(a: &Analysis) -> Vec<Tidy> {
     out
 }
 
-fn ranks(a: &Analysis) -> Tidy {
-    let mut t = Tidy::new(
+fn ranks(a: &Analysis) -> Table {
+    let mut t = Table::data(
         "ranks",
         &[
             "rank",
@@ -159,7 +65,7 @@ fn ranks(a: &Analysis) -> Tidy {
     for r in &a.ranks {
         t.rows.push(vec![
             s(&r.rank),
-            r.device.as_ref().map_or(Val::Null, s),
+            r.device.as_ref().map_or(Cell::Empty, s),
             s(&r.source),
             i(r.span_ns),
             i(r.busy_ns),
@@ -177,9 +83,9 @@ fn ranks(a: &Analysis) -> Tidy {
     t
 }
 
-pub(super) fn classes(a: &Analysis) -> Tidy {
+pub(super) fn classes(a: &Analysis) -> Table {
     let c = &a.classes;
-    let mut t = Tidy::new("classes", &["rank", "class", "total_ns"]);
+    let mut t = Table::data("classes", &["rank", "class", "total_ns"]);
     for (r, v) in c.ranks.iter().zip(&c.ns) {
         for (class, ns) in c.classes.iter().zip(v) {
             t.rows.push(vec![s(r), s(class), i(*ns)]);
@@ -188,8 +94,8 @@ pub(super) fn classes(a: &Analysis) -> Tidy {
     t
 }
 
-pub(super) fn kernels(a: &Analysis) -> Tidy {
-    let mut t = Tidy::new(
+pub(super) fn kernels(a: &Analysis) -> Table {
+    let mut t = Table::data(
         "kernels",
         &[
             "kernel",
@@ -217,8 +123,8 @@ pub(super) fn kernels(a: &Analysis) -> Tidy {
     t
 }
 
-pub(super) fn kernels_by_rank(a: &Analysis) -> Tidy {
-    let mut t = Tidy::new("kernels_by_rank", KERNELS_BY_RANK);
+pub(super) fn kernels_by_rank(a: &Analysis) -> Table {
+    let mut t = Table::data("kernels_by_rank", KERNELS_BY_RANK);
     t.rows.extend(kernels_by_rank_rows(a));
     t
 }
@@ -230,7 +136,7 @@ pub const KERNELS_BY_RANK: &[&str] = &[
 
 /// The `kernels_by_rank` rows one at a time (a row per kernel and rank: the JSON report streams
 /// them, [`kernels_by_rank`] collects them).
-pub fn kernels_by_rank_rows(a: &Analysis) -> impl Iterator<Item = Vec<Val>> + '_ {
+pub fn kernels_by_rank_rows(a: &Analysis) -> impl Iterator<Item = Vec<Cell>> + '_ {
     a.kernels.iter().flat_map(move |k| {
         a.ranks.iter().zip(&k.per_rank).map(move |(r, st)| {
             vec![
@@ -257,20 +163,20 @@ pub const STEPS: &[&str] = &[
 ];
 
 /// One row of the `steps` table.
-pub fn steps_row(st: &StepTable, r: &StepRow) -> Vec<Val> {
+pub fn steps_row(st: &StepTable, r: &StepRow) -> Vec<Cell> {
     let slowest = r.slowest().and_then(|x| st.ranks.get(x));
     vec![
         s(&r.step),
         s(&r.name),
         f(r.t_ms),
         f(r.max_over_mean()),
-        slowest.map_or(Val::Null, s),
+        slowest.map_or(Cell::Empty, s),
         f(r.slowest_excess_pct()),
     ]
 }
 
-fn steps(a: &Analysis) -> Tidy {
-    let mut t = Tidy::new("steps", STEPS);
+fn steps(a: &Analysis) -> Table {
+    let mut t = Table::data("steps", STEPS);
     for r in &a.steps.rows {
         t.rows.push(steps_row(&a.steps, r));
     }
@@ -289,22 +195,22 @@ pub const STEPS_BY_RANK: &[&str] = &[
 ];
 
 /// The `steps_by_rank` row of step `r` and the rank at index `x`.
-pub fn steps_by_rank_row(st: &StepTable, r: &StepRow, x: usize) -> Vec<Val> {
-    let ns = |v: &[i64]| v.get(x).map_or(Val::Null, |n| i(*n));
+pub fn steps_by_rank_row(st: &StepTable, r: &StepRow, x: usize) -> Vec<Cell> {
+    let ns = |v: &[i64]| v.get(x).map_or(Cell::Empty, |n| i(*n));
     vec![
         s(&r.step),
-        st.ranks.get(x).map_or(Val::Null, s),
+        st.ranks.get(x).map_or(Cell::Empty, s),
         s(&r.name),
         ns(&r.dur_ns),
         ns(&r.busy_ns),
         ns(&r.work_ns),
-        r.excess_pct.get(x).map_or(Val::Null, |p| f(*p)),
+        r.excess_pct.get(x).map_or(Cell::Empty, |p| f(*p)),
     ]
 }
 
-fn steps_by_rank(a: &Analysis) -> Tidy {
+fn steps_by_rank(a: &Analysis) -> Table {
     let st = &a.steps;
-    let mut t = Tidy::new("steps_by_rank", STEPS_BY_RANK);
+    let mut t = Table::data("steps_by_rank", STEPS_BY_RANK);
     for r in &st.rows {
         for x in 0..st.ranks.len() {
             t.rows.push(steps_by_rank_row(st, r, x));
@@ -313,9 +219,9 @@ fn steps_by_rank(a: &Analysis) -> Tidy {
     t
 }
 
-pub(super) fn collectives(a: &Analysis) -> Vec<Tidy> {
+pub(super) fn collectives(a: &Analysis) -> Vec<Table> {
     let co = &a.collectives;
-    let mut ranks = Tidy::new(
+    let mut ranks = Table::data(
         "collectives_ranks",
         &[
             "rank",
@@ -338,7 +244,7 @@ pub(super) fn collectives(a: &Analysis) -> Vec<Tidy> {
             f(r.last_pct()),
         ]);
     }
-    let mut groups = Tidy::new(
+    let mut groups = Table::data(
         "collectives",
         &[
             "world",
@@ -365,7 +271,7 @@ pub(super) fn collectives(a: &Analysis) -> Vec<Tidy> {
             i(g.name_mismatches as i64),
         ]);
     }
-    let mut worst = Tidy::new(
+    let mut worst = Table::data(
         "collectives_worst",
         &[
             "world",
@@ -388,7 +294,7 @@ pub(super) fn collectives(a: &Analysis) -> Vec<Tidy> {
             f(w.t_ms),
         ]);
     }
-    let mut worlds = Tidy::new("collectives_worlds", &["world", "rank"]);
+    let mut worlds = Table::data("collectives_worlds", &["world", "rank"]);
     for (n, w) in co.worlds.iter().enumerate() {
         for r in w {
             worlds.rows.push(vec![i(n as i64), s(r)]);
@@ -397,8 +303,8 @@ pub(super) fn collectives(a: &Analysis) -> Vec<Tidy> {
     vec![ranks, groups, worst, worlds]
 }
 
-fn depth(d: &crate::analyze::RankDepth) -> Vec<Tidy> {
-    let mut k = Tidy::new(
+fn depth(d: &crate::analyze::RankDepth) -> Vec<Table> {
+    let mut k = Table::data(
         "rank_kernels",
         &[
             "rank",
@@ -429,12 +335,12 @@ fn depth(d: &crate::analyze::RankDepth) -> Vec<Tidy> {
             i(x.max_ns),
         ]);
     }
-    let mut st = Tidy::new("rank_streams", &["rank", "stream", "ops", "sum_ns"]);
+    let mut st = Table::data("rank_streams", &["rank", "stream", "ops", "sum_ns"]);
     for x in &d.streams {
         st.rows
             .push(vec![s(&d.rank), i(x.stream), i(x.ops), i(x.sum_ns)]);
     }
-    let mut steps = Tidy::new(
+    let mut steps = Table::data(
         "rank_steps",
         &[
             "rank", "step", "name", "start_ns", "dur_ns", "busy_ns", "work_ns",
@@ -454,11 +360,12 @@ fn depth(d: &crate::analyze::RankDepth) -> Vec<Tidy> {
     vec![k, st, steps]
 }
 
-/// `--csv-dir DIR`: one CSV per tidy table, each written atomically; returns the files.
+/// `--csv-dir DIR`: one CSV per table of [`files`] (the tables `--parquet` writes), each written
+/// atomically; returns the files.
 pub fn write_csv_dir(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut written = Vec::new();
-    for t in tables(a) {
+    for t in files(a) {
         let path = dir.join(format!("{}.csv", t.name));
         crate::trace::writer::write_atomic_bytes(&path, t.csv().as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -26,7 +26,6 @@
 pub mod poll;
 pub mod run;
 pub mod trigger;
-pub mod view;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -116,8 +115,10 @@ pub struct CaptureRecord {
     pub fired: Fired,
     pub started_ns: i64,
     pub ended_ns: i64,
-    /// The capture's exit code (1 when it could not run at all).
-    pub exit_code: i32,
+    /// How the capture ended (failed when it could not run at all; serialized as its exit
+    /// code).
+    #[serde(rename = "exit_code")]
+    pub ended: crate::exit::Outcome,
     /// Why it could not run (`capture run` refused: no workers, bad settings).
     pub error: Option<String>,
     pub outcome: Option<RunOutcome>,
@@ -149,8 +150,9 @@ pub struct WatchOutcome {
     /// `duration`, `max-polls`, `max-captures`, `interrupted`.
     pub end_reason: String,
     pub notes: Vec<String>,
-    /// 0; or the worst capture's: 1 failed, 3 partial.
-    pub exit_code: i32,
+    /// Ok; or the worst capture's (serialized as its exit code).
+    #[serde(rename = "exit_code")]
+    pub outcome: crate::exit::Outcome,
 }
 
 /// Where the watch is, for the live view.

@@ -124,7 +124,9 @@ fn finish(r: Running) -> CaptureRecord {
         fired: r.fired,
         started_ns: r.started_ns,
         ended_ns: now_ns(),
-        exit_code: outcome.as_ref().map_or(exit::FAILED, |o| o.exit_code),
+        ended: outcome
+            .as_ref()
+            .map_or(exit::Outcome::Failed, |o| o.outcome),
         error,
         outcome,
     }
@@ -133,7 +135,7 @@ fn finish(r: Running) -> CaptureRecord {
 fn capture_line(rec: &CaptureRecord) -> String {
     let o = rec.outcome.as_ref();
     json!({"kind": "capture", "n": rec.n, "phase": "done", "t_ns": rec.ended_ns,
-           "time": timeline::utc(rec.ended_ns), "exit_code": rec.exit_code, "error": rec.error,
+           "time": timeline::utc(rec.ended_ns), "exit_code": rec.ended, "error": rec.error,
            "trace_dir": o.and_then(|o| o.trace_dir.clone()),
            "merged": o.and_then(|o| o.post.as_ref()).map(|p| p.merged.clone()).unwrap_or_default()})
     .to_string()
@@ -340,9 +342,9 @@ pub fn watch(o: &WatchOptions, on: &mut dyn FnMut(Event<'_>)) -> Result<WatchOut
     .to_string();
     put(&mut tl, &end, &mut notes);
     on(Event::Ended { reason, line: &end });
-    let exit_code = records
+    let outcome = records
         .iter()
-        .fold(exit::OK, |c, r| exit::worst(c, r.exit_code));
+        .fold(exit::Outcome::Ok, |c, r| c.worst(r.ended));
     Ok(WatchOutcome {
         router: found.router,
         workers: tallies,
@@ -352,6 +354,6 @@ pub fn watch(o: &WatchOptions, on: &mut dyn FnMut(Event<'_>)) -> Result<WatchOut
         captures: records,
         end_reason: reason.to_string(),
         notes,
-        exit_code,
+        outcome,
     })
 }

@@ -1,15 +1,13 @@
-//! What `capture` tells the user: one row per server (url, backend, HTTP status of start and
-//! stop, time, hint), printed as a table or JSON, and the exit code that follows from the rows.
+//! What happened to each server a capture spoke to: one [`WorkerRow`] per server (url,
+//! backend, each [`Call`] — probe, start, stop — with its HTTP status, time and hint), and the
+//! outcome that follows from the rows. `crate::report::capture` shows them.
 
-use std::io::{self, Write};
-
-use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde::Serialize;
 
 use super::dialect::Dialect;
 use super::fanout::Answer;
 use super::workers::Worker;
-use crate::exit;
+use crate::exit::Outcome;
 
 /// One request to one server and what it meant.
 #[derive(Clone, Debug, Serialize)]
@@ -117,70 +115,11 @@ impl WorkerRow {
     }
 }
 
-/// 0 when every server did what was asked, 1 when any failed.
-pub fn exit_code(rows: &[WorkerRow]) -> i32 {
+/// Ok when every server did what was asked, failed when any did not.
+pub fn outcome(rows: &[WorkerRow]) -> Outcome {
     if rows.iter().all(WorkerRow::ok) {
-        exit::OK
+        Outcome::Ok
     } else {
-        exit::FAILED
+        Outcome::Failed
     }
-}
-
-fn cell(c: &Option<Call>) -> String {
-    c.as_ref().map_or_else(|| "-".into(), Call::shown)
-}
-
-/// The per-server table.
-pub fn table(rows: &[WorkerRow]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(vec![
-        "worker", "type", "backend", "start", "stop", "time ms", "result", "hint",
-    ]);
-    for r in rows {
-        let mut url = r.url.clone();
-        if !r.dp_ranks.is_empty() {
-            let dps: Vec<String> = r.dp_ranks.iter().map(u32::to_string).collect();
-            url.push_str(&format!(" (dp {})", dps.join(",")));
-        }
-        let ms: Vec<String> = [&r.probe, &r.start, &r.stop]
-            .iter()
-            .filter_map(|c| c.as_ref().map(|c| c.ms.to_string()))
-            .collect();
-        t.add_row(vec![
-            url,
-            r.worker_type.clone().unwrap_or_else(|| "-".into()),
-            r.backend.map_or("?", Dialect::name).to_string(),
-            if r.probe.is_some() && r.start.is_none() {
-                format!("probe {}", cell(&r.probe))
-            } else {
-                cell(&r.start)
-            },
-            cell(&r.stop),
-            ms.join(" / "),
-            if r.ok() { "ok".into() } else { "FAILED".into() },
-            r.hint(),
-        ]);
-    }
-    t
-}
-
-/// Prints the table and the notes (stdout), or nothing when `json` (the caller prints JSON).
-pub fn print_human(rows: &[WorkerRow], notes: &[String]) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    writeln!(out, "{}", table(rows))?;
-    let failed = rows.iter().filter(|r| !r.ok()).count();
-    writeln!(out, "{} of {} workers ok", rows.len() - failed, rows.len())?;
-    for n in notes {
-        writeln!(out, "note: {n}")?;
-    }
-    Ok(())
-}
-
-/// Prints one JSON document on stdout.
-pub fn print_json(v: &serde_json::Value) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v)?;
-    writeln!(out)
 }

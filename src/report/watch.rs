@@ -6,10 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::poll::Status;
-use super::ViewState;
 use crate::load::loads::Metric;
 use crate::load::timeline::{utc, Ring};
+use crate::watch::poll::Status;
+use crate::watch::{ViewState, WatchOutcome};
 
 /// The sparkline levels, lowest first.
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -171,6 +171,39 @@ pub fn render(s: &ViewState<'_>, width: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+/// What a watch did, for stderr once it ends: polls, captures, the workers that did not
+/// answer, the notes.
+pub fn summary(o: &WatchOutcome) -> String {
+    let mut s = format!(
+        "watch ended ({}): {} polls, {} captures{}\n",
+        o.end_reason,
+        o.polls,
+        o.captures.len(),
+        o.timeline
+            .as_ref()
+            .map(|t| format!(", timeline {}", t.display()))
+            .unwrap_or_default()
+    );
+    for w in &o.workers {
+        let missed = w.dead + w.timeout + w.error;
+        if missed > 0 {
+            s.push_str(&format!(
+                "  {}: no load in {missed} of {} polls (dead {}, timeout {}, error {}); last: {}\n",
+                w.url,
+                w.ok + missed,
+                w.dead,
+                w.timeout,
+                w.error,
+                w.last_error.as_deref().unwrap_or("-")
+            ));
+        }
+    }
+    for n in &o.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
 }
 
 #[cfg(test)]
