@@ -5,7 +5,7 @@ use clap::Parser;
 #[command(
     name = "analyze-profile",
     version,
-    after_help = rankprof::exit::HELP,
+    after_help = rankprof::cli::examples::after_help("analyze"),
     about = "Per-rank kernel tables: which rank is slow, where, since when"
 )]
 struct Cli {

@@ -5,7 +5,7 @@ use clap::Parser;
 #[command(
     name = "merge-traces",
     version,
-    after_help = rankprof::exit::HELP,
+    after_help = rankprof::cli::examples::after_help("merge"),
     about = "Merge every rank's trace into one Perfetto-ready trace"
 )]
 struct Cli {

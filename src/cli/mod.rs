@@ -3,6 +3,7 @@
 //! libraries' own.
 
 mod capture;
+pub mod examples;
 mod watch;
 pub use capture::*;
 pub use watch::*;
@@ -57,14 +58,20 @@ pub enum Command {
     Inflate(InflateArgs),
 }
 
-/// The whole command line with the exit-code table ([`crate::exit::HELP`]) at the end of every
-/// command's and subcommand's `--help`.
+/// The whole command line with its examples ([`examples::examples`]) and the exit-code table
+/// ([`crate::exit::HELP`]) at the end of every command's and subcommand's `--help`.
 pub fn command() -> clap::Command {
-    fn with_exit_codes(c: clap::Command) -> clap::Command {
-        c.after_help(crate::exit::HELP)
-            .mut_subcommands(with_exit_codes)
+    fn with_after_help(c: clap::Command, path: &str) -> clap::Command {
+        c.after_help(examples::after_help(path))
+            .mut_subcommands(|s| {
+                let sub = match path {
+                    "" => s.get_name().to_string(),
+                    p => format!("{p} {}", s.get_name()),
+                };
+                with_after_help(s, &sub)
+            })
     }
-    with_exit_codes(<Cli as clap::CommandFactory>::command())
+    with_after_help(<Cli as clap::CommandFactory>::command(), "")
 }
 
 /// Parses the process' arguments with [`command`] (exits with clap's message and code 2 on bad
