@@ -12,7 +12,7 @@
 //! 3. [`fanout`] calls every server at once, each with its own timeout ([`http`]: bodies read
 //!    whole up to 64 MiB, a body cut short is a failure; https trusting [`tls`]'s `--ca-cert`
 //!    authorities too), and says what it is waiting for;
-//! 4. [`session`] orders start → [`load`] → stop → [`flush`] wait → merge and analyze
+//! 4. [`session`] orders start → [`traffic`] (load generation) → stop → [`flush`] wait → merge and analyze
 //!    ([`startstop`]: `capture start` / `capture stop` on their own, with the [`record`]);
 //! 5. [`report`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
 //!    2 usage);
@@ -30,7 +30,7 @@ pub mod flush;
 pub mod fromlog;
 pub mod handoff;
 pub mod http;
-pub mod load;
+pub mod traffic;
 pub mod nsys;
 pub mod options;
 pub mod record;

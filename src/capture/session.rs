@@ -18,7 +18,7 @@ use super::dialect::{self, Dialect};
 use super::fanout::{fan_out_with, Http};
 use super::flush::{self, Flushed};
 use super::handoff::{merge_and_analyze, PostProcess};
-use super::load::{self, LoadReport, Plan};
+use super::traffic::{self, LoadReport, Plan};
 use super::options::{CaptureOptions, ProfileSettings, Targets};
 use super::window::{sleep_for, NumSteps, Watch};
 use super::workers::{self, is_loopback, Worker};
@@ -335,7 +335,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         std::thread::scope(|s| {
             let handle = plan
                 .as_ref()
-                .map(|plan| s.spawn(|| load::drive(&http, plan, &cancel)));
+                .map(|plan| s.spawn(|| traffic::drive(&http, plan, &cancel)));
             if let Some(d) = a.duration {
                 sleep_for(secs(d), interrupted);
                 cancel.store(true, Ordering::Relaxed);

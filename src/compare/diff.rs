@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::load::SideInfo;
+use super::sides::SideInfo;
 use super::normalize::normalize;
 use crate::analyze::summary::{RankEntry, Summary};
 

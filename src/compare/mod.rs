@@ -1,7 +1,7 @@
 //! `rankprof compare BASELINE CURRENT`: a performance regression gate for CI.
 //!
 //! Each side is a profile directory, a trace file (one rank's or a merged one) or a summary
-//! saved by `analyze --save-summary`; [`load`] turns it into an analysis
+//! saved by `analyze --save-summary`; [`sides`] turns it into an analysis
 //! [`Summary`](crate::analyze::summary::Summary) (traces are analyzed in-process, the same
 //! analysis `analyze` runs). [`diff`] measures baseline / current / delta / delta % for the
 //! job, every rank, every kernel class (over all ranks and on each rank), the top kernels, the
@@ -30,7 +30,7 @@
 
 pub mod diff;
 pub mod gate;
-pub mod load;
+pub mod sides;
 pub mod normalize;
 
 use std::path::PathBuf;
@@ -98,8 +98,8 @@ pub struct Compared {
 
 /// Loads both sides, measures and judges, without printing anything.
 pub fn compare(args: &CompareOptions) -> Result<Compared> {
-    let base = load::load(&args.baseline, "baseline", args)?;
-    let cur = load::load(&args.current, "current", args)?;
+    let base = sides::load(&args.baseline, "baseline", args)?;
+    let cur = sides::load(&args.current, "current", args)?;
     let opts = diff::Options {
         basis: args.basis,
         normalize: args.normalize,

@@ -130,7 +130,7 @@ fn plural(n: usize, one: &str) -> String {
 }
 
 /// What a side is, after its path: `directory: profile X, 4 ranks, 12 steps`.
-fn side_what(s: &crate::compare::load::SideInfo) -> String {
+fn side_what(s: &crate::compare::sides::SideInfo) -> String {
     let stage = s
         .stage
         .as_deref()
