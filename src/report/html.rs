@@ -9,8 +9,8 @@
 
 use super::groups::View;
 use super::tables::{sections, Cell, Table};
-use crate::analyze::groups::Dim;
-use crate::analyze::heat::{self, Heatmap};
+use crate::analyze::reduce::groups::Dim;
+use crate::analyze::reduce::heat::{self, Heatmap};
 use crate::analyze::Analysis;
 
 fn esc(s: &str) -> String {

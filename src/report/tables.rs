@@ -5,6 +5,7 @@
 use super::collective_tables;
 pub use super::groups::View;
 pub use super::terminal::{render, render_table, render_view};
+use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::Analysis;
 
 /// One value of a table.
@@ -129,7 +130,7 @@ fn verdict(a: &Analysis) -> Table {
 }
 
 fn rank_summary(a: &Analysis, width: Option<usize>) -> Table {
-    let same = |f: fn(&crate::analyze::busy::RankSummary) -> Option<String>| -> Option<String> {
+    let same = |f: fn(&RankSummary) -> Option<String>| -> Option<String> {
         let first = a.ranks.first().map(f)?;
         (width.is_some() && a.ranks.iter().all(|r| f(r) == first))
             .then(|| first.unwrap_or_else(|| "-".into()))

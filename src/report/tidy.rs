@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
-use crate::analyze::attribution::StepWorkRow;
-use crate::analyze::steps::{StepRow, StepTable};
+use crate::analyze::explain::attribution::StepWorkRow;
+use crate::analyze::reduce::steps::{StepRow, StepTable};
 use crate::analyze::Analysis;
 
 /// One value of a tidy table.
