@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use common::attrib::{assert_first, checker, files_in, first, synth};
 use common::{analyze_files, shared};
-use rankprof::analyze::attribution::Cause;
+use rankprof::analyze::explain::attribution::Cause;
 use rankprof::analyze::Analysis;
 use rankprof::synth::{Extra, Heavy, Slow, SynthOptions};
 use serde_json::Value;

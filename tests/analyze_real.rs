@@ -118,7 +118,7 @@ fn real_gpu_traces_leave_little_unclassified() {
 
 /// How analyze's reader treats `path`: (the header lists devices, events skimmed for it).
 fn narrowed(path: &std::path::Path) -> (bool, u64) {
-    let nested = rankprof::trace::Nested::SkimOnly(rankprof::analyze::names::WANT);
+    let nested = rankprof::trace::Nested::SkimOnly(rankprof::analyze::collect::names::WANT);
     let r = rankprof::trace::read_trace_with(path, nested, |_| {}).unwrap();
     (r.devices, r.narrowed)
 }
@@ -127,7 +127,7 @@ fn narrowed(path: &std::path::Path) -> (bool, u64) {
 fn a_cpu_only_trace_whose_header_lists_a_gpu_is_read_again_with_its_cpu_ops() {
     // The HTA CPU-only trace with a GPU in `deviceProperties`, as a CPU-only profile taken on
     // a GPU machine has: analyze's first read skims its CPU ops as a GPU trace's
-    // (`analyze::names::names_read`), finds no GPU op, and reads it again with all of them.
+    // (`analyze::collect::names::names_read`), finds no GPU op, and reads it again with all of them.
     let src = shared("hta/cpu-only-rank-34.pt.trace.json.gz");
     let mut text = String::new();
     std::io::Read::read_to_string(

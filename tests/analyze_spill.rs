@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{analyze_files, assert_matches_checker, checker, shared, write_gz};
-use rankprof::analyze::spill;
+use rankprof::analyze::collect::spill;
 use serde_json::Value;
 
 /// Records each spool keeps in memory in these tests: every fixture spills many runs.

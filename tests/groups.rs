@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rankprof::analyze::groups::Dim;
+use rankprof::analyze::reduce::groups::Dim;
 use rankprof::analyze::{analyze, Analysis, AnalyzeOptions};
 use rankprof::report::groups::View;
 use rankprof::report::terminal::render_view;
@@ -108,7 +108,7 @@ fn figures_match_the_independent_checker(a: &Analysis, dir: &Path) {
             "{what}: {x} vs {y}"
         );
     };
-    let dist = |d: &rankprof::analyze::groups::Dist, c: &Value, what: &str| {
+    let dist = |d: &rankprof::analyze::reduce::groups::Dist, c: &Value, what: &str| {
         for (k, v) in [
             ("min", d.min),
             ("p50", d.p50),

@@ -207,7 +207,7 @@ fn kept(ph: u8, cat: &str, name: &str, devices: bool) -> (bool, bool) {
 
 #[test]
 fn reading_only_wanted_events_hands_over_the_validating_readers_wanted_ones() {
-    use rankprof::analyze::names::WANT;
+    use rankprof::analyze::collect::names::WANT;
     let mut files = Vec::new();
     real_traces(&shared(""), &mut files);
     assert!(files.len() >= 10, "fixtures missing: {files:?}");

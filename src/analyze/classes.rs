@@ -294,7 +294,6 @@ pub fn other_share(ns: &[Vec<i64>], other: usize) -> (f64, Vec<f64>) {
 }
 
 #[cfg(test)]
-#[path = "classes_table.rs"]
 mod table;
 
 #[cfg(test)]

@@ -1,38 +1,25 @@
-//! The result model of an analysis: [`Analysis`] (the whole report of one profile), how each
-//! input file was read ([`FileInfo`]) and one rank in depth ([`RankDepth`]). Computed by
-//! [`super::analyze`]; rendered by `crate::report`; serialized as `analyze --format json`.
+//! The result model of an analysis: [`Analysis`] (the whole report of one profile), which
+//! holds every stage's result (how each input file was read, [`FileInfo`]; the rank summaries
+//! and steps of the read; the tables of the reduce; the attribution and verdict of the
+//! explanation; the saved summary), and one rank in depth ([`RankDepth`], built by `depth`).
+//! Computed by [`super::analyze`]; rendered by `crate::report`; serialized as
+//! `analyze --format json`.
 
 use serde::{Deserialize, Serialize};
 
-use super::busy::RankSummary;
-use super::collectives::CollectiveReport;
-use super::kernels::{ClassTable, KernelRow};
-use super::rank::StreamRow;
-use super::steps::{StepFig, StepTable};
+use super::collect::busy::{self, RankSummary};
+use super::collect::ops::short_name;
+use super::collect::plan::FileInfo;
+use super::collect::rank::{RankResult, StreamRow};
+use super::collect::steps::StepFig;
+use super::explain::attribution::Attribution;
+use super::explain::ep::EpRecord;
+use super::explain::verdict::Verdict;
+use super::reduce::collectives::CollectiveReport;
+use super::reduce::groups::Groups;
+use super::reduce::kernels::{ClassTable, KernelRow};
+use super::reduce::steps::StepTable;
 use super::summary::Summary;
-use super::verdict::Verdict;
-
-/// How one input file was read.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct FileInfo {
-    pub path: String,
-    pub events: u64,
-    /// Decompressed bytes.
-    pub bytes: u64,
-    pub gzip: bool,
-    pub damaged: bool,
-    /// Ranks this file gave (one, or several for a merged trace).
-    pub ranks: Vec<String>,
-    /// Why the file could not be read at all (`reading <path>: <OS error>`); its rank is left
-    /// out of the analysis (and `damaged` is set).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unreadable: Option<String>,
-    /// Why reading stopped before the end of the document (`truncated at byte N`, …), when
-    /// it did: the rank's figures cover only what came before, and it is left out of the
-    /// comparison unless asked for ([`super::AnalyzeOptions::keep_partial`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_early: Option<String>,
-}
 
 /// One rank in depth (`--rank N`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -86,16 +73,16 @@ pub struct Analysis {
     pub collectives: CollectiveReport,
     /// Work against time per rank and replica: the cause of each gap.
     #[serde(default)]
-    pub attribution: super::attribution::Attribution,
+    pub attribution: Attribution,
     /// MoE (EP > 1): each EP rank's dispatch/combine, expert GEMMs and the rest against its EP
     /// peers.
     #[serde(default)]
-    pub ep: Vec<super::ep::EpRecord>,
+    pub ep: Vec<EpRecord>,
     pub depth: Option<RankDepth>,
     /// The ranks in groups (per DP replica, TP rank, …), distributions and outliers: the views
     /// that stay readable at 1,024 ranks.
     #[serde(default)]
-    pub groups: super::groups::Groups,
+    pub groups: Groups,
     pub notes: Vec<String>,
     /// Some input was damaged: figures cover what could be read.
     pub damaged: bool,
@@ -120,5 +107,52 @@ impl Analysis {
             .chain(&self.steps.notes)
             .chain(&self.collectives.notes)
             .collect()
+    }
+}
+
+/// One rank in depth (`--rank N` on one rank): its summary, class totals, top ops, streams and
+/// steps.
+pub(super) fn depth(r: &RankResult, class_names: &[String], top_n: usize) -> RankDepth {
+    let sum: i64 = r.ops.iter().map(|o| o.agg.total).sum();
+    let pct = |x: i64| busy::pct(x, sum);
+    RankDepth {
+        rank: r.label.clone(),
+        summary: r.summary.clone(),
+        classes: class_names
+            .iter()
+            .zip(&r.class_ns)
+            .map(|(c, &t)| DepthClass {
+                class: c.clone(),
+                total_ns: t,
+                pct: pct(t),
+            })
+            .collect(),
+        kernels: r
+            .ops
+            .iter()
+            .take(top_n)
+            .map(|o| DepthKernel {
+                name: o.name.clone(),
+                short: short_name(&o.name),
+                class: class_names
+                    .get(o.agg.class as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                kind: o.agg.kind.as_str().to_string(),
+                total_ns: o.agg.total,
+                count: o.agg.count,
+                mean_ns: if o.agg.count > 0 {
+                    o.agg.total as f64 / o.agg.count as f64
+                } else {
+                    0.0
+                },
+                min_ns: if o.agg.count > 0 { o.agg.min } else { 0 },
+                max_ns: o.agg.max,
+                pct: pct(o.agg.total),
+            })
+            .collect(),
+        streams: r.streams.clone(),
+        step_source: r.step_source.clone(),
+        steps: r.steps.clone(),
     }
 }

@@ -9,7 +9,7 @@
 //! Combining refuses, naming the file: a damaged or truncated file, another format or version,
 //! a rank present in two partials, partials that disagree on what must agree.
 //!
-//! [`FileInfo`]: super::model::FileInfo
+//! [`FileInfo`]: super::collect::plan::FileInfo
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, Write as _};
@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use super::classes::Classifier;
 use super::model::Analysis;
+use super::options::AnalyzeOptions;
 use super::phases::{self, FileRead, Read};
-use super::AnalyzeOptions;
 use crate::trace::writer::write_atomic_bytes;
 
 /// The `format` field of every partial.
@@ -103,7 +103,7 @@ pub fn write(path: &Path, p: &Partial) -> Result<usize> {
 
 /// Reads one partial (gzip'd or plain JSON) and checks its format and versions. Streamed: the
 /// file is inflated and parsed as it is read, and the collectives go straight to their
-/// bounded store ([`super::collstore`]), so memory does not grow with the partial's size.
+/// bounded store ([`super::collect::collstore`]), so memory does not grow with the partial's size.
 pub fn load(path: &Path) -> Result<Partial> {
     let name = path.display();
     let open = || -> Result<Box<dyn std::io::Read>> {

@@ -5,6 +5,10 @@
 //! twice, and run the cross-rank analysis. `analyze` runs both in one process; `--save-partial`
 //! writes the read phase of some ranks to a file ([`super::partial`]) and `--from-partials`
 //! runs the reduce over several such files: the same code either way.
+//!
+//! The read phase runs the stages of [`super::collect`] per file; the reduce runs
+//! [`super::reduce`] then [`super::explain`] over the ranks kept (`cross_rank`) and builds the
+//! [`Analysis`] and its [`summary`].
 
 use std::path::{Path, PathBuf};
 
@@ -13,12 +17,22 @@ use rayon::prelude::*;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::classes::Classifier;
-use super::collect::Config;
-use super::model::{Analysis, FileInfo};
-use super::plan::{plan, read_input, FileResult};
-use super::rank::RankResult;
-use super::AnalyzeOptions;
+use super::classes::{self, Classifier};
+use super::collect::busy::RankSummary;
+use super::collect::collector::Config;
+use super::collect::collstore::RankColls;
+use super::collect::ops::NameAgg;
+use super::collect::plan::{plan, read_input, FileInfo, FileResult};
+use super::collect::rank::RankResult;
+use super::collect::spill;
+use super::collect::steps::StepFig;
+use super::explain::{attribution, ep, verdict};
+use super::model::{self, Analysis};
+use super::options::AnalyzeOptions;
+use super::rankset;
+use super::reduce::kernels::{self, ClassTable};
+use super::reduce::{collectives, groups, steps};
+use super::summary;
 use crate::trace::{self, RankId};
 
 /// What the read phase found: every input file's ranks, before anything across ranks.
@@ -117,7 +131,7 @@ pub fn read(
     let cfg = Config {
         classes: classifier,
         step_marker: marker.as_ref(),
-        spool_cap: super::spill::cap_for(in_flight),
+        spool_cap: spill::cap_for(in_flight),
     };
     let custom = marker.is_some();
     let read: Vec<Result<FileResult>> = pool.install(|| {
@@ -204,7 +218,7 @@ fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<(String, S
     let complete = results.len() - partial;
     let named = groups
         .iter()
-        .map(|((file, why), ranks)| format!("{} ({file}: {why})", super::rankset::compact(ranks)))
+        .map(|((file, why), ranks)| format!("{} ({file}: {why})", rankset::compact(ranks)))
         .collect::<Vec<_>>()
         .join("; ");
     let (its, them) = if partial == 1 {
@@ -326,7 +340,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             .collect();
         notes.push(format!(
             "ranks {} have no GPU events: their figures come from CPU ops and do not compare with the GPU ranks'",
-            super::rankset::compact(&cpu)
+            rankset::compact(&cpu)
         ));
     }
     // A rank of a merged trace whose file stopped early when merged: partial data too.
@@ -336,7 +350,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         .iter()
         .filter_map(|r| r.steps.first().map(|s| s.start_ns))
         .min();
-    let mut a = super::cross_rank(
+    let mut a = cross_rank(
         results,
         classifier,
         args,
@@ -362,4 +376,141 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         ));
     }
     Ok(a)
+}
+
+/// The cross-rank analysis of the ranks kept: the reduce stages (kernel classes and top
+/// kernels, the step table, matched collectives, groups) and the explanation on top of them
+/// (attribution, EP split, verdict), with the saved summary.
+// Long on purpose: every stage in the order each needs the others' results.
+fn cross_rank(
+    results: Vec<RankResult>,
+    classifier: &Classifier,
+    args: &AnalyzeOptions,
+    threshold: f64,
+    id: &str,
+    stage: Option<&str>,
+) -> Result<Analysis> {
+    let labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
+    let class_names: Vec<String> = classifier.names().to_vec();
+    let mut notes = Vec::new();
+
+    let class_ns: Vec<Vec<i64>> = results.iter().map(|r| r.class_ns.clone()).collect();
+    let (unclassified_pct, unclassified_rank_pct) =
+        classes::other_share(&class_ns, classifier.other() as usize);
+    let classes = ClassTable {
+        classes: class_names.clone(),
+        ranks: labels.clone(),
+        ns: class_ns,
+        unclassified_pct,
+        unclassified_rank_pct,
+    };
+    let ops: Vec<&[NameAgg]> = results.iter().map(|r| r.ops.as_slice()).collect();
+    let top = kernels::top(&labels, &ops, &class_names, args.top_n);
+
+    let step_source = results
+        .first()
+        .map(|r| r.step_source.clone())
+        .unwrap_or_default();
+    if results.iter().any(|r| r.step_source != step_source) {
+        let mut by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for r in &results {
+            by.entry(&r.step_source).or_default().push(&r.label);
+        }
+        let s: Vec<String> = by
+            .iter()
+            .map(|(src, l)| format!("{} {src}", rankset::compact(l)))
+            .collect();
+        notes.push(format!(
+            "ranks found different step markers: {}",
+            s.join("; ")
+        ));
+    }
+    let basis = if results.iter().all(|r| !r.gpu) {
+        "cpu"
+    } else {
+        "gpu"
+    };
+    let (w, wnote) = collectives::worlds(&results);
+    notes.extend(wnote);
+    let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
+    let steps = steps::table(&labels, &figs, &w, &step_source, basis, threshold);
+    let step_class_ns: Vec<Vec<Vec<i64>>> = (0..results.len())
+        .map(|r| {
+            steps
+                .rows
+                .iter()
+                .map(|row| results[r].steps[row.idx[r]].class_ns.clone())
+                .collect()
+        })
+        .collect();
+
+    let colls: Vec<RankColls> = results.iter().map(|r| r.colls.clone()).collect();
+    let csource = if results.iter().all(|r| r.gpu) {
+        "gpu"
+    } else if results.iter().all(|r| !r.gpu) {
+        "cpu"
+    } else {
+        "mixed"
+    };
+    let coll = collectives::analyze(&labels, &w, &colls, csource, args.top_n)?;
+
+    let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
+    let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
+    let mut attribution = attribution::attribute(&attribution::Input {
+        labels: &labels,
+        dp: &dp,
+        figs: &figs,
+        summaries: &summaries,
+        steps: &steps,
+        threshold,
+    });
+    let ep = ep::split(&results, classifier, threshold);
+    ep::defer_hot_experts(&mut attribution, &ep);
+    let verdict = verdict::judge(&verdict::Input {
+        summaries: &summaries,
+        class_names: &class_names,
+        comm_class: classifier.comm() as usize,
+        class_ns: &classes.ns,
+        step_class_ns: &step_class_ns,
+        steps: &steps,
+        collectives: &coll,
+        attribution: &attribution,
+        ep: &ep,
+        threshold,
+    });
+    let summary = summary::build(
+        id,
+        stage,
+        &results,
+        &class_names,
+        &steps,
+        &verdict,
+        &attribution,
+        args.summary_kernels,
+    );
+    let groups = groups::build(&results, &summaries, &steps);
+    let depth = (args.rank.is_some() && results.len() == 1)
+        .then(|| model::depth(&results[0], &class_names, args.top_n));
+    Ok(Analysis {
+        profile_id: id.to_string(),
+        stage: stage.map(String::from),
+        files: Vec::new(),
+        source: csource.to_string(),
+        threshold_pct: args.threshold,
+        verdict,
+        ranks: summaries,
+        classes,
+        kernels: top,
+        steps,
+        collectives: coll,
+        attribution,
+        ep,
+        depth,
+        groups,
+        notes,
+        damaged: false,
+        stopped_early: None,
+        merged_trace: None,
+        summary: Some(summary),
+    })
 }

@@ -50,10 +50,11 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::attribution::Attribution;
-use super::rank::RankResult;
-use super::steps::{median_p90, Onset, StepTable};
-use super::verdict::{ClassShare, Verdict};
+use super::collect::rank::RankResult;
+use super::explain::attribution::Attribution;
+use super::explain::verdict::{ClassShare, Verdict};
+use super::reduce::steps::{Onset, StepTable};
+use super::stats::{median_p90, spread};
 
 pub const VERSION: u32 = 2;
 /// The oldest version [`load_summary`] reads.
@@ -398,7 +399,7 @@ pub fn build(
             sum
         })
         .collect();
-    let (mom, cv) = super::kernels::spread(&work);
+    let (mom, cv) = spread(&work);
     let source = if results.iter().all(|r| r.gpu) {
         "gpu"
     } else if results.iter().all(|r| !r.gpu) {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use crate::analyze::groups::Dim;
+use crate::analyze::reduce::groups::Dim;
 use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions};
 use crate::cli::{AnalyzeArgs, GroupByArg, ViewArg};
 use crate::exit;

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::groups::View;
 use super::Render;
-use crate::analyze::groups::Dim;
+use crate::analyze::reduce::groups::Dim;
 use crate::analyze::Analysis;
 
 /// An analysis and how the terminal shows it.

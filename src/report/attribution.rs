@@ -3,7 +3,7 @@
 //! (dots), each scaled to its largest value over ranks and steps.
 
 use super::table::{Cell, Table};
-use crate::analyze::attribution::Attribution;
+use crate::analyze::explain::attribution::Attribution;
 use crate::analyze::Analysis;
 
 fn opt_int(v: Option<u64>) -> Cell {
@@ -99,7 +99,7 @@ fn comparisons(at: &Attribution) -> Table {
             "cause",
             "from step",
             "time ratio",
-            &format!("{} ratio", crate::analyze::work::plural(unit)),
+            &format!("{} ratio", crate::analyze::explain::measure::plural(unit)),
             "launch ratio",
             &format!("time/{unit} ratio"),
             "time share %",
@@ -276,7 +276,7 @@ pub fn chart(a: &Analysis) -> String {
         r##"<text x="{label_w}" y="{:.1}">bars: step time (max {:.2} ms) · red dots: {} (max {wmax:.0})</text></svg>"##,
         height - 6.0,
         tmax / 1e6,
-        esc(&crate::analyze::work::plural(&at.unit))
+        esc(&crate::analyze::explain::measure::plural(&at.unit))
     ));
     s
 }

@@ -12,7 +12,7 @@ use super::text::md_cell as md;
 use super::Render;
 
 use crate::analyze::classes::COMM;
-use crate::analyze::kernels::short_name;
+use crate::analyze::collect::ops::short_name;
 use crate::compare::diff::{Basis, Comparison, KernelOnly, Row, Status};
 use crate::compare::gate::{fmt_ns, fmt_pct};
 

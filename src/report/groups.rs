@@ -2,12 +2,12 @@
 //! p90 / max), the top outlier ranks with the rest summarized, the groups of one dimension
 //! (DP replicas by default, `--group-by`) with the largest deviations first, and the class
 //! totals as distributions; plus the `groups` tidy table. Renders
-//! [`crate::analyze::groups::Groups`]; computes nothing.
+//! [`crate::analyze::reduce::groups::Groups`]; computes nothing.
 
 use super::table::{f, i, s};
 use super::table::{Cell, Table};
 use super::tables::{ms, text};
-use crate::analyze::groups::{Dim, DimGroups, Dist};
+use crate::analyze::reduce::groups::{Dim, DimGroups, Dist};
 use crate::analyze::Analysis;
 
 /// Which form the terminal report takes.

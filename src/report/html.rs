@@ -10,8 +10,8 @@
 use super::groups::View;
 use super::table::{Cell, Table};
 use super::tables::sections;
-use crate::analyze::groups::Dim;
-use crate::analyze::heat::{self, Heatmap};
+use crate::analyze::reduce::groups::Dim;
+use crate::analyze::reduce::heat::{self, Heatmap};
 use crate::analyze::Analysis;
 
 fn esc(s: &str) -> String {

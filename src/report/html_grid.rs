@@ -1,12 +1,12 @@
 //! The HTML report's heatmaps for many ranks: drawn on `<canvas>` by a few lines of inline
 //! script from compact inline data (deviations in ‰, values in ms), instead of one SVG
 //! rectangle per cell — so that 1,024 ranks × 200 steps stay a few hundred kB. Ranks are laid
-//! out on the parallel grid ([`crate::analyze::groups::Grid`]): the work map has a row per DP
+//! out on the parallel grid ([`crate::analyze::reduce::groups::Grid`]): the work map has a row per DP
 //! replica and a column per TP rank (per PP stage × TP rank); the rank × step and rank × class
 //! maps have a row per rank in grid order (a replica's ranks together), labelled by replica.
 //! Hovering a cell names it. Same colour scale as the SVG heatmaps.
 
-use crate::analyze::heat::Heatmap;
+use crate::analyze::reduce::heat::{self, Heatmap};
 use crate::analyze::Analysis;
 
 /// A heatmap's data for the canvas script: row labels (empty: not drawn), column labels,
@@ -215,14 +215,10 @@ pub fn work_map(a: &Analysis) -> Option<String> {
 
 /// The rank × step map (rows in grid order).
 pub fn step_map(a: &Analysis) -> String {
-    rank_map("heat-steps", a, &crate::analyze::heat::steps(&a.steps))
+    rank_map("heat-steps", a, &heat::steps(&a.steps))
 }
 
 /// The rank × class map (rows in grid order).
 pub fn class_map(a: &Analysis) -> String {
-    rank_map(
-        "heat-classes",
-        a,
-        &crate::analyze::heat::classes(&a.classes),
-    )
+    rank_map("heat-classes", a, &heat::classes(&a.classes))
 }

@@ -17,8 +17,8 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
 use super::tidy;
-use crate::analyze::attribution::Attribution;
-use crate::analyze::steps::StepTable;
+use crate::analyze::explain::attribution::Attribution;
+use crate::analyze::reduce::steps::StepTable;
 use crate::analyze::Analysis;
 
 /// Writes the analysis as JSON (a trailing newline included) to `w`, the per-step lists record
@@ -226,7 +226,7 @@ fn reshape(a: &Analysis, v: &mut Value) {
     }
 }
 
-fn step_record(st: &StepTable, r: &crate::analyze::steps::StepRow) -> Value {
+fn step_record(st: &StepTable, r: &crate::analyze::reduce::steps::StepRow) -> Value {
     super::table::record(tidy::STEPS, &tidy::steps_row(st, r))
 }
 

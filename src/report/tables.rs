@@ -5,6 +5,7 @@
 
 use super::collective_tables;
 use super::table::{Cell, Table};
+use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::Analysis;
 
 pub(super) fn ms(ns: i64) -> Cell {
@@ -92,7 +93,7 @@ fn verdict(a: &Analysis) -> Table {
 }
 
 fn rank_summary(a: &Analysis, width: Option<usize>) -> Table {
-    let same = |f: fn(&crate::analyze::busy::RankSummary) -> Option<String>| -> Option<String> {
+    let same = |f: fn(&RankSummary) -> Option<String>| -> Option<String> {
         let first = a.ranks.first().map(f)?;
         (width.is_some() && a.ranks.iter().all(|r| f(r) == first))
             .then(|| first.unwrap_or_else(|| "-".into()))

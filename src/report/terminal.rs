@@ -7,7 +7,7 @@ use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 use super::groups::View;
 use super::table::Table;
 use super::tables::sections_for;
-use crate::analyze::groups::Dim;
+use crate::analyze::reduce::groups::Dim;
 use crate::analyze::Analysis;
 
 /// Terminal width: the terminal's, else `$COLUMNS`, else 120.

@@ -13,8 +13,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::table::{f, i, s, Cell, Table};
-use crate::analyze::attribution::StepWorkRow;
-use crate::analyze::steps::{StepRow, StepTable};
+use crate::analyze::explain::attribution::StepWorkRow;
+use crate::analyze::reduce::steps::{StepRow, StepTable};
 use crate::analyze::Analysis;
 
 /// The tables written as files, one file each, by `--csv-dir` and `--parquet` alike: every tidy

@@ -21,7 +21,7 @@
 //! - `utils/profile_utils.py` (`_ProfilerTorch.stop`) names the trace
 //!   `{profile_id}-TP-{tp_rank}[-DP-{dp_rank}][-PP-{pp_rank}][-EP-{moe_ep_rank}]{-stage}.trace.json.gz`
 //!   (a part only when its size is > 1), so the files are `…-TP-17-DP-1-EP-1…`: TP indices
-//!   never repeat across DP indices (what `analyze::ep::ep_spans_dp` reads);
+//!   never repeat across DP indices (what `analyze::explain::ep::ep_spans_dp` reads);
 //! - DP reuses the TP group's torch world ("all dp ranks should use the same nccl port"):
 //!   `distributedInfo.rank` is the global rank and `world_size` is `dp × tp`; the attention TP
 //!   groups (`attention_tp:device`, SGLang's `dp_attention.py`) are the `dp` blocks of `tp`

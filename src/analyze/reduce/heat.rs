@@ -2,7 +2,7 @@
 //! its peers, computed here so that renderers (the HTML report) only draw them.
 //!
 //! - [`classes`]: rank × kernel class, summed time; deviation from the class' mean over ranks.
-//! - [`steps`]: rank × step, work per step (consecutive steps averaged into at most
+//! - [`steps()`]: rank × step, work per step (consecutive steps averaged into at most
 //!   [`MAX_STEP_COLUMNS`] buckets); deviation as the step table measures it, against the
 //!   rank's own peers (its DP replica).
 

@@ -35,7 +35,10 @@ use std::collections::{BTreeSet, BinaryHeap};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-pub use super::collstore::{Coll, RankColls};
+use crate::analyze::collect::collstore::RankColls;
+use crate::analyze::collect::rank::RankResult;
+use crate::analyze::rankset;
+use crate::analyze::stats::argmax;
 
 /// Arrivals less than this before the latest are ties (see the module documentation).
 pub const TIE_TOLERANCE_NS: i64 = 1_000;
@@ -158,7 +161,7 @@ fn counts_note(members: &[usize], counts: &[usize], ranks: &[String]) -> String 
     let shown: Vec<String> = groups
         .iter()
         .take(4)
-        .map(|(l, g)| format!("{l} on {}", super::rankset::compact(g)))
+        .map(|(l, g)| format!("{l} on {}", rankset::compact(g)))
         .collect();
     let more = groups.len().saturating_sub(4);
     if more > 0 {
@@ -168,8 +171,40 @@ fn counts_note(members: &[usize], counts: &[usize], ranks: &[String]) -> String 
     }
 }
 
+/// Groups ranks into worlds for collective matching (and the step table's peers): one per DP
+/// replica when the traces report a world smaller than the set of ranks, with a note saying so.
+pub fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
+    let n = results.len();
+    let all = vec![(0..n).collect::<Vec<_>>()];
+    let Some(ws) = results.iter().filter_map(|r| r.world_size).min() else {
+        return (all, None);
+    };
+    if ws as usize >= n || ws < 1 || !results.iter().all(|r| r.id.dp.is_some()) {
+        return (all, None);
+    }
+    let mut by_dp: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
+    for (i, r) in results.iter().enumerate() {
+        by_dp.entry(r.id.dp.unwrap_or(0)).or_default().push(i);
+    }
+    if by_dp.values().all(|v| v.len() == ws as usize) {
+        let w: Vec<Vec<usize>> = by_dp.into_values().collect();
+        let note = format!(
+            "the traces report a world of {ws} ranks: collectives are matched within each of the {} DP replicas",
+            w.len()
+        );
+        (w, Some(note))
+    } else {
+        (
+            all,
+            Some(format!(
+                "the traces report a world of {ws} ranks but {n} ranks were given; collectives are matched across all"
+            )),
+        )
+    }
+}
+
 /// Matches collectives across ranks. `worlds` holds rank indices. Each rank's collectives are
-/// read once, front to back, the ranks of a world in lockstep (see [`super::collstore`]); an
+/// read once, front to back, the ranks of a world in lockstep (see [`crate::analyze::collect::collstore`]); an
 /// error is a temporary file that cannot be read back.
 // Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
 // groups, worst, notes) from the same match state.
@@ -301,9 +336,8 @@ pub fn analyze(
             }
             rep.matched += n;
             rep.ties += ties;
-            let lm =
-                super::kernels::argmax(&last_count.iter().map(|&c| c as i64).collect::<Vec<_>>())
-                    .filter(|&m| last_count[m] > 0);
+            let lm = argmax(&last_count.iter().map(|&c| c as i64).collect::<Vec<_>>())
+                .filter(|&m| last_count[m] > 0);
             if mismatches > 0 {
                 rep.notes.push(format!(
                     "{key}: {mismatches} of {n} matched collectives have different names on different ranks"
@@ -389,5 +423,4 @@ pub fn analyze(
 }
 
 #[cfg(test)]
-#[path = "collectives_tests.rs"]
 mod tests;

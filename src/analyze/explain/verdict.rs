@@ -18,10 +18,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::attribution::{Attribution, Cause};
-use super::busy::RankSummary;
-use super::collectives::CollectiveReport;
-use super::steps::{Onset, StepTable};
+use super::attribution::{Attribution, Cause, Record};
+use super::ep::EpRecord;
+use crate::analyze::collect::busy::RankSummary;
+use crate::analyze::reduce::collectives::CollectiveReport;
+use crate::analyze::reduce::steps::{excess_among, Onset, StepTable};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClassShare {
@@ -72,7 +73,7 @@ pub struct Input<'a> {
     pub collectives: &'a CollectiveReport,
     pub attribution: &'a Attribution,
     /// MoE EP splits ([`super::ep`]).
-    pub ep: &'a [super::ep::EpRecord],
+    pub ep: &'a [EpRecord],
     pub threshold: f64,
 }
 
@@ -117,7 +118,7 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         }
     };
     let excess: Vec<f64> = (0..n)
-        .map(|r| super::steps::excess_among(&work, r, &peers_of(r)))
+        .map(|r| excess_among(&work, r, &peers_of(r)))
         .collect();
     let Some(slow) = (0..n).max_by(|&a, &b| excess[a].total_cmp(&excess[b]).then(b.cmp(&a))) else {
         return v;
@@ -139,13 +140,12 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     // attribution of the same rank, which sees only non-communication time and batches.
     // Every EP gap, the largest first: two plants (a hot-expert rank and a slow link) are both
     // told, each by its own split.
-    let mut ep_gaps: Vec<&super::ep::EpRecord> = inp.ep.iter().filter(|e| e.is_gap()).collect();
+    let mut ep_gaps: Vec<&EpRecord> = inp.ep.iter().filter(|e| e.is_gap()).collect();
     ep_gaps.sort_by(|a, b| b.total_ratio.total_cmp(&a.total_ratio));
     let ep_lead = ep_gaps.first().copied();
     // Records the EP split already tells (the rank, or its replica: hot experts) are not repeated.
-    let is_ep_gap = |g: &super::attribution::Record| {
-        g.cause == Cause::HotExperts || ep_gaps.iter().any(|e| e.rank == g.who)
-    };
+    let is_ep_gap =
+        |g: &Record| g.cause == Cause::HotExperts || ep_gaps.iter().any(|e| e.rank == g.who);
     let lead = inp.attribution.gaps().find(|g| !is_ep_gap(g));
     v.balanced = v.excess_pct <= 100.0 * inp.threshold
         && v.onset.is_none()

@@ -1,5 +1,5 @@
 //! One rank's collectives in bounded memory, for the cross-rank matching of
-//! [`super::collectives`].
+//! the reduce stage (`reduce::collectives`).
 //!
 //! A rank's collectives are kept as fixed-size records (key, name, arrival, start, end: 28
 //! bytes) sorted by (key, start, end, arrival), keys in the sorted order of their labels. The
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, Weak};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::collect::CollEv;
+use super::collector::CollEv;
 use super::spill::{i64_at, Rec, Spool};
 
 /// One collective as reports and partials show it.
@@ -444,9 +444,7 @@ impl Cursor<'_> {
     }
 }
 
-#[path = "collstore_wire.rs"]
 mod wire;
 
 #[cfg(test)]
-#[path = "collstore_tests.rs"]
 mod tests;

@@ -22,13 +22,15 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::classes::Classifier;
 use super::names::{
     is_gemm, is_launch, is_moe, COMM_SIZE_OP, CPU_OP, CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY,
     GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL, USER_ANNOTATION,
 };
+use super::ops::{short_name, Agg, OpKind};
 use super::spill::Spool;
 use super::steps::Mark;
+use super::work::{gemm_tokens, parse, WorkMark};
+use crate::analyze::classes::Classifier;
 use crate::trace::event::ArgKey;
 use crate::trace::memo::Memo;
 use crate::trace::steps::{mark_of_name, StepMark};
@@ -36,66 +38,6 @@ use crate::trace::{Event, Id, Str, Val};
 
 /// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.
 pub type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
-
-/// What a GPU op is.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub enum OpKind {
-    Kernel,
-    Memcpy,
-    Memset,
-    /// A CPU op (`cpu_op`), for CPU-only traces.
-    Cpu,
-}
-
-impl OpKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OpKind::Kernel => "kernel",
-            OpKind::Memcpy => "memcpy",
-            OpKind::Memset => "memset",
-            OpKind::Cpu => "cpu_op",
-        }
-    }
-}
-
-/// Totals of one op name on one rank.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
-pub struct Agg {
-    pub class: u8,
-    pub kind: OpKind,
-    pub total: i64,
-    pub count: u64,
-    pub min: i64,
-    pub max: i64,
-}
-
-impl Agg {
-    fn new(class: u8, kind: OpKind) -> Self {
-        Agg {
-            class,
-            kind,
-            total: 0,
-            count: 0,
-            min: i64::MAX,
-            max: 0,
-        }
-    }
-    #[inline]
-    fn add(&mut self, dur: i64) {
-        self.total += dur;
-        self.count += 1;
-        self.min = self.min.min(dur);
-        self.max = self.max.max(dur);
-    }
-    pub fn merge(&mut self, o: &Agg) {
-        self.total += o.total;
-        self.count += o.count;
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
-    }
-}
 
 /// One GPU op on the timeline (times as in the file, not yet shifted by the base time).
 #[derive(Debug, Clone, Copy)]
@@ -162,7 +104,7 @@ pub struct Collector<'a> {
     pub sglang_steps: Vec<Mark>,
     pub custom_steps: Vec<Mark>,
     /// Batch annotations (the work of a step).
-    pub work_marks: Vec<super::work::WorkMark>,
+    pub work_marks: Vec<WorkMark>,
     /// (CPU start, tokens) of GEMM ops with `Input Dims` (`record_shapes`).
     pub shapes: Spool<(i64, i64)>,
     /// (CPU start, `In msg nelems`) of `record_param_comms` ops.
@@ -280,7 +222,7 @@ impl<'a> Collector<'a> {
         class
     }
 
-    /// Takes one event: only those [`WANT`] names change anything.
+    /// Takes one event: only those [`WANT`](super::names::WANT) names change anything.
     #[inline]
     pub fn on_event(&mut self, ev: &Event<'_>) {
         self.events += 1;
@@ -326,14 +268,14 @@ impl<'a> Collector<'a> {
                 if is_gemm(raw.as_bytes()) {
                     if let Some(m) = ev
                         .arg_found(&INPUT_DIMS, &mut self.args_memo)
-                        .and_then(|v| super::work::gemm_tokens(v.text))
+                        .and_then(|v| gemm_tokens(v.text))
                     {
                         self.shapes.push((start, m.min(i64::MAX as u64) as i64));
                     }
                 } else if is_moe(raw.as_bytes()) {
                     if let Some(m) = ev
                         .arg_found(&INPUT_DIMS, &mut self.args_memo)
-                        .and_then(|v| super::work::gemm_tokens(v.text))
+                        .and_then(|v| gemm_tokens(v.text))
                     {
                         self.moe_rows = Some(self.moe_rows.unwrap_or(0).saturating_add(m));
                     }
@@ -373,8 +315,8 @@ impl<'a> Collector<'a> {
     fn mark(&mut self, ev: &Event<'_>, start: i64, dur: i64, on_gpu: bool) {
         let raw = ev.name.raw();
         if raw.starts_with("step[") || raw.starts_with("execute_") {
-            if let Some((source, batch)) = super::work::parse(raw) {
-                self.work_marks.push(super::work::WorkMark {
+            if let Some((source, batch)) = parse(raw) {
+                self.work_marks.push(WorkMark {
                     start,
                     on_gpu,
                     source,
@@ -452,7 +394,7 @@ impl<'a> Collector<'a> {
             let name = coll
                 .and_then(|v| v.as_str())
                 .map(|s| s.get().into_owned())
-                .unwrap_or_else(|| super::kernels::short_name(&ev.name.get()));
+                .unwrap_or_else(|| short_name(&ev.name.get()));
             let key = id_of(
                 &mut self.coll_key_ids,
                 &mut self.coll_keys,

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::analyze::collect::collstore::Coll;
 
 fn colls(key: &str, starts: &[i64]) -> RankColls {
     let mut by_key = BTreeMap::new();

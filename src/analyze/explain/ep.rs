@@ -25,10 +25,11 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::attribution::{median, ratio};
-use super::classes::Classifier;
-use super::collect::OpKind;
-use super::rank::RankResult;
+use super::attribution::{Attribution, Cause};
+use crate::analyze::classes::Classifier;
+use crate::analyze::collect::ops::OpKind;
+use crate::analyze::collect::rank::RankResult;
+use crate::analyze::stats::{median, ratio};
 
 /// One EP rank's parts, ns (and routed tokens when the trace has shapes).
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -173,8 +174,7 @@ pub fn ep_spans_dp(results: &[RankResult]) -> bool {
 /// which the attribution alone calls *slower device or host*: such records — the rank's, and
 /// its DP replica's when the replica's gap is that rank's — say *hot experts* instead, so the
 /// attribution table, the `ep` table and the verdict agree.
-pub fn defer_hot_experts(a: &mut super::attribution::Attribution, ep: &[EpRecord]) {
-    use super::attribution::Cause;
+pub fn defer_hot_experts(a: &mut Attribution, ep: &[EpRecord]) {
     let hot: Vec<&EpRecord> = ep.iter().filter(|e| e.cause == "hot experts").collect();
     let dp_of = |rank: &str| a.ranks.iter().find(|r| r.rank == rank).and_then(|r| r.dp);
     let by_rec: Vec<Option<String>> = a

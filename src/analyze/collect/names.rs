@@ -1,5 +1,5 @@
 //! Which events analyze reads, by category and name: the complete-event categories the
-//! collector ([`super::collect::Collector::on_event`]) matches on, the reader's filter
+//! collector ([`super::collector::Collector::on_event`]) matches on, the reader's filter
 //! ([`WANT`]) built from the same constants, and the name tests both call
 //! ([`names_read`], [`is_gemm`], [`is_moe`], [`is_launch`]), so what the reader hands over
 //! and what the collector reads cannot drift apart. The tests run per event (a CPU op or

@@ -9,12 +9,13 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::busy::{pct, Kind, RankSummary, Timeline};
-use super::classes::Classifier;
-use super::collect::{Collector, CpuIv, OpKind};
-use super::collectives::RankColls;
-use super::kernels::NameAgg;
+use super::collector::{Collector, CpuIv};
+use super::collstore::RankColls;
+use super::ops::{NameAgg, OpKind};
 use super::steps::{self, StepFig};
 use super::sweep::GpuTotals;
+use super::work::StepWork;
+use crate::analyze::classes::Classifier;
 use crate::trace::{json, Header, Ns, RankId};
 
 /// Per-stream totals (GPU).
@@ -51,7 +52,7 @@ pub struct RankResult {
     /// The file's `baseTimeNanoseconds`.
     pub base_ns: Option<i64>,
     /// Tokens routed to the experts (`record_shapes` of `…fused_moe…` CPU ops), see
-    /// [`super::ep`].
+    /// `explain::ep`.
     #[serde(default)]
     pub moe_rows: Option<u64>,
     /// Why the rank's data stops early, when it does (its file's
@@ -181,9 +182,9 @@ pub fn finish(
             work: Default::default(),
         })
         .collect();
-    let mut step_work = vec![super::work::StepWork::default(); figs.len()];
-    super::work::assign(&work_marks, &marks, &mut step_work);
-    super::work::assign_shapes(
+    let mut step_work = vec![StepWork::default(); figs.len()];
+    steps::assign(&work_marks, &marks, &mut step_work);
+    steps::assign_shapes(
         shapes.sorted_by(|s: &(i64, i64)| s.0)?,
         &marks,
         &mut step_work,
@@ -247,7 +248,7 @@ pub fn finish(
     // Message sizes: CPU-side `record_param_comms` win over the kernels' copies; a step without
     // a collective moved 0 elements once any step moved some.
     let mut step_work: Vec<_> = figs.iter().map(|f| f.work).collect();
-    super::work::assign_nelems(
+    steps::assign_nelems(
         cpu_nelems.sorted_by(|n: &(i64, i64)| *n)?,
         &marks,
         &mut step_work,

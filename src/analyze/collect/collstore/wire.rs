@@ -8,8 +8,8 @@ use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{mem_records, Coll, Cursor, RankColls};
-use crate::analyze::collect::CollEv;
-use crate::analyze::spill::Spool;
+use crate::analyze::collect::collector::CollEv;
+use crate::analyze::collect::spill::Spool;
 
 /// One collective borrowed for writing.
 #[derive(Serialize)]

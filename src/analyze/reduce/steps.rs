@@ -1,19 +1,10 @@
-//! Steps: the windows that cut a profile into iterations, the per-step × rank figures, and the
-//! **onset** of an imbalance.
+//! Steps across ranks: the per-step × rank table and the **onset** of an imbalance, from each
+//! rank's step figures ([`StepFig`], cut by its step windows in
+//! [`crate::analyze::collect::steps`]).
 //!
-//! Step markers, in order of preference: `--step-marker REGEX` (matched against annotation
-//! names), PyTorch's `ProfilerStep#N`, SGLang's `step[EXTEND …]` / `step[DECODE …]`. CPU-side
-//! annotations win over their `gpu_user_annotation` copies.
-//!
-//! A GPU op belongs to the step whose window contains the CPU launch of that op (found through
-//! the launch's `correlation`), so a kernel that runs late still counts for the step that
-//! issued it; without a launch record (or with GPU-side markers) its own start decides.
-//!
-//! Per step and rank the figures are the GPU *busy* time (union of the step's ops) and the
-//! GPU *work* time (union of its non-communication ops). Imbalance is judged on work: in a
-//! synchronous job the fast ranks spend the slow rank's extra time waiting inside collectives,
-//! so their busy time (waiting included) evens out while work does not. In CPU-only traces the
-//! step's time is its annotation's duration, and work is that minus the time in `c10d::` ops.
+//! Imbalance is judged on *work* (the union of a step's non-communication ops), not busy time:
+//! in a synchronous job the fast ranks spend the slow rank's extra time waiting inside
+//! collectives, so their busy time (waiting included) evens out while work does not.
 //!
 //! Steps are matched across ranks by `ProfilerStep` number when every rank has numbers, else
 //! by position. The onset is the first step from which a rank stays above the mean of the
@@ -21,81 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A step annotation as found in the trace (file times).
-#[derive(Debug, Clone)]
-pub struct Mark {
-    pub start: i64,
-    pub dur: i64,
-    pub name: String,
-    pub number: Option<i64>,
-    pub on_gpu: bool,
-}
-
-/// Picks the marker set and orders it by start: custom, then ProfilerStep, then SGLang.
-/// CPU-side marks are preferred to GPU-side copies.
-pub fn choose(
-    custom: Vec<Mark>,
-    profiler: Vec<Mark>,
-    sglang: Vec<Mark>,
-    use_custom: bool,
-) -> (String, Vec<Mark>) {
-    let (source, marks) = if use_custom {
-        ("step-marker", custom)
-    } else if !profiler.is_empty() {
-        ("ProfilerStep", profiler)
-    } else if !sglang.is_empty() {
-        // SGLang's and vLLM's forward annotations (`trace::steps`): one engine or the other.
-        let vllm = sglang.iter().any(|m| m.name.starts_with("execute_"));
-        (
-            if vllm {
-                "vllm execute_..."
-            } else {
-                "sglang step[...]"
-            },
-            sglang,
-        )
-    } else {
-        ("none", Vec::new())
-    };
-    let any_cpu = marks.iter().any(|m| !m.on_gpu);
-    let mut marks: Vec<Mark> = marks
-        .into_iter()
-        .filter(|m| !any_cpu || !m.on_gpu)
-        .collect();
-    marks.sort_by_key(|m| (m.start, m.dur));
-    (source.to_string(), marks)
-}
-
-/// Index of the window (sorted by start) that contains `t`, if any.
-pub fn window_of(marks: &[Mark], t: i64) -> Option<usize> {
-    let k = marks.partition_point(|m| m.start <= t);
-    // The latest window starting at or before t, else an earlier one still open (nesting).
-    (0..k)
-        .rev()
-        .take(4)
-        .find(|&i| t < marks[i].start + marks[i].dur.max(1))
-}
-
-/// One step of one rank.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct StepFig {
-    pub name: String,
-    pub number: Option<i64>,
-    /// Start on the common clock (file time + base time), ns.
-    pub start_ns: i64,
-    /// The annotation's duration (CPU time of the step).
-    pub dur_ns: i64,
-    /// GPU busy (union of the step's ops); in CPU-only traces the step's duration.
-    pub busy_ns: i64,
-    /// GPU busy without communication; in CPU-only traces duration minus `c10d::` time.
-    pub work_ns: i64,
-    /// Sum of op durations per class (class ids of the classifier).
-    #[serde(skip)]
-    pub class_ns: Vec<i64>,
-    /// What the step was asked to do (batch, launches), see [`super::work`].
-    #[serde(default)]
-    pub work: super::work::StepWork,
-}
+use crate::analyze::collect::steps::StepFig;
+use crate::analyze::stats::{argmax, min_mean_max, spread};
 
 /// One step across ranks.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -118,23 +36,23 @@ pub struct StepRow {
 impl StepRow {
     /// Smallest, mean and largest work of the step over the ranks.
     pub fn work_min_mean_max(&self) -> (i64, i64, i64) {
-        super::kernels::min_mean_max(&self.work_ns)
+        min_mean_max(&self.work_ns)
     }
 
     /// The most work over the mean work of the step.
     pub fn max_over_mean(&self) -> f64 {
-        super::kernels::spread(&self.work_ns).0
+        spread(&self.work_ns).0
     }
 
     /// The rank with the most work (its index), or `None` when every rank did the same.
     pub fn slowest(&self) -> Option<usize> {
-        let i = super::kernels::argmax(&self.work_ns)?;
+        let i = argmax(&self.work_ns)?;
         (self.max_over_mean() > 1.0).then_some(i)
     }
 
     /// The excess of the rank with the most work (percent; 0 when there is none).
     pub fn slowest_excess_pct(&self) -> f64 {
-        let i = super::kernels::argmax(&self.work_ns).unwrap_or(0);
+        let i = argmax(&self.work_ns).unwrap_or(0);
         self.excess_pct.get(i).copied().unwrap_or(0.0)
     }
 }
@@ -343,20 +261,6 @@ fn onset(
     best
 }
 
-/// Median and 90th percentile (nearest rank) of a list.
-pub fn median_p90(v: &[i64]) -> (i64, i64) {
-    if v.is_empty() {
-        return (0, 0);
-    }
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    let q = |p: f64| {
-        let k = ((p * s.len() as f64).ceil() as usize).clamp(1, s.len());
-        s[k - 1]
-    };
-    (q(0.5), q(0.9))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,29 +311,5 @@ mod tests {
         // Below the threshold: no onset.
         let t = table(&ranks, &refs, &[], "x", "gpu", 0.25);
         assert!(t.onset.is_none());
-    }
-
-    #[test]
-    fn percentiles_by_nearest_rank() {
-        assert_eq!(median_p90(&[5, 1, 4, 2, 3]), (3, 5));
-        assert_eq!(median_p90(&(1..=10).collect::<Vec<_>>()), (5, 9));
-        assert_eq!(median_p90(&[]), (0, 0));
-    }
-
-    #[test]
-    fn windows_find_their_step() {
-        let m = |s, d| Mark {
-            start: s,
-            dur: d,
-            name: String::new(),
-            number: None,
-            on_gpu: false,
-        };
-        let marks = vec![m(0, 10), m(10, 10), m(30, 5)];
-        assert_eq!(window_of(&marks, 0), Some(0));
-        assert_eq!(window_of(&marks, 10), Some(1));
-        assert_eq!(window_of(&marks, 25), None);
-        assert_eq!(window_of(&marks, 34), Some(2));
-        assert_eq!(window_of(&marks, -1), None);
     }
 }

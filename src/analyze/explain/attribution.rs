@@ -1,7 +1,7 @@
 //! Attribution: is a rank's gap *more work* (uneven load) or *the same work, slower* (the
 //! device or host), or *more kernels* for the same batch?
 //!
-//! For each rank the work of its steps ([`super::work`]: tokens and sequences from batch
+//! For each rank the work of its steps ([`crate::analyze::collect::work`]: tokens and sequences from batch
 //! annotations, kernel launches always) is set against its time (the step table's *work* time:
 //! GPU non-communication busy, or the CPU step time minus `c10d::` in CPU-only traces). A
 //! subject is compared with its typical peer — the median of each figure over its peers, so one
@@ -11,7 +11,7 @@
 //! - a DP replica with the other replicas, on per-replica figures (the mean over its ranks);
 //!   never a rank of one replica with a rank of another;
 //! - a rank that stays above its peers from some later step to the end (the onset rule of
-//!   [`super::steps`], for every rank, not only the worst), from that step on.
+//!   [`crate::analyze::reduce::steps`], for every rank, not only the worst), from that step on.
 //!
 //! Ratios (T̃: the peers' median): time `t = T / T̃`, work `w = W / W̃` (tokens where every step has them, else
 //! sequences), launches `l = L / L̃`. The cause:
@@ -36,9 +36,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::busy::RankSummary;
-use super::steps::{StepFig, StepTable};
-use super::work::{Measure, WorkSource};
+use super::measure::{plural, Measure};
+use crate::analyze::collect::busy::RankSummary;
+use crate::analyze::collect::steps::StepFig;
+use crate::analyze::collect::work::WorkSource;
+use crate::analyze::rankset;
+use crate::analyze::reduce::steps::{StepRow, StepTable};
+use crate::analyze::stats::{median, ratio};
 
 /// Work ratios within this fraction of 1 count as the same work.
 pub const SAME_WORK: f64 = 0.05;
@@ -166,17 +170,6 @@ struct Totals {
     time: f64,
     work: Option<f64>,
     launches: f64,
-}
-
-/// The median of a list (the mean of the two middle values for an even count); 0 when empty.
-pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
 }
 
 /// The typical peer: the median of each figure over the peers (one outlier among them, say a
@@ -334,7 +327,7 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
             .map(|(d, members)| {
                 let t: Vec<Totals> = members.iter().map(|&r| whole[r]).collect();
                 let names: Vec<&str> = members.iter().map(|&r| inp.labels[r].as_str()).collect();
-                (*d, mean(&t), super::rankset::compact(&names))
+                (*d, mean(&t), rankset::compact(&names))
             })
             .collect();
         for (i, (d, t, members)) in rep.iter().enumerate() {
@@ -395,7 +388,7 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
 fn sustained_from(t: &StepTable, r: usize, threshold: f64) -> Option<usize> {
     let n = t.rows.len();
     let peers = t.peers.get(r)?;
-    let above = |row: &super::steps::StepRow| {
+    let above = |row: &StepRow| {
         let m = median(
             &peers
                 .iter()
@@ -445,17 +438,6 @@ struct Ctx<'a> {
     unit: &'a str,
     threshold: f64,
     nsteps: usize,
-}
-
-/// `a / b`; ∞ for something over nothing, 1 for nothing over nothing.
-pub fn ratio(a: f64, b: f64) -> f64 {
-    if b > 0.0 {
-        a / b
-    } else if a > 0.0 {
-        f64::INFINITY
-    } else {
-        1.0
-    }
 }
 
 /// The cause of a gap from its ratios (see the module doc).
@@ -520,9 +502,9 @@ impl Ctx<'_> {
             .as_ref()
             .map(|s| format!(" from step {s} on"))
             .unwrap_or_default();
-        let peer_txt = super::rankset::median_of(&peers);
+        let peer_txt = rankset::median_of(&peers);
         let unit = self.unit;
-        let units = super::work::plural(unit);
+        let units = plural(unit);
         let sentence = match c {
             Cause::Balanced => format!(
                 "{name}: {t:.2}× the time of {peer_txt}{from}, within the {:.0} % threshold",

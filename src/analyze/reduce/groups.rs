@@ -19,9 +19,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::busy::RankSummary;
-use super::rank::RankResult;
 use super::steps::StepTable;
+use crate::analyze::collect::busy::RankSummary;
+use crate::analyze::collect::rank::RankResult;
+use crate::analyze::rankset;
 use crate::trace::RankId;
 
 /// A dimension ranks are grouped by.
@@ -116,7 +117,7 @@ impl Dist {
 pub struct Group {
     /// `DP07`, `TP3`, `PP1`, `EP12`, or the node's directory / prefix.
     pub name: String,
-    /// Member ranks, compactly ([`super::rankset::compact`]).
+    /// Member ranks, compactly ([`rankset::compact`]).
     pub members: String,
     pub ranks: usize,
     /// Work of its ranks.
@@ -366,7 +367,7 @@ fn dim_groups(
                 .unwrap_or(0);
             Group {
                 name,
-                members: super::rankset::compact(&labels),
+                members: rankset::compact(&labels),
                 ranks: m.len(),
                 work: Dist::of(m.iter().map(|&r| work[r] as f64)),
                 busy_mean_ns: mean(&m, &|r| summaries[r].busy_ns as f64),

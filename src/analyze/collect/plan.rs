@@ -1,28 +1,51 @@
 //! Input planning: which files an analysis reads (a directory's rank files, a list, or one
 //! merged trace) and the rank each holds; then reading one file into its rank result(s) — a
-//! merged trace is split back into its ranks by the `[TP01-DP01] …` labels of its pids.
+//! merged trace is split back into its ranks by the `[TP01-DP01] …` labels of its pids — and
+//! how reading it went ([`FileInfo`], which the report lists per file).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
-use super::classes::Classifier;
-use super::collect::{Collector, Config, FxMap};
-use super::model::FileInfo;
+use super::collector::{Collector, Config, FxMap};
 use super::rank::{self, RankResult};
-use super::AnalyzeOptions;
+use crate::analyze::classes::Classifier;
+use crate::analyze::options::AnalyzeOptions;
 use crate::trace::{self, Id, RankId};
+
+/// How one input file was read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileInfo {
+    pub path: String,
+    pub events: u64,
+    /// Decompressed bytes.
+    pub bytes: u64,
+    pub gzip: bool,
+    pub damaged: bool,
+    /// Ranks this file gave (one, or several for a merged trace).
+    pub ranks: Vec<String>,
+    /// Why the file could not be read at all (`reading <path>: <OS error>`); its rank is left
+    /// out of the analysis (and `damaged` is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// Why reading stopped before the end of the document (`truncated at byte N`, …), when
+    /// it did: the rank's figures cover only what came before, and it is left out of the
+    /// comparison unless asked for ([`AnalyzeOptions::keep_partial`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
+}
 
 /// One file to read, with the rank it holds (a merged trace may hold several).
 #[derive(Debug, Clone)]
-pub(super) struct Input {
+pub(in crate::analyze) struct Input {
     pub path: PathBuf,
     pub label: String,
     pub id: RankId,
 }
 
-pub(super) struct Plan {
+pub(in crate::analyze) struct Plan {
     pub profile_id: String,
     pub stage: Option<String>,
     pub inputs: Vec<Input>,
@@ -33,7 +56,7 @@ pub(super) struct Plan {
 }
 
 /// Finds the files to read: rank files win over a merged trace in the same directory.
-pub(super) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
+pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     let mut ranks: Vec<PathBuf> = Vec::new();
     let mut merged: Vec<PathBuf> = Vec::new();
     // Regular files only; unreadable rank files kept (reported later); see trace::discover.
@@ -137,7 +160,7 @@ pub(super) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
 }
 
 /// The rank(s) of one file, how reading it went, and notes.
-pub(super) type FileResult = (Vec<RankResult>, FileInfo, Vec<String>);
+pub(in crate::analyze) type FileResult = (Vec<RankResult>, FileInfo, Vec<String>);
 
 /// What one read of a file gives: the unlabeled rank, the labeled ones of a merged trace, and
 /// how reading went.
@@ -200,7 +223,7 @@ fn collect<'c>(input: &Input, cfg: &'c Config<'c>, want: trace::Want) -> Result<
 }
 
 /// Reads one file and returns its rank(s).
-pub(super) fn read_input(
+pub(in crate::analyze) fn read_input(
     input: &Input,
     cfg: &Config<'_>,
     classes: &Classifier,

@@ -31,9 +31,11 @@
 //!   launch count measures the program, not the batch — a decode step of 8 or of 48 sequences
 //!   launches the same kernels. It tells *more kernels* apart from *same program*, not load.
 //!
-//! An annotation belongs to the step whose window holds its start (a `ProfilerStep#N` holding a
-//! `step[…]`, or the `step[…]` itself when it is the step marker); several in one step add up.
-//! CPU-side annotations win over their `gpu_user_annotation` copies.
+//! Here the figures are read from the trace (the annotations' batches, a GEMM's tokens); each is
+//! given to the step whose window holds it by [`super::steps`] (an annotation to the step whose
+//! window holds its start; several in one step add up; CPU-side annotations win over their
+//! `gpu_user_annotation` copies). Which figure the attribution compares is
+//! `explain::measure`'s choice.
 
 use serde::{Deserialize, Serialize};
 
@@ -179,77 +181,6 @@ impl StepWork {
     }
 }
 
-/// The work figure the attribution compares: the best one every step of every rank has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
-    /// Tokens from the batch annotations.
-    Tokens,
-    /// Sequences from the batch annotations.
-    Seqs,
-    /// Tokens from the GEMMs' input dims.
-    ShapeTokens,
-    /// Elements of the step's collectives.
-    Nelems,
-    /// No work figure: launches only.
-    Launches,
-}
-
-impl Measure {
-    /// Best first: annotations, shapes, message sizes, launches.
-    pub const ORDER: [Measure; 5] = [
-        Measure::Tokens,
-        Measure::Seqs,
-        Measure::ShapeTokens,
-        Measure::Nelems,
-        Measure::Launches,
-    ];
-
-    /// The step's work in this measure (`None` for launches: they are no work figure).
-    pub fn value(self, w: &StepWork) -> Option<u64> {
-        match self {
-            Measure::Tokens => w.tokens,
-            Measure::Seqs => w.seqs,
-            Measure::ShapeTokens => w.shape_tokens,
-            Measure::Nelems => w.nelems,
-            Measure::Launches => None,
-        }
-    }
-
-    /// The unit a report names: `token`, `sequence`, `message element`, `launch` (in the
-    /// plural: [`plural`]).
-    pub fn unit(self) -> &'static str {
-        match self {
-            Measure::Tokens | Measure::ShapeTokens => "token",
-            Measure::Seqs => "sequence",
-            Measure::Nelems => "message element",
-            Measure::Launches => "launch",
-        }
-    }
-
-    /// The first measure (in [`Measure::ORDER`]) that every step has; `annotation` is the
-    /// source of the steps' batch annotations, to name it.
-    pub fn pick<'a>(
-        steps: impl Iterator<Item = Option<&'a StepWork>> + Clone,
-        annotation: WorkSource,
-    ) -> (Measure, WorkSource) {
-        for m in Measure::ORDER {
-            if m == Measure::Launches {
-                break;
-            }
-            let mut it = steps.clone().peekable();
-            if it.peek().is_some() && it.all(|w| w.and_then(|w| m.value(w)).is_some()) {
-                let src = match m {
-                    Measure::Tokens | Measure::Seqs => annotation,
-                    Measure::ShapeTokens => WorkSource::Shapes,
-                    _ => WorkSource::Nelems,
-                };
-                return (m, src);
-            }
-        }
-        (Measure::Launches, WorkSource::Launches)
-    }
-}
-
 /// CPU ops whose `Input Dims` give the token dimension (see the module doc).
 pub const GEMM_OPS: [&str; 5] = [
     "aten::mm",
@@ -277,98 +208,9 @@ pub fn gemm_tokens(dims: &str) -> Option<u64> {
         .try_fold(1u64, |a, &x| a.checked_mul(x))
 }
 
-/// Gives each step the most frequent GEMM token count among the GEMM ops that start in it
-/// (ties: the larger). `shapes`: (CPU start, tokens), as the collector's spool gives them back.
-pub fn assign_shapes(
-    shapes: impl IntoIterator<Item = anyhow::Result<(i64, i64)>>,
-    windows: &[super::steps::Mark],
-    work: &mut [StepWork],
-) -> anyhow::Result<()> {
-    let mut counts: Vec<std::collections::BTreeMap<u64, u64>> =
-        vec![Default::default(); work.len()];
-    for s in shapes {
-        let (start, m) = s?;
-        let m = m.max(0) as u64;
-        if let Some(c) = super::steps::window_of(windows, start).and_then(|i| counts.get_mut(i)) {
-            *c.entry(m).or_default() += 1;
-        }
-    }
-    for (w, c) in work.iter_mut().zip(counts) {
-        w.shape_tokens = c.into_iter().max_by_key(|&(m, n)| (n, m)).map(|(m, _)| m);
-    }
-    Ok(())
-}
-
-/// Adds CPU-side message sizes (`record_param_comms`: (start, nelems)) to the steps that hold
-/// them; the GPU-side sums ([`super::sweep::fold`]) are replaced when any CPU-side one exists.
-pub fn assign_nelems(
-    cpu: impl Iterator<Item = anyhow::Result<(i64, i64)>>,
-    windows: &[super::steps::Mark],
-    work: &mut [StepWork],
-) -> anyhow::Result<()> {
-    let mut any = false;
-    for r in cpu {
-        let (start, n) = r?;
-        if !any {
-            any = true;
-            for w in work.iter_mut() {
-                w.nelems = Some(0);
-            }
-        }
-        if let Some(w) = super::steps::window_of(windows, start).and_then(|i| work.get_mut(i)) {
-            w.nelems = w.nelems.map(|x| x.saturating_add(n.max(0) as u64));
-        }
-    }
-    Ok(())
-}
-
-/// Gives each step (`windows`, as [`super::steps::window_of`] sees them) the batches of the
-/// annotations that start in it. CPU-side annotations win over GPU-side copies.
-pub fn assign(marks: &[WorkMark], windows: &[super::steps::Mark], work: &mut [StepWork]) {
-    let any_cpu = marks.iter().any(|m| !m.on_gpu);
-    for m in marks.iter().filter(|m| !any_cpu || !m.on_gpu) {
-        if let Some(i) = super::steps::window_of(windows, m.start) {
-            if let Some(w) = work.get_mut(i) {
-                w.add(m.source, m.batch);
-            }
-        }
-    }
-}
-
-/// A unit's plural (`launch` → `launches`, `token` → `tokens`).
-pub fn plural(unit: &str) -> String {
-    if unit.ends_with("ch") || unit.ends_with('s') {
-        format!("{unit}es")
-    } else {
-        format!("{unit}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_unit_has_its_plural() {
-        let all = [
-            Measure::Tokens,
-            Measure::ShapeTokens,
-            Measure::Seqs,
-            Measure::Nelems,
-            Measure::Launches,
-        ];
-        let plurals: Vec<String> = all.iter().map(|m| plural(m.unit())).collect();
-        assert_eq!(
-            plurals,
-            [
-                "tokens",
-                "tokens",
-                "sequences",
-                "message elements",
-                "launches"
-            ]
-        );
-    }
 
     #[test]
     fn annotations_parse() {
@@ -419,33 +261,5 @@ mod tests {
             parse("step[EXTEND bs=3]"),
             Some((WorkSource::Sglang, b(3, None)))
         );
-    }
-
-    #[test]
-    fn batches_add_up_in_their_step() {
-        let w = |start| super::super::steps::Mark {
-            start,
-            dur: 100,
-            name: String::new(),
-            number: None,
-            on_gpu: false,
-        };
-        let windows = vec![w(0), w(100)];
-        let m = |start, on_gpu, seqs, tokens| WorkMark {
-            start,
-            on_gpu,
-            source: WorkSource::Sglang,
-            batch: Batch { seqs, tokens },
-        };
-        let marks = vec![
-            m(10, false, 2, Some(20)),
-            m(50, false, 1, Some(5)),
-            m(120, false, 4, Some(4)),
-            m(10, true, 99, Some(99)),
-        ];
-        let mut work = vec![StepWork::default(); 2];
-        assign(&marks, &windows, &mut work);
-        assert_eq!((work[0].seqs, work[0].tokens), (Some(3), Some(25)));
-        assert_eq!((work[1].seqs, work[1].tokens), (Some(4), Some(4)));
     }
 }

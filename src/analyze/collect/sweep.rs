@@ -13,7 +13,8 @@
 
 use anyhow::Result;
 
-use super::collect::{CpuIv, GpuIv, OpKind};
+use super::collector::{CpuIv, GpuIv};
+use super::ops::OpKind;
 use super::spill::{i64_at, Rec, Spool};
 use super::steps::{window_of, Mark, StepFig};
 
@@ -249,7 +250,7 @@ fn assign_steps(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::busy::Union;
+    use crate::analyze::collect::busy::Union;
 
     fn mark(start: i64, dur: i64, on_gpu: bool) -> Mark {
         Mark {

@@ -1,0 +1,30 @@
+//! The read phase (stages 1-2 of [`crate::analyze`]): which files to read, one pass per file,
+//! and each rank's small results. Nothing here looks across ranks.
+//!
+//! - [`plan`]: the files an analysis reads and the rank each holds; reading one file into its
+//!   rank result(s) and its [`plan::FileInfo`].
+//! - [`collector`]: the one-pass collector (the hot path), with [`names`], the events it reads
+//!   and the reader's filter built from the same constants, and [`ops`], what it keeps per op
+//!   name.
+//! - [`spill`]: bounded-memory spools of fixed-size records that the collector fills;
+//!   [`collstore`]: a rank's collectives in bounded memory (and in a partial).
+//! - [`rank`]: a rank's collector turned into its [`rank::RankResult`], with the rank summary
+//!   and its timeline unions ([`busy`]), the GPU figures folded in bounded memory ([`sweep`]),
+//!   the step windows and per-step figures ([`steps`]) and what each step was asked to do
+//!   ([`work`]).
+//!
+//! Imports go one way: `work`, `ops`, `spill` and `busy` import no sibling; `names` and
+//! `steps` import `work`; `collector` imports those; `sweep` and `collstore` import
+//! `collector`; `rank` imports them all and `plan` imports `rank`.
+
+pub mod busy;
+pub mod collector;
+pub mod collstore;
+pub mod names;
+pub mod ops;
+pub mod plan;
+pub mod rank;
+pub mod spill;
+pub mod steps;
+pub mod sweep;
+pub mod work;

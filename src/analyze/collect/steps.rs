@@ -1,0 +1,210 @@
+//! Steps of one rank: the windows that cut its profile into iterations, the figures of each
+//! step ([`StepFig`]), and what falls into each window: the work of the step's batch
+//! annotations, GEMM shapes and message sizes ([`assign`], [`assign_shapes`],
+//! [`assign_nelems`], from the figures [`super::work`] reads).
+//!
+//! Step markers, in order of preference: `--step-marker REGEX` (matched against annotation
+//! names), PyTorch's `ProfilerStep#N`, SGLang's `step[EXTEND …]` / `step[DECODE …]`. CPU-side
+//! annotations win over their `gpu_user_annotation` copies.
+//!
+//! A GPU op belongs to the step whose window contains the CPU launch of that op (found through
+//! the launch's `correlation`), so a kernel that runs late still counts for the step that
+//! issued it; without a launch record (or with GPU-side markers) its own start decides.
+//!
+//! Per step and rank the figures are the GPU *busy* time (union of the step's ops) and the
+//! GPU *work* time (union of its non-communication ops). In CPU-only traces the step's time is
+//! its annotation's duration, and work is that minus the time in `c10d::` ops. Across ranks the
+//! steps are matched and compared by the reduce stage (`reduce::steps`).
+//!
+//! An annotation belongs to the step whose window holds its start (a `ProfilerStep#N` holding a
+//! `step[…]`, or the `step[…]` itself when it is the step marker); several in one step add up.
+//! CPU-side annotations win over their `gpu_user_annotation` copies.
+
+use serde::{Deserialize, Serialize};
+
+use super::work::{StepWork, WorkMark};
+
+/// A step annotation as found in the trace (file times).
+#[derive(Debug, Clone)]
+pub struct Mark {
+    pub start: i64,
+    pub dur: i64,
+    pub name: String,
+    pub number: Option<i64>,
+    pub on_gpu: bool,
+}
+
+/// Picks the marker set and orders it by start: custom, then ProfilerStep, then SGLang.
+/// CPU-side marks are preferred to GPU-side copies.
+pub fn choose(
+    custom: Vec<Mark>,
+    profiler: Vec<Mark>,
+    sglang: Vec<Mark>,
+    use_custom: bool,
+) -> (String, Vec<Mark>) {
+    let (source, marks) = if use_custom {
+        ("step-marker", custom)
+    } else if !profiler.is_empty() {
+        ("ProfilerStep", profiler)
+    } else if !sglang.is_empty() {
+        // SGLang's and vLLM's forward annotations (`trace::steps`): one engine or the other.
+        let vllm = sglang.iter().any(|m| m.name.starts_with("execute_"));
+        (
+            if vllm {
+                "vllm execute_..."
+            } else {
+                "sglang step[...]"
+            },
+            sglang,
+        )
+    } else {
+        ("none", Vec::new())
+    };
+    let any_cpu = marks.iter().any(|m| !m.on_gpu);
+    let mut marks: Vec<Mark> = marks
+        .into_iter()
+        .filter(|m| !any_cpu || !m.on_gpu)
+        .collect();
+    marks.sort_by_key(|m| (m.start, m.dur));
+    (source.to_string(), marks)
+}
+
+/// Index of the window (sorted by start) that contains `t`, if any.
+pub fn window_of(marks: &[Mark], t: i64) -> Option<usize> {
+    let k = marks.partition_point(|m| m.start <= t);
+    // The latest window starting at or before t, else an earlier one still open (nesting).
+    (0..k)
+        .rev()
+        .take(4)
+        .find(|&i| t < marks[i].start + marks[i].dur.max(1))
+}
+
+/// One step of one rank.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepFig {
+    pub name: String,
+    pub number: Option<i64>,
+    /// Start on the common clock (file time + base time), ns.
+    pub start_ns: i64,
+    /// The annotation's duration (CPU time of the step).
+    pub dur_ns: i64,
+    /// GPU busy (union of the step's ops); in CPU-only traces the step's duration.
+    pub busy_ns: i64,
+    /// GPU busy without communication; in CPU-only traces duration minus `c10d::` time.
+    pub work_ns: i64,
+    /// Sum of op durations per class (class ids of the classifier).
+    #[serde(skip)]
+    pub class_ns: Vec<i64>,
+    /// What the step was asked to do (batch, launches), see [`super::work`].
+    #[serde(default)]
+    pub work: StepWork,
+}
+
+/// Gives each step the most frequent GEMM token count among the GEMM ops that start in it
+/// (ties: the larger). `shapes`: (CPU start, tokens), as the collector's spool gives them back.
+pub fn assign_shapes(
+    shapes: impl IntoIterator<Item = anyhow::Result<(i64, i64)>>,
+    windows: &[Mark],
+    work: &mut [StepWork],
+) -> anyhow::Result<()> {
+    let mut counts: Vec<std::collections::BTreeMap<u64, u64>> =
+        vec![Default::default(); work.len()];
+    for s in shapes {
+        let (start, m) = s?;
+        let m = m.max(0) as u64;
+        if let Some(c) = window_of(windows, start).and_then(|i| counts.get_mut(i)) {
+            *c.entry(m).or_default() += 1;
+        }
+    }
+    for (w, c) in work.iter_mut().zip(counts) {
+        w.shape_tokens = c.into_iter().max_by_key(|&(m, n)| (n, m)).map(|(m, _)| m);
+    }
+    Ok(())
+}
+
+/// Adds CPU-side message sizes (`record_param_comms`: (start, nelems)) to the steps that hold
+/// them; the GPU-side sums ([`super::sweep::fold`]) are replaced when any CPU-side one exists.
+pub fn assign_nelems(
+    cpu: impl Iterator<Item = anyhow::Result<(i64, i64)>>,
+    windows: &[Mark],
+    work: &mut [StepWork],
+) -> anyhow::Result<()> {
+    let mut any = false;
+    for r in cpu {
+        let (start, n) = r?;
+        if !any {
+            any = true;
+            for w in work.iter_mut() {
+                w.nelems = Some(0);
+            }
+        }
+        if let Some(w) = window_of(windows, start).and_then(|i| work.get_mut(i)) {
+            w.nelems = w.nelems.map(|x| x.saturating_add(n.max(0) as u64));
+        }
+    }
+    Ok(())
+}
+
+/// Gives each step (`windows`, as [`window_of`] sees them) the batches of the
+/// annotations that start in it. CPU-side annotations win over GPU-side copies.
+pub fn assign(marks: &[WorkMark], windows: &[Mark], work: &mut [StepWork]) {
+    let any_cpu = marks.iter().any(|m| !m.on_gpu);
+    for m in marks.iter().filter(|m| !any_cpu || !m.on_gpu) {
+        if let Some(i) = window_of(windows, m.start) {
+            if let Some(w) = work.get_mut(i) {
+                w.add(m.source, m.batch);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::collect::work::{Batch, WorkSource};
+
+    #[test]
+    fn windows_find_their_step() {
+        let m = |s, d| Mark {
+            start: s,
+            dur: d,
+            name: String::new(),
+            number: None,
+            on_gpu: false,
+        };
+        let marks = vec![m(0, 10), m(10, 10), m(30, 5)];
+        assert_eq!(window_of(&marks, 0), Some(0));
+        assert_eq!(window_of(&marks, 10), Some(1));
+        assert_eq!(window_of(&marks, 25), None);
+        assert_eq!(window_of(&marks, 34), Some(2));
+        assert_eq!(window_of(&marks, -1), None);
+    }
+
+    #[test]
+    fn batches_add_up_in_their_step() {
+        let w = |start| Mark {
+            start,
+            dur: 100,
+            name: String::new(),
+            number: None,
+            on_gpu: false,
+        };
+        let windows = vec![w(0), w(100)];
+        let m = |start, on_gpu, seqs, tokens| WorkMark {
+            start,
+            on_gpu,
+            source: WorkSource::Sglang,
+            batch: Batch { seqs, tokens },
+        };
+        let marks = vec![
+            m(10, false, 2, Some(20)),
+            m(50, false, 1, Some(5)),
+            m(120, false, 4, Some(4)),
+            m(10, true, 99, Some(99)),
+        ];
+        let mut work = vec![StepWork::default(); 2];
+        assign(&marks, &windows, &mut work);
+        assert_eq!((work[0].seqs, work[0].tokens), (Some(3), Some(25)));
+        assert_eq!((work[1].seqs, work[1].tokens), (Some(4), Some(4)));
+    }
+}

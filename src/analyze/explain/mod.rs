@@ -1,0 +1,20 @@
+//! What explains a gap (the second half of stage 3 of [`crate::analyze`]), on top of the tables
+//! of [`crate::analyze::reduce`].
+//!
+//! - [`measure`]: which work figure the comparison uses (tokens, sequences, message elements or
+//!   launches).
+//! - [`attribution`]: per rank, replica and onset, more work (uneven load), the same work
+//!   slower (device or host) or more kernels.
+//! - [`ep`]: MoE expert parallelism, each EP rank's dispatch/combine, expert GEMMs and the rest
+//!   against its EP peers; it turns the attribution's *slower device* into *hot experts* where
+//!   the expert GEMMs say so.
+//! - [`verdict`]: the lines on top of the report.
+//!
+//! Imports: [`crate::analyze::collect`], [`crate::analyze::reduce`] and the shared bottom;
+//! inside, `attribution` imports `measure`, `ep` imports `attribution`, and `verdict` imports
+//! `attribution` and `ep`.
+
+pub mod attribution;
+pub mod ep;
+pub mod measure;
+pub mod verdict;

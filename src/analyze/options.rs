@@ -1,0 +1,55 @@
+//! What an analysis is asked to do ([`AnalyzeOptions`]), independent of the command line: the
+//! inputs the read phase plans from, the rules and marker it reads with, and the threshold and
+//! table sizes of the reduce.
+
+use std::path::PathBuf;
+
+/// What to analyze and how, independent of the command line (every default equals the
+/// command line's).
+#[derive(Debug, Clone)]
+pub struct AnalyzeOptions {
+    /// A directory of rank traces (or holding one merged trace).
+    pub profile_dir: Option<PathBuf>,
+    /// Rank trace files, or one merged trace.
+    pub files: Vec<PathBuf>,
+    /// One rank in depth: its index in rank order.
+    pub rank: Option<usize>,
+    /// Only this profile id (when the directory holds several).
+    pub profile_id: Option<String>,
+    /// Only this stage (EXTEND, DECODE, prefill, decode).
+    pub stage: Option<String>,
+    /// Kernels in the top-kernels table.
+    pub top_n: usize,
+    /// A regex on annotation names that marks steps, instead of ProfilerStep#N / step[...].
+    pub step_marker: Option<String>,
+    /// How far above its peers' mean a rank must stay to count as slower, in percent.
+    pub threshold: f64,
+    /// Kernel class rules (TOML) used before the built-in ones.
+    pub classes: Option<PathBuf>,
+    /// Kernels kept by name in the summary.
+    pub summary_kernels: usize,
+    /// Worker threads (`None`: all cores).
+    pub jobs: Option<usize>,
+    /// Compare the ranks whose trace stops early (truncated, broken) with the others anyway;
+    /// by default they are left out of the comparison while a complete rank remains.
+    pub keep_partial: bool,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            profile_dir: None,
+            files: Vec::new(),
+            rank: None,
+            profile_id: None,
+            stage: None,
+            top_n: 15,
+            step_marker: None,
+            threshold: 5.0,
+            classes: None,
+            summary_kernels: 200,
+            jobs: None,
+            keep_partial: false,
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Across ranks (the first half of stage 3 of [`crate::analyze`]): the tables computed from
+//! every rank's [`RankResult`](crate::analyze::collect::rank::RankResult), with no judgement of
+//! cause (that is [`crate::analyze::explain`]'s).
+//!
+//! - [`kernels`]: class × rank totals and the top kernels with their imbalance.
+//! - [`steps`]: the step × rank table and the onset of an imbalance.
+//! - [`collectives`]: the worlds ranks are matched in, matched collectives, skews, waits and
+//!   the straggler.
+//! - [`groups`]: ranks per DP replica, TP / PP / EP rank and node, distributions, outliers and
+//!   the parallel grid.
+//! - [`heat`]: the rank × class and rank × step heatmaps the HTML report draws.
+//!
+//! Imports: [`crate::analyze::collect`] and the shared bottom of `analyze` (classes, rank sets,
+//! statistics); inside, `heat` imports `kernels` and `steps`, `groups` imports `steps`.
+
+pub mod collectives;
+pub mod groups;
+pub mod heat;
+pub mod kernels;
+pub mod steps;
