@@ -30,13 +30,13 @@ pub mod flush;
 pub mod fromlog;
 pub mod handoff;
 pub mod http;
-pub mod traffic;
 pub mod nsys;
 pub mod options;
 pub mod record;
 pub mod session;
 pub mod startstop;
 pub mod tls;
+pub mod traffic;
 mod window;
 pub mod workers;
 

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::sides::SideInfo;
 use super::normalize::normalize;
+use super::sides::SideInfo;
 use crate::analyze::summary::{RankEntry, Summary};
 
 /// Which times `compare` gates on.

@@ -30,8 +30,8 @@
 
 pub mod diff;
 pub mod gate;
-pub mod sides;
 pub mod normalize;
+pub mod sides;
 
 use std::path::PathBuf;
 

@@ -60,7 +60,7 @@ pub fn write_markdown(a: &Analysis, w: impl Write) -> Result<()> {
     writeln!(w)?;
     for t in sections(a).iter().filter(|t| t.name != "verdict") {
         write!(w, "## {}\n\n", md_text(&t.title))?;
-        super::table::write_markdown(&t, Markdown::Report, &mut w)?;
+        super::table::write_markdown(t, Markdown::Report, &mut w)?;
         writeln!(w)?;
     }
     let notes = a.all_notes();
