@@ -9,7 +9,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rankprof::capture::session;
+use rankprof::capture::startstop;
 use rankprof::cli::CaptureCommand;
 
 use support::capture;
@@ -35,7 +35,8 @@ fn main() {
                 unreachable!()
             };
             let t0 = Instant::now();
-            let o = session::start(&rankprof::commands::capture::start_options(&a)).expect("start");
+            let o =
+                startstop::start(&rankprof::commands::capture::start_options(&a)).expect("start");
             start_s.push(t0.elapsed().as_secs_f64());
             assert_eq!(
                 o.outcome.code(),
@@ -49,7 +50,7 @@ fn main() {
                 unreachable!()
             };
             let t0 = Instant::now();
-            let o = session::stop(&rankprof::commands::capture::stop_options(&a)).expect("stop");
+            let o = startstop::stop(&rankprof::commands::capture::stop_options(&a)).expect("stop");
             stop_s.push(t0.elapsed().as_secs_f64());
             assert_eq!(o.outcome.code(), 0);
         }

@@ -7,7 +7,7 @@ mod support;
 
 use std::process::Command;
 
-use rankprof::capture::session;
+use rankprof::capture::startstop;
 use rankprof::cli::CaptureCommand;
 
 use support::capture;
@@ -82,7 +82,7 @@ fn the_real_router_refuses_without_the_key_and_works_with_it() {
     assert!(!all.contains("wrong-key-123"), "the key was printed: {all}");
 
     // 3. the right key: the workers get it too, the start succeeds
-    let o = session::start(&start_args(capture(&[
+    let o = startstop::start(&start_args(capture(&[
         "capture",
         "start",
         "--router-url",

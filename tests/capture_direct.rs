@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use rankprof::capture::session;
+use rankprof::capture::{session, startstop};
 use rankprof::cli::{CaptureCommand, Command};
 use rankprof::commands::capture::{run_options, start_options, stop_options};
 use serde_json::{json, Value};
@@ -15,20 +15,20 @@ use support::capture;
 use support::http::{dead_port, Reply, Server};
 use support::worker::TestWorker;
 
-fn start(args: &[&str]) -> session::Outcome {
+fn start(args: &[&str]) -> startstop::Outcome {
     let mut v = vec!["capture", "start"];
     v.extend_from_slice(args);
     match capture(&v) {
-        CaptureCommand::Start(a) => session::start(&start_options(&a)).unwrap(),
+        CaptureCommand::Start(a) => startstop::start(&start_options(&a)).unwrap(),
         _ => unreachable!(),
     }
 }
 
-fn stop(args: &[&str]) -> session::Outcome {
+fn stop(args: &[&str]) -> startstop::Outcome {
     let mut v = vec!["capture", "stop"];
     v.extend_from_slice(args);
     match capture(&v) {
-        CaptureCommand::Stop(a) => session::stop(&stop_options(&a)).unwrap(),
+        CaptureCommand::Stop(a) => startstop::stop(&stop_options(&a)).unwrap(),
         _ => unreachable!(),
     }
 }
@@ -42,7 +42,7 @@ fn run(args: &[&str]) -> session::RunOutcome {
     }
 }
 
-fn row<'a>(o: &'a session::Outcome, w: &TestWorker) -> &'a rankprof::capture::calls::WorkerRow {
+fn row<'a>(o: &'a startstop::Outcome, w: &TestWorker) -> &'a rankprof::capture::calls::WorkerRow {
     o.workers.iter().find(|r| r.url == w.url()).unwrap()
 }
 

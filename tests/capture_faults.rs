@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rankprof::capture::calls::WorkerRow;
 use rankprof::capture::fanout::Http;
-use rankprof::capture::{session, workers, Targets};
+use rankprof::capture::{startstop, workers, Targets};
 use rankprof::cli::CaptureCommand;
 use rankprof::commands::capture::start_options;
 use serde_json::{json, Value};
@@ -18,16 +18,16 @@ use support::capture;
 use support::http::{Reply, Server};
 use support::worker::TestWorker;
 
-fn start(args: &[&str]) -> session::Outcome {
+fn start(args: &[&str]) -> startstop::Outcome {
     let mut v = vec!["capture", "start"];
     v.extend_from_slice(args);
     match capture(&v) {
-        CaptureCommand::Start(a) => session::start(&start_options(&a)).unwrap(),
+        CaptureCommand::Start(a) => startstop::start(&start_options(&a)).unwrap(),
         _ => unreachable!(),
     }
 }
 
-fn row<'a>(o: &'a session::Outcome, url: &str) -> &'a WorkerRow {
+fn row<'a>(o: &'a startstop::Outcome, url: &str) -> &'a WorkerRow {
     o.workers.iter().find(|r| r.url == url).unwrap()
 }
 

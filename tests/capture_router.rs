@@ -7,7 +7,7 @@ mod support;
 
 use std::path::Path;
 
-use rankprof::capture::session;
+use rankprof::capture::{session, startstop};
 use rankprof::cli::CaptureCommand;
 use rankprof::trace::read_trace;
 use serde_json::{json, Value};
@@ -225,7 +225,7 @@ fn dp_aware_router_lists_two_workers_but_the_server_is_called_once() {
         "{listed:?}"
     );
 
-    let o = session::start(&start_args(capture(&[
+    let o = startstop::start(&start_args(capture(&[
         "capture",
         "start",
         "--router-url",
@@ -239,7 +239,7 @@ fn dp_aware_router_lists_two_workers_but_the_server_is_called_once() {
     assert_eq!(w.posts("/start_profile").len(), 1);
     assert_eq!(body(&w.posts("/start_profile")[0]), json!({}));
 
-    let o = session::stop(&stop_args(capture(&[
+    let o = startstop::stop(&stop_args(capture(&[
         "capture",
         "stop",
         "--router-url",
@@ -267,7 +267,7 @@ fn a_dead_worker_and_a_vllm_without_profiler_fail_alone() {
     dying.set(|b| b.die = true);
     slow.set(|b| b.delay = std::time::Duration::from_millis(1500));
 
-    let o = session::start(&start_args(capture(&[
+    let o = startstop::start(&start_args(capture(&[
         "capture",
         "start",
         "--router-url",
@@ -315,7 +315,7 @@ fn pd_router_worker_type_filter_calls_only_decode() {
         ],
         2,
     );
-    let o = session::start(&start_args(capture(&[
+    let o = startstop::start(&start_args(capture(&[
         "capture",
         "start",
         "--router-url",

@@ -21,32 +21,8 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::options::ProfileSettings;
+use super::options::{Activity, ProfileSettings};
 use super::workers::excerpt;
-
-/// Which server dialect to speak; `Auto` asks each server.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Backend {
-    #[default]
-    Auto,
-    Sglang,
-    Vllm,
-}
-
-/// A profiler activity SGLang records.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Activity {
-    #[value(name = "CPU", alias = "cpu")]
-    Cpu,
-    #[value(name = "GPU", alias = "gpu")]
-    Gpu,
-    #[value(name = "MEM", alias = "mem")]
-    Mem,
-    #[value(name = "RPD", alias = "rpd")]
-    Rpd,
-    #[value(name = "CUDA_PROFILER", alias = "cuda_profiler")]
-    CudaProfiler,
-}
 
 /// A server dialect.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]

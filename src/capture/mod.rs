@@ -40,7 +40,7 @@ pub mod traffic;
 mod window;
 pub mod workers;
 
-pub use dialect::{Activity, Backend};
+pub use options::WorkerType;
+pub use options::{Activity, Backend};
 pub use options::{ApiKey, CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
 pub use tls::CaCert;
-pub use workers::WorkerType;

@@ -7,8 +7,37 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::dialect::{Activity, Backend};
-use super::workers::WorkerType;
+/// Which server dialect to speak; `Auto` asks each server.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Backend {
+    #[default]
+    Auto,
+    Sglang,
+    Vllm,
+}
+
+/// A profiler activity SGLang records.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Activity {
+    #[value(name = "CPU", alias = "cpu")]
+    Cpu,
+    #[value(name = "GPU", alias = "gpu")]
+    Gpu,
+    #[value(name = "MEM", alias = "mem")]
+    Mem,
+    #[value(name = "RPD", alias = "rpd")]
+    Rpd,
+    #[value(name = "CUDA_PROFILER", alias = "cuda_profiler")]
+    CudaProfiler,
+}
+
+/// A worker's role under PD disaggregation (as routers report it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkerType {
+    Prefill,
+    Decode,
+    Regular,
+}
 
 /// Which workers to call and how.
 #[derive(Debug, Clone)]

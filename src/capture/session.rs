@@ -13,11 +13,11 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::calls::{self, Call, WorkerRow};
-use super::dialect::Backend;
 use super::dialect::{self, Dialect};
 use super::fanout::{fan_out_with, Http};
 use super::flush::{self, Flushed};
 use super::handoff::{merge_and_analyze, PostProcess};
+use super::options::Backend;
 use super::options::{CaptureOptions, ProfileSettings, Targets};
 use super::traffic::{self, LoadReport, Plan};
 use super::window::{sleep_for, NumSteps, Watch};
@@ -206,8 +206,6 @@ pub(super) fn each_worker<R: Send>(
         f,
     )
 }
-
-pub use super::startstop::{start, stop, Outcome};
 
 /// The result of `capture run`.
 #[derive(Debug, Serialize)]

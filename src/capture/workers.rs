@@ -17,15 +17,7 @@ use serde_json::Value;
 
 use super::fanout::Http;
 pub use super::fromlog::{router_from_log, router_in_line};
-use super::options::{seconds, Targets};
-
-/// A worker's role under PD disaggregation (as routers report it).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum WorkerType {
-    Prefill,
-    Decode,
-    Regular,
-}
+use super::options::{seconds, Targets, WorkerType};
 
 /// One server to profile.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -3,7 +3,8 @@
 
 use anyhow::Result;
 
-use crate::capture::session::{self, Outcome, RunOutcome};
+use crate::capture::session::{self, RunOutcome};
+use crate::capture::startstop::{self, Outcome};
 use crate::capture::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
 use crate::report::Format;
 
@@ -16,9 +17,11 @@ use crate::cli::{
 pub fn run(c: &CaptureCommand) -> Result<i32> {
     match c {
         CaptureCommand::Start(a) => {
-            print_outcome(&session::start(&start_options(a))?, a.targets.json)
+            print_outcome(&startstop::start(&start_options(a))?, a.targets.json)
         }
-        CaptureCommand::Stop(a) => print_outcome(&session::stop(&stop_options(a))?, a.targets.json),
+        CaptureCommand::Stop(a) => {
+            print_outcome(&startstop::stop(&stop_options(a))?, a.targets.json)
+        }
         CaptureCommand::Run(a) => {
             let opts = CaptureOptions {
                 interrupt: super::interrupt::ctrl_c("stopping: the servers are sent the stop now"),

@@ -12,7 +12,8 @@ use super::table::{s, Markdown, Table};
 use super::Render;
 use crate::capture::calls::{Call, WorkerRow};
 use crate::capture::dialect::Dialect;
-use crate::capture::session::{Outcome, RunOutcome};
+use crate::capture::session::RunOutcome;
+use crate::capture::startstop::Outcome;
 
 fn cell(c: &Option<Call>) -> String {
     c.as_ref().map_or_else(|| "-".into(), Call::shown)

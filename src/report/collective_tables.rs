@@ -2,8 +2,7 @@
 //! collective key (skew, ties, who arrived last most), and the worst single skews. Built from
 //! `analyze`'s collective report; rendered by [`super::tables`] like every other table.
 
-use super::table::{Cell, Table};
-use super::tables::{ms, text, us};
+use super::table::{ms, text, us, Cell, Table};
 use crate::analyze::Analysis;
 
 pub(super) fn ranks(a: &Analysis) -> Table {

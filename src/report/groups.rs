@@ -5,8 +5,7 @@
 //! [`crate::analyze::reduce::groups::Groups`]; computes nothing.
 
 use super::table::{f, i, s};
-use super::table::{Cell, Table};
-use super::tables::{ms, text};
+use super::table::{ms, text, Cell, Table};
 use crate::analyze::reduce::groups::{Dim, DimGroups, Dist};
 use crate::analyze::Analysis;
 
@@ -307,32 +306,4 @@ pub fn tidy(a: &Analysis) -> Table {
         }
     }
     t
-}
-
-/// The collective groups table in the grouped form: the [`SHOWN`] rows with the largest mean
-/// skew (one row per world and key: 128 replicas give 128 rows), the rest counted.
-pub fn worst_worlds(t: &Table) -> String {
-    let col = t.columns.iter().position(|c| c == "mean skew µs");
-    let mut t = t.clone();
-    let n = t.rows.len();
-    if let (Some(c), true) = (col, n > SHOWN) {
-        let key = |r: &Vec<Cell>| match r.get(c) {
-            Some(Cell::Num(v, _)) => *v,
-            _ => f64::MIN,
-        };
-        t.rows.sort_by(|a, b| key(b).total_cmp(&key(a)));
-        t.rows.truncate(SHOWN);
-        t.title = format!(
-            "{} — the {SHOWN} of {n} with the largest mean skew",
-            t.title
-        );
-    }
-    let mut s = super::terminal::render_table(&t, None);
-    if n > t.rows.len() {
-        s.push_str(&format!(
-            "({} rows not shown; --format csv or json has them all)\n",
-            n - t.rows.len()
-        ));
-    }
-    s
 }

@@ -77,6 +77,21 @@ pub fn f(v: f64) -> Cell {
     Cell::Real(v)
 }
 
+/// Nanoseconds shown as milliseconds, two decimals.
+pub fn ms(ns: i64) -> Cell {
+    Cell::Num(ns as f64 / 1e6, 2)
+}
+
+/// Nanoseconds shown as microseconds, one decimal.
+pub fn us(ns: f64) -> Cell {
+    Cell::Num(ns / 1e3, 1)
+}
+
+/// A text cell.
+pub fn text(s: impl Into<String>) -> Cell {
+    Cell::Text(s.into())
+}
+
 /// A named table. `name` is a stable file/section id (`ranks`, `classes`, …): the file stem in
 /// `--csv-dir` and `--parquet`.
 #[derive(Debug, Clone)]

@@ -4,21 +4,9 @@
 //! is [`super::table`].
 
 use super::collective_tables;
-use super::table::{Cell, Table};
+use super::table::{ms, text, us, Cell, Table};
 use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::Analysis;
-
-pub(super) fn ms(ns: i64) -> Cell {
-    Cell::Num(ns as f64 / 1e6, 2)
-}
-
-pub(super) fn us(ns: f64) -> Cell {
-    Cell::Num(ns / 1e3, 1)
-}
-
-pub(super) fn text(s: impl Into<String>) -> Cell {
-    Cell::Text(s.into())
-}
 
 /// Per-rank columns are shown one per rank up to this many ranks, else summarized.
 const WIDE_RANKS: usize = 16;

@@ -4,8 +4,8 @@
 
 use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
 
-use super::groups::View;
-use super::table::Table;
+use super::groups::{View, SHOWN};
+use super::table::{Cell, Table};
 use super::tables::sections_for;
 use crate::analyze::reduce::groups::Dim;
 use crate::analyze::Analysis;
@@ -128,7 +128,7 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
         .filter(|t| t.terminal && !(grouped && per_rank.contains(&t.name)))
     {
         if grouped && t.name == "collectives" {
-            s.push_str(&super::groups::worst_worlds(t));
+            s.push_str(&worst_worlds(t));
             s.push('\n');
             continue;
         }
@@ -151,6 +151,34 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
                 notes.len() - 20
             ));
         }
+    }
+    s
+}
+
+/// The collective groups table in the grouped form: the [`SHOWN`](super::groups::SHOWN) rows with the largest mean
+/// skew (one row per world and key: 128 replicas give 128 rows), the rest counted.
+pub fn worst_worlds(t: &Table) -> String {
+    let col = t.columns.iter().position(|c| c == "mean skew µs");
+    let mut t = t.clone();
+    let n = t.rows.len();
+    if let (Some(c), true) = (col, n > SHOWN) {
+        let key = |r: &Vec<Cell>| match r.get(c) {
+            Some(Cell::Num(v, _)) => *v,
+            _ => f64::MIN,
+        };
+        t.rows.sort_by(|a, b| key(b).total_cmp(&key(a)));
+        t.rows.truncate(SHOWN);
+        t.title = format!(
+            "{} — the {SHOWN} of {n} with the largest mean skew",
+            t.title
+        );
+    }
+    let mut s = render_table(&t, None);
+    if n > t.rows.len() {
+        s.push_str(&format!(
+            "({} rows not shown; --format csv or json has them all)\n",
+            n - t.rows.len()
+        ));
     }
     s
 }
