@@ -29,9 +29,9 @@ use super::names::{
 };
 use super::spill::Spool;
 use super::steps::Mark;
-use crate::trace::event::ArgKey;
-use crate::trace::memo::Memo;
-use crate::trace::steps::{mark_of_name, StepMark};
+use crate::trace::read::args::ArgKey;
+use crate::trace::read::memo::Memo;
+use crate::trace::read::steps::{mark_of_name, StepMark};
 use crate::trace::{Event, Id, Str, Val};
 
 /// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.

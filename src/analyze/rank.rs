@@ -15,7 +15,8 @@ use super::collectives::RankColls;
 use super::kernels::NameAgg;
 use super::steps::{self, StepFig};
 use super::sweep::GpuTotals;
-use crate::trace::{json, Header, Ns, RankId};
+use crate::trace::read::json;
+use crate::trace::{Header, Ns, RankId};
 
 /// Per-stream totals (GPU).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]

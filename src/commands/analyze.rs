@@ -11,7 +11,7 @@ use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions};
 use crate::cli::{AnalyzeArgs, GroupByArg, ReportFormat, ViewArg};
 use crate::exit;
 use crate::report::tables::View;
-use crate::trace::writer::write_atomic_bytes;
+use crate::trace::write::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
 pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {

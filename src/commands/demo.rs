@@ -10,7 +10,7 @@ use crate::cli::{DemoArgs, LsArgs};
 use crate::exit;
 use crate::pipeline::{run_group, AnalyzeInput, PipelineOptions};
 use crate::trace::discover;
-use crate::trace::writer::write_atomic_bytes;
+use crate::trace::write::writer::write_atomic_bytes;
 
 pub fn run(args: &DemoArgs) -> Result<i32> {
     let fixtures = args

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::cli::{LsArgs, ReportFormat};
 use crate::exit;
 use crate::report::tidy::{i, s, Tidy, Val};
-use crate::trace::discover::Naming;
+use crate::trace::discover::rankfile::Naming;
 use crate::trace::{discover, read_trace, Group};
 
 /// (events, notes, damaged or unreadable) of one file, with `--count`.
