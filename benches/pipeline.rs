@@ -34,7 +34,7 @@ fn main() {
     let inflate = best(3, || {
         bytes = 0;
         for f in &files {
-            let (mut r, _) = rankprof::trace::reader::open(f).expect("open");
+            let (mut r, _) = rankprof::trace::read::reader::open(f).expect("open");
             let mut buf = vec![0u8; 1 << 20];
             while let Ok(n) = r.read(&mut buf) {
                 if n == 0 {

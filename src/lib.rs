@@ -5,7 +5,7 @@
 //! The data path, one module per stage — **discover → read → merge | analyze | compare →
 //! render** — with capture beside it:
 //!
-//! 1. [`trace::discover`] finds the per-rank trace files of a profile (SGLang, vLLM and generic
+//! 1. [`trace::discover()`] finds the per-rank trace files of a profile (SGLang, vLLM and generic
 //!    names) and gives each its [`trace::RankId`];
 //! 2. [`trace::read_trace`] streams one file event by event as borrowed [`trace::Event`]s,
 //!    salvaging everything before any damage;

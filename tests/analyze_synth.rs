@@ -104,7 +104,7 @@ fn a_rank_cut_before_its_base_time_keeps_the_common_clock() {
         let dest = t.path().join(f.file_name().unwrap());
         if f.to_string_lossy().contains("-TP-1.") {
             let mut text = Vec::new();
-            let (mut r, _) = rankprof::trace::reader::open(&f).unwrap();
+            let (mut r, _) = rankprof::trace::read::reader::open(&f).unwrap();
             std::io::Read::read_to_end(&mut r, &mut text).unwrap();
             std::fs::write(&dest, &text[..text.len() / 2]).unwrap();
         } else {

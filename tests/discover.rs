@@ -6,7 +6,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{kineto, shared, write_gz};
-use rankprof::trace::discover::{parse_name, Naming};
+use rankprof::trace::discover::names::parse_name;
+use rankprof::trace::discover::rankfile::Naming;
 use rankprof::trace::{discover, discover_files};
 
 /// (name, naming, key, stage, tp, dp, pp, ep, rank)
@@ -505,7 +506,7 @@ fn a_profile_split_over_directories_is_one_group() {
 #[test]
 fn stamped_files_make_one_profile_per_session() {
     let k = kineto(Some(0), 1, 1.0);
-    let labels = |g: &rankprof::trace::discover::Group| -> Vec<String> {
+    let labels = |g: &rankprof::trace::Group| -> Vec<String> {
         g.files.iter().map(|f| f.label.clone()).collect()
     };
 

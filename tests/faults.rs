@@ -378,7 +378,7 @@ fn recursive_discovery_stops_at_the_depth_cap() {
     within(30, "deep tree", || {
         let t = tempfile::tempdir().unwrap();
         let mut deep = t.path().to_path_buf();
-        for _ in 0..rankprof::trace::discover::MAX_DEPTH + 2 {
+        for _ in 0..rankprof::trace::discover::listing::MAX_DEPTH + 2 {
             deep.push("d");
         }
         good_pair(&deep);
@@ -438,7 +438,7 @@ fn fifos_named_like_traces_are_never_opened() {
         mkfifo(&dir.join("p-TP-2.trace.json.gz"));
         mkfifo(&dir.join("plain.json"));
         // The last line of defence: the reader refuses it at once.
-        let e = rankprof::trace::reader::open(&dir.join("plain.json"))
+        let e = rankprof::trace::read::reader::open(&dir.join("plain.json"))
             .err()
             .expect("a FIFO is refused");
         assert!(e.to_string().contains("not a regular file (a FIFO)"), "{e}");

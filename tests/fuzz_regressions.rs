@@ -5,10 +5,12 @@ use std::io::{BufReader, Cursor};
 use std::path::Path;
 
 use rankprof::capture::workers::parse_workers_answer;
-use rankprof::trace::event::scan_event;
-use rankprof::trace::gz::Members;
-use rankprof::trace::json;
-use rankprof::trace::reader::{read_from_with, read_from_with_window, Damage, Nested, CHUNK};
+use rankprof::trace::read::event::scan_event;
+use rankprof::trace::read::gz::Members;
+use rankprof::trace::read::json;
+use rankprof::trace::read::reader::{read_from_with, read_from_with_window, Nested};
+use rankprof::trace::read::report::Damage;
+use rankprof::trace::read::window::CHUNK;
 
 fn input(name: &str) -> Vec<u8> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))

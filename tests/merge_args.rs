@@ -1,5 +1,5 @@
 //! `merge`'s fast walk over an event's `args` ([`rankprof::merge::args::each_arg`]) against the
-//! validating one it replaced ([`rankprof::trace::event::each_field`]): the same fields, kinds
+//! validating one it replaced ([`rankprof::trace::read::args::each_field`]): the same fields, kinds
 //! and values on hand-made tricky objects and on every `args` object of the real fixtures; on
 //! broken objects it stops without panicking. On the real fixtures, the members the validating
 //! reader found ([`rankprof::trace::Event::arg_fields`], what merge now writes from) too.
@@ -9,8 +9,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use rankprof::merge::args::{each_arg, parse_i64, Arg, ArgKind};
-use rankprof::trace::event::each_field;
-use rankprof::trace::json::Kind;
+use rankprof::trace::read::args::each_field;
+use rankprof::trace::read::json::Kind;
 use rankprof::trace::read_trace;
 
 type Fields = Vec<(String, ArgKind, String)>;

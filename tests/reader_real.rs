@@ -218,7 +218,7 @@ fn reading_only_wanted_events_hands_over_the_validating_readers_wanted_ones() {
         let mut labeled = false;
         let mut narrowed = 0u64;
         // Whether the header keys before the events list a device.
-        let devices = rankprof::trace::reader::read_head(p)
+        let devices = rankprof::trace::read::reader::read_head(p)
             .unwrap()
             .is_some_and(|h| h.lists_devices());
         let ra = read_trace_with(p, Nested::Validate, |ev| {

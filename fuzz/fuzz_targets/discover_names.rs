@@ -8,7 +8,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rankprof::trace::discover::{parse_name, RankId};
+use rankprof::trace::discover::names::parse_name;
+use rankprof::trace::RankId;
 
 fuzz_target!(|name: &str| {
     if let Some(p) = parse_name(name) {

@@ -20,13 +20,15 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rankprof::trace::event::{
+use rankprof::trace::read::args::{
     each_field, find_all_in_args, find_all_in_object_memo, find_in_args, find_in_object,
-    find_in_object_memo, scan_event, ArgKey,
+    find_in_object_memo, ArgKey,
 };
-use rankprof::trace::json;
-use rankprof::trace::memo::Memo;
-use rankprof::trace::skim;
+use rankprof::trace::read::event::scan_event;
+use rankprof::trace::read::json;
+use rankprof::trace::read::memo::Memo;
+use rankprof::trace::read::object;
+use rankprof::trace::read::skim;
 use rankprof_fuzz::check_json;
 
 const KINETO: &[u8] = b"{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7,\n    \"ts\": 1.5, \"dur\": 2.0,\n    \"args\": {\"correlation\": 3}\n  }";
@@ -45,14 +47,14 @@ fn memo_changes_nothing(data: &[u8]) {
         let (mut fa, mut fb) = (Vec::new(), Vec::new());
         // Prime with every object start in the first part, as a reader would meet them.
         for at in (0..prime.len()).filter(|&i| prime[i] == b'{') {
-            let _ = json::scan_object_memo(prime, at, &mut fa, skim, &mut memo);
+            let _ = object::scan_object_memo(prime, at, &mut fa, skim, &mut memo);
         }
         let plain = if skim {
-            json::scan_object_skim(rest, 0, &mut fa)
+            object::scan_object_skim(rest, 0, &mut fa)
         } else {
-            json::scan_object(rest, 0, &mut fa)
+            object::scan_object(rest, 0, &mut fa)
         };
-        let memod = json::scan_object_memo(rest, 0, &mut fb, skim, &mut memo);
+        let memod = object::scan_object_memo(rest, 0, &mut fb, skim, &mut memo);
         assert_eq!(plain, memod, "skim {skim}");
         if plain.is_ok() {
             let a: Vec<_> = fa.iter().map(key).collect();

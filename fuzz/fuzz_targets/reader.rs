@@ -1,4 +1,4 @@
-//! Arbitrary bytes as a trace file, through `rankprof::trace::reader`.
+//! Arbitrary bytes as a trace file, through `rankprof::trace::read::reader`.
 //!
 //! The first byte picks the form of the rest: 0 plain bytes, 1 the rest gzip-compressed (a
 //! sound gzip stream), 2 the rest fed as is through the gzip member reader (a broken or
@@ -33,9 +33,12 @@ use std::io::{BufReader, Cursor, Read, Write};
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use rankprof::trace::event::Event;
-use rankprof::trace::gz::Members;
-use rankprof::trace::reader::{read_from_with, Damage, Nested, ReadReport, Want, CHUNK};
+use rankprof::trace::read::event::Event;
+use rankprof::trace::read::gz::Members;
+use rankprof::trace::read::reader::{read_from_with, Nested};
+use rankprof::trace::read::report::{Damage, ReadReport};
+use rankprof::trace::read::want::Want;
+use rankprof::trace::read::window::CHUNK;
 
 fn canon(e: &Event<'_>) -> String {
     format!(
@@ -138,7 +141,7 @@ fn run_with(mode: u8, bytes: &[u8], window: usize, nested: Nested) -> Run {
         if let (Some(a), Some(members)) = (e.args, e.arg_fields) {
             let at = (a.as_ptr() as usize - e.raw.as_ptr() as usize) as u32;
             let mut f = Vec::new();
-            rankprof::trace::json::scan_object(a.as_bytes(), 0, &mut f).unwrap();
+            rankprof::trace::read::object::scan_object(a.as_bytes(), 0, &mut f).unwrap();
             let alone: Vec<_> = f
                 .iter()
                 .map(|x| (x.key.0 + at, x.key.1 + at, x.val.0 + at, x.val.1 + at, x.kind, x.ctl))

@@ -24,7 +24,7 @@ use super::classes::Classifier;
 use super::model::Analysis;
 use super::options::AnalyzeOptions;
 use super::phases::{self, FileRead, Read};
-use crate::trace::writer::write_atomic_bytes;
+use crate::trace::write::writer::write_atomic_bytes;
 
 /// The `format` field of every partial.
 pub const FORMAT: &str = "rankprof-analyze-partial";

@@ -271,7 +271,7 @@ fn pick_rank(files: &mut [FileRead], n: usize) -> Result<()> {
 pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Result<Analysis> {
     let threshold = args.threshold / 100.0;
     let mut notes = read.plan_notes;
-    let missing = trace::discover::missing_in(&read.grid);
+    let missing = trace::discover::grid::missing_in(&read.grid);
     if !missing.is_empty() {
         notes.push(format!(
             "ranks missing from the grid: {}",

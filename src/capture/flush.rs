@@ -143,7 +143,7 @@ pub fn ends_profile(by_stage: bool) -> impl Fn(&Path) -> bool {
         !by_stage
             || p.file_name()
                 .and_then(|n| n.to_str())
-                .and_then(crate::trace::discover::parse_name)
+                .and_then(crate::trace::discover::names::parse_name)
                 .is_some_and(|n| n.stage.is_some_and(|s| s.eq_ignore_ascii_case("decode")))
     }
 }

@@ -12,7 +12,7 @@ use crate::cli::{AnalyzeArgs, GroupByArg, ViewArg};
 use crate::exit;
 use crate::report::analysis::AnalysisReport;
 use crate::report::groups::View;
-use crate::trace::writer::write_atomic_bytes;
+use crate::trace::write::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
 pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {

@@ -7,7 +7,7 @@ use crate::cli::{CompareArgs, CompareFormat};
 use crate::compare::{compare, CompareOptions, Comparison};
 use crate::exit;
 use crate::report::Format;
-use crate::trace::writer::write_atomic_bytes;
+use crate::trace::write::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
 pub fn options(a: &CompareArgs) -> CompareOptions {

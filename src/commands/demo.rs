@@ -13,7 +13,7 @@ use crate::report::analysis::AnalysisReport;
 use crate::report::merged::MergeReport;
 use crate::report::Format;
 use crate::trace::discover;
-use crate::trace::writer::write_atomic_bytes;
+use crate::trace::write::writer::write_atomic_bytes;
 
 pub fn run(args: &DemoArgs) -> Result<i32> {
     let fixtures = args

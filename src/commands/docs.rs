@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 
 use crate::cli::{CompletionsArgs, ManArgs};
 use crate::exit;
-use crate::trace::writer::write_atomic_bytes;
+use crate::trace::write::writer::write_atomic_bytes;
 
 /// Prints the completion script for a shell on stdout.
 pub fn completions(a: &CompletionsArgs) -> Result<i32> {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::CompareOptions;
 use crate::analyze::summary::{load_summary, Summary, KIND};
 use crate::analyze::AnalyzeOptions;
-use crate::trace::json;
+use crate::trace::read::json;
 
 /// One side, loaded.
 #[derive(Debug, Clone)]

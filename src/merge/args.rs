@@ -3,18 +3,18 @@
 //!
 //! The write pass reads with [`crate::trace::Nested::Validate`]: by the time an event reaches
 //! [`super::rewrite`], every byte of its `args` has been checked, and the reader has kept the
-//! members it found doing so ([`crate::trace::Event::arg_fields`], [`crate::trace::members`]);
+//! members it found doing so ([`crate::trace::Event::arg_fields`], [`crate::trace::read::object`]);
 //! [`Arg::of_field`] views one of them. For an event without them (one scanned on its own),
 //! [`each_arg`] walks the object again, only finding the boundaries: the end of a string with
-//! the scanner's own string scan ([`json::scan_known_string`], 8 bytes at a time), a nested
-//! value with the 64-byte-block [`crate::trace::skim::skip_nested`] (the validating scanner
+//! the scanner's own string scan (`json::scan_known_string`, 8 bytes at a time), a nested
+//! value with the 64-byte-block [`crate::trace::read::skim::skip_nested`] (the validating scanner
 //! when the skim declines), a number or literal by the byte that ends it. On a valid object it
-//! gives exactly what the validating [`crate::trace::event::each_field`] gives
+//! gives exactly what the validating [`crate::trace::read::args::each_field`] gives
 //! (tests/merge_args.rs compares the three on every `args` object of the real fixtures); on
 //! anything else it stops early and never panics.
 
-use crate::trace::json::{self, Field, Kind};
-use crate::trace::skim;
+use crate::trace::read::json::{self, Field, Kind};
+use crate::trace::read::skim;
 
 /// What kind of value an `args` field holds, as far as the rewrite cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,7 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     if b.first() == Some(&b'+') {
         return None;
     }
-    crate::trace::event::parse_int(b)
+    crate::trace::read::value::parse_int(b)
 }
 
 /// The index after the value starting at `b[i]`, and its kind.

@@ -17,8 +17,8 @@
 //! left out, named in the result and in the output's `ranks` list (`"unreadable": "<why>"`),
 //! and makes the result damaged (exit 3); the merge fails only when no rank can be read, or
 //! when writing fails. The temporary pieces live in a `.rankprof-merge-<pid>-*` directory that
-//! SIGINT/SIGTERM removes ([`crate::trace::cleanup`]); ones over a day old, left by a run that
-//! was killed outright, are removed when a merge starts.
+//! SIGINT/SIGTERM removes ([`crate::trace::write::cleanup`]); ones over a day old, left by a run
+//! that was killed outright, are removed when a merge starts.
 
 pub mod align;
 pub mod args;
@@ -36,7 +36,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::exit::Outcome;
-use crate::trace::{cleanup, discover, discover_files, Discovery, Group, Ns};
+use crate::trace::write::cleanup;
+use crate::trace::{discover, discover_files, Discovery, Group, Ns};
 
 pub use align::Align;
 use pass::Ranks;
@@ -150,7 +151,7 @@ pub fn gather(
         None => Discovery::default(),
     };
     if !files.is_empty() {
-        let listed = crate::trace::discover::list_files(files)?;
+        let listed = crate::trace::discover::listing::list_files(files)?;
         let more = discover_files(&listed.files);
         d.groups.extend(more.groups);
         d.notes.extend(listed.notes);

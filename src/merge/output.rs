@@ -1,7 +1,7 @@
-//! The merged file itself: the head (with rankprof's mark, [`crate::trace::merged::head`]), the
-//! ranks' compressed pieces and any load counter tracks, and the tail that carries the merged
-//! top-level keys (`ranks`, `deviceProperties`, `distributedInfo`, `baseTimeNanoseconds`),
-//! written as one gzip file renamed into place.
+//! The merged file itself: the head (with rankprof's mark,
+//! [`crate::trace::discover::merged::head`]), the ranks' compressed pieces and any load counter
+//! tracks, and the tail that carries the merged top-level keys (`ranks`, `deviceProperties`,
+//! `distributedInfo`, `baseTimeNanoseconds`), written as one gzip file renamed into place.
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::align;
 use super::rank::RankOut;
-use crate::trace::writer::{piece_from_bytes, write_gzip, Piece};
+use crate::trace::write::writer::{piece_from_bytes, write_gzip, Piece};
 use crate::trace::{Group, Ns};
 
 /// Writes the merged trace to `out`: the head, the ranks' pieces in order (empty ones
@@ -23,7 +23,7 @@ pub(super) fn write(
     tail: &str,
 ) -> Result<u64> {
     let mut pieces: Vec<Piece> = vec![piece_from_bytes(
-        crate::trace::merged::head().as_bytes(),
+        crate::trace::discover::merged::head().as_bytes(),
         level,
         false,
     )?];

@@ -15,7 +15,7 @@ use super::filter::Filter;
 use super::rank::{self, RankError, RankJob, RankOut};
 use super::steps::{self, ScanInfo};
 use super::{MergeOptions, RankSummary};
-use crate::trace::steps::STEP_EVENTS;
+use crate::trace::read::steps::STEP_EVENTS;
 use crate::trace::{Group, Nested, Ns, ReadReport};
 
 /// Per-rank state of one group's merge.

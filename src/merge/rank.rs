@@ -11,9 +11,10 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::trace::event::{Event, Id};
-use crate::trace::json;
-use crate::trace::writer::{Piece, PieceWriter};
+use crate::trace::read::event::Event;
+use crate::trace::read::json;
+use crate::trace::read::value::Id;
+use crate::trace::write::writer::{Piece, PieceWriter};
 use crate::trace::{read_trace, Ns, ReadReport};
 
 use super::filter::{Filter, Verdict};
@@ -355,7 +356,8 @@ fn track_pid(
 #[cfg(test)]
 mod tests {
     use super::{track_pid, FxHashMap, PidMeta};
-    use crate::trace::event::{scan_event, Id};
+    use crate::trace::read::event::scan_event;
+    use crate::trace::read::value::Id;
 
     /// Over events whose process alternates, repeats, comes back, is an integer or a string
     /// (`"5"` and `5` share a key) or absent, with `process_sort_index` metadata now and

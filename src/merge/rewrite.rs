@@ -14,8 +14,9 @@
 
 use super::args::{each_arg, parse_i64, Arg, ArgKind};
 use super::emit::{Emit, WIDE};
-use crate::trace::event::{Event, Id};
-use crate::trace::json::{self, Kind};
+use crate::trace::read::event::Event;
+use crate::trace::read::json::{self, Kind};
+use crate::trace::read::value::Id;
 use crate::trace::Ns;
 
 /// Writes `ev` as output JSON at the end of `buf`.
@@ -141,7 +142,7 @@ fn canonical_uint(b: &[u8]) -> bool {
 
 /// Writes `args` with its ids made unique and, in process metadata, its name labelled and
 /// sort index set, member by member (those the reader found as it validated them,
-/// [`crate::trace::members`]; else [`each_arg`]'s walk), writing it compact as it goes; an
+/// [`crate::trace::read::object`]; else [`each_arg`]'s walk), writing it compact as it goes; an
 /// object without an id key (nor metadata) is copied as it was written instead (the input's
 /// bytes, spaces kept).
 fn write_args(ev: &Event<'_>, text: &[u8], ctx: &Ctx<'_>, out: &mut Emit<'_, '_>) {
@@ -226,7 +227,7 @@ mod tests {
             assert!(!canonical_uint(b.as_bytes()), "{b}");
         }
     }
-    use crate::trace::event::scan_event;
+    use crate::trace::read::event::scan_event;
 
     fn rewrite(src: &str, r: i64, n: i64, shift: i64) -> serde_json::Value {
         let mut f = Vec::new();

@@ -29,8 +29,8 @@
 //! windows) and the write pass then knows every shift and window.
 //!
 //! **The scan pass reads only the steps** ([`Nested::SkimOnly`] with
-//! [`crate::trace::steps::STEP_EVENTS`]): every other event is skimmed a block at a time after
-//! its leading `ph`, `cat` and `name`, not decoded (#14: most of a rank's events are flows,
+//! [`crate::trace::read::steps::STEP_EVENTS`]): every other event is skimmed a block at a time
+//! after its leading `ph`, `cat` and `name`, not decoded (#14: most of a rank's events are flows,
 //! runtime calls and CPU ops). A skim never refuses what `Validate` accepts, and every event
 //! is still counted; what a skim does not check (a malformed token inside an event it skims,
 //! or between the brackets of an `args`) stops the validating write pass there as damage,
@@ -46,7 +46,7 @@
 
 use std::io;
 
-use crate::trace::steps::{step_mark, StepMark};
+use crate::trace::read::steps::{step_mark, StepMark};
 use crate::trace::{read_trace_with, Event, Nested, Ns, RankFile, ReadReport};
 
 /// A rank's step annotations: `(ProfilerStep number or None, start, end)` in its own `ts`.
@@ -110,7 +110,7 @@ impl Steps {
 #[derive(Clone, Debug, Default)]
 pub struct ScanInfo {
     pub report: Option<ReadReport>,
-    /// The earliest `ts` of the events read (with [`crate::trace::steps::STEP_EVENTS`], of
+    /// The earliest `ts` of the events read (with [`crate::trace::read::steps::STEP_EVENTS`], of
     /// the steps).
     pub min_ts: Option<Ns>,
     pub steps: Steps,

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::table::{i, markdown, s, Cell, Markdown, Table};
 use super::Render;
-use crate::trace::discover::Naming;
+use crate::trace::discover::rankfile::Naming;
 use crate::trace::{Discovery, Group};
 
 /// What `--count` found in one file.

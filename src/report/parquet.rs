@@ -31,7 +31,7 @@ pub fn write(a: &Analysis, dir: &Path) -> Result<usize> {
     let mut n = 0;
     for t in super::tidy::files(a) {
         let path = dir.join(format!("{}.parquet", t.name));
-        crate::trace::writer::write_atomic(&path, |w| {
+        crate::trace::write::writer::write_atomic(&path, |w| {
             imp::write_table(&t, w).map_err(std::io::Error::other)
         })
         .with_context(|| format!("cannot write {} (table {})", path.display(), t.name))?;

@@ -367,7 +367,7 @@ pub fn write_csv_dir(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for t in files(a) {
         let path = dir.join(format!("{}.csv", t.name));
-        crate::trace::writer::write_atomic_bytes(&path, t.csv().as_bytes())
+        crate::trace::write::writer::write_atomic_bytes(&path, t.csv().as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path);
     }

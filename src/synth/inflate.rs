@@ -1,7 +1,7 @@
 //! `rankprof inflate` (hidden): decompresses trace files in parallel with the crate's own gzip
 //! backend (flate2 on zlib-rs) and throws the bytes away. It is the floor the `bench` script
 //! measures `merge` and `analyze` against: no JSON work at all, just inflate. It opens files as
-//! the reader does ([`crate::trace::reader::open`]: regular files only, every gzip member's
+//! the reader does ([`crate::trace::read::reader::open`]: regular files only, every gzip member's
 //! trailer checked). With a deflate level it also compresses the bytes again (into nothing):
 //! the floor for `merge`, which must read and write.
 
@@ -16,7 +16,7 @@ use rayon::prelude::*;
 /// compressed again at that gzip level and the output discarded.
 pub fn inflate_file(path: &Path, deflate: Option<u32>) -> Result<u64> {
     let (mut src, _gzip) =
-        crate::trace::reader::open(path).map_err(|e| anyhow::anyhow!("reading {e}"))?;
+        crate::trace::read::reader::open(path).map_err(|e| anyhow::anyhow!("reading {e}"))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     let mut enc = deflate.map(|l| {

@@ -1,39 +1,32 @@
-//! Everything about trace files themselves: the streaming [`reader`], the [`Event`] view every
-//! later stage consumes, [`discover`]y of rank files and their identity, and the [`writer`]
-//! (streaming JSON + gzip, atomic), with [`cleanup`] of its temporary files on SIGINT/SIGTERM.
+//! Everything about trace files themselves, in three folders along their seams:
+//!
+//! - [`read`]: the streaming [`read::reader`] and the [`Event`] view every later stage consumes;
+//! - [`discover`](mod@discover): finding the rank files of a profile and their identity;
+//! - [`write`](mod@write): the writer (streaming JSON + gzip, atomic), with the cleanup of its
+//!   temporary files on SIGINT/SIGTERM;
+//!
+//! and, beside them, the primitives all of them share: [`time`] ([`Ns`]) and [`rankid`]
+//! ([`RankId`]). The dependencies go one way: `discover` uses `read` (a file's head) and the
+//! primitives, `read` uses the primitives, `write` uses nothing else here, and the primitives
+//! use nothing.
+//!
+//! The facade below is what a library user needs; everything else is reached by its own path
+//! (`trace::read::…`, `trace::discover::…`, `trace::write::…`).
 
-pub mod args;
-pub mod cleanup;
-mod dense_dp;
 pub mod discover;
-pub mod escape;
-pub mod event;
-mod grid;
-pub mod gz;
-pub mod json;
-pub mod listing;
-pub mod members;
-pub mod memo;
-pub mod merged;
-pub mod open;
-pub mod pickmemo;
 pub mod rankid;
-pub mod reader;
-pub mod report;
-mod sessions;
-pub mod skim;
-pub mod steps;
-pub mod swar;
+pub mod read;
 pub mod time;
-pub mod toplevel;
-mod unnamed;
-pub mod want;
-mod window;
-pub mod writer;
+pub mod write;
 
-pub use discover::{
-    discover, discover_files, is_merged_trace, merged_name, Discovery, Group, RankFile, RankId,
-};
-pub use event::{Event, Id, Str, Val};
-pub use reader::{read_trace, read_trace_with, Damage, Header, Nested, ReadReport, Want};
+pub use discover::group::Group;
+pub use discover::merged::{is_merged_trace, merged_name};
+pub use discover::rankfile::RankFile;
+pub use discover::{discover, discover_files, Discovery};
+pub use rankid::RankId;
+pub use read::event::Event;
+pub use read::reader::{read_trace, read_trace_with, Nested};
+pub use read::report::{Damage, Header, ReadReport};
+pub use read::value::{Id, Str, Val};
+pub use read::want::Want;
 pub use time::Ns;

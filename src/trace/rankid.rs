@@ -49,7 +49,7 @@ impl RankId {
     }
 
     /// The label of this rank with every dimension it has, without brackets: `TP01-DP01`,
-    /// `RANK03`. (In a group, [`super::discover::RankFile::label`] shows only the dimensions that vary.)
+    /// `RANK03`. (In a group, [`super::RankFile::label`] shows only the dimensions that vary.)
     pub fn label(&self) -> String {
         strip_brackets(&label_of(self, Shown::present())).to_string()
     }

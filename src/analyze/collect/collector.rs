@@ -31,9 +31,9 @@ use super::spill::Spool;
 use super::steps::Mark;
 use super::work::{gemm_tokens, parse, WorkMark};
 use crate::analyze::classes::Classifier;
-use crate::trace::event::ArgKey;
-use crate::trace::memo::Memo;
-use crate::trace::steps::{mark_of_name, StepMark};
+use crate::trace::read::args::ArgKey;
+use crate::trace::read::memo::Memo;
+use crate::trace::read::steps::{mark_of_name, StepMark};
 use crate::trace::{Event, Id, Str, Val};
 
 /// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.

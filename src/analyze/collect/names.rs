@@ -4,11 +4,11 @@
 //! ([`names_read`], [`is_gemm`], [`is_moe`], [`is_launch`]), so what the reader hands over
 //! and what the collector reads cannot drift apart. The tests run per event (a CPU op or
 //! runtime call's raw name, often hundreds of thousands per rank), so they compare words, not
-//! bytes ([`crate::trace::swar::same_bytes`]), and look only where a word can start
-//! ([`crate::trace::swar::any_at_either`]); the tests check them against plain byte-window
+//! bytes (`trace::read::swar::same_bytes`), and look only where a word can start
+//! (`trace::read::swar::any_at_either`); the tests check them against plain byte-window
 //! searches.
 
-use crate::trace::swar::{any_at_either, same_bytes};
+use crate::trace::read::swar::{any_at_either, same_bytes};
 use crate::trace::Want;
 
 // The categories of complete events the collector reads: its `match` and [`WANT`] name the
@@ -66,7 +66,7 @@ pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
     !devices
         || is_gemm(name)
         || same_bytes(name, COMM_SIZE_OP.as_bytes())
-        || crate::trace::steps::is_profiler_step(name)
+        || crate::trace::read::steps::is_profiler_step(name)
         || is_moe(name)
 }
 

@@ -60,15 +60,15 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     let mut ranks: Vec<PathBuf> = Vec::new();
     let mut merged: Vec<PathBuf> = Vec::new();
     // Regular files only; unreadable rank files kept (reported later); see trace::discover.
-    let mut listing = trace::discover::Listing::default();
+    let mut listing = trace::discover::listing::Listing::default();
     if let Some(dir) = &args.profile_dir {
-        listing = trace::discover::list_dir(dir, false)
+        listing = trace::discover::listing::list_dir(dir, false)
             .with_context(|| format!("cannot read directory {}", dir.display()))?;
     }
-    let given = trace::discover::list_files(&args.files)?;
+    let given = trace::discover::listing::list_files(&args.files)?;
     listing.notes.extend(given.notes);
     for p in listing.files.into_iter().chain(given.files) {
-        if !trace::discover::is_trace_path(&p) {
+        if !trace::discover::names::is_trace_path(&p) {
             continue;
         }
         if trace::is_merged_trace(&p) {
@@ -121,7 +121,7 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
                 0 => bail!("no rank traces found (looked for *.json / *.json.gz rank files and merged-*.trace.json.gz)"),
                 1 => {
                     let p = picked[0].clone();
-                    let id = trace::discover::merged_profile_id(&p);
+                    let id = trace::discover::merged::merged_profile_id(&p);
                     Ok(Plan {
                         grid: Vec::new(),
                         profile_id: id,

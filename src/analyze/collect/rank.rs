@@ -16,7 +16,8 @@ use super::steps::{self, StepFig};
 use super::sweep::GpuTotals;
 use super::work::StepWork;
 use crate::analyze::classes::Classifier;
-use crate::trace::{json, Header, Ns, RankId};
+use crate::trace::read::json;
+use crate::trace::{Header, Ns, RankId};
 
 /// Per-stream totals (GPU).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]

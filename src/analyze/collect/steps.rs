@@ -47,7 +47,7 @@ pub fn choose(
     } else if !profiler.is_empty() {
         ("ProfilerStep", profiler)
     } else if !sglang.is_empty() {
-        // SGLang's and vLLM's forward annotations (`trace::steps`): one engine or the other.
+        // SGLang's and vLLM's forward annotations (`trace::read::steps`): one engine or the other.
         let vllm = sglang.iter().any(|m| m.name.starts_with("execute_"));
         (
             if vllm {

@@ -4,8 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::discover::{Naming, RankFile};
-use super::rankid::{label_of, RankId, Shown};
+use super::rankfile::{Naming, RankFile};
+use crate::trace::rankid::{label_of, RankId, Shown};
 
 /// Ranks absent from the full TP × DP × PP grid spanned by `ids`, as labels; without TP, the
 /// global ranks absent from 0..max. EP is left out of the grid: it splits the TP group (each TP

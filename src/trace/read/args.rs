@@ -10,16 +10,16 @@
 //! member: 4 % of analyze on the real set, 13 % of its instructions on the synthetic one). A key
 //! with its quotes found by `memchr`'s vector search is the member the walk would find when the
 //! text before it is at the object's top level, outside every string, with no backslash
-//! ([`super::toplevel`], 16 bytes a step), and a `:` follows it. A key not in the text at all is
+//! (`toplevel.rs`, 16 bytes a step), and a `:` follows it. A key not in the text at all is
 //! not in the object: a CPU op's `Input Dims` in a trace taken without shapes costs one search.
 
 use memchr::memmem::Finder;
 
-use super::event::Val;
 use super::json::{self, Kind};
 use super::memo::Memo;
 use super::swar::same_bytes;
 use super::toplevel::TopLevel;
+use super::value::Val;
 
 /// Finds `key` among the top-level fields of the (already validated) JSON object `obj`.
 pub fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
@@ -76,7 +76,7 @@ impl ArgKey {
 
 /// [`find_in_object_memo`] that first searches `obj` for the key between quotes. Where the
 /// first match is at the object's top level, outside every string, with no backslash before it
-/// ([`TopLevel`]), and a `:` follows it, it is the first member with that key, and its value is
+/// (`TopLevel`), and a `:` follows it, it is the first member with that key, and its value is
 /// read as the walk reads it. Otherwise (an escape before it, or the match is a value) the
 /// walk answers. With no match the answer is `None` without a walk: the walk compares keys as
 /// written, so a key it finds is in the text between quotes.
@@ -282,5 +282,107 @@ pub fn each_field<'a>(obj: &'a str, mut f: impl FnMut(&'a str, Kind, &'a str) ->
         if b.get(j) == Some(&b',') {
             j = json::skip_ws(b, j + 1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::memo::alike::Objects;
+    use super::*;
+
+    /// `args` objects written alike, varied and damaged now and then, looked up with one memo
+    /// per run and without: the same value (kind and text) for every key asked.
+    #[test]
+    fn the_args_memo_answers_as_find_in_object() {
+        let keys: &[&str] = &[
+            "External id",
+            "correlation",
+            "stream",
+            "cbid",
+            "a\\\"b",
+            "Input Dims",
+        ];
+        // The first four have no quote or backslash: searched.
+        let mut gen = Objects {
+            s: 0x2545_f491_4f6c_dd1d,
+            spaces: &[" ", "", "\n      ", "  "],
+            keys,
+            values: &[
+                "13",
+                "-2.5",
+                "\"x\"",
+                "[[1, 2], [3]]",
+                "{\"a\": 1}",
+                "null",
+                "\"q\\\"r\"",
+                // Wanted keys inside a nested value and a string: not members.
+                "{\"correlation\": 9, \"stream\": [\"cbid\"]}",
+                "\"correlation\"",
+            ],
+        };
+        let mut memo = Memo::default();
+        let mut memo_all = Memo::default();
+        let mut memo_found = Memo::default();
+        let found_keys: Vec<ArgKey> = keys.iter().map(|&k| ArgKey::new(k)).collect();
+        let (mut valid, mut differed) = (0, 0);
+        let some: Vec<&str> = keys.iter().rev().step_by(2).copied().collect();
+        for _ in 0..60_000 {
+            let mut b = gen.object();
+            let r = gen.next();
+            if r.is_multiple_of(4) {
+                gen.damage(&mut b, 1, b",:{}[]\" \\a1");
+            }
+            let obj = std::str::from_utf8(&b).unwrap();
+            let kind = b"lep"[(r >> 50) as usize % 3];
+            let is_valid = serde_json::from_str::<serde_json::Value>(obj).is_ok();
+            valid += usize::from(is_valid);
+            // What the reader hands over: valid JSON, or an object the skim took (brackets
+            // matched, no backslash; its tokens unchecked).
+            let skimmed = matches!(
+                crate::trace::read::skim::skip_nested(&b, 0), Some(Ok(end)) if end == b.len());
+            for (key, found_key) in keys.iter().zip(&found_keys) {
+                let plain = find_in_object(obj, key).map(|v| (format!("{:?}", v.kind), v.text));
+                let memod = find_in_object_memo(obj, key, &mut memo, kind)
+                    .map(|v| (format!("{:?}", v.kind), v.text));
+                assert_eq!(plain, memod, "{obj:?} {key:?}");
+                // Searched: the same on valid JSON; on damaged text the skim took, at most a
+                // key found after damage the walk stops at.
+                let found = find_in_args(obj, found_key, &mut memo_found, kind)
+                    .map(|v| (format!("{:?}", v.kind), v.text));
+                if is_valid || (skimmed && plain.is_some()) {
+                    assert_eq!(plain, found, "{obj:?} {key:?} (searched)");
+                } else if skimmed && found.is_some() {
+                    differed += 1;
+                }
+            }
+            // Searched for all at once (some keys searchable, and all of them).
+            for ks in [&found_keys[..], &found_keys[..4]] {
+                let mut out = vec![None; ks.len()];
+                find_all_in_args(obj, ks, &mut memo_found, kind, &mut out);
+                for (key, got) in ks.iter().zip(&out) {
+                    let plain =
+                        find_in_object(obj, key.key()).map(|v| (format!("{:?}", v.kind), v.text));
+                    let got = got.map(|v| (format!("{:?}", v.kind), v.text));
+                    if is_valid || (skimmed && plain.is_some()) {
+                        assert_eq!(plain, got, "{obj:?} {:?} (all searched)", key.key());
+                    }
+                }
+            }
+            // All keys, and half of them in another order, each in one walk.
+            for ks in [keys, &some[..]] {
+                let mut out = vec![None; ks.len()];
+                find_all_in_object_memo(obj, ks, &mut memo_all, kind, &mut out);
+                for (key, got) in ks.iter().zip(&out) {
+                    let plain = find_in_object(obj, key).map(|v| (format!("{:?}", v.kind), v.text));
+                    let got = got.map(|v| (format!("{:?}", v.kind), v.text));
+                    assert_eq!(plain, got, "{obj:?} {key:?} of {ks:?}");
+                }
+            }
+        }
+        // Both kinds of object were met, and the search did find keys past damage.
+        assert!(
+            valid > 20_000 && differed > 0,
+            "{valid} valid, {differed} differed"
+        );
     }
 }

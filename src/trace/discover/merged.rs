@@ -5,7 +5,7 @@
 //! SGLang's own merger (`merge_profiles`, `utils/profile_merger.py`) writes
 //! `merged-{profile_id}.trace.json.gz` beside the ranks: rankprof's default name. So rankprof
 //! marks its merged traces at their head, before `traceEvents` ([`head`]), where reading only
-//! a file's head finds it ([`super::reader::read_head`]), and replaces a merged trace at its
+//! a file's head finds it ([`read_head`]), and replaces a merged trace at its
 //! default path only when the mark is there; another writer's file is kept, and the merged
 //! trace goes to `merged-<id>[-<stage>].rankprof.trace.json.gz` instead ([`merged_path`]).
 //!
@@ -16,6 +16,8 @@
 //! the rest of the trace").
 
 use std::path::{Path, PathBuf};
+
+use crate::trace::read::reader::read_head;
 
 /// The prefix of every merged trace's file name.
 pub const MERGED_PREFIX: &str = "merged-";
@@ -70,7 +72,7 @@ pub fn merged_profile_id(path: &Path) -> String {
 /// Whether the trace at `path` carries rankprof's mark before its events ([`head`]). A file
 /// that cannot be read or is not a trace does not.
 pub fn written_by_rankprof(path: &Path) -> bool {
-    let Ok(Some(h)) = super::reader::read_head(path) else {
+    let Ok(Some(h)) = read_head(path) else {
         return false;
     };
     h.other.iter().any(|(k, raw)| {

@@ -1,21 +1,6 @@
-//! Which events a reader hands over ([`super::reader::Nested::SkimOnly`]), and the peek that
-//! decides it from an event's first bytes so the others are skimmed whole (#14).
-//!
-//! A consumer such as analyze reads only some kinds of events: complete events (`ph` `X`) of a
-//! few categories. A Kineto trace is a third flow events (`ph` `s`/`f`), and profiles taken
-//! with Python stacks are mostly `python_function`; decoding their fields (times, ids, UTF-8)
-//! is work nobody reads. Kineto writes `ph` first and, for complete events, `cat` second
-//! (`libkineto`'s `output_json.cpp`), so [`Want::peek`] reads those two values where they stand and
-//! the reader skims an unwanted event a block at a time ([`super::skim::skip_nested`]): its
-//! brackets, strings and control bytes are checked, its tokens are not, and it is counted in
-//! [`super::reader::ReadReport::events`] but not handed over.
-//!
-//! What is handed over does not depend on the layout: an event whose first keys are not `ph`
-//! (and `cat`, and `name`), or one the skim declines, is scanned and decoded in full and then
-//! filtered by its decoded `ph`, `cat` and `name` ([`Want::pick`], on the same raw text the
-//! peek reads). The only difference is for an event with a key twice (JSON leaves its meaning
-//! open; Kineto writes none): the peek takes the first `ph`/`cat`/`name`, the decoder the
-//! last.
+//! The peek (#14): [`Want::peek`] reads an event's leading `ph`, `cat` and `name` where they
+//! stand and decides from them, as [`Want::pick`] would, so that the reader skims an unwanted
+//! event whole ([`super::want`] says which events a reader hands over).
 //!
 //! The `cat` and `name` values the peek has read before, with what they were picked as, come
 //! from a memo ([`super::pickmemo`]): a rank repeats a few categories and a few hundred names
@@ -25,114 +10,13 @@
 //! wrote them ([`key_stretch`]): one masked compare each instead of the walk over their
 //! whitespace, key, `:` and quote (#14's seventeenth round: −4.1 % of analyze's instructions
 //! on a real rank, −3.2 % on a synthetic one).
-//!
-//! A merged trace is read whole from its first event whose `pid` carries a rank label
-//! (`"[TP00-DP00] 0"`, as `rankprof merge` writes them, metadata first): a consumer that
-//! splits it by label then sees every event of every label, and its per-label counts stay
-//! exact.
-//!
-//! **By name.** A consumer may also test a complete event's raw `name` ([`Want::names`]):
-//! Kineto writes it third, so [`Want::peek`] reads it in place too when the `cat` is one the
-//! test looks at. The test is told whether the trace's header, before the events, lists a
-//! device (`deviceProperties` not empty, [`Header::lists_devices`](super::Header::lists_devices)):
-//! analyze drops a GPU trace's CPU op totals, so with devices listed it skims every CPU op
-//! whose name it will not read. A trace whose header lists devices but which holds no GPU op
-//! (a CPU-only profile taken on a GPU machine) must then be read again with
-//! [`Want::trust_devices`] off; [`super::ReadReport::narrowed`] counts the events that rule
-//! skimmed (`analyze::plan` does this).
 
 use super::json::{Field, Kind};
 use super::memo::Memo;
 use super::pickmemo::PickMemo;
-use super::swar::same_bytes;
-
-/// A test on a complete event's `cat` and `name` (both raw, as written; `name` is only asked
-/// for the categories in [`Want::named_cats`]); `devices`: the header lists a device. False:
-/// the event is not handed over.
-pub type NameTest = fn(cat: &[u8], name: &[u8], devices: bool) -> bool;
-
-/// The events a consumer reads.
-#[derive(Clone, Copy, Debug)]
-pub struct Want {
-    /// The `ph` values (first byte) handed over.
-    pub ph: &'static [u8],
-    /// For complete events (`ph` `X`): the `cat` values handed over, as written (escapes not
-    /// decoded).
-    pub complete_cats: &'static [&'static str],
-    /// The complete events' categories whose `name` is tested by [`Want::names`].
-    pub named_cats: &'static [&'static str],
-    /// Every complete event's `name` is tested by [`Want::names`], whatever its category
-    /// (`complete_cats` and `named_cats` are then not consulted): for a consumer that looks
-    /// for names in any category, such as merge's steps ([`crate::trace::steps::may_be_step`]).
-    pub every_cat_named: bool,
-    /// The name test.
-    pub names: NameTest,
-    /// Whether `names` is told what the header says of devices (off: always told none).
-    pub trust_devices: bool,
-}
-
-/// What [`Want`] makes of an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pick {
-    /// Handed over.
-    Keep,
-    /// Not handed over.
-    Skip,
-    /// Not handed over because the header lists devices: it would be with none listed.
-    Narrowed,
-}
-
-/// A name test that keeps every name.
-pub fn every_name(_: &[u8], _: &[u8], _: bool) -> bool {
-    true
-}
+use super::want::{Pick, Want};
 
 impl Want {
-    /// What becomes of an event with this `ph` (first byte), `cat` and `name` (raw);
-    /// `devices`: the header lists a device.
-    #[inline]
-    pub fn pick(&self, ph: u8, cat: &[u8], name: &[u8], devices: bool) -> Pick {
-        self.by_ph(ph)
-            .or_else(|| self.by_cat(cat))
-            .unwrap_or_else(|| self.by_name(cat, name, devices))
-    }
-
-    /// `Some` when `ph` decides: not wanted, or wanted and not a complete event.
-    #[inline]
-    fn by_ph(&self, ph: u8) -> Option<Pick> {
-        if !self.ph.contains(&ph) {
-            Some(Pick::Skip)
-        } else {
-            (ph != b'X').then_some(Pick::Keep)
-        }
-    }
-
-    /// For a complete event: `Some` when its `cat` decides, `None` when its name must.
-    #[inline]
-    fn by_cat(&self, cat: &[u8]) -> Option<Pick> {
-        if self.every_cat_named {
-            return None;
-        }
-        let listed = |cats: &[&str]| cats.iter().any(|c| same_bytes(c.as_bytes(), cat));
-        if !listed(self.complete_cats) {
-            Some(Pick::Skip)
-        } else {
-            (!listed(self.named_cats)).then_some(Pick::Keep)
-        }
-    }
-
-    #[inline]
-    fn by_name(&self, cat: &[u8], name: &[u8], devices: bool) -> Pick {
-        let devices = devices && self.trust_devices;
-        if (self.names)(cat, name, devices) {
-            Pick::Keep
-        } else if devices && (self.names)(cat, name, false) {
-            Pick::Narrowed
-        } else {
-            Pick::Skip
-        }
-    }
-
     /// From the bytes at `b[i]` (an event's `{`): what its leading `ph` (and, for `X`, `cat`
     /// and, for a named category, `name`) make of it, as [`Want::pick`] would, and the index
     /// after the last string read; `None` when the event does not start with them as plain
@@ -147,11 +31,11 @@ impl Want {
 
     /// [`Want::peek`] that also puts the fields it read into `fields` (cleared first), as
     /// the scanner would have found them (ranges relative to `b[i]`): a scan of a kept
-    /// event resumes after them ([`super::json::scan_object_resume`]). The `cat` and `name`
+    /// event resumes after them ([`super::object::scan_object_resume`]). The `cat` and `name`
     /// it has read before come from `memo` ([`super::pickmemo`]): the same answer, as long as
     /// `memo` is only ever used with this `Want`.
     #[inline]
-    pub fn peek_into(
+    pub(crate) fn peek_into(
         &self,
         b: &[u8],
         i: usize,
@@ -210,12 +94,6 @@ const NAME: &[u8; 6] = b"\"name\"";
 fn next_key(b: &[u8], j: usize) -> Option<usize> {
     let j = super::json::skip_ws(b, j);
     (*b.get(j)? == b',').then_some(j + 1)
-}
-
-/// Whether `ev`'s `pid` carries a merged trace's rank label (`"[label] pid"`): from it on the
-/// reader hands over every event.
-pub fn labeled(ev: &super::Event<'_>) -> bool {
-    matches!(ev.pid, super::Id::Str(s) if s.raw().starts_with('['))
 }
 
 /// [`key_body`] for `key` (with its quotes; `field`: its place among the peek's keys, which
@@ -420,8 +298,8 @@ mod tests {
     /// several layouts, cut short and with a byte changed here and there.
     #[test]
     fn a_scan_resumed_after_the_peek_is_the_whole_scan() {
-        use super::super::json::{scan_object_resume, scan_object_skim};
         use super::super::memo::Memo;
+        use super::super::object::{scan_object_resume, scan_object_skim};
         let layouts = [
             r#"{"ph": "M", "name": "process_name", "pid": 3, "args": {"name": "x"}}"#,
             r#"{"ph":"X","cat":"kernel","name":"k<1>","pid":0,"tid":7,"ts":1.5,"dur":2,"args":{"correlation":5}}"#,

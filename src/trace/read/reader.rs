@@ -25,15 +25,15 @@ use std::rc::Rc;
 
 use super::event::Event;
 use super::gz::{GzStatus, Members};
-use super::json::{self, Field, Stop};
-use super::members::ArgMembers;
+use super::json::{self, Field};
 use super::memo::Memo;
-pub use super::open::{file_kind, open_regular};
+use super::object::{self, ArgMembers};
+use super::open::open_regular;
 use super::pickmemo::PickMemo;
-pub use super::want::{Pick, Want};
-
-use super::report::key_value;
-pub use super::report::{Damage, Header, Problem, ReadReport, MAX_PROBLEMS};
+use super::report::{key_value, Damage, Header, ReadReport};
+use super::stop::Stop;
+use super::want::{Pick, Want};
+use super::window::CHUNK;
 
 /// Opens `path` and calls `on_event` for every valid event, in file order.
 ///
@@ -78,6 +78,7 @@ pub fn read_trace_with(
 /// Opens a file as a byte stream, decompressing it when it starts with the gzip magic bytes.
 /// Returns the stream and whether it was gzip. Only regular files are opened (see
 /// [`open_regular`]); gzip members are checked as [`super::gz`] says.
+#[doc(hidden)] // not API: for the fuzz targets/benches
 pub fn open(path: &Path) -> io::Result<(Box<dyn Read>, bool)> {
     let src = open_source(path)?;
     Ok((src.reader, src.gzip))
@@ -137,6 +138,7 @@ pub fn read_from(
 /// by) set to `window` bytes instead of the default 1 MiB; values below 16 are raised to 16.
 /// The events and the report do not depend on the window: this exists so that tests and fuzz
 /// targets can check that with tiny windows, where every value straddles a refill.
+#[doc(hidden)] // not API: for the fuzz targets/benches
 pub fn read_from_with_window(
     path: &Path,
     src: Box<dyn Read>,
@@ -148,6 +150,7 @@ pub fn read_from_with_window(
 }
 
 /// [`read_from_with_window`] with the treatment of nested values chosen.
+#[doc(hidden)] // not API: for the fuzz targets/benches
 pub fn read_from_with(
     path: &Path,
     src: Box<dyn Read>,
@@ -163,9 +166,6 @@ pub fn read_from_with(
     }
     s.read(path, gzip, on_event)
 }
-
-/// The default read window.
-pub const CHUNK: usize = 1 << 20;
 
 struct Scanner {
     src: Box<dyn Read>,
@@ -423,10 +423,10 @@ impl Scanner {
                         let scanned = match peeked {
                             // The fields the peek read are the scan's first ones.
                             Some(Pick::Keep) => {
-                                json::scan_object_resume(b, i, resume_at, &mut fields, &mut memo)
+                                object::scan_object_resume(b, i, resume_at, &mut fields, &mut memo)
                             }
                             _ if self.skim => {
-                                json::scan_object_memo(b, i, &mut fields, true, &mut memo)
+                                object::scan_object_memo(b, i, &mut fields, true, &mut memo)
                             }
                             _ => members.scan_event(b, i, &mut fields, &mut memo),
                         };

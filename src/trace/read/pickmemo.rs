@@ -90,7 +90,7 @@ pub struct PickMemo {
     gens: [u64; SLOTS],
     long: Vec<LongSlot>,
     /// The key stretches before `ph`, `cat` and `name`, as [`super::memo`] keeps the
-    /// scanner's ([`super::want`] says how the peek uses them).
+    /// scanner's (`peek.rs` says how the peek uses them).
     pub(super) keys: Memo,
 }
 

@@ -13,8 +13,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::discover::{Naming, Parsed};
-use super::rankid::RankId;
+use super::group::shown_dir;
+use super::names::Parsed;
+use super::rankfile::Naming;
+use crate::trace::rankid::RankId;
 
 /// Splits files in stamp order into sessions that hold each rank once. When a rank comes
 /// again, the new session starts at the widest gap between stamps since that rank's earlier
@@ -128,7 +130,7 @@ pub(crate) fn join_sglang_stamps(
                     notes.push(format!(
                         "{}: {} SGLang trace files named with a time stamp each (SGLang \
                          before profile ids) taken as one profile, {key}",
-                        super::unnamed::shown_dir(&dir),
+                        shown_dir(&dir),
                         s.len()
                     ));
                 }

@@ -1,6 +1,6 @@
 //! Listing candidate trace files, safely on any file system: a directory ([`list_dir`]) or
 //! files given by name ([`list_files`]). Which of them are ranks, and whose, is
-//! [`super::discover`]'s business.
+//! [`super`]'s business.
 //!
 //! - `--recursive` follows symlinked directories, but visits each directory (by device and
 //!   inode) once, so a `dot -> .` link or two links into each other cannot loop, and goes at
@@ -17,7 +17,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::discover::{is_trace_name, parse_name};
+use super::names::{is_trace_name, parse_name};
+use crate::trace::read::open::file_kind;
 
 /// How many directory levels `--recursive` descends below the directory given.
 pub const MAX_DEPTH: usize = 32;
@@ -84,7 +85,7 @@ impl Walk {
             Ok(m) => self.out.notes.push(format!(
                 "{}: {}, not a regular file; skipped (never opened)",
                 p.display(),
-                super::reader::file_kind(&m.file_type())
+                file_kind(&m.file_type())
             )),
             Err(e) => {
                 // A dangling or looping symlink, or gone since it was listed.

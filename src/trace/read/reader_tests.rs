@@ -76,7 +76,7 @@ fn read_only(b: &[u8], window: usize) -> (ReadReport, Vec<String>) {
         complete_cats: &["kernel", "cpu_op"],
         named_cats: &[],
         every_cat_named: false,
-        names: crate::trace::want::every_name,
+        names: crate::trace::read::want::every_name,
         trust_devices: true,
     };
     let mut names = Vec::new();

@@ -78,10 +78,10 @@ pub fn may_be_step(cat: &[u8], name: &[u8], _devices: bool) -> bool {
         && (is_profiler_step(name) || name.starts_with(b"step[") || is_vllm_step(name))
 }
 
-/// The events a reader that only needs the steps reads ([`super::Nested::SkimOnly`]; merge's
-/// `--align first-step` scan): complete events of any category that [`may_be_step`] takes.
+/// The events a reader that only needs the steps reads ([`super::reader::Nested::SkimOnly`];
+/// merge's `--align first-step` scan): complete events of any category that [`may_be_step`] takes.
 /// The others are skimmed after their leading `ph`, `cat` and `name` (a flow event after its
-/// `ph`), not decoded, and still counted in [`super::ReadReport::events`].
+/// `ph`), not decoded, and still counted in [`super::report::ReadReport::events`].
 pub const STEP_EVENTS: Want = Want {
     ph: b"X",
     complete_cats: &[],
@@ -164,7 +164,7 @@ mod tests {
             doc += &ev;
         }
         doc += "]}";
-        for window in [97, super::super::reader::CHUNK] {
+        for window in [97, super::super::window::CHUNK] {
             let read = |nested: Nested| {
                 let mut steps = Vec::new();
                 let src = Box::new(Cursor::new(doc.clone().into_bytes()));

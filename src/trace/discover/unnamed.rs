@@ -7,7 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::discover::{finish_group, rank_file, Group, Naming, RankFile, RankId};
+use super::group::{finish_group, shown_dir, Group};
+use super::rankfile::{rank_file, Naming, RankFile};
+use crate::trace::rankid::RankId;
+use crate::trace::read::reader::read_head;
 
 /// The group of the unnamed trace files `paths` of `dir` (`None` when none holds a trace);
 /// files that cannot be read are skipped with a note in `notes`.
@@ -54,7 +57,7 @@ pub(super) fn stamped_groups(
 fn ranked(paths: Vec<PathBuf>, notes: &mut Vec<String>) -> Vec<RankFile> {
     let mut files = Vec::new();
     for path in paths {
-        match super::reader::read_head(&path) {
+        match read_head(&path) {
             Ok(Some(h)) => {
                 let rank = h.distributed_rank().and_then(|r| u32::try_from(r).ok());
                 let naming = if rank.is_some() {
@@ -102,15 +105,6 @@ fn finish(dir: PathBuf, id: String, mut files: Vec<RankFile>, notes: &mut Vec<St
         }
     }
     finish_group(dir, id, None, files)
-}
-
-/// A directory as notes show it: `.` for the current one (a bare file name's parent).
-pub(super) fn shown_dir(dir: &Path) -> std::path::Display<'_> {
-    if dir.as_os_str().is_empty() {
-        Path::new(".").display()
-    } else {
-        dir.display()
-    }
 }
 
 /// The profile id of files whose names carry no rank: one file's own name without its

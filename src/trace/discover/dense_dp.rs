@@ -12,7 +12,10 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::discover::{Naming, Parsed};
+use super::group::shown_dir;
+use super::names::Parsed;
+use super::rankfile::Naming;
+use crate::trace::read::reader::read_head;
 
 /// When the dense vLLM files of one profile repeat a rank number and every file's head has a
 /// `distributedInfo.rank` that is not always the name's, that rank (global across the replicas)
@@ -29,7 +32,7 @@ pub(super) fn global_ranks(dir: &Path, files: &mut [(Parsed, PathBuf)], notes: &
     }
     let mut global = Vec::with_capacity(files.len());
     for (_, path) in files.iter() {
-        let head = super::reader::read_head(path).ok().flatten();
+        let head = read_head(path).ok().flatten();
         match head.and_then(|h| h.distributed_rank()) {
             Some(g) => match u32::try_from(g) {
                 Ok(g) => global.push(g),
@@ -51,6 +54,6 @@ pub(super) fn global_ranks(dir: &Path, files: &mut [(Parsed, PathBuf)], notes: &
     notes.push(format!(
         "{}: vLLM's rank{{r}} names repeat across data-parallel replicas (a dense model counts \
          ranks inside each replica); ranks taken from distributedInfo.rank, global across them",
-        super::unnamed::shown_dir(dir)
+        shown_dir(dir)
     ));
 }

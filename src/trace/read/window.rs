@@ -1,9 +1,11 @@
-//! The reader's read windows, one spare per thread (#14): reading 1,024 small ranks one after
-//! another then zeroes (and maps, page by page) one window per thread, not one per file.
+//! The reader's read windows: their default size ([`CHUNK`]), and one spare per thread (#14):
+//! reading 1,024 small ranks one after another then zeroes (and maps, page by page) one window
+//! per thread, not one per file.
 
 use std::cell::RefCell;
 
-use super::reader::CHUNK;
+/// The default read window.
+pub const CHUNK: usize = 1 << 20;
 
 thread_local! {
     /// The last read window this thread used.

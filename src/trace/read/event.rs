@@ -2,129 +2,16 @@
 //! trace event. The common fields are decoded once (`ph`, `cat`, `name`, `pid`, `tid`, `ts`,
 //! `dur`, `id`); `args` stays raw and is searched on demand; every field is still available as
 //! raw bytes so a writer can copy what it does not change (escaping raw control bytes first
-//! when [`Event::ctl`] says the event holds any).
+//! when [`Event::ctl`] says the event holds any). The values it hands out are
+//! [`super::value`]'s; the lookups in its `args`, [`super::args`]'s.
 
-use std::borrow::Cow;
-use std::fmt;
-
-pub use super::args::{
-    each_field, find_all_in_args, find_all_in_object_memo, find_in_args, find_in_object,
-    find_in_object_memo, ArgKey,
-};
-use super::json::{self, Field, Kind, Stop};
+use super::args::{find_all_in_args, find_in_args, find_in_object, ArgKey};
+use super::json::{Field, Kind};
 use super::memo::Memo;
-use super::time::Ns;
-
-/// A JSON string as it sits in the input: valid UTF-8, escapes not yet decoded.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub struct Str<'a> {
-    raw: &'a str,
-    escaped: bool,
-}
-
-impl<'a> Str<'a> {
-    pub fn new(raw: &'a str, escaped: bool) -> Self {
-        Str { raw, escaped }
-    }
-    /// The text between the quotes, escapes as written.
-    pub fn raw(&self) -> &'a str {
-        self.raw
-    }
-    /// The decoded text (borrowed unless it holds escapes).
-    pub fn get(&self) -> Cow<'a, str> {
-        if self.escaped {
-            Cow::Owned(json::unescape(self.raw))
-        } else {
-            Cow::Borrowed(self.raw)
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.raw.is_empty()
-    }
-    pub fn eq_str(&self, s: &str) -> bool {
-        if self.escaped {
-            self.get() == s
-        } else {
-            self.raw == s
-        }
-    }
-}
-
-impl fmt::Debug for Str<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.get())
-    }
-}
-
-impl fmt::Display for Str<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.get())
-    }
-}
-
-/// A `pid`, `tid` or `id`: Kineto writes integers, but also strings such as `"Spans"` or `""`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Id<'a> {
-    #[default]
-    None,
-    Int(i64),
-    Str(Str<'a>),
-}
-
-impl Id<'_> {
-    pub fn as_int(&self) -> Option<i64> {
-        match self {
-            Id::Int(v) => Some(*v),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Id<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Id::None => Ok(()),
-            Id::Int(v) => write!(f, "{v}"),
-            Id::Str(s) => write!(f, "{s}"),
-        }
-    }
-}
-
-/// A value inside `args`.
-#[derive(Clone, Copy, Debug)]
-pub struct Val<'a> {
-    pub kind: Kind,
-    /// For strings the text between the quotes; otherwise the raw JSON.
-    pub text: &'a str,
-}
-
-impl<'a> Val<'a> {
-    pub fn as_i64(&self) -> Option<i64> {
-        match self.kind {
-            Kind::Num => parse_int(self.text.as_bytes()).or_else(|| {
-                self.text
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.fract() == 0.0 && v.abs() < 9.0e18)
-                    .map(|v| v as i64)
-            }),
-            Kind::Str { .. } => self.text.parse::<i64>().ok(),
-            _ => None,
-        }
-    }
-    pub fn as_f64(&self) -> Option<f64> {
-        match self.kind {
-            Kind::Num | Kind::Str { .. } => self.text.parse::<f64>().ok(),
-            _ => None,
-        }
-    }
-    pub fn as_str(&self) -> Option<Str<'a>> {
-        match self.kind {
-            Kind::Str { escaped } => Some(Str::new(self.text, escaped)),
-            _ => None,
-        }
-    }
-}
+use super::object;
+use super::stop::Stop;
+use super::value::{parse_int, Id, Str, Val};
+use crate::trace::time::Ns;
 
 /// One trace event, borrowed from the reader's buffer.
 #[derive(Clone, Copy, Debug)]
@@ -147,10 +34,11 @@ pub struct Event<'a> {
     /// The raw `args` object, if any.
     pub args: Option<&'a str>,
     /// The members of `args`, as ranges into `raw`, when the reader found them while
-    /// validating ([`super::members`]); `None` otherwise (skimming readers, [`scan_event`]).
+    /// validating ([`super::object::ArgMembers`]); `None` otherwise (skimming readers,
+    /// [`scan_event`]).
     pub arg_fields: Option<&'a [Field]>,
     /// Some string of the event holds a raw control byte (U+0000–U+001F), which JSON forbids:
-    /// `raw` must go through [`json::escape_ctl`] before it is written out.
+    /// `raw` must go through [`super::escape::escape_ctl`] before it is written out.
     pub ctl: bool,
 }
 
@@ -199,29 +87,9 @@ impl Bad {
     }
 }
 
-/// `str::parse::<i64>`, answering at once for plain `[-]digits` of up to 18 digits (no
-/// overflow possible); anything else takes the standard parse, so the answers are the same.
-#[inline(always)]
-pub fn parse_int(t: &[u8]) -> Option<i64> {
-    let digits = t.strip_prefix(b"-").unwrap_or(t);
-    if !digits.is_empty() && digits.len() <= 18 {
-        let mut v: i64 = 0;
-        let mut plain = true;
-        for &c in digits {
-            let d = c.wrapping_sub(b'0');
-            plain &= d <= 9;
-            v = v.wrapping_mul(10).wrapping_add(i64::from(d));
-        }
-        if plain {
-            return Some(if digits.len() < t.len() { -v } else { v });
-        }
-    }
-    std::str::from_utf8(t).ok()?.parse::<i64>().ok()
-}
-
 impl<'a> Event<'a> {
     /// Builds the view over a scanned object. `raw` must be the object's bytes and `fields` its
-    /// fields as found by [`json::scan_object`].
+    /// fields as found by [`object::scan_object`].
     ///
     /// Inlined into the reader (#14, tenth round): returned from a call, the 232-byte view was
     /// copied (`memcpy`) out of the `Result` into the reader's frame, and the reader's next
@@ -384,7 +252,7 @@ pub fn scan_event<'a>(b: &'a [u8], fields: &'a mut Vec<Field>) -> Result<Event<'
     if b.first() != Some(&b'{') {
         return Err(bad(0, "an event is a JSON object: expected '{'"));
     }
-    let end = match json::scan_object(b, 0, fields) {
+    let end = match object::scan_object(b, 0, fields) {
         Ok(e) => e,
         Err(Stop::Incomplete) => return Err(bad(b.len(), "truncated")),
         Err(Stop::Invalid(at, m)) => return Err(bad(at, m)),
@@ -445,56 +313,6 @@ mod tests {
                 (Err(x), Err(y)) => assert_eq!(x.valid_up_to(), y.valid_up_to()),
                 (x, y) => panic!("{b:?}: {x:?} vs {y:?}"),
             }
-        }
-    }
-
-    #[test]
-    fn parse_int_answers_as_the_standard_parse() {
-        let mut cases: Vec<String> = [
-            "",
-            "-",
-            "0",
-            "-0",
-            "+5",
-            "007",
-            "1.0",
-            "1e3",
-            " 1",
-            "12a",
-            "--1",
-            "-+1",
-            "999999999999999999",
-            "-999999999999999999",
-            "9223372036854775807",
-            "9223372036854775808",
-            "-9223372036854775808",
-            "-9223372036854775809",
-            "1234567890123456789",
-            "99999999999999999999",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let mut s = 0x2545_f491_4f6c_dd1du64;
-        for _ in 0..50_000 {
-            crate::testrng::xorshift(&mut s);
-            let len = (s % 22) as usize;
-            // Half the cases are plain `[-]digits`, the fast path's own ground.
-            let alphabet: &[u8] = if s & 1 == 0 {
-                b"0123456789-+.e /"
-            } else {
-                b"0123456789"
-            };
-            let mut t: String = (0..len)
-                .map(|k| alphabet[((s >> (k * 3 % 60)) as usize) % alphabet.len()] as char)
-                .collect();
-            if s & 6 == 2 {
-                t.insert(0, '-');
-            }
-            cases.push(t);
-        }
-        for t in cases {
-            assert_eq!(parse_int(t.as_bytes()), t.parse::<i64>().ok(), "{t:?}");
         }
     }
 

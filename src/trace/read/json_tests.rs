@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::testrng::xorshift;
-use crate::trace::swar::{plain_string_len, short_string_end};
+use crate::trace::read::swar::{plain_string_len, short_string_end};
 
 #[test]
 fn skips_nested_values_and_reports_kinds() {
@@ -38,43 +38,6 @@ fn rejects_nan_and_garbage() {
         skip_value(br#"{"a": 01}"#, 0),
         Err(Stop::Invalid(7, _))
     ));
-}
-
-#[test]
-fn object_fields_are_indexed() {
-    let b = br#"  {"ph": "X", "ts": 12.5, "args": {"k": [1]}}"#;
-    let mut f = Vec::new();
-    let end = scan_object(b, 2, &mut f).unwrap();
-    assert_eq!(end, b.len());
-    let ev = &b[2..];
-    assert_eq!(f.len(), 3);
-    assert_eq!(f[0].key(ev), b"ph");
-    assert_eq!(f[0].val(ev), b"X");
-    assert_eq!(f[0].raw_val(ev), b"\"X\"");
-    assert_eq!(f[1].val(ev), b"12.5");
-    assert_eq!(f[2].val(ev), br#"{"k": [1]}"#);
-}
-
-#[test]
-fn raw_control_bytes_are_flagged_and_escaped() {
-    let b = b"{\"name\": \"a\x01b\", \"args\": {\"k\": [\"x\ny\"]},\n \"ok\": \"plain text longer than twenty-four bytes\x1f\"}";
-    let mut f = Vec::new();
-    assert_eq!(scan_object(b, 0, &mut f), Ok(b.len()));
-    assert_eq!(
-        f.iter().map(|f| f.ctl).collect::<Vec<_>>(),
-        [true, true, true]
-    );
-    assert_eq!(first_ctl(b), Some(11));
-    let mut out = Vec::new();
-    escape_ctl(b, &mut out);
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(v["name"], "a\u{1}b");
-    assert_eq!(v["args"]["k"][0], "x\ny");
-    assert!(v["ok"].as_str().unwrap().ends_with('\u{1f}'));
-    let clean = br#"{"name": "a\u0001b", "t": 1}"#;
-    assert_eq!(scan_object(clean, 0, &mut f), Ok(clean.len()));
-    assert!(f.iter().all(|f| !f.ctl));
-    assert_eq!(first_ctl(clean), None);
 }
 
 #[test]
@@ -150,7 +113,7 @@ fn inline_numbers_end_as_the_full_scanner() {
         (b"1234567/", 7),
         (b"123456789:", 9),
     ] {
-        assert_eq!(crate::trace::swar::digits_end(text, 0), end);
+        assert_eq!(crate::trace::read::swar::digits_end(text, 0), end);
     }
     let mut s = 0x2545_f491_4f6c_dd1d;
     for _ in 0..200_000 {
@@ -170,7 +133,11 @@ fn inline_numbers_end_as_the_full_scanner() {
             while b.get(e).is_some_and(u8::is_ascii_digit) {
                 e += 1;
             }
-            assert_eq!(crate::trace::swar::digits_end(&b, i), e, "{b:?} at {i}");
+            assert_eq!(
+                crate::trace::read::swar::digits_end(&b, i),
+                e,
+                "{b:?} at {i}"
+            );
             if matches!(b[i], b'-' | b'0'..=b'9') {
                 assert_eq!(
                     scan_number_inline(&b, i),
@@ -271,7 +238,7 @@ fn escaped_raw_control_bytes_read_back_as_themselves() {
 
 #[test]
 fn same_bytes_equals_slice_equality() {
-    use crate::trace::swar::same_bytes;
+    use crate::trace::read::swar::same_bytes;
     // Every length to 40 (each path of the word compare and its overlapping last load), with
     // one byte changed at every position, and pairs of different lengths.
     let base: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
@@ -296,7 +263,7 @@ fn same_bytes_equals_slice_equality() {
 
 #[test]
 fn any_at_either_visits_every_position_of_the_two_bytes() {
-    use crate::trace::swar::any_at_either;
+    use crate::trace::read::swar::any_at_either;
     // Bytes next to the two looked for (and 0, 1, 0x80, 0xFF, where a borrow can spill), at
     // every length to 40 and every offset.
     const BYTES: [u8; 9] = [b'K', b'L', b'M', b'N', 0, 1, 0x80, 0xFF, b'a'];
@@ -341,7 +308,7 @@ fn any_at_either_visits_every_position_of_the_two_bytes() {
 
 #[test]
 fn skip_plain16_stops_at_the_first_quote_backslash_or_control_byte() {
-    use crate::trace::swar::skip_plain16;
+    use crate::trace::read::swar::skip_plain16;
     let stop = |c: u8| c == b'"' || c == b'\\' || c < 0x20;
     let mut s = 0x1234_5678_9ABC_DEF1u64;
     let mut next = move || xorshift(&mut s);

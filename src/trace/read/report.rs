@@ -8,7 +8,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::json::{self, Stop};
+use super::json;
+use super::stop::Stop;
 
 /// Top-level keys of a trace other than `traceEvents`. Values are kept as raw JSON text.
 #[derive(Debug, Clone, Default)]

@@ -37,7 +37,7 @@
 //! document is invalid; `memchr` finds up to three given bytes, not four classes at once.
 //!
 //! A reader that has already read an event's leading `ph`/`cat`/`name` (the peek,
-//! [`super::want`]) skims the rest from there ([`skip_rest_of_object`]) instead of from the
+//! [`super::want::Want::peek`]) skims the rest from there ([`skip_rest_of_object`]) instead of from the
 //! `{`: the same answer, a block fewer for most CPU ops and runtime calls. With the
 //! carry-less prefix XOR: −28 % of the skim's instructions, −2.3 % of analyze's (#14's seventh
 //! round; callgrind, one rank of `./bench`'s real set; below the noise of a task-clock run).
@@ -46,7 +46,7 @@
 //! --target-mb 1`, 1,024 ranks, 1.05 GB of JSON; user + sys CPU s on an idle 2-core machine):
 //! see the README's "Benchmarks".
 
-use super::json::{Scan, Stop};
+use super::stop::{Scan, Stop};
 
 /// One bit per byte of a 64-byte block (bit `k` is byte `k`): the four classes the skim
 /// tells apart.

@@ -1,42 +1,31 @@
 //! A small validating JSON scanner over byte windows, in the manner of Perfetto's JSON tokenizer:
-//! it finds value boundaries and the top-level fields of an object without building a tree, so
-//! one pass both validates an event and indexes it. Positions are indices into the window; the
-//! reader turns them into file offsets. Running off the end of the window is `Incomplete` (read
-//! more, or the input is truncated), never an error of its own.
+//! it finds value boundaries without building a tree, so one pass both validates an event and
+//! indexes it (the top-level fields of an object: [`super::object`]). Positions are indices into
+//! the window; the reader turns them into file offsets. Running off the end of the window is
+//! `Incomplete` (read more, or the input is truncated), never an error of its own
+//! ([`super::stop`]).
 //!
 //! Why not serde_json for this: serde_json parses a value, but it cannot tell where the next
 //! event starts in a partly-read buffer, nor say at which byte a damaged file stops being
 //! readable while keeping what came before. We still use serde_json for the small header values.
 //!
 //! One leniency: a raw control byte (U+0000–U+001F) inside a string, which JSON forbids, does
-//! not stop the scan. It is flagged instead ([`Field::ctl`], [`scan_string_ctl`]) so that a
+//! not stop the scan. It is flagged instead ([`Field::ctl`], `scan_string_ctl`) so that a
 //! writer copying raw text can escape it with [`escape_ctl`]: what we write is always valid
 //! JSON. The common byte (above `"`, not `\`) is handled as cheaply as before; the whole
 //! check adds under 1 % to the reader's instruction count (callgrind, `ls --count` of a synth
 //! rank).
 //!
 //! The commonest cases are taken inline and a word at a time (#14): whitespace runs 16 bytes
-//! at a time and strings 8 bytes at a time ([`super::swar`]), plain numbers and short strings
+//! at a time and strings 8 bytes at a time (`swar.rs`), plain numbers and short strings
 //! without the general dispatch; each falls back to the byte loop, whose answer is then the one
 //! given (`json_tests.rs` checks every fast path against it on random input).
-//! Between values, a reader's [`super::memo`] stands for the key scan where events are written
-//! alike.
 //!
-//! The scanner; its tests are in `json_tests.rs`, the escaping of what is written out in
-//! [`super::escape`] (re-exported here).
+//! The scanner of values, what it calls a value ([`Kind`]) and a field ([`Field`]); its tests are
+//! in `json_tests.rs`, the escaping of what is written out in [`super::escape`] (re-exported
+//! here).
 
-/// Why a scan stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    /// The window ended inside a value.
-    Incomplete,
-    /// The bytes at this index are not valid JSON.
-    Invalid(usize, &'static str),
-}
-
-pub type Scan<T> = Result<T, Stop>;
-
-use super::memo::Memo;
+use super::stop::{Scan, Stop};
 
 pub use super::escape::{escape_ctl, escape_ctl_from, first_ctl, unescape, write_string};
 
@@ -93,7 +82,7 @@ const MAX_DEPTH: usize = 512;
 /// Skips JSON whitespace from `b[i]`. Most calls find none or one space; the indentation of
 /// pretty-printed traces (`"\n    "`) is taken 16 bytes at a time.
 #[inline(always)]
-pub fn skip_ws(b: &[u8], i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], i: usize) -> usize {
     match b.get(i) {
         Some(&c) if c > b' ' => i,
         Some(b' ') if b.get(i + 1).is_some_and(|&c| c > b' ') => i + 1,
@@ -105,13 +94,14 @@ pub fn skip_ws(b: &[u8], i: usize) -> usize {
 /// `b[i]` is the opening quote. Returns the index after the closing quote and whether the
 /// string holds escapes.
 #[inline]
+#[doc(hidden)] // not API: for the fuzz targets/benches
 pub fn scan_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
     scan_string_ctl(b, i, &mut false)
 }
 
 /// [`scan_string`] that also sets `*ctl` when the string holds a raw control byte.
 #[inline]
-pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)> {
+pub(crate) fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)> {
     let mut j = i + 1;
     let mut escaped = false;
     // Plain text one 8-byte word at a time (SWAR): keys and most names end within a few
@@ -164,7 +154,7 @@ pub fn scan_string_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)
 /// [`scan_string_ctl`] with its commonest case, a plain string of at most 7 bytes (most keys
 /// and many values), taken inline.
 #[inline(always)]
-fn scan_string_inline(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)> {
+pub(super) fn scan_string_inline(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, bool)> {
     if let Some(end) = b.get(i + 1..i + 9).and_then(super::swar::short_string_end) {
         return Ok((i + end + 2, false));
     }
@@ -178,7 +168,7 @@ fn has_ctl(s: &[u8]) -> bool {
 }
 
 /// `b[i]` starts a number. Returns the index after it.
-pub fn scan_number(b: &[u8], i: usize) -> Scan<usize> {
+pub(crate) fn scan_number(b: &[u8], i: usize) -> Scan<usize> {
     let mut j = i;
     let at = |j: usize| b.get(j).copied();
     if at(j) == Some(b'-') {
@@ -272,12 +262,12 @@ fn scan_literal(b: &[u8], i: usize, word: &'static [u8]) -> Scan<usize> {
 
 /// Skips one value starting at `b[i]` (no leading whitespace), validating it.
 /// Returns the index after it and its kind.
-pub fn skip_value(b: &[u8], i: usize) -> Scan<(usize, Kind)> {
+pub(crate) fn skip_value(b: &[u8], i: usize) -> Scan<(usize, Kind)> {
     skip_value_depth(b, i, 0, &mut false)
 }
 
 /// [`skip_value`] that also sets `*ctl` when a string in the value holds a raw control byte.
-pub fn skip_value_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, Kind)> {
+pub(crate) fn skip_value_ctl(b: &[u8], i: usize, ctl: &mut bool) -> Scan<(usize, Kind)> {
     skip_value_depth(b, i, 0, ctl)
 }
 
@@ -343,7 +333,7 @@ fn skip_value_depth(b: &[u8], i: usize, depth: usize, ctl: &mut bool) -> Scan<(u
 /// A value inside an object at `depth`, the common ones first, as `skip_value_depth` would
 /// take them; nested values are skimmed when `skim` ([`super::skim`]).
 #[inline(always)]
-fn value_inline(
+pub(super) fn value_inline(
     b: &[u8],
     j: usize,
     skim: bool,
@@ -367,180 +357,14 @@ fn value_inline(
 /// [`skip_value`] for a value already validated or skimmed (an event's `args` and what it
 /// holds): the same end and kind, taking the common values inline and skimming nested ones.
 #[inline]
-pub fn skip_known_value(b: &[u8], i: usize) -> Scan<(usize, Kind)> {
+pub(crate) fn skip_known_value(b: &[u8], i: usize) -> Scan<(usize, Kind)> {
     value_inline(b, i, true, 1, &mut false)
 }
 
 /// [`scan_string`] with the short plain case inline.
 #[inline]
-pub fn scan_known_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
+pub(crate) fn scan_known_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
     scan_string_inline(b, i, &mut false)
-}
-
-/// Scans the object at `b[i] == '{'`, pushing its top-level fields (ranges relative to `i`)
-/// into `fields`. Returns the index after the closing brace.
-pub fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
-    scan_object_with(b, i, fields, false, None, Inner::TOP)
-}
-
-/// [`scan_object`] that skims nested values ([`super::skim`]) instead of validating them token
-/// by token; a value the skim declines is validated as by [`scan_object`]. For every input
-/// [`scan_object`] accepts, the fields and the end are the same.
-pub fn scan_object_skim(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
-    scan_object_with(b, i, fields, true, None, Inner::TOP)
-}
-
-/// [`scan_object`] (or with `skim`, [`scan_object_skim`]) that takes the stretches between
-/// values it has seen before from `memo` ([`super::memo`]): the same answer, for a reader that
-/// scans many events written alike.
-pub fn scan_object_memo(
-    b: &[u8],
-    i: usize,
-    fields: &mut Vec<Field>,
-    skim: bool,
-    memo: &mut Memo,
-) -> Scan<usize> {
-    scan_object_with(b, i, fields, skim, Some(memo), Inner::TOP)
-}
-
-/// [`scan_object_memo`], skimming, of the object at `b[i]` whose first fields, up to
-/// `b[from]`, are already in `fields` as the scan would have found them ([`super::want`]'s
-/// peek read them): the same answer as the scan from `b[i]`.
-pub fn scan_object_resume(
-    b: &[u8],
-    i: usize,
-    from: usize,
-    fields: &mut Vec<Field>,
-    memo: &mut Memo,
-) -> Scan<usize> {
-    let inner = Inner {
-        resume: Some(from),
-        ..Inner::TOP
-    };
-    scan_object_with(b, i, fields, true, Some(memo), inner)
-}
-
-/// Where an object scanned by [`scan_object_with`] stands: an event (depth 1, positions
-/// relative to its `{`, its kind taken from its first value), or the `args` of one
-/// ([`super::members`]: depth 2, positions relative to the event's `{`, the kind given), and
-/// what to do with an event's `args`.
-pub(super) struct Inner<'m> {
-    /// The depth of the object's values, for the nesting limit.
-    pub depth: usize,
-    /// Where the event starts, when the object is inside one.
-    pub base: Option<usize>,
-    /// The memo kind, when given.
-    pub kind: Option<u8>,
-    /// With `Some`, an event's `args` object is scanned member by member into it.
-    pub args: Option<&'m mut super::members::ArgMembers>,
-    /// With `Some(from)`, the scan resumes: the fields before `b[from]` are already in
-    /// `fields` (at least one), as the scan would have found them.
-    pub resume: Option<usize>,
-}
-
-impl Inner<'_> {
-    const TOP: Inner<'static> = Inner {
-        depth: 1,
-        base: None,
-        kind: None,
-        args: None,
-        resume: None,
-    };
-}
-
-// Long on purpose: the loop over one object's fields, every step inline (#14).
-#[allow(clippy::too_many_lines)]
-#[inline(always)]
-pub(super) fn scan_object_with(
-    b: &[u8],
-    i: usize,
-    fields: &mut Vec<Field>,
-    skim: bool,
-    mut memo: Option<&mut Memo>,
-    mut inner: Inner<'_>,
-) -> Scan<usize> {
-    let base = inner.base.unwrap_or(i);
-    let rel = |x: usize| (x - base) as u32;
-    // `from`: where the stretch before the next value starts (after `{`, then after a value).
-    let mut from = i + 1;
-    let mut k = 0usize;
-    let mut kind = inner.kind.unwrap_or(0);
-    match (inner.resume, fields.first()) {
-        (Some(at), Some(f0)) => {
-            from = at;
-            k = fields.len();
-            if inner.kind.is_none() {
-                // As below: the byte after the first value's first byte.
-                kind = b.get(f0.val_start() + base + 1).copied().unwrap_or(0);
-            }
-        }
-        _ => fields.clear(),
-    }
-    loop {
-        let mut ctl = false;
-        let hit = match memo {
-            Some(ref m) => m.matches(b, from, kind, k),
-            None => None,
-        };
-        let (key, j) = match hit {
-            Some(h) => (h.key, skip_ws(b, h.value)),
-            None => {
-                let mut j = skip_ws(b, from);
-                if k == 0 {
-                    if b.get(j) == Some(&b'}') {
-                        return Ok(j + 1);
-                    }
-                } else {
-                    match b.get(j) {
-                        None => return Err(Stop::Incomplete),
-                        Some(b',') => j = skip_ws(b, j + 1),
-                        Some(b'}') => return Ok(j + 1),
-                        Some(_) => return Err(Stop::Invalid(j, "expected ',' or '}'")),
-                    }
-                }
-                match b.get(j) {
-                    None => return Err(Stop::Incomplete),
-                    Some(b'"') => {}
-                    Some(_) => return Err(Stop::Invalid(j, "expected a string key")),
-                }
-                let (kend, _) = scan_string_inline(b, j, &mut ctl)?;
-                let key = (j + 1, kend - 1);
-                j = skip_ws(b, kend);
-                match b.get(j) {
-                    None => return Err(Stop::Incomplete),
-                    Some(b':') => j = skip_ws(b, j + 1),
-                    Some(_) => return Err(Stop::Invalid(j, "expected ':'")),
-                }
-                if let Some(m) = memo.as_deref_mut() {
-                    if !ctl {
-                        m.record(b, from, key, j, kind, k);
-                    }
-                }
-                (key, j)
-            }
-        };
-        let (vend, vkind) = match inner.args.as_deref_mut() {
-            Some(m) if b.get(j) == Some(&b'{') && b.get(key.0..key.1) == Some(b"args") => {
-                (m.scan(b, i, j, fields, &mut ctl)?, Kind::Obj)
-            }
-            _ => value_inline(b, j, skim, inner.depth, &mut ctl)?,
-        };
-        let val = match vkind {
-            Kind::Str { .. } => (rel(j + 1), rel(vend - 1)),
-            _ => (rel(j), rel(vend)),
-        };
-        fields.push(Field {
-            key: (rel(key.0), rel(key.1)),
-            val,
-            kind: vkind,
-            ctl,
-        });
-        if k == 0 && inner.kind.is_none() {
-            kind = b.get(j + 1).copied().unwrap_or(0);
-        }
-        from = vend;
-        k += 1;
-    }
 }
 
 #[cfg(test)]

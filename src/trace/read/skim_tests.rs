@@ -2,7 +2,7 @@
 //! validating scanner, and what the skim declines.
 
 use super::*;
-use crate::trace::json;
+use crate::trace::read::json;
 
 /// A small deterministic generator (xorshift).
 struct Rng(u64);
@@ -180,7 +180,7 @@ fn declines_what_it_does_not_check() {
 fn the_rest_of_an_object_skims_as_the_whole() {
     // An event whose leading `ph`/`cat`/`name` a peek read, then anything (valid or not, cut
     // or whole): the skim from where the peek stopped answers as the skim from the `{`.
-    use crate::trace::want::{every_name, Want};
+    use crate::trace::read::want::{every_name, Want};
     const W: Want = Want {
         ph: b"X",
         complete_cats: &["cpu_op"],

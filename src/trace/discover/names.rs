@@ -1,0 +1,223 @@
+//! What a rank file's name says about its rank ([`parse_name`]: the naming rules of every
+//! vendor, listed in [`super`]'s doc, with their tests), which names are traces at all
+//! (`is_trace_name`, [`is_trace_path`]), and the time stamp in the names torch's own handler
+//! writes (`torch_handler_stamp`).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::rankfile::Naming;
+use crate::trace::rankid::RankId;
+
+/// Does this path name a trace file (`*.json` or `*.json.gz`)?
+pub fn is_trace_path(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(is_trace_name)
+}
+
+/// What a file name says about its rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub naming: Naming,
+    /// The profile key: SGLang's `[prefix-]profile_id`, vLLM's prefix, a generic stem.
+    pub key: String,
+    pub stage: Option<String>,
+    pub id: RankId,
+    /// vLLM's time stamp in the name: ranks of one session are split from other sessions.
+    pub ns: Option<u128>,
+}
+
+fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pat).expect("static regex"))
+}
+
+fn num(c: &regex::Captures<'_>, name: &str) -> Option<u32> {
+    c.name(name).and_then(|m| m.as_str().parse().ok())
+}
+
+/// SGLang's stage suffix as the stage's name. SGLang up to 0.5.1 wrote `-{stage.__str__()}`
+/// of its `ForwardMode` `IntEnum`: `-1` / `-2` under Python 3.11 and later,
+/// `-ForwardMode.EXTEND` under 3.10; 0.5.3 on write `-EXTEND` / `-DECODE` (and its second
+/// profiler `-prefill` / `-decode`, kept as written).
+fn stage_name(suffix: &str) -> String {
+    match suffix.trim_start_matches("ForwardMode.") {
+        "1" => "EXTEND",
+        "2" => "DECODE",
+        s => s,
+    }
+    .to_string()
+}
+
+/// Reads the rank identity from a file name alone. `None`: not a rank-file name we know.
+pub fn parse_name(name: &str) -> Option<Parsed> {
+    static SGLANG: OnceLock<Regex> = OnceLock::new();
+    static VLLM: OnceLock<Regex> = OnceLock::new();
+    static VLLM_RANK: OnceLock<Regex> = OnceLock::new();
+    static GENERIC: OnceLock<Regex> = OnceLock::new();
+    let sglang = re(
+        &SGLANG,
+        r"^(?P<key>.+?)-TP-(?P<tp>\d+)(?:-DP-(?P<dp>\d+))?(?:-PP-(?P<pp>\d+))?(?:-EP-(?P<ep>\d+))?(?:-(?P<stage>EXTEND|DECODE|prefill|decode|(?:ForwardMode\.)?(?:EXTEND|DECODE)|1|2))?\.trace\.json(?:\.gz)?$",
+    );
+    if let Some(c) = sglang.captures(name) {
+        return Some(Parsed {
+            naming: Naming::Sglang,
+            key: c["key"].to_string(),
+            stage: c.name("stage").map(|m| stage_name(m.as_str())),
+            id: RankId {
+                tp: num(&c, "tp"),
+                dp: num(&c, "dp"),
+                pp: num(&c, "pp"),
+                ep: num(&c, "ep"),
+                ..Default::default()
+            },
+            ns: None,
+        });
+    }
+    let vllm = re(
+        &VLLM,
+        r"^(?:(?P<key>.+)_)?dp(?P<dp>\d+)_pp(?P<pp>\d+)_tp(?P<tp>\d+)(?:_dcp(?P<dcp>\d+))?(?:_ep(?P<ep>\d+))?_rank(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
+    );
+    if let Some(c) = vllm.captures(name) {
+        return Some(Parsed {
+            naming: Naming::Vllm,
+            key: c.name("key").map_or("vllm", |m| m.as_str()).to_string(),
+            stage: None,
+            id: RankId {
+                tp: num(&c, "tp"),
+                dp: num(&c, "dp"),
+                pp: num(&c, "pp"),
+                ep: num(&c, "ep"),
+                dcp: num(&c, "dcp"),
+                rank: num(&c, "rank"),
+            },
+            ns: c["ns"].parse().ok(),
+        });
+    }
+    // Two more vLLM names with the global rank alone: a dense (non-MoE) model's, whose
+    // workers make no expert-parallel group so their name falls back to `rank{r}`
+    // (`get_worker_rank_suffix`, vllm/distributed/utils.py), and older vLLM's
+    // `{instance}-rank-{r}`.
+    let vllm_rank = re(
+        &VLLM_RANK,
+        r"^(?:(?P<key>.+)-rank-|(?:(?P<prefix>.+)_)?rank)(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
+    );
+    if let Some(c) = vllm_rank.captures(name) {
+        return Some(Parsed {
+            naming: Naming::Vllm,
+            key: c
+                .name("key")
+                .or(c.name("prefix"))
+                .map_or("vllm", |m| m.as_str())
+                .to_string(),
+            stage: None,
+            id: RankId {
+                rank: num(&c, "rank"),
+                ..Default::default()
+            },
+            ns: c["ns"].parse().ok(),
+        });
+    }
+    // SGLang's CUDA-graph capture trace (`SGLANG_ENABLE_CUDA_GRAPH_CAPTURE_TRACE=1`,
+    // `export_cuda_graph_capture_trace` in `profile_utils.py`): one profile per runner.
+    if let Some(rest) = name.strip_prefix("cuda_graph_capture-") {
+        let (runner, tp) = rest
+            .strip_suffix(".json.gz")
+            .or_else(|| rest.strip_suffix(".json"))?
+            .rsplit_once("-TP-")?;
+        return Some(Parsed {
+            naming: Naming::Sglang,
+            key: format!("cuda_graph_capture-{runner}"),
+            stage: None,
+            id: RankId {
+                tp: Some(tp.parse().ok()?),
+                ..Default::default()
+            },
+            ns: None,
+        });
+    }
+    // `torch.profiler.tensorboard_trace_handler`'s own name, `{hostname}_{pid}.{ns}`: the
+    // host name says nothing of the rank (`gpu-worker-3`), the file's head does.
+    if torch_handler_stamp(name).is_some() {
+        return None;
+    }
+    let generic = re(
+        &GENERIC,
+        r"(?i)^(?P<key>.*?)[-_.]?(?:rank[-_]?|worker[-_]?)(?P<rank>\d+)(?P<rest>[^/]*?)\.json(?:\.gz)?$",
+    );
+    if let Some(c) = generic.captures(name) {
+        let mut key = c["key"].trim_matches(['-', '_', '.']).to_string();
+        let rest = c["rest"]
+            .trim_end_matches(".trace")
+            .trim_end_matches(".pt")
+            .trim_matches(['-', '_', '.']);
+        if !rest.is_empty() {
+            key = if key.is_empty() {
+                rest.to_string()
+            } else {
+                format!("{key}-{rest}")
+            };
+        }
+        if key.is_empty() {
+            key = "trace".into();
+        }
+        return Some(Parsed {
+            naming: Naming::Generic,
+            key,
+            stage: None,
+            id: RankId {
+                rank: num(&c, "rank"),
+                ..Default::default()
+            },
+            ns: None,
+        });
+    }
+    None
+}
+
+/// The time stamp of a name as `torch.profiler.tensorboard_trace_handler` writes it without a
+/// worker name (vLLM before its rank names, V0 and early V1):
+/// `{socket.gethostname()}_{os.getpid()}.{time.time_ns()}.pt.trace.json[.gz]`.
+pub(crate) fn torch_handler_stamp(name: &str) -> Option<u128> {
+    static TORCH: OnceLock<Regex> = OnceLock::new();
+    let c = re(
+        &TORCH,
+        r"^.+_\d+\.(?P<ns>\d{16,20})\.pt\.trace\.json(?:\.gz)?$",
+    )
+    .captures(name)?;
+    c["ns"].parse().ok()
+}
+
+pub(crate) fn is_trace_name(name: &str) -> bool {
+    name.ends_with(".json") || name.ends_with(".json.gz")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(name: &str) -> Option<(Naming, String, Option<String>, RankId)> {
+        parse_name(name).map(|p| (p.naming, p.key, p.stage, p.id))
+    }
+
+    #[test]
+    fn sglang_names() {
+        let (n, k, s, id) = p("1795212682.6326063-TP-1.trace.json.gz").unwrap();
+        assert_eq!(
+            (n, k.as_str(), s, id.tp, id.dp),
+            (Naming::Sglang, "1795212682.6326063", None, Some(1), None)
+        );
+        let (_, k, _, id) = p("1795213098.719915-TP-1-DP-1.trace.json.gz").unwrap();
+        assert_eq!(
+            (k.as_str(), id.tp, id.dp),
+            ("1795213098.719915", Some(1), Some(1))
+        );
+        let (_, k, s, id) = p("bystage-1-TP-0-EXTEND.trace.json.gz").unwrap();
+        assert_eq!(
+            (k.as_str(), s.as_deref(), id.tp),
+            ("bystage-1", Some("EXTEND"), Some(0))
+        );
+    }
+}

@@ -1,0 +1,45 @@
+//! Reading trace files: the streaming [`reader`] and the [`Event`](event::Event) view every
+//! later stage consumes, with what it stands on.
+//!
+//! The files, bottom up (each uses only files listed before it; none uses
+//! [`super::discover`](mod@super::discover) or [`super::write`](mod@super::write)):
+//!
+//! - the primitives, which use no other file here: `swar.rs` (byte classes a word at a time),
+//!   `toplevel.rs`, [`escape`], [`stop`] (why a scan stopped), [`memo`] (the separator memo),
+//!   [`gz`] (gzip members, every check), `open.rs` (regular files only), [`window`] (the read
+//!   windows);
+//! - the JSON scanner: [`skim`] (nested values 64 bytes at a time), [`json`] (values),
+//!   [`object`] (an object's fields, an event's `args` member by member);
+//! - the event: [`value`] (`Str`, `Id`, `Val`), [`args`] (lookups in `args`), [`event`];
+//! - which events a reader hands over: [`want`], `pickmemo.rs`, `peek.rs` (the peek at an
+//!   event's first bytes); [`steps`] (step markers, and the events a steps-only read wants);
+//! - [`report`] (what a read found) and the [`reader`] itself, which drives them all.
+//!
+//! The modules marked hidden are not API: they are public only for the fuzz targets, tests and
+//! benches (`fuzz/`, `tests/`, `benches/`).
+
+pub mod args;
+pub mod escape;
+pub mod event;
+#[doc(hidden)] // not API: for the fuzz targets/benches (`gz::Members`)
+pub mod gz;
+pub mod json;
+#[doc(hidden)] // not API: for the fuzz targets/benches (`memo::Memo`)
+pub mod memo;
+#[doc(hidden)] // not API: for the fuzz targets/benches (`object::scan_object…`)
+pub mod object;
+pub(crate) mod open;
+mod peek;
+pub(crate) mod pickmemo;
+pub mod reader;
+pub mod report;
+#[doc(hidden)] // not API: for the fuzz targets/benches (`skim::skip_nested`, the kernels)
+pub mod skim;
+pub mod steps;
+pub mod stop;
+pub(crate) mod swar;
+pub(crate) mod toplevel;
+pub mod value;
+pub mod want;
+#[doc(hidden)] // not API: for the fuzz targets/benches (`window::CHUNK`)
+pub mod window;
