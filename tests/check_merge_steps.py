@@ -9,7 +9,7 @@ events the merge must keep; then compares every rank's non-metadata events in th
 (name and ts, in order) with that. Prints JSON: {"shifts_ns": {label: ns}, "windows_ns":
 {label: [lo, hi] or null}, "kept": {label: n}, "problems": [...]}.
 
-Rules, as README states them: a step is a complete ("X") CPU event named ProfilerStep#N (N a
+Rules, as docs/merge.md states them: a step is a complete ("X") CPU event named ProfilerStep#N (N a
 number), SGLang's step[...] or vLLM's execute_... annotation; with any ProfilerStep#N present those alone are the steps. Steps A:B are
 numbers A..B-1, or else the A-th to (B-1)-th step[...] by start. Base alignment puts every rank
 on the earliest baseTimeNanoseconds; first-step then moves each rank so its first step starts

@@ -619,7 +619,7 @@ fn saved_summary_of_a_tp8_set_is_stable_and_small() {
     let a = save("a.json");
     let b = save("b.json");
     assert_eq!(a, b, "two runs, two different summaries");
-    // README (compare, saved summary) gives 18,484 bytes for this set; anything near 64 KB would be news.
+    // docs/output-formats.md (the saved summary) gives 18,484 bytes for this set; anything near 64 KB would be news.
     assert!(a.len() < 64 * 1024, "{} bytes", a.len());
     let v: Value = serde_json::from_slice(&a).unwrap();
     assert_eq!(v["ranks"].as_array().unwrap().len(), 8);

@@ -191,7 +191,7 @@ fn html_is_small_and_renders(a: &Analysis) {
     );
     let r: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     // Speed is a benchmark, not a timed test (the goal, 2 s on an idle machine, is measured
-    // and reported by hand, README "At scale"): the time is printed, and the assertion only
+    // and reported by hand, docs/benchmarks.md, "Many ranks"): the time is printed, and the assertion only
     // guards against a page that never finishes loading.
     eprintln!(
         "HTML at 1,024 ranks: {} bytes, rendered in {} ms ({} ms of main-thread time)",

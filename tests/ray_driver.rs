@@ -224,8 +224,8 @@ fn the_ray_driver_reduces_the_partials_of_two_nodes_as_one_run() {
         .output()
         .unwrap();
     assert!(direct.status.success(), "{}", text(&direct));
-    // The reduce knows the two nodes (one per directory the ranks came from, README "At
-    // scale"); a direct run over one directory has no node groups. All else is equal.
+    // The reduce knows the two nodes (one per directory the ranks came from, docs/analysis.md,
+    // "Map and reduce"); a direct run over one directory has no node groups. All else is equal.
     let nodes = |json: &[u8]| -> Vec<String> {
         let v: serde_json::Value = serde_json::from_slice(json).expect("JSON report");
         v["groups"]["dims"]

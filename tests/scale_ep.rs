@@ -5,7 +5,7 @@
 //! EP figures for the planted ranks equal tests/check_attribution.py's.
 //!
 //! 256 ranks keep the test under a minute on CI's 2 cores; 1,024 ranks (`--dp 64 --tp 16 --ep 64
-//! --dp-attention`) are measured by hand in README's "At scale: 1,024 ranks".
+//! --dp-attention`) are measured by hand in docs/benchmarks.md, "Many ranks".
 
 mod common;
 

@@ -479,7 +479,7 @@ fn command_json_lines_and_exit_codes() {
     assert_eq!(capture[0]["outcome"]["workers"][0]["start"]["status"], 503);
 }
 
-/// The README's example, on a pseudo-terminal (`script`): a TP1×DP2 test worker whose DP1 queue
+/// The example of docs/capture.md, on a pseudo-terminal (`script`): a TP1×DP2 test worker whose DP1 queue
 /// grows after 3 s, the live table, the trigger, the capture's report. Run by hand:
 /// `cargo test --release --test watch_direct -- --ignored readme_example --nocapture`.
 #[test]

@@ -270,7 +270,7 @@ fn load_plan(
 
 /// `capture run`.
 // Long on purpose: the capture's steps in order (start, load, wait, stop, flush, move, hand-
-// off), as README lists them.
+// off), as docs/capture.md lists them.
 pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     let p = &a.profile;
     if p.output_dir.is_none() && !a.no_merge {

@@ -1,6 +1,6 @@
 //! `--parquet DIR`: one Parquet file per table of the analysis (`ranks.parquet`,
 //! `classes.parquet`, `kernels.parquet`, …), through the Apache `parquet` crate's column
-//! writer (no Arrow: README, "Parquet", has the build-time figures behind that choice). Behind
+//! writer (no Arrow: CONTRIBUTING.md, "Build costs", has the figures behind that choice). Behind
 //! the cargo feature `parquet`, on by default; a build without it fails the option with a
 //! clear message.
 //!

@@ -33,7 +33,7 @@
 //! 16 bytes; a collision only costs a miss. A name's two ways are both tested and the hit
 //! selected without a branch: which way holds a name depends on the order names were first
 //! seen, which no branch predictor learns (the loop over the ways this replaced cost 3 % of
-//! analyze's CPU on the real set; #14's eleventh round, `docs/performance.md`).
+//! analyze's CPU on the real set; CONTRIBUTING.md, "Tried and not kept").
 
 use super::memo::Memo;
 use super::want::Pick;

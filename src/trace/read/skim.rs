@@ -28,7 +28,7 @@
 //! per 32 bytes instead of 19, and four masks to gather instead of six. With the last, short
 //! block out of line ([`skim_tail`]): callgrind, `analyze --all-ranks -j 1`, one rank of each
 //! `./bench` set, real 1,248 → 1,222 M instructions, synth 1,922 → 1,897 M, stack 1,120 →
-//! 1,080 M (#14's nineteenth round, `docs/performance.md`).
+//! 1,080 M (CONTRIBUTING.md, "Benchmarks and performance work").
 //! `tests` and the `event` fuzz target check each against the scalar one, and the skim with
 //! the detected kernel against the baseline one.
 //! AVX2 over SSE2: `analyze --all-ranks -j 2`, task-clock, best of 5, binaries alternated:
@@ -39,12 +39,11 @@
 //! A reader that has already read an event's leading `ph`/`cat`/`name` (the peek,
 //! [`super::want::Want::peek`]) skims the rest from there ([`skip_rest_of_object`]) instead of from the
 //! `{`: the same answer, a block fewer for most CPU ops and runtime calls. With the
-//! carry-less prefix XOR: −28 % of the skim's instructions, −2.3 % of analyze's (#14's seventh
-//! round; callgrind, one rank of `./bench`'s real set; below the noise of a task-clock run).
+//! carry-less prefix XOR: −28 % of the skim's instructions, −2.3 % of analyze's (callgrind, one rank of `./bench`'s real set; below the noise of a task-clock run).
 //!
 //! Measured (`rankprof analyze --profile-dir D -j 2`, D = `rankprof synth --dp 128 --tp 8
 //! --target-mb 1`, 1,024 ranks, 1.05 GB of JSON; user + sys CPU s on an idle 2-core machine):
-//! see the README's "Benchmarks".
+//! see docs/benchmarks.md.
 
 use super::stop::{Scan, Stop};
 
