@@ -105,43 +105,8 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 
 #[test]
 fn library_modules_form_no_cycle() {
-    let g = graph();
-    // Depth-first search with colours; a grey node reached again closes a cycle.
-    fn visit(
-        n: &str,
-        g: &BTreeMap<String, BTreeSet<String>>,
-        colour: &mut BTreeMap<String, u8>,
-        path: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        colour.insert(n.to_string(), 1);
-        path.push(n.to_string());
-        for d in g.get(n).into_iter().flatten() {
-            match colour.get(d.as_str()).copied().unwrap_or(0) {
-                1 => {
-                    let start = path.iter().position(|p| p == d).unwrap_or(0);
-                    let mut cycle = path[start..].to_vec();
-                    cycle.push(d.clone());
-                    return Some(cycle);
-                }
-                0 => {
-                    if let Some(c) = visit(d, g, colour, path) {
-                        return Some(c);
-                    }
-                }
-                _ => {}
-            }
-        }
-        path.pop();
-        colour.insert(n.to_string(), 2);
-        None
-    }
-    let mut colour = BTreeMap::new();
-    for n in g.keys() {
-        if colour.get(n.as_str()).copied().unwrap_or(0) == 0 {
-            if let Some(c) = visit(n, &g, &mut colour, &mut Vec::new()) {
-                panic!("import cycle between modules: {}", c.join(" -> "));
-            }
-        }
+    if let Some(c) = find_cycle(&graph()) {
+        panic!("import cycle between modules: {}", c.join(" -> "));
     }
 }
 

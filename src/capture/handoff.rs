@@ -63,6 +63,15 @@ impl PostProcess {
             .fold(self.merge.outcome(), |c, s| c.worst(s.outcome()))
     }
 
+    /// Every analysis made, in the order `analyze` would print them: each merged trace's,
+    /// then the directory's when nothing was merged.
+    pub fn analyses(&self) -> impl Iterator<Item = &Analysis> {
+        self.runs
+            .iter()
+            .filter_map(|r| r.analysis.as_ref().and_then(|a| a.as_ref().ok()))
+            .chain(self.fallback.as_ref())
+    }
+
     /// Every step's note that says something.
     pub fn notes(&self) -> Vec<String> {
         std::iter::once(&self.merge)

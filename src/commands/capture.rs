@@ -127,12 +127,7 @@ fn post_notes(o: &RunOutcome) {
     for n in &pp.discovery_notes {
         eprintln!("note: {n}");
     }
-    let analyses = pp
-        .runs
-        .iter()
-        .filter_map(|r| r.analysis.as_ref().and_then(|a| a.as_ref().ok()))
-        .chain(pp.fallback.as_ref());
-    for a in analyses {
+    for a in pp.analyses() {
         for n in &a.notes {
             eprintln!("note: {n}");
         }

@@ -130,12 +130,7 @@ impl Render for RunOutcome {
                     super::merged::write_merged(w, &r.group, res, r.merge_secs)?;
                 }
             }
-            let analyses = pp
-                .runs
-                .iter()
-                .filter_map(|r| r.analysis.as_ref().and_then(|a| a.as_ref().ok()))
-                .chain(pp.fallback.as_ref());
-            for a in analyses {
+            for a in pp.analyses() {
                 AnalysisReport::new(a).terminal(w)?;
             }
         }
