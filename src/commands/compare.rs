@@ -70,7 +70,12 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         eprintln!("note: {n}");
     }
     let text = render(&out.comparison, format(args.format, args.json))?;
-    print!("{text}");
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+    }
     if let Some(o) = &args.output {
         write_atomic_bytes(o, text.as_bytes())?;
         eprintln!("wrote {}", o.display());

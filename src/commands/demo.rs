@@ -31,10 +31,10 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/demo"));
     std::fs::create_dir_all(&out)?;
-    println!(
+    super::outln!(
         "== rankprof ls {} --recursive --count\n",
         fixtures.display()
-    );
+    )?;
     let mut code = super::ls::run(&LsArgs {
         dir: fixtures.clone(),
         recursive: true,
@@ -51,12 +51,12 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     let mut runs = Vec::new();
     for g in &found.groups {
         let dest = out.join(g.merged_name());
-        println!(
+        super::outln!(
             "\n== rankprof merge --profile-dir {} --profile-id {} -o {}\n",
             g.dir.display(),
             g.profile_id,
             dest.display()
-        );
+        )?;
         let run = run_group(g, &dest, &opts);
         let res = run.merge.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let one = MergeReport {
@@ -70,12 +70,12 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     for run in runs {
         let g = &run.group;
         let html = out.join(g.merged_name().replace(".trace.json.gz", ".html"));
-        println!(
+        super::outln!(
             "\n== analyze-profile --profile-dir {} --profile-id {} --all-ranks --html {}\n",
             g.dir.display(),
             g.profile_id,
             html.display()
-        );
+        )?;
         let Some(a) = run.analysis else { continue };
         let a = a?;
         for n in &a.notes {
@@ -86,9 +86,9 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         eprintln!("wrote {}", html.display());
         code = exit::worst(code, if a.damaged { exit::PARTIAL } else { exit::OK });
     }
-    println!(
+    super::outln!(
         "\nmerged traces and HTML reports are in {} (open the traces in https://ui.perfetto.dev)",
         out.display()
-    );
+    )?;
     Ok(code)
 }

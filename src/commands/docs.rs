@@ -11,6 +11,8 @@
 
 use std::path::Path;
 
+use std::io::Write;
+
 use anyhow::{Context, Result};
 
 use crate::cli::{CompletionsArgs, ManArgs};
@@ -20,7 +22,12 @@ use crate::trace::write::writer::write_atomic_bytes;
 /// Prints the completion script for a shell on stdout.
 pub fn completions(a: &CompletionsArgs) -> Result<i32> {
     let mut cmd = crate::cli::command();
-    clap_complete::generate(a.shell, &mut cmd, "rankprof", &mut std::io::stdout());
+    // Into memory first: clap_complete panics on a failed write (a closed pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut cmd, "rankprof", &mut script);
+    let mut out = std::io::stdout().lock();
+    out.write_all(&script)?;
+    out.flush()?;
     Ok(exit::OK)
 }
 

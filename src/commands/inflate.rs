@@ -13,12 +13,12 @@ pub fn run(args: &InflateArgs) -> Result<i32> {
         total += n;
         eprintln!("{}  {n} bytes", p.display());
     }
-    println!(
+    super::outln!(
         "inflated{} {} files, {total} bytes in {secs:.3} s ({:.1} MB/s)",
         args.deflate
             .map_or(String::new(), |l| format!(" and deflated (level {l})")),
         args.files.len(),
         total as f64 / 1e6 / secs.max(1e-9)
-    );
+    )?;
     Ok(exit::OK)
 }

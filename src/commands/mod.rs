@@ -24,11 +24,32 @@ use crate::cli::{Command, ReportFormat};
 use crate::exit;
 use crate::report::Format;
 
+/// `println!` that returns the error of the write (a closed pipe) instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use outln;
+
+/// Whether `e` is a write to a closed pipe (`rankprof … | head`): the reader has what it
+/// wanted, so the command ends quietly with exit code 0, as ripgrep does.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind())
+            == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// Runs one command, prints any error on stderr, returns the exit code.
 pub fn main(cmd: Command) -> i32 {
     heap::tune();
     match run(cmd) {
         Ok(code) => code,
+        Err(e) if broken_pipe(&e) => exit::OK,
         Err(e) => {
             eprintln!("error: {e:#}");
             exit::USAGE

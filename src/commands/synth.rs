@@ -68,7 +68,7 @@ pub fn run(args: &SynthArgs) -> Result<i32> {
     let written = write_set(&cfg, &args.out)?;
     let (mut events, mut json, mut disk) = (0u64, 0u64, 0u64);
     for w in &written {
-        println!(
+        super::outln!(
             "{}  rank {}  {} steps  {} events  {:.1} MB JSON  {:.1} MB on disk",
             w.path.display(),
             w.rank,
@@ -76,7 +76,7 @@ pub fn run(args: &SynthArgs) -> Result<i32> {
             w.events,
             w.json_bytes as f64 / 1e6,
             w.file_bytes as f64 / 1e6
-        );
+        )?;
         events += w.events;
         json += w.json_bytes;
         disk += w.file_bytes;
