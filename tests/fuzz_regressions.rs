@@ -5,11 +5,11 @@ use std::io::{BufReader, Cursor};
 use std::path::Path;
 
 use rankprof::capture::workers::parse_workers_answer;
+use rankprof::trace::read::damage::Damage;
 use rankprof::trace::read::event::scan_event;
 use rankprof::trace::read::gz::Members;
 use rankprof::trace::read::json;
 use rankprof::trace::read::reader::{read_from_with, read_from_with_window, Nested};
-use rankprof::trace::read::report::Damage;
 use rankprof::trace::read::window::CHUNK;
 
 fn input(name: &str) -> Vec<u8> {

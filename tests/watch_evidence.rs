@@ -7,9 +7,9 @@
 use std::io::Read;
 use std::path::Path;
 
+use rankprof::load::timeline::{default_path, Writer};
 use rankprof::pipeline::{merge_and_analyze, PipelineOptions};
 use rankprof::synth::{write_set, Slow, SynthOptions};
-use rankprof::watch::timeline::{default_path, Writer};
 use serde_json::Value;
 
 const BASE_NS: i64 = 1_790_857_026_000_000_000;

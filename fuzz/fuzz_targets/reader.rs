@@ -36,7 +36,7 @@ use libfuzzer_sys::fuzz_target;
 use rankprof::trace::read::event::Event;
 use rankprof::trace::read::gz::Members;
 use rankprof::trace::read::reader::{read_from_with, Nested};
-use rankprof::trace::read::report::{Damage, ReadReport};
+use rankprof::trace::read::damage::{Damage, ReadReport};
 use rankprof::trace::read::want::Want;
 use rankprof::trace::read::window::CHUNK;
 

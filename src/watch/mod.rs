@@ -37,8 +37,7 @@ use crate::capture::session::RunOutcome;
 use crate::capture::workers::Worker;
 use crate::capture::{CaptureOptions, Targets};
 
-pub use crate::load::{evidence, loads, prom, stats, timeline};
-pub use loads::{Metric, RankLoad};
+pub use crate::load::loads::{Metric, RankLoad};
 pub use poll::{Poll, Status, WorkerPoll};
 pub use run::watch;
 pub use trigger::{Armed, Fired, Trigger};
@@ -158,7 +157,7 @@ pub struct WatchOutcome {
 /// Where the watch is, for the live view.
 pub struct ViewState<'a> {
     pub poll: &'a Poll,
-    pub history: &'a timeline::History,
+    pub history: &'a crate::load::timeline::History,
     pub triggers: &'a [Armed],
     pub spark: Metric,
     pub spark_window: f64,

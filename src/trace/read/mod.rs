@@ -13,12 +13,13 @@
 //! - the event: [`value`] (`Str`, `Id`, `Val`), [`args`] (lookups in `args`), [`event`];
 //! - which events a reader hands over: [`want`], `pickmemo.rs`, `peek.rs` (the peek at an
 //!   event's first bytes); [`steps`] (step markers, and the events a steps-only read wants);
-//! - [`report`] (what a read found) and the [`reader`] itself, which drives them all.
+//! - [`damage`] (what a read found: its header, counts and damage) and the [`reader`] itself, which drives them all.
 //!
 //! The modules marked hidden are not API: they are public only for the fuzz targets, tests and
 //! benches (`fuzz/`, `tests/`, `benches/`).
 
 pub mod args;
+pub mod damage;
 pub mod escape;
 pub mod event;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`gz::Members`)
@@ -32,7 +33,6 @@ pub(crate) mod open;
 mod peek;
 pub(crate) mod pickmemo;
 pub mod reader;
-pub mod report;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`skim::skip_nested`, the kernels)
 pub mod skim;
 pub mod steps;

@@ -23,6 +23,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::rc::Rc;
 
+use super::damage::{key_value, Damage, Header, ReadReport};
 use super::event::Event;
 use super::gz::{GzStatus, Members};
 use super::json::{self, Field};
@@ -30,7 +31,6 @@ use super::memo::Memo;
 use super::object::{self, ArgMembers};
 use super::open::open_regular;
 use super::pickmemo::PickMemo;
-use super::report::{key_value, Damage, Header, ReadReport};
 use super::stop::Stop;
 use super::want::{Pick, Want};
 use super::window::CHUNK;

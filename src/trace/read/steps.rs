@@ -81,7 +81,7 @@ pub fn may_be_step(cat: &[u8], name: &[u8], _devices: bool) -> bool {
 /// The events a reader that only needs the steps reads ([`super::reader::Nested::SkimOnly`];
 /// merge's `--align first-step` scan): complete events of any category that [`may_be_step`] takes.
 /// The others are skimmed after their leading `ph`, `cat` and `name` (a flow event after its
-/// `ph`), not decoded, and still counted in [`super::report::ReadReport::events`].
+/// `ph`), not decoded, and still counted in [`super::damage::ReadReport::events`].
 pub const STEP_EVENTS: Want = Want {
     ph: b"X",
     complete_cats: &[],

@@ -10,7 +10,7 @@
 //! (`libkineto`'s `output_json.cpp`), so [`Want::peek`] reads those two values where they stand and
 //! the reader skims an unwanted event a block at a time ([`super::skim::skip_nested`]): its
 //! brackets, strings and control bytes are checked, its tokens are not, and it is counted in
-//! [`super::report::ReadReport::events`] but not handed over.
+//! [`super::damage::ReadReport::events`] but not handed over.
 //!
 //! What is handed over does not depend on the layout: an event whose first keys are not `ph`
 //! (and `cat`, and `name`), or one the skim declines, is scanned and decoded in full and then
@@ -28,11 +28,11 @@
 //! Kineto writes it third, so [`Want::peek`] reads it in place too when the `cat` is one the
 //! test looks at. The test is told whether the trace's header, before the events, lists a
 //! device (`deviceProperties` not empty,
-//! [`Header::lists_devices`](super::report::Header::lists_devices)):
+//! [`Header::lists_devices`](super::damage::Header::lists_devices)):
 //! analyze drops a GPU trace's CPU op totals, so with devices listed it skims every CPU op
 //! whose name it will not read. A trace whose header lists devices but which holds no GPU op
 //! (a CPU-only profile taken on a GPU machine) must then be read again with
-//! [`Want::trust_devices`] off; [`super::report::ReadReport::narrowed`] counts the events that rule
+//! [`Want::trust_devices`] off; [`super::damage::ReadReport::narrowed`] counts the events that rule
 //! skimmed (`analyze::plan` does this).
 
 use super::event::Event;
