@@ -1,6 +1,7 @@
 //! `rankprof ls DIR`: arguments → the discovery (and, with `--count`, every file read once to
 //! count its events and find damage), printed through [`crate::report::listing`], the exit
-//! code (2 when nothing was found, 3 when a counted file is damaged).
+//! code (2 when nothing was found — said on stderr, with `-r` suggested when subfolders hold
+//! traces — 3 when a counted file is damaged).
 
 use anyhow::{Context, Result};
 use rayon::prelude::*;
@@ -20,6 +21,21 @@ pub fn run(args: &LsArgs) -> Result<i32> {
         counts: d.groups.iter().map(|g| counts(g, args.count)).collect(),
     };
     crate::report::print(&listing, format)?;
+    if d.groups.is_empty() {
+        // Per-step folders (`rollout_step_3/…`) hold the traces of many runs: say so.
+        let below = if args.recursive {
+            0
+        } else {
+            discover(&args.dir, true).map_or(0, |r| r.groups.len())
+        };
+        let dir = args.dir.display();
+        let hint = match below {
+            0 => String::new(),
+            1 => format!("; 1 profile is in its subfolders: rankprof ls -r {dir}"),
+            n => format!("; {n} profiles are in its subfolders: rankprof ls -r {dir}"),
+        };
+        eprintln!("error: no rank traces found in {dir}{hint}");
+    }
     Ok(if d.groups.is_empty() {
         exit::USAGE
     } else if listing.damaged() {

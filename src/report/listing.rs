@@ -102,10 +102,6 @@ impl Render for Listing<'_> {
         for n in &self.discovery.notes {
             writeln!(w, "note: {n}")?;
         }
-        if self.discovery.groups.is_empty() {
-            writeln!(w, "no rank traces found in {}", self.dir.display())?;
-            return Ok(());
-        }
         for (g, counts) in self.discovery.groups.iter().zip(&self.counts) {
             write_group(w, g, counts)?;
         }
@@ -167,10 +163,11 @@ fn write_group(w: &mut dyn Write, g: &Group, counts: &[Option<FileCount>]) -> Re
     let how = g.files.first().map(|f| naming(f.naming)).unwrap_or("");
     writeln!(
         w,
-        "{}: profile {}{stage}: {} ranks, {} ({how})",
+        "{}: profile {}{stage}: {} rank{}, {} ({how})",
         g.dir.display(),
         g.profile_id,
         g.files.len(),
+        if g.files.len() == 1 { "" } else { "s" },
         mb(total)
     )?;
     for (i, (f, c)) in g.files.iter().zip(counts).enumerate() {

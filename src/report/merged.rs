@@ -144,9 +144,10 @@ pub fn write_merged(w: &mut dyn Write, g: &Group, res: &MergeResult, secs: f64) 
         .unwrap_or_default();
     writeln!(
         w,
-        "profile {}{stage}: {} ranks",
+        "profile {}{stage}: {} rank{}",
         g.profile_id,
-        res.ranks.len()
+        res.ranks.len(),
+        if res.ranks.len() == 1 { "" } else { "s" }
     )?;
     for r in &res.ranks {
         let shift = if r.shift == Ns::ZERO {

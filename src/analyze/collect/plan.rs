@@ -145,9 +145,13 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
             let list: Vec<String> = disc
                 .groups
                 .iter()
-                .map(|g| match &g.stage {
-                    Some(s) => format!("{} (stage {s}, {} ranks)", g.profile_id, g.files.len()),
-                    None => format!("{} ({} ranks)", g.profile_id, g.files.len()),
+                .map(|g| {
+                    let n = g.files.len();
+                    let ranks = format!("{n} rank{}", if n == 1 { "" } else { "s" });
+                    match &g.stage {
+                        Some(s) => format!("{} (stage {s}, {ranks})", g.profile_id),
+                        None => format!("{} ({ranks})", g.profile_id),
+                    }
                 })
                 .collect();
             bail!(
