@@ -697,7 +697,7 @@ fn html_is_one_self_contained_file() {
 
 #[cfg(feature = "parquet")]
 #[test]
-fn parquet_writes_one_typed_file_per_section() {
+fn parquet_writes_one_typed_file_per_table() {
     use parquet::basic::Type;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::RowAccessor;
@@ -741,14 +741,25 @@ fn parquet_writes_one_typed_file_per_section() {
             .find(|&i| schema.column(i).name() == name)
             .unwrap_or_else(|| panic!("no column {name}"))
     };
-    assert_eq!(schema.column(col("kernels")).physical_type(), Type::INT64);
-    assert_eq!(schema.column(col("compute")).physical_type(), Type::DOUBLE);
+    // The tidy form (the tables --csv-dir writes too): integer ns, the unit in the name.
+    assert_eq!(
+        schema.column(col("kernel_count")).physical_type(),
+        Type::INT64
+    );
+    assert_eq!(
+        schema.column(col("compute_ns")).physical_type(),
+        Type::INT64
+    );
+    assert_eq!(
+        schema.column(col("utilization_pct")).physical_type(),
+        Type::DOUBLE
+    );
     let rows: Vec<_> = r.get_row_iter(None).unwrap().map(|x| x.unwrap()).collect();
     assert_eq!(rows.len(), 4);
-    let compute: Vec<f64> = rows
+    let compute: Vec<i64> = rows
         .iter()
-        .map(|x| x.get_double(col("compute")).unwrap())
+        .map(|x| x.get_long(col("compute_ns")).unwrap())
         .collect();
-    assert_eq!(compute, [44.0, 44.0, 51.5, 44.0]);
+    assert_eq!(compute, [44_000_000, 44_000_000, 51_500_000, 44_000_000]);
     assert_eq!(rows[2].get_string(col("rank")).unwrap(), "TP02");
 }
