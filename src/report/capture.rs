@@ -98,21 +98,29 @@ fn write_markdown(
     Ok(())
 }
 
+/// An outcome as JSON, keys in alphabetical order (through a JSON value, as it always was).
+fn write_json(o: &impl serde::Serialize, w: &mut dyn Write) -> Result<()> {
+    super::write_json(&serde_json::to_value(o)?, w)
+}
+
+/// The workers table as CSV (both outcomes' CSV form).
+fn write_csv(w: &mut dyn Write, rows: &[WorkerRow]) -> Result<()> {
+    super::table::write_csv(&workers(rows), w)?;
+    Ok(())
+}
+
 /// `capture start` / `capture stop`.
 impl Render for Outcome {
     fn terminal(&self, w: &mut dyn Write) -> Result<()> {
         write_human(w, &self.workers, &self.notes)
     }
 
-    /// Keys in alphabetical order (the outcome as a JSON value).
     fn json(&self, w: &mut dyn Write) -> Result<()> {
-        super::write_json(&serde_json::to_value(self)?, w)
+        write_json(self, w)
     }
 
-    /// The workers table.
     fn csv(&self, w: &mut dyn Write) -> Result<()> {
-        super::table::write_csv(&workers(&self.workers), w)?;
-        Ok(())
+        write_csv(w, &self.workers)
     }
 
     fn markdown(&self, w: &mut dyn Write) -> Result<()> {
@@ -166,15 +174,12 @@ impl Render for RunOutcome {
         Ok(())
     }
 
-    /// Keys in alphabetical order (the outcome as a JSON value).
     fn json(&self, w: &mut dyn Write) -> Result<()> {
-        super::write_json(&serde_json::to_value(self)?, w)
+        write_json(self, w)
     }
 
-    /// The workers table.
     fn csv(&self, w: &mut dyn Write) -> Result<()> {
-        super::table::write_csv(&workers(&self.workers), w)?;
-        Ok(())
+        write_csv(w, &self.workers)
     }
 
     fn markdown(&self, w: &mut dyn Write) -> Result<()> {
