@@ -18,6 +18,7 @@ use super::explain::verdict::Verdict;
 use super::reduce::collectives::CollectiveReport;
 use super::reduce::groups::Groups;
 use super::reduce::kernels::{ClassTable, KernelRow};
+use super::reduce::path::CriticalPath;
 use super::reduce::steps::StepTable;
 use super::summary::Summary;
 
@@ -71,6 +72,9 @@ pub struct Analysis {
     pub kernels: Vec<KernelRow>,
     pub steps: StepTable,
     pub collectives: CollectiveReport,
+    /// The critical path across ranks: what each late arrival cost the step, and why.
+    #[serde(default)]
+    pub path: CriticalPath,
     /// Work against time per rank and replica: the cause of each gap.
     #[serde(default)]
     pub attribution: Attribution,

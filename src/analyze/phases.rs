@@ -31,6 +31,7 @@ use super::model::{self, Analysis};
 use super::options::AnalyzeOptions;
 use super::rankset;
 use super::reduce::kernels::{self, ClassTable};
+use super::reduce::path::Acc;
 use super::reduce::{collectives, groups, steps};
 use super::summary;
 use crate::trace::{self, RankId};
@@ -452,7 +453,13 @@ fn cross_rank(
     } else {
         "mixed"
     };
-    let coll = collectives::analyze(&labels, &w, &colls, csource, args.top_n)?;
+    let windows: Vec<Vec<(i64, i64)>> = results
+        .iter()
+        .map(|r| r.steps.iter().map(|f| (f.start_ns, f.dur_ns)).collect())
+        .collect();
+    let mut acc = Acc::new(&labels, &windows, &steps, args.top_n);
+    let coll = collectives::analyze_into(&labels, &w, &colls, csource, args.top_n, Some(&mut acc))?;
+    let path = acc.finish(&w);
 
     let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
     let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
@@ -474,6 +481,7 @@ fn cross_rank(
         step_class_ns: &step_class_ns,
         steps: &steps,
         collectives: &coll,
+        path: &path,
         attribution: &attribution,
         ep: &ep,
         threshold,
@@ -503,6 +511,7 @@ fn cross_rank(
         kernels: top,
         steps,
         collectives: coll,
+        path,
         attribution,
         ep,
         depth,

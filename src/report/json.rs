@@ -82,6 +82,7 @@ pub fn shell(a: &Analysis) -> Result<Value> {
         kernels: _,
         steps,
         collectives,
+        path,
         attribution,
         ep,
         depth,
@@ -137,6 +138,7 @@ pub fn shell(a: &Analysis) -> Result<Value> {
     o.insert("ranks".into(), to(ranks)?);
     o.insert("steps".into(), Value::Object(st));
     o.insert("collectives".into(), to(collectives)?);
+    o.insert("path".into(), to(path)?);
     o.insert("attribution".into(), Value::Object(at));
     o.insert("ep".into(), to(ep)?);
     o.insert("depth".into(), to(depth)?);

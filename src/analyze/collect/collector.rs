@@ -73,6 +73,12 @@ pub struct CollEv {
     pub seq: u32,
     pub start: i64,
     pub end: i64,
+    /// The segment before it on its rank ([`super::segments`]): the end of the rank's
+    /// previous collective ([`super::segments::NO_PREV`] for the first), its compute within
+    /// the segment and the part before the step began; filled after the pass.
+    pub prev_end: i64,
+    pub busy: i64,
+    pub pre: i64,
 }
 
 /// What the collector is told to look for.
@@ -298,6 +304,9 @@ impl<'a> Collector<'a> {
                             seq: self.cpu_colls.len() as u32,
                             start,
                             end: start + dur,
+                            prev_end: 0,
+                            busy: 0,
+                            pre: 0,
                         });
                     }
                 } else if self.cfg.step_marker.is_none()
@@ -407,6 +416,9 @@ impl<'a> Collector<'a> {
                 seq: self.gpu_colls.len() as u32,
                 start,
                 end: start + dur,
+                prev_end: 0,
+                busy: 0,
+                pre: 0,
             });
         }
     }

@@ -1,8 +1,8 @@
 //! One rank's collectives in bounded memory, for the cross-rank matching of
 //! the reduce stage (`reduce::collectives`).
 //!
-//! A rank's collectives are kept as fixed-size records (key, name, arrival, start, end: 28
-//! bytes) sorted by (key, start, end, arrival), keys in the sorted order of their labels. The
+//! A rank's collectives are kept as fixed-size records (key, name, arrival, start, end and
+//! the segment before it, [`super::segments`]: 52 bytes) sorted by (key, start, end, arrival), keys in the sorted order of their labels. The
 //! first [`mem_records`] of a rank stay in memory; the rest go, in segments of
 //! [`SEGMENT`] records, to one temporary file that every rank of the process shares (one file
 //! descriptor however many ranks; anonymous, so deleted when the last rank holding it is
@@ -33,16 +33,42 @@ pub struct Coll {
     pub name: String,
     pub start: i64,
     pub end: i64,
+    /// The segment before it ([`super::segments`]); absent in partials written before it
+    /// existed (their collectives then explain no lateness).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_end: Option<i64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub busy: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pre: i64,
+}
+
+fn is_zero(x: &i64) -> bool {
+    *x == 0
+}
+
+impl Coll {
+    /// The record's segment fields from a collective's.
+    pub(crate) fn segment(&self) -> (i64, i64, i64) {
+        (
+            self.prev_end.unwrap_or(super::segments::NO_PREV),
+            self.busy,
+            self.pre,
+        )
+    }
 }
 
 impl Rec for CollEv {
-    const SIZE: usize = 28;
+    const SIZE: usize = 52;
     fn put(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.key.to_le_bytes());
         out.extend_from_slice(&self.name.to_le_bytes());
         out.extend_from_slice(&self.seq.to_le_bytes());
         out.extend_from_slice(&self.start.to_le_bytes());
         out.extend_from_slice(&self.end.to_le_bytes());
+        out.extend_from_slice(&self.prev_end.to_le_bytes());
+        out.extend_from_slice(&self.busy.to_le_bytes());
+        out.extend_from_slice(&self.pre.to_le_bytes());
     }
     fn get(b: &[u8]) -> Self {
         let u32_at = |at: usize| {
@@ -56,17 +82,20 @@ impl Rec for CollEv {
             seq: u32_at(8),
             start: i64_at(b, 12),
             end: i64_at(b, 20),
+            prev_end: i64_at(b, 28),
+            busy: i64_at(b, 36),
+            pre: i64_at(b, 44),
         }
     }
 }
 
-/// Records per segment appended to the shared file (112 KiB).
+/// Records per segment appended to the shared file (208 KiB).
 pub const SEGMENT: usize = 4096;
 /// Read buffer of a cursor (whole records).
 const READ_BUF: usize = (8 << 10) / CollEv::SIZE * CollEv::SIZE;
 
-/// Records a rank keeps in memory before its collectives go to the shared file: 256 (7 KiB,
-/// so that 1,024 ranks hold 7 MiB), or the spools' test capacity when one is set
+/// Records a rank keeps in memory before its collectives go to the shared file: 256 (13 KiB,
+/// so that 1,024 ranks hold 13 MiB), or the spools' test capacity when one is set
 /// ([`super::spill::set_cap`]).
 pub fn mem_records() -> usize {
     match super::spill::cap_override() {
@@ -253,6 +282,9 @@ impl RankColls {
             e.key = id_of.get(e.key as usize).copied().unwrap_or(0);
             e.start += base;
             e.end += base;
+            if e.prev_end != super::segments::NO_PREV {
+                e.prev_end += base;
+            }
             if let Some(c) = counts.get_mut(e.key as usize) {
                 *c += 1;
             }
@@ -304,6 +336,7 @@ impl RankColls {
             counts.push(list.len());
             keys.push(k);
             for c in list {
+                let (prev_end, busy, pre) = c.segment();
                 let name = *ids.entry(c.name.clone()).or_insert_with(|| {
                     names.push(c.name);
                     names.len() as u32 - 1
@@ -315,6 +348,9 @@ impl RankColls {
                     seq,
                     start: c.start,
                     end: c.end,
+                    prev_end,
+                    busy,
+                    pre,
                 })?;
                 seq = seq.wrapping_add(1);
             }
@@ -426,6 +462,9 @@ impl Cursor<'_> {
         self.at += 1;
         r.start += shift;
         r.end += shift;
+        if r.prev_end != super::segments::NO_PREV {
+            r.prev_end += shift;
+        }
         Ok(Some(r))
     }
 

@@ -11,11 +11,12 @@
 //! - [`rank`]: a rank's collector turned into its [`rank::RankResult`], with the rank summary
 //!   and its timeline unions ([`busy`]), the GPU figures folded in bounded memory ([`sweep`]),
 //!   the step windows and per-step figures ([`steps`]) and what each step was asked to do
-//!   ([`work`]).
+//!   ([`work`]), and what the rank did before each of its collectives ([`segments`]).
 //!
 //! Imports go one way: `work`, `ops`, `spill` and `busy` import no sibling; `names` and
 //! `steps` import `work`; `collector` imports those; `sweep` and `collstore` import
-//! `collector`; `rank` imports them all and `plan` imports `rank`.
+//! `collector`, `segments` imports `collector`, `spill` and `steps`, and `sweep` and
+//! `collstore` import `segments`; `rank` imports them all and `plan` imports `rank`.
 
 pub mod busy;
 pub mod collector;
@@ -24,6 +25,7 @@ pub mod names;
 pub mod ops;
 pub mod plan;
 pub mod rank;
+pub mod segments;
 pub mod spill;
 pub mod steps;
 pub mod sweep;

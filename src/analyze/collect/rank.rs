@@ -12,6 +12,7 @@ use super::busy::{pct, Kind, RankSummary, Timeline};
 use super::collector::{Collector, CpuIv};
 use super::collstore::RankColls;
 use super::ops::{NameAgg, OpKind};
+use super::segments;
 use super::steps::{self, StepFig};
 use super::sweep::GpuTotals;
 use super::work::StepWork;
@@ -194,9 +195,14 @@ pub fn finish(
         f.work = w;
     }
 
+    let mut coll_evs = if gpu { gpu_colls } else { cpu_colls };
     let totals = if gpu {
         drop(cpu_spool);
-        super::sweep::fold(gpu_ivs, launches, &marks, comm, &mut figs)?
+        let (with_prev, queries) = segments::prepare(coll_evs)?;
+        let mut cum = segments::Cumulative::new(queries)?;
+        let totals = super::sweep::fold(gpu_ivs, launches, &marks, comm, &mut figs, &mut cum)?;
+        coll_evs = segments::finish(with_prev, cum.finish()?, &marks)?;
+        totals
     } else {
         // CPU ops nest: classes get *self* time (own time minus the children's), so they add
         // up to the time the threads were busy instead of counting nested ops twice.
@@ -233,6 +239,11 @@ pub fn finish(
             f.busy_ns = m.dur;
             f.work_ns = m.dur - timeline.comm.len_within(m.start, m.start + m.dur);
         }
+        coll_evs = segments::fill_in_memory(
+            coll_evs,
+            |lo, hi| timeline.compute.len_within(lo, hi),
+            &marks,
+        )?;
         GpuTotals {
             span: match (timeline.all.first(), timeline.all.last()) {
                 (Some(a), Some(b)) => b - a,
@@ -280,12 +291,7 @@ pub fn finish(
         events,
     };
     let labels = super::collstore::labels(&coll_keys, gpu);
-    let colls = RankColls::build(
-        if gpu { gpu_colls } else { cpu_colls },
-        &labels,
-        coll_names,
-        base,
-    )?;
+    let colls = RankColls::build(coll_evs, &labels, coll_names, base)?;
     let mut streams: Vec<StreamRow> = streams
         .into_iter()
         .map(|(stream, (sum_ns, ops))| StreamRow {

@@ -15,6 +15,7 @@ use anyhow::Result;
 
 use super::collector::{CpuIv, GpuIv};
 use super::ops::OpKind;
+use super::segments::Cumulative;
 use super::spill::{i64_at, Rec, Spool};
 use super::steps::{window_of, Mark, StepFig};
 
@@ -138,13 +139,16 @@ fn kind_of(g: &GpuIv, comm: u8) -> Kind {
 }
 
 /// Folds the rank's ops into its totals and fills `figs` (one per mark, in mark order: busy,
-/// work, class sums, launches). `launches`: (correlation, launch ts).
+/// work, class sums, launches). `launches`: (correlation, launch ts). `cum` answers, from the
+/// same sweep, how much compute lies before each collective segment's ends
+/// ([`super::segments`]).
 pub fn fold(
     ops: Spool<GpuIv>,
     launches: Spool<(i64, i64)>,
     marks: &[Mark],
     comm: u8,
     figs: &mut [StepFig],
+    cum: &mut Cumulative,
 ) -> Result<GpuTotals> {
     let by_launch = !marks.is_empty() && !marks.iter().all(|m| m.on_gpu);
     // by_launch: each op's `corr` now holds its step index (-1: none).
@@ -167,7 +171,11 @@ pub fn fold(
         }
         all.add(g.start, g.end);
         match k {
-            Kind::Compute => compute.add(g.start, g.end),
+            Kind::Compute => {
+                compute.add(g.start, g.end);
+                cum.reach(g.start)?;
+                cum.add(g.start, g.end);
+            }
             Kind::Comm => comm_u.add(g.start, g.end),
             Kind::Copy => copy.add(g.start, g.end),
         }
@@ -342,7 +350,8 @@ mod tests {
             let mut sl = Spool::with_cap(cap);
             launches.iter().for_each(|l| sl.push(*l));
             let mut figs = vec![fig(), fig(), fig()];
-            let t = fold(so, sl, &marks, comm, &mut figs).unwrap();
+            let mut cum = Cumulative::new(Spool::default()).unwrap();
+            let t = fold(so, sl, &marks, comm, &mut figs, &mut cum).unwrap();
             assert_eq!(t.busy, all.len(), "cap {cap}");
             assert_eq!(t.compute, compute.len());
             assert_eq!(t.comm, comm_u.len());
@@ -378,7 +387,8 @@ mod tests {
         let mut sl = Spool::with_cap(5);
         launches.iter().for_each(|l| sl.push(*l));
         let mut figs = vec![fig(), fig()];
-        fold(so, sl, &marks, 2, &mut figs).unwrap();
+        let mut cum = Cumulative::new(Spool::default()).unwrap();
+        fold(so, sl, &marks, 2, &mut figs, &mut cum).unwrap();
         let busy0 = Union::from_unsorted(
             ops.iter()
                 .filter(|g| window_of(&marks, g.start) == Some(0))

@@ -22,6 +22,7 @@ use super::attribution::{Attribution, Cause, Record};
 use super::ep::EpRecord;
 use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::reduce::collectives::CollectiveReport;
+use crate::analyze::reduce::path::{self, CriticalPath};
 use crate::analyze::reduce::steps::{excess_among, Onset, StepTable};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -71,6 +72,8 @@ pub struct Input<'a> {
     pub step_class_ns: &'a [Vec<Vec<i64>>],
     pub steps: &'a StepTable,
     pub collectives: &'a CollectiveReport,
+    /// The critical path across ranks ([`crate::analyze::reduce::path`]).
+    pub path: &'a CriticalPath,
     pub attribution: &'a Attribution,
     /// MoE EP splits ([`super::ep`]).
     pub ep: &'a [EpRecord],
@@ -151,7 +154,29 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         && v.onset.is_none()
         && lead.is_none()
         && ep_lead.is_none();
-    if let Some(e) = ep_lead {
+    // The critical path leads when its largest cause costs the step more than the
+    // attribution's lead gap does, and at least the threshold of the step time.
+    let path_lead = inp.path.lead().filter(|c| {
+        inp.path.steps > 0
+            && c.net_step_pct >= 100.0 * inp.threshold
+            && lead.is_none_or(|g| c.net_per_step_ns > gap_per_step(g))
+    });
+    // A `work` lead is told with the attribution's cause of that rank, when it has one.
+    let path_record = path_lead
+        .filter(|c| c.kind == path::Kind::Work)
+        .and_then(|c| {
+            inp.attribution
+                .gaps()
+                .find(|g| g.who == c.who && !is_ep_gap(g))
+        });
+    if let Some(c) = path_lead {
+        v.balanced = false;
+        v.lead = Some(c.who.clone());
+        v.cause = Some(path_record.map_or_else(
+            || path_cause(c.kind).to_string(),
+            |g| g.cause.as_str().to_string(),
+        ));
+    } else if let Some(e) = ep_lead {
         v.lead = Some(e.rank.clone());
         v.cause = Some(e.cause.clone());
     } else if let Some(g) = lead {
@@ -216,9 +241,15 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     } else {
         "its replica's other ranks' mean"
     };
+    if let Some(c) = path_lead {
+        v.lines.push(path_line(c, path_record, inp.path, &v.metric));
+    }
     if let Some(e) = ep_lead {
-        v.lines
-            .push(format!("Imbalanced, {}: {}.", e.cause, e.sentence));
+        v.lines.push(if path_lead.is_some() {
+            format!("Also {}: {}.", e.cause, e.sentence)
+        } else {
+            format!("Imbalanced, {}: {}.", e.cause, e.sentence)
+        });
     }
     for e in ep_gaps.iter().skip(1).take(2) {
         v.lines.push(format!("Also {}: {}.", e.cause, e.sentence));
@@ -228,12 +259,18 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
             c => c.as_str(),
         };
-        v.lines.push(if ep_lead.is_some() {
-            format!("Also {cause}: {}.", g.sentence)
-        } else {
-            format!("Imbalanced, {cause}: {}.", g.sentence)
-        });
+        let told = path_record.is_some_and(|r| std::ptr::eq(r, g));
+        if !told {
+            v.lines.push(if ep_lead.is_some() || path_lead.is_some() {
+                format!("Also {cause}: {}.", g.sentence)
+            } else {
+                format!("Imbalanced, {cause}: {}.", g.sentence)
+            });
+        }
         let mut said = vec![(g.who.as_str(), g.cause)];
+        if let Some(r) = path_record {
+            said.push((r.who.as_str(), r.cause));
+        }
         for o in inp.attribution.gaps() {
             if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) || is_ep_gap(o) {
                 continue;
@@ -245,6 +282,27 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
                 o.cause.as_str()
             };
             v.lines.push(format!("Also {what}: {}.", o.sentence));
+        }
+    }
+    // A rank the attribution names that costs the step little at the collectives: it arrives
+    // early (its extra time is spent while the others are still busy).
+    if inp.path.collectives > 0 && inp.path.steps > 0 {
+        for g in inp
+            .attribution
+            .gaps()
+            .filter(|g| g.scope != "replica")
+            .take(3)
+        {
+            let gap = gap_per_step(g);
+            let cost = inp.path.rank_per_step(&g.who);
+            if gap > 0.0 && cost < 0.25 * gap && path_lead.is_none_or(|c| c.who != g.who) {
+                v.lines.push(format!(
+                    "{} costs the step only {:.2} ms at the collectives (its gap is {:.2} ms a step): it does not arrive last, so the others do not wait for it.",
+                    g.who,
+                    cost / 1e6,
+                    gap / 1e6
+                ));
+            }
         }
     }
     if v.balanced {
@@ -310,4 +368,60 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         ));
     }
     v
+}
+
+/// The attribution record's gap per step: its time over the peers', ns.
+fn gap_per_step(g: &Record) -> f64 {
+    (g.time_ns - g.peers_time_ns) / g.steps.max(1) as f64
+}
+
+/// The verdict's word for a critical-path cause.
+fn path_cause(k: path::Kind) -> &'static str {
+    match k {
+        path::Kind::Work => "more work before the collectives",
+        path::Kind::Host => "host-bound",
+        path::Kind::LateStart => "late step start",
+        path::Kind::Transfer => "slow link",
+    }
+}
+
+/// The first line when the critical path leads.
+fn path_line(c: &path::Cause, record: Option<&Record>, p: &CriticalPath, metric: &str) -> String {
+    let cost = format!(
+        "{} costs every step {:.2} ms ({:.0} % of the {:.2} ms step)",
+        c.who,
+        c.per_step_ns / 1e6,
+        c.step_pct,
+        p.step_ns / 1e6
+    );
+    let why = match c.kind {
+        path::Kind::LateStart => format!(
+            "it starts the step late (its host begins the step after the others: the cause is before the step, e.g. the previous iteration or the input pipeline), and the others wait for it at the collectives ({} of {})",
+            c.collectives, p.collectives
+        ),
+        path::Kind::Host if metric == "cpu work" => format!(
+            "before the collectives it arrives last at, its threads record no op (Python, a sync or data loading outside the profiled ops), and the others wait for it ({} of {} collectives)",
+            c.collectives, p.collectives
+        ),
+        path::Kind::Host => format!(
+            "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work (host-bound: a sync, Python or data loading on that rank), and the others wait for it ({} of {} collectives)",
+            c.collectives, p.collectives
+        ),
+        path::Kind::Work => match record {
+            Some(g) => format!(
+                "it arrives last at {} of {} collectives after more {metric} than the median rank; {}",
+                c.collectives, p.collectives, g.sentence
+            ),
+            None => format!(
+                "it arrives last at {} of {} collectives after more {metric} than the median rank",
+                c.collectives, p.collectives
+            ),
+        },
+        path::Kind::Transfer => format!(
+            "their collectives take longer to transfer than the same collectives in the other groups ({} collectives): a slow link",
+            c.collectives
+        ),
+    };
+    let cause = record.map_or_else(|| path_cause(c.kind), |g| g.cause.as_str());
+    format!("Imbalanced, {cause}: {cost}: {why}.")
 }

@@ -35,6 +35,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use super::path::Acc;
 use crate::analyze::collect::collstore::RankColls;
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;
@@ -206,14 +207,26 @@ pub fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
 /// Matches collectives across ranks. `worlds` holds rank indices. Each rank's collectives are
 /// read once, front to back, the ranks of a world in lockstep (see [`crate::analyze::collect::collstore`]); an
 /// error is a temporary file that cannot be read back.
-// Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
-// groups, worst, notes) from the same match state.
 pub fn analyze(
     ranks: &[String],
     worlds: &[Vec<usize>],
     per_rank: &[RankColls],
     source: &str,
     top_n: usize,
+) -> Result<CollectiveReport> {
+    analyze_into(ranks, worlds, per_rank, source, top_n, None)
+}
+
+/// [`analyze`], also feeding every matched collective to the critical path's accumulator.
+// Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
+// groups, worst, notes) from the same match state.
+pub fn analyze_into(
+    ranks: &[String],
+    worlds: &[Vec<usize>],
+    per_rank: &[RankColls],
+    source: &str,
+    top_n: usize,
+    mut path: Option<&mut Acc>,
 ) -> Result<CollectiveReport> {
     let mut rep = CollectiveReport {
         source: source.to_string(),
@@ -304,6 +317,18 @@ pub fn analyze(
                     rep.ranks[members[last]].arrived_last += 1;
                 } else {
                     ties += 1;
+                }
+                if let Some(acc) = path.as_deref_mut() {
+                    acc.add(
+                        w,
+                        key,
+                        i,
+                        name_of(0),
+                        &members,
+                        &recs,
+                        late.first().copied().unwrap_or(0),
+                        late.len() != 1,
+                    );
                 }
                 if (1..members.len()).any(|m| name_of(m) != name_of(0)) {
                     mismatches += 1;

@@ -6,15 +6,19 @@
 //! - [`steps`]: the step × rank table and the onset of an imbalance.
 //! - [`collectives`]: the worlds ranks are matched in, matched collectives, skews, waits and
 //!   the straggler.
+//! - [`path`]: the critical path across ranks: what each late arrival at a collective cost
+//!   the step, and why (more work, host gap, late step start, slow transfer).
 //! - [`groups`]: ranks per DP replica, TP / PP / EP rank and node, distributions, outliers and
 //!   the parallel grid.
 //! - [`heat`]: the rank × class and rank × step heatmaps the HTML report draws.
 //!
 //! Imports: [`crate::analyze::collect`] and the shared bottom of `analyze` (classes, rank sets,
-//! statistics); inside, `heat` imports `kernels` and `steps`, `groups` imports `steps`.
+//! statistics); inside, `heat` imports `kernels` and `steps`, `groups` imports `steps`,
+//! `path` imports `steps` and `collectives` imports `path`.
 
 pub mod collectives;
 pub mod groups;
 pub mod heat;
 pub mod kernels;
+pub mod path;
 pub mod steps;

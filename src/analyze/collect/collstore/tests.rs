@@ -9,6 +9,9 @@ fn ev(key: u32, name: u32, seq: u32, start: i64) -> CollEv {
         seq,
         start,
         end: start + 5,
+        prev_end: 0,
+        busy: 0,
+        pre: 0,
     }
 }
 

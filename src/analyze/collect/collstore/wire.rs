@@ -1,5 +1,5 @@
 //! A rank's collectives in a partial, both ways, never held whole: written as key → list of
-//! (name, start, end) streamed from the store through a [`Cursor`], and read back record by
+//! (name, start, end, and the segment before it when known) streamed from the store through a [`Cursor`], and read back record by
 //! record into a spool that [`RankColls::build_in`] sorts into a new store.
 
 use std::cell::RefCell;
@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{mem_records, Coll, Cursor, RankColls};
 use crate::analyze::collect::collector::CollEv;
+use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::collect::spill::Spool;
 
 /// One collective borrowed for writing.
@@ -17,6 +18,16 @@ struct CollRef<'a> {
     name: &'a str,
     start: i64,
     end: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prev_end: Option<i64>,
+    #[serde(skip_serializing_if = "is_zero")]
+    busy: i64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pre: i64,
+}
+
+fn is_zero(x: &i64) -> bool {
+    *x == 0
 }
 
 /// One key's list, written from a cursor shared by the keys in order.
@@ -40,6 +51,9 @@ impl Serialize for List<'_, '_> {
                 name: self.c.name(r.name),
                 start: r.start,
                 end: r.end,
+                prev_end: (r.prev_end != NO_PREV).then_some(r.prev_end),
+                busy: r.busy,
+                pre: r.pre,
             })?;
         }
         seq.end()
@@ -83,6 +97,7 @@ struct Incoming {
 
 impl Incoming {
     fn push(&mut self, key: u32, c: Coll) {
+        let (prev_end, busy, pre) = c.segment();
         let name = match self.ids.get(&c.name) {
             Some(&id) => id,
             None => {
@@ -98,6 +113,9 @@ impl Incoming {
             seq: self.seq,
             start: c.start,
             end: c.end,
+            prev_end,
+            busy,
+            pre,
         });
         self.seq = self.seq.wrapping_add(1);
     }

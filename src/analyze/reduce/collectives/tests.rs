@@ -15,6 +15,9 @@ fn colls(key: &str, starts: &[i64]) -> RankColls {
                 name: "allreduce".into(),
                 start: s,
                 end: s + 100,
+                prev_end: None,
+                busy: 0,
+                pre: 0,
             })
             .collect(),
     );
@@ -179,6 +182,9 @@ fn lockstep_reading_skips_surplus_and_missing_keys() {
                         name: format!("{k}-op"),
                         start: s,
                         end: s + 10,
+                        prev_end: None,
+                        busy: 0,
+                        pre: 0,
                     })
                     .collect();
                 (k.to_string(), v)

@@ -1,0 +1,265 @@
+//! What one rank did before each of its collectives: the *segment* from the end of its
+//! previous collective to its arrival at this one, and how that time was spent — its own
+//! compute (GPU kernels, or CPU ops in CPU-only traces), the part before its step began (a late
+//! step start) and the rest (the host did not launch: GPU idle). The reduce stage
+//! (`reduce::path`) compares the last arriver's segment with its peers' to say why it was late.
+//!
+//! For a collective `c` of the rank, its collectives sorted by (start, end, order in the file):
+//! - `prev_end` = the latest end among the collectives before `c` (none for the first);
+//! - `busy` = the compute union's length within `[prev_end, start]`;
+//! - `pre` = from `prev_end` to the first step mark starting in `(prev_end, start]` (0 when none).
+//!
+//! Bounded memory: three passes over spools (collectives by start; the query points by time,
+//! answered in the sweep that folds the rank's ops, [`Cumulative`]; collectives and answers by
+//! their order in the file), never the rank's collectives or ops in memory.
+
+use anyhow::Result;
+
+use super::collector::CollEv;
+use super::spill::Spool;
+use super::steps::Mark;
+
+/// A collective with no collective before it on its rank.
+pub const NO_PREV: i64 = i64::MIN;
+
+/// The collectives with `prev_end` set, and the query points of the segments that are not
+/// empty: (time, `2·seq` for the segment's start, `2·seq + 1` for its end).
+pub fn prepare(colls: Spool<CollEv>) -> Result<(Spool<CollEv>, Spool<(i64, i64)>)> {
+    let mut out = Spool::default();
+    let mut queries = Spool::default();
+    let mut prev: Option<i64> = None;
+    for c in colls.sorted_by(|c: &CollEv| (c.start, c.end, c.seq))? {
+        let mut c = c?;
+        c.prev_end = prev.unwrap_or(NO_PREV);
+        c.busy = 0;
+        c.pre = 0;
+        if let Some(p) = prev {
+            if p < c.start {
+                queries.push((p, 2 * i64::from(c.seq)));
+                queries.push((c.start, 2 * i64::from(c.seq) + 1));
+            }
+        }
+        prev = Some(prev.map_or(c.end, |p| p.max(c.end)));
+        out.push(c);
+    }
+    Ok((out, queries))
+}
+
+/// Answers "how much of the compute union lies before `t`" for query points in ascending
+/// order, during a sweep that adds the union's intervals in ascending order of start: a query
+/// is answered as soon as the sweep reaches an interval starting at or after it, when every
+/// interval that could cover time before it is in.
+pub struct Cumulative {
+    queries: Box<dyn Iterator<Item = Result<(i64, i64)>>>,
+    next: Option<(i64, i64)>,
+    /// (id, answer), in the order answered.
+    pub answers: Spool<(i64, i64)>,
+    /// Closed length of the union so far, and its open interval.
+    closed: i64,
+    open: Option<(i64, i64)>,
+}
+
+impl Cumulative {
+    pub fn new(queries: Spool<(i64, i64)>) -> Result<Cumulative> {
+        let mut queries = queries.sorted_by(|q: &(i64, i64)| *q)?;
+        let next = queries.next().transpose()?;
+        Ok(Cumulative {
+            queries,
+            next,
+            answers: Spool::default(),
+            closed: 0,
+            open: None,
+        })
+    }
+
+    fn before(&self, t: i64) -> i64 {
+        self.closed
+            + self
+                .open
+                .map_or(0, |(s, e)| if t <= s { 0 } else { e.min(t) - s })
+    }
+
+    /// Answers every pending query at or before `t` (the start of the next op of the sweep).
+    #[inline]
+    pub fn reach(&mut self, t: i64) -> Result<()> {
+        while let Some((q, id)) = self.next {
+            if q > t {
+                break;
+            }
+            self.answers.push((id, self.before(q)));
+            self.next = self.queries.next().transpose()?;
+        }
+        Ok(())
+    }
+
+    /// Adds a compute interval (after [`Cumulative::reach`] of its start).
+    #[inline]
+    pub fn add(&mut self, s: i64, e: i64) {
+        if e <= s {
+            return;
+        }
+        match &mut self.open {
+            Some((_, oe)) if s <= *oe => *oe = (*oe).max(e),
+            open => {
+                if let Some((os, oe)) = *open {
+                    self.closed += oe - os;
+                }
+                *open = Some((s, e));
+            }
+        }
+    }
+
+    /// Answers what is left (no op starts after them) and returns the answers.
+    pub fn finish(mut self) -> Result<Spool<(i64, i64)>> {
+        self.reach(i64::MAX)?;
+        Ok(self.answers)
+    }
+}
+
+/// Fills `busy` and `pre` of each collective from the sweep's answers (`answers`: (id, compute
+/// before the point)) and the step marks (sorted by start).
+pub fn finish(
+    colls: Spool<CollEv>,
+    answers: Spool<(i64, i64)>,
+    marks: &[Mark],
+) -> Result<Spool<CollEv>> {
+    let mut out = Spool::default();
+    let mut ans = answers.sorted_by(|a: &(i64, i64)| *a)?;
+    let mut cur = ans.next().transpose()?;
+    for c in colls.sorted_by(|c: &CollEv| c.seq)? {
+        let mut c = c?;
+        if c.prev_end != NO_PREV && c.prev_end < c.start {
+            let id = 2 * i64::from(c.seq);
+            let mut at = [None, None];
+            while let Some((i, v)) = cur {
+                if i > id + 1 {
+                    break;
+                }
+                if i >= id {
+                    at[(i - id) as usize] = Some(v);
+                }
+                cur = ans.next().transpose()?;
+            }
+            if let [Some(a), Some(b)] = at {
+                c.busy = (b - a).clamp(0, c.start - c.prev_end);
+            }
+            c.pre = pre_of(marks, c.prev_end, c.start);
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// From `prev_end` to the first mark starting in `(prev_end, start]`; 0 when none does.
+pub fn pre_of(marks: &[Mark], prev_end: i64, start: i64) -> i64 {
+    let k = marks.partition_point(|m| m.start <= prev_end);
+    match marks.get(k) {
+        Some(m) if m.start <= start => m.start - prev_end,
+        _ => 0,
+    }
+}
+
+/// The same figures from a compute union held in memory (CPU-only traces keep theirs):
+/// `busy_within(lo, hi)` is the union's length within `[lo, hi]`.
+pub fn fill_in_memory(
+    colls: Spool<CollEv>,
+    busy_within: impl Fn(i64, i64) -> i64,
+    marks: &[Mark],
+) -> Result<Spool<CollEv>> {
+    let (with_prev, queries) = prepare(colls)?;
+    drop(queries);
+    let mut out = Spool::default();
+    for c in with_prev.sorted_by(|c: &CollEv| c.seq)? {
+        let mut c = c?;
+        if c.prev_end != NO_PREV && c.prev_end < c.start {
+            c.busy = busy_within(c.prev_end, c.start).clamp(0, c.start - c.prev_end);
+            c.pre = pre_of(marks, c.prev_end, c.start);
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn coll(seq: u32, start: i64, end: i64) -> CollEv {
+        CollEv {
+            key: 0,
+            name: 0,
+            seq,
+            start,
+            end,
+            prev_end: 0,
+            busy: 0,
+            pre: 0,
+        }
+    }
+
+    fn mark(start: i64) -> Mark {
+        Mark {
+            start,
+            dur: 10,
+            name: String::new(),
+            number: None,
+            on_gpu: false,
+        }
+    }
+
+    /// The sweep's answers equal a direct computation on an explicit union, whatever the
+    /// spool capacity.
+    #[test]
+    fn segments_match_a_direct_computation() {
+        // Compute intervals (sorted by start) and collectives written out of order.
+        let compute = [(0, 40), (30, 60), (100, 130), (140, 150), (210, 260)];
+        let colls = [
+            coll(0, 200, 230),
+            coll(1, 60, 90),
+            coll(2, 170, 180),
+            coll(3, 95, 99),
+        ];
+        let marks = [mark(65), mark(160)];
+        let union_within = |lo: i64, hi: i64| -> i64 {
+            // (0,60), (100,130), (140,150), (210,260)
+            [(0, 60), (100, 130), (140, 150), (210, 260)]
+                .iter()
+                .map(|&(s, e): &(i64, i64)| (e.min(hi) - s.max(lo)).max(0))
+                .sum()
+        };
+        for cap in [1, 2, 1 << 10] {
+            let mut sp = Spool::with_cap(cap);
+            colls.iter().for_each(|c| sp.push(*c));
+            let (with_prev, queries) = prepare(sp).unwrap();
+            let mut cum = Cumulative::new(queries).unwrap();
+            for &(s, e) in &compute {
+                cum.reach(s).unwrap();
+                cum.add(s, e);
+            }
+            let out: Vec<CollEv> = finish(with_prev, cum.finish().unwrap(), &marks)
+                .unwrap()
+                .sorted_by(|c: &CollEv| c.seq)
+                .unwrap()
+                .map(|c| c.unwrap())
+                .collect();
+            // By start: 60-90 (first), 95-99, 170-180, 200-230.
+            assert_eq!(out[1].prev_end, NO_PREV);
+            assert_eq!((out[3].prev_end, out[3].busy), (90, union_within(90, 95)));
+            assert_eq!((out[2].prev_end, out[2].busy), (99, union_within(99, 170)));
+            assert_eq!(out[2].busy, 40, "cap {cap}");
+            assert_eq!((out[0].prev_end, out[0].busy), (180, 0));
+            // Marks: 65 is not after 60-90's start... 160 is in (99, 170].
+            assert_eq!(out[2].pre, 61);
+            assert_eq!(out[3].pre, 0);
+            let mut sp = Spool::with_cap(cap);
+            colls.iter().for_each(|c| sp.push(*c));
+            let mem: Vec<CollEv> = fill_in_memory(sp, union_within, &marks)
+                .unwrap()
+                .sorted_by(|c: &CollEv| c.seq)
+                .unwrap()
+                .map(|c| c.unwrap())
+                .collect();
+            assert_eq!(mem, out);
+        }
+    }
+}
