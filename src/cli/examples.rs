@@ -209,6 +209,10 @@ const SYNTH: &[Example] = &[
         "rankprof synth -o /tmp/slow --tp 4 --slow-rank 2 --factor 1.5 --from-step 3",
     ),
     ex(
+        "Plant a host stall: rank 2's CPU holds up its second collective 2 ms every step",
+        "rankprof synth -o /tmp/stall --tp 4 --host-delay-rank 2 --delay-us 2000",
+    ),
+    ex(
         "MoE: hot experts on rank 2 (2× the routed tokens), Input Dims recorded",
         "rankprof synth -o /tmp/moe --tp 4 --ep 4 --record-shapes --hot-expert-rank 2 --work-factor 2",
     ),

@@ -438,10 +438,10 @@ pub struct SynthArgs {
     /// Rank made slower (global rank index).
     #[arg(long = "slow-rank")]
     pub slow_rank: Option<u32>,
-    /// How much slower the slow rank's kernels are.
+    /// How much slower the slow rank's kernels are (the --slow-link replica's transfers).
     #[arg(long, default_value_t = 1.3)]
     pub factor: f64,
-    /// First step from which the slow rank is slow.
+    /// First step with the plant (--slow-rank, --slow-link, --host-delay-rank, --late-start-rank).
     #[arg(long = "from-step", default_value_t = 0)]
     pub from_step: u32,
     /// Only kernels of this class get slower (gemm, attention, norm, elementwise, moe, memory;
@@ -455,6 +455,22 @@ pub struct SynthArgs {
     /// How much more work the heavy rank gets.
     #[arg(long = "work-factor", default_value_t = 1.5)]
     pub work_factor: f64,
+    /// Rank whose host stalls once per step (global rank index): before its second collective
+    /// it syncs with its GPU (cudaStreamSynchronize) and spends --delay-us in a CPU op
+    /// (aten::item), so its GPU idles that long and its peers wait for it inside NCCL.
+    #[arg(long = "host-delay-rank")]
+    pub host_delay_rank: Option<u32>,
+    /// Rank whose CPU begins every step --delay-us late (global rank index): a data-loader
+    /// annotation before its ProfilerStep#N; its peers wait at the step's first collective.
+    #[arg(long = "late-start-rank")]
+    pub late_start_rank: Option<u32>,
+    /// How long the --host-delay-rank / --late-start-rank rank is held up, in µs.
+    #[arg(long = "delay-us", default_value_t = 2000)]
+    pub delay_us: u64,
+    /// DP replica whose collectives all transfer --factor × as long (one slow link in its
+    /// NCCL ring: every member sees the same longer collective), from --from-step on.
+    #[arg(long = "slow-link")]
+    pub slow_link: Option<u32>,
     /// Rank that launches extra kernels for the same batch (global rank index).
     #[arg(long = "extra-kernels")]
     pub extra_kernels: Option<u32>,

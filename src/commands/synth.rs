@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use crate::cli::SynthArgs;
 use crate::exit;
 use crate::synth::catalog::Class;
-use crate::synth::{write_set, Extra, Heavy, Slow, SynthOptions, DEFAULT_BASE_NS};
+use crate::synth::{write_set, Delay, Extra, Heavy, Slow, SlowLink, SynthOptions, DEFAULT_BASE_NS};
 
 /// The library's options from the command line (validated).
 pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
@@ -46,6 +46,13 @@ pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
             rank,
             factor: a.work_factor,
         }),
+        host_delay: a.host_delay_rank.map(|rank| delay(a, rank)),
+        late_start: a.late_start_rank.map(|rank| delay(a, rank)),
+        slow_link: a.slow_link.map(|replica| SlowLink {
+            replica,
+            factor: a.factor,
+            from_step: a.from_step,
+        }),
         record_shapes: a.record_shapes,
         annotations: !a.no_annotations,
         same_batches: a.same_batches,
@@ -59,6 +66,14 @@ pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
     };
     cfg.validate()?;
     Ok(cfg)
+}
+
+fn delay(a: &SynthArgs, rank: u32) -> Delay {
+    Delay {
+        rank,
+        delay_ns: i64::try_from(a.delay_us.saturating_mul(1_000)).unwrap_or(i64::MAX),
+        from_step: a.from_step,
+    }
 }
 
 /// `rankprof synth`: writes the set and lists what was written.
@@ -105,6 +120,28 @@ pub fn run(args: &SynthArgs) -> Result<i32> {
         plant.push_str(&format!(
             "; extra kernels: rank {} +{} per layer",
             e.rank, e.per_layer
+        ));
+    }
+    if let Some(d) = &cfg.host_delay {
+        plant.push_str(&format!(
+            "; host delay: rank {} {} µs per step from step {}",
+            d.rank,
+            d.delay_ns / 1_000,
+            d.from_step
+        ));
+    }
+    if let Some(d) = &cfg.late_start {
+        plant.push_str(&format!(
+            "; late start: rank {} {} µs per step from step {}",
+            d.rank,
+            d.delay_ns / 1_000,
+            d.from_step
+        ));
+    }
+    if let Some(l) = &cfg.slow_link {
+        plant.push_str(&format!(
+            "; slow link: DP replica {} ×{} transfers from step {}",
+            l.replica, l.factor, l.from_step
         ));
     }
     eprintln!(

@@ -7,6 +7,11 @@
 //! wait inside NCCL; [`emit`] streams each rank's events to gzip, atomically. Ranks are written
 //! in parallel, one step at a time, so memory stays at one step per rank whatever the size.
 //!
+//! Planted imbalances ([`SynthOptions`]): a slow rank or class ([`Slow`]; `comm`: its
+//! collectives transfer slower), more work ([`Heavy`]), extra kernels ([`Extra`]), hot experts;
+//! and waiting that is no kernel's fault: a host stall before a collective and a late step start
+//! ([`Delay`]), a slow link of one DP replica ([`SlowLink`]).
+//!
 //! Same [`SynthOptions`] (seed included) ⇒ byte-identical files: every random draw comes from a
 //! [`rng::Rng`] keyed by what it is for (rank, step, collective), never by thread timing.
 //!
@@ -77,6 +82,28 @@ pub struct Extra {
     pub per_layer: u32,
 }
 
+/// A planted host-side delay on one rank, from `from_step` on (`--host-delay-rank`,
+/// `--late-start-rank`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delay {
+    /// Global rank.
+    pub rank: u32,
+    /// How long the rank's CPU is held up, in ns (> 0).
+    pub delay_ns: i64,
+    /// First step (counted from 0 in each file) with the delay.
+    pub from_step: u32,
+}
+
+/// A planted slow link: every collective of one DP replica's groups transfers `factor` × as
+/// long from `from_step` on, the same longer collective on every member.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowLink {
+    /// DP replica.
+    pub replica: u32,
+    pub factor: f64,
+    pub from_step: u32,
+}
+
 /// Everything that decides the output bytes.
 #[derive(Clone, Debug)]
 pub struct SynthOptions {
@@ -104,6 +131,15 @@ pub struct SynthOptions {
     /// Planted hot experts (EP > 1): `factor` × the routed tokens, so that much more expert-GEMM
     /// time, on one rank; its batch and everything else stay as its peers'.
     pub hot_expert: Option<Heavy>,
+    /// Planted host stall: in every step the rank syncs with its GPU (`cudaStreamSynchronize`)
+    /// and spends `delay_ns` in a CPU op (`aten::item`) before launching its second collective,
+    /// so it arrives there last by about that much.
+    pub host_delay: Option<Delay>,
+    /// Planted late start: the rank's CPU begins every step `delay_ns` late (in a data-loader
+    /// annotation before its `ProfilerStep#N`), so it arrives last at the step's first collective.
+    pub late_start: Option<Delay>,
+    /// Planted slow link of one DP replica.
+    pub slow_link: Option<SlowLink>,
     /// `record_shapes`: `Input Dims` on the CPU GEMM ops (`aten::linear`, `aten::mm`) and the
     /// MoE expert ops, token dimension first.
     pub record_shapes: bool,
@@ -145,6 +181,9 @@ impl Default for SynthOptions {
             heavy: None,
             extra: None,
             hot_expert: None,
+            host_delay: None,
+            late_start: None,
+            slow_link: None,
             record_shapes: false,
             annotations: true,
             same_batches: false,
@@ -254,6 +293,44 @@ impl SynthOptions {
             }
             if !(h.factor.is_finite() && h.factor > 0.0 && h.factor <= 64.0) {
                 bail!("--work-factor must be a number in (0, 64]");
+            }
+        }
+        for (flag, d) in [
+            ("--host-delay-rank", &self.host_delay),
+            ("--late-start-rank", &self.late_start),
+        ] {
+            let Some(d) = d else { continue };
+            if u64::from(d.rank) >= world {
+                bail!("{flag} {} is not a rank of a {world}-rank layout", d.rank);
+            }
+            if d.delay_ns <= 0 {
+                bail!("{flag} needs --delay-us above 0 (how long the rank's CPU is held up)");
+            }
+            let layout = self.layout();
+            let colls = sim::collectives_per_step(self, &layout, d.rank);
+            let need = if flag == "--host-delay-rank" { 2 } else { 1 };
+            if colls < need {
+                bail!(
+                    "{flag} {}: the rank has {colls} collective(s) per step, the plant needs {need} \
+                     (use --tp 2 or more, so that its peers wait for it)",
+                    d.rank
+                );
+            }
+        }
+        if let Some(l) = &self.slow_link {
+            if l.replica >= self.dp {
+                bail!(
+                    "--slow-link {} is not a DP replica of --dp {} (replicas 0-{})",
+                    l.replica,
+                    self.dp,
+                    self.dp - 1
+                );
+            }
+            if self.tp * self.pp < 2 {
+                bail!("--slow-link needs collectives: --tp 2 or more (or --pp 2 or more)");
+            }
+            if !(l.factor.is_finite() && l.factor > 0.0) {
+                bail!("--factor must be a positive number");
             }
         }
         let skew = i128::from(self.base_skew_ns) * i128::from(world as u32);

@@ -107,6 +107,8 @@ pub enum Gpu {
     Coll(Coll),
     /// Nothing: the call waits for the GPU (`cudaStreamSynchronize`).
     Sync,
+    /// No CUDA call at all: host work of [`Op::cpu_ns`] exactly (a planted host stall).
+    Host,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,7 +155,7 @@ impl Op {
             Gpu::Kernel(k) => Some(k.class),
             Gpu::Coll(_) => Some(Class::Comm),
             Gpu::Memcpy { .. } | Gpu::Memset { .. } => Some(Class::Memory),
-            Gpu::Sync => None,
+            Gpu::Sync | Gpu::Host => None,
         }
     }
 }
@@ -438,6 +440,33 @@ pub fn program(
         rows: 0,
     });
     ops
+}
+
+/// A planted host stall of `delay_ns`: `.cpu()` of a GPU tensor (`aten::to` → `aten::_to_copy`,
+/// whose `cudaStreamSynchronize` returns once the GPU has drained), then `delay_ns` of host work
+/// in `aten::item` → `aten::_local_scalar_dense` with no CUDA call. Inserted before a collective,
+/// it leaves the GPU idle for about `delay_ns` before that collective.
+pub fn host_stall(delay_ns: i64) -> [Op; 2] {
+    [
+        Op {
+            gpu: Gpu::Sync,
+            cpu: "aten::to",
+            inner: Some("aten::_to_copy"),
+            call: cat::SYNC,
+            gpu_ns: 0,
+            cpu_ns: 6_000,
+            rows: 0,
+        },
+        Op {
+            gpu: Gpu::Host,
+            cpu: "aten::item",
+            inner: Some("aten::_local_scalar_dense"),
+            call: cat::SYNC,
+            gpu_ns: 0,
+            cpu_ns: delay_ns,
+            rows: 0,
+        },
+    ]
 }
 
 #[cfg(test)]

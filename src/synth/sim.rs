@@ -9,6 +9,13 @@
 //! - Every kernel gets ±1.5 % jitter; the planted slow rank's kernels (of one class, or all compute
 //!   classes) take `factor` × as long from `from_step` on. With `--slow-class comm` the transfers
 //!   of the slow rank's collectives take `factor` × as long instead (a slow link).
+//! - `--slow-link DP` makes every collective of DP replica DP's groups transfer `factor` × as
+//!   long: the same rule as `--slow-class comm`, keyed by the replica instead of a member rank.
+//! - A host-delay rank stalls once per step before its second collective: a
+//!   `cudaStreamSynchronize` (its GPU drains), then `delay` of host work, then the launch — its
+//!   GPU idles about `delay` and its peers wait that long inside NCCL.
+//! - A late-start rank's CPU begins every step `delay` after the previous step's end sync (in a
+//!   data-loader annotation), so it arrives last at the step's first collective.
 //! - The step ends with a copy back and a stream sync: the CPU waits for its GPU.
 //!
 //! All times are nanoseconds on one shared clock (relative to the common base time).
@@ -88,6 +95,8 @@ pub struct RankStep {
     pub fwd_end: i64,
     pub step_ext: u64,
     pub fwd_ext: u64,
+    /// Planted late start: the data-loader annotation before the step (start, duration, ext).
+    pub loader: Option<(i64, i64, u64)>,
 }
 
 /// Identity of one collective: (replica, group, seq, src, dst).
@@ -129,6 +138,14 @@ pub fn simulate_step(
             cfg.seed,
             &[0x51EB, r as u64, u64::from(profile), u64::from(index)],
         );
+        let loader = match &cfg.late_start {
+            Some(l) if l.rank as usize == r && index >= l.from_step => {
+                let at = st.cpu_t;
+                st.cpu_t += l.delay_ns;
+                Some((at, l.delay_ns, st.next_ext(1)))
+            }
+            _ => None,
+        };
         let cpu_start = st.cpu_t;
         let step_ext = st.next_ext(1);
         let fwd_ext = st.next_ext(1);
@@ -152,9 +169,24 @@ pub fn simulate_step(
             Some(h) if h.rank as usize == r => h.factor,
             _ => 1.0,
         };
-        let ops = model::program(
+        let mut ops = model::program(
             cfg.naming, cfg.layers, layout, &pos, kind, extra, moe_factor,
         );
+        if let Some(d) = &cfg.host_delay {
+            if d.rank as usize == r && index >= d.from_step {
+                // Before the step's second collective (the one that closes the first layer), so
+                // that the stall sits between two collectives in every step, the first included.
+                if let Some(at) = ops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| matches!(o.gpu, Gpu::Coll(_)))
+                    .nth(1)
+                    .map(|(i, _)| i)
+                {
+                    ops.splice(at..at, model::host_stall(d.delay_ns));
+                }
+            }
+        }
         steps.push(RankStep {
             index,
             kind,
@@ -166,6 +198,7 @@ pub fn simulate_step(
             fwd_end: 0,
             step_ext,
             fwd_ext,
+            loader,
         });
         rngs.push(rng);
     }
@@ -245,6 +278,7 @@ pub fn simulate_step(
                         rec.cpu_dur = end + rng.range(1_500, 3_000) as i64 - rec.cpu_start;
                         st.cpu_t = rec.cpu_start + rec.cpu_dur;
                     }
+                    Gpu::Host => {}
                     _ => {
                         let class = op.class().unwrap_or(Class::Memory);
                         let nominal = op.gpu_ns as f64 * rng.jitter(0.015) * slow_mult(r, class);
@@ -285,12 +319,7 @@ pub fn simulate_step(
                 ],
             );
             let mut transfer = model::transfer_ns(&c) as f64 * rng.jitter(0.02);
-            if let Some(s) = &cfg.slow {
-                let slow_in = arrivals.iter().any(|a| a.rank == s.rank as usize);
-                if s.class == Some(Class::Comm) && slow_in && index >= s.from_step {
-                    transfer *= s.factor;
-                }
-            }
+            transfer *= link_mult(cfg, index, key.0, &arrivals);
             let end = latest + transfer.round() as i64;
             for a in arrivals {
                 let mut rec = a.rec;
@@ -320,9 +349,60 @@ pub fn simulate_step(
     Ok(steps)
 }
 
+/// How much longer a collective of replica `replica` with these members transfers in step
+/// `index`: `--slow-class comm` (a member is the slow rank) and `--slow-link` (the replica's
+/// link) each multiply by their factor.
+fn link_mult(cfg: &SynthOptions, index: u32, replica: u32, arrivals: &[Arrival]) -> f64 {
+    let mut m = 1.0;
+    if let Some(s) = &cfg.slow {
+        let slow_in = arrivals.iter().any(|a| a.rank == s.rank as usize);
+        if s.class == Some(Class::Comm) && slow_in && index >= s.from_step {
+            m *= s.factor;
+        }
+    }
+    if let Some(l) = &cfg.slow_link {
+        if l.replica == replica && index >= l.from_step {
+            m *= l.factor;
+        }
+    }
+    m
+}
+
+/// Collectives (and point-to-point transfers) `rank` launches per step.
+pub fn collectives_per_step(cfg: &SynthOptions, layout: &Layout, rank: u32) -> usize {
+    let pos = layout.pos(rank);
+    model::program(
+        cfg.naming,
+        cfg.layers,
+        layout,
+        &pos,
+        StepKind::Decode { bs: 8 },
+        0,
+        1.0,
+    )
+    .iter()
+    .filter(|o| matches!(o.gpu, Gpu::Coll(_)))
+    .count()
+}
+
 /// The CPU side of one op: outer op, CUDA call inside it. Advances the CPU clock.
 fn cpu_side(op: &Op, st: &mut RankState, rng: &mut Rng) -> Rec {
     let cpu_start = st.cpu_t;
+    if matches!(op.gpu, Gpu::Host) {
+        // Exactly `cpu_ns` of host work, no CUDA call; the inner op spans the middle of it
+        // (`rt_*` bound it for the emitter).
+        let cpu_dur = op.cpu_ns.max(4);
+        let ext = st.next_ext(if op.inner.is_some() { 2 } else { 1 });
+        st.cpu_t = cpu_start + cpu_dur + rng.range(300, 1_500) as i64;
+        return Rec {
+            cpu_start,
+            cpu_dur,
+            rt_start: cpu_start + cpu_dur / 4,
+            rt_dur: cpu_dur / 2,
+            ext,
+            ..Rec::default()
+        };
+    }
     let mut cpu_dur = rng.jittered(op.cpu_ns, 0.10);
     let rt_start = cpu_start + cpu_dur * 45 / 100;
     let rt_dur = rng.jittered(

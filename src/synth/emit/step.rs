@@ -6,6 +6,9 @@ use anyhow::Result;
 
 use super::*;
 
+/// The annotation torch writes around a data-loader `__next__` (a planted late start).
+pub const LOADER: &str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
 impl TraceWriter {
     /// All events of one step.
     pub fn step(&mut self, s: &RankStep, layout: &Layout) -> Result<()> {
@@ -14,6 +17,10 @@ impl TraceWriter {
         } else {
             s.kind.annotation()
         };
+        if let Some((at, dur, ext)) = s.loader {
+            // A planted late start: the data loader holds the CPU before the step begins.
+            self.cpu_span("user_annotation", LOADER, at, dur, ext);
+        }
         let pname = format!("ProfilerStep#{}", s.index);
         self.cpu_span(
             "user_annotation",
@@ -50,6 +57,9 @@ impl TraceWriter {
                     + rec.rt_dur
                     + (rec.cpu_start + rec.cpu_dur - rec.rt_start - rec.rt_dur) / 2;
                 self.cpu_span_dims("cpu_op", inner, start, end - start, launch_ext, op.rows);
+            }
+            if matches!(op.gpu, Gpu::Host) {
+                continue;
             }
             let pid = self.info.pid;
             self.x_head(
@@ -193,7 +203,7 @@ impl TraceWriter {
             Gpu::Memset { bytes } => {
                 self.copy("gpu_memset", cat::MEMSET_DEVICE, rec, bytes, ext, stream)
             }
-            Gpu::Sync => {}
+            Gpu::Sync | Gpu::Host => {}
         }
     }
 

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""Independent checker of the critical-path model (issue #42), Python stdlib only.
+
+Usage: check_critical_path.py DIR
+
+Reads every *.json / *.json.gz trace in DIR (SGLang or vLLM file names) and implements the
+critical-path model of `rankprof analyze` from the raw events, written again from its spec:
+
+Per rank (times in integer ns, ns = round(us * 1000)):
+- collectives: GPU communication kernels (cat "kernel", name matching nccl|rccl|msccl,
+  case-insensitive), keyed by (args["Process Group Name"] or "", the stream's position among
+  that group's streams on the rank, streams in ascending id order). In a CPU-only trace (no
+  kernel at all) a collective is a "c10d::" cpu_op, keyed by its name;
+- compute: the union of the rank's non-communication kernels (memcpy/memset are not kernels);
+  CPU-only: the union of its cpu_ops that are not "c10d::" ops, over all threads;
+- step marks: ProfilerStep#N user annotations (their start).
+- Collectives sorted by (start, end, file order); prev_end(c) = the largest end among those
+  before c. Segment [prev_end, start], seg = max(0, start - prev_end); busy = compute inside the
+  segment; pre = (first step mark t0 with prev_end < t0 <= start) - prev_end, else 0;
+  late = min(pre, seg - busy); host = seg - busy - late.
+
+Across ranks, per world (one per DP replica when distributedInfo.world_size < number of files
+and every file has a DP id; else all files; files of different SGLang stages never match):
+the n-th collective of a key on each rank having it forms one instance. Instances where a
+member has no prev_end are skipped. L = the latest start; a tie (another member starting less
+than 1000 ns before L) costs nothing. cost = seg_L - lowermedian(seg); when > 0 it is split over
+work/host/late by the excesses e_k = max(0, x_k(L) - lowermedian(x_k)) (floor for work and late,
+host the rest; all host when every excess is 0). transfer = end_L - start_L.
+
+Prints one JSON object, asserts nothing:
+- "ranks": per rank label (as `rankprof ls` labels ranks: TP00, TP00-DP01, ...): file, mode
+  ("gpu"/"cpu"), collectives, steps (ProfilerStep marks), mean_step_ns, cost_ns {work, host,
+  late} (totals), per_step_ns (totals / steps), charged (instances it was charged for);
+- "worlds": per world its members, instances, skipped (no prev_end), ties, charged, and the
+  lower-median transfer in ns per collective name (args "Collective name", else the kernel or op
+  name) and over all ("*").
+"""
+
+import gzip
+import json
+import os
+import re
+import sys
+from decimal import Decimal
+
+SGLANG = re.compile(
+    r"^(?P<key>.+?)-TP-(?P<tp>\d+)(?:-DP-(?P<dp>\d+))?(?:-PP-(?P<pp>\d+))?(?:-EP-(?P<ep>\d+))?"
+    r"(?:-(?P<stage>EXTEND|DECODE))?\.trace\.json(?:\.gz)?$"
+)
+VLLM = re.compile(
+    r"^(?:(?P<key>.+)_)?dp(?P<dp>\d+)_pp(?P<pp>\d+)_tp(?P<tp>\d+)_dcp(?P<dcp>\d+)_ep(?P<ep>\d+)"
+    r"_rank(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$"
+)
+STEP = re.compile(r"^ProfilerStep#(\d+)$")
+COMM = re.compile(r"nccl|rccl|msccl", re.IGNORECASE)
+DIMS = ["tp", "dp", "pp", "ep", "dcp"]
+KINDS = ["work", "host", "late"]
+TIE_NS = 1000
+
+
+def ns(v):
+    """Kineto microseconds as integer nanoseconds (exact: parsed as Decimal)."""
+    return int((Decimal(v) * 1000).to_integral_value())
+
+
+def identity(name):
+    """The file's naming and dimensions (None where the name has no such part)."""
+    m = SGLANG.match(name)
+    if m:
+        g = m.groupdict()
+        ids = {d: (int(g[d]) if g.get(d) is not None else None) for d in DIMS}
+        return "sglang", ids, g["stage"]
+    m = VLLM.match(name)
+    if m:
+        g = m.groupdict()
+        return "vllm", {d: int(g[d]) for d in DIMS}, None
+    return None, {d: None for d in DIMS}, None
+
+
+def labels(files):
+    """rankprof's labels: every dimension the name has (SGLang); for vLLM, which names every
+    dimension, only those that vary across the files (TP when none does)."""
+    vllm = any(f["naming"] == "vllm" for f in files)
+    shown = {d: True for d in DIMS}
+    if vllm:
+        varies = {d: len({f["ids"][d] for f in files}) > 1 for d in DIMS}
+        others = any(varies[d] for d in DIMS if d != "tp")
+        shown = dict(varies)
+        shown["tp"] = varies["tp"] or not others
+    out = []
+    for i, f in enumerate(files):
+        parts = ["%s%02d" % (d.upper(), f["ids"][d]) for d in DIMS if shown[d] and f["ids"][d] is not None]
+        label = "-".join(parts) if parts else "RANK%02d" % (f["dist_rank"] if f["dist_rank"] is not None else i)
+        if f["stage"]:
+            label += "-" + f["stage"]
+        out.append(label)
+    return out
+
+
+def union(intervals):
+    """Sorted, disjoint union of [start, end) intervals."""
+    out = []
+    for a, b in sorted(intervals):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                out[-1][1] = b
+        else:
+            out.append([a, b])
+    return out
+
+
+def covered(merged, lo, hi):
+    """Length of the union `merged` inside [lo, hi]."""
+    total = 0
+    for a, b in merged:
+        if b <= lo:
+            continue
+        if a >= hi:
+            break
+        total += min(b, hi) - max(a, lo)
+    return total
+
+
+def lower_median(values):
+    v = sorted(values)
+    return v[(len(v) - 1) // 2]
+
+
+def read_rank(path):
+    name = os.path.basename(path)
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f, parse_float=Decimal)
+    dist = doc.get("distributedInfo") or {}
+    naming, ids, stage = identity(name)
+    kernels = []  # (start, end, order, name, args, stream)
+    cpu_ops = []  # (start, end, order, name)
+    marks = []  # (start, dur)
+    for order, e in enumerate(doc.get("traceEvents", [])):
+        if e.get("ph") != "X" or "ts" not in e:
+            continue
+        cat = e.get("cat")
+        nm = e.get("name", "")
+        if cat == "kernel":
+            start = ns(e["ts"])
+            kernels.append((start, start + ns(e.get("dur", 0)), order, nm, e.get("args") or {}, e.get("tid")))
+        elif cat == "cpu_op":
+            start = ns(e["ts"])
+            cpu_ops.append((start, start + ns(e.get("dur", 0)), order, nm))
+        elif cat == "user_annotation" and STEP.match(nm):
+            marks.append((ns(e["ts"]), ns(e.get("dur", 0))))
+    gpu = bool(kernels)
+    colls = []  # (start, end, order, key, name)
+    if gpu:
+        comm = [k for k in kernels if COMM.search(k[3])]
+        compute = union((k[0], k[1]) for k in kernels if not COMM.search(k[3]))
+        streams = {}
+        for k in comm:
+            pg = str(k[4].get("Process Group Name", ""))
+            streams.setdefault(pg, set()).add(k[5])
+        position = {
+            pg: {s: i for i, s in enumerate(sorted(ss, key=lambda s: (not isinstance(s, int), str(s) if not isinstance(s, int) else s)))}
+            for pg, ss in streams.items()
+        }
+        for k in comm:
+            pg = str(k[4].get("Process Group Name", ""))
+            cname = k[4].get("Collective name") or k[3]
+            colls.append((k[0], k[1], k[2], (pg, position[pg][k[5]]), cname))
+    else:
+        compute = union((c[0], c[1]) for c in cpu_ops if not c[3].startswith("c10d::"))
+        for c in cpu_ops:
+            if c[3].startswith("c10d::"):
+                colls.append((c[0], c[1], c[2], c[3], c[3]))
+    colls.sort(key=lambda c: (c[0], c[1], c[2]))
+    mark_starts = sorted(m[0] for m in marks)
+    segs = []  # per collective: dict
+    prev_end = None
+    for c in colls:
+        start, end = c[0], c[1]
+        rec = {"start": start, "end": end, "key": c[3], "name": c[4], "prev_end": prev_end}
+        if prev_end is not None:
+            seg = max(0, start - prev_end)
+            busy = covered(compute, prev_end, start) if start > prev_end else 0
+            t0 = next((t for t in mark_starts if prev_end < t <= start), None)
+            pre = t0 - prev_end if t0 is not None else 0
+            late = min(pre, seg - busy)
+            rec.update(seg=seg, work=busy, late=late, host=seg - busy - late)
+        segs.append(rec)
+        prev_end = end if prev_end is None else max(prev_end, end)
+    by_key = {}
+    for rec in segs:
+        by_key.setdefault(rec["key"], []).append(rec)
+    return {
+        "file": name,
+        "naming": naming,
+        "ids": ids,
+        "stage": stage,
+        "dist_rank": dist.get("rank"),
+        "world_size": dist.get("world_size"),
+        "mode": "gpu" if gpu else "cpu",
+        "collectives": len(colls),
+        "steps": len(marks),
+        "mean_step_ns": (sum(m[1] for m in marks) / len(marks)) if marks else None,
+        "by_key": by_key,
+    }
+
+
+def worlds_of(files):
+    n = len(files)
+    sizes = [f["world_size"] for f in files]
+    per_dp = all(f["ids"]["dp"] is not None for f in files) and all(
+        isinstance(s, int) and s < n for s in sizes
+    )
+    worlds = {}
+    for i, f in enumerate(files):
+        key = (f["stage"] or "", f["ids"]["dp"] if per_dp else None)
+        worlds.setdefault(key, []).append(i)
+    return [worlds[k] for k in sorted(worlds, key=lambda k: (k[0], -1 if k[1] is None else k[1]))]
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    d = sys.argv[1]
+    names = sorted(n for n in os.listdir(d) if n.endswith(".json") or n.endswith(".json.gz"))
+    files = [read_rank(os.path.join(d, n)) for n in names]
+    labs = labels(files)
+    cost = [{k: 0 for k in KINDS} for _ in files]
+    charged = [0] * len(files)
+    worlds_out = []
+    for members in worlds_of(files):
+        keys = []
+        for m in members:
+            for k in files[m]["by_key"]:
+                if k not in keys:
+                    keys.append(k)
+        w = {"members": [labs[m] for m in members], "instances": 0, "skipped": 0, "ties": 0, "charged": 0}
+        transfers = {}
+        for key in keys:
+            have = [m for m in members if key in files[m]["by_key"]]
+            count = max(len(files[m]["by_key"][key]) for m in have)
+            for n in range(count):
+                inst = [(m, files[m]["by_key"][key][n]) for m in have if n < len(files[m]["by_key"][key])]
+                w["instances"] += 1
+                if any(r["prev_end"] is None for _, r in inst):
+                    w["skipped"] += 1
+                    continue
+                # The last arriver: the latest start (the first such member on equal starts).
+                li = max(range(len(inst)), key=lambda i: (inst[i][1]["start"], -i))
+                lm, lr = inst[li]
+                transfers.setdefault(lr["name"], []).append(lr["end"] - lr["start"])
+                transfers.setdefault("*", []).append(lr["end"] - lr["start"])
+                if any(i != li and lr["start"] - r["start"] < TIE_NS for i, (_, r) in enumerate(inst)):
+                    w["ties"] += 1
+                    continue
+                c = lr["seg"] - lower_median([r["seg"] for _, r in inst])
+                if c <= 0:
+                    continue
+                e = {k: max(0, lr[k] - lower_median([r[k] for _, r in inst])) for k in KINDS}
+                total = sum(e.values())
+                if total == 0:
+                    split = {"work": 0, "late": 0, "host": c}
+                else:
+                    work = c * e["work"] // total
+                    late = c * e["late"] // total
+                    split = {"work": work, "late": late, "host": c - work - late}
+                for k in KINDS:
+                    cost[lm][k] += split[k]
+                charged[lm] += 1
+                w["charged"] += 1
+        w["transfer_median_ns"] = {k: lower_median(v) for k, v in sorted(transfers.items())}
+        worlds_out.append(w)
+    ranks = {}
+    for i, f in enumerate(files):
+        steps = f["steps"]
+        ranks[labs[i]] = {
+            "file": f["file"],
+            "mode": f["mode"],
+            "collectives": f["collectives"],
+            "steps": steps,
+            "mean_step_ns": f["mean_step_ns"],
+            "cost_ns": cost[i],
+            "per_step_ns": {k: (cost[i][k] / steps if steps else None) for k in KINDS},
+            "charged": charged[i],
+        }
+    json.dump({"dir": d, "ranks": ranks, "worlds": worlds_out}, sys.stdout, default=str)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

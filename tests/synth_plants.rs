@@ -1,0 +1,273 @@
+//! `rankprof synth`'s waiting plants (`--host-delay-rank`, `--late-start-rank`, `--slow-link`)
+//! against an independent implementation of the critical-path model:
+//! `tests/check_critical_path.py` reads the raw traces the debug binary wrote and charges every
+//! collective's wait to the last arriver as work, host or late. Each plant must cost its rank
+//! what was planted, in the planted kind, and nothing else anywhere (the plants are clean).
+//! Skipped, with a note, without python3.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rankprof");
+const D_NS: f64 = 2_000_000.0;
+const STEPS: f64 = 6.0;
+
+fn have_python() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("**** python3 not found: synth plant checks skipped ****");
+    }
+    ok
+}
+
+fn synth(dir: &Path, args: &[&str]) {
+    let out = Command::new(BIN)
+        .arg("synth")
+        .arg("-o")
+        .arg(dir)
+        .args(["--steps", "6", "--layers", "2"])
+        .args(args)
+        .output()
+        .expect("running rankprof synth");
+    assert!(
+        out.status.success(),
+        "synth {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn critical(dir: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_critical_path.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .output()
+        .expect("running python3");
+    assert!(
+        out.status.success(),
+        "check_critical_path.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("check_critical_path.py prints JSON")
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Total cost in ns of `kind` on rank `label`.
+fn total(v: &Value, label: &str, kind: &str) -> f64 {
+    num(&v["ranks"][label]["cost_ns"][kind])
+}
+
+/// Every (rank, kind) but `except` costs under `limit_ns` per step.
+fn assert_quiet(v: &Value, except: Option<(&str, &str)>, limit_ns: f64) {
+    let ranks = v["ranks"].as_object().expect("ranks");
+    assert!(!ranks.is_empty());
+    for (label, r) in ranks {
+        assert_eq!(num(&r["steps"]), STEPS, "{label}");
+        for kind in ["work", "host", "late"] {
+            if except == Some((label.as_str(), kind)) {
+                continue;
+            }
+            let per_step = num(&r["per_step_ns"][kind]);
+            assert!(
+                per_step < limit_ns,
+                "{label} {kind}: {per_step} ns per step, want < {limit_ns} (all: {v})"
+            );
+        }
+    }
+}
+
+fn assert_near(got: f64, want: f64, tol: f64, what: &str) {
+    assert!(
+        (got / want - 1.0).abs() <= tol,
+        "{what}: {got}, want {want} ±{} %",
+        tol * 100.0
+    );
+}
+
+#[test]
+fn the_balanced_control_costs_nobody_anything() {
+    if !have_python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    synth(tmp.path(), &["--tp", "4"]);
+    let v = critical(tmp.path());
+    assert_eq!(v["ranks"].as_object().unwrap().len(), 4);
+    assert_quiet(&v, None, 0.05 * D_NS);
+}
+
+#[test]
+fn a_host_delay_costs_its_rank_host_time_once_per_step() {
+    if !have_python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    synth(
+        tmp.path(),
+        &["--tp", "4", "--host-delay-rank", "2", "--delay-us", "2000"],
+    );
+    let v = critical(tmp.path());
+    // The stall sits between the step's first two collectives, so every step's counts.
+    assert_near(
+        total(&v, "TP02", "host") / STEPS,
+        D_NS,
+        0.05,
+        "TP02 host per step",
+    );
+    assert_quiet(&v, Some(("TP02", "host")), 0.10 * D_NS);
+
+    // From step 3 on: half the steps.
+    let later = tempfile::tempdir().unwrap();
+    synth(
+        later.path(),
+        &[
+            "--tp",
+            "4",
+            "--host-delay-rank",
+            "1",
+            "--delay-us",
+            "2000",
+            "--from-step",
+            "3",
+        ],
+    );
+    let v = critical(later.path());
+    assert_near(total(&v, "TP01", "host"), 3.0 * D_NS, 0.05, "TP01 host");
+    assert_quiet(&v, Some(("TP01", "host")), 0.10 * D_NS);
+}
+
+#[test]
+fn a_late_start_costs_its_rank_late_time_at_each_step_s_first_collective() {
+    if !have_python() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    synth(
+        tmp.path(),
+        &["--tp", "4", "--late-start-rank", "1", "--delay-us", "2000"],
+    );
+    let v = critical(tmp.path());
+    // The late start shows at each step's first collective; the profile's very first
+    // collective has nothing before it (no segment), so 5 of the 6 late starts are measurable.
+    assert_eq!(num(&v["worlds"][0]["skipped"]), 1.0, "{v}");
+    assert_near(
+        total(&v, "TP01", "late"),
+        (STEPS - 1.0) * D_NS,
+        0.05,
+        "TP01 late",
+    );
+    assert_quiet(&v, Some(("TP01", "late")), 0.10 * D_NS);
+    // Its steps are D shorter than its peers' (they wait D inside NCCL, it does not).
+    let mean = |l: &str| num(&v["ranks"][l]["mean_step_ns"]);
+    assert_near(mean("TP00") - mean("TP01"), D_NS, 0.05, "step difference");
+}
+
+#[test]
+fn a_slow_link_lengthens_one_replica_s_transfers_and_costs_nobody() {
+    if !have_python() {
+        return;
+    }
+    let control = tempfile::tempdir().unwrap();
+    synth(control.path(), &["--dp", "2", "--tp", "2"]);
+    let tmp = tempfile::tempdir().unwrap();
+    synth(
+        tmp.path(),
+        &[
+            "--dp",
+            "2",
+            "--tp",
+            "2",
+            "--slow-link",
+            "1",
+            "--factor",
+            "3",
+        ],
+    );
+    let c = critical(control.path());
+    let v = critical(tmp.path());
+    let median = |v: &Value, w: usize| num(&v["worlds"][w]["transfer_median_ns"]["allreduce"]);
+    assert_eq!(
+        v["worlds"].as_array().unwrap().len(),
+        2,
+        "one world per replica"
+    );
+    assert_eq!(v["worlds"][1]["members"][0], "TP00-DP01");
+    assert_near(median(&v, 1) / median(&v, 0), 3.0, 0.05, "DP01 over DP00");
+    assert_eq!(median(&v, 0), median(&c, 0), "DP00 unchanged");
+    assert_near(median(&v, 1), 3.0 * median(&c, 1), 0.01, "DP01 vs control");
+    // Every member sees the same longer collective: nobody waits for anybody.
+    assert_quiet(&v, None, 0.05 * D_NS);
+}
+
+#[test]
+fn the_plants_are_deterministic_and_validated() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let args = [
+        "--tp",
+        "4",
+        "--host-delay-rank",
+        "3",
+        "--late-start-rank",
+        "1",
+        "--plain",
+    ];
+    synth(a.path(), &args);
+    synth(b.path(), &args);
+    let mut names: Vec<_> = std::fs::read_dir(a.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 4);
+    for n in &names {
+        let x = std::fs::read(a.path().join(n)).unwrap();
+        let y = std::fs::read(b.path().join(n)).unwrap();
+        assert!(x == y, "{n:?} differs between two runs");
+    }
+    let late = String::from_utf8(std::fs::read(a.path().join(&names[1])).unwrap()).unwrap();
+    assert!(late.contains("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"));
+    let stall = String::from_utf8(std::fs::read(a.path().join(&names[3])).unwrap()).unwrap();
+    assert!(stall.contains("\"aten::_local_scalar_dense\""));
+    let plain = String::from_utf8(std::fs::read(a.path().join(&names[0])).unwrap()).unwrap();
+    assert!(!plain.contains("DataLoader") && !plain.contains("_local_scalar_dense"));
+
+    for (args, says) in [
+        (
+            &["--tp", "4", "--host-delay-rank", "4"][..],
+            "--host-delay-rank 4 is not a rank of a 4-rank layout",
+        ),
+        (
+            &["--tp", "1", "--late-start-rank", "0"][..],
+            "--tp 2 or more",
+        ),
+        (
+            &["--tp", "2", "--late-start-rank", "0", "--delay-us", "0"][..],
+            "--delay-us above 0",
+        ),
+        (
+            &["--tp", "2", "--slow-link", "1"][..],
+            "--slow-link 1 is not a DP replica of --dp 1",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = Command::new(BIN)
+            .arg("synth")
+            .arg("-o")
+            .arg(tmp.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
