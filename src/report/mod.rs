@@ -17,6 +17,7 @@ pub mod attribution;
 pub mod capture;
 pub mod collective_tables;
 pub mod compare;
+pub mod critical_path;
 pub mod formats;
 pub mod groups;
 pub mod html;

@@ -1,6 +1,6 @@
 //! The analysis as plain tables — built once here and rendered by every format (terminal,
 //! CSV, markdown, HTML, Parquet). One short function per table; the collective tables are in
-//! [`super::collective_tables`]; the terminal draws them ([`super::terminal`]). The table model
+//! [`super::collective_tables`], the critical path's in [`super::critical_path`]; the terminal draws them ([`super::terminal`]). The table model
 //! is [`super::table`].
 
 use super::collective_tables;
@@ -24,6 +24,10 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
     let wide = ranks.len() <= WIDE_RANKS && width.is_none_or(|w| w >= 70 + 9 * ranks.len() + 30);
     let mut out = vec![verdict(a), rank_summary(a, width), classes(a)];
     out.extend(super::attribution::tables(a));
+    if a.path.collectives > 0 {
+        out.push(super::critical_path::causes(a));
+        out.push(super::critical_path::worst(a));
+    }
     if !a.kernels.is_empty() {
         out.push(kernels(a, &ranks, wide));
         out.push(kernels_by_rank(a, &ranks));

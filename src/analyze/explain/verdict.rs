@@ -387,9 +387,13 @@ fn path_cause(k: path::Kind) -> &'static str {
 
 /// The first line when the critical path leads.
 fn path_line(c: &path::Cause, record: Option<&Record>, p: &CriticalPath, metric: &str) -> String {
+    let who = if c.kind == path::Kind::Transfer {
+        format!("the group of {}", c.who)
+    } else {
+        c.who.clone()
+    };
     let cost = format!(
-        "{} costs every step {:.2} ms ({:.0} % of the {:.2} ms step)",
-        c.who,
+        "{who} costs every step {:.2} ms ({:.0} % of the {:.2} ms step)",
         c.per_step_ns / 1e6,
         c.step_pct,
         p.step_ns / 1e6
@@ -417,10 +421,24 @@ fn path_line(c: &path::Cause, record: Option<&Record>, p: &CriticalPath, metric:
                 c.collectives, p.collectives
             ),
         },
-        path::Kind::Transfer => format!(
-            "their collectives take longer to transfer than the same collectives in the other groups ({} collectives): a slow link",
-            c.collectives
-        ),
+        path::Kind::Transfer => {
+            // The most out-of-line collective name of the group.
+            let worst = p
+                .transfers
+                .iter()
+                .filter(|t| t.world == c.world)
+                .filter_map(|t| t.others_ns.filter(|&o| o > 0.0).map(|o| (t, t.median_ns / o)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            match worst {
+                Some((t, ratio)) => format!(
+                    "its {} collectives take {ratio:.2}× the transfer time of the same collectives in the other groups (median {:.1} µs vs {:.1} µs): a slow link",
+                    t.name,
+                    t.median_ns / 1e3,
+                    t.others_ns.unwrap_or(0.0) / 1e3
+                ),
+                None => "its collectives take longer to transfer than the same collectives in the other groups: a slow link".to_string(),
+            }
+        }
     };
     let cause = record.map_or_else(|| path_cause(c.kind), |g| g.cause.as_str());
     format!("Imbalanced, {cause}: {cost}: {why}.")

@@ -16,7 +16,7 @@
 //! Ties (two arrivals less than the tie tolerance apart) cost nothing: no one arrived last.
 //! Collectives whose members include one with no earlier collective (the first of a rank) are
 //! not charged. Also per collective: the **transfer**, its duration on the last arriver (it
-//! waited for no one), summed per world and collective name; a world whose transfers are out of
+//! waited for no one), per world and collective name; a world whose median transfer is out of
 //! line with the same collective's in the other worlds (a slow link) is charged the difference.
 //!
 //! Figures are totals over the profile and per step (the step table's rows), with the mean step
@@ -60,6 +60,8 @@ impl Kind {
 pub struct Cause {
     /// A rank label; for [`Kind::Transfer`], the world's ranks (compact).
     pub who: String,
+    /// The world (the ranks whose collectives are matched together) it is in.
+    pub world: usize,
     pub kind: Kind,
     /// Step time it cost over the profile, ns.
     pub cost_ns: i64,
@@ -100,8 +102,9 @@ pub struct Transfer {
     pub world: usize,
     pub name: String,
     pub collectives: usize,
-    pub mean_ns: f64,
-    /// The other worlds' mean for the same name, when there are others.
+    /// The median transfer (the collective's duration on its last arriver), ns.
+    pub median_ns: f64,
+    /// The other worlds' median (of their medians) for the same name, when there are others.
     pub others_ns: Option<f64>,
 }
 
@@ -188,8 +191,9 @@ pub struct Acc {
     /// before it): left out of the per-step figures, which would undercount them.
     row_skipped: Vec<bool>,
     worst: Vec<(i64, Late)>,
-    /// (world, name) → (count, summed transfer).
-    transfers: BTreeMap<(usize, String), (usize, i64)>,
+    /// (world, name) → the transfer of each matched collective (one i64 per collective of a
+    /// world, not per rank: the median needs them).
+    transfers: BTreeMap<(usize, String), Vec<i64>>,
     origin: i64,
 }
 
@@ -267,6 +271,12 @@ impl Acc {
         if members.len() < 2 {
             return;
         }
+        if let Some(r) = recs.get(latest) {
+            self.transfers
+                .entry((world, name.to_string()))
+                .or_default()
+                .push((r.end - r.start).max(0));
+        }
         if recs.iter().any(|r| r.prev_end == NO_PREV) {
             for (&m, r) in members.iter().zip(recs) {
                 if let Some(x) = self
@@ -282,9 +292,6 @@ impl Acc {
         let l = latest;
         let Some(lr) = recs.get(l) else { return };
         let transfer = (lr.end - lr.start).max(0);
-        let t = self.transfers.entry((world, name.to_string())).or_default();
-        t.0 += 1;
-        t.1 += transfer;
         if tie {
             return;
         }
@@ -417,6 +424,7 @@ impl Acc {
                 let net = (mine - typical).max(0.0);
                 Cause {
                     who: label(r),
+                    world: world_of(r).unwrap_or(0),
                     kind,
                     cost_ns: ns,
                     collectives: n,
@@ -427,18 +435,26 @@ impl Acc {
                 }
             })
             .collect();
-        // Transfers: each world against the others' mean for the same collective name.
+        // Transfers: each world's median against the other worlds' (the median of their
+        // medians) for the same collective name; medians, as one collective that also moves
+        // more data or waits on something else does not make a link slow.
+        let medians: BTreeMap<&(usize, String), i64> = self
+            .transfers
+            .iter()
+            .map(|(k, v)| (k, lower_median(v.clone())))
+            .collect();
+        let rows = self.rows.len();
         let mut transfers = Vec::new();
-        for ((w, name), &(n, sum)) in &self.transfers {
-            let others: Vec<f64> = self
-                .transfers
+        for (key, v) in &self.transfers {
+            let (w, name) = key;
+            let n = v.len();
+            let others: Vec<i64> = medians
                 .iter()
                 .filter(|((ow, on), _)| ow != w && on == name)
-                .map(|(_, &(on, os))| os as f64 / on.max(1) as f64)
+                .map(|(_, &m)| m)
                 .collect();
-            let others_ns =
-                (!others.is_empty()).then(|| others.iter().sum::<f64>() / others.len() as f64);
-            let mean = sum as f64 / n.max(1) as f64;
+            let others_ns = (!others.is_empty()).then(|| lower_median(others) as f64);
+            let mean = medians.get(key).copied().unwrap_or(0) as f64;
             if let Some(o) = others_ns {
                 let extra = ((mean - o) * n as f64).round() as i64;
                 // Out of line: more than a fifth over the others' and at least 1 µs a time.
@@ -454,13 +470,15 @@ impl Acc {
                         })
                         .unwrap_or_default();
                     // Transfers are not split by step: spread over the steps' share of them.
-                    let each = if steps > 0 {
-                        extra as f64 / steps as f64
+                    // Over every step (a transfer needs no collective before it).
+                    let each = if rows > 0 {
+                        extra as f64 / rows as f64
                     } else {
                         extra as f64
                     };
                     causes.push(Cause {
                         who,
+                        world: *w,
                         kind: Kind::Transfer,
                         cost_ns: extra,
                         collectives: n,
@@ -475,7 +493,7 @@ impl Acc {
                 world: *w,
                 name: name.clone(),
                 collectives: n,
-                mean_ns: mean,
+                median_ns: mean,
                 others_ns,
             });
         }

@@ -1,0 +1,116 @@
+//! The critical-path tables of the analysis: what each (rank, cause) cost the step at the
+//! collectives where that rank arrived last, and the costliest single late arrivals. Built from
+//! `analyze`'s critical path (`analyze::reduce::path`); rendered by [`super::tables`] like every
+//! other table.
+
+use super::table::{ms, text, us, Cell, Table};
+use crate::analyze::reduce::path::Kind;
+use crate::analyze::Analysis;
+
+/// Rows of the causes table: the largest net costs, those of at least 0.1 % of the step (the
+/// rest are jitter; the JSON keeps every one).
+const CAUSE_ROWS: usize = 12;
+
+/// A cause as the table says it.
+fn cause(k: Kind, cpu: bool) -> &'static str {
+    match k {
+        Kind::Work if cpu => "more cpu work",
+        Kind::Work => "more gpu work",
+        Kind::Host if cpu => "no op recorded",
+        Kind::Host => "host gap (GPU idle)",
+        Kind::LateStart => "late step start",
+        Kind::Transfer => "slow transfer",
+    }
+}
+
+pub(super) fn causes(a: &Analysis) -> Table {
+    let p = &a.path;
+    let cpu = a.source == "cpu";
+    let per = if p.steps > 0 {
+        format!("{} steps of {:.2} ms", p.steps, p.step_ns / 1e6)
+    } else {
+        "the whole profile: no steps".to_string()
+    };
+    Table {
+        name: "critical_path",
+        title: format!(
+            "Critical path: what late arrivals at collectives cost the step ({per}; {} of {} late)",
+            p.late, p.collectives
+        ),
+        columns: [
+            "rank",
+            "cause",
+            "ms / step",
+            "% of step",
+            "over typical ms",
+            "collectives",
+            "total ms",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: p
+            .causes
+            .iter()
+            .filter(|c| p.steps == 0 || c.step_pct >= 0.1)
+            .take(CAUSE_ROWS)
+            .map(|c| {
+                vec![
+                    text(c.who.clone()),
+                    text(cause(c.kind, cpu).to_string()),
+                    Cell::Num(c.per_step_ns / 1e6, 3),
+                    Cell::Num(c.step_pct, 1),
+                    Cell::Num(c.net_per_step_ns / 1e6, 3),
+                    Cell::Int(c.collectives as i64),
+                    ms(c.cost_ns),
+                ]
+            })
+            .collect(),
+        terminal: true,
+    }
+}
+
+pub(super) fn worst(a: &Analysis) -> Table {
+    let p = &a.path;
+    Table {
+        name: "critical_path_worst",
+        title: "Costliest late arrivals (the last arriver's segment over the median member's)"
+            .into(),
+        columns: [
+            "world",
+            "key",
+            "#",
+            "name",
+            "rank",
+            "cost µs",
+            "work µs",
+            "host µs",
+            "late µs",
+            "transfer µs",
+            "t ms",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: p
+            .worst
+            .iter()
+            .map(|w| {
+                vec![
+                    Cell::Int(w.world as i64),
+                    text(w.key.clone()),
+                    Cell::Int(w.index as i64),
+                    text(w.name.clone()),
+                    text(w.rank.clone()),
+                    us(w.cost_ns as f64),
+                    us(w.work_ns as f64),
+                    us(w.host_ns as f64),
+                    us(w.late_ns as f64),
+                    us(w.transfer_ns as f64),
+                    Cell::Num(w.t_ms, 3),
+                ]
+            })
+            .collect(),
+        terminal: false,
+    }
+}
