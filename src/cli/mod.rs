@@ -155,6 +155,11 @@ pub struct MergeArgs {
     /// Write nothing when any rank is damaged.
     #[arg(long)]
     pub strict: bool,
+    /// Analyze the ranks first and draw the critical path in the merged trace: a "critical
+    /// path" track per rank with each collective it arrived last at (the segment before it,
+    /// named by what it cost the others and why). Reads every rank twice.
+    #[arg(long = "critical-path")]
+    pub critical_path: bool,
     /// gzip level of the output (0-9).
     #[arg(long, default_value_t = 1)]
     pub level: u32,

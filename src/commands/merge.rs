@@ -3,15 +3,18 @@
 //! records), the exit code.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::analyze::{analyze, AnalyzeOptions};
 use crate::cli::MergeArgs;
 use crate::exit;
 use crate::merge::{filter, gather, merge_group, MergeOptions, MergeResult};
 use crate::report::merged::{MergeReport, Merged};
 use crate::report::Format;
+use crate::trace::write::overlay::Overlay;
 use crate::trace::Group;
 
 /// The library's options from the command line.
@@ -25,6 +28,7 @@ pub fn options(a: &MergeArgs) -> Result<MergeOptions> {
         gpu_only: a.gpu_only,
         strict: a.strict,
         level: a.level,
+        overlay: None,
     };
     o.validate()?;
     Ok(o)
@@ -91,6 +95,10 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
     let mut done = Vec::new();
     for (g, out) in d.groups.iter().zip(&outs) {
         let t = Instant::now();
+        let mut opts = opts.clone();
+        if args.critical_path {
+            opts.overlay = pool.install(|| critical_path(g));
+        }
         let res = pool.install(|| merge_group(g, out, &opts))?;
         let secs = t.elapsed().as_secs_f64();
         // Each profile's lines as soon as it is merged; the other formats are one document.
@@ -115,6 +123,32 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
         crate::report::print(&all, format)?;
     }
     Ok(code)
+}
+
+/// The critical path of the group's ranks as merged-trace tracks, or `None` (said on stderr)
+/// when they cannot be analyzed: the merge goes on without it.
+fn critical_path(g: &Group) -> Option<Arc<Overlay>> {
+    let opts = AnalyzeOptions {
+        files: g.files.iter().map(|f| f.path.clone()).collect(),
+        ..Default::default()
+    };
+    match analyze(&opts) {
+        Ok(a) if a.path.collectives > 0 => Some(Arc::new(a.path.overlay())),
+        Ok(_) => {
+            eprintln!(
+                "note: {}: no collective matched across ranks, so no critical path to draw",
+                g.merged_name()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!(
+                "note: {}: cannot analyze for the critical path ({e:#}); merged without it",
+                g.merged_name()
+            );
+            None
+        }
+    }
 }
 
 /// Where `-o` sends the merged traces.

@@ -37,6 +37,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::exit::Outcome;
 use crate::trace::write::cleanup;
+use crate::trace::write::overlay::Overlay;
 use crate::trace::{discover, discover_files, Discovery, Group, Ns};
 
 pub use align::Align;
@@ -54,6 +55,9 @@ pub struct MergeOptions {
     pub gpu_only: bool,
     pub strict: bool,
     pub level: u32,
+    /// Annotations to draw on extra tracks per rank (`--critical-path`); times on the common
+    /// clock, so only with [`Align::Base`].
+    pub overlay: Option<std::sync::Arc<Overlay>>,
 }
 
 impl Default for MergeOptions {
@@ -68,6 +72,7 @@ impl Default for MergeOptions {
             gpu_only: false,
             strict: false,
             level: 1,
+            overlay: None,
         }
     }
 }
@@ -264,10 +269,49 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         output::output_span(&ranks.outs, opts.window),
     );
     notes.extend(load.notes);
+    let mut extra = load.json;
+    let mut extra_events = load.events;
+    if let Some(ov) = &opts.overlay {
+        if opts.align == Align::Base {
+            let mut missing = Vec::new();
+            let sort_base = |label: &str| {
+                g.files
+                    .iter()
+                    .find(|f| f.label == label)
+                    .map(|f| f.id.sort_index_base())
+            };
+            let (json, n) = ov.events(sort_base, alignment.base_ns.unwrap_or(0), &mut missing);
+            if !json.is_empty() {
+                if !extra.is_empty() {
+                    extra.extend_from_slice(b",\n");
+                }
+                extra.extend_from_slice(&json);
+                extra_events += n;
+                notes.push(format!(
+                    "{}: {} slices on the ranks' \"{}\" tracks",
+                    ov.track,
+                    ov.slices.len() - missing.len().min(ov.slices.len()),
+                    ov.track
+                ));
+            }
+            if !missing.is_empty() {
+                notes.push(format!(
+                    "{}: no rank {} in this merge; its slices are left out",
+                    ov.track,
+                    missing.join(", ")
+                ));
+            }
+        } else {
+            notes.push(format!(
+                "{}: its tracks are on the common clock and need --align base; not drawn",
+                ov.track
+            ));
+        }
+    }
     let outs = || ranks.outs.iter().flatten();
     let mut result = MergeResult {
         output: None,
-        events: outs().map(|o| o.written + o.added).sum::<u64>() + load.events,
+        events: outs().map(|o| o.written + o.added).sum::<u64>() + extra_events,
         bytes_in: outs().map(|o| o.report.bytes).sum(),
         uncompressed_out: 0,
         base_ns: alignment.base_ns,
@@ -280,7 +324,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
     }
     let tail = output::tail_json(g, &ranks.entries(), &alignment, out)?;
     let pieces = ranks.outs.into_iter().flatten().map(|o| o.piece).collect();
-    result.uncompressed_out = output::write(out, opts.level, pieces, &load.json, &tail)?;
+    result.uncompressed_out = output::write(out, opts.level, pieces, &extra, &tail)?;
     result.output = Some(out.to_path_buf());
     Ok(result)
 }

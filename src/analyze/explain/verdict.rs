@@ -161,21 +161,24 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             && c.net_step_pct >= 100.0 * inp.threshold
             && lead.is_none_or(|g| c.net_per_step_ns > gap_per_step(g))
     });
-    // A `work` lead is told with the attribution's cause of that rank, when it has one.
-    let path_record = path_lead
-        .filter(|c| c.kind == path::Kind::Work)
-        .and_then(|c| {
-            inp.attribution
-                .gaps()
-                .find(|g| g.who == c.who && !is_ep_gap(g))
-        });
+    // A `work` lead is told with that rank's EP split (hot experts, slow dispatch/combine) or
+    // else its attribution cause, when it has one.
+    let work_lead = path_lead.filter(|c| c.kind == path::Kind::Work);
+    let path_ep = work_lead.and_then(|c| ep_gaps.iter().copied().find(|e| e.rank == c.who));
+    let path_record = work_lead.filter(|_| path_ep.is_none()).and_then(|c| {
+        inp.attribution
+            .gaps()
+            .find(|g| g.who == c.who && !is_ep_gap(g))
+    });
+    let told: Option<(&str, &str)> = match (path_ep, path_record) {
+        (Some(e), _) => Some((e.cause.as_str(), e.sentence.as_str())),
+        (None, Some(g)) => Some((g.cause.as_str(), g.sentence.as_str())),
+        _ => None,
+    };
     if let Some(c) = path_lead {
         v.balanced = false;
         v.lead = Some(c.who.clone());
-        v.cause = Some(path_record.map_or_else(
-            || path_cause(c.kind).to_string(),
-            |g| g.cause.as_str().to_string(),
-        ));
+        v.cause = Some(told.map_or(path_cause(c.kind), |t| t.0).to_string());
     } else if let Some(e) = ep_lead {
         v.lead = Some(e.rank.clone());
         v.cause = Some(e.cause.clone());
@@ -242,16 +245,17 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         "its replica's other ranks' mean"
     };
     if let Some(c) = path_lead {
-        v.lines.push(path_line(c, path_record, inp.path, &v.metric));
+        v.lines.push(path_line(c, told, inp.path, &v.metric));
     }
-    if let Some(e) = ep_lead {
+    let ep_told = |e: &EpRecord| path_ep.is_some_and(|t| std::ptr::eq(t, e));
+    if let Some(e) = ep_lead.filter(|e| !ep_told(e)) {
         v.lines.push(if path_lead.is_some() {
             format!("Also {}: {}.", e.cause, e.sentence)
         } else {
             format!("Imbalanced, {}: {}.", e.cause, e.sentence)
         });
     }
-    for e in ep_gaps.iter().skip(1).take(2) {
+    for e in ep_gaps.iter().skip(1).filter(|e| !ep_told(e)).take(2) {
         v.lines.push(format!("Also {}: {}.", e.cause, e.sentence));
     }
     if let Some(g) = lead {
@@ -386,7 +390,14 @@ fn path_cause(k: path::Kind) -> &'static str {
 }
 
 /// The first line when the critical path leads.
-fn path_line(c: &path::Cause, record: Option<&Record>, p: &CriticalPath, metric: &str) -> String {
+/// `told`: the cause and sentence of the rank's own explanation (EP split or attribution) that
+/// the line carries.
+fn path_line(
+    c: &path::Cause,
+    told: Option<(&str, &str)>,
+    p: &CriticalPath,
+    metric: &str,
+) -> String {
     let who = if c.kind == path::Kind::Transfer {
         format!("the group of {}", c.who)
     } else {
@@ -411,10 +422,10 @@ fn path_line(c: &path::Cause, record: Option<&Record>, p: &CriticalPath, metric:
             "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work (host-bound: a sync, Python or data loading on that rank), and the others wait for it ({} of {} collectives)",
             c.collectives, p.collectives
         ),
-        path::Kind::Work => match record {
-            Some(g) => format!(
-                "it arrives last at {} of {} collectives after more {metric} than the median rank; {}",
-                c.collectives, p.collectives, g.sentence
+        path::Kind::Work => match told {
+            Some((_, sentence)) => format!(
+                "it arrives last at {} of {} collectives after more {metric} than the median rank; {sentence}",
+                c.collectives, p.collectives
             ),
             None => format!(
                 "it arrives last at {} of {} collectives after more {metric} than the median rank",
@@ -440,6 +451,6 @@ fn path_line(c: &path::Cause, record: Option<&Record>, p: &CriticalPath, metric:
             }
         }
     };
-    let cause = record.map_or_else(|| path_cause(c.kind), |g| g.cause.as_str());
+    let cause = told.map_or(path_cause(c.kind), |t| t.0);
     format!("Imbalanced, {cause}: {cost}: {why}.")
 }

@@ -25,10 +25,12 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::steps::StepTable;
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
+use crate::trace::write::overlay::{Overlay, Slice};
 
 /// Why the last arriver's segment was longer than the median member's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -89,6 +91,12 @@ pub struct Late {
     pub rank: String,
     /// Its arrival, ms from the first matched collective's.
     pub t_ms: f64,
+    /// Its segment on the common clock (ns): from the end of its previous collective to its
+    /// arrival.
+    #[serde(default)]
+    pub seg_start_ns: i64,
+    #[serde(default)]
+    pub start_ns: i64,
     pub cost_ns: i64,
     pub work_ns: i64,
     pub host_ns: i64,
@@ -139,9 +147,60 @@ pub struct CriticalPath {
     pub transfers: Vec<Transfer>,
     pub per_step: Vec<PathStep>,
     pub notes: Vec<String>,
+    /// The costliest late arrivals, up to [`MARKS`], in time order: what `merge
+    /// --critical-path` draws in the merged trace ([`CriticalPath::overlay`]).
+    #[serde(skip)]
+    pub marks: Vec<Late>,
 }
 
+/// Late arrivals kept for the merged trace's critical-path tracks.
+pub const MARKS: usize = 20_000;
+
 impl CriticalPath {
+    /// The late arrivals as slices for a merged trace: on each late rank's "critical path"
+    /// track, its segment before the collective it arrived last at (what it was doing while the
+    /// others were already waiting), named by cost and cause.
+    pub fn overlay(&self) -> Overlay {
+        let slices = self
+            .marks
+            .iter()
+            .map(|l| {
+                let parts = [
+                    (l.work_ns, "more work"),
+                    (l.host_ns, "host gap"),
+                    (l.late_ns, "late step start"),
+                ];
+                let why = parts.iter().max_by_key(|p| p.0).map_or("", |p| p.1);
+                let mut args = Map::new();
+                let us = |ns: i64| Value::from((ns as f64 / 1e3 * 1e3).round() / 1e3);
+                args.insert("cost_us".into(), us(l.cost_ns));
+                args.insert("work_us".into(), us(l.work_ns));
+                args.insert("host_us".into(), us(l.host_ns));
+                args.insert("late_start_us".into(), us(l.late_ns));
+                args.insert("transfer_us".into(), us(l.transfer_ns));
+                args.insert("collective".into(), Value::from(l.name.clone()));
+                args.insert("key".into(), Value::from(l.key.clone()));
+                args.insert("index".into(), Value::from(l.index));
+                Slice {
+                    rank: l.rank.clone(),
+                    name: format!(
+                        "last at {} #{}: +{:.1} µs ({why})",
+                        l.name,
+                        l.index,
+                        l.cost_ns as f64 / 1e3
+                    ),
+                    start_ns: l.seg_start_ns,
+                    dur_ns: l.start_ns - l.seg_start_ns,
+                    args,
+                }
+            })
+            .collect();
+        Overlay {
+            track: "critical path".into(),
+            slices,
+        }
+    }
+
     /// The largest cause by its net cost, if it is its own: at least half of what it costs is
     /// over the typical rank's (two ranks that take turns arriving last lead nothing).
     pub fn lead(&self) -> Option<&Cause> {
@@ -191,6 +250,8 @@ pub struct Acc {
     /// before it): left out of the per-step figures, which would undercount them.
     row_skipped: Vec<bool>,
     worst: Vec<(i64, Late)>,
+    /// The costliest late arrivals for the merged trace (kept like `worst`, up to [`MARKS`]).
+    marks: Vec<(i64, Late)>,
     /// (world, name) → the transfer of each matched collective (one i64 per collective of a
     /// world, not per rank: the median needs them).
     transfers: BTreeMap<(usize, String), Vec<i64>>,
@@ -235,6 +296,7 @@ impl Acc {
             row_cost: vec![BTreeMap::new(); steps.rows.len()],
             row_skipped: vec![false; steps.rows.len()],
             worst: Vec::new(),
+            marks: Vec::new(),
             transfers: BTreeMap::new(),
             origin: i64::MAX,
         }
@@ -331,7 +393,7 @@ impl Acc {
                 *m.entry((rank, kind)).or_default() += ns;
             }
         }
-        if self.top_n > 0 {
+        {
             let item = Late {
                 world,
                 key: key.to_string(),
@@ -339,32 +401,53 @@ impl Acc {
                 name: name.to_string(),
                 rank: self.labels.get(rank).cloned().unwrap_or_default(),
                 t_ms: lr.start as f64,
+                seg_start_ns: lr.prev_end,
+                start_ns: lr.start,
                 cost_ns: cost,
                 work_ns: work,
                 host_ns: host,
                 late_ns: late,
                 transfer_ns: transfer,
             };
-            self.worst.push((cost, item));
-            if self.worst.len() > 4 * self.top_n {
-                self.trim();
+            if self.top_n > 0 {
+                self.worst.push((cost, item.clone()));
+                if self.worst.len() > 4 * self.top_n {
+                    trim(&mut self.worst, self.top_n);
+                }
+            }
+            self.marks.push((cost, item));
+            if self.marks.len() > 2 * MARKS {
+                trim(&mut self.marks, MARKS);
             }
         }
     }
+}
 
-    fn trim(&mut self) {
-        self.worst.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then(a.1.world.cmp(&b.1.world))
-                .then(a.1.key.cmp(&b.1.key))
-                .then(a.1.index.cmp(&b.1.index))
-        });
-        self.worst.truncate(self.top_n);
-    }
+/// Keeps the `n` costliest (ties in a fixed order).
+fn trim(v: &mut Vec<(i64, Late)>, n: usize) {
+    v.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(a.1.world.cmp(&b.1.world))
+            .then(a.1.key.cmp(&b.1.key))
+            .then(a.1.index.cmp(&b.1.index))
+    });
+    v.truncate(n);
+}
 
+impl Acc {
     /// The totals; `worlds` as the matching used them.
     pub fn finish(mut self, worlds: &[Vec<usize>]) -> CriticalPath {
-        self.trim();
+        trim(&mut self.worst, self.top_n);
+        trim(&mut self.marks, MARKS);
+        let origin = self.origin;
+        let mut marks: Vec<Late> = std::mem::take(&mut self.marks)
+            .into_iter()
+            .map(|(_, mut l)| {
+                l.t_ms = (l.t_ms - origin as f64) / 1e6;
+                l
+            })
+            .collect();
+        marks.sort_by_key(|l| (l.start_ns, l.world, l.index));
         // Per step: over the steps measured in full.
         let measured: Vec<usize> = (0..self.rows.len())
             .filter(|&i| !self.row_skipped[i])
@@ -555,6 +638,7 @@ impl Acc {
             transfers,
             per_step,
             notes,
+            marks,
         }
     }
 }

@@ -1,0 +1,127 @@
+//! Annotations written into a merged trace on top of the ranks' own events: slices on one
+//! extra track per rank (e.g. the critical path's late arrivals, `merge --critical-path`),
+//! each in a process that belongs to its rank (`"[TP02] critical path"`, sorted at the end of
+//! the rank's processes), so that a viewer shows them beside the rank they explain and every
+//! process of the merged trace still carries its rank's label.
+//!
+//! Times come in on the common clock (absolute ns, as an analysis holds them) and are written
+//! as the merge writes every event: µs from the merged trace's base time.
+
+use serde_json::{json, Map, Value};
+
+/// One annotated interval of one rank.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slice {
+    /// The rank's label as the merged trace shows it (`TP02`, `TP01-DP01`).
+    pub rank: String,
+    pub name: String,
+    /// Start on the common clock, ns.
+    pub start_ns: i64,
+    pub dur_ns: i64,
+    pub args: Map<String, Value>,
+}
+
+/// Slices to add to a merged trace, on a track named `track` per rank.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overlay {
+    pub track: String,
+    pub slices: Vec<Slice>,
+}
+
+impl Overlay {
+    /// The overlay's events as comma-separated JSON objects (no leading or trailing comma), with
+    /// their count: the slices whose rank `sort_base` knows (its process sort index base), times
+    /// minus `base_ns`, and each rank's process name and sort index. `missing` gets the ranks
+    /// the merged trace does not hold.
+    pub fn events(
+        &self,
+        sort_base: impl Fn(&str) -> Option<i64>,
+        base_ns: i64,
+        missing: &mut Vec<String>,
+    ) -> (Vec<u8>, u64) {
+        let mut out: Vec<Value> = Vec::new();
+        let mut procs: Vec<(String, i64)> = Vec::new();
+        for s in &self.slices {
+            let Some(sort) = sort_base(&s.rank) else {
+                if !missing.contains(&s.rank) {
+                    missing.push(s.rank.clone());
+                }
+                continue;
+            };
+            let pid = format!("[{}] {}", s.rank, self.track);
+            if !procs.iter().any(|(p, _)| *p == pid) {
+                procs.push((pid.clone(), sort));
+            }
+            let ts = (s.start_ns - base_ns) as f64 / 1e3;
+            out.push(json!({
+                "ph": "X", "cat": "rankprof", "name": s.name, "pid": pid, "tid": 0,
+                "ts": (ts * 1e3).round() / 1e3,
+                "dur": (s.dur_ns.max(0) as f64).round() / 1e3,
+                "args": s.args,
+            }));
+        }
+        for (pid, sort) in &procs {
+            out.push(
+                json!({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                            "args": {"name": format!("{pid} (rankprof)")}}),
+            );
+            out.push(
+                json!({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+                            "args": {"sort_index": sort + 99}}),
+            );
+            out.push(
+                json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": 0,
+                            "args": {"name": self.track}}),
+            );
+        }
+        let mut bytes = Vec::new();
+        for e in &out {
+            if !bytes.is_empty() {
+                bytes.extend_from_slice(b",\n");
+            }
+            bytes.extend_from_slice(e.to_string().as_bytes());
+        }
+        (bytes, out.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_land_in_their_rank_process_on_the_base() {
+        let o = Overlay {
+            track: "critical path".into(),
+            slices: vec![
+                Slice {
+                    rank: "TP02".into(),
+                    name: "late".into(),
+                    start_ns: 1_000_002_500,
+                    dur_ns: 2_000_000,
+                    args: Map::new(),
+                },
+                Slice {
+                    rank: "TP09".into(),
+                    name: "late".into(),
+                    start_ns: 0,
+                    dur_ns: 1,
+                    args: Map::new(),
+                },
+            ],
+        };
+        let mut missing = Vec::new();
+        let (bytes, n) = o.events(
+            |r| (r == "TP02").then_some(200),
+            1_000_000_000,
+            &mut missing,
+        );
+        assert_eq!(missing, vec!["TP09".to_string()]);
+        assert_eq!(n, 4);
+        let v: Value = serde_json::from_slice(&[b"[", &bytes[..], b"]"].concat()).unwrap();
+        assert_eq!(v[0]["pid"], "[TP02] critical path");
+        assert_eq!(v[0]["ts"], 2.5);
+        assert_eq!(v[0]["dur"], 2000.0);
+        assert_eq!(v[2]["args"]["sort_index"], 299);
+    }
+}
