@@ -318,3 +318,79 @@ fn real_gloo_traces_agree_with_the_script() {
     let a = analyze(&files);
     assert!(first(&a).starts_with("Balanced"), "{:#?}", a.verdict.lines);
 }
+
+/// `merge --critical-path`: each late arrival is a slice on its rank's "critical path" track,
+/// ending where that rank's collective kernel starts in the merged trace, its cost and cause in
+/// its args; the planted rank's slices carry the planted delay.
+#[test]
+fn the_merged_trace_draws_the_late_arrivals() {
+    use rankprof::merge::{gather, merge_group, MergeOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("in");
+    let files = synth(
+        &dir,
+        SynthOptions {
+            host_delay: Some(Delay {
+                rank: 2,
+                delay_ns: D_NS,
+                from_step: 0,
+            }),
+            ..opts(4)
+        },
+    );
+    let a = analyze(&files);
+    let d = gather(Some(&dir), &[], false, None, None).unwrap();
+    let out = tmp.path().join("merged.trace.json.gz");
+    let opts = MergeOptions {
+        overlay: Some(std::sync::Arc::new(a.path.overlay())),
+        ..Default::default()
+    };
+    let r = merge_group(&d.groups[0], &out, &opts).unwrap();
+    assert!(!r.damaged(), "{:?}", r.notes);
+    let bytes = std::fs::read(&out).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+        .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    let slices: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["pid"] == "[TP02] critical path" && e["ph"] == "X")
+        .collect();
+    let planted = a
+        .path
+        .marks
+        .iter()
+        .filter(|l| l.rank == "TP02" && l.host_ns > D_NS / 2)
+        .count();
+    assert!(planted >= 7, "{planted} planted late arrivals");
+    // Every slice ends at the start of one of TP02's collective kernels, to the ns.
+    let kernels: Vec<f64> = evs
+        .iter()
+        .filter(|e| {
+            e["pid"].as_str().is_some_and(|p| p.starts_with("[TP02] "))
+                && e["cat"] == "kernel"
+                && e["name"].as_str().is_some_and(|n| n.contains("nccl"))
+        })
+        .map(|e| e["ts"].as_f64().unwrap())
+        .collect();
+    let mut big = 0;
+    for s in &slices {
+        let end = s["ts"].as_f64().unwrap() + s["dur"].as_f64().unwrap();
+        assert!(
+            kernels.iter().any(|k| (k - end).abs() < 0.002),
+            "slice {s} does not end at a TP02 collective"
+        );
+        let cost = s["args"]["cost_us"].as_f64().unwrap();
+        if cost > 0.5 * D_NS as f64 / 1e3 {
+            big += 1;
+            assert!((cost - D_NS as f64 / 1e3).abs() < 0.05 * D_NS as f64 / 1e3, "{s}");
+            assert!(s["name"].as_str().unwrap().contains("host gap"), "{s}");
+        }
+    }
+    assert_eq!(big, planted);
+    // Its process is TP02's, sorted with TP02's processes.
+    assert!(evs.iter().any(|e| e["pid"] == "[TP02] critical path"
+        && e["name"] == "process_sort_index"
+        && e["args"]["sort_index"] == 299));
+}

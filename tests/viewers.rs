@@ -9,6 +9,9 @@
 //! - in Chrome DevTools' trace engine (npm `@paulirish/trace_engine`), in Node: it parses the
 //!   trace, finds every process and thread name the metadata gives and the same entries per rank.
 //!
+//! A planted host delay merged with `--critical-path` loads too, with the planted rank's
+//! critical-path track drawn.
+//!
 //! HTA's real `nccl-a100-rank-0` has flow ends without starts, so Catapult warns about it: merged
 //! alone, it must give exactly the warnings the input gives (the merge adds none).
 //!
@@ -250,6 +253,40 @@ fn merged_traces_load_in_catapult_and_devtools() {
             &[],
         ));
     }
+    // The critical path drawn in (`merge --critical-path`) on a planted host delay: its track
+    // per rank must load like every other process of the rank.
+    let planted = out.join("planted-host-delay");
+    rankprof::synth::write_set(
+        &rankprof::synth::SynthOptions {
+            tp: 4,
+            steps: 6,
+            layers: 2,
+            host_delay: Some(rankprof::synth::Delay {
+                rank: 2,
+                delay_ns: 2_000_000,
+                from_step: 0,
+            }),
+            ..Default::default()
+        },
+        &planted,
+    )
+    .unwrap();
+    let path = {
+        let a = rankprof::analyze::analyze(&rankprof::analyze::AnalyzeOptions {
+            profile_dir: Some(planted.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+        std::sync::Arc::new(a.path.overlay())
+    };
+    let cp_file = out.join("synth-critical-path.trace.json.gz");
+    let g = &gather(Some(&planted), &[], false, None, None).unwrap().groups[0];
+    let opts = MergeOptions {
+        overlay: Some(path),
+        ..MergeOptions::default()
+    };
+    assert!(!merge_group(g, &cp_file, &opts).unwrap().damaged());
+    merged.push(cp_file.clone());
     let sampled = [
         shared("hta/sampled-rank-0.json.gz"),
         shared("hta/sampled-rank-1.json.gz"),
@@ -293,6 +330,15 @@ fn merged_traces_load_in_catapult_and_devtools() {
         );
         check_catapult(&name, &v["catapult"], &v["expected"]);
         check_devtools(&name, &v["devtools"], &v["expected"]);
+        if *file == cp_file {
+            // The planted rank's critical-path track, drawn with its slices.
+            let procs = v["catapult"]["processes"].as_array().unwrap();
+            let cp = procs
+                .iter()
+                .find(|p| p["pid"] == "[TP02] critical path")
+                .unwrap_or_else(|| panic!("{name}: no critical-path track: {procs:?}"));
+            assert!(cp["slices"].as_u64().unwrap() >= 6, "{name}: {cp}");
+        }
     }
     // The real trace with dangling flow ends: the merge adds no warning to the input's own.
     let sorted = |v: &Value| {

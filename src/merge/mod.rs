@@ -277,7 +277,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
             let sort_base = |label: &str| {
                 g.files
                     .iter()
-                    .find(|f| f.label == label)
+                    .find(|f| f.label.trim_start_matches('[').trim_end_matches(']') == label)
                     .map(|f| f.id.sort_index_base())
             };
             let (json, n) = ov.events(sort_base, alignment.base_ns.unwrap_or(0), &mut missing);
