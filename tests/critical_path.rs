@@ -394,3 +394,44 @@ fn the_merged_trace_draws_the_late_arrivals() {
         && e["name"] == "process_sort_index"
         && e["args"]["sort_index"] == 299));
 }
+
+/// `compare` gates on the wait the critical path's lead imposes: a host delay planted on the
+/// current side is a regression of "wait imposed per step", ≈ the planted delay.
+#[test]
+fn compare_gates_on_the_wait_imposed() {
+    use rankprof::compare::diff::Status;
+    use rankprof::compare::{compare, CompareOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    let cur = tmp.path().join("cur");
+    synth(&base, opts(4));
+    synth(
+        &cur,
+        SynthOptions {
+            host_delay: Some(Delay {
+                rank: 2,
+                delay_ns: D_NS,
+                from_step: 0,
+            }),
+            ..opts(4)
+        },
+    );
+    let c = compare(&CompareOptions {
+        baseline: base,
+        current: cur,
+        ..CompareOptions::default()
+    })
+    .unwrap()
+    .comparison;
+    let row = c
+        .overall
+        .iter()
+        .find(|r| r.name == "wait imposed per step (critical path)")
+        .unwrap_or_else(|| panic!("no critical-path row: {:#?}", c.overall));
+    assert!(row.baseline_ns < D_NS / 100, "{row:?}");
+    assert!(
+        (row.current_ns - D_NS).abs() < D_NS / 20,
+        "{row:?}: planted {D_NS} ns per step"
+    );
+    assert_eq!(row.status, Status::Regression, "{row:?}");
+}

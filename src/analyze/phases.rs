@@ -494,6 +494,7 @@ fn cross_rank(
         &steps,
         &verdict,
         &attribution,
+        &path,
         args.summary_kernels,
     );
     let groups = groups::build(&results, &summaries, &steps);

@@ -53,6 +53,7 @@ use serde::{Deserialize, Serialize};
 use super::collect::rank::RankResult;
 use super::explain::attribution::Attribution;
 use super::explain::verdict::{ClassShare, Verdict};
+use super::reduce::path::{CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
 use super::stats::{median_p90, spread};
 
@@ -75,6 +76,56 @@ pub struct Summary {
     /// Work against time (version 2; `None` in version 1 files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<WorkSummary>,
+    /// The critical path across ranks (absent in older files and without steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathSummary>,
+}
+
+/// What late arrivals at the collectives cost the step, for `compare` to gate on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PathSummary {
+    /// Steps measured in full, and their mean time.
+    pub steps: usize,
+    pub step_ns: i64,
+    /// The (rank, cause) that costs the step most over the typical rank, as the verdict's
+    /// critical-path lead (`None`: none costs the step anything of its own).
+    pub lead: Option<String>,
+    pub cause: Option<String>,
+    /// The wait that lead imposes on the other ranks per step, ns (0 without a lead).
+    pub imposed_per_step_ns: i64,
+    pub ranks: Vec<PathRank>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PathRank {
+    pub rank: String,
+    /// What its late arrivals cost the step, all causes, ns.
+    pub per_step_ns: i64,
+}
+
+fn path_summary(p: &CriticalPath) -> Option<PathSummary> {
+    if p.steps == 0 {
+        return None;
+    }
+    let lead = p.lead();
+    let mut ranks: BTreeMap<&str, f64> = BTreeMap::new();
+    for c in p.causes.iter().filter(|c| c.kind != PathKind::Transfer) {
+        *ranks.entry(c.who.as_str()).or_default() += c.per_step_ns;
+    }
+    Some(PathSummary {
+        steps: p.steps,
+        step_ns: p.step_ns.round() as i64,
+        lead: lead.map(|c| c.who.clone()),
+        cause: lead.map(|c| c.kind.as_str().to_string()),
+        imposed_per_step_ns: lead.map_or(0, |c| c.net_per_step_ns.round() as i64),
+        ranks: ranks
+            .into_iter()
+            .map(|(r, ns)| PathRank {
+                rank: r.to_string(),
+                per_step_ns: ns.round() as i64,
+            })
+            .collect(),
+    })
 }
 
 /// Work against time, for `compare` to gate on the time per unit of work.
@@ -275,6 +326,7 @@ pub fn build(
     steps: &StepTable,
     verdict: &Verdict,
     attribution: &Attribution,
+    path: &CriticalPath,
     max_kernels: usize,
 ) -> Summary {
     let labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
@@ -460,6 +512,7 @@ pub fn build(
             straggler_pct: r4(verdict.straggler_pct),
         },
         work: Some(work_summary(attribution, verdict)),
+        path: path_summary(path),
     }
 }
 

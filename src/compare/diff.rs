@@ -354,6 +354,17 @@ pub fn build(
         }
     }
 
+    // The wait the critical path's lead imposes on the others per step: a regression in how
+    // much one rank holds the group up (gated like the others; both sides need steps).
+    if let (Some(pb), Some(pc)) = (&base.path, &cur.path) {
+        overall.push(Row::new(
+            "wait imposed per step (critical path)".into(),
+            None,
+            None,
+            pb.imposed_per_step_ns,
+            pc.imposed_per_step_ns,
+        ));
+    }
     let rank_work = |r: &RankEntry| {
         if steps {
             r.steps.work_median_ns
