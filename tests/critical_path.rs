@@ -435,3 +435,35 @@ fn compare_gates_on_the_wait_imposed() {
     );
     assert_eq!(row.status, Status::Regression, "{row:?}");
 }
+
+/// The HTML report draws the lane chart: the planted rank's late arrivals on its lane, titled
+/// with their cost and cause.
+#[test]
+fn the_html_report_draws_the_lanes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = synth(
+        tmp.path(),
+        SynthOptions {
+            host_delay: Some(Delay {
+                rank: 2,
+                delay_ns: D_NS,
+                from_step: 0,
+            }),
+            ..opts(4)
+        },
+    );
+    let a = analyze(&files);
+    let html = rankprof::report::html::render(&a);
+    let svg_at = html.find("<svg id=\"critical-path\"").expect("the lane chart");
+    let svg = &html[svg_at..svg_at + html[svg_at..].find("</svg>").unwrap()];
+    let planted = svg
+        .split("<rect class=\"late\"")
+        .skip(1)
+        .filter(|r| r.contains("<title>TP02: last at") && r.contains("(host gap)"))
+        .count();
+    // Three steps' worth of time: two or three planted delays.
+    assert!((2..=4).contains(&planted), "{planted} in {svg}");
+    for lane in ["TP00", "TP01", "TP02", "TP03"] {
+        assert!(svg.contains(&format!(">{lane}</text>")), "{lane}");
+    }
+}

@@ -1,7 +1,8 @@
 //! The HTML report: one self-contained file (inline CSS, SVG and a few lines of script, nothing
 //! fetched from the network) with the verdict, the merged trace to open in a trace viewer, two
 //! heatmaps — rank × kernel class and rank × step — each with its colour scale, and every table
-//! of the analysis, sortable by a click on a column header.
+//! of the analysis, sortable by a click on a column header; the critical path as a lane chart
+//! ([`super::html_lanes`]).
 //!
 //! Heatmap colours show each cell relative to its column's mean over ranks (class heatmap) or
 //! to the mean of the other ranks in that step (step heatmap): white is even, red is above,
@@ -338,6 +339,12 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
         s.push_str(&format!("<p>{}</p>", esc(l)));
     }
     s.push_str("</div>\n");
+    let lanes = super::html_lanes::chart(a);
+    if !lanes.is_empty() {
+        s.push_str("\n<h2>Critical path: who the others waited for (ranks as lanes; three steps from the first late arrival)</h2>\n");
+        s.push_str(&lanes);
+        s.push('\n');
+    }
     let words = |t: &str| {
         if cpu {
             ops_for_kernels(t)

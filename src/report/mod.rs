@@ -8,7 +8,7 @@
 //!   terminal draws it ([`terminal`]) and Parquet writes it ([`parquet`]).
 //! - The renderers, one per result: the analysis ([`analysis`]: its tables in [`tables`],
 //!   [`attribution`], [`collective_tables`], [`groups`], [`tidy`]; JSON streamed by [`json`];
-//!   CSV and markdown in [`formats`]; HTML in [`html`]), a comparison ([`compare`]), a listing
+//!   CSV and markdown in [`formats`]; HTML in [`html`], its lane chart in [`html_lanes`]), a comparison ([`compare`]), a listing
 //!   of rank files ([`listing`]), merge results ([`merged`]), capture outcomes ([`capture`]) and
 //!   the live view of `watch` ([`watch`]); shared text helpers in [`text`].
 
@@ -22,6 +22,7 @@ pub mod formats;
 pub mod groups;
 pub mod html;
 pub mod html_grid;
+pub mod html_lanes;
 pub mod json;
 pub mod listing;
 pub mod merged;
