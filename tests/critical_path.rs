@@ -384,7 +384,10 @@ fn the_merged_trace_draws_the_late_arrivals() {
         let cost = s["args"]["cost_us"].as_f64().unwrap();
         if cost > 0.5 * D_NS as f64 / 1e3 {
             big += 1;
-            assert!((cost - D_NS as f64 / 1e3).abs() < 0.05 * D_NS as f64 / 1e3, "{s}");
+            assert!(
+                (cost - D_NS as f64 / 1e3).abs() < 0.05 * D_NS as f64 / 1e3,
+                "{s}"
+            );
             assert!(s["name"].as_str().unwrap().contains("host gap"), "{s}");
         }
     }
@@ -454,7 +457,9 @@ fn the_html_report_draws_the_lanes() {
     );
     let a = analyze(&files);
     let html = rankprof::report::html::render(&a);
-    let svg_at = html.find("<svg id=\"critical-path\"").expect("the lane chart");
+    let svg_at = html
+        .find("<svg id=\"critical-path\"")
+        .expect("the lane chart");
     let svg = &html[svg_at..svg_at + html[svg_at..].find("</svg>").unwrap()];
     let planted = svg
         .split("<rect class=\"late\"")

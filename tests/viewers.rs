@@ -280,7 +280,9 @@ fn merged_traces_load_in_catapult_and_devtools() {
         std::sync::Arc::new(a.path.overlay())
     };
     let cp_file = out.join("synth-critical-path.trace.json.gz");
-    let g = &gather(Some(&planted), &[], false, None, None).unwrap().groups[0];
+    let g = &gather(Some(&planted), &[], false, None, None)
+        .unwrap()
+        .groups[0];
     let opts = MergeOptions {
         overlay: Some(path),
         ..MergeOptions::default()

@@ -64,6 +64,10 @@ const MERGE: &[Example] = &[
         "Per-step folders, ranks aligned on their first step (merge-traces = rankprof merge)",
         "merge-traces --profile-dir /data/prof -r --align first-step",
     ),
+    ex(
+        "With a track per rank of the collectives it arrived last at (analyzes the ranks first)",
+        "rankprof merge --profile-dir /data/prof --critical-path",
+    ),
 ];
 
 const ANALYZE: &[Example] = &[

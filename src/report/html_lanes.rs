@@ -31,7 +31,9 @@ fn kind(l: &Late) -> (&'static str, &'static str) {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The chart, or an empty string when the analysis has no late arrival to draw.
