@@ -1,5 +1,6 @@
 //! The critical-path tables of the analysis: what each (rank, cause) cost the step at the
-//! collectives where that rank arrived last, and the costliest single late arrivals. Built from
+//! collectives where that rank arrived last, the costliest single late arrivals, and the cost
+//! per step. Built from
 //! `analyze`'s critical path (`analyze::reduce::path`); rendered by [`super::tables`] like every
 //! other table.
 
@@ -108,6 +109,48 @@ pub(super) fn worst(a: &Analysis) -> Table {
                     us(w.late_ns as f64),
                     us(w.transfer_ns as f64),
                     Cell::Num(w.t_ms, 3),
+                ]
+            })
+            .collect(),
+        terminal: false,
+    }
+}
+
+pub(super) fn steps(a: &Analysis) -> Table {
+    let p = &a.path;
+    let cpu = a.source == "cpu";
+    Table {
+        name: "critical_path_steps",
+        title: "Critical path per step: what late arrivals cost each step, and the largest".into(),
+        columns: [
+            "step",
+            "step ms",
+            "cost ms",
+            "cost %",
+            "top rank",
+            "top cause",
+            "top ms",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: p
+            .per_step
+            .iter()
+            .map(|r| {
+                vec![
+                    text(r.step.clone()),
+                    ms(r.step_ns),
+                    ms(r.cost_ns),
+                    if r.step_ns > 0 {
+                        Cell::Num(100.0 * r.cost_ns as f64 / r.step_ns as f64, 1)
+                    } else {
+                        Cell::Empty
+                    },
+                    r.top_who.clone().map_or(Cell::Empty, text),
+                    r.top_kind
+                        .map_or(Cell::Empty, |k| text(cause(k, cpu).to_string())),
+                    ms(r.top_ns),
                 ]
             })
             .collect(),

@@ -27,6 +27,7 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
     if a.path.collectives > 0 {
         out.push(super::critical_path::causes(a));
         out.push(super::critical_path::worst(a));
+        out.push(super::critical_path::steps(a));
     }
     if !a.kernels.is_empty() {
         out.push(kernels(a, &ranks, wide));
