@@ -29,7 +29,8 @@ impl Cell {
             Cell::Text(s) => s.clone(),
             Cell::Int(v) => v.to_string(),
             Cell::Num(v, d) if v.is_finite() => format!("{v:.d$}"),
-            Cell::Num(..) => "inf".to_string(),
+            // A ratio over nothing (∞, NaN) has no value to show: never `inf` or `NaN`.
+            Cell::Num(..) => "—".to_string(),
             Cell::Real(v) if v.is_finite() => format!("{v}"),
             Cell::Real(_) | Cell::Empty => String::new(),
         }
@@ -44,7 +45,7 @@ impl Cell {
     pub fn csv(&self) -> String {
         match self {
             Cell::Num(v, _) | Cell::Real(v) if v.is_finite() => format!("{v}"),
-            Cell::Real(_) => String::new(),
+            Cell::Num(..) | Cell::Real(_) => String::new(),
             other => csv_field(&other.show()),
         }
     }
@@ -280,5 +281,14 @@ mod tests {
         );
         assert_eq!(Cell::Real(f64::INFINITY).csv(), "");
         assert_eq!(Cell::Real(f64::NAN).json(), Value::Null);
+    }
+
+    #[test]
+    fn a_number_that_is_not_finite_is_never_inf_or_nan() {
+        for v in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let c = Cell::Num(v, 2);
+            assert_eq!((c.show().as_str(), c.csv().as_str()), ("—", ""));
+            assert_eq!(c.json(), Value::Null);
+        }
     }
 }
