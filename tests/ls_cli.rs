@@ -145,3 +145,64 @@ fn a_training_run_named_by_the_trace_handler_is_one_profile() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("3 ranks"), "{out}");
 }
+
+/// Every `damaged` value in a JSON tree.
+fn damaged_values(v: &serde_json::Value, out: &mut Vec<serde_json::Value>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                if k == "damaged" {
+                    out.push(x.clone());
+                }
+                damaged_values(x, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| damaged_values(x, out)),
+        _ => {}
+    }
+}
+
+/// `damaged` is a JSON boolean wherever it is known — analyze, merge and `ls --count` — and
+/// null in `ls` without `--count` (not read, not known); never the string "false".
+#[test]
+fn damaged_is_a_boolean_in_every_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    for r in 0..2u32 {
+        std::fs::write(
+            tmp.path()
+                .join(format!("worker{r}.1712000000{r:03}.pt.trace.json")),
+            rank_trace(r, 2),
+        )
+        .unwrap();
+    }
+    let dir = tmp.path().to_string_lossy().into_owned();
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let o = out.to_string_lossy().into_owned();
+    for (args, want_null) in [
+        (vec!["ls", &dir, "--format", "json"], true),
+        (vec!["ls", &dir, "--count", "--format", "json"], false),
+        (
+            vec!["merge", "--profile-dir", &dir, "-o", &o, "--format", "json"],
+            false,
+        ),
+        (
+            vec!["analyze", "--profile-dir", &dir, "--format", "json"],
+            false,
+        ),
+    ] {
+        let (code, stdout, err) = rankprof(&args);
+        assert_eq!(code, Some(0), "{args:?}: {stdout}{err}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let mut found = Vec::new();
+        damaged_values(&v, &mut found);
+        assert!(!found.is_empty(), "{args:?}: {stdout}");
+        for d in found {
+            if want_null {
+                assert!(d.is_null(), "{args:?}: {d}");
+            } else {
+                assert_eq!(d, serde_json::Value::Bool(false), "{args:?}");
+            }
+        }
+    }
+}

@@ -19,6 +19,8 @@ pub enum Cell {
     Num(f64, usize),
     /// A number shown at full precision everywhere (the tidy tables machines read).
     Real(f64),
+    /// Yes or no: `true` / `false` as text, a JSON boolean.
+    Bool(bool),
     Empty,
 }
 
@@ -32,6 +34,7 @@ impl Cell {
             // A ratio over nothing (∞, NaN) has no value to show: never `inf` or `NaN`.
             Cell::Num(..) => "—".to_string(),
             Cell::Real(v) if v.is_finite() => format!("{v}"),
+            Cell::Bool(b) => b.to_string(),
             Cell::Real(_) | Cell::Empty => String::new(),
         }
     }
@@ -55,12 +58,18 @@ impl Cell {
         match self {
             Cell::Text(s) => Value::String(s.clone()),
             Cell::Int(v) => Value::from(*v),
+            Cell::Bool(b) => Value::Bool(*b),
             Cell::Num(v, _) | Cell::Real(v) => {
                 serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number)
             }
             Cell::Empty => Value::Null,
         }
     }
+}
+
+/// A yes/no cell (a JSON boolean).
+pub fn b(v: bool) -> Cell {
+    Cell::Bool(v)
 }
 
 /// A text cell.
@@ -290,5 +299,9 @@ mod tests {
             assert_eq!((c.show().as_str(), c.csv().as_str()), ("—", ""));
             assert_eq!(c.json(), Value::Null);
         }
+        assert_eq!(
+            (b(true).show(), b(false).csv(), b(true).json()),
+            ("true".to_string(), "false".to_string(), Value::Bool(true))
+        );
     }
 }

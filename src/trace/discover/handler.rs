@@ -35,13 +35,14 @@
 //! `world_size`), which is the authority when they disagree (with a note);
 //! [`RankFrom`] overrides that.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
 use super::group::{finish_group, shown_dir, Group};
 use super::handler_names::HandlerName;
 use super::rankfile::{rank_file, Naming, RankFile, RankFrom};
 use crate::trace::rankid::RankId;
 use crate::trace::read::reader::read_head;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 /// How far apart (from the first) the stamps of one run's files may be: 10 minutes.
 pub const SPREAD_NS: u128 = 600_000_000_000;
@@ -150,7 +151,7 @@ pub(super) fn groups(
             match runs.last_mut() {
                 Some(r)
                     if r.first()
-                        .is_some_and(|a| f.name.ns - a.name.ns <= SPREAD_NS) =>
+                        .is_some_and(|a| f.name.ns.saturating_sub(a.name.ns) <= SPREAD_NS) =>
                 {
                     r.push(f)
                 }
