@@ -763,3 +763,94 @@ fn parquet_writes_one_typed_file_per_table() {
     assert_eq!(compute, [44_000_000, 44_000_000, 51_500_000, 44_000_000]);
     assert_eq!(rows[2].get_string(col("rank")).unwrap(), "TP02");
 }
+
+/// A JSON file that is not a trace (no `traceEvents`), named like a rank: named as damage with
+/// the reason, exit 3, left out of the comparison (even with --keep-partial); no output format
+/// prints `inf` or `NaN`. With one real rank beside it, the ratios that would divide by its
+/// nothing never appear either.
+#[test]
+fn a_file_that_is_not_a_trace_is_damage_left_out() {
+    for ranks in [4usize, 1] {
+        let dir = tempfile::tempdir().unwrap();
+        Planted {
+            ranks,
+            steps: 8,
+            slow: 0,
+            from: 3,
+            factor: 1.5,
+        }
+        .write_ranks(dir.path(), true);
+        let bad = format!("planted-TP-{ranks}.trace.json");
+        std::fs::write(dir.path().join(&bad), r#"{"model": "llama", "tp": 4}"#).unwrap();
+        let d = dir.path().to_str().unwrap();
+        for extra in [&[][..], &["--keep-partial"][..]] {
+            for format in ["table", "json", "csv", "markdown"] {
+                let mut args = vec!["analyze", "--profile-dir", d, "--format", format];
+                args.extend(extra);
+                let o = run("rankprof", &args);
+                let (out, err) = (stdout(&o), stderr(&o));
+                assert_eq!(
+                    o.status.code(),
+                    Some(3),
+                    "{ranks} {format} {extra:?}: {out}{err}"
+                );
+                assert!(out.contains("not a trace"), "{ranks} {format}: {out}");
+                for word in ["inf", "NaN", "nan×", "inf×"] {
+                    let hit = out
+                        .split(|c: char| !c.is_alphanumeric() && c != '×')
+                        .any(|w| w.eq_ignore_ascii_case(word));
+                    assert!(!hit, "{ranks} {format} {extra:?}: '{word}' in\n{out}");
+                }
+                if format == "json" {
+                    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                    let n = v["ranks"].as_array().map_or(0, Vec::len);
+                    assert_eq!(
+                        n, ranks,
+                        "{ranks} {extra:?}: the bad file is no rank: {out}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A valid trace with no events beside one real rank: every ratio against it divides by
+/// nothing, and no output format prints `inf` or `NaN` (the verdict says it in words).
+#[test]
+fn ratios_over_an_empty_rank_print_no_inf_or_nan() {
+    let dir = tempfile::tempdir().unwrap();
+    Planted {
+        ranks: 1,
+        steps: 8,
+        slow: 0,
+        from: 3,
+        factor: 1.5,
+    }
+    .write_ranks(dir.path(), true);
+    std::fs::write(
+        dir.path().join("planted-TP-1.trace.json"),
+        r#"{"schemaVersion": 1, "traceEvents": []}"#,
+    )
+    .unwrap();
+    let d = dir.path().to_str().unwrap();
+    for format in ["table", "json", "csv", "markdown"] {
+        let o = run(
+            "rankprof",
+            &["analyze", "--profile-dir", d, "--format", format],
+        );
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(3)),
+            "{format}: {out}{err}"
+        );
+        for w in out.split(|c: char| !c.is_alphanumeric()) {
+            assert!(
+                !w.eq_ignore_ascii_case("inf") && !w.eq_ignore_ascii_case("nan"),
+                "{format}: '{w}' in\n{out}"
+            );
+        }
+        if format == "table" {
+            assert!(out.contains("recorded no kernel time"), "{out}");
+        }
+    }
+}

@@ -683,3 +683,292 @@ fn sglang_cuda_graph_capture_traces_are_profiles_per_runner() {
     assert_eq!(notes.len(), 1, "{:?}", d.notes);
     assert!(notes[0].contains("4 SGLang"), "{}", notes[0]);
 }
+
+/// A small trace whose head says `distributedInfo.rank` = `r` and `world_size` = `n`.
+fn with_rank_of(r: u32, n: u32) -> String {
+    kineto(Some(0), 1, 1.0).replacen(
+        "{\"schemaVersion\": 1,",
+        &format!(
+            "{{\"schemaVersion\": 1, \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {r}, \
+             \"world_size\": {n}}},"
+        ),
+        1,
+    )
+}
+
+/// Writes `name` (gzip'd when it ends in `.gz`) holding a trace of rank `r` of `n`.
+fn write_rank(dir: &Path, name: &str, r: u32, n: u32) -> PathBuf {
+    let p = dir.join(name);
+    if name.ends_with(".gz") {
+        write_gz(&p, with_rank_of(r, n).as_bytes());
+    } else {
+        std::fs::write(&p, with_rank_of(r, n)).unwrap();
+    }
+    p
+}
+
+/// Rank `r`'s stamp in ms: the ranks of one run stamp their files in no rank order, up to
+/// 20 s × (n - 1) apart (each rank's handler stamps when its own trace is ready).
+fn ms(r: u32, n: u32) -> u64 {
+    1_712_000_000_123 + u64::from((r * 5 + 3) % n) * 20_000 + u64::from(r)
+}
+
+fn ns(r: u32, n: u32) -> u128 {
+    u128::from(ms(r, n)) * 1_000_000 + 417
+}
+
+/// Training runs as their writers name them (the name forms are cited in
+/// `src/trace/discover/handler.rs`): each is one profile, rank r in the file written for rank
+/// r. (writer, ranks, name of rank r's file, profile id (`None`: the folder's), how ranks are
+/// read.)
+#[test]
+fn training_run_names_make_one_profile() {
+    type Name = fn(u32, u32) -> String;
+    let cases: &[(&str, u32, Name, Option<&str>, Naming)] = &[
+        (
+            "torch's default {host}_{pid}.{ns} (Megatron-LM --use-pytorch-profiler, slime, DeepSpeed's tutorial)",
+            4,
+            |r, n| format!("node-{}_{}.{}.pt.trace.json", r / 2, 4000 + 13 * r, ns(r, n)),
+            None,
+            Naming::DistributedInfo,
+        ),
+        (
+            "torch 1.8-1.9's default {host}_{pid}.{ms}",
+            4,
+            |r, n| format!("ip-10-0-0-{}_{}.{}.pt.trace.json.gz", r / 2, 700 + r, ms(r, n)),
+            None,
+            Naming::DistributedInfo,
+        ),
+        (
+            "Kineto's DDP example, worker_name='worker'+str(rank)",
+            4,
+            |r, n| format!("worker{r}.{}.pt.trace.json", ns(r, n)),
+            Some("worker"),
+            Naming::Generic,
+        ),
+        (
+            "issue 43's DDP run, worker{r}_step_12.{ms}",
+            8,
+            |r, n| format!("worker{r}_step_12.{}.pt.trace.json", ms(r, n)),
+            Some("worker_step_12"),
+            Naming::Generic,
+        ),
+        (
+            "trainer_rank{r}_step_12.{ns}.gz",
+            8,
+            |r, n| format!("trainer_rank{r}_step_12.{}.pt.trace.json.gz", ns(r, n)),
+            Some("trainer_rank_step_12"),
+            Naming::Generic,
+        ),
+        (
+            "rank{r}.{ms} (torch 1.8 handler)",
+            4,
+            |r, n| format!("rank{r}.{}.pt.trace.json", ms(r, n)),
+            Some("rank"),
+            Naming::Generic,
+        ),
+        (
+            "rank_{r}.{ns}",
+            4,
+            |r, n| format!("rank_{r}.{}.pt.trace.json.gz", ns(r, n)),
+            Some("rank"),
+            Naming::Generic,
+        ),
+        (
+            "node{n}_rank{r}.{ns}, two nodes",
+            4,
+            |r, n| format!("node{}_rank{r}.{}.pt.trace.json.gz", r / 2, ns(r, n)),
+            Some("node_rank"),
+            Naming::Generic,
+        ),
+        (
+            "gpu{r}.{ms}",
+            4,
+            |r, n| format!("gpu{r}.{}.pt.trace.json", ms(r, n)),
+            Some("gpu"),
+            Naming::Generic,
+        ),
+        (
+            "torchtitan iteration_{n}/rank{r}_trace.json",
+            4,
+            |r, _| format!("rank{r}_trace.json"),
+            Some("trace"),
+            Naming::Generic,
+        ),
+        (
+            "verl prof_rank-{r}.json.gz",
+            4,
+            |r, _| format!("prof_rank-{r}.json.gz"),
+            Some("prof"),
+            Naming::Generic,
+        ),
+        (
+            "verl before: prof_start_{a}_end_{b}_rank_{r}.json",
+            4,
+            |r, _| format!("prof_start_1_end_3_rank_{r}.json"),
+            Some("prof_start_1_end_3"),
+            Naming::Generic,
+        ),
+    ];
+    for &(writer, n, name, id, naming) in cases {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("iteration_10");
+        std::fs::create_dir(&dir).unwrap();
+        let mut written = Vec::new();
+        for r in 0..n {
+            written.push(write_rank(&dir, &name(r, n), r, n));
+        }
+        let d = discover(&dir, false).unwrap();
+        assert_eq!(d.groups.len(), 1, "{writer}: {:#?} {:?}", d.groups, d.notes);
+        let g = &d.groups[0];
+        assert_eq!(g.profile_id, id.unwrap_or("iteration_10"), "{writer}");
+        for (r, f) in g.files.iter().enumerate() {
+            assert_eq!(f.label, format!("[RANK{r:02}]"), "{writer}");
+            assert_eq!(f.path, written[r], "{writer}");
+            assert_eq!(f.naming, naming, "{writer}");
+        }
+        assert!(g.missing().is_empty(), "{writer}");
+        assert!(
+            !d.notes
+                .iter()
+                .any(|n| n.contains("differs") || n.contains("order")),
+            "{writer}: {:?}",
+            d.notes
+        );
+        // Named on the command line, in any order: the same profile.
+        written.reverse();
+        let d = rankprof::trace::discover::discover_given(&written, RankFrom::Auto, None, None)
+            .unwrap();
+        assert_eq!(d.groups.len(), 1, "{writer}");
+        assert_eq!(d.groups[0].files.len(), n as usize, "{writer}");
+    }
+}
+
+use rankprof::trace::discover::{discover_files_with, discover_given, split_run, RankFrom};
+
+/// Names and heads disagree: the head wins (with a note), unless `--rank-from name`; two runs
+/// an hour apart are two profiles; one run stamped over 10 minutes apart is said to look split,
+/// and named on the command line it is one profile; a rank named twice is an error naming both.
+#[test]
+fn training_runs_heads_stamps_and_files_named() {
+    let t = tempfile::tempdir().unwrap();
+    // The script named its files by local rank, the heads hold the global ranks (7 - r).
+    let files: Vec<PathBuf> = (0..4)
+        .map(|r| {
+            write_rank(
+                t.path(),
+                &format!("worker{r}.{}.pt.trace.json", ms(r, 4)),
+                7 - r,
+                8,
+            )
+        })
+        .collect();
+    let d = discover_files_with(&files, RankFrom::Auto);
+    assert_eq!(d.groups.len(), 1);
+    let got: Vec<(String, &Path)> = d.groups[0]
+        .files
+        .iter()
+        .map(|f| (f.id_label(), f.path.as_path()))
+        .collect();
+    let want: Vec<(String, &Path)> = (0..4)
+        .rev()
+        .map(|r| (format!("RANK{:02}", 7 - r), files[r].as_path()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("distributedInfo is the authority")
+                && n.contains("4 file name(s)")),
+        "{:?}",
+        d.notes
+    );
+    // The heads say 8 ranks: 4 are here.
+    assert!(
+        d.notes.iter().any(|n| n.contains("4 of the 8 ranks")),
+        "{:?}",
+        d.notes
+    );
+    let d = discover_files_with(&files, RankFrom::Name);
+    let labels: Vec<String> = d.groups[0].files.iter().map(|f| f.id_label()).collect();
+    assert_eq!(labels, ["RANK00", "RANK01", "RANK02", "RANK03"]);
+    assert!(!d.notes.iter().any(|n| n.contains("authority")));
+    let d = discover_files_with(&files, RankFrom::Order);
+    assert_eq!(d.groups[0].files[0].path, files[0]);
+
+    // Two runs of worker{r}, an hour apart: two profiles named by their first stamps.
+    let t2 = tempfile::tempdir().unwrap();
+    for hour in [0u64, 1] {
+        for r in 0..2 {
+            let stamp = ms(r, 2) + hour * 3_600_000;
+            write_rank(t2.path(), &format!("worker{r}.{stamp}.pt.trace.json"), r, 2);
+        }
+    }
+    let d = discover(t2.path(), false).unwrap();
+    let got: Vec<(String, usize)> = d
+        .groups
+        .iter()
+        .map(|g| (g.profile_id.clone(), g.files.len()))
+        .collect();
+    let first = [ms(0, 2).min(ms(1, 2)), ms(0, 2).min(ms(1, 2)) + 3_600_000];
+    assert_eq!(
+        got,
+        [
+            (format!("worker.{}", first[0]), 2),
+            (format!("worker.{}", first[1]), 2)
+        ]
+    );
+    assert!(split_run(&d.groups).is_none());
+
+    // One run's three ranks stamped 20 minutes apart: three one-rank profiles, said to look
+    // like one run split; named on the command line, one profile.
+    let t3 = tempfile::tempdir().unwrap();
+    let split: Vec<PathBuf> = (0..3u32)
+        .map(|r| {
+            let stamp = 1_712_000_000_000 + u64::from(r) * 1_200_000;
+            write_rank(
+                t3.path(),
+                &format!("worker{r}_step_12.{stamp}.pt.trace.json"),
+                r,
+                3,
+            )
+        })
+        .collect();
+    let d = discover(t3.path(), false).unwrap();
+    assert_eq!(d.groups.len(), 3);
+    let said = split_run(&d.groups).unwrap();
+    assert!(said.contains("3 profiles of one rank each"), "{said}");
+    assert!(d.notes.contains(&said));
+    let d = discover_given(&split, RankFrom::Auto, None, None).unwrap();
+    assert_eq!(d.groups.len(), 1);
+    assert_eq!(d.groups[0].files.len(), 3);
+    assert!(!d.notes.iter().any(|n| n.contains("one rank each")));
+
+    // Rank 0 of both runs of t2 named: an error naming both files.
+    let zeros: Vec<PathBuf> = d_files(t2.path(), "worker0.");
+    assert_eq!(zeros.len(), 2);
+    let err = discover_given(&zeros, RankFrom::Auto, None, None).unwrap_err();
+    for z in &zeros {
+        assert!(err.contains(&z.display().to_string()), "{err}");
+    }
+    assert!(err.contains("RANK00"), "{err}");
+    // Numbered by order instead, they are one profile of two ranks.
+    let d = discover_given(&zeros, RankFrom::Order, None, None).unwrap();
+    assert_eq!(d.groups.len(), 1);
+    assert_eq!(d.groups[0].files.len(), 2);
+}
+
+/// The files of `dir` whose names start with `prefix`, sorted.
+fn d_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .collect();
+    v.sort();
+    v
+}

@@ -238,3 +238,36 @@ fn multi_member_gzip_and_top_level_keys_on_both_sides() {
     std::fs::copy(&p, &q).unwrap();
     assert_eq!(read_trace(&q, |_| {}).unwrap().events, 6);
 }
+
+/// A whole JSON document without `traceEvents` (a config or summary named like a rank) is not
+/// a trace: damage, said as such; an empty trace, object or bare array, is not.
+#[test]
+fn a_json_document_without_trace_events_is_not_a_trace() {
+    let t = tempfile::tempdir().unwrap();
+    let (r, names) = read(
+        t.path(),
+        "run-TP-2.trace.json",
+        br#"{"model": "llama", "config": {"tp": 4}}"#,
+        false,
+    );
+    assert!(names.is_empty());
+    assert_eq!(r.damage, Some(Damage::NotATrace));
+    assert!(r.is_damaged());
+    assert_eq!(
+        r.stopped_early().as_deref(),
+        Some("not a trace: a JSON document without traceEvents")
+    );
+    assert!(
+        r.notes()[0].contains("run-TP-2.trace.json is not a trace"),
+        "{:?}",
+        r.notes()
+    );
+    for empty in [
+        &br#"{"traceEvents": []}"#[..],
+        b"[]",
+        b"{\"a\": 1, \"traceEvents\": [\n]}",
+    ] {
+        let (r, _) = read(t.path(), "e.json.gz", empty, true);
+        assert_eq!(r.damage, None, "{}", String::from_utf8_lossy(empty));
+    }
+}

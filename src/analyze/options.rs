@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use crate::trace::discover::RankFrom;
+
 /// What to analyze and how, independent of the command line (every default equals the
 /// command line's).
 #[derive(Debug, Clone)]
@@ -18,6 +20,8 @@ pub struct AnalyzeOptions {
     pub profile_id: Option<String>,
     /// Only this stage (EXTEND, DECODE, prefill, decode).
     pub stage: Option<String>,
+    /// Where ranks come from (`--rank-from`; the default: names, checked against heads).
+    pub rank_from: RankFrom,
     /// Kernels in the top-kernels table.
     pub top_n: usize,
     /// A regex on annotation names that marks steps, instead of ProfilerStep#N / step[...].
@@ -43,6 +47,7 @@ impl Default for AnalyzeOptions {
             rank: None,
             profile_id: None,
             stage: None,
+            rank_from: RankFrom::Auto,
             top_n: 15,
             step_marker: None,
             threshold: 5.0,

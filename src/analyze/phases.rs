@@ -196,6 +196,8 @@ pub fn read(
 /// the returned line, the report's first, names them, the file, the damage and its byte offset;
 /// returned with it, those names alone (`TP02 (file: damage)`, [`Analysis::stopped_early`]).
 fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<(String, String)> {
+    // A file that is not a trace has no figures at all: left out even with `keep`.
+    let not_trace = |why: &str| why.starts_with(crate::trace::read::damage::NOT_A_TRACE);
     // (file name, why) → ranks, in rank order.
     let mut groups: Vec<((String, &str), Vec<&str>)> = Vec::new();
     for r in results.iter() {
@@ -217,31 +219,53 @@ fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<(String, S
     }
     let partial: usize = groups.iter().map(|(_, r)| r.len()).sum();
     let complete = results.len() - partial;
-    let named = groups
-        .iter()
-        .map(|((file, why), ranks)| format!("{} ({file}: {why})", rankset::compact(ranks)))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let (its, them) = if partial == 1 {
+    let named_of = |gs: &[&((String, &str), Vec<&str>)]| {
+        gs.iter()
+            .map(|((file, why), ranks)| format!("{} ({file}: {why})", rankset::compact(ranks)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let all: Vec<_> = groups.iter().collect();
+    let named = named_of(&all);
+    let (no_trace, read): (Vec<_>, Vec<_>) =
+        groups.iter().partition(|((_, why), _)| not_trace(why));
+    let count =
+        |gs: &[&((String, &str), Vec<&str>)]| gs.iter().map(|(_, r)| r.len()).sum::<usize>();
+    let (its, them) = if count(&read) == 1 {
         ("its", "it")
     } else {
         ("their", "them")
     };
-    let line = if keep || complete == 0 {
-        format!(
-            "Caution: {named}: {its} figures cover only what could be read and compare low \
-             against complete ranks."
-        )
-    } else {
-        format!(
-            "Left out of the comparison: {named}: {its} figures would cover only what could be \
-             read (--keep-partial compares {them} anyway)."
-        )
-    };
-    if !keep && complete > 0 {
-        results.retain(|r| r.stopped_early.is_none());
+    let mut parts = Vec::new();
+    if !no_trace.is_empty() && complete > 0 {
+        parts.push(format!(
+            "Left out of the comparison: {}: no trace to compare.",
+            named_of(&no_trace)
+        ));
     }
-    Some((named, line))
+    let caution = keep || complete == 0;
+    let read_named = named_of(if complete > 0 { &read } else { &all });
+    if !read_named.is_empty() {
+        parts.push(if caution {
+            format!(
+                "Caution: {read_named}: {its} figures cover only what could be read and compare \
+                 low against complete ranks."
+            )
+        } else {
+            format!(
+                "Left out of the comparison: {read_named}: {its} figures would cover only what \
+                 could be read (--keep-partial compares {them} anyway)."
+            )
+        });
+    }
+    if complete > 0 {
+        results.retain(|r| {
+            r.stopped_early
+                .as_deref()
+                .is_none_or(|why| keep && !not_trace(why))
+        });
+    }
+    Some((named, parts.join(" ")))
 }
 
 /// `--rank N` on one file, which may hold several ranks (a merged trace): keeps the N-th rank

@@ -104,6 +104,11 @@ pub struct LsArgs {
     /// Read every file and count its events (slower).
     #[arg(long)]
     pub count: bool,
+    /// Where ranks come from: the file names, `distributedInfo.rank` in each file's head, or
+    /// file-name order (default: the names, checked against the heads where names alone are
+    /// not enough; torch handler names: the head wins where they disagree, with a note).
+    #[arg(long = "rank-from", value_enum, value_name = "FROM")]
+    pub rank_from: Option<RankFromArg>,
     /// Output format on stdout: the listing as text, JSON, CSV (one row per file) or markdown.
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
@@ -125,6 +130,11 @@ pub struct MergeArgs {
     /// Merge only this stage (EXTEND, DECODE, prefill, decode).
     #[arg(long)]
     pub stage: Option<String>,
+    /// Where ranks come from: the file names, `distributedInfo.rank` in each file's head, or
+    /// file-name order (default: the names, checked against the heads where names alone are
+    /// not enough; torch handler names: the head wins where they disagree, with a note).
+    #[arg(long = "rank-from", value_enum, value_name = "FROM")]
+    pub rank_from: Option<RankFromArg>,
     /// Output file (only when one group is merged), or an existing directory to write each
     /// merged trace into under its default name, DIR/merged-<id>[-<stage>].trace.json.gz
     /// (without -o: beside the rank files).
@@ -194,6 +204,11 @@ pub struct AnalyzeArgs {
     /// Analyze only this stage (EXTEND, DECODE, prefill, decode).
     #[arg(long)]
     pub stage: Option<String>,
+    /// Where ranks come from: the file names, `distributedInfo.rank` in each file's head, or
+    /// file-name order (default: the names, checked against the heads where names alone are
+    /// not enough; torch handler names: the head wins where they disagree, with a note).
+    #[arg(long = "rank-from", value_enum, value_name = "FROM")]
+    pub rank_from: Option<RankFromArg>,
     /// Kernels in the top-kernels table.
     #[arg(long = "top-n", value_name = "K", default_value_t = 15)]
     pub top_n: usize,
@@ -259,6 +274,7 @@ pub struct AnalyzeArgs {
     /// --profile-id, --stage, --rank) were fixed when the partials were saved.
     #[arg(long = "from-partials", value_name = "PARTIAL", num_args = 1..,
           conflicts_with_all = ["profile_dir", "files", "classes", "step_marker", "profile_id",
+                                "rank_from",
                                 "stage", "rank", "save_partial"])]
     pub from_partials: Vec<PathBuf>,
 }
@@ -275,6 +291,17 @@ fn shard(s: &str) -> Result<(usize, usize), String> {
         return Err(bad());
     }
     Ok((k, n))
+}
+
+/// Where ranks come from (`--rank-from`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RankFromArg {
+    /// The rank in each file's name.
+    Name,
+    /// `distributedInfo.rank` in each file's head.
+    DistributedInfo,
+    /// File-name order.
+    Order,
 }
 
 /// The form of the terminal report.

@@ -22,6 +22,7 @@ pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
         rank: a.rank,
         profile_id: a.profile_id.clone(),
         stage: a.stage.clone(),
+        rank_from: super::rank_from(a.rank_from),
         top_n: a.top_n,
         step_marker: a.step_marker.clone(),
         threshold: a.threshold,

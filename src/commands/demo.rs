@@ -39,6 +39,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         dir: fixtures.clone(),
         recursive: true,
         count: true,
+        rank_from: None,
         format: crate::cli::ReportFormat::Table,
         json: false,
     })?;

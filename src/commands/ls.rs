@@ -9,11 +9,12 @@ use rayon::prelude::*;
 use crate::cli::LsArgs;
 use crate::exit;
 use crate::report::listing::{FileCount, Listing};
+use crate::trace::discover::discover_with;
 use crate::trace::{discover, read_trace, Group};
 
 pub fn run(args: &LsArgs) -> Result<i32> {
     let format = super::format(args.format, args.json);
-    let d = discover(&args.dir, args.recursive)
+    let d = discover_with(&args.dir, args.recursive, super::rank_from(args.rank_from))
         .with_context(|| format!("reading {}", args.dir.display()))?;
     let listing = Listing {
         dir: &args.dir,

@@ -11,9 +11,10 @@ use anyhow::{bail, Context, Result};
 use crate::analyze::{analyze, AnalyzeOptions};
 use crate::cli::MergeArgs;
 use crate::exit;
-use crate::merge::{filter, gather, merge_group, MergeOptions, MergeResult};
+use crate::merge::{filter, gather_with, merge_group, MergeOptions, MergeResult};
 use crate::report::merged::{MergeReport, Merged};
 use crate::report::Format;
+use crate::trace::discover::split_run;
 use crate::trace::write::overlay::Overlay;
 use crate::trace::Group;
 
@@ -36,13 +37,19 @@ pub fn options(a: &MergeArgs) -> Result<MergeOptions> {
 
 pub fn run(args: &MergeArgs) -> Result<i32> {
     let opts = options(args)?;
-    let d = gather(
+    let d = gather_with(
         args.profile_dir.as_deref(),
         &args.files,
         args.recursive,
         args.profile_id.as_deref(),
         args.stage.as_deref(),
+        super::rank_from(args.rank_from),
     )?;
+    // One run split into one-rank profiles would be merged into as many one-rank "merged"
+    // traces: refused, with the ways out (discovery's note says it).
+    if let Some(split) = split_run(&d.groups) {
+        bail!("nothing merged: {split}");
+    }
     for n in &d.notes {
         eprintln!("note: {n}");
     }

@@ -104,6 +104,18 @@ pub(crate) fn make_output_dir(flag: &str, d: &Path) -> Result<()> {
 }
 
 /// The report format of a command line: `--json` or `--format`.
+/// `--rank-from` as the discovery library's [`RankFrom`] (left out: its own choice).
+pub(crate) fn rank_from(a: Option<crate::cli::RankFromArg>) -> crate::trace::discover::RankFrom {
+    use crate::cli::RankFromArg as A;
+    use crate::trace::discover::RankFrom as R;
+    match a {
+        None => R::Auto,
+        Some(A::Name) => R::Name,
+        Some(A::DistributedInfo) => R::DistributedInfo,
+        Some(A::Order) => R::Order,
+    }
+}
+
 pub(crate) fn format(format: ReportFormat, json: bool) -> Format {
     if json {
         return Format::Json;

@@ -36,9 +36,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::exit::Outcome;
+use crate::trace::discover::{discover_given, discover_with, RankFrom};
 use crate::trace::write::cleanup;
 use crate::trace::write::overlay::Overlay;
-use crate::trace::{discover, discover_files, Discovery, Group, Ns};
+use crate::trace::{Discovery, Group, Ns};
 
 pub use align::Align;
 use pass::Ranks;
@@ -149,15 +150,35 @@ pub fn gather(
     profile_id: Option<&str>,
     stage: Option<&str>,
 ) -> Result<Discovery> {
+    gather_with(
+        profile_dir,
+        files,
+        recursive,
+        profile_id,
+        stage,
+        RankFrom::Auto,
+    )
+}
+
+/// [`gather`] with the ranks taken from where `rank_from` says. The files named are one
+/// profile (per stage) unless a rank repeats among them ([`discover_given`]).
+pub fn gather_with(
+    profile_dir: Option<&Path>,
+    files: &[PathBuf],
+    recursive: bool,
+    profile_id: Option<&str>,
+    stage: Option<&str>,
+    rank_from: RankFrom,
+) -> Result<Discovery> {
     let mut d = match profile_dir {
-        Some(dir) => {
-            discover(dir, recursive).with_context(|| format!("reading {}", dir.display()))?
-        }
+        Some(dir) => discover_with(dir, recursive, rank_from)
+            .with_context(|| format!("reading {}", dir.display()))?,
         None => Discovery::default(),
     };
     if !files.is_empty() {
         let listed = crate::trace::discover::listing::list_files(files)?;
-        let more = discover_files(&listed.files);
+        let more = discover_given(&listed.files, rank_from, profile_id, stage)
+            .map_err(|e| anyhow::anyhow!(e))?;
         d.groups.extend(more.groups);
         d.notes.extend(listed.notes);
         d.notes.extend(more.notes);

@@ -230,7 +230,6 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
       var key = function (r) {
         var t = r.cells[col] ? r.cells[col].textContent.trim() : "";
         if (!num) return t;
-        if (t === "inf") return Infinity;
         var v = parseFloat(t);
         return isNaN(v) ? -Infinity : v;
       };

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::json;
 
-use super::table::{i, markdown, s, Cell, Markdown, Table};
+use super::table::{b, i, markdown, s, Cell, Markdown, Table};
 use super::Render;
 use crate::trace::discover::rankfile::Naming;
 use crate::trace::{Discovery, Group};
@@ -78,7 +78,6 @@ impl Listing<'_> {
                 s(g.missing().join(" ")),
             ]);
             for (n, (f, c)) in g.files.iter().zip(counts).enumerate() {
-                let damaged = c.as_ref().is_some_and(|c| c.damaged);
                 files.rows.push(vec![
                     dir.clone(),
                     s(&g.profile_id),
@@ -87,7 +86,8 @@ impl Listing<'_> {
                     s(&f.label),
                     i(f.size),
                     c.as_ref().map_or(Cell::Empty, |c| i(c.events)),
-                    c.as_ref().map_or(Cell::Empty, |_| s(damaged.to_string())),
+                    // Unknown (null) unless counted.
+                    c.as_ref().map_or(Cell::Empty, |c| b(c.damaged)),
                     s(c.as_ref().map(|c| c.notes.join("; ")).unwrap_or_default()),
                     s(f.path.display().to_string()),
                 ]);

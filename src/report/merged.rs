@@ -6,7 +6,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::table::{f, i, markdown, s, Cell, Markdown, Table};
+use super::table::{b, f, i, markdown, s, Cell, Markdown, Table};
 use super::Render;
 use crate::merge::MergeResult;
 use crate::trace::{Group, Ns};
@@ -75,7 +75,7 @@ impl MergeReport<'_> {
                 i(res.bytes_in),
                 i(res.uncompressed_out),
                 f(m.secs),
-                s(res.damaged().to_string()),
+                b(res.damaged()),
                 i(m.exit_code),
                 s(res.notes.join("; ")),
             ]);
@@ -88,7 +88,7 @@ impl MergeReport<'_> {
                     i(r.written),
                     i(r.dropped),
                     i(r.shift.0),
-                    s(r.damaged.to_string()),
+                    b(r.damaged),
                     r.stopped_early.as_deref().map_or(Cell::Empty, s),
                     r.unreadable.as_deref().map_or(Cell::Empty, s),
                     s(r.notes.join("; ")),

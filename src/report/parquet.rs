@@ -100,8 +100,7 @@ mod imp {
                     .iter()
                     .filter_map(|c| match c {
                         Cell::Int(x) => Some(*x as f64),
-                        Cell::Num(x, _) => Some(*x),
-                        Cell::Real(x) if x.is_finite() => Some(*x),
+                        Cell::Num(x, _) | Cell::Real(x) if x.is_finite() => Some(*x),
                         _ => None,
                     })
                     .collect(),
@@ -118,10 +117,10 @@ mod imp {
         Column { values, defs }
     }
 
-    /// A cell stored as null: an empty one, or a full-precision number that is not finite (an
-    /// empty field in the CSV files too).
+    /// A cell stored as null: an empty one, or a number that is not finite (an empty field in
+    /// the CSV files too).
     fn null(c: &Cell) -> bool {
-        matches!(c, Cell::Empty) || matches!(c, Cell::Real(x) if !x.is_finite())
+        matches!(c, Cell::Empty) || matches!(c, Cell::Num(x, _) | Cell::Real(x) if !x.is_finite())
     }
 
     fn field(name: &str, v: &Values) -> Result<Arc<Type>> {

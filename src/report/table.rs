@@ -19,6 +19,8 @@ pub enum Cell {
     Num(f64, usize),
     /// A number shown at full precision everywhere (the tidy tables machines read).
     Real(f64),
+    /// Yes or no: `true` / `false` as text, a JSON boolean.
+    Bool(bool),
     Empty,
 }
 
@@ -29,8 +31,10 @@ impl Cell {
             Cell::Text(s) => s.clone(),
             Cell::Int(v) => v.to_string(),
             Cell::Num(v, d) if v.is_finite() => format!("{v:.d$}"),
-            Cell::Num(..) => "inf".to_string(),
+            // A ratio over nothing (∞, NaN) has no value to show: never `inf` or `NaN`.
+            Cell::Num(..) => "—".to_string(),
             Cell::Real(v) if v.is_finite() => format!("{v}"),
+            Cell::Bool(b) => b.to_string(),
             Cell::Real(_) | Cell::Empty => String::new(),
         }
     }
@@ -44,7 +48,7 @@ impl Cell {
     pub fn csv(&self) -> String {
         match self {
             Cell::Num(v, _) | Cell::Real(v) if v.is_finite() => format!("{v}"),
-            Cell::Real(_) => String::new(),
+            Cell::Num(..) | Cell::Real(_) => String::new(),
             other => csv_field(&other.show()),
         }
     }
@@ -54,12 +58,18 @@ impl Cell {
         match self {
             Cell::Text(s) => Value::String(s.clone()),
             Cell::Int(v) => Value::from(*v),
+            Cell::Bool(b) => Value::Bool(*b),
             Cell::Num(v, _) | Cell::Real(v) => {
                 serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number)
             }
             Cell::Empty => Value::Null,
         }
     }
+}
+
+/// A yes/no cell (a JSON boolean).
+pub fn b(v: bool) -> Cell {
+    Cell::Bool(v)
 }
 
 /// A text cell.
@@ -280,5 +290,18 @@ mod tests {
         );
         assert_eq!(Cell::Real(f64::INFINITY).csv(), "");
         assert_eq!(Cell::Real(f64::NAN).json(), Value::Null);
+    }
+
+    #[test]
+    fn a_number_that_is_not_finite_is_never_inf_or_nan() {
+        for v in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let c = Cell::Num(v, 2);
+            assert_eq!((c.show().as_str(), c.csv().as_str()), ("—", ""));
+            assert_eq!(c.json(), Value::Null);
+        }
+        assert_eq!(
+            (b(true).show(), b(false).csv(), b(true).json()),
+            ("true".to_string(), "false".to_string(), Value::Bool(true))
+        );
     }
 }

@@ -80,7 +80,18 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     if args.profile_dir.is_none() && args.files.is_empty() {
         bail!("nothing to analyze: give --profile-dir DIR or trace files");
     }
-    let mut disc = trace::discover_files(&ranks);
+    // Files named without a directory are one profile (per stage) unless a rank repeats.
+    let mut disc = if args.profile_dir.is_none() {
+        trace::discover::discover_given(
+            &ranks,
+            args.rank_from,
+            args.profile_id.as_deref(),
+            args.stage.as_deref(),
+        )
+        .map_err(|e| anyhow::anyhow!(e))?
+    } else {
+        trace::discover::discover_files_with(&ranks, args.rank_from)
+    };
     disc.select(args.profile_id.as_deref(), args.stage.as_deref());
     let mut notes: Vec<String> = listing.notes;
     notes.extend(
@@ -154,8 +165,11 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
                     }
                 })
                 .collect();
+            let split = trace::discover::split_run(&disc.groups)
+                .map(|s| format!("\n{s}"))
+                .unwrap_or_default();
             bail!(
-                "{} profiles found: {}; choose one with --profile-id and/or --stage",
+                "{} profiles found: {}; choose one with --profile-id and/or --stage{split}",
                 list.len(),
                 list.join(", ")
             )

@@ -505,7 +505,19 @@ impl Ctx<'_> {
         let peer_txt = rankset::median_of(&peers);
         let unit = self.unit;
         let units = plural(unit);
+        // Peers with nothing recorded give no ratio (∞ or NaN): said in words, never printed.
+        let nothing = [Some(t), w, Some(l), u]
+            .into_iter()
+            .flatten()
+            .any(|x| !x.is_finite());
         let sentence = match c {
+            _ if nothing => format!(
+                "{name}: {peer_txt} recorded no {}{from} to compare with ({name}: {:.2} ms of \
+                 kernel time, {:.0} launches)",
+                if m.time > 0.0 { "launches or work" } else { "kernel time" },
+                me.time / 1e6,
+                me.launches
+            ),
             Cause::Balanced => format!(
                 "{name}: {t:.2}× the time of {peer_txt}{from}, within the {:.0} % threshold",
                 100.0 * self.threshold

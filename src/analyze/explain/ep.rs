@@ -268,6 +268,19 @@ fn record(
             ),
         }
     };
+    // Peers with nothing in a part give no ratio (∞ or NaN): said in words, never printed.
+    let nothing = [Some(total), Some(d), Some(x), Some(rest), routed]
+        .into_iter()
+        .flatten()
+        .any(|v| !v.is_finite());
+    let sentence = if nothing {
+        format!(
+            "rank {rank} (EP{ep:02}): its EP peers recorded no kernel time in a part it has \
+             (dispatch/combine, expert GEMMs, the rest, or routed tokens): no ratio to give"
+        )
+    } else {
+        sentence
+    };
     EpRecord {
         rank,
         ep,

@@ -12,9 +12,17 @@
 //!   skipped; `capture_traces/graph_capture_rank_0.{ns}.pt.trace.json.gz` (CUDA-graph
 //!   capture at start-up) is kept as a profile of its own, with a note, as SGLang's
 //!   `graph_capture_profile/cuda_graph_capture-{runner}-TP-{tp}.json.gz` is, one per runner;
-//! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]`;
+//! - training runs, torch's `tensorboard_trace_handler` names
+//!   `{worker_name}.{stamp}.pt.trace.json[.gz]` (`worker{r}_step_12`, `rank_{r}`, torch's own
+//!   `{host}_{pid}`, …): one profile per worker-name pattern and run of close stamps, ranks
+//!   from the names checked against `distributedInfo` ([`handler`]);
+//! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]` (torchtitan, verl);
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
-//!   `discover/unnamed.rs`), by session for torch's own `{host}_{pid}.{ns}.pt.trace.json.gz`.
+//!   `discover/unnamed.rs`).
+//!
+//! `--rank-from` ([`RankFrom`]) overrides where ranks come from (`rank_from.rs`); files named
+//! on the command line are one profile ([`discover_given`]); one run split into one-rank
+//! profiles is told apart ([`split_run`]).
 //!
 //! Files stamped one by one (vLLM's `.{ns}`, SGLang 0.4's `{time.time()}-TP-{tp}`) are put
 //! into the profiling sessions that wrote them (`discover/sessions.rs`).
@@ -27,7 +35,8 @@
 //! file name says), [`grid`] (where ranks sit in the parallel grid), [`merged`] (merged traces'
 //! names and mark), [`group`] (a profile's rank files in order), [`listing`] (the candidate
 //! files, safe directory walks), then `sessions.rs`, `dense_dp.rs` and `unnamed.rs` (the
-//! cases above), and here the grouping itself ([`discover`], [`discover_files`]).
+//! cases above), [`handler`] and [`given`], and here the grouping itself ([`discover`],
+//! [`discover_files`]).
 //! Outside this folder it uses [`crate::trace::rankid`] and, of [`crate::trace::read`], only
 //! `read_head` (a file's header: `unnamed.rs`, `dense_dp.rs`, [`merged`]) and `open.rs`'s words
 //! for a file's kind ([`listing`]).
@@ -37,21 +46,27 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 mod dense_dp;
+pub mod given;
 pub mod grid;
 pub mod group;
+pub mod handler;
+pub mod handler_names;
 pub mod listing;
 pub mod merged;
 pub mod names;
+mod rank_from;
 pub mod rankfile;
 mod sessions;
 mod unnamed;
 
 use crate::trace::rankid::RankId;
+pub use given::split_run;
 use group::{finish_group, shown_dir, Group};
 use listing::list_dir;
 use merged::MERGED_PREFIX;
-use names::{is_trace_name, parse_name, torch_handler_stamp, Parsed};
+use names::{is_trace_name, parse_name, Parsed};
 use rankfile::rank_file;
+pub use rankfile::RankFrom;
 use sessions::GroupKey;
 
 /// What discovery found, plus notes about files it skipped or had to guess.
@@ -83,9 +98,35 @@ impl Discovery {
 
 /// Finds the rank files under `dir` (and its subdirectories with `recursive`).
 pub fn discover(dir: &Path, recursive: bool) -> io::Result<Discovery> {
+    discover_with(dir, recursive, RankFrom::Auto)
+}
+
+/// [`discover`] with the ranks taken from where `rank_from` says.
+pub fn discover_with(dir: &Path, recursive: bool, rank_from: RankFrom) -> io::Result<Discovery> {
     let listing = list_dir(dir, recursive)?;
-    let mut d = discover_files(&listing.files);
+    let mut d = discover_files_with(&listing.files, rank_from);
     d.notes.splice(0..0, listing.notes);
+    Ok(d)
+}
+
+/// The files named on the command line (already listed): one profile per stage unless a rank
+/// repeats among them (an error naming the files, with the ways out), after `profile_id` and
+/// `stage` chose among what discovery found.
+pub fn discover_given(
+    paths: &[PathBuf],
+    rank_from: RankFrom,
+    profile_id: Option<&str>,
+    stage: Option<&str>,
+) -> Result<Discovery, String> {
+    let mut d = discover_files_with(paths, rank_from);
+    d.select(profile_id, stage);
+    // The note on a split run is void once the files are joined.
+    d.notes.retain(|n| !n.contains("profiles of one rank each"));
+    let renumber = rank_from == RankFrom::Order;
+    given::join_given(&mut d.groups, renumber, &mut d.notes)?;
+    if renumber {
+        rank_from::apply(&mut d.groups, rank_from, &mut d.notes);
+    }
     Ok(d)
 }
 
@@ -128,11 +169,17 @@ fn join_split_profiles(
 
 /// Groups the given files by profile and stage, with rank identities.
 pub fn discover_files(paths: &[PathBuf]) -> Discovery {
+    discover_files_with(paths, RankFrom::Auto)
+}
+
+/// [`discover_files`] with the ranks taken from where `rank_from` says.
+pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery {
     let mut d = Discovery::default();
     // (dir, naming, key, stage) -> files
     let mut by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> = BTreeMap::new();
     let mut unnamed: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
-    let mut stamped: BTreeMap<PathBuf, Vec<(u128, PathBuf)>> = BTreeMap::new();
+    let mut stamped: BTreeMap<PathBuf, Vec<(handler_names::HandlerName, PathBuf)>> =
+        BTreeMap::new();
     let mut sglang_captures: BTreeMap<PathBuf, usize> = BTreeMap::new();
     for path in paths {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
@@ -173,8 +220,8 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
                 .entry((dir, p.key.clone(), p.stage.clone()))
                 .or_default()
                 .push((p, path.clone())),
-            None => match torch_handler_stamp(name) {
-                Some(ns) => stamped.entry(dir).or_default().push((ns, path.clone())),
+            None => match handler_names::parse(name) {
+                Some(h) => stamped.entry(dir).or_default().push((h, path.clone())),
                 None => unnamed.entry(dir).or_default().push(path.clone()),
             },
         }
@@ -212,9 +259,16 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
             d.groups.push(g);
         }
     }
+    rank_from::apply(&mut d.groups, rank_from, &mut d.notes);
     for (dir, files) in stamped {
-        let groups = unnamed::stamped_groups(dir, files, &mut d.notes);
+        let mut groups = handler::groups(&dir, files, rank_from, &mut d.notes);
+        if rank_from == RankFrom::Order {
+            rank_from::apply(&mut groups, rank_from, &mut d.notes);
+        }
         d.groups.extend(groups);
+    }
+    if let Some(n) = split_run(&d.groups) {
+        d.notes.push(n);
     }
     d
 }

@@ -1,7 +1,7 @@
 //! What a rank file's name says about its rank ([`parse_name`]: the naming rules of every
 //! vendor, listed in [`super`]'s doc, with their tests), which names are traces at all
-//! (`is_trace_name`, [`is_trace_path`]), and the time stamp in the names torch's own handler
-//! writes (`torch_handler_stamp`).
+//! (`is_trace_name`, [`is_trace_path`]); the names torch's handler writes for training runs
+//! are [`super::handler`]'s.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -99,18 +99,27 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
     // Two more vLLM names with the global rank alone: a dense (non-MoE) model's, whose
     // workers make no expert-parallel group so their name falls back to `rank{r}`
     // (`get_worker_rank_suffix`, vllm/distributed/utils.py), and older vLLM's
-    // `{instance}-rank-{r}`.
+    // `{instance}-rank-{r}`. Their stamp is `time.time_ns()`: a 13-digit stamp in ms is
+    // torch 1.8–1.9's handler, a training run's `rank{r}` worker name (generic naming).
     let vllm_rank = re(
         &VLLM_RANK,
         r"^(?:(?P<key>.+)-rank-|(?:(?P<prefix>.+)_)?rank)(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
     );
-    if let Some(c) = vllm_rank.captures(name) {
+    // A node index in the prefix (`node1_rank3`) is a training run's worker name, over nodes:
+    // [`super::handler_names`] reads it.
+    static NODE: OnceLock<Regex> = OnceLock::new();
+    let node = re(&NODE, r"(?i)(?:^|[^a-z])node[-_]?\d");
+    if let Some(c) = vllm_rank
+        .captures(name)
+        .filter(|c| c.name("prefix").is_none_or(|p| !node.is_match(p.as_str())))
+    {
+        let ms = c["ns"].len() == 13;
         return Some(Parsed {
-            naming: Naming::Vllm,
+            naming: if ms { Naming::Generic } else { Naming::Vllm },
             key: c
                 .name("key")
                 .or(c.name("prefix"))
-                .map_or("vllm", |m| m.as_str())
+                .map_or(if ms { "rank" } else { "vllm" }, |m| m.as_str())
                 .to_string(),
             stage: None,
             id: RankId {
@@ -138,9 +147,10 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
             ns: None,
         });
     }
-    // `torch.profiler.tensorboard_trace_handler`'s own name, `{hostname}_{pid}.{ns}`: the
-    // host name says nothing of the rank (`gpu-worker-3`), the file's head does.
-    if torch_handler_stamp(name).is_some() {
+    // `torch.profiler.tensorboard_trace_handler`'s names, `{worker_name}.{stamp}`: their
+    // rank, stamp and run are [`super::handler`]'s to read (a host name such as
+    // `gpu-worker-3` in torch's own `{host}_{pid}` says nothing of the rank).
+    if super::handler_names::parse(name).is_some() {
         return None;
     }
     let generic = re(
@@ -175,19 +185,6 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
         });
     }
     None
-}
-
-/// The time stamp of a name as `torch.profiler.tensorboard_trace_handler` writes it without a
-/// worker name (vLLM before its rank names, V0 and early V1):
-/// `{socket.gethostname()}_{os.getpid()}.{time.time_ns()}.pt.trace.json[.gz]`.
-pub(crate) fn torch_handler_stamp(name: &str) -> Option<u128> {
-    static TORCH: OnceLock<Regex> = OnceLock::new();
-    let c = re(
-        &TORCH,
-        r"^.+_\d+\.(?P<ns>\d{16,20})\.pt\.trace\.json(?:\.gz)?$",
-    )
-    .captures(name)?;
-    c["ns"].parse().ok()
 }
 
 pub(crate) fn is_trace_name(name: &str) -> bool {

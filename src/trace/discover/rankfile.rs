@@ -1,5 +1,6 @@
-//! One rank's trace file ([`RankFile`]) and how its rank was found ([`Naming`]): what every
-//! part of discovery hands on, at the bottom of the folder.
+//! One rank's trace file ([`RankFile`]), how its rank was found ([`Naming`]) and where the
+//! user asked it to come from ([`RankFrom`]): what every part of discovery hands on, at the
+//! bottom of the folder.
 
 use std::fs;
 use std::path::PathBuf;
@@ -14,6 +15,22 @@ pub enum Naming {
     Generic,
     DistributedInfo,
     FileOrder,
+}
+
+/// Where ranks come from (`--rank-from`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RankFrom {
+    /// The names, corroborated by `distributedInfo` in the heads where names alone are not
+    /// enough (torch's handler names: the head wins where they disagree, with a note; files
+    /// without a rank in their names: the head, else file order).
+    #[default]
+    Auto,
+    /// The names only (files without a rank in their names: file order).
+    Name,
+    /// `distributedInfo.rank` in each file's head.
+    DistributedInfo,
+    /// File-name order within each profile.
+    Order,
 }
 
 /// One rank's trace file.

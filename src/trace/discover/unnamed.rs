@@ -1,9 +1,8 @@
 //! Trace files whose names carry no rank (`anything.json.gz`): their ranks come from
 //! `distributedInfo.rank` in each file's header when those are distinct, else from file-name
 //! order (noted when there is an order to give); their profile is named after the file when it
-//! is the only one, else after the directory. One group per directory ([`group`]), or, for
-//! files named by `torch.profiler.tensorboard_trace_handler` (`{host}_{pid}.{ns}`), one per
-//! profiling session ([`stamped_groups`]).
+//! is the only one, else after the directory. One group per directory ([`group`]); files named
+//! by `torch.profiler.tensorboard_trace_handler` are [`super::handler`]'s.
 
 use std::path::{Path, PathBuf};
 
@@ -21,36 +20,6 @@ pub(super) fn group(dir: PathBuf, paths: Vec<PathBuf>, notes: &mut Vec<String>) 
     }
     let id = profile_id(&dir, &files);
     Some(finish(dir, id, files, notes))
-}
-
-/// The groups of `dir`'s files named by `torch.profiler.tensorboard_trace_handler`
-/// (`{host}_{pid}.{ns}`, with their stamps): one per profiling session
-/// ([`super::sessions::split`] by `distributedInfo.rank`), named after the directory, with the
-/// session's first stamp when there are several (as vLLM's sessions are).
-pub(super) fn stamped_groups(
-    dir: PathBuf,
-    mut files: Vec<(u128, PathBuf)>,
-    notes: &mut Vec<String>,
-) -> Vec<Group> {
-    files.sort();
-    let stamps: std::collections::HashMap<PathBuf, u128> =
-        files.iter().map(|(ns, p)| (p.clone(), *ns)).collect();
-    let ranked = ranked(files.into_iter().map(|f| f.1).collect(), notes);
-    let stamp = |f: &RankFile| stamps.get(&f.path).copied();
-    // A file without a rank in its head is no rank twice: it never starts a session.
-    let sessions = super::sessions::split(ranked, |f| f.id.rank.and(stamp(f)), |f| &f.id);
-    let n = sessions.len();
-    let base = profile_id(&dir, &[]);
-    sessions
-        .into_iter()
-        .map(|s| {
-            let id = match s.first().and_then(stamp) {
-                Some(ns) if n > 1 => format!("{base}.{ns}"),
-                _ => base.clone(),
-            };
-            finish(dir.clone(), id, s, notes)
-        })
-        .collect()
 }
 
 /// Each readable trace of `paths` with its rank from `distributedInfo.rank` (or none yet).

@@ -112,7 +112,12 @@ pub enum Damage {
     InvalidJson { at: u64, msg: String },
     /// The gzip stream is broken (not merely cut short).
     Gzip { at: u64, msg: String },
+    /// A whole JSON document without `traceEvents`: not a trace at all.
+    NotATrace,
 }
+
+/// What [`ReadReport::stopped_early`] says of a file that is not a trace (the start of it).
+pub const NOT_A_TRACE: &str = "not a trace";
 
 impl Damage {
     pub fn offset(&self) -> u64 {
@@ -120,6 +125,7 @@ impl Damage {
             Damage::Truncated { at } | Damage::InvalidJson { at, .. } | Damage::Gzip { at, .. } => {
                 *at
             }
+            Damage::NotATrace => 0,
         }
     }
 }
@@ -156,6 +162,11 @@ impl ReadReport {
             Damage::Truncated { at } => format!("truncated at byte {at}"),
             Damage::InvalidJson { at, .. } => format!("invalid JSON at byte {at}"),
             Damage::Gzip { at, .. } => format!("a broken gzip stream after byte {at}"),
+            Damage::NotATrace => {
+                return Some(format!(
+                    "{NOT_A_TRACE}: a JSON document without traceEvents"
+                ))
+            }
         };
         Some(format!("{what}, {} events read before", self.events))
     }
@@ -177,6 +188,10 @@ impl ReadReport {
                 Damage::Gzip { at, msg } => format!(
                     "salvaged {} events; {file} has a broken gzip stream after byte {at}: {msg}",
                     self.events
+                ),
+                Damage::NotATrace => format!(
+                    "{file} is {NOT_A_TRACE}: a JSON document without traceEvents; its rank is \
+                     left out"
                 ),
             });
         }

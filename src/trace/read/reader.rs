@@ -229,6 +229,11 @@ impl Scanner {
         if gzip {
             self.blame_gzip(&mut report);
         }
+        // A whole JSON document without `traceEvents` (a config, a summary named like a rank)
+        // holds no trace at all: damage, not a rank with nothing in it.
+        if report.damage.is_none() && !self.reached_events {
+            report.damage = Some(Damage::NotATrace);
+        }
         report
     }
 
