@@ -13,6 +13,9 @@
 //!   capture at start-up) is kept as a profile of its own, with a note, as SGLang's
 //!   `graph_capture_profile/cuda_graph_capture-{runner}-TP-{tp}.json.gz` is, one per runner;
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]`;
+//! - Nsight Systems SQLite exports (`*.sqlite`): the generic names above, and `NAME_N` /
+//!   `NAME-N` (N of at most 4 digits: `nsys profile -o NAME_%q{RANK}`); nsys's own `reportN`
+//!   and `%h_%p` names are ranked as unnamed files are;
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
 //!   `discover/unnamed.rs`), by session for torch's own `{host}_{pid}.{ns}.pt.trace.json.gz`.
 //!
