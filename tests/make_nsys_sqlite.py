@@ -26,6 +26,7 @@ NCCL all-reduce on stream 20 that starts when the rank's compute ends and ends o
 memset before the kernels, and runtime calls and NVTX marks the reader must skip.
 
 usage: make_nsys_sqlite.py OUT_DIR [--variant v3|v2] [--kineto DIR] [--names rank|profile]
+       [--steps N] [--ranks N]
 """
 
 import argparse
@@ -114,6 +115,8 @@ def write_export(path, r, variant):
     if os.path.exists(path):
         os.remove(path)
     db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode = OFF")
+    db.execute("PRAGMA synchronous = OFF")
     c = db.cursor()
     sid = Strings()
     v3 = variant == "v3"
@@ -245,13 +248,18 @@ def write_kineto(path, r, variant):
 
 
 def main():
+    global STEPS, RANKS
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--variant", choices=["v3", "v2"], default="v3")
     ap.add_argument("--kineto", help="also write the Kineto traces of the same run here")
+    ap.add_argument("--steps", type=int, default=STEPS,
+                    help="steps per rank (large values: a memory check of the reader)")
+    ap.add_argument("--ranks", type=int, default=RANKS)
     ap.add_argument("--names", choices=["rank", "profile"], default="rank",
                     help="rank{r}.sqlite, or profile_{r}.sqlite (nsys -o profile_%%q{RANK})")
     a = ap.parse_args()
+    STEPS, RANKS = a.steps, a.ranks
     os.makedirs(a.out, exist_ok=True)
     for r in range(RANKS):
         name = f"rank{r}.sqlite" if a.names == "rank" else f"profile_{r}.sqlite"

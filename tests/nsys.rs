@@ -165,6 +165,29 @@ fn check_layout(variant: &str, names: &str, file: impl Fn(usize) -> String) {
     let (code, k, err) = analyze(&kineto);
     assert_eq!(code, 0, "analyze of the Kineto twin failed: {err}");
     assert_eq!(comparable(&a), comparable(&k));
+
+    // Merged into one trace, the exports still give the same analysis.
+    let merged = tmp.path().join("merged.trace.json.gz");
+    let out = Command::new(env!("CARGO_BIN_EXE_merge-traces"))
+        .arg("--profile-dir")
+        .arg(&dir)
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .expect("run merge-traces");
+    assert!(
+        out.status.success(),
+        "merge-traces: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args(["analyze", "--format", "json"])
+        .arg(&merged)
+        .output()
+        .expect("run rankprof");
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(comparable(&m)["ranks"], comparable(&a)["ranks"]);
+    assert_eq!(m["verdict"], a["verdict"]);
 }
 
 /// Nsight Systems 2024.x's layout (names and NVTX text through `StringIds`, the session
