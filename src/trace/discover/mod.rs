@@ -17,6 +17,9 @@
 //!   `{host}_{pid}`, …): one profile per worker-name pattern and run of close stamps, ranks
 //!   from the names checked against `distributedInfo` ([`handler`]);
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]` (torchtitan, verl);
+//! - Nsight Systems SQLite exports (`*.sqlite`): the generic names above, and `NAME_N` /
+//!   `NAME-N` (N of at most 4 digits: `nsys profile -o NAME_%q{RANK}`); nsys's own `reportN`
+//!   and `%h_%p` names are ranked as unnamed files are;
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
 //!   `discover/unnamed.rs`).
 //!

@@ -11,7 +11,8 @@ use regex::Regex;
 use super::rankfile::Naming;
 use crate::trace::rankid::RankId;
 
-/// Does this path name a trace file (`*.json` or `*.json.gz`)?
+/// Does this path name a trace file (`*.json`, `*.json.gz`, or an Nsight Systems export,
+/// `*.sqlite`)?
 pub fn is_trace_path(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
@@ -155,7 +156,7 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
     }
     let generic = re(
         &GENERIC,
-        r"(?i)^(?P<key>.*?)[-_.]?(?:rank[-_]?|worker[-_]?)(?P<rank>\d+)(?P<rest>[^/]*?)\.json(?:\.gz)?$",
+        r"(?i)^(?P<key>.*?)[-_.]?(?:rank[-_]?|worker[-_]?)(?P<rank>\d+)(?P<rest>[^/]*?)\.(?:json(?:\.gz)?|sqlite)$",
     );
     if let Some(c) = generic.captures(name) {
         let mut key = c["key"].trim_matches(['-', '_', '.']).to_string();
@@ -184,11 +185,34 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
             ns: None,
         });
     }
-    None
+    nsys_name(name)
+}
+
+/// An Nsight Systems export named by `nsys profile -o NAME_%q{RANK}` (or `%q{SLURM_PROCID}`,
+/// `%q{OMPI_COMM_WORLD_RANK}`, `%q{LOCAL_RANK}`): `NAME_3.sqlite`, `NAME-3.sqlite`. The number
+/// must follow a `_` or `-` and have at most 4 digits, so that nsys's own numbering
+/// (`report1`, `report2`, …, no separator) and `%h_%p` process ids (5 digits and more) are not
+/// taken for ranks: those files get their ranks in file order, as other unnamed traces.
+fn nsys_name(name: &str) -> Option<Parsed> {
+    static NSYS: OnceLock<Regex> = OnceLock::new();
+    let c = re(&NSYS, r"^(?P<key>.*?)[-_](?P<rank>\d{1,4})\.sqlite$").captures(name)?;
+    let key = c["key"].trim_matches(['-', '_', '.']);
+    Some(Parsed {
+        naming: Naming::Generic,
+        key: if key.is_empty() { "nsys" } else { key }.to_string(),
+        stage: None,
+        id: RankId {
+            rank: num(&c, "rank"),
+            ..Default::default()
+        },
+        ns: None,
+    })
 }
 
 pub(crate) fn is_trace_name(name: &str) -> bool {
-    name.ends_with(".json") || name.ends_with(".json.gz")
+    name.ends_with(".json")
+        || name.ends_with(".json.gz")
+        || crate::trace::read::nsys::is_nsys_name(name)
 }
 
 #[cfg(test)]
@@ -197,6 +221,21 @@ mod tests {
 
     fn p(name: &str) -> Option<(Naming, String, Option<String>, RankId)> {
         parse_name(name).map(|p| (p.naming, p.key, p.stage, p.id))
+    }
+
+    #[test]
+    fn nsys_export_names() {
+        let rank = |n: &str| parse_name(n).map(|p| (p.key, p.id.rank));
+        let k = |s: &str, r| Some((s.to_string(), Some(r)));
+        assert_eq!(rank("rank3.sqlite"), k("trace", 3));
+        assert_eq!(rank("report_rank3.sqlite"), k("report", 3));
+        assert_eq!(rank("profile_3.sqlite"), k("profile", 3));
+        assert_eq!(rank("llama-70b-12.sqlite"), k("llama-70b", 12));
+        // nsys's own numbering and `%h_%p` are not ranks.
+        assert_eq!(rank("report1.sqlite"), None);
+        assert_eq!(rank("gpu-node-7_123456.sqlite"), None);
+        assert!(is_trace_name("report1.sqlite"));
+        assert!(!is_trace_name("report1.nsys-rep"));
     }
 
     #[test]

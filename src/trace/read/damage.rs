@@ -99,6 +99,9 @@ pub struct ReadReport {
     /// `(compressed offset, length)` of bytes after the last gzip member that are not a gzip
     /// member. Every member before them was verified, so this is a note, not damage.
     pub trailing_garbage: Option<(u64, u64)>,
+    /// What a reader of another format said of the file (an Nsight Systems export's version,
+    /// the clock its times are on, [`super::nsys`]): the first of [`ReadReport::notes`].
+    pub said: Vec<String>,
 }
 
 pub const MAX_PROBLEMS: usize = 20;
@@ -146,6 +149,7 @@ impl ReadReport {
             raw_control: 0,
             first_raw_control: None,
             trailing_garbage: None,
+            said: Vec::new(),
         }
     }
 
@@ -174,7 +178,7 @@ impl ReadReport {
     /// One line per problem, each naming the file and byte offset.
     pub fn notes(&self) -> Vec<String> {
         let file = self.path.display();
-        let mut out = Vec::new();
+        let mut out = self.said.clone();
         if let Some(d) = &self.damage {
             out.push(match d {
                 Damage::Truncated { at } => format!(

@@ -13,7 +13,9 @@
 //! - the event: [`value`] (`Str`, `Id`, `Val`), [`args`] (lookups in `args`), [`event`];
 //! - which events a reader hands over: [`want`], `pickmemo.rs`, `peek.rs` (the peek at an
 //!   event's first bytes); [`steps`] (step markers, and the events a steps-only read wants);
-//! - [`damage`] (what a read found: its header, counts and damage) and the [`reader`] itself, which drives them all.
+//! - [`damage`] (what a read found: its header, counts and damage) and the [`reader`] itself, which drives them all;
+//! - [`nsys`]: Nsight Systems SQLite exports, read into the same [`event::Event`]s (the
+//!   reader hands a `*.sqlite` path to it).
 //!
 //! The modules marked hidden are not API: they are public only for the fuzz targets, tests and
 //! benches (`fuzz/`, `tests/`, `benches/`).
@@ -27,6 +29,7 @@ pub mod gz;
 pub mod json;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`memo::Memo`)
 pub mod memo;
+pub mod nsys;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`object::scan_object…`)
 pub mod object;
 pub(crate) mod open;

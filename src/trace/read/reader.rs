@@ -35,7 +35,8 @@ use super::stop::Stop;
 use super::want::{Pick, Want};
 use super::window::CHUNK;
 
-/// Opens `path` and calls `on_event` for every valid event, in file order.
+/// Opens `path` and calls `on_event` for every valid event, in file order (an Nsight Systems
+/// export, `*.sqlite`, through [`super::nsys`]: table by table).
 ///
 /// The only `Err` is failing to open or start reading the file (it is missing, not a regular
 /// file, not readable); damage inside it is reported in the [`ReadReport`].
@@ -67,6 +68,13 @@ pub fn read_trace_with(
     nested: Nested,
     on_event: impl FnMut(&Event<'_>),
 ) -> io::Result<ReadReport> {
+    if super::nsys::is_nsys_path(path) {
+        let want = match nested {
+            Nested::SkimOnly(w) => Some(w),
+            _ => None,
+        };
+        return super::nsys::read_nsys(path, want, on_event);
+    }
     let src = open_source(path)?;
     let mut report = read_from_with(path, src.reader, src.gzip, CHUNK, nested, on_event);
     if let Some(st) = src.status {
@@ -115,6 +123,9 @@ fn open_source(path: &Path) -> io::Result<Source> {
 /// Reads only the header keys that come before the events. `None` when the file is not a
 /// trace (JSON without `traceEvents`, or not JSON at all).
 pub fn read_head(path: &Path) -> io::Result<Option<Header>> {
+    if super::nsys::is_nsys_path(path) {
+        return super::nsys::read_head(path);
+    }
     let (src, gzip) = open(path)?;
     // The header keys before the events are small: a small window, grown if need be.
     let mut s = Scanner::new(src, 1 << 16);

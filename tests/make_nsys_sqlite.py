@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Builds Nsight Systems SQLite exports (`nsys export --type sqlite`) of a planted run, one per
+rank, and the Kineto traces of the same run, for tests/nsys.rs. Python stdlib only.
+
+The tables follow NVIDIA's "SQLite Export Schema Reference"
+(https://docs.nvidia.com/nsight-systems/UserGuide/index.html#exporter-sqlite-schema), as
+documented for Nsight Systems 2024.x (export schema 3.x): StringIds(id, value);
+CUPTI_ACTIVITY_KIND_KERNEL with demangledName/shortName/mangledName as ids into StringIds;
+CUPTI_ACTIVITY_KIND_RUNTIME with nameId; NVTX_EVENTS with both `text` and `textId`;
+TARGET_INFO_GPU, TARGET_INFO_SESSION_START_TIME(utcEpochNs), META_DATA_EXPORT(name, value).
+Only a subset of each table's columns is written (real exports have more; the reader picks
+columns by name). Two variants:
+
+- `v3` (2024.x): as above; names of NVTX ranges through `textId`; memcpy and memset rows;
+  the session start present, so times land on the wall clock.
+- `v2` (2021.5's layout): no `mangledName`, NVTX text inline (no `textId` column), no
+  META_DATA_EXPORT, no TARGET_INFO_SESSION_START_TIME (times stay session-relative),
+  TARGET_INFO_GPU without `cuDevice`, no memset table.
+
+The plant (the same arithmetic as tests/common's `Planted`): RANKS ranks, STEPS steps of
+10 ms (NVTX `ProfilerStep#N` ranges); per step a gemm (3 ms; 1.5x on rank SLOW from step
+FROM), an attention kernel (2 ms) and a norm (0.5 ms) on stream 7, launched 6 ms before they
+run (the GPU lags the CPU, so only the launch correlation puts them in their step), then an
+NCCL all-reduce on stream 20 that starts when the rank's compute ends and ends on every rank
+0.2 ms after the last rank's compute ends. `v3` adds per step a 100 us HtoD memcpy and a 50 us
+memset before the kernels, and runtime calls and NVTX marks the reader must skip.
+
+usage: make_nsys_sqlite.py OUT_DIR [--variant v3|v2] [--kineto DIR] [--names rank|profile]
+       [--steps N] [--ranks N]
+"""
+
+import argparse
+import json
+import os
+import sqlite3
+
+RANKS, STEPS, SLOW, FROM, FACTOR = 4, 8, 2, 3, 1.5
+STEP_NS, LAG_NS = 10_000_000, 6_000_000
+GEMM_NS, ATTN_NS, NORM_NS, TAIL_NS = 3_000_000, 2_000_000, 500_000, 200_000
+BASE_NS = 1_700_000_000_000_000_000
+COPY_AT, COPY_NS, SET_AT, SET_NS = 1_000_000, 100_000, 1_200_000, 50_000
+GPU_NAME = "NVIDIA H100 80GB HBM3"
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"
+ATTN = ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, "
+        "cutlass::bfloat16_t> >(Flash_fwd_params)")
+NORM = ("void vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, "
+        "float, int, int)")
+NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+SHORT = {GEMM: GEMM, ATTN: "flash_fwd_kernel", NORM: "rms_norm_kernel",
+         NCCL: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"}
+
+
+def gemm(r, s):
+    return round(GEMM_NS * FACTOR) if r == SLOW and s >= FROM else GEMM_NS
+
+
+def work(r, s):
+    return gemm(r, s) + ATTN_NS + NORM_NS
+
+
+def gpu_start(r, s):
+    return s * STEP_NS + LAG_NS + r * 1_000
+
+
+def allreduce(r, s):
+    end = max(gpu_start(q, s) + work(q, s) for q in range(RANKS)) + TAIL_NS
+    return gpu_start(r, s) + work(r, s), end
+
+
+def rank_rows(r, variant):
+    """The rows of rank r: dicts by table (ns relative to the session start)."""
+    pid, tid = 1234 + r, 1234 + r
+    gtid = (pid << 24) | tid
+    gpid = pid << 24
+    rows = {"kernel": [], "runtime": [], "nvtx": [], "memcpy": [], "memset": []}
+    corr = 1000
+    for s in range(STEPS):
+        t0 = s * STEP_NS
+        rows["nvtx"].append((t0, t0 + STEP_NS, f"ProfilerStep#{s}", gtid))
+        if variant == "v3":
+            corr += 1
+            rows["runtime"].append((t0 + 50_000, t0 + 55_000, "cudaMemcpyAsync_v3020", corr, gtid))
+            rows["memcpy"].append((t0 + COPY_AT, t0 + COPY_AT + COPY_NS, corr, 7, 1, 1 << 20, gpid))
+            corr += 1
+            rows["runtime"].append((t0 + 60_000, t0 + 65_000, "cudaMemsetAsync_v3020", corr, gtid))
+            rows["memset"].append((t0 + SET_AT, t0 + SET_AT + SET_NS, corr, 7, 4096, gpid))
+            # Not a launch: the reader must skip it.
+            rows["runtime"].append((t0 + 70_000, t0 + 80_000, "cudaStreamSynchronize_v3020", 0, gtid))
+        t = gpu_start(r, s)
+        for k, (name, dur) in enumerate([(GEMM, gemm(r, s)), (ATTN, ATTN_NS), (NORM, NORM_NS)]):
+            corr += 1
+            launch = t0 + 100_000 + k * 20_000
+            rows["runtime"].append((launch, launch + 5_000, "cudaLaunchKernel_v7000", corr, gtid))
+            rows["kernel"].append((t, t + dur, corr, 7, name, gpid))
+            t += dur
+        corr += 1
+        a, b = allreduce(r, s)
+        rows["runtime"].append((t0 + 200_000, t0 + 205_000, "cudaLaunchKernel_v7000", corr, gtid))
+        rows["kernel"].append((a, b, corr, 20, NCCL, gpid))
+    return rows
+
+
+class Strings:
+    def __init__(self):
+        self.ids = {}
+
+    def __call__(self, s):
+        if s not in self.ids:
+            self.ids[s] = len(self.ids) + 1
+        return self.ids[s]
+
+
+def write_export(path, r, variant):
+    if os.path.exists(path):
+        os.remove(path)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode = OFF")
+    db.execute("PRAGMA synchronous = OFF")
+    c = db.cursor()
+    sid = Strings()
+    v3 = variant == "v3"
+    c.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+    names = "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL" + (
+        ", mangledName INTEGER" if v3 else "")
+    c.execute(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, "
+        "correlationId INTEGER, globalPid INTEGER, " + names + ", gridX INTEGER NOT NULL, "
+        "gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, "
+        "blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, registersPerThread INTEGER NOT NULL)")
+    c.execute(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, "
+        "nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER)")
+    c.execute(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, "
+        "correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, "
+        "copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER)")
+    if v3:
+        c.execute(
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+            "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, "
+            "correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, "
+            "bytes INTEGER NOT NULL, memKind INTEGER)")
+        c.execute(
+            "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, "
+            "eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, color INTEGER, "
+            "text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, "
+            "domainId INTEGER, uint64Value INTEGER, jsonTextId INTEGER, jsonText TEXT)")
+        c.execute(
+            "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, "
+            "name TEXT, busLocation TEXT, totalMemory INTEGER, smCount INTEGER, "
+            "chipName TEXT, cuDevice INTEGER)")
+        c.execute("CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, "
+                  "utcTime TEXT, localTime TEXT)")
+        c.execute("INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (?, ?, ?)",
+                  (BASE_NS, "2023-11-14T22:13:20Z", "2023-11-14T22:13:20"))
+        c.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
+        c.executemany("INSERT INTO META_DATA_EXPORT VALUES (?, ?)", [
+            ("EXPORT_SCHEMA_VERSION", "3.11.1"), ("EXPORT_PRODUCT_VERSION", "2024.5.1"),
+            ("EXPORT_TIME_UNIT", "ns")])
+        c.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 0, ?, '0000:18:00.0', 85899345920, "
+                  "132, 'GH100', 0)", (GPU_NAME,))
+    else:
+        c.execute(
+            "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, "
+            "eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, color INTEGER, "
+            "text TEXT, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER)")
+        c.execute(
+            "CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, name TEXT, busLocation TEXT, "
+            "totalMemory INTEGER, smCount INTEGER)")
+        c.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, ?, '0000:18:00.0', 85899345920, 132)",
+                  (GPU_NAME,))
+    rows = rank_rows(r, variant)
+    for (a, b, corr, stream, name, gpid) in rows["kernel"]:
+        cols = [a, b, 0, 1, stream, corr, gpid, sid(name), sid(SHORT[name])]
+        if v3:
+            cols.append(sid("_Z" + SHORT[name]))
+        cols += [132, 1, 1, 128, 1, 1, 96]
+        c.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({','.join('?' * len(cols))})",
+                  cols)
+    for (a, b, name, corr, gtid) in rows["runtime"]:
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, ?, ?, 0, NULL)",
+                  (a, b, gtid, corr, sid(name)))
+    for (a, b, corr, stream, kind, n, gpid) in rows["memcpy"]:
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, 0, 1, ?, ?, ?, ?, ?, 0, 1)",
+                  (a, b, stream, corr, gpid, n, kind))
+    for (a, b, corr, stream, n, gpid) in rows["memset"]:
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?, 0, 1, ?, ?, ?, 0, ?, 1)",
+                  (a, b, stream, corr, gpid, n))
+    gtid = (1234 + r) << 24 | (1234 + r)
+    for (a, b, text, g) in rows["nvtx"]:
+        if v3:
+            # 59: NvtxPushPopRange, its text through StringIds (textId).
+            c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, "
+                      "domainId) VALUES (?, ?, 59, NULL, ?, ?, 0)", (a, b, g, sid(text)))
+        else:
+            c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                      "VALUES (?, ?, 59, ?, ?, 0)", (a, b, text, g))
+    # A mark (34, no end) and a domain's creation (75): not ranges, never steps.
+    c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
+              "VALUES (5, NULL, 34, 'ProfilerStep#99', ?)", (gtid,))
+    c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
+              "VALUES (1, NULL, 75, 'NCCL', ?)", (gtid,))
+    c.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in sid.ids.items()])
+    db.commit()
+    db.close()
+
+
+def us(ns):
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def write_kineto(path, r, variant):
+    """The same run as Kineto writes it (the events the exports' rows stand for)."""
+    rows = rank_rows(r, variant)
+    ev = []
+    for (a, b, text, _) in rows["nvtx"]:
+        ev.append({"ph": "X", "cat": "user_annotation", "name": text, "pid": 1234 + r, "tid": 1,
+                   "ts": us(a), "dur": us(b - a)})
+    for (a, b, name, corr, _) in rows["runtime"]:
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": name.rsplit("_v", 1)[0],
+                   "pid": 1234 + r, "tid": 1, "ts": us(a), "dur": us(b - a),
+                   "args": {"correlation": corr}})
+    for (a, b, corr, stream, name, _) in rows["kernel"]:
+        ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream,
+                   "ts": us(a), "dur": us(b - a),
+                   "args": {"device": 0, "stream": stream, "correlation": corr}})
+    for (a, b, corr, stream, _k, n, _) in rows["memcpy"]:
+        ev.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0,
+                   "tid": stream, "ts": us(a), "dur": us(b - a),
+                   "args": {"device": 0, "stream": stream, "correlation": corr, "bytes": n}})
+    for (a, b, corr, stream, n, _) in rows["memset"]:
+        ev.append({"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0,
+                   "tid": stream, "ts": us(a), "dur": us(b - a),
+                   "args": {"device": 0, "stream": stream, "correlation": corr, "bytes": n}})
+    # Kineto writes ts as numbers: the strings above are spliced in unquoted.
+    text = json.dumps({"schemaVersion": 1,
+                       "deviceProperties": [{"id": 0, "name": GPU_NAME}],
+                       "traceEvents": ev,
+                       "baseTimeNanoseconds": BASE_NS})
+    import re
+    text = re.sub(r'"(ts|dur)": "(-?\d+\.\d{3})"', r'"\1": \2', text)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    global STEPS, RANKS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--variant", choices=["v3", "v2"], default="v3")
+    ap.add_argument("--kineto", help="also write the Kineto traces of the same run here")
+    ap.add_argument("--steps", type=int, default=STEPS,
+                    help="steps per rank (large values: a memory check of the reader)")
+    ap.add_argument("--ranks", type=int, default=RANKS)
+    ap.add_argument("--names", choices=["rank", "profile"], default="rank",
+                    help="rank{r}.sqlite, or profile_{r}.sqlite (nsys -o profile_%%q{RANK})")
+    a = ap.parse_args()
+    STEPS, RANKS = a.steps, a.ranks
+    os.makedirs(a.out, exist_ok=True)
+    for r in range(RANKS):
+        name = f"rank{r}.sqlite" if a.names == "rank" else f"profile_{r}.sqlite"
+        write_export(os.path.join(a.out, name), r, a.variant)
+        if a.kineto:
+            os.makedirs(a.kineto, exist_ok=True)
+            write_kineto(os.path.join(a.kineto, f"rank{r}.trace.json"), r, a.variant)
+
+
+if __name__ == "__main__":
+    main()

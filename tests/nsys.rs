@@ -1,0 +1,247 @@
+//! Nsight Systems SQLite exports as rank inputs (#44): `analyze --format json` on a folder of
+//! per-rank exports built by `tests/make_nsys_sqlite.py` (NVIDIA's documented export schema, two
+//! layouts) must give every figure the independent `tests/check_nsys.py` computes from the
+//! tables, name the planted slow rank, and give the same tables and verdict as the Kineto
+//! traces of the same run (written by the same generator). Skipped, with the reason printed,
+//! where `python3` is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn python() -> Option<&'static str> {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "skipped: python3 is not on PATH (the exports are built by tests/make_nsys_sqlite.py)"
+        );
+    }
+    ok.then_some("python3")
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(name)
+}
+
+/// Runs the generator into `dir` (exports) and `kineto` (the same run as Kineto traces).
+fn generate(py: &str, dir: &Path, kineto: &Path, extra: &[&str]) {
+    let out = Command::new(py)
+        .arg(script("make_nsys_sqlite.py"))
+        .arg(dir)
+        .arg("--kineto")
+        .arg(kineto)
+        .args(extra)
+        .output()
+        .expect("run make_nsys_sqlite.py");
+    assert!(
+        out.status.success(),
+        "make_nsys_sqlite.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `rankprof analyze --profile-dir DIR --format json`: (exit code, JSON or null, stderr).
+fn analyze(dir: &Path) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args(["analyze", "--format", "json", "--profile-dir"])
+        .arg(dir)
+        .output()
+        .expect("run rankprof");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn checker(py: &str, files: &[PathBuf]) -> Vec<Value> {
+    let out = Command::new(py)
+        .arg(script("check_nsys.py"))
+        .args(files)
+        .output()
+        .expect("run check_nsys.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Value>(&out.stdout)
+        .expect("checker JSON")
+        .as_array()
+        .expect("a list")
+        .clone()
+}
+
+fn class_total(a: &Value, rank: &str, class: &str) -> i64 {
+    a["classes"]
+        .as_array()
+        .expect("classes")
+        .iter()
+        .find(|c| c["rank"] == rank && c["class"] == class)
+        .and_then(|c| c["total_ns"].as_i64())
+        .unwrap_or_else(|| panic!("no {class} total for {rank}"))
+}
+
+/// The parts of an analysis that must not depend on the input format (the rank rows without
+/// their event counts: a row of an export is not an event of a trace).
+fn comparable(a: &Value) -> Value {
+    let mut v = serde_json::Map::new();
+    for k in [
+        "ranks",
+        "classes",
+        "kernels",
+        "kernels_by_rank",
+        "steps",
+        "collectives",
+        "verdict",
+        "attribution",
+        "unclassified",
+        "source",
+    ] {
+        v.insert(k.to_string(), a[k].clone());
+    }
+    for r in v["ranks"].as_array_mut().expect("ranks") {
+        r.as_object_mut().expect("rank row").remove("events");
+    }
+    Value::Object(v)
+}
+
+fn check_layout(variant: &str, names: &str, file: impl Fn(usize) -> String) {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (dir, kineto) = (tmp.path().join("nsys"), tmp.path().join("kineto"));
+    generate(py, &dir, &kineto, &["--variant", variant, "--names", names]);
+    let files: Vec<PathBuf> = (0..4).map(|r| dir.join(file(r))).collect();
+    let want = checker(py, &files);
+
+    let (code, a, err) = analyze(&dir);
+    assert_eq!(code, 0, "analyze failed: {err}");
+    let ranks = a["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 4, "{err}");
+    for (r, (row, w)) in ranks.iter().zip(&want).enumerate() {
+        let label = format!("RANK{r:02}");
+        assert_eq!(row["rank"], label.as_str());
+        for k in [
+            "kernels",
+            "kernel_sum_ns",
+            "busy_ns",
+            "comm_ns",
+            "memcpy_memset_ns",
+            "span_ns",
+        ] {
+            assert_eq!(row[k], w[k], "{variant} rank {r} {k}");
+        }
+        assert_eq!(
+            class_total(&a, &label, "gemm"),
+            w["gemm_ns"],
+            "rank {r} gemm"
+        );
+        assert_eq!(
+            class_total(&a, &label, "comm"),
+            w["nccl_ns"],
+            "rank {r} comm"
+        );
+        assert_eq!(row["device"], "NVIDIA H100 80GB HBM3");
+    }
+    // The planted rank is named, with gemm as its gap and step 3 as its onset.
+    assert_eq!(a["verdict"]["lead"], "RANK02", "{}", a["verdict"]);
+    let lines = a["verdict"]["lines"].to_string();
+    assert!(lines.contains("gemm"), "{lines}");
+    assert!(lines.contains("from step 3"), "{lines}");
+    // Steps from the NVTX `ProfilerStep#N` ranges (the NVTX mark named like one is no step).
+    assert_eq!(a["steps"]["rows"].as_array().map(Vec::len), Some(8));
+    // The export's version and clock are named.
+    let notes = a["notes"].to_string();
+    assert!(notes.contains("an Nsight Systems SQLite export"), "{notes}");
+
+    // The same run as Kineto traces: the same tables and verdict.
+    let (code, k, err) = analyze(&kineto);
+    assert_eq!(code, 0, "analyze of the Kineto twin failed: {err}");
+    assert_eq!(comparable(&a), comparable(&k));
+
+    // Merged into one trace, the exports still give the same analysis.
+    let merged = tmp.path().join("merged.trace.json.gz");
+    let out = Command::new(env!("CARGO_BIN_EXE_merge-traces"))
+        .arg("--profile-dir")
+        .arg(&dir)
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .expect("run merge-traces");
+    assert!(
+        out.status.success(),
+        "merge-traces: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args(["analyze", "--format", "json"])
+        .arg(&merged)
+        .output()
+        .expect("run rankprof");
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(comparable(&m)["ranks"], comparable(&a)["ranks"]);
+    assert_eq!(m["verdict"], a["verdict"]);
+}
+
+/// Nsight Systems 2024.x's layout (names and NVTX text through `StringIds`, the session
+/// start, memcpy and memset), files `rank{r}.sqlite`.
+#[test]
+fn v3_exports_match_the_checker_and_their_kineto_twin() {
+    check_layout("v3", "rank", |r| format!("rank{r}.sqlite"));
+}
+
+/// 2021.5's layout (NVTX text inline, no session start, no memset table, no version table),
+/// files named by `nsys profile -o profile_%q{RANK}`.
+#[test]
+fn v2_exports_match_the_checker_and_their_kineto_twin() {
+    check_layout("v2", "profile", |r| format!("profile_{r}.sqlite"));
+}
+
+#[test]
+fn unreadable_exports_and_mixed_folders_are_refused_with_the_reason() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bad = tmp.path().join("bad");
+    std::fs::create_dir(&bad).expect("mkdir");
+    // A kernel table without `end`, and a file that is no database.
+    let out = Command::new(py)
+        .args([
+            "-c",
+            "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); \
+             d.execute('CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, deviceId INTEGER)'); \
+             d.commit()",
+        ])
+        .arg(bad.join("rank0.sqlite"))
+        .output()
+        .expect("python");
+    assert!(out.status.success());
+    std::fs::write(bad.join("rank1.sqlite"), "not a database").expect("write");
+    let (code, _, err) = analyze(&bad);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("CUPTI_ACTIVITY_KIND_KERNEL has no column \"end\""),
+        "{err}"
+    );
+    assert!(err.contains("2021.5 to 2024.x"), "{err}");
+    assert!(err.contains("not an SQLite database"), "{err}");
+
+    // Exports and Kineto traces of one profile.
+    let (dir, kineto) = (tmp.path().join("nsys"), tmp.path().join("kineto"));
+    generate(py, &dir, &kineto, &[]);
+    std::fs::rename(
+        kineto.join("rank3.trace.json"),
+        dir.join("rank3.trace.json"),
+    )
+    .expect("move");
+    std::fs::remove_file(dir.join("rank3.sqlite")).expect("rm");
+    let (code, _, err) = analyze(&dir);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("mixes Nsight Systems exports"), "{err}");
+}
