@@ -66,9 +66,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "attention",
         r"flash_|flash::|flashattn|flashmla|flashinfer::(batch|single|mla|merge|prefill|decode|cascade|page|pod)|fmha|attention|attn|paged|mla|xformers|sdpa|scaled_dot_product|batchprefill|batchdecode|withkvcache|merge_?states?|^_fwd_(grouped_)?kernel(_stage\d|_splitk)?(_asm)?(\.kd)?$|decode_att|aiter(::|\d+)pa_|(^|[^a-z])[gm]qa_",
     ),
+    // TRT-LLM's generated batched GEMMs (`bmm_<out>_<in>_<acc>_t<tile>…`, FlashInfer's
+    // trtllm-gen MoE: the experts' GEMMs, with swiGlu fused into the first) are the MoE's.
     (
         "moe",
-        r"moe|expert|topk_softmax|topk_?softplus|topkgating|grouped_topk|fused_topk|ep_scatter|ep_gather|count_and_sort|m_grouped|grouped_gemm|group_gemm",
+        r"moe|expert|topk_softmax|topk_?softplus|topkgating|grouped_topk|fused_topk|ep_scatter|ep_gather|count_and_sort|m_grouped|grouped_gemm|group_gemm|^bmm_\w*_t\d+x\d+x\d+",
     ),
     (
         "gemm",

@@ -31,7 +31,7 @@ use super::model::{self, Analysis};
 use super::options::AnalyzeOptions;
 use super::rankset;
 use super::reduce::kernels::{self, ClassTable};
-use super::reduce::path::Acc;
+use super::reduce::path::acc::Acc;
 use super::reduce::{collectives, groups, steps};
 use super::summary;
 use crate::trace::{self, RankId};

@@ -87,8 +87,8 @@ pub struct PathSummary {
     /// Steps measured in full, and their mean time.
     pub steps: usize,
     pub step_ns: i64,
-    /// The (rank, cause) that costs the step most over the typical rank, as the verdict's
-    /// critical-path lead (`None`: none costs the step anything of its own).
+    /// The (rank, cause) that costs the step most over the typical rank, when that is at least
+    /// the threshold of the step time (`None`: none does).
     pub lead: Option<String>,
     pub cause: Option<String>,
     /// The wait that lead imposes on the other ranks per step, ns (0 without a lead).
@@ -103,11 +103,13 @@ pub struct PathRank {
     pub per_step_ns: i64,
 }
 
-fn path_summary(p: &CriticalPath) -> Option<PathSummary> {
+/// `threshold_pct`: the verdict's; a lead costing less of the step is no lead (jitter), as in
+/// the verdict, so a balanced profile imposes 0 and `compare` sees no "new" wait.
+fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
     if p.steps == 0 {
         return None;
     }
-    let lead = p.lead();
+    let lead = p.lead().filter(|c| c.net_step_pct >= threshold_pct);
     let mut ranks: BTreeMap<&str, f64> = BTreeMap::new();
     for c in p.causes.iter().filter(|c| c.kind != PathKind::Transfer) {
         *ranks.entry(c.who.as_str()).or_default() += c.per_step_ns;
@@ -512,7 +514,7 @@ pub fn build(
             straggler_pct: r4(verdict.straggler_pct),
         },
         work: Some(work_summary(attribution, verdict)),
-        path: path_summary(path),
+        path: path_summary(path, verdict.threshold_pct),
     }
 }
 

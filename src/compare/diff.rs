@@ -356,14 +356,17 @@ pub fn build(
 
     // The wait the critical path's lead imposes on the others per step: a regression in how
     // much one rank holds the group up (gated like the others; both sides need steps).
+    // Both 0 (no rank holds the others up on either side): nothing to compare.
     if let (Some(pb), Some(pc)) = (&base.path, &cur.path) {
-        overall.push(Row::new(
-            "wait imposed per step (critical path)".into(),
-            None,
-            None,
-            pb.imposed_per_step_ns,
-            pc.imposed_per_step_ns,
-        ));
+        if pb.imposed_per_step_ns != 0 || pc.imposed_per_step_ns != 0 {
+            overall.push(Row::new(
+                "wait imposed per step (critical path)".into(),
+                None,
+                None,
+                pb.imposed_per_step_ns,
+                pc.imposed_per_step_ns,
+            ));
+        }
     }
     let rank_work = |r: &RankEntry| {
         if steps {

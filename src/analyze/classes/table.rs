@@ -154,6 +154,10 @@ const CASES: &[(&str, &str)] = &[
     ("aiter::fmha_fwd_hd192_hd128_bf16_causal_group", "attention"),
     ("void ck::kernel_moe_mxgemm_2lds<ck::GridwiseMoeGemmMX_BPreshuffle<ck::tensor_layout::gemm::RowMajor, ck::tensor_layout::", "moe"),
     ("_moe_mxfp4_sort_kernel", "moe"),
+    // TRT-LLM generated batched GEMMs of FlashInfer's trtllm-gen MoE, as public SGLang/vLLM B200
+    // profiles print them (find_string "bmm_E4m3_E4m3"): the experts' GEMMs.
+    ("bmm_E4m3_E4m3E4m3_Fp32_t128x16x128u2_s6_et64x16_m64x16x32_c1x1x1_rM_TN_transOut_noShfl_dsFp8_schPd4x2x2x3_bN_tma_tmaSf_rgTma_clmp_lbW2_dynB_sm100f", "moe"),
+    ("bmm_Bfloat16_E4m3E4m3_Fp32_t128x64x128_s8_et128x64_m256x64x32_c2x1x1_rM_TN_transOut_schPd2", "moe"),
     ("void ck_tile::kentry<2, ck_tile::MoeSortingMultiPhaseKernel_P23<ck_tile::MoeSortingProblemMp<int, float, unsigned char,", "moe"),
     ("void ck_tile::kentry<1, ck_tile::Rmsnorm2dFwd<ck_tile::Rmsnorm2dFwdPipelineOnePass<ck_tile::Rmsnorm2dFwdPipelineProblem<", "norm"),
     ("triton_poi_fused_add_all_reduce_0", "norm"),

@@ -85,8 +85,10 @@ pub fn short_name(name: &str) -> String {
         .unwrap_or(t)
         .replace("(anonymous namespace)::", "");
     if s.chars().count() > MAX {
-        if let Some(p) = top_level_paren(&s) {
-            s.truncate(p);
+        if let Some((p, name)) = top_level(&s) {
+            // The function's own name and template arguments, without a return type before
+            // it (`std::enable_if<…>::type vllm::fused_add_rms_norm_kernel<…>(…)`).
+            s = s[name..p].to_string();
         }
     }
     if s.chars().count() > MAX {
@@ -174,13 +176,30 @@ const NOISE: &[&str] = &[
 ];
 
 /// Byte index of the `(` that opens the parameter list (outside any template brackets).
-fn top_level_paren(s: &str) -> Option<usize> {
-    let mut depth = 0i32;
+/// The parameter list's `(` (the first at template and paren depth 0, not at the start) and
+/// where the function's own name starts (after the last space at depth 0 before it: a return
+/// type such as `std::enable_if<…, void>::type` comes first in SFINAE kernels). A `<` or `>`
+/// inside parentheses is a comparison (`enable_if<(((8)>(0)))…>`), not a bracket.
+fn top_level(s: &str) -> Option<(usize, usize)> {
+    let mut stack: Vec<char> = Vec::new();
+    let mut name_start = 0;
     for (i, c) in s.char_indices() {
+        let in_paren = stack.last() == Some(&'(');
         match c {
-            '<' => depth += 1,
-            '>' => depth -= 1,
-            '(' if depth <= 0 && i > 0 => return Some(i),
+            '(' if stack.is_empty() && i > 0 => return Some((i, name_start)),
+            '(' => stack.push('('),
+            ')' => {
+                while let Some(top) = stack.pop() {
+                    if top == '(' {
+                        break;
+                    }
+                }
+            }
+            '<' if !in_paren => stack.push('<'),
+            '>' if !in_paren && stack.last() == Some(&'<') => {
+                stack.pop();
+            }
+            ' ' if stack.is_empty() => name_start = i + 1,
             _ => {}
         }
     }
@@ -194,6 +213,12 @@ mod tests {
     #[test]
     fn short_names() {
         assert_eq!(short_name("void foo<int>(int)"), "foo<int>(int)");
+        // vLLM's SFINAE kernels: the return type is a template too (a real name as a public
+        // vLLM profile prints it, find_string "void>::type vllm::fused_add_rms_norm_kernel").
+        assert_eq!(
+            short_name("std::enable_if<(((8)>(0)))&&_typeConvert<c10::BFloat16>::exists, void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, float, int, int)"),
+            "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>"
+        );
         let long = "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2>)";
         assert_eq!(
             short_name(long),

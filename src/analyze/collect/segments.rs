@@ -22,9 +22,12 @@ use super::steps::Mark;
 /// A collective with no collective before it on its rank.
 pub const NO_PREV: i64 = i64::MIN;
 
+/// Collectives and the query points of their segments ([`prepare`]).
+pub type Prepared = (Spool<CollEv>, Spool<(i64, i64)>);
+
 /// The collectives with `prev_end` set, and the query points of the segments that are not
 /// empty: (time, `2·seq` for the segment's start, `2·seq + 1` for its end).
-pub fn prepare(colls: Spool<CollEv>) -> Result<(Spool<CollEv>, Spool<(i64, i64)>)> {
+pub fn prepare(colls: Spool<CollEv>) -> Result<Prepared> {
     let mut out = Spool::default();
     let mut queries = Spool::default();
     let mut prev: Option<i64> = None;

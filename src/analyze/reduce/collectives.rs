@@ -35,7 +35,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::path::Acc;
+use super::path::acc::Acc;
 use crate::analyze::collect::collstore::RankColls;
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;

@@ -1,5 +1,5 @@
 //! Files named on the command line are one profile ([`join_given`]: per stage, unless a rank
-//! repeats, which is an error naming the files); and the sign of one run split into profiles
+//! repeats: then the profiles discovery found stay apart, with a note naming the files); and the sign of one run split into profiles
 //! of one rank each ([`split_run`]), which `merge` refuses to write as so many one-rank traces.
 
 use std::collections::BTreeMap;
@@ -9,8 +9,9 @@ use super::rankfile::RankFile;
 use crate::trace::rankid::RankId;
 
 /// Joins the groups of files named on the command line into one profile per stage, named
-/// after the first group, with a note. A rank that repeats among them is an error naming the
-/// files that share it, with the ways out (unless `renumber`: the caller numbers them anew).
+/// after the first group, with a note. When a rank repeats among them (several runs named
+/// together) the groups stay as discovery found them, with a note naming the files that share
+/// it (unless `renumber`: the caller numbers them anew).
 pub(super) fn join_given(
     groups: &mut Vec<Group>,
     renumber: bool,
@@ -25,14 +26,10 @@ pub(super) fn join_given(
             groups.extend(gs);
             continue;
         }
-        let mut files: Vec<RankFile> = Vec::new();
         let (dir, id) = (gs[0].dir.clone(), gs[0].profile_id.clone());
         let ids: Vec<String> = gs.iter().map(|g| g.profile_id.clone()).collect();
-        for g in gs {
-            files.extend(g.files);
-        }
         let mut by_rank: BTreeMap<&RankId, Vec<&RankFile>> = BTreeMap::new();
-        for f in &files {
+        for f in gs.iter().flat_map(|g| &g.files) {
             by_rank.entry(&f.id).or_default().push(f);
         }
         let dups: Vec<String> = by_rank
@@ -44,15 +41,22 @@ pub(super) fn join_given(
             })
             .collect();
         if !dups.is_empty() && !renumber {
-            return Err(format!(
-                "the files named on the command line are one profile, but {} rank(s) repeat \
-                 ({}); name one file per rank, choose one profile with --profile-id (found: \
-                 {}), or number them with --rank-from order|distributed-info",
+            // Several runs named together (two servers of one `capture run`, each with its
+            // own profile id): each stays its own profile, as discovery found it.
+            notes.push(format!(
+                "{}: the files named on the command line hold {} profiles ({}) that repeat {} \
+                 rank(s) ({}): kept apart; to take them as one, number them with --rank-from \
+                 order|distributed-info",
+                shown_dir(&dir),
+                ids.len(),
+                ids.join(", "),
                 dups.len(),
-                dups.join("; "),
-                ids.join(", ")
+                dups.join("; ")
             ));
+            groups.extend(gs);
+            continue;
         }
+        let files: Vec<RankFile> = gs.into_iter().flat_map(|g| g.files).collect();
         notes.push(format!(
             "{}: {} files named on the command line (profiles {}) taken as one profile, {id}",
             shown_dir(&dir),

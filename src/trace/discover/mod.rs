@@ -113,8 +113,8 @@ pub fn discover_with(dir: &Path, recursive: bool, rank_from: RankFrom) -> io::Re
 }
 
 /// The files named on the command line (already listed): one profile per stage unless a rank
-/// repeats among them (an error naming the files, with the ways out), after `profile_id` and
-/// `stage` chose among what discovery found.
+/// repeats among them (then the profiles discovery found, with a note), after `profile_id`
+/// and `stage` chose among what discovery found.
 pub fn discover_given(
     paths: &[PathBuf],
     rank_from: RankFrom,

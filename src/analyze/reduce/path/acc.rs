@@ -1,0 +1,435 @@
+//! The accumulator of the critical path: fed every matched collective by the matching
+//! (`reduce::collectives`), as it reads them, it charges each late arrival to its rank and
+//! cause, keeps the costliest, the transfers per world and the costs per step, and turns them
+//! into a [`CriticalPath`] ([`Acc::finish`]). The model is in [`super`]'s documentation.
+
+use std::collections::BTreeMap;
+
+use super::{Cause, CriticalPath, Kind, Late, PathStep, Transfer, MARKS};
+use crate::analyze::collect::collector::CollEv;
+use crate::analyze::collect::segments::NO_PREV;
+use crate::analyze::reduce::steps::StepTable;
+
+/// The lower median (index `(n − 1) / 2` of the sorted values).
+fn lower_median(mut v: Vec<i64>) -> i64 {
+    v.sort_unstable();
+    v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+}
+
+/// A member's segment split: (seg, busy, host, late).
+fn split(r: &CollEv) -> (i64, i64, i64, i64) {
+    let seg = (r.start - r.prev_end).max(0);
+    let busy = r.busy.clamp(0, seg);
+    let late = r.pre.clamp(0, seg - busy);
+    (seg, busy, seg - busy - late, late)
+}
+
+/// Accumulates the matched collectives as the matching reads them.
+pub struct Acc {
+    labels: Vec<String>,
+    /// Per rank, its steps' windows (start, end) on the common clock and the step table row
+    /// of each (None: not in the table).
+    windows: Vec<Vec<(i64, i64, Option<usize>)>>,
+    rows: Vec<(String, i64)>,
+    top_n: usize,
+    collectives: usize,
+    late: usize,
+    /// (rank, kind) → (cost, collectives).
+    cost: BTreeMap<(usize, Kind), (i64, usize)>,
+    row_cost: Vec<BTreeMap<(usize, Kind), i64>>,
+    /// Rows with a matched collective that could not be charged (a member had no collective
+    /// before it): left out of the per-step figures, which would undercount them.
+    row_skipped: Vec<bool>,
+    worst: Vec<(i64, Late)>,
+    /// The costliest late arrivals for the merged trace (kept like `worst`, up to [`MARKS`]).
+    marks: Vec<(i64, Late)>,
+    /// (world, name) → the transfer of each matched collective (one i64 per collective of a
+    /// world, not per rank: the median needs them).
+    transfers: BTreeMap<(usize, String), Vec<i64>>,
+    origin: i64,
+}
+
+impl Acc {
+    /// `windows[r]`: rank r's step windows (start, duration) on the common clock, in its own
+    /// step order (the step table's `idx` points into them).
+    pub fn new(
+        labels: &[String],
+        windows: &[Vec<(i64, i64)>],
+        steps: &StepTable,
+        top_n: usize,
+    ) -> Acc {
+        let mut w: Vec<Vec<(i64, i64, Option<usize>)>> = windows
+            .iter()
+            .map(|v| v.iter().map(|&(s, d)| (s, s + d.max(1), None)).collect())
+            .collect();
+        for (row, sr) in steps.rows.iter().enumerate() {
+            for (r, &i) in sr.idx.iter().enumerate() {
+                if let Some(x) = w.get_mut(r).and_then(|v| v.get_mut(i)) {
+                    x.2 = Some(row);
+                }
+            }
+        }
+        for v in &mut w {
+            v.sort_by_key(|x| x.0);
+        }
+        Acc {
+            labels: labels.to_vec(),
+            windows: w,
+            rows: steps
+                .rows
+                .iter()
+                .map(|r| (r.step.clone(), r.dur_ns.iter().copied().max().unwrap_or(0)))
+                .collect(),
+            top_n,
+            collectives: 0,
+            late: 0,
+            cost: BTreeMap::new(),
+            row_cost: vec![BTreeMap::new(); steps.rows.len()],
+            row_skipped: vec![false; steps.rows.len()],
+            worst: Vec::new(),
+            marks: Vec::new(),
+            transfers: BTreeMap::new(),
+            origin: i64::MAX,
+        }
+    }
+
+    fn row_of(&self, r: usize, t: i64) -> Option<usize> {
+        let w = self.windows.get(r)?;
+        let k = w.partition_point(|x| x.0 <= t);
+        (0..k)
+            .rev()
+            .take(4)
+            .find(|&i| t < w[i].1)
+            .and_then(|i| w[i].2)
+    }
+
+    /// One matched collective: its members (rank indices) and their records; `latest`: the
+    /// member position with the latest start, `tie`: another started less than the tolerance
+    /// before it (no one arrived last).
+    #[allow(clippy::too_many_arguments)]
+    pub fn add(
+        &mut self,
+        world: usize,
+        key: &str,
+        index: usize,
+        name: &str,
+        members: &[usize],
+        recs: &[CollEv],
+        latest: usize,
+        tie: bool,
+    ) {
+        if let Some(lo) = recs.iter().map(|r| r.start).min() {
+            self.origin = self.origin.min(lo);
+        }
+        if members.len() < 2 {
+            return;
+        }
+        if let Some(r) = recs.get(latest) {
+            self.transfers
+                .entry((world, name.to_string()))
+                .or_default()
+                .push((r.end - r.start).max(0));
+        }
+        if recs.iter().any(|r| r.prev_end == NO_PREV) {
+            for (&m, r) in members.iter().zip(recs) {
+                if let Some(x) = self
+                    .row_of(m, r.start)
+                    .and_then(|i| self.row_skipped.get_mut(i))
+                {
+                    *x = true;
+                }
+            }
+            return;
+        }
+        self.collectives += 1;
+        let l = latest;
+        let Some(lr) = recs.get(l) else { return };
+        let transfer = (lr.end - lr.start).max(0);
+        if tie {
+            return;
+        }
+        let parts: Vec<(i64, i64, i64, i64)> = recs.iter().map(split).collect();
+        let med = |f: fn(&(i64, i64, i64, i64)) -> i64| lower_median(parts.iter().map(f).collect());
+        let mine = parts[l];
+        let cost = mine.0 - med(|p| p.0);
+        if cost <= 0 {
+            return;
+        }
+        self.late += 1;
+        let e_work = (mine.1 - med(|p| p.1)).max(0);
+        let e_host = (mine.2 - med(|p| p.2)).max(0);
+        let e_late = (mine.3 - med(|p| p.3)).max(0);
+        let e = e_work + e_host + e_late;
+        let (work, late) = if e == 0 {
+            (0, 0)
+        } else {
+            let share = |x: i64| (i128::from(cost) * i128::from(x) / i128::from(e)) as i64;
+            (share(e_work), share(e_late))
+        };
+        let host = cost - work - late;
+        let rank = members[l];
+        let row = self.row_of(rank, lr.start);
+        for (kind, ns) in [
+            (Kind::Work, work),
+            (Kind::Host, host),
+            (Kind::LateStart, late),
+        ] {
+            if ns <= 0 {
+                continue;
+            }
+            let c = self.cost.entry((rank, kind)).or_default();
+            c.0 += ns;
+            c.1 += 1;
+            if let Some(m) = row.and_then(|i| self.row_cost.get_mut(i)) {
+                *m.entry((rank, kind)).or_default() += ns;
+            }
+        }
+        {
+            let item = Late {
+                world,
+                key: key.to_string(),
+                index,
+                name: name.to_string(),
+                rank: self.labels.get(rank).cloned().unwrap_or_default(),
+                t_ms: lr.start as f64,
+                seg_start_ns: lr.prev_end,
+                start_ns: lr.start,
+                cost_ns: cost,
+                work_ns: work,
+                host_ns: host,
+                late_ns: late,
+                transfer_ns: transfer,
+            };
+            if self.top_n > 0 {
+                self.worst.push((cost, item.clone()));
+                if self.worst.len() > 4 * self.top_n {
+                    trim(&mut self.worst, self.top_n);
+                }
+            }
+            self.marks.push((cost, item));
+            if self.marks.len() > 2 * MARKS {
+                trim(&mut self.marks, MARKS);
+            }
+        }
+    }
+}
+
+/// Keeps the `n` costliest (ties in a fixed order).
+fn trim(v: &mut Vec<(i64, Late)>, n: usize) {
+    v.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(a.1.world.cmp(&b.1.world))
+            .then(a.1.key.cmp(&b.1.key))
+            .then(a.1.index.cmp(&b.1.index))
+    });
+    v.truncate(n);
+}
+
+impl Acc {
+    /// The totals; `worlds` as the matching used them.
+    pub fn finish(mut self, worlds: &[Vec<usize>]) -> CriticalPath {
+        trim(&mut self.worst, self.top_n);
+        trim(&mut self.marks, MARKS);
+        let origin = self.origin;
+        let mut marks: Vec<Late> = std::mem::take(&mut self.marks)
+            .into_iter()
+            .map(|(_, mut l)| {
+                l.t_ms = (l.t_ms - origin as f64) / 1e6;
+                l
+            })
+            .collect();
+        marks.sort_by_key(|l| (l.start_ns, l.world, l.index));
+        // Per step: over the steps measured in full.
+        let measured: Vec<usize> = (0..self.rows.len())
+            .filter(|&i| !self.row_skipped[i])
+            .collect();
+        let steps = measured.len();
+        let step_ns = if steps > 0 {
+            measured.iter().map(|&i| self.rows[i].1 as f64).sum::<f64>() / steps as f64
+        } else {
+            0.0
+        };
+        let mut in_steps: BTreeMap<(usize, Kind), i64> = BTreeMap::new();
+        for &i in &measured {
+            for (&k, &ns) in &self.row_cost[i] {
+                *in_steps.entry(k).or_default() += ns;
+            }
+        }
+        let cost: BTreeMap<(usize, Kind), (i64, i64, usize)> = self
+            .cost
+            .iter()
+            .map(|(&k, &(ns, n))| (k, (ns, in_steps.get(&k).copied().unwrap_or(0), n)))
+            .collect();
+        // With steps, what was charged inside them over their number; else the whole profile.
+        let per = |total: i64, in_steps: i64| {
+            if steps > 0 {
+                in_steps as f64 / steps as f64
+            } else {
+                total as f64
+            }
+        };
+        let pct = |x: f64| {
+            if step_ns > 0.0 {
+                100.0 * x / step_ns
+            } else {
+                0.0
+            }
+        };
+        let label = |r: usize| self.labels.get(r).cloned().unwrap_or_default();
+        let world_of = |r: usize| worlds.iter().position(|w| w.contains(&r));
+        let mut causes: Vec<Cause> = cost
+            .iter()
+            .map(|(&(r, kind), &(ns, in_steps, n))| {
+                let mine = per(ns, in_steps);
+                // The typical rank of the world in the same kind.
+                let peers: Vec<usize> = world_of(r)
+                    .and_then(|w| worlds.get(w))
+                    .cloned()
+                    .unwrap_or_else(|| vec![r]);
+                let mut of_peers: Vec<f64> = peers
+                    .iter()
+                    .map(|&p| cost.get(&(p, kind)).map_or(0.0, |&(t, i, _)| per(t, i)))
+                    .collect();
+                of_peers.sort_by(f64::total_cmp);
+                let typical = of_peers
+                    .get(of_peers.len().saturating_sub(1) / 2)
+                    .copied()
+                    .unwrap_or(0.0);
+                let net = (mine - typical).max(0.0);
+                Cause {
+                    who: label(r),
+                    world: world_of(r).unwrap_or(0),
+                    kind,
+                    cost_ns: ns,
+                    collectives: n,
+                    per_step_ns: mine,
+                    step_pct: pct(mine),
+                    net_per_step_ns: net,
+                    net_step_pct: pct(net),
+                }
+            })
+            .collect();
+        // Transfers: each world's median against the other worlds' (the median of their
+        // medians) for the same collective name; medians, as one collective that also moves
+        // more data or waits on something else does not make a link slow.
+        let medians: BTreeMap<&(usize, String), i64> = self
+            .transfers
+            .iter()
+            .map(|(k, v)| (k, lower_median(v.clone())))
+            .collect();
+        let rows = self.rows.len();
+        let mut transfers = Vec::new();
+        for (key, v) in &self.transfers {
+            let (w, name) = key;
+            let n = v.len();
+            let others: Vec<i64> = medians
+                .iter()
+                .filter(|((ow, on), _)| ow != w && on == name)
+                .map(|(_, &m)| m)
+                .collect();
+            let others_ns = (!others.is_empty()).then(|| lower_median(others) as f64);
+            let mean = medians.get(key).copied().unwrap_or(0) as f64;
+            if let Some(o) = others_ns {
+                let extra = ((mean - o) * n as f64).round() as i64;
+                // Out of line: more than a fifth over the others' and at least 1 µs a time.
+                if mean > 1.2 * o && mean - o >= 1_000.0 {
+                    let who = worlds
+                        .get(*w)
+                        .map(|m| {
+                            let l: Vec<&str> = m
+                                .iter()
+                                .filter_map(|&r| self.labels.get(r).map(String::as_str))
+                                .collect();
+                            crate::analyze::rankset::compact(&l)
+                        })
+                        .unwrap_or_default();
+                    // Transfers are not split by step: spread over the steps' share of them.
+                    // Over every step (a transfer needs no collective before it).
+                    let each = if rows > 0 {
+                        extra as f64 / rows as f64
+                    } else {
+                        extra as f64
+                    };
+                    causes.push(Cause {
+                        who,
+                        world: *w,
+                        kind: Kind::Transfer,
+                        cost_ns: extra,
+                        collectives: n,
+                        per_step_ns: each,
+                        step_pct: pct(each),
+                        net_per_step_ns: each,
+                        net_step_pct: pct(each),
+                    });
+                }
+            }
+            transfers.push(Transfer {
+                world: *w,
+                name: name.clone(),
+                collectives: n,
+                median_ns: mean,
+                others_ns,
+            });
+        }
+        causes.sort_by(|a, b| {
+            b.net_per_step_ns
+                .total_cmp(&a.net_per_step_ns)
+                .then(b.per_step_ns.total_cmp(&a.per_step_ns))
+                .then(a.who.cmp(&b.who))
+                .then(a.kind.cmp(&b.kind))
+        });
+        let origin = self.origin;
+        let worst = self
+            .worst
+            .into_iter()
+            .map(|(_, mut l)| {
+                l.t_ms = (l.t_ms - origin as f64) / 1e6;
+                l
+            })
+            .collect();
+        let per_step = self
+            .rows
+            .iter()
+            .zip(&self.row_cost)
+            .map(|((step, dur), m)| {
+                let top = m
+                    .iter()
+                    .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+                    .map(|(&(r, k), &ns)| (label(r), k, ns));
+                PathStep {
+                    step: step.clone(),
+                    step_ns: *dur,
+                    cost_ns: m.values().sum(),
+                    top_ns: top.as_ref().map_or(0, |t| t.2),
+                    top_kind: top.as_ref().map(|t| t.1),
+                    top_who: top.map(|t| t.0),
+                }
+            })
+            .collect();
+        let mut notes = Vec::new();
+        let partial = self.rows.len() - steps;
+        if partial > 0 && steps > 0 {
+            notes.push(format!(
+                "per-step costs are over the {steps} steps measured in full: {partial} step(s) hold a collective that some rank had no collective before (its first), which cannot be charged"
+            ));
+        }
+        if self.collectives == 0 {
+            notes.push(
+                "no matched collective has a collective before it on every rank: the critical path needs at least two per rank"
+                    .to_string(),
+            );
+        }
+        CriticalPath {
+            collectives: self.collectives,
+            late: self.late,
+            steps,
+            step_ns,
+            causes,
+            worst,
+            transfers,
+            per_step,
+            notes,
+            marks,
+        }
+    }
+}
