@@ -236,6 +236,7 @@ fn kind(d: &Option<Damage>) -> u8 {
         Some(Damage::Truncated { .. }) => 1,
         Some(Damage::InvalidJson { .. }) => 2,
         Some(Damage::Gzip { .. }) => 3,
+        Some(Damage::NotATrace) => 4,
     }
 }
 
