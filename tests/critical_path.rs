@@ -36,18 +36,11 @@ fn have_python() -> bool {
 }
 
 fn script(dir: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_critical_path.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(dir)
-        .output()
-        .expect("running python3");
-    assert!(
-        out.status.success(),
-        "check_critical_path.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("check_critical_path.py prints JSON")
+    common::python_json(
+        "tests/check_critical_path.py",
+        &[dir.to_str().expect("a UTF-8 path")],
+        &[],
+    )
 }
 
 fn analyze(files: &[PathBuf]) -> Analysis {
@@ -127,6 +120,18 @@ fn assert_lead(a: &Analysis, who: &str, cause: &str, kind: Kind, want_ns: f64) {
     );
 }
 
+/// TP 4 with rank 2's host held up [`D_NS`] before one collective of every step.
+fn host_delay() -> SynthOptions {
+    SynthOptions {
+        host_delay: Some(Delay {
+            rank: 2,
+            delay_ns: D_NS,
+            from_step: 0,
+        }),
+        ..opts(4)
+    }
+}
+
 fn opts(tp: u32) -> SynthOptions {
     SynthOptions {
         tp,
@@ -140,17 +145,7 @@ fn host_delay_is_host_bound_on_its_rank() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let files = synth(
-        tmp.path(),
-        SynthOptions {
-            host_delay: Some(Delay {
-                rank: 2,
-                delay_ns: D_NS,
-                from_step: 0,
-            }),
-            ..opts(4)
-        },
-    );
+    let files = synth(tmp.path(), host_delay());
     let a = analyze(&files);
     assert_agrees(&a, &script(tmp.path()), false);
     assert_lead(&a, "TP02", "host-bound", Kind::Host, D_NS as f64);
@@ -327,17 +322,7 @@ fn the_merged_trace_draws_the_late_arrivals() {
     use rankprof::merge::{gather, merge_group, MergeOptions};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("in");
-    let files = synth(
-        &dir,
-        SynthOptions {
-            host_delay: Some(Delay {
-                rank: 2,
-                delay_ns: D_NS,
-                from_step: 0,
-            }),
-            ..opts(4)
-        },
-    );
+    let files = synth(&dir, host_delay());
     let a = analyze(&files);
     let d = gather(Some(&dir), &[], false, None, None).unwrap();
     let out = tmp.path().join("merged.trace.json.gz");
@@ -408,17 +393,7 @@ fn compare_gates_on_the_wait_imposed() {
     let base = tmp.path().join("base");
     let cur = tmp.path().join("cur");
     synth(&base, opts(4));
-    synth(
-        &cur,
-        SynthOptions {
-            host_delay: Some(Delay {
-                rank: 2,
-                delay_ns: D_NS,
-                from_step: 0,
-            }),
-            ..opts(4)
-        },
-    );
+    synth(&cur, host_delay());
     let c = compare(&CompareOptions {
         baseline: base,
         current: cur,
@@ -444,17 +419,7 @@ fn compare_gates_on_the_wait_imposed() {
 #[test]
 fn the_html_report_draws_the_lanes() {
     let tmp = tempfile::tempdir().unwrap();
-    let files = synth(
-        tmp.path(),
-        SynthOptions {
-            host_delay: Some(Delay {
-                rank: 2,
-                delay_ns: D_NS,
-                from_step: 0,
-            }),
-            ..opts(4)
-        },
-    );
+    let files = synth(tmp.path(), host_delay());
     let a = analyze(&files);
     let html = rankprof::report::html::render(&a);
     let svg_at = html
