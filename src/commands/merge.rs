@@ -84,6 +84,21 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
             out
         })
         .collect();
+    // Every output folder is written in (the merged file and its temporary pieces) before any
+    // rank is read: a read-only trace folder (NFS, a shared archive) fails now, with the fix.
+    if matches!(target, Target::Beside) {
+        let mut seen: Vec<&Path> = Vec::new();
+        for g in &d.groups {
+            if !seen.contains(&g.dir.as_path()) {
+                seen.push(&g.dir);
+                super::probe_dir(
+                    &format!("merging {}", g.merged_name()),
+                    &g.dir,
+                    "write the merged trace elsewhere with -o DIR",
+                )?;
+            }
+        }
+    }
     // Profiles of the same id in several folders (`-r` over per-step folders) would write
     // one file into `-o DIR`: the later would replace the earlier.
     for (k, out) in outs.iter().enumerate() {
@@ -179,6 +194,11 @@ fn output_target(output: Option<&Path>) -> Result<Target<'_>> {
     let shown = o.as_os_str().to_string_lossy();
     let slash = shown.ends_with('/') || shown.ends_with(std::path::MAIN_SEPARATOR);
     if o.is_dir() {
+        super::probe_dir(
+            &format!("-o {}", o.display()),
+            o,
+            "name a writable directory",
+        )?;
         return Ok(Target::Dir(o));
     }
     if slash {

@@ -75,8 +75,9 @@ pub fn run(cmd: Command) -> Result<i32> {
 }
 
 /// An output file named on the command line (`flag`), checked before any input is read, so
-/// that a mistyped path is said at once rather than after an hour of reading: it must not be
-/// a directory, and its directory must exist.
+/// that a mistyped path or a read-only place is said at once rather than after an hour of
+/// reading: it must not be a directory, its directory must exist, and a file can be created
+/// there ([`probe_dir`]).
 pub(crate) fn check_output_file(flag: &str, o: &Path) -> Result<()> {
     if o.is_dir() {
         bail!("{flag} {}: is a directory; name a file", o.display());
@@ -89,18 +90,43 @@ pub(crate) fn check_output_file(flag: &str, o: &Path) -> Result<()> {
             p.display()
         );
     }
-    Ok(())
+    probe_dir(
+        &format!("{flag} {}", o.display()),
+        parent.unwrap_or(Path::new(".")),
+        "name a file in a writable directory",
+    )
 }
 
 /// An output directory named on the command line (`flag`), made before any input is read
-/// (with its parents) so that one that cannot be is said at once: a file of that name, or no
-/// permission, fails here rather than after the work.
+/// (with its parents) so that one that cannot be is said at once: a file of that name, no
+/// permission or a read-only file system fails here rather than after the work.
 pub(crate) fn make_output_dir(flag: &str, d: &Path) -> Result<()> {
     if d.exists() && !d.is_dir() {
         bail!("{flag} {}: is a file; name a directory", d.display());
     }
     std::fs::create_dir_all(d)
-        .map_err(|e| anyhow::anyhow!("{flag} {}: cannot create it: {e}", d.display()))
+        .map_err(|e| anyhow::anyhow!("{flag} {}: cannot create it: {e}", d.display()))?;
+    probe_dir(
+        &format!("{flag} {}", d.display()),
+        d,
+        "name a writable directory",
+    )
+}
+
+/// Creates (and removes) an empty file in `dir`, so that an output that cannot be written
+/// there (permissions, a read-only or full file system) fails before the work; `what` names
+/// the output and `fix` says what to do instead.
+pub(crate) fn probe_dir(what: &str, dir: &Path, fix: &str) -> Result<()> {
+    match tempfile::Builder::new()
+        .prefix(".rankprof-probe-")
+        .tempfile_in(dir)
+    {
+        Ok(f) => {
+            drop(f);
+            Ok(())
+        }
+        Err(e) => bail!("{what}: cannot write in {}: {e}; {fix}", dir.display()),
+    }
 }
 
 /// The report format of a command line: `--json` or `--format`.

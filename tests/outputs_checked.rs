@@ -1,0 +1,64 @@
+//! Outputs are checked writable before the work (issue #43, item 5): an output in a place no
+//! file can be created in fails at once — exit 2, the reason and the fix on stderr, nothing on
+//! stdout (no analysis was run, no merge written). `/proc` stands for a read-only place: even
+//! root cannot create a file there, as tests may run as root.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rankprof");
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(BIN)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("rankprof runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_output_that_cannot_be_written_fails_before_the_work() {
+    let tp4 = "fixtures/sglang-tp4";
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["analyze", "--profile-dir", tp4, "--html", "/proc/r.html"],
+            "name a file in a writable directory",
+        ),
+        (
+            &[
+                "analyze",
+                "--profile-dir",
+                tp4,
+                "--save-summary",
+                "/proc/s.json",
+            ],
+            "name a file in a writable directory",
+        ),
+        (
+            &["analyze", "--profile-dir", tp4, "--csv-dir", "/proc/sys"],
+            "name a writable directory",
+        ),
+        (
+            &["merge", "--profile-dir", tp4, "-o", "/proc/"],
+            "name a writable directory",
+        ),
+        (
+            &["compare", tp4, tp4, "-o", "/proc/c.md"],
+            "name a file in a writable directory",
+        ),
+    ];
+    for (args, fix) in cases {
+        let (code, out, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?} did the work first: {out}");
+        assert!(
+            err.contains("cannot write in /proc") && err.contains(fix),
+            "{args:?}: {err}"
+        );
+    }
+}
