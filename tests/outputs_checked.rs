@@ -62,3 +62,44 @@ fn an_output_that_cannot_be_written_fails_before_the_work() {
         );
     }
 }
+
+/// `man DIR` makes DIR, not a chain of missing parents (a mistyped path is an error, and
+/// nothing is created); `--top-n -1` is refused in words (clap suggested `-- -1`, which fails
+/// too).
+#[test]
+fn mistyped_paths_and_negative_counts_are_refused_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let deep = tmp.path().join("missing/man1");
+    let (code, _, err) = run(&["man", deep.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!tmp.path().join("missing").exists());
+    let one = tmp.path().join("man1");
+    let (code, _, err) = run(&["man", one.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(one.join("rankprof.1").is_file());
+    for cmd in [
+        &[
+            "analyze",
+            "--profile-dir",
+            "fixtures/sglang-tp4",
+            "--top-n",
+            "-1",
+        ][..],
+        &[
+            "compare",
+            "fixtures/sglang-tp4",
+            "fixtures/sglang-tp4",
+            "--top-n",
+            "-1",
+        ][..],
+    ] {
+        let (code, out, err) = run(cmd);
+        assert_eq!(code, 2, "{cmd:?}");
+        assert!(out.is_empty());
+        assert!(
+            err.contains("-1 is negative") && !err.contains("-- -1"),
+            "{err}"
+        );
+    }
+}

@@ -210,7 +210,8 @@ pub struct AnalyzeArgs {
     #[arg(long = "rank-from", value_enum, value_name = "FROM")]
     pub rank_from: Option<RankFromArg>,
     /// Kernels in the top-kernels table.
-    #[arg(long = "top-n", value_name = "K", default_value_t = 15)]
+    #[arg(long = "top-n", value_name = "K", default_value_t = 15,
+          allow_negative_numbers = true, value_parser = count)]
     pub top_n: usize,
     /// Step annotations to use (regex on annotation names) instead of ProfilerStep#N / step[...] / execute_....
     #[arg(long = "step-marker", value_name = "REGEX")]
@@ -333,6 +334,16 @@ pub enum ReportFormat {
 }
 
 /// A percentage: `5`, `5%`, `2.5`.
+/// A count (`--top-n`): a whole number ≥ 0. A negative one is read as a value (not as a
+/// flag, which made clap suggest `-- -1`) and refused in words.
+fn count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i64>() {
+        Ok(v) if v >= 0 => usize::try_from(v).map_err(|_| format!("{s} is too large")),
+        Ok(_) => Err(format!("{s} is negative: give a count, 0 or more")),
+        Err(_) => Err(format!("{s:?} is not a whole number")),
+    }
+}
+
 fn percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
@@ -381,7 +392,8 @@ pub struct CompareArgs {
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
     /// Kernels in the top-kernels table (and in the appeared / vanished lists).
-    #[arg(long = "top-n", value_name = "K", default_value_t = 15)]
+    #[arg(long = "top-n", value_name = "K", default_value_t = 15,
+          allow_negative_numbers = true, value_parser = count)]
     pub top_n: usize,
     /// For directory sides: the profile id to use (when a directory holds several).
     #[arg(long = "profile-id")]

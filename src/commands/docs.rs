@@ -34,6 +34,18 @@ pub fn completions(a: &CompletionsArgs) -> Result<i32> {
 /// Writes `rankprof.1` and `rankprof-<sub>.1` (nested: `rankprof-capture-run.1`) into the
 /// directory.
 pub fn man(a: &ManArgs) -> Result<i32> {
+    // The folder itself may be made, not a chain of missing parents (a mistyped path).
+    if let Some(p) = a
+        .dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.is_dir())
+    {
+        anyhow::bail!(
+            "{}: the directory {} does not exist; create it first or name an existing one",
+            a.dir.display(),
+            p.display()
+        );
+    }
     std::fs::create_dir_all(&a.dir)
         .with_context(|| format!("cannot create {}", a.dir.display()))?;
     let mut cmd = crate::cli::command();

@@ -35,7 +35,7 @@ pub(super) fn causes(a: &Analysis) -> Table {
     Table {
         name: "critical_path",
         title: format!(
-            "Critical path: what late arrivals at collectives cost the step ({per}; {} of {} late)",
+            "Critical path: cost of late arrivals ({per}; {} of {} collectives late)",
             p.late, p.collectives
         ),
         columns: [
