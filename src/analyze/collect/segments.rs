@@ -28,6 +28,11 @@ pub type Prepared = (Spool<CollEv>, Spool<(i64, i64)>);
 /// The collectives with `prev_end` set, and the query points of the segments that are not
 /// empty: (time, `2·seq` for the segment's start, `2·seq + 1` for its end).
 pub fn prepare(colls: Spool<CollEv>) -> Result<Prepared> {
+    with_prev(colls, true)
+}
+
+/// [`prepare`]; the query points only when `want` (an in-memory union needs none).
+fn with_prev(colls: Spool<CollEv>, want: bool) -> Result<Prepared> {
     let mut out = Spool::default();
     let mut queries = Spool::default();
     let mut prev: Option<i64> = None;
@@ -36,11 +41,9 @@ pub fn prepare(colls: Spool<CollEv>) -> Result<Prepared> {
         c.prev_end = prev.unwrap_or(NO_PREV);
         c.busy = 0;
         c.pre = 0;
-        if let Some(p) = prev {
-            if p < c.start {
-                queries.push((p, 2 * i64::from(c.seq)));
-                queries.push((c.start, 2 * i64::from(c.seq) + 1));
-            }
+        if let Some(p) = prev.filter(|&p| want && p < c.start) {
+            queries.push((p, 2 * i64::from(c.seq)));
+            queries.push((c.start, 2 * i64::from(c.seq) + 1));
         }
         prev = Some(prev.map_or(c.end, |p| p.max(c.end)));
         out.push(c);
@@ -169,10 +172,9 @@ pub fn fill_in_memory(
     busy_within: impl Fn(i64, i64) -> i64,
     marks: &[Mark],
 ) -> Result<Spool<CollEv>> {
-    let (with_prev, queries) = prepare(colls)?;
-    drop(queries);
+    let (ordered, _) = with_prev(colls, false)?;
     let mut out = Spool::default();
-    for c in with_prev.sorted_by(|c: &CollEv| c.seq)? {
+    for c in ordered.sorted_by(|c: &CollEv| c.seq)? {
         let mut c = c?;
         if c.prev_end != NO_PREV && c.prev_end < c.start {
             c.busy = busy_within(c.prev_end, c.start).clamp(0, c.start - c.prev_end);

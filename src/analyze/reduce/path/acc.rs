@@ -31,7 +31,6 @@ pub struct Acc {
     /// of each (None: not in the table).
     windows: Vec<Vec<(i64, i64, Option<usize>)>>,
     rows: Vec<(String, i64)>,
-    top_n: usize,
     collectives: usize,
     late: usize,
     /// (rank, kind) → (cost, collectives).
@@ -40,9 +39,9 @@ pub struct Acc {
     /// Rows with a matched collective that could not be charged (a member had no collective
     /// before it): left out of the per-step figures, which would undercount them.
     row_skipped: Vec<bool>,
-    worst: Vec<(i64, Late)>,
-    /// The costliest late arrivals for the merged trace (kept like `worst`, up to [`MARKS`]).
-    marks: Vec<(i64, Late)>,
+    worst: Kept,
+    /// The costliest late arrivals for the merged trace (up to [`MARKS`]).
+    marks: Kept,
     /// (world, name) → the transfer of each matched collective (one i64 per collective of a
     /// world, not per rank: the median needs them).
     transfers: BTreeMap<(usize, String), Vec<i64>>,
@@ -80,14 +79,13 @@ impl Acc {
                 .iter()
                 .map(|r| (r.step.clone(), r.dur_ns.iter().copied().max().unwrap_or(0)))
                 .collect(),
-            top_n,
             collectives: 0,
             late: 0,
             cost: BTreeMap::new(),
             row_cost: vec![BTreeMap::new(); steps.rows.len()],
             row_skipped: vec![false; steps.rows.len()],
-            worst: Vec::new(),
-            marks: Vec::new(),
+            worst: Kept::new(top_n),
+            marks: Kept::new(MARKS),
             transfers: BTreeMap::new(),
             origin: i64::MAX,
         }
@@ -184,7 +182,7 @@ impl Acc {
                 *m.entry((rank, kind)).or_default() += ns;
             }
         }
-        {
+        if self.worst.wants(cost) || self.marks.wants(cost) {
             let item = Late {
                 world,
                 key: key.to_string(),
@@ -200,17 +198,49 @@ impl Acc {
                 late_ns: late,
                 transfer_ns: transfer,
             };
-            if self.top_n > 0 {
-                self.worst.push((cost, item.clone()));
-                if self.worst.len() > 4 * self.top_n {
-                    trim(&mut self.worst, self.top_n);
-                }
+            if self.worst.wants(cost) {
+                self.worst.push(cost, item.clone());
             }
-            self.marks.push((cost, item));
-            if self.marks.len() > 2 * MARKS {
-                trim(&mut self.marks, MARKS);
+            if self.marks.wants(cost) {
+                self.marks.push(cost, item);
             }
         }
+    }
+}
+
+/// The `n` costliest late arrivals seen so far: a buffer of up to `2n`, cut back to the `n`
+/// costliest when full; what costs less than the `n`-th kept is not even built.
+struct Kept {
+    v: Vec<(i64, Late)>,
+    n: usize,
+    floor: i64,
+}
+
+impl Kept {
+    fn new(n: usize) -> Kept {
+        Kept {
+            v: Vec::new(),
+            n,
+            floor: i64::MIN,
+        }
+    }
+
+    fn wants(&self, cost: i64) -> bool {
+        self.n > 0 && cost >= self.floor
+    }
+
+    fn push(&mut self, cost: i64, item: Late) {
+        self.v.push((cost, item));
+        if self.v.len() > 2 * self.n {
+            trim(&mut self.v, self.n);
+            self.floor = self.v.last().map_or(i64::MIN, |x| x.0);
+        }
+    }
+
+    /// The `n` costliest, costliest first.
+    fn finish(mut self) -> Vec<Late> {
+        trim(&mut self.v, self.n);
+        self.v.into_iter().map(|x| x.1).collect()
     }
 }
 
@@ -228,16 +258,13 @@ fn trim(v: &mut Vec<(i64, Late)>, n: usize) {
 impl Acc {
     /// The totals; `worlds` as the matching used them.
     pub fn finish(mut self, worlds: &[Vec<usize>]) -> CriticalPath {
-        trim(&mut self.worst, self.top_n);
-        trim(&mut self.marks, MARKS);
         let origin = self.origin;
-        let mut marks: Vec<Late> = std::mem::take(&mut self.marks)
-            .into_iter()
-            .map(|(_, mut l)| {
-                l.t_ms = (l.t_ms - origin as f64) / 1e6;
-                l
-            })
-            .collect();
+        let since_origin = |mut l: Late| {
+            l.t_ms = (l.t_ms - origin as f64) / 1e6;
+            l
+        };
+        let kept = std::mem::replace(&mut self.marks, Kept::new(0));
+        let mut marks: Vec<Late> = kept.finish().into_iter().map(since_origin).collect();
         marks.sort_by_key(|l| (l.start_ns, l.world, l.index));
         // Per step: over the steps measured in full.
         let measured: Vec<usize> = (0..self.rows.len())
@@ -378,14 +405,10 @@ impl Acc {
                 .then(a.who.cmp(&b.who))
                 .then(a.kind.cmp(&b.kind))
         });
-        let origin = self.origin;
-        let worst = self
-            .worst
+        let worst = std::mem::replace(&mut self.worst, Kept::new(0))
+            .finish()
             .into_iter()
-            .map(|(_, mut l)| {
-                l.t_ms = (l.t_ms - origin as f64) / 1e6;
-                l
-            })
+            .map(since_origin)
             .collect();
         let per_step = self
             .rows
