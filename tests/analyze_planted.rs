@@ -206,7 +206,7 @@ fn one_rank_in_depth() {
     p.write_ranks(dir.path(), true);
     let a = analyze_files(&[], |a| {
         a.profile_dir = Some(dir.path().to_path_buf());
-        a.rank = Some(2);
+        a.rank = Some(rankprof::analyze::RankSel::Index(2));
     });
     assert_eq!(a.ranks.len(), 1);
     let d = a.depth.as_ref().expect("depth");
@@ -222,11 +222,34 @@ fn one_rank_in_depth() {
     assert_eq!(streams, [(7, 24), (20, 8)]);
     let err = rankprof::analyze::analyze(&rankprof::analyze::AnalyzeOptions {
         profile_dir: Some(dir.path().to_path_buf()),
-        rank: Some(9),
+        rank: Some(rankprof::analyze::RankSel::Index(9)),
         ..Default::default()
     })
     .unwrap_err();
     assert!(err.to_string().contains("4 ranks"), "{err}");
+    // The label the reports print picks the same rank, in any case and with brackets; an
+    // unknown one is refused with the ranks there are.
+    for label in ["TP02", "[tp02]"] {
+        let b = analyze_files(&[], |a| {
+            a.profile_dir = Some(dir.path().to_path_buf());
+            a.rank = Some(rankprof::analyze::RankSel::parse(label));
+        });
+        assert_eq!(
+            b.depth.as_ref().map(|d| d.rank.as_str()),
+            Some("TP02"),
+            "{label}"
+        );
+    }
+    let err = rankprof::analyze::analyze(&rankprof::analyze::AnalyzeOptions {
+        profile_dir: Some(dir.path().to_path_buf()),
+        rank: Some(rankprof::analyze::RankSel::parse("TP01-DP01")),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("no such rank") && err.to_string().contains("TP00"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -82,7 +82,9 @@ fn streamed_json_is_the_whole_document_on_every_fixture() {
     same_bytes("hta nccl", &analyze_files(&nccl, |_| {}));
     same_bytes(
         "hta nccl rank 0",
-        &analyze_files(&nccl, |o| o.rank = Some(0)),
+        &analyze_files(&nccl, |o| {
+            o.rank = Some(rankprof::analyze::RankSel::Index(0))
+        }),
     );
     let sampled: Vec<PathBuf> = ["sampled-rank-0", "sampled-rank-1"]
         .iter()

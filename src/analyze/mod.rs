@@ -80,7 +80,7 @@ use anyhow::Result;
 // The facade (see the module doc).
 pub use collect::plan::FileInfo;
 pub use model::{Analysis, DepthClass, DepthKernel, RankDepth};
-pub use options::AnalyzeOptions;
+pub use options::{AnalyzeOptions, RankSel};
 pub use summary::{load_summary, Summary};
 
 /// Reads and analyzes a profile as `args` say, without printing anything: the read phase

@@ -6,6 +6,47 @@ use std::path::PathBuf;
 
 use crate::trace::discover::RankFrom;
 
+/// A rank as a user names it: its index in rank order (`2`, as `ls` lists them) or its label
+/// as the reports print it (`TP01-DP01`, `[TP01-DP01]`, `rank3`; any case).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RankSel {
+    Index(usize),
+    Label(String),
+}
+
+impl RankSel {
+    /// A whole number is an index; anything else a label.
+    pub fn parse(s: &str) -> RankSel {
+        match s.trim().parse::<usize>() {
+            Ok(n) => RankSel::Index(n),
+            Err(_) => RankSel::Label(s.trim().to_string()),
+        }
+    }
+
+    /// Whether `label` (as a report prints it) is the one named.
+    pub fn names(&self, label: &str) -> bool {
+        let norm = |l: &str| {
+            l.trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_ascii_uppercase()
+        };
+        match self {
+            RankSel::Index(_) => false,
+            RankSel::Label(l) => norm(l) == norm(label),
+        }
+    }
+}
+
+impl std::fmt::Display for RankSel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RankSel::Index(n) => write!(f, "{n}"),
+            RankSel::Label(l) => f.write_str(l),
+        }
+    }
+}
+
 /// What to analyze and how, independent of the command line (every default equals the
 /// command line's).
 #[derive(Debug, Clone)]
@@ -14,8 +55,8 @@ pub struct AnalyzeOptions {
     pub profile_dir: Option<PathBuf>,
     /// Rank trace files, or one merged trace.
     pub files: Vec<PathBuf>,
-    /// One rank in depth: its index in rank order.
-    pub rank: Option<usize>,
+    /// One rank in depth: its index in rank order, or its label.
+    pub rank: Option<RankSel>,
     /// Only this profile id (when the directory holds several).
     pub profile_id: Option<String>,
     /// Only this stage (EXTEND, DECODE, prefill, decode).

@@ -28,7 +28,7 @@ use super::collect::spill;
 use super::collect::steps::StepFig;
 use super::explain::{attribution, ep, verdict};
 use super::model::{self, Analysis};
-use super::options::AnalyzeOptions;
+use super::options::{AnalyzeOptions, RankSel};
 use super::rankset;
 use super::reduce::kernels::{self, ClassTable};
 use super::reduce::path::acc::Acc;
@@ -114,7 +114,17 @@ pub fn read(
     // among them once it is read.
     let single = plan.inputs.len() == 1;
     let named_merged = single && trace::is_merged_trace(&plan.inputs[0].path);
-    if let (Some(n), false) = (args.rank, single) {
+    if let (Some(sel), false) = (&args.rank, single) {
+        let labels: Vec<&str> = plan.inputs.iter().map(|i| i.label.as_str()).collect();
+        let n = match sel {
+            RankSel::Index(n) => *n,
+            RankSel::Label(_) => labels.iter().position(|l| sel.names(l)).with_context(|| {
+                format!(
+                    "--rank {sel}: no such rank; the profile's ranks: {}",
+                    rankset::compact(&labels)
+                )
+            })?,
+        };
         if n >= plan.inputs.len() {
             bail!(
                 "--rank {n}: the profile has {} ranks (0-{})",
@@ -176,8 +186,8 @@ pub fn read(
         });
     }
     let merged = named_merged || (single && files.iter().map(|f| f.ranks.len()).sum::<usize>() > 1);
-    if let (Some(n), true) = (args.rank, single) {
-        pick_rank(&mut files, n)?;
+    if let (Some(sel), true) = (&args.rank, single) {
+        pick_rank(&mut files, sel)?;
     }
     Ok(Read {
         profile_id: plan.profile_id,
@@ -270,11 +280,26 @@ fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<(String, S
 
 /// `--rank N` on one file, which may hold several ranks (a merged trace): keeps the N-th rank
 /// only. A file read as no rank at all (unreadable) is left for the reduce to report.
-fn pick_rank(files: &mut [FileRead], n: usize) -> Result<()> {
+fn pick_rank(files: &mut [FileRead], sel: &RankSel) -> Result<()> {
     let total: usize = files.iter().map(|f| f.ranks.len()).sum();
     if total == 0 {
         return Ok(());
     }
+    let n = match sel {
+        RankSel::Index(n) => *n,
+        RankSel::Label(_) => {
+            let labels: Vec<&str> = files
+                .iter()
+                .flat_map(|f| f.ranks.iter().map(|r| r.label.as_str()))
+                .collect();
+            labels.iter().position(|l| sel.names(l)).with_context(|| {
+                format!(
+                    "--rank {sel}: no such rank; the trace's ranks: {}",
+                    rankset::compact(&labels)
+                )
+            })?
+        }
+    };
     if n >= total {
         let ranks = if total == 1 { "rank" } else { "ranks" };
         bail!(

@@ -195,9 +195,10 @@ pub struct AnalyzeArgs {
     /// Compare every rank (the default).
     #[arg(long = "all-ranks", conflicts_with = "rank")]
     pub all_ranks: bool,
-    /// One rank in depth: its index in rank order (0 = first, as `ls` lists them).
-    #[arg(long, value_name = "N")]
-    pub rank: Option<usize>,
+    /// One rank in depth: its index in rank order (0 = first, as `ls` lists them) or its label
+    /// as the reports print it (TP01-DP01).
+    #[arg(long, value_name = "N|LABEL")]
+    pub rank: Option<String>,
     /// Analyze only this profile id (when the directory holds several).
     #[arg(long = "profile-id")]
     pub profile_id: Option<String>,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::analyze::reduce::groups::Dim;
-use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions};
+use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions, RankSel};
 use crate::cli::{AnalyzeArgs, GroupByArg, ViewArg};
 use crate::exit;
 use crate::report::analysis::AnalysisReport;
@@ -19,7 +19,7 @@ pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
     AnalyzeOptions {
         profile_dir: a.profile_dir.clone(),
         files: a.files.clone(),
-        rank: a.rank,
+        rank: a.rank.as_deref().map(RankSel::parse),
         profile_id: a.profile_id.clone(),
         stage: a.stage.clone(),
         rank_from: super::rank_from(a.rank_from),
