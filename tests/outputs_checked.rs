@@ -103,3 +103,23 @@ fn mistyped_paths_and_negative_counts_are_refused_in_words() {
         );
     }
 }
+
+/// One folder given alone is the profile folder, as for `ls DIR`: `analyze DIR` and `merge DIR`
+/// do what `--profile-dir DIR` does (they refused a positional folder).
+#[test]
+fn a_folder_alone_is_the_profile_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = "fixtures/sglang-tp4";
+    let (code, by_flag, err) = run(&["analyze", "--profile-dir", dir, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, positional, err) = run(&["analyze", dir, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let verdict = |s: &str| -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(s).unwrap()["verdict"].clone()
+    };
+    assert_eq!(verdict(&positional), verdict(&by_flag));
+    let out = tmp.path().join("m.trace.json.gz");
+    let (code, _, err) = run(&["merge", dir, "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_file());
+}

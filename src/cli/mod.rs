@@ -122,7 +122,8 @@ pub struct MergeArgs {
     /// Directory holding the rank traces.
     #[arg(long = "profile-dir", value_name = "DIR")]
     pub profile_dir: Option<PathBuf>,
-    /// Rank trace files to merge (instead of, or besides, --profile-dir).
+    /// Rank trace files to merge (instead of, or besides, --profile-dir); one folder alone is
+    /// taken as --profile-dir.
     pub files: Vec<PathBuf>,
     /// Merge only this profile id (default: every profile found).
     #[arg(long = "profile-id")]
@@ -190,7 +191,8 @@ pub struct AnalyzeArgs {
     /// Directory holding the rank traces (or one merged trace).
     #[arg(long = "profile-dir", value_name = "DIR")]
     pub profile_dir: Option<PathBuf>,
-    /// Rank trace files, or one merged trace (ranks recovered from its `[TP00]` pid labels).
+    /// Rank trace files, or one merged trace (ranks recovered from its `[TP00]` pid labels); one
+    /// folder alone is taken as --profile-dir.
     pub files: Vec<PathBuf>,
     /// Compare every rank (the default).
     #[arg(long = "all-ranks", conflicts_with = "rank")]

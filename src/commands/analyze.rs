@@ -16,9 +16,10 @@ use crate::trace::write::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
 pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
+    let (profile_dir, files) = super::inputs(&a.profile_dir, &a.files);
     AnalyzeOptions {
-        profile_dir: a.profile_dir.clone(),
-        files: a.files.clone(),
+        profile_dir,
+        files,
         rank: a.rank.as_deref().map(RankSel::parse),
         profile_id: a.profile_id.clone(),
         stage: a.stage.clone(),

@@ -37,9 +37,10 @@ pub fn options(a: &MergeArgs) -> Result<MergeOptions> {
 
 pub fn run(args: &MergeArgs) -> Result<i32> {
     let opts = options(args)?;
+    let (profile_dir, files) = super::inputs(&args.profile_dir, &args.files);
     let d = gather_with(
-        args.profile_dir.as_deref(),
-        &args.files,
+        profile_dir.as_deref(),
+        &files,
         args.recursive,
         args.profile_id.as_deref(),
         args.stage.as_deref(),

@@ -16,7 +16,7 @@ pub mod nsys;
 pub mod synth;
 pub mod watch;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
@@ -111,6 +111,18 @@ pub(crate) fn make_output_dir(flag: &str, d: &Path) -> Result<()> {
         d,
         "name a writable directory",
     )
+}
+
+/// The inputs of a command line: one positional folder is the profile folder (`analyze DIR`,
+/// `merge DIR`, as `ls DIR`), otherwise `--profile-dir` and the files as given.
+pub(crate) fn inputs(
+    profile_dir: &Option<PathBuf>,
+    files: &[PathBuf],
+) -> (Option<PathBuf>, Vec<PathBuf>) {
+    match (profile_dir, files) {
+        (None, [one]) if one.is_dir() => (Some(one.clone()), Vec::new()),
+        _ => (profile_dir.clone(), files.to_vec()),
+    }
 }
 
 /// Creates (and removes) an empty file in `dir`, so that an output that cannot be written
