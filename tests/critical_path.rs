@@ -14,7 +14,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::attrib::{first, synth};
 use rankprof::analyze::reduce::path::Kind;
@@ -23,17 +22,6 @@ use rankprof::synth::{Delay, Extra, Heavy, Slow, SlowLink, SynthOptions};
 use serde_json::Value;
 
 const D_NS: i64 = 2_000_000;
-
-fn have_python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("**** python3 not found: critical-path checks skipped ****");
-    }
-    ok
-}
 
 fn script(dir: &Path) -> Value {
     common::python_json(
@@ -141,7 +129,7 @@ fn opts(tp: u32) -> SynthOptions {
 
 #[test]
 fn host_delay_is_host_bound_on_its_rank() {
-    if !have_python() {
+    if !common::have_python("critical-path checks") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -153,7 +141,7 @@ fn host_delay_is_host_bound_on_its_rank() {
 
 #[test]
 fn late_start_is_a_late_step_start_on_its_rank() {
-    if !have_python() {
+    if !common::have_python("critical-path checks") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -177,7 +165,7 @@ fn late_start_is_a_late_step_start_on_its_rank() {
 
 #[test]
 fn slow_link_charges_the_group_its_extra_transfer() {
-    if !have_python() {
+    if !common::have_python("critical-path checks") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -219,7 +207,7 @@ fn slow_link_charges_the_group_its_extra_transfer() {
 
 #[test]
 fn the_balanced_control_costs_nothing() {
-    if !have_python() {
+    if !common::have_python("critical-path checks") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -238,7 +226,7 @@ fn the_balanced_control_costs_nothing() {
 /// same rank as work, and the cost leads it.
 #[test]
 fn attribution_plants_keep_their_cause() {
-    if !have_python() {
+    if !common::have_python("critical-path checks") {
         return;
     }
     let cases: Vec<(SynthOptions, &str, &str)> = vec![
@@ -298,7 +286,7 @@ fn attribution_plants_keep_their_cause() {
 /// are SGLang's `step[…]` marks, the script's ProfilerStep marks: compared as sums).
 #[test]
 fn real_gloo_traces_agree_with_the_script() {
-    if !have_python() {
+    if !common::have_python("critical-path checks") {
         return;
     }
     for sub in ["sglang-cpu/tp2", "sglang-cpu/tp2dp2"] {

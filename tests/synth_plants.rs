@@ -5,6 +5,8 @@
 //! what was planted, in the planted kind, and nothing else anywhere (the plants are clean).
 //! Skipped, with a note, without python3.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -13,17 +15,6 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_rankprof");
 const D_NS: f64 = 2_000_000.0;
 const STEPS: f64 = 6.0;
-
-fn have_python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("**** python3 not found: synth plant checks skipped ****");
-    }
-    ok
-}
 
 fn synth(dir: &Path, args: &[&str]) {
     let out = Command::new(BIN)
@@ -42,18 +33,11 @@ fn synth(dir: &Path, args: &[&str]) {
 }
 
 fn critical(dir: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_critical_path.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(dir)
-        .output()
-        .expect("running python3");
-    assert!(
-        out.status.success(),
-        "check_critical_path.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("check_critical_path.py prints JSON")
+    common::python_json(
+        "tests/check_critical_path.py",
+        &[dir.to_str().expect("a UTF-8 path")],
+        &[],
+    )
 }
 
 fn num(v: &Value) -> f64 {
@@ -94,7 +78,7 @@ fn assert_near(got: f64, want: f64, tol: f64, what: &str) {
 
 #[test]
 fn the_balanced_control_costs_nobody_anything() {
-    if !have_python() {
+    if !common::have_python("synth plant checks") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -106,7 +90,7 @@ fn the_balanced_control_costs_nobody_anything() {
 
 #[test]
 fn a_host_delay_costs_its_rank_host_time_once_per_step() {
-    if !have_python() {
+    if !common::have_python("synth plant checks") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -146,7 +130,7 @@ fn a_host_delay_costs_its_rank_host_time_once_per_step() {
 
 #[test]
 fn a_late_start_costs_its_rank_late_time_at_each_step_s_first_collective() {
-    if !have_python() {
+    if !common::have_python("synth plant checks") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -172,7 +156,7 @@ fn a_late_start_costs_its_rank_late_time_at_each_step_s_first_collective() {
 
 #[test]
 fn a_slow_link_lengthens_one_replica_s_transfers_and_costs_nobody() {
-    if !have_python() {
+    if !common::have_python("synth plant checks") {
         return;
     }
     let control = tempfile::tempdir().unwrap();

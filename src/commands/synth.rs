@@ -122,21 +122,18 @@ pub fn run(args: &SynthArgs) -> Result<i32> {
             e.rank, e.per_layer
         ));
     }
-    if let Some(d) = &cfg.host_delay {
-        plant.push_str(&format!(
-            "; host delay: rank {} {} µs per step from step {}",
-            d.rank,
-            d.delay_ns / 1_000,
-            d.from_step
-        ));
-    }
-    if let Some(d) = &cfg.late_start {
-        plant.push_str(&format!(
-            "; late start: rank {} {} µs per step from step {}",
-            d.rank,
-            d.delay_ns / 1_000,
-            d.from_step
-        ));
+    for (what, delay) in [
+        ("host delay", &cfg.host_delay),
+        ("late start", &cfg.late_start),
+    ] {
+        if let Some(d) = delay {
+            plant.push_str(&format!(
+                "; {what}: rank {} {} µs per step from step {}",
+                d.rank,
+                d.delay_ns / 1_000,
+                d.from_step
+            ));
+        }
     }
     if let Some(l) = &cfg.slow_link {
         plant.push_str(&format!(

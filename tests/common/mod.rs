@@ -29,6 +29,18 @@ pub fn analyze_files(files: &[PathBuf], tweak: impl FnOnce(&mut AnalyzeOptions))
     rankprof::analyze::analyze(&args).unwrap_or_else(|e| panic!("analyze {files:?}: {e:#}"))
 }
 
+/// Whether python3 runs; when not, says loudly that `what` is skipped.
+pub fn have_python(what: &str) -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("**** python3 not found: {what} skipped ****");
+    }
+    ok
+}
+
 /// Runs tests/check_analyze.py on `files` with extra arguments; its JSON output.
 pub fn checker(files: &[PathBuf], extra: &[&str]) -> Value {
     python_json("tests/check_analyze.py", extra, files)
