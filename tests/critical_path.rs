@@ -205,6 +205,48 @@ fn slow_link_charges_the_group_its_extra_transfer() {
     );
 }
 
+/// A slow link that costs less than the threshold of the step (×1.3 on short collectives) does
+/// not lead, but is said lower down with its ratio, and the balanced control says nothing of it.
+#[test]
+fn a_cheap_slow_link_is_still_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = synth(
+        tmp.path(),
+        SynthOptions {
+            dp: 2,
+            slow_link: Some(SlowLink {
+                replica: 1,
+                factor: 1.3,
+                from_step: 0,
+            }),
+            same_batches: true,
+            ..opts(2)
+        },
+    );
+    let a = analyze(&files);
+    let link = a
+        .path
+        .causes
+        .iter()
+        .find(|c| c.kind == Kind::Transfer)
+        .expect("a slow-link cost");
+    assert_eq!(link.who, "TP00-DP01, TP01-DP01");
+    assert!(link.step_pct < 5.0, "{link:?}");
+    let line = a
+        .verdict
+        .lines
+        .iter()
+        .find(|l| {
+            l.to_lowercase()
+                .contains("slow link, under the threshold: the group of tp00-dp01, tp01-dp01")
+        })
+        .unwrap_or_else(|| panic!("{:#?}", a.verdict.lines));
+    assert!(line.starts_with("Slow link"), "{line}");
+    assert!(line.contains("× the transfer time"), "{line}");
+    assert!(first(&a).starts_with("Balanced"), "{:#?}", a.verdict.lines);
+    assert!(!first(&a).contains("slow link"), "{:#?}", a.verdict.lines);
+}
+
 #[test]
 fn the_balanced_control_costs_nothing() {
     if !common::have_python("critical-path checks") {
@@ -216,14 +258,19 @@ fn the_balanced_control_costs_nothing() {
     assert_agrees(&a, &script(tmp.path()), false);
     assert!(first(&a).starts_with("Balanced"), "{:#?}", a.verdict.lines);
     assert!(
+        a.verdict.lines.iter().all(|l| !l.contains("slow link")),
+        "{:#?}",
+        a.verdict.lines
+    );
+    assert!(
         a.path.lead().is_none_or(|c| c.net_step_pct < 1.0),
         "{:#?}",
         a.path.causes
     );
 }
 
-/// The plants the attribution explains keep their first line; the critical path charges the
-/// same rank as work, and the cost leads it.
+/// The plants the attribution explains keep their cause in the first line; the critical path
+/// charges the same rank as work, and the line leads with what that costs every step.
 #[test]
 fn attribution_plants_keep_their_cause() {
     if !common::have_python("critical-path checks") {
@@ -279,6 +326,14 @@ fn attribution_plants_keep_their_cause() {
         );
         let top = a.path.causes.first().expect("a cost");
         assert_eq!((top.who.as_str(), top.kind), (who, Kind::Work), "{cause}");
+        // The first line says what the rank costs the step (the script agrees on the total).
+        assert!(
+            l.contains(&format!(
+                "{who} costs every step {:.2} ms",
+                top.per_step_ns / 1e6
+            )),
+            "{l}"
+        );
     }
 }
 

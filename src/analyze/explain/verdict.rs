@@ -155,11 +155,16 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         && lead.is_none()
         && ep_lead.is_none();
     // The critical path leads when its largest cause costs the step more than the
-    // attribution's lead gap does, and at least the threshold of the step time.
+    // attribution's lead gap does, and at least the threshold of the step time; or when it is
+    // the work of the very rank the attribution leads with (the line then carries both: what
+    // the rank costs the step, and why its work is longer).
     let path_lead = inp.path.lead().filter(|c| {
         inp.path.steps > 0
             && c.net_step_pct >= 100.0 * inp.threshold
-            && lead.is_none_or(|g| c.net_per_step_ns > gap_per_step(g))
+            && lead.is_none_or(|g| {
+                c.net_per_step_ns > gap_per_step(g)
+                    || (c.kind == path::Kind::Work && g.who == c.who)
+            })
     });
     // A `work` lead is told with that rank's EP split (hot experts, slow dispatch/combine) or
     // else its attribution cause, when it has one.
@@ -288,6 +293,32 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             v.lines.push(format!("Also {what}: {}.", o.sentence));
         }
     }
+    // A slow link that costs less than the threshold of the step is still a fault of the
+    // hardware: said lower down, with its figures.
+    // (After the line that says balanced or not: pushed below.)
+    let link_line = inp
+        .path
+        .causes
+        .iter()
+        .find(|c| {
+            c.kind == path::Kind::Transfer
+                && c.per_step_ns > 0.0
+                && path_lead.is_none_or(|l| !std::ptr::eq(l, *c))
+        })
+        .map(|c| {
+            format!(
+                "{}: the group of {} costs every step {:.3} ms ({:.1} % of the step): {}.",
+                if v.balanced {
+                    "Slow link, under the threshold"
+                } else {
+                    "Also slow link"
+                },
+                c.who,
+                c.per_step_ns / 1e6,
+                c.step_pct,
+                link_why(c, inp.path)
+            )
+        });
     // A rank the attribution names that costs the step little at the collectives: it arrives
     // early (its extra time is spent while the others are still busy).
     if inp.path.collectives > 0 && inp.path.steps > 0 {
@@ -332,6 +363,7 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
         ));
     }
+    v.lines.extend(link_line);
     let even = v.excess_pct <= 100.0 * inp.threshold && v.onset.is_none();
     if !v.balanced && !even && !v.classes.is_empty() {
         let parts: Vec<String> = v
@@ -432,25 +464,32 @@ fn path_line(
                 c.collectives, p.collectives
             ),
         },
-        path::Kind::Transfer => {
-            // The most out-of-line collective name of the group.
-            let worst = p
-                .transfers
-                .iter()
-                .filter(|t| t.world == c.world)
-                .filter_map(|t| t.others_ns.filter(|&o| o > 0.0).map(|o| (t, t.median_ns / o)))
-                .max_by(|a, b| a.1.total_cmp(&b.1));
-            match worst {
-                Some((t, ratio)) => format!(
-                    "its {} collectives take {ratio:.2}× the transfer time of the same collectives in the other groups (median {:.1} µs vs {:.1} µs): a slow link",
-                    t.name,
-                    t.median_ns / 1e3,
-                    t.others_ns.unwrap_or(0.0) / 1e3
-                ),
-                None => "its collectives take longer to transfer than the same collectives in the other groups: a slow link".to_string(),
-            }
-        }
+        path::Kind::Transfer => link_why(c, p),
     };
     let cause = told.map_or(path_cause(c.kind), |t| t.0);
     format!("Imbalanced, {cause}: {cost}: {why}.")
+}
+
+/// Why a group's transfers are a slow link: its most out-of-line collective against the same
+/// collective in the other groups.
+fn link_why(c: &path::Cause, p: &CriticalPath) -> String {
+    let worst = p
+        .transfers
+        .iter()
+        .filter(|t| t.world == c.world)
+        .filter_map(|t| {
+            t.others_ns
+                .filter(|&o| o > 0.0)
+                .map(|o| (t, t.median_ns / o))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    match worst {
+        Some((t, ratio)) => format!(
+            "its {} collectives take {ratio:.2}× the transfer time of the same collectives in the other groups (median {:.1} µs vs {:.1} µs): a slow link",
+            t.name,
+            t.median_ns / 1e3,
+            t.others_ns.unwrap_or(0.0) / 1e3
+        ),
+        None => "its collectives take longer to transfer than the same collectives in the other groups: a slow link".to_string(),
+    }
 }
