@@ -31,6 +31,14 @@ Prints one JSON object, asserts nothing:
 - "ranks": per rank label (as `rankprof ls` labels ranks: TP00, TP00-DP01, ...): file, mode
   ("gpu"/"cpu"), collectives, steps (ProfilerStep marks), mean_step_ns, cost_ns {work, host,
   late} (totals), per_step_ns (totals / steps), charged (instances it was charged for);
+- "host_gaps": per rank charged a host part, what its launching thread ran while its GPU was
+  idle inside the segments of those instances ([prev_end, start] of each one whose host part
+  is > 0): idle_ns (the segments less the union of kernels, gpu_memcpy and gpu_memset),
+  thread (the tid with the most launch calls, cuda_runtime/cuda_driver names containing
+  Launch, Memcpy or Memset, overlapping the segments), ops {name: self ns inside the idle
+  time} over that thread's cpu_op / cuda_runtime / cuda_driver / python_function events
+  (nested by (start, -end); a child's overlap is taken off its parent), unrecorded_ns (idle
+  time outside every outermost op of the thread);
 - "worlds": per world its members, instances, skipped (no prev_end), ties, charged, and the
   lower-median transfer in ns per collective name (args "Collective name", else the kernel or op
   name) and over all ("*").
@@ -137,12 +145,20 @@ def read_rank(path):
     naming, ids, stage = identity(name)
     kernels = []  # (start, end, order, name, args, stream)
     cpu_ops = []  # (start, end, order, name)
+    gpu_ivs = []  # (start, end): kernels, copies, sets
+    host = []  # (start, end, tid, cat, name)
     marks = []  # (start, dur)
     for order, e in enumerate(doc.get("traceEvents", [])):
         if e.get("ph") != "X" or "ts" not in e:
             continue
         cat = e.get("cat")
         nm = e.get("name", "")
+        if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+            start = ns(e["ts"])
+            gpu_ivs.append((start, start + ns(e.get("dur", 0))))
+        if cat in ("cpu_op", "cuda_runtime", "cuda_driver", "python_function"):
+            start = ns(e["ts"])
+            host.append((start, start + max(0, ns(e.get("dur", 0))), str(e.get("tid")), cat, nm))
         if cat == "kernel":
             start = ns(e["ts"])
             kernels.append((start, start + ns(e.get("dur", 0)), order, nm, e.get("args") or {}, e.get("tid")))
@@ -204,6 +220,68 @@ def read_rank(path):
         "steps": len(marks),
         "mean_step_ns": (sum(m[1] for m in marks) / len(marks)) if marks else None,
         "by_key": by_key,
+        "gpu_ivs": gpu_ivs,
+        "host": host,
+    }
+
+
+def subtract(a, b):
+    """Sorted disjoint intervals a less sorted disjoint intervals b."""
+    out = []
+    for s0, e0 in a:
+        cur = s0
+        for s1, e1 in b:
+            if e1 <= cur or s1 >= e0:
+                continue
+            if s1 > cur:
+                out.append((cur, s1))
+            cur = max(cur, e1)
+        if cur < e0:
+            out.append((cur, e0))
+    return out
+
+
+def host_gaps(f, windows):
+    wins = union(windows)
+    hits = lambda a, b: any(a < we and max(b, a + 1) > ws for ws, we in wins)
+    idle = subtract(wins, union(iv for iv in f["gpu_ivs"] if hits(*iv)))
+    launches = {}
+    for a, b, tid, cat, nm in f["host"]:
+        if cat != "cpu_op" and re.search("Launch|Memcpy|Memset", nm) and hits(a, b):
+            launches[tid] = launches.get(tid, 0) + 1
+    thread = max(sorted(launches), key=lambda t: launches[t]) if launches else None
+    ops = sorted(
+        (h for h in f["host"] if hits(h[0], h[1]) and (thread is None or h[2] == thread)),
+        key=lambda h: (h[2], h[0], -h[1]),
+    )
+    inside = lambda a, b: covered(idle, a, b) if b > a else 0
+    selfs = [inside(h[0], h[1]) for h in ops]
+    unrec = sum(e - s for s, e in idle)
+    stack = []
+    tid = None
+    for i, h in enumerate(ops):
+        if h[2] != tid:
+            stack, tid = [], h[2]
+        while stack and stack[-1][0] <= h[0]:
+            stack.pop()
+        if stack:
+            end, parent = stack[-1]
+            inner = inside(h[0], min(h[1], end))
+            selfs[parent] -= inner
+            if h[1] > end:
+                selfs[i] = inner
+        else:
+            unrec -= inside(h[0], h[1])
+        stack.append((h[1], i))
+    by = {}
+    for h, v in zip(ops, selfs):
+        if v > 0:
+            by[h[4]] = by.get(h[4], 0) + v
+    return {
+        "idle_ns": sum(e - s for s, e in idle),
+        "unrecorded_ns": max(0, unrec),
+        "thread": thread,
+        "ops": by,
     }
 
 
@@ -230,6 +308,7 @@ def main():
     labs = labels(files)
     cost = [{k: 0 for k in KINDS} for _ in files]
     charged = [0] * len(files)
+    gap_windows = [[] for _ in files]
     worlds_out = []
     for members in worlds_of(files):
         keys = []
@@ -267,6 +346,8 @@ def main():
                     work = c * e["work"] // total
                     late = c * e["late"] // total
                     split = {"work": work, "late": late, "host": c - work - late}
+                if split["host"] > 0:
+                    gap_windows[lm].append((lr["prev_end"], lr["start"]))
                 for k in KINDS:
                     cost[lm][k] += split[k]
                 charged[lm] += 1
@@ -286,7 +367,8 @@ def main():
             "per_step_ns": {k: (cost[i][k] / steps if steps else None) for k in KINDS},
             "charged": charged[i],
         }
-    json.dump({"dir": d, "ranks": ranks, "worlds": worlds_out}, sys.stdout, default=str)
+    gaps = {labs[i]: host_gaps(files[i], w) for i, w in enumerate(gap_windows) if w and files[i]["mode"] == "gpu"}
+    json.dump({"dir": d, "ranks": ranks, "worlds": worlds_out, "host_gaps": gaps}, sys.stdout, default=str)
     print()
     return 0
 

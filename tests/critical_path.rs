@@ -135,8 +135,42 @@ fn host_delay_is_host_bound_on_its_rank() {
     let tmp = tempfile::tempdir().unwrap();
     let files = synth(tmp.path(), host_delay());
     let a = analyze(&files);
-    assert_agrees(&a, &script(tmp.path()), false);
+    let v = script(tmp.path());
+    assert_agrees(&a, &v, false);
     assert_lead(&a, "TP02", "host-bound", Kind::Host, D_NS as f64);
+    // What the host ran in those gaps: the same idle time, unrecorded time and op self times
+    // as the script's, the planted op (`aten::item`, through `_local_scalar_dense`) first.
+    let h = a
+        .path
+        .host_ops
+        .iter()
+        .find(|h| h.who == "TP02")
+        .expect("TP02's host gaps named");
+    let want = &v["host_gaps"]["TP02"];
+    assert_eq!(h.idle_ns, want["idle_ns"].as_i64().unwrap());
+    assert_eq!(h.unrecorded_ns, want["unrecorded_ns"].as_i64().unwrap());
+    for o in &h.ops {
+        assert_eq!(Some(o.ns), want["ops"][&o.name].as_i64(), "{}", o.name);
+    }
+    let top = want["ops"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .max_by_key(|(_, v)| v.as_i64())
+        .map(|(k, _)| k.clone());
+    assert_eq!(Some(&h.ops[0].name), top.as_ref());
+    let planted: i64 = ["aten::item", "aten::_local_scalar_dense"]
+        .iter()
+        .filter_map(|n| h.ops.iter().find(|o| o.name == *n).map(|o| o.ns))
+        .sum();
+    assert!(planted as f64 >= 0.9 * h.idle_ns as f64, "{h:?}");
+    assert!(
+        first(&a).contains("aten::_local_scalar_dense ("),
+        "{}",
+        first(&a)
+    );
+    // Only the rank the path charges for host gaps is read again.
+    assert_eq!(a.path.host_ops.len(), 1, "{:?}", a.path.host_ops);
 }
 
 #[test]

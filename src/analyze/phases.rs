@@ -21,6 +21,7 @@ use super::classes::{self, Classifier};
 use super::collect::busy::RankSummary;
 use super::collect::collector::Config;
 use super::collect::collstore::RankColls;
+use super::collect::gaps;
 use super::collect::ops::NameAgg;
 use super::collect::plan::{plan, read_input, FileInfo, FileResult};
 use super::collect::rank::RankResult;
@@ -32,6 +33,7 @@ use super::options::{AnalyzeOptions, RankSel};
 use super::rankset;
 use super::reduce::kernels::{self, ClassTable};
 use super::reduce::path::acc::Acc;
+use super::reduce::path::{CriticalPath, HostOp, HostOps, Kind as PathKind};
 use super::reduce::{collectives, groups, steps};
 use super::summary;
 use crate::trace::{self, RankId};
@@ -508,7 +510,8 @@ fn cross_rank(
         .collect();
     let mut acc = Acc::new(&labels, &windows, &steps, args.top_n);
     let coll = collectives::analyze_into(&labels, &w, &colls, csource, args.top_n, Some(&mut acc))?;
-    let path = acc.finish(&w);
+    let mut path = acc.finish(&w);
+    name_host_gaps(&mut path, &results, threshold, &mut notes);
 
     let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
     let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
@@ -572,4 +575,61 @@ fn cross_rank(
         merged_trace: None,
         summary: Some(summary),
     })
+}
+
+/// For the host-bound ranks that cost the step at least the threshold (the three costliest),
+/// reads each one's file again to name what its host did while its GPU sat idle before the
+/// collectives it arrived last at ([`super::collect::gaps`]). Only per-rank GPU traces: a
+/// merged trace holds every rank, a CPU-only trace has no GPU to idle.
+fn name_host_gaps(
+    path: &mut CriticalPath,
+    results: &[RankResult],
+    threshold: f64,
+    notes: &mut Vec<String>,
+) {
+    let who: Vec<String> = path
+        .causes
+        .iter()
+        .filter(|c| {
+            c.kind == PathKind::Host
+                && c.net_per_step_ns > 0.0
+                && c.net_step_pct >= 100.0 * threshold
+        })
+        .map(|c| c.who.clone())
+        .take(3)
+        .collect();
+    for w in who {
+        let Some(r) = results.iter().find(|r| r.label == w) else {
+            continue;
+        };
+        if !r.gpu || crate::trace::is_merged_trace(&r.path) {
+            continue;
+        }
+        let windows: Vec<(i64, i64)> = path
+            .marks
+            .iter()
+            .filter(|l| l.rank == w && l.host_ns > 0)
+            .map(|l| (l.seg_start_ns, l.start_ns))
+            .collect();
+        if windows.is_empty() {
+            continue;
+        }
+        match gaps::host_in_gaps(&r.path, r.base_ns.unwrap_or(0), &windows) {
+            Ok(g) => path.host_ops.push(HostOps {
+                who: w,
+                segments: windows.len(),
+                idle_ns: g.idle_ns,
+                unrecorded_ns: g.unrecorded_ns,
+                ops: g
+                    .ops
+                    .into_iter()
+                    .map(|(name, ns)| HostOp { name, ns })
+                    .collect(),
+                capped: g.capped,
+            }),
+            Err(e) => notes.push(format!(
+                "the host gaps of {w} could not be read again to name their ops: {e}"
+            )),
+        }
+    }
 }

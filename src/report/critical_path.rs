@@ -71,6 +71,49 @@ pub(super) fn causes(a: &Analysis) -> Table {
     }
 }
 
+/// What the host-bound ranks' launching threads did while their GPU sat idle before the
+/// collectives they arrived last at: the ops with the most self time, and what no op covers.
+pub(super) fn host(a: &Analysis) -> Table {
+    let mut rows = Vec::new();
+    for h in &a.path.host_ops {
+        let share = |ns: i64| {
+            if h.idle_ns > 0 {
+                Cell::Num(100.0 * ns as f64 / h.idle_ns as f64, 1)
+            } else {
+                Cell::Empty
+            }
+        };
+        for o in &h.ops {
+            rows.push(vec![
+                text(h.who.clone()),
+                text(o.name.clone()),
+                ms(o.ns),
+                share(o.ns),
+                Cell::Int(h.segments as i64),
+            ]);
+        }
+        rows.push(vec![
+            text(h.who.clone()),
+            text("(nothing recorded)".to_string()),
+            ms(h.unrecorded_ns),
+            share(h.unrecorded_ns),
+            Cell::Int(h.segments as i64),
+        ]);
+    }
+    Table {
+        name: "critical_path_host",
+        title:
+            "Host gaps: what the launching thread ran while the GPU idled before its late arrivals"
+                .into(),
+        columns: ["rank", "op (self time)", "ms", "% of idle", "segments"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        rows,
+        terminal: true,
+    }
+}
+
 pub(super) fn worst(a: &Analysis) -> Table {
     let p = &a.path;
     Table {

@@ -26,6 +26,9 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
     out.extend(super::attribution::tables(a));
     if a.path.collectives > 0 {
         out.push(super::critical_path::causes(a));
+        if !a.path.host_ops.is_empty() {
+            out.push(super::critical_path::host(a));
+        }
         out.push(super::critical_path::worst(a));
         out.push(super::critical_path::steps(a));
     }

@@ -11,16 +11,20 @@
 //! - [`rank`]: a rank's collector turned into its [`rank::RankResult`], with the rank summary
 //!   and its timeline unions ([`busy`]), the GPU figures folded in bounded memory ([`sweep`]),
 //!   the step windows and per-step figures ([`steps`]) and what each step was asked to do
-//!   ([`work`]), and what the rank did before each of its collectives ([`segments`]).
+//!   ([`work`]), and what the rank did before each of its collectives ([`segments`]);
+//! - [`gaps`]: a second, targeted read of one rank's file, naming what its host did while its
+//!   GPU idled before the collectives it arrived last at.
 //!
 //! Imports go one way: `work`, `ops`, `spill` and `busy` import no sibling; `names` and
 //! `steps` import `work`; `collector` imports those; `sweep` and `collstore` import
 //! `collector`, `segments` imports `collector`, `spill` and `steps`, and `sweep` and
-//! `collstore` import `segments`; `rank` imports them all and `plan` imports `rank`.
+//! `collstore` import `segments`; `rank` imports them all and `plan` imports `rank`; `gaps`
+//! imports `names` only.
 
 pub mod busy;
 pub mod collector;
 pub mod collstore;
+pub mod gaps;
 pub mod names;
 pub mod ops;
 pub mod plan;

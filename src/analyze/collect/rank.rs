@@ -51,7 +51,8 @@ pub struct RankResult {
     /// The file had no `baseTimeNanoseconds` but relative times (cut short before Kineto
     /// wrote the key): its clock still needs the common base, see [`RankResult::add_base`].
     pub lost_base: bool,
-    /// The file's `baseTimeNanoseconds`.
+    /// The file's `baseTimeNanoseconds` (the common base once [`RankResult::add_base`] gave it
+    /// one): what its times add to be on the common clock.
     pub base_ns: Option<i64>,
     /// Tokens routed to the experts (`record_shapes` of `…fused_moe…` CPU ops), see
     /// `explain::ep`.
@@ -72,6 +73,8 @@ impl RankResult {
         }
         self.colls.add_base(ns);
         self.lost_base = false;
+        // The base the rank's clock carries now (what a second read of its file adds).
+        self.base_ns = Some(self.base_ns.unwrap_or(0) + ns);
     }
 }
 

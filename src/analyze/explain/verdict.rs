@@ -450,10 +450,18 @@ fn path_line(
             "before the collectives it arrives last at, its threads record no op (Python, a sync or data loading outside the profiled ops), and the others wait for it ({} of {} collectives)",
             c.collectives, p.collectives
         ),
-        path::Kind::Host => format!(
-            "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work (host-bound: a sync, Python or data loading on that rank), and the others wait for it ({} of {} collectives)",
-            c.collectives, p.collectives
-        ),
+        path::Kind::Host => match p.host_ops.iter().find(|h| h.who == c.who) {
+            Some(h) => format!(
+                "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work: its launching thread ran {} in those gaps, and the others wait for it ({} of {} collectives)",
+                gap_ops(h),
+                c.collectives,
+                p.collectives
+            ),
+            None => format!(
+                "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work (host-bound: a sync, Python or data loading on that rank), and the others wait for it ({} of {} collectives)",
+                c.collectives, p.collectives
+            ),
+        },
         path::Kind::Work => match told {
             Some((_, sentence)) => format!(
                 "it arrives last at {} of {} collectives after more {metric} than the median rank; {sentence}",
@@ -468,6 +476,33 @@ fn path_line(
     };
     let cause = told.map_or(path_cause(c.kind), |t| t.0);
     format!("Imbalanced, {cause}: {cost}: {why}.")
+}
+
+/// The ops that filled a host-bound rank's GPU idle time, as shares of it: the largest three
+/// of at least 1 %, and what no op covers.
+fn gap_ops(h: &path::HostOps) -> String {
+    let pct = |ns: i64| {
+        if h.idle_ns > 0 {
+            100.0 * ns as f64 / h.idle_ns as f64
+        } else {
+            0.0
+        }
+    };
+    let mut parts: Vec<String> = h
+        .ops
+        .iter()
+        .filter(|o| pct(o.ns) >= 1.0)
+        .take(3)
+        .map(|o| format!("{} ({:.0} % of the idle time)", o.name, pct(o.ns)))
+        .collect();
+    let none = pct(h.unrecorded_ns);
+    if parts.is_empty() {
+        return "no recorded op (Python or a sync outside the profiled ops: profile with with_stack=True to see it)".to_string();
+    }
+    if none >= 1.0 {
+        parts.push(format!("nothing recorded {none:.0} %"));
+    }
+    parts.join(", ")
 }
 
 /// Why a group's transfers are a slow link: its most out-of-line collective against the same

@@ -114,6 +114,31 @@ pub struct Transfer {
     pub others_ns: Option<f64>,
 }
 
+/// What a host-bound rank's launching thread did while its GPU sat idle before the collectives
+/// it arrived last at ([`crate::analyze::collect::gaps`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostOps {
+    pub who: String,
+    /// Segments looked into (its late arrivals with a host part, the costliest kept).
+    pub segments: usize,
+    /// GPU idle time inside them, ns.
+    pub idle_ns: i64,
+    /// Of it, what no op of the launching thread covers, ns.
+    pub unrecorded_ns: i64,
+    /// The ops with the most self time inside the idle time, largest first.
+    pub ops: Vec<HostOp>,
+    /// The CPU events inside the segments were too many: the figures cover the first.
+    #[serde(default)]
+    pub capped: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostOp {
+    pub name: String,
+    /// Self time inside the GPU's idle time, ns.
+    pub ns: i64,
+}
+
 /// One step of the step table: what the late arrivals cost it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PathStep {
@@ -145,6 +170,9 @@ pub struct CriticalPath {
     pub transfers: Vec<Transfer>,
     pub per_step: Vec<PathStep>,
     pub notes: Vec<String>,
+    /// For the host-bound ranks that cost the step the most: what their host did in the gaps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_ops: Vec<HostOps>,
     /// The costliest late arrivals, up to [`MARKS`], in time order: what `merge
     /// --critical-path` draws in the merged trace ([`CriticalPath::overlay`]).
     #[serde(skip)]

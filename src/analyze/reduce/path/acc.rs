@@ -452,6 +452,7 @@ impl Acc {
             transfers,
             per_step,
             notes,
+            host_ops: Vec::new(),
             marks,
         }
     }
