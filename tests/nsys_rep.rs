@@ -335,3 +335,70 @@ fn a_hung_export_is_killed_at_its_timeout() {
         stderr(&out)
     );
 }
+
+/// `nsys stop --all --analyze`: the fake's `stop` writes each session's report and names it
+/// (`Generated:`), and the analysis of those reports is the output, as `analyze` gives it.
+#[test]
+fn nsys_stop_analyze_reads_the_reports_written() {
+    let Some(py) = python() else { return };
+    let run = Run::new(py);
+    let mut sessions = String::from(" ID      TIME       STATE               LAUNCH  NAME\n");
+    let mut writes = String::new();
+    let out = run.tmp.path().join("stopped");
+    std::fs::create_dir(&out).expect("mkdir");
+    for r in 0..4 {
+        sessions.push_str(&format!(
+            " {}    00:01:12   Collection          1       run-{r}\n",
+            4020 + r
+        ));
+        writes.push_str(&format!(
+            "run-{r}\t{}\t{}\n",
+            run.sqlite().join(format!("rank{r}.sqlite")).display(),
+            out.join(format!("rank{r}.nsys-rep")).display()
+        ));
+    }
+    std::fs::write(run.bin().join("sessions.txt"), &sessions).expect("write");
+    let sqlite = run.sqlite();
+    let want = run.rankprof(
+        true,
+        &[],
+        &["analyze", "--json", sqlite.to_str().expect("utf-8")],
+    );
+    assert_eq!(want.status.code(), Some(0), "{}", stderr(&want));
+
+    // No report written: refused, the way out named.
+    let o = run.rankprof(true, &[], &["nsys", "stop", "--all", "--analyze"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("give --profile-dir DIR"), "{}", stderr(&o));
+
+    std::fs::write(run.bin().join("stop-writes.txt"), &writes).expect("write");
+    let o = run.rankprof(true, &[], &["nsys", "stop", "--all", "--analyze", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let a = json(&o);
+    assert_eq!(a["ranks"].as_array().map(Vec::len), Some(4));
+    let replaced = figures(&a).to_string().replace("/stopped", "/sqlite");
+    assert_eq!(replaced, figures(&json(&want)).to_string());
+    // The stop table went to stderr; each report was exported once.
+    assert!(stderr(&o).contains("\"action\": \"stop\""), "{}", stderr(&o));
+    assert_eq!(run.exports().len(), 4);
+
+    // The folder given instead, with --keep-sqlite.
+    let o = run.rankprof(
+        true,
+        &[],
+        &[
+            "nsys",
+            "stop",
+            "--all",
+            "--analyze",
+            "--keep-sqlite",
+            "--profile-dir",
+            out.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Profile trace: 4 ranks"), "{text}");
+    assert!(out.join("rank3.sqlite").is_file());
+    assert_eq!(run.exports().len(), 8);
+}
