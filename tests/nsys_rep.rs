@@ -174,7 +174,10 @@ fn reports_read_as_their_exports_once_each_leaving_the_folder_alone() {
     assert!(files.contains("rank3.nsys-rep"), "{files}");
     assert!(!files.contains(".sqlite"), "{files}");
     let notes = a["notes"].to_string();
-    assert!(notes.contains("exported by `nsys export --type sqlite`"), "{notes}");
+    assert!(
+        notes.contains("exported by `nsys export --type sqlite`"),
+        "{notes}"
+    );
     assert!(notes.contains("an Nsight Systems SQLite export"), "{notes}");
     assert!(!notes.contains("rankprof-nsys-"), "{notes}");
     // One export per report, with the flags of `nsys export`, into the temporary folder.
@@ -239,7 +242,9 @@ fn keep_sqlite_keeps_the_exports_and_reuses_them() {
     assert_eq!(again["ranks"].as_array().map(Vec::len), Some(4));
     assert!(
         stderr(&out).contains("rank0.nsys-rep: its export")
-            || again["notes"].to_string().contains("rank0.nsys-rep: its export"),
+            || again["notes"]
+                .to_string()
+                .contains("rank0.nsys-rep: its export"),
         "{}",
         stderr(&out)
     );
@@ -282,7 +287,10 @@ fn without_nsys_the_command_to_run_is_named() {
         )),
         "{err}"
     );
-    assert!(err.contains(&format!("for r in {d}/*.nsys-rep; do")), "{err}");
+    assert!(
+        err.contains(&format!("for r in {d}/*.nsys-rep; do")),
+        "{err}"
+    );
     assert!(err.contains("not found"), "{err}");
     assert_eq!(listing(&reps), before);
 }
@@ -369,7 +377,11 @@ fn nsys_stop_analyze_reads_the_reports_written() {
     // No report written: refused, the way out named.
     let o = run.rankprof(true, &[], &["nsys", "stop", "--all", "--analyze"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("give --profile-dir DIR"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("give --profile-dir DIR"),
+        "{}",
+        stderr(&o)
+    );
 
     std::fs::write(run.bin().join("stop-writes.txt"), &writes).expect("write");
     let o = run.rankprof(true, &[], &["nsys", "stop", "--all", "--analyze", "--json"]);
@@ -379,7 +391,11 @@ fn nsys_stop_analyze_reads_the_reports_written() {
     let replaced = figures(&a).to_string().replace("/stopped", "/sqlite");
     assert_eq!(replaced, figures(&json(&want)).to_string());
     // The stop table went to stderr; each report was exported once.
-    assert!(stderr(&o).contains("\"action\": \"stop\""), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("\"action\": \"stop\""),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(run.exports().len(), 4);
 
     // The folder given instead, with --keep-sqlite.

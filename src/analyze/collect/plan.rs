@@ -182,20 +182,14 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
 /// reports (`*.nsys-rep`): the
 /// two kinds of one run would count every rank twice.
 fn refuse_mixed(files: &[trace::RankFile]) -> Result<()> {
-    let is_nsys = |p: &Path| {
-        trace::read::nsys::is_nsys_path(p) || trace::read::nsys::export::is_rep_path(p)
-    };
-    let nsys: Vec<&trace::RankFile> = files
-        .iter()
-        .filter(|f| is_nsys(&f.path))
-        .collect();
+    let is_nsys =
+        |p: &Path| trace::read::nsys::is_nsys_path(p) || trace::read::nsys::export::is_rep_path(p);
+    let nsys: Vec<&trace::RankFile> = files.iter().filter(|f| is_nsys(&f.path)).collect();
     if !nsys.is_empty() && nsys.len() < files.len() {
         let one = |f: Option<&&trace::RankFile>| {
             f.map(|f| f.path.display().to_string()).unwrap_or_default()
         };
-        let json = files
-            .iter()
-            .find(|f| !is_nsys(&f.path));
+        let json = files.iter().find(|f| !is_nsys(&f.path));
         bail!(
             "one profile mixes Nsight Systems exports ({} of {} files, e.g. {}) with Kineto \
              traces (e.g. {}): analyze one kind at a time (give its files, or move the other \

@@ -196,7 +196,11 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
 /// taken for ranks: those files get their ranks in file order, as other unnamed traces.
 fn nsys_name(name: &str) -> Option<Parsed> {
     static NSYS: OnceLock<Regex> = OnceLock::new();
-    let c = re(&NSYS, r"^(?P<key>.*?)[-_](?P<rank>\d{1,4})\.(?:sqlite|nsys-rep)$").captures(name)?;
+    let c = re(
+        &NSYS,
+        r"^(?P<key>.*?)[-_](?P<rank>\d{1,4})\.(?:sqlite|nsys-rep)$",
+    )
+    .captures(name)?;
     let key = c["key"].trim_matches(['-', '_', '.']);
     Some(Parsed {
         naming: Naming::Generic,

@@ -176,8 +176,7 @@ fn nsys_binary() -> PathBuf {
 fn shell(p: &Path) -> String {
     let s = p.display().to_string();
     if !s.is_empty()
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%".contains(&b))
     {
         s
@@ -192,7 +191,10 @@ pub fn by_hand(rep: &Path) -> String {
     let out = sqlite_beside(rep)
         .map(|p| p.with_extension(""))
         .unwrap_or_else(|| rep.to_path_buf());
-    let all = dir.map_or_else(|| "*.nsys-rep".to_string(), |d| format!("{}/*.nsys-rep", shell(d)));
+    let all = dir.map_or_else(
+        || "*.nsys-rep".to_string(),
+        |d| format!("{}/*.nsys-rep", shell(d)),
+    );
     format!(
         "`nsys export --type sqlite -o {} {}` (every report of the folder: `for r in {all}; do \
          nsys export --type sqlite -o \"${{r%.nsys-rep}}\" \"$r\"; done`)",
@@ -373,7 +375,9 @@ fn run_export(rep: &Path, out: &Path, limit: Duration) -> Result<(), String> {
 fn tail(mut f: File) -> String {
     let len = f.seek(SeekFrom::End(0)).unwrap_or(0);
     let mut v = Vec::new();
-    if f.seek(SeekFrom::Start(len.saturating_sub(OUTPUT_LIMIT))).is_ok() {
+    if f.seek(SeekFrom::Start(len.saturating_sub(OUTPUT_LIMIT)))
+        .is_ok()
+    {
         let _ = f.read_to_end(&mut v);
     }
     String::from_utf8_lossy(&v).trim().to_string()
