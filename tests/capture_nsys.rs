@@ -121,9 +121,12 @@ fn unknown_session_and_failing_nsys() {
     // a listed session that nsys then refuses: exit code 1, nsys's words kept
     std::fs::write(f.dir.path().join("refuse.txt"), "profile-4188\n").unwrap();
     let code = rankprof::commands::run(rankprof::cli::Command::Nsys(
-        rankprof::cli::NsysCommand::Stop(rankprof::cli::NsysArgs {
-            all: true,
-            nsys: Some(f.bin()),
+        rankprof::cli::NsysCommand::Stop(rankprof::cli::NsysStopArgs {
+            nsys: rankprof::cli::NsysArgs {
+                all: true,
+                nsys: Some(f.bin()),
+                ..Default::default()
+            },
             ..Default::default()
         }),
     ))

@@ -350,6 +350,22 @@ pub fn act(a: &NsysOptions, action: &'static str) -> Result<Vec<Done>> {
     Ok(out)
 }
 
+/// The reports (`*.nsys-rep`) nsys says it wrote: the lines of its output that are a path to
+/// one (`Generated:` is followed by the report's path, indented), that exist now.
+pub fn reports_written(output: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for l in output.lines() {
+        let t = l.trim();
+        if t.ends_with(".nsys-rep") && !t.starts_with('[') {
+            let p = PathBuf::from(t);
+            if p.is_file() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,6 +398,21 @@ mod tests {
         assert!(parse_sessions("No active sessions.\n").unwrap().is_empty());
         assert!(parse_sessions(" ID TIME STATE LAUNCH NAME\n garbage\n").is_err());
         assert!(parse_sessions(" ID TIME STATE LAUNCH NAME\n x 00:01 Collection 1 p\n").is_err());
+    }
+
+    #[test]
+    fn finds_the_reports_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let rep = dir.path().join("run_0.nsys-rep");
+        std::fs::write(&rep, "x").unwrap();
+        let text = format!(
+            "Generating '/tmp/nsys-report-1.qdstrm'\n[1/1] [====100%] run_0.nsys-rep\n\
+             Generated:\n    {}\n    {}/gone.nsys-rep\n",
+            rep.display(),
+            dir.path().display()
+        );
+        assert_eq!(reports_written(&text), [rep]);
+        assert!(reports_written("nsys stop: ok\n").is_empty());
     }
 
     #[test]

@@ -183,8 +183,27 @@ pub enum NsysCommand {
     List(NsysArgs),
     /// Start collection in a session (`nsys start --session=…`).
     Start(NsysArgs),
-    /// Stop collection in a session and write its report (`nsys stop --session=…`).
-    Stop(NsysArgs),
+    /// Stop collection in a session and write its report (`nsys stop --session=…`); with
+    /// --analyze, analyze the reports written.
+    Stop(NsysStopArgs),
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct NsysStopArgs {
+    #[command(flatten)]
+    pub nsys: NsysArgs,
+    /// Then analyze the reports written, as `rankprof analyze` does (the analysis on stdout,
+    /// the stop table on stderr): the `.nsys-rep` files nsys names in its output, or every rank
+    /// of --profile-dir.
+    #[arg(long)]
+    pub analyze: bool,
+    /// With --analyze: the folder of the sessions' reports (what their `-o` names), analyzed
+    /// as `analyze --profile-dir DIR`.
+    #[arg(long = "profile-dir", value_name = "DIR", requires = "analyze")]
+    pub profile_dir: Option<PathBuf>,
+    /// With --analyze: keep each report's SQLite export beside it (`x.sqlite`).
+    #[arg(long = "keep-sqlite", requires = "analyze")]
+    pub keep_sqlite: bool,
 }
 
 #[derive(Args, Debug, Clone, Default)]

@@ -199,6 +199,14 @@ const NSYS_STOP: &[Example] = &[
         "Give a large report 30 min to be written",
         "rankprof nsys stop --all --stop-timeout 1800",
     ),
+    ex(
+        "Then analyze the reports nsys wrote",
+        "rankprof nsys stop --all --analyze",
+    ),
+    ex(
+        "Analyze the sessions' -o folder, keeping the exports",
+        "rankprof nsys stop --all --analyze --profile-dir run --keep-sqlite",
+    ),
 ];
 
 const NSYS: &[Example] = &[NSYS_LIST[0], NSYS_START[0], NSYS_STOP[1]];

@@ -174,6 +174,11 @@ pub struct MergeArgs {
     /// gzip level of the output (0-9).
     #[arg(long, default_value_t = 1)]
     pub level: u32,
+    /// Keep the SQLite export of each Nsight Systems report read (`x.nsys-rep` → `x.sqlite`,
+    /// beside it; an existing one newer than the report is read instead of exporting again).
+    /// By default the exports are temporary.
+    #[arg(long = "keep-sqlite")]
+    pub keep_sqlite: bool,
     /// Worker threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
@@ -229,6 +234,11 @@ pub struct AnalyzeArgs {
     /// default they are left out of the comparison, named on the report's first line.
     #[arg(long = "keep-partial")]
     pub keep_partial: bool,
+    /// Keep the SQLite export of each Nsight Systems report read (`x.nsys-rep` → `x.sqlite`,
+    /// beside it; an existing one newer than the report is read instead of exporting again).
+    /// By default the exports are temporary.
+    #[arg(long = "keep-sqlite")]
+    pub keep_sqlite: bool,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,

@@ -73,6 +73,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
         }
     }
     let opts = options(args);
+    crate::trace::read::nsys::export::keep_exports(args.keep_sqlite);
     if let Some(path) = &args.save_partial {
         return save_partial(args, &opts, path);
     }

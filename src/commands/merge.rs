@@ -37,6 +37,7 @@ pub fn options(a: &MergeArgs) -> Result<MergeOptions> {
 
 pub fn run(args: &MergeArgs) -> Result<i32> {
     let opts = options(args)?;
+    crate::trace::read::nsys::export::keep_exports(args.keep_sqlite);
     let (profile_dir, files) = super::inputs(&args.profile_dir, &args.files);
     let d = gather_with(
         profile_dir.as_deref(),

@@ -47,6 +47,8 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
 /// Runs one command, prints any error on stderr, returns the exit code.
 pub fn main(cmd: Command) -> i32 {
     heap::tune();
+    // The temporary exports of Nsight Systems reports go when the command ends, failed or not.
+    let _exports = crate::trace::read::nsys::export::Scope::begin();
     match run(cmd) {
         Ok(code) => code,
         Err(e) if broken_pipe(&e) => exit::OK,

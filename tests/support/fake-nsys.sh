@@ -4,6 +4,10 @@
 # otherwise. Every call's arguments are appended to calls.log, one [bracketed] item each.
 # A command named in hang.txt (`sessions`, `start`, `stop`) writes its pid to hung.pid and
 # sleeps (30 s at most) instead: a hung nsys.
+# `export --type sqlite --output OUT … REPORT` copies REPORT (a test's report is an SQLite
+# export already) to OUT, as nsys writes its export. A `stop` of a session named in
+# stop-writes.txt (lines `NAME<TAB>SOURCE<TAB>REPORT`) copies SOURCE to REPORT and prints
+# nsys's `Generated:` lines.
 here=$(dirname "$0")
 for a in "$@"; do printf '[%s]' "$a"; done >> "$here/calls.log"
 echo >> "$here/calls.log"
@@ -23,10 +27,34 @@ case "$1" in
     fi
     if awk 'NR > 1 { $1 = $2 = $3 = $4 = ""; sub(/^ +/, ""); print }' "$here/sessions.txt" | grep -Fqx -- "$name"; then
       echo "nsys $1: session $name ok"
+      if [ "$1" = stop ] && [ -f "$here/stop-writes.txt" ]; then
+        tab=$(printf '\t')
+        while IFS="$tab" read -r s src rep; do
+          if [ "$s" = "$name" ]; then
+            cp "$src" "$rep"
+            echo "[1/1] [========================100%] $(basename "$rep")"
+            echo "Generated:"
+            echo "    $rep"
+          fi
+        done < "$here/stop-writes.txt"
+      fi
     else
       echo "Error: could not find session '$name'" >&2
       exit 1
     fi ;;
+  export)
+    out= rep=
+    while [ $# -gt 1 ]; do
+      shift
+      case "$1" in
+        -o|--output) shift; out=$1 ;;
+        -t|--type|-f|--force-overwrite) shift ;;
+        *) rep=$1 ;;
+      esac
+    done
+    [ -n "$out" ] && [ -f "$rep" ] || { echo "export: no --output or no report" >&2; exit 1; }
+    echo "Processing [$rep] with [SQLite]..."
+    cp "$rep" "$out" ;;
   *)
     echo "unknown command $1" >&2; exit 2 ;;
 esac

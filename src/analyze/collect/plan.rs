@@ -130,7 +130,7 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
             };
             let picked: Vec<PathBuf> = merged.into_iter().filter(|p| want(p)).collect();
             match picked.len() {
-                0 => bail!("no rank traces found (looked for *.json / *.json.gz rank files, Nsight Systems exports *.sqlite and merged-*.trace.json.gz)"),
+                0 => bail!("no rank traces found (looked for *.json / *.json.gz rank files, Nsight Systems exports *.sqlite, reports *.nsys-rep and merged-*.trace.json.gz)"),
                 1 => {
                     let p = picked[0].clone();
                     let id = trace::discover::merged::merged_profile_id(&p);
@@ -178,20 +178,18 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     }
 }
 
-/// One profile's ranks are all Kineto traces or all Nsight Systems exports (`*.sqlite`): the
+/// One profile's ranks are all Kineto traces or all Nsight Systems exports (`*.sqlite`) and
+/// reports (`*.nsys-rep`): the
 /// two kinds of one run would count every rank twice.
 fn refuse_mixed(files: &[trace::RankFile]) -> Result<()> {
-    let nsys: Vec<&trace::RankFile> = files
-        .iter()
-        .filter(|f| trace::read::nsys::is_nsys_path(&f.path))
-        .collect();
+    let is_nsys =
+        |p: &Path| trace::read::nsys::is_nsys_path(p) || trace::read::nsys::export::is_rep_path(p);
+    let nsys: Vec<&trace::RankFile> = files.iter().filter(|f| is_nsys(&f.path)).collect();
     if !nsys.is_empty() && nsys.len() < files.len() {
         let one = |f: Option<&&trace::RankFile>| {
             f.map(|f| f.path.display().to_string()).unwrap_or_default()
         };
-        let json = files
-            .iter()
-            .find(|f| !trace::read::nsys::is_nsys_path(&f.path));
+        let json = files.iter().find(|f| !is_nsys(&f.path));
         bail!(
             "one profile mixes Nsight Systems exports ({} of {} files, e.g. {}) with Kineto \
              traces (e.g. {}): analyze one kind at a time (give its files, or move the other \

@@ -19,7 +19,8 @@
 //! - generic `…rank-N…`, `…rank_N…`, `…workerN…` `.json[.gz]` (torchtitan, verl);
 //! - Nsight Systems SQLite exports (`*.sqlite`): the generic names above, and `NAME_N` /
 //!   `NAME-N` (N of at most 4 digits: `nsys profile -o NAME_%q{RANK}`); nsys's own `reportN`
-//!   and `%h_%p` names are ranked as unnamed files are;
+//!   and `%h_%p` names are ranked as unnamed files are; their reports (`*.nsys-rep`) alike, read
+//!   through an export ([`crate::trace::read::nsys::export`]), except beside their own export;
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
 //!   `discover/unnamed.rs`).
 //!
@@ -178,6 +179,10 @@ pub fn discover_files(paths: &[PathBuf]) -> Discovery {
 /// [`discover_files`] with the ranks taken from where `rank_from` says.
 pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery {
     let mut d = Discovery::default();
+    // `x.nsys-rep` beside its export `x.sqlite` is one rank: the export's.
+    let (paths, reports) = crate::trace::read::nsys::export::prefer_exports(paths);
+    d.notes.extend(reports);
+    let paths = &paths[..];
     // (dir, naming, key, stage) -> files
     let mut by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> = BTreeMap::new();
     let mut unnamed: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();

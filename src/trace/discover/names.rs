@@ -11,8 +11,8 @@ use regex::Regex;
 use super::rankfile::Naming;
 use crate::trace::rankid::RankId;
 
-/// Does this path name a trace file (`*.json`, `*.json.gz`, or an Nsight Systems export,
-/// `*.sqlite`)?
+/// Does this path name a trace file (`*.json`, `*.json.gz`, an Nsight Systems export,
+/// `*.sqlite`, or report, `*.nsys-rep`)?
 pub fn is_trace_path(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
@@ -156,7 +156,7 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
     }
     let generic = re(
         &GENERIC,
-        r"(?i)^(?P<key>.*?)[-_.]?(?:rank[-_]?|worker[-_]?)(?P<rank>\d+)(?P<rest>[^/]*?)\.(?:json(?:\.gz)?|sqlite)$",
+        r"(?i)^(?P<key>.*?)[-_.]?(?:rank[-_]?|worker[-_]?)(?P<rank>\d+)(?P<rest>[^/]*?)\.(?:json(?:\.gz)?|sqlite|nsys-rep)$",
     );
     if let Some(c) = generic.captures(name) {
         let mut key = c["key"].trim_matches(['-', '_', '.']).to_string();
@@ -189,13 +189,18 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
 }
 
 /// An Nsight Systems export named by `nsys profile -o NAME_%q{RANK}` (or `%q{SLURM_PROCID}`,
-/// `%q{OMPI_COMM_WORLD_RANK}`, `%q{LOCAL_RANK}`): `NAME_3.sqlite`, `NAME-3.sqlite`. The number
+/// `%q{OMPI_COMM_WORLD_RANK}`, `%q{LOCAL_RANK}`): `NAME_3.sqlite`, `NAME-3.sqlite` (and the
+/// reports themselves, `NAME_3.nsys-rep`). The number
 /// must follow a `_` or `-` and have at most 4 digits, so that nsys's own numbering
 /// (`report1`, `report2`, …, no separator) and `%h_%p` process ids (5 digits and more) are not
 /// taken for ranks: those files get their ranks in file order, as other unnamed traces.
 fn nsys_name(name: &str) -> Option<Parsed> {
     static NSYS: OnceLock<Regex> = OnceLock::new();
-    let c = re(&NSYS, r"^(?P<key>.*?)[-_](?P<rank>\d{1,4})\.sqlite$").captures(name)?;
+    let c = re(
+        &NSYS,
+        r"^(?P<key>.*?)[-_](?P<rank>\d{1,4})\.(?:sqlite|nsys-rep)$",
+    )
+    .captures(name)?;
     let key = c["key"].trim_matches(['-', '_', '.']);
     Some(Parsed {
         naming: Naming::Generic,
@@ -213,6 +218,7 @@ pub(crate) fn is_trace_name(name: &str) -> bool {
     name.ends_with(".json")
         || name.ends_with(".json.gz")
         || crate::trace::read::nsys::is_nsys_name(name)
+        || crate::trace::read::nsys::export::is_rep_name(name)
 }
 
 #[cfg(test)]
@@ -235,7 +241,11 @@ mod tests {
         assert_eq!(rank("report1.sqlite"), None);
         assert_eq!(rank("gpu-node-7_123456.sqlite"), None);
         assert!(is_trace_name("report1.sqlite"));
-        assert!(!is_trace_name("report1.nsys-rep"));
+        assert!(is_trace_name("report1.nsys-rep"));
+        // Reports carry their rank as their exports do.
+        assert_eq!(rank("rank3.nsys-rep"), k("trace", 3));
+        assert_eq!(rank("profile_3.nsys-rep"), k("profile", 3));
+        assert_eq!(rank("report1.nsys-rep"), None);
     }
 
     #[test]

@@ -36,7 +36,8 @@ use super::want::{Pick, Want};
 use super::window::CHUNK;
 
 /// Opens `path` and calls `on_event` for every valid event, in file order (an Nsight Systems
-/// export, `*.sqlite`, through [`super::nsys`]: table by table).
+/// export, `*.sqlite`, through [`super::nsys`]: table by table; a report, `*.nsys-rep`, through
+/// its export, [`super::nsys::export`]).
 ///
 /// The only `Err` is failing to open or start reading the file (it is missing, not a regular
 /// file, not readable); damage inside it is reported in the [`ReadReport`].
@@ -68,6 +69,13 @@ pub fn read_trace_with(
     nested: Nested,
     on_event: impl FnMut(&Event<'_>),
 ) -> io::Result<ReadReport> {
+    if super::nsys::export::is_rep_path(path) {
+        let want = match nested {
+            Nested::SkimOnly(w) => Some(w),
+            _ => None,
+        };
+        return super::nsys::export::read_rep(path, want, on_event);
+    }
     if super::nsys::is_nsys_path(path) {
         let want = match nested {
             Nested::SkimOnly(w) => Some(w),
@@ -123,6 +131,9 @@ fn open_source(path: &Path) -> io::Result<Source> {
 /// Reads only the header keys that come before the events. `None` when the file is not a
 /// trace (JSON without `traceEvents`, or not JSON at all).
 pub fn read_head(path: &Path) -> io::Result<Option<Header>> {
+    if super::nsys::export::is_rep_path(path) {
+        return super::nsys::export::read_head(path);
+    }
     if super::nsys::is_nsys_path(path) {
         return super::nsys::read_head(path);
     }

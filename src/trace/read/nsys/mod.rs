@@ -24,6 +24,7 @@
 //! asking the export ([`schema`]); what cannot be read is refused, naming the missing table or
 //! column.
 
+pub mod export;
 mod rows;
 pub mod schema;
 
