@@ -41,7 +41,10 @@ Prints one JSON object, asserts nothing:
   time outside every outermost op of the thread);
 - "worlds": per world its members, instances, skipped (no prev_end), ties, charged, and the
   lower-median transfer in ns per collective name (args "Collective name", else the kernel or op
-  name) and over all ("*").
+  name) and over all ("*"); per name, the lower-median size in bytes (max of "In msg nelems" and
+  "Out msg nelems" times the dtype's size; None unless every one has it) and the lower-median
+  bus bandwidth in GB/s (size / transfer times NCCL's factor for the instance's member count:
+  all-reduce 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n, else 1).
 """
 
 import gzip
@@ -64,6 +67,21 @@ COMM = re.compile(r"nccl|rccl|msccl", re.IGNORECASE)
 DIMS = ["tp", "dp", "pp", "ep", "dcp"]
 KINDS = ["work", "host", "late"]
 TIE_NS = 1000
+# torch scalar types as Kineto writes a collective's "dtype", bytes per element.
+DTYPE_BYTES = {"Double": 8, "Long": 8, "Float": 4, "Int": 4, "BFloat16": 2, "Half": 2, "Short": 2,
+               "Byte": 1, "Char": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1}
+
+
+def bus_factor(name, n):
+    """nccl-tests' PERFORMANCE.md: busbw = algbw x this factor for n ranks."""
+    l = re.sub("[^a-z0-9]", "", name.lower())
+    if "allreduce" in l:
+        return 2 * (n - 1) / n
+    if "allgather" in l or "reducescatter" in l or "alltoall" in l:
+        return (n - 1) / n
+    if any(w in l for w in ("broadcast", "reduce", "send", "recv")):
+        return 1.0
+    return None
 
 
 def ns(v):
@@ -183,19 +201,21 @@ def read_rank(path):
         for k in comm:
             pg = str(k[4].get("Process Group Name", ""))
             cname = k[4].get("Collective name") or k[3]
-            colls.append((k[0], k[1], k[2], (pg, position[pg][k[5]]), cname))
+            size = DTYPE_BYTES.get(k[4].get("dtype"), 0)
+            nel = max(int(k[4].get("In msg nelems") or 0), int(k[4].get("Out msg nelems") or 0))
+            colls.append((k[0], k[1], k[2], (pg, position[pg][k[5]]), cname, nel * size))
     else:
         compute = union((c[0], c[1]) for c in cpu_ops if not c[3].startswith("c10d::"))
         for c in cpu_ops:
             if c[3].startswith("c10d::"):
-                colls.append((c[0], c[1], c[2], c[3], c[3]))
+                colls.append((c[0], c[1], c[2], c[3], c[3], 0))
     colls.sort(key=lambda c: (c[0], c[1], c[2]))
     mark_starts = sorted(m[0] for m in marks)
     segs = []  # per collective: dict
     prev_end = None
     for c in colls:
         start, end = c[0], c[1]
-        rec = {"start": start, "end": end, "key": c[3], "name": c[4], "prev_end": prev_end}
+        rec = {"start": start, "end": end, "key": c[3], "name": c[4], "prev_end": prev_end, "bytes": c[5]}
         if prev_end is not None:
             seg = max(0, start - prev_end)
             busy = covered(compute, prev_end, start) if start > prev_end else 0
@@ -318,6 +338,8 @@ def main():
                     keys.append(k)
         w = {"members": [labs[m] for m in members], "instances": 0, "skipped": 0, "ties": 0, "charged": 0}
         transfers = {}
+        sizes = {}
+        bws = {}
         for key in keys:
             have = [m for m in members if key in files[m]["by_key"]]
             count = max(len(files[m]["by_key"][key]) for m in have)
@@ -331,6 +353,11 @@ def main():
                 li = max(range(len(inst)), key=lambda i: (inst[i][1]["start"], -i))
                 lm, lr = inst[li]
                 transfers.setdefault(lr["name"], []).append(lr["end"] - lr["start"])
+                sizes.setdefault(lr["name"], []).append(lr["bytes"])
+                f = bus_factor(lr["name"], len(inst))
+                t = lr["end"] - lr["start"]
+                if f is not None and t > 0 and lr["bytes"] > 0:
+                    bws.setdefault(lr["name"], []).append(int(lr["bytes"] * f / t * 1e3 + 0.5))
                 transfers.setdefault("*", []).append(lr["end"] - lr["start"])
                 if any(i != li and lr["start"] - r["start"] < TIE_NS for i, (_, r) in enumerate(inst)):
                     w["ties"] += 1
@@ -353,6 +380,8 @@ def main():
                 charged[lm] += 1
                 w["charged"] += 1
         w["transfer_median_ns"] = {k: lower_median(v) for k, v in sorted(transfers.items())}
+        w["bytes_median"] = {k: (lower_median(v) if all(b > 0 for b in v) else None) for k, v in sorted(sizes.items())}
+        w["busbw_gbps"] = {k: lower_median(v) / 1e3 for k, v in sorted(bws.items())}
         worlds_out.append(w)
     ranks = {}
     for i, f in enumerate(files):

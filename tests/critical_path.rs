@@ -229,6 +229,23 @@ fn slow_link_charges_the_group_its_extra_transfer() {
     };
     let n = worlds[1]["instances"].as_f64().unwrap();
     assert!((median(1) / median(0) - 3.0).abs() < 0.05 * 3.0);
+    // Each world's message size and bus bandwidth as the script computes them from the
+    // kernels' `In`/`Out msg nelems`, `dtype` and NCCL's all-reduce factor.
+    for t in &a.path.transfers {
+        let w = &worlds[t.world];
+        assert_eq!(t.bytes, w["bytes_median"][&t.name].as_f64(), "{t:?}");
+        let want = w["busbw_gbps"][&t.name].as_f64().expect("a bus bandwidth");
+        let got = t.busbw_gbps.expect("a bus bandwidth");
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+    }
+    // The slow group's bus bandwidth is a third of the others' (the same sizes, 3× the time).
+    let bw: Vec<f64> = a
+        .path
+        .transfers
+        .iter()
+        .filter_map(|t| t.busbw_gbps)
+        .collect();
+    assert!((bw[0] / bw[1] - 3.0).abs() < 0.15, "{bw:?}");
     let want = (median(1) - median(0)) * n / a.steps.rows.len() as f64;
     assert_lead(
         &a,

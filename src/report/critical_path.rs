@@ -114,6 +114,46 @@ pub(super) fn host(a: &Analysis) -> Table {
     }
 }
 
+/// The transfers per world and collective: the median on the last arriver (who waited for no
+/// one), against the same collective in the other worlds, with the data moved and the bus
+/// bandwidth.
+pub(super) fn transfers(a: &Analysis) -> Table {
+    let opt = |x: Option<f64>, d: usize| x.map_or(Cell::Empty, |v| Cell::Num(v, d));
+    Table {
+        name: "critical_path_transfers",
+        title: "Transfers: each collective's duration on its last arriver (median), against the other groups', with its size and bus bandwidth".into(),
+        columns: [
+            "world",
+            "collective",
+            "collectives",
+            "median µs",
+            "others' µs",
+            "MB",
+            "bus GB/s",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: a
+            .path
+            .transfers
+            .iter()
+            .map(|t| {
+                vec![
+                    Cell::Int(t.world as i64),
+                    text(t.name.clone()),
+                    Cell::Int(t.collectives as i64),
+                    us(t.median_ns),
+                    t.others_ns.map_or(Cell::Empty, us),
+                    opt(t.bytes.map(|b| b / 1e6), 3),
+                    opt(t.busbw_gbps, 1),
+                ]
+            })
+            .collect(),
+        terminal: false,
+    }
+}
+
 pub(super) fn worst(a: &Analysis) -> Table {
     let p = &a.path;
     Table {

@@ -30,6 +30,7 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
             out.push(super::critical_path::host(a));
         }
         out.push(super::critical_path::worst(a));
+        out.push(super::critical_path::transfers(a));
         out.push(super::critical_path::steps(a));
     }
     if !a.kernels.is_empty() {

@@ -79,6 +79,10 @@ pub struct CollEv {
     pub prev_end: i64,
     pub busy: i64,
     pub pre: i64,
+    /// The data it moves, bytes (0: unknown): the larger of `In msg nelems` and `Out msg
+    /// nelems` (an all-gather's output, a reduce-scatter's input: NCCL's message size `S`)
+    /// times the `dtype`'s size.
+    pub bytes: u64,
 }
 
 /// What the collector is told to look for.
@@ -138,18 +142,20 @@ pub struct Collector<'a> {
 }
 
 /// The `args` keys a GPU op reads: its correlation, its stream (when `tid` is not a number),
-/// and for a collective its size, process group and name.
-const GPU_OP_KEYS: [&str; 5] = [
+/// and for a collective its size, process group, name, output size and element type.
+const GPU_OP_KEYS: [&str; 7] = [
     "correlation",
     "stream",
     "In msg nelems",
     "Process Group Name",
     "Collective name",
+    "Out msg nelems",
+    "dtype",
 ];
 
 /// The keys of [`GPU_OP_KEYS`] and the CPU ops' keys, found by searching `args` for them
 /// ([`Event::arg_found`]); `OP_KEYS[0]` and `[1]` are a GPU op's `correlation` and `stream`.
-static OP_KEYS: LazyLock<[ArgKey; 5]> = LazyLock::new(|| GPU_OP_KEYS.map(ArgKey::new));
+static OP_KEYS: LazyLock<[ArgKey; 7]> = LazyLock::new(|| GPU_OP_KEYS.map(ArgKey::new));
 static INPUT_DIMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new("Input Dims"));
 static IN_NELEMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new("In msg nelems"));
 
@@ -307,6 +313,7 @@ impl<'a> Collector<'a> {
                             prev_end: 0,
                             busy: 0,
                             pre: 0,
+                            bytes: 0,
                         });
                     }
                 } else if self.cfg.step_marker.is_none()
@@ -359,7 +366,7 @@ impl<'a> Collector<'a> {
         let class = Self::add(&mut self.gpu_ops, classes, ev.name, kind, dur);
         let is_comm = kind == OpKind::Kernel && class == classes.comm();
         // A collective's five keys in one walk of `args`; other ops look up one or two.
-        let mut v: [Option<Val<'_>>; 5] = [None; 5];
+        let mut v: [Option<Val<'_>>; 7] = [None; 7];
         if is_comm {
             ev.arg_found_all(&*OP_KEYS, &mut self.args_memo, &mut v);
         } else {
@@ -368,7 +375,7 @@ impl<'a> Collector<'a> {
                 v[1] = ev.arg_found(&OP_KEYS[1], &mut self.args_memo);
             }
         }
-        let [corr, stream_arg, nelems, pg, coll] = v;
+        let [corr, stream_arg, nelems, pg, coll, out_nelems, dtype] = v;
         let corr = corr.and_then(|v| v.as_i64()).unwrap_or(-1);
         let stream = match ev.tid {
             Id::Int(v) => v,
@@ -383,9 +390,8 @@ impl<'a> Collector<'a> {
         let s = self.streams.entry(stream).or_insert((0, 0));
         s.0 += dur;
         s.1 += 1;
-        let nelems = nelems
-            .and_then(|v| v.as_i64())
-            .map_or(0, |n| n.clamp(0, i64::from(u32::MAX)) as u32);
+        let in_n = nelems.and_then(|v| v.as_i64()).unwrap_or(0).max(0);
+        let nelems = in_n.min(i64::from(u32::MAX)) as u32;
         let iv = GpuIv {
             start,
             end: start + dur,
@@ -410,6 +416,11 @@ impl<'a> Collector<'a> {
                 &format!("{pg}\u{1f}{stream}"),
             );
             let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
+            let out_n = out_nelems.and_then(|v| v.as_i64()).unwrap_or(0).max(0);
+            let size = dtype
+                .and_then(|v| v.as_str())
+                .map_or(0, |d| dtype_bytes(&d.get()));
+            let bytes = (in_n.max(out_n) as u64).saturating_mul(size);
             self.gpu_colls.push(CollEv {
                 key,
                 name: nid,
@@ -419,7 +430,22 @@ impl<'a> Collector<'a> {
                 prev_end: 0,
                 busy: 0,
                 pre: 0,
+                bytes,
             });
         }
+    }
+}
+
+/// The size of one element of a collective's `dtype` as Kineto writes it (torch's scalar type
+/// names: `Float`, `BFloat16`, `Half`, `Float8_e4m3fn`, …), bytes; 0 when unknown.
+pub fn dtype_bytes(d: &str) -> u64 {
+    match d {
+        "Double" | "Long" | "ComplexFloat" | "UInt64" => 8,
+        "Float" | "Int" | "UInt32" | "ComplexHalf" => 4,
+        "BFloat16" | "Half" | "Short" | "UInt16" => 2,
+        "Byte" | "Char" | "Bool" | "QInt8" | "QUInt8" => 1,
+        _ if d.starts_with("Float8") => 1,
+        "ComplexDouble" => 16,
+        _ => 0,
     }
 }

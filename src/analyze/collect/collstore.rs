@@ -41,6 +41,9 @@ pub struct Coll {
     pub busy: i64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pre: i64,
+    /// The data it moves, bytes (absent: unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
 }
 
 fn is_zero(x: &i64) -> bool {
@@ -59,7 +62,7 @@ impl Coll {
 }
 
 impl Rec for CollEv {
-    const SIZE: usize = 52;
+    const SIZE: usize = 60;
     fn put(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.key.to_le_bytes());
         out.extend_from_slice(&self.name.to_le_bytes());
@@ -69,6 +72,7 @@ impl Rec for CollEv {
         out.extend_from_slice(&self.prev_end.to_le_bytes());
         out.extend_from_slice(&self.busy.to_le_bytes());
         out.extend_from_slice(&self.pre.to_le_bytes());
+        out.extend_from_slice(&self.bytes.to_le_bytes());
     }
     fn get(b: &[u8]) -> Self {
         let u32_at = |at: usize| {
@@ -85,6 +89,7 @@ impl Rec for CollEv {
             prev_end: i64_at(b, 28),
             busy: i64_at(b, 36),
             pre: i64_at(b, 44),
+            bytes: i64_at(b, 52) as u64,
         }
     }
 }
@@ -351,6 +356,7 @@ impl RankColls {
                     prev_end,
                     busy,
                     pre,
+                    bytes: c.bytes.unwrap_or(0),
                 })?;
                 seq = seq.wrapping_add(1);
             }

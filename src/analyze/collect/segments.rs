@@ -199,6 +199,7 @@ mod tests {
             prev_end: 0,
             busy: 0,
             pre: 0,
+            bytes: 0,
         }
     }
 

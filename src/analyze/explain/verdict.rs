@@ -520,10 +520,14 @@ fn link_why(c: &path::Cause, p: &CriticalPath) -> String {
         .max_by(|a, b| a.1.total_cmp(&b.1));
     match worst {
         Some((t, ratio)) => format!(
-            "its {} collectives take {ratio:.2}× the transfer time of the same collectives in the other groups (median {:.1} µs vs {:.1} µs): a slow link",
+            "its {} collectives take {ratio:.2}× the transfer time of the same collectives in the other groups (median {:.1} µs vs {:.1} µs{}): a slow link",
             t.name,
             t.median_ns / 1e3,
-            t.others_ns.unwrap_or(0.0) / 1e3
+            t.others_ns.unwrap_or(0.0) / 1e3,
+            t.busbw_gbps.map_or(String::new(), |b| format!(
+                "; {b:.1} GB/s bus bandwidth for {:.2} MB",
+                t.bytes.unwrap_or(0.0) / 1e6
+            ))
         ),
         None => "its collectives take longer to transfer than the same collectives in the other groups: a slow link".to_string(),
     }

@@ -110,8 +110,15 @@ pub struct Transfer {
     pub collectives: usize,
     /// The median transfer (the collective's duration on its last arriver), ns.
     pub median_ns: f64,
-    /// The other worlds' median (of their medians) for the same name, when there are others.
+    /// The other worlds' median (of their medians) for the same name, when there are others
+    /// moving as much data (within 10 %, or sizes unknown).
     pub others_ns: Option<f64>,
+    /// The median data moved, bytes, when every one says (`In`/`Out msg nelems` × `dtype`).
+    #[serde(default)]
+    pub bytes: Option<f64>,
+    /// The median bus bandwidth, GB/s (NCCL's: size / transfer × the collective's factor).
+    #[serde(default)]
+    pub busbw_gbps: Option<f64>,
 }
 
 /// What a host-bound rank's launching thread did while its GPU sat idle before the collectives

@@ -12,6 +12,7 @@ fn ev(key: u32, name: u32, seq: u32, start: i64) -> CollEv {
         prev_end: 0,
         busy: 0,
         pre: 0,
+        bytes: 7,
     }
 }
 

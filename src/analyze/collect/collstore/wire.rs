@@ -24,6 +24,8 @@ struct CollRef<'a> {
     busy: i64,
     #[serde(skip_serializing_if = "is_zero")]
     pre: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
 }
 
 fn is_zero(x: &i64) -> bool {
@@ -54,6 +56,7 @@ impl Serialize for List<'_, '_> {
                 prev_end: (r.prev_end != NO_PREV).then_some(r.prev_end),
                 busy: r.busy,
                 pre: r.pre,
+                bytes: (r.bytes > 0).then_some(r.bytes),
             })?;
         }
         seq.end()
@@ -116,6 +119,7 @@ impl Incoming {
             prev_end,
             busy,
             pre,
+            bytes: c.bytes.unwrap_or(0),
         });
         self.seq = self.seq.wrapping_add(1);
     }

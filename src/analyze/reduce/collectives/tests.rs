@@ -18,6 +18,7 @@ fn colls(key: &str, starts: &[i64]) -> RankColls {
                 prev_end: None,
                 busy: 0,
                 pre: 0,
+                bytes: None,
             })
             .collect(),
     );
@@ -185,6 +186,7 @@ fn lockstep_reading_skips_surplus_and_missing_keys() {
                         prev_end: None,
                         busy: 0,
                         pre: 0,
+                        bytes: None,
                     })
                     .collect();
                 (k.to_string(), v)

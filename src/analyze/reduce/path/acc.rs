@@ -42,9 +42,10 @@ pub struct Acc {
     worst: Kept,
     /// The costliest late arrivals for the merged trace (up to [`MARKS`]).
     marks: Kept,
-    /// (world, name) → the transfer of each matched collective (one i64 per collective of a
-    /// world, not per rank: the median needs them).
-    transfers: BTreeMap<(usize, String), Vec<i64>>,
+    /// (world, name) → the transfer of each matched collective, its bytes (0: unknown) and
+    /// its members (one record per collective of a world, not per rank: the medians need
+    /// them).
+    transfers: BTreeMap<(usize, String), Vec<(i64, u64, u32)>>,
     origin: i64,
 }
 
@@ -126,7 +127,7 @@ impl Acc {
             self.transfers
                 .entry((world, name.to_string()))
                 .or_default()
-                .push((r.end - r.start).max(0));
+                .push(((r.end - r.start).max(0), r.bytes, members.len() as u32));
         }
         if recs.iter().any(|r| r.prev_end == NO_PREV) {
             for (&m, r) in members.iter().zip(recs) {
@@ -339,23 +340,49 @@ impl Acc {
         // Transfers: each world's median against the other worlds' (the median of their
         // medians) for the same collective name; medians, as one collective that also moves
         // more data or waits on something else does not make a link slow.
-        let medians: BTreeMap<&(usize, String), i64> = self
+        let medians: BTreeMap<&(usize, String), (i64, Option<u64>)> = self
             .transfers
             .iter()
-            .map(|(k, v)| (k, lower_median(v.clone())))
+            .map(|(k, v)| {
+                let t = lower_median(v.iter().map(|x| x.0).collect());
+                // The size, when every one of them says it.
+                let b = v
+                    .iter()
+                    .all(|x| x.1 > 0)
+                    .then(|| lower_median(v.iter().map(|x| x.1 as i64).collect()) as u64);
+                (k, (t, b))
+            })
             .collect();
         let rows = self.rows.len();
         let mut transfers = Vec::new();
         for (key, v) in &self.transfers {
             let (w, name) = key;
             let n = v.len();
+            let (median, bytes) = medians.get(key).copied().unwrap_or((0, None));
+            // The same collective in the other worlds, when it moves as much data (within
+            // 10 %; or the sizes are not known): a longer transfer of more data is no slow
+            // link.
+            let alike = |b: Option<u64>| match (bytes, b) {
+                (Some(x), Some(y)) => (x as f64 - y as f64).abs() <= 0.1 * x.max(y) as f64,
+                _ => true,
+            };
             let others: Vec<i64> = medians
                 .iter()
-                .filter(|((ow, on), _)| ow != w && on == name)
-                .map(|(_, &m)| m)
+                .filter(|((ow, on), (_, ob))| ow != w && on == name && alike(*ob))
+                .map(|(_, &(m, _))| m)
                 .collect();
             let others_ns = (!others.is_empty()).then(|| lower_median(others) as f64);
-            let mean = medians.get(key).copied().unwrap_or(0) as f64;
+            let mean = median as f64;
+            // Bus bandwidth (NCCL's: the algorithm bandwidth S / t times the collective's
+            // factor for its n ranks), the median over the collectives that say their size.
+            let bw: Vec<i64> = v
+                .iter()
+                .filter(|x| x.0 > 0 && x.1 > 0)
+                .filter_map(|&(t, b, n)| {
+                    bus_factor(name, n).map(|f| (b as f64 * f / t as f64 * 1e3).round() as i64)
+                })
+                .collect();
+            let busbw_gbps = (!bw.is_empty()).then(|| lower_median(bw) as f64 / 1e3);
             if let Some(o) = others_ns {
                 let extra = ((mean - o) * n as f64).round() as i64;
                 // Out of line: more than a fifth over the others' and at least 1 µs a time.
@@ -396,6 +423,8 @@ impl Acc {
                 collectives: n,
                 median_ns: mean,
                 others_ns,
+                bytes: bytes.map(|b| b as f64),
+                busbw_gbps,
             });
         }
         causes.sort_by(|a, b| {
@@ -455,5 +484,51 @@ impl Acc {
             host_ops: Vec::new(),
             marks,
         }
+    }
+}
+
+/// NCCL's bus-bandwidth factor for a collective of `n` ranks (nccl-tests' PERFORMANCE.md):
+/// all-reduce 2(n−1)/n; all-gather, reduce-scatter and all-to-all (n−1)/n; broadcast, reduce,
+/// send and receive 1. `None` for a name it does not know.
+pub fn bus_factor(name: &str, n: u32) -> Option<f64> {
+    let l: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let n = f64::from(n.max(1));
+    let part = (n - 1.0) / n;
+    if l.contains("allreduce") {
+        Some(2.0 * part)
+    } else if l.contains("allgather") || l.contains("reducescatter") || l.contains("alltoall") {
+        Some(part)
+    } else if l.contains("broadcast")
+        || l.contains("reduce")
+        || l.contains("send")
+        || l.contains("recv")
+    {
+        Some(1.0)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod bus_tests {
+    use super::bus_factor;
+    use crate::analyze::collect::collector::dtype_bytes;
+
+    #[test]
+    fn nccl_factors_and_sizes() {
+        assert_eq!(bus_factor("allreduce", 8), Some(1.75));
+        assert_eq!(bus_factor("_allgather_base", 4), Some(0.75));
+        assert_eq!(bus_factor("reduce_scatter_tensor_coalesced", 2), Some(0.5));
+        assert_eq!(bus_factor("all_to_all", 4), Some(0.75));
+        assert_eq!(bus_factor("broadcast", 4), Some(1.0));
+        assert_eq!(bus_factor("deep_ep::intranode::dispatch<8>", 8), None);
+        assert_eq!(dtype_bytes("BFloat16"), 2);
+        assert_eq!(dtype_bytes("Float"), 4);
+        assert_eq!(dtype_bytes("Float8_e4m3fn"), 1);
+        assert_eq!(dtype_bytes("Quaternion"), 0);
     }
 }
