@@ -205,6 +205,7 @@ fn reshape(a: &Analysis, v: &mut Value) {
     if let Some(g) = v.get_mut("groups").and_then(Value::as_object_mut) {
         g.insert("dims".into(), records(super::groups::tidy(a)));
         g.remove("work_ns");
+        g.remove("vs_peers_pct");
         let classes = a.classes.classes.iter().zip(&a.groups.classes);
         let classes: Vec<Value> = classes
             .map(|(c, d)| {
@@ -218,8 +219,11 @@ fn reshape(a: &Analysis, v: &mut Value) {
             let mut cells = Vec::new();
             for (row, line) in grid.rows.iter().zip(&grid.cells) {
                 for (col, r) in grid.cols.iter().zip(line) {
-                    if let Some(r) = r.and_then(|r| a.ranks.get(r)) {
-                        cells.push(serde_json::json!({"row": row, "col": col, "rank": r.rank}));
+                    if let Some((i, r)) = r.and_then(|i| a.ranks.get(i).map(|r| (i, r))) {
+                        let dev = a.groups.vs_peers_pct.get(i).copied().unwrap_or(0.0);
+                        cells.push(serde_json::json!({
+                            "row": row, "col": col, "rank": r.rank, "vs_peers_pct": dev
+                        }));
                     }
                 }
             }
