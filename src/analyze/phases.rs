@@ -26,7 +26,7 @@ use super::collect::plan::{plan, read_input, FileInfo, FileResult};
 use super::collect::rank::RankResult;
 use super::collect::spill;
 use super::collect::steps::StepFig;
-use super::explain::{attribution, ep, verdict};
+use super::explain::{attribution, drill, ep, verdict};
 use super::model::{self, Analysis};
 use super::options::{AnalyzeOptions, RankSel};
 use super::rankset;
@@ -110,8 +110,9 @@ pub fn read(
         plan.inputs = plan.inputs[lo..hi].to_vec();
         plan.grid = plan.inputs.iter().map(|i| i.id.clone()).collect();
     }
-    // One file may hold several ranks (a merged trace, also one renamed): `--rank` then picks
-    // among them once it is read.
+    // `--rank` names the rank the drill-down is about; every rank is read (its peers are the
+    // comparison). One file may hold several ranks (a merged trace, also one renamed): the
+    // name is checked among them once it is read.
     let single = plan.inputs.len() == 1;
     let named_merged = single && trace::is_merged_trace(&plan.inputs[0].path);
     if let (Some(sel), false) = (&args.rank, single) {
@@ -132,7 +133,6 @@ pub fn read(
                 plan.inputs.len().saturating_sub(1)
             );
         }
-        plan.inputs = vec![plan.inputs[n].clone()];
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))
@@ -187,7 +187,7 @@ pub fn read(
     }
     let merged = named_merged || (single && files.iter().map(|f| f.ranks.len()).sum::<usize>() > 1);
     if let (Some(sel), true) = (&args.rank, single) {
-        pick_rank(&mut files, sel)?;
+        check_rank(&files, sel)?;
     }
     Ok(Read {
         profile_id: plan.profile_id,
@@ -278,9 +278,9 @@ fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<(String, S
     Some((named, parts.join(" ")))
 }
 
-/// `--rank N` on one file, which may hold several ranks (a merged trace): keeps the N-th rank
-/// only. A file read as no rank at all (unreadable) is left for the reduce to report.
-fn pick_rank(files: &mut [FileRead], sel: &RankSel) -> Result<()> {
+/// `--rank` on one file, which may hold several ranks (a merged trace): the rank must be among
+/// them. A file read as no rank at all (unreadable) is left for the reduce to report.
+fn check_rank(files: &[FileRead], sel: &RankSel) -> Result<()> {
     let total: usize = files.iter().map(|f| f.ranks.len()).sum();
     if total == 0 {
         return Ok(());
@@ -307,14 +307,15 @@ fn pick_rank(files: &mut [FileRead], sel: &RankSel) -> Result<()> {
             total - 1
         );
     }
-    let mut i = 0;
-    for f in files {
-        f.ranks.retain(|_| {
-            i += 1;
-            i - 1 == n
-        });
-    }
     Ok(())
+}
+
+/// The rank `--rank` names among those analyzed: by label, or by its place in rank order.
+fn selected(results: &[RankResult], sel: &RankSel) -> Option<usize> {
+    match sel {
+        RankSel::Index(n) => (*n < results.len()).then_some(*n),
+        RankSel::Label(_) => results.iter().position(|r| sel.names(&r.label)),
+    }
 }
 
 /// The reduce phase: every rank of `read` across ranks, into the report.
@@ -547,8 +548,24 @@ fn cross_rank(
         args.summary_kernels,
     );
     let groups = groups::build(&results, &summaries, &steps);
-    let depth = (args.rank.is_some() && results.len() == 1)
-        .then(|| model::depth(&results[0], &class_names, args.top_n));
+    let chosen = args.rank.as_ref().and_then(|s| selected(&results, s));
+    let depth = chosen.map(|r| model::depth(&results[r], &class_names, args.top_n));
+    let drill = chosen.map(|r| {
+        drill::drill(
+            &drill::Input {
+                results: &results,
+                class_names: &class_names,
+                comm_class: classifier.comm() as usize,
+                work_ns: &groups.work_ns,
+                steps: &steps,
+                collectives: &coll,
+                verdict_lines: &verdict.lines,
+                threshold,
+                top_n: args.top_n,
+            },
+            r,
+        )
+    });
     Ok(Analysis {
         profile_id: id.to_string(),
         stage: stage.map(String::from),
@@ -565,6 +582,7 @@ fn cross_rank(
         attribution,
         ep,
         depth,
+        drill,
         groups,
         notes,
         damaged: false,

@@ -86,6 +86,7 @@ pub fn shell(a: &Analysis) -> Result<Value> {
         attribution,
         ep,
         depth,
+        drill,
         groups,
         notes,
         damaged,
@@ -142,6 +143,9 @@ pub fn shell(a: &Analysis) -> Result<Value> {
     o.insert("attribution".into(), Value::Object(at));
     o.insert("ep".into(), to(ep)?);
     o.insert("depth".into(), to(depth)?);
+    if drill.is_some() {
+        o.insert("drill".into(), to(drill)?);
+    }
     o.insert("groups".into(), to(groups)?);
     o.insert("notes".into(), to(notes)?);
     o.insert("damaged".into(), to(damaged)?);
