@@ -549,6 +549,12 @@ fn cross_rank(
     );
     let groups = groups::build(&results, &summaries, &steps);
     let chosen = args.rank.as_ref().and_then(|s| selected(&results, s));
+    if let (Some(sel), None) = (&args.rank, chosen) {
+        notes.push(format!(
+            "--rank {sel}: that rank is left out of the comparison (its data stops early): no \
+             drill-down"
+        ));
+    }
     let depth = chosen.map(|r| model::depth(&results[r], &class_names, args.top_n));
     let drill = chosen.map(|r| {
         drill::drill(

@@ -60,7 +60,7 @@ pub fn tables(d: &Drill) -> Vec<Table> {
         r
     }];
     classes.extend(d.classes.iter().map(|c| {
-        let mut r = vec![text(c.name.clone())];
+        let mut r = vec![text(c.short.clone())];
         r.extend(figures(c));
         r
     }));
@@ -75,7 +75,7 @@ pub fn tables(d: &Drill) -> Vec<Table> {
         v.iter()
             .map(|k| {
                 let mut r = vec![
-                    text(k.name.clone()),
+                    text(k.short.clone()),
                     text(k.class.clone().unwrap_or_default()),
                 ];
                 r.extend(figures(k));
@@ -101,7 +101,7 @@ pub fn tables(d: &Drill) -> Vec<Table> {
                 .steps
                 .iter()
                 .map(|s| {
-                    let mut r = vec![text(s.name.clone())];
+                    let mut r = vec![text(s.short.clone())];
                     r.extend(figures(s));
                     r
                 })

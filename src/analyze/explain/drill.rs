@@ -21,8 +21,10 @@ use crate::analyze::stats::median;
 /// One figure of the rank against its peers' median.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DrillRow {
-    /// A class, a kernel's display name, a step, or a collective figure.
+    /// A class, a kernel's full name, a step, or a collective figure.
     pub name: String,
+    /// The name as the tables show it (a kernel's short name).
+    pub short: String,
     /// The kernel's class (kernel and collective rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
@@ -40,6 +42,7 @@ impl DrillRow {
     fn new(name: String, class: Option<String>, rank: f64, peers: &[f64], unit: &str) -> Self {
         let m = median(peers);
         DrillRow {
+            short: name.clone(),
             name,
             class,
             rank,
@@ -184,6 +187,9 @@ pub fn drill(inp: &Input<'_>, r: usize) -> Drill {
         })
         .collect();
     let mut kernels = kernels;
+    for k in &mut kernels {
+        k.short = short_name(&k.name);
+    }
     by_gap(&mut kernels);
     // Collective kernels go to the collectives rows, the others stay kernels.
     let (mut collectives, mut kernels): (Vec<DrillRow>, Vec<DrillRow>) = kernels
@@ -191,9 +197,6 @@ pub fn drill(inp: &Input<'_>, r: usize) -> Drill {
         .partition(|k| k.class.is_some() && k.class == comm);
     collectives.truncate(inp.top_n);
     kernels.truncate(inp.top_n);
-    for k in kernels.iter_mut().chain(collectives.iter_mut()) {
-        k.name = short_name(&k.name);
-    }
     let row = |label: &str| inp.collectives.ranks.iter().find(|x| x.rank == label);
     if let Some(mine) = row(&me.label) {
         let peer_rows: Vec<_> = peers
