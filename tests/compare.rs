@@ -633,18 +633,27 @@ fn saved_summary_of_a_tp8_set_is_stable_and_small() {
     }
 }
 
-/// The first line of `rankprof compare BASE CUR [extra]` and the exit code.
+/// The headline of `rankprof compare BASE CUR [extra]` at 100 columns (its first line and the
+/// indented lines it wraps onto, joined), and the exit code.
 fn cli_headline(base: &Path, cur: &Path, extra: &[&str]) -> (String, i32) {
     let out = bin()
         .arg("compare")
         .arg(base)
         .arg(cur)
         .args(extra)
+        .env("COLUMNS", "100")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let first = text.lines().next().unwrap_or_default().to_string();
-    (first, out.status.code().unwrap_or(-1))
+    let mut lines = text.lines();
+    let mut head = lines.next().unwrap_or_default().to_string();
+    assert!(head.chars().count() <= 100, "{head}");
+    for l in lines.take_while(|l| l.starts_with("    ")) {
+        assert!(l.chars().count() <= 100, "{l}");
+        head.push(' ');
+        head.push_str(l.trim_start());
+    }
+    (head, out.status.code().unwrap_or(-1))
 }
 
 /// #43 item 9 (a, b): a gemm plant ×1.2 on TP01 leads the headline in plain words, with the

@@ -409,7 +409,12 @@ fn cols(names: &[&str]) -> Vec<String> {
 
 /// Terminal tables.
 pub fn table(c: &Comparison) -> String {
-    let mut s = format!("rankprof compare: {}\n", headline(c));
+    // The headline wraps at the terminal's width, its continuation indented under it.
+    let w = (super::terminal::width() as usize).max(60);
+    let mut s = format!(
+        "{}\n",
+        super::attribution::wrap(&format!("rankprof compare: {}", headline(c)), w, "    ")
+    );
     for (name, side) in [("baseline", &c.baseline), ("current ", &c.current)] {
         s.push_str(&format!("  {name}  {} ({})\n", side.path, side_what(side)));
     }
