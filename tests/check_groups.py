@@ -10,7 +10,8 @@ Reads the analysis JSON (a file argument) and recomputes, from its per-rank reco
   groups by DP     = ranks grouped by the `DPnn` in their label: mean / min / max / p50 of work,
                      ranks, busiest rank, and the mean over the median of the groups' means;
   outliers         = ranks ordered by |work / mean work of its peers - 1|, largest first (index
-                     breaks ties), the rank furthest above its peers first; a rank's peers are
+                     breaks ties), the rank furthest above its peers first, the verdict's lead
+                     (when a rank) second; a rank's peers are
                      the other ranks of its collective world (`collectives.worlds`) when that
                      world has two or more ranks, else every other rank.
 
@@ -72,7 +73,9 @@ def main():
         dev.append(100.0 * (work[l] / mean - 1.0) if mean > 0 else 0.0)
     order = sorted(range(len(labels)), key=lambda i: (-abs(dev[i]), i))
     top = max(range(len(labels)), key=lambda i: (dev[i], -i))
-    order = [top] + [i for i in order if i != top]
+    lead = a["verdict"].get("lead")
+    pins = [top] + ([labels.index(lead)] if lead in labels and labels.index(lead) != top else [])
+    order = pins + [i for i in order if i not in pins]
     out["outliers"] = [labels[i] for i in order[:20]]
     out["vs_peers_pct"] = {l: dev[i] for i, l in enumerate(labels)}
     groups = {}

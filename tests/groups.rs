@@ -320,3 +320,35 @@ fn the_verdicts_rank_leads_the_outliers_within_its_replica() {
     }
     assert!(html.contains("colour: vs the mean of its replica&#39;s other ranks"));
 }
+
+/// #43 item 7, the other half: a rank the verdict names first for a late step start (its work
+/// is even, so it is no outlier by work) is still listed, second, after the rank furthest above
+/// its peers.
+#[test]
+fn the_verdicts_lead_is_listed_even_with_even_work() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args([
+            "synth", "--dp", "8", "--tp", "8", "--steps", "4", "--layers", "2",
+        ])
+        .args(["--late-start-rank", "20", "-o"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = analyze(&AnalyzeOptions {
+        profile_dir: Some(d.path().to_path_buf()),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(a.verdict.lead.as_deref(), Some("TP04-DP02"));
+    let o = &a.groups.outliers[1];
+    assert_eq!(o.rank, "TP04-DP02");
+    assert!(o.vs_peers_pct.abs() < 5.0, "even work: {}", o.vs_peers_pct);
+    let text = render_view(&a, View::Auto, None);
+    assert!(text.contains("│ TP04-DP02"), "{text}");
+}

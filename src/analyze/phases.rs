@@ -547,7 +547,11 @@ fn cross_rank(
         &path,
         args.summary_kernels,
     );
-    let groups = groups::build(&results, &summaries, &steps);
+    let lead = verdict
+        .lead
+        .as_ref()
+        .and_then(|l| labels.iter().position(|x| x == l));
+    let groups = groups::build(&results, &summaries, &steps, lead);
     let chosen = args.rank.as_ref().and_then(|s| selected(&results, s));
     if let (Some(sel), None) = (&args.rank, chosen) {
         notes.push(format!(

@@ -196,7 +196,8 @@ pub struct Groups {
     #[serde(default)]
     pub peers: String,
     /// The ranks furthest from their peers' mean work (either way), furthest first; the rank
-    /// furthest above its peers (the verdict's slowest) always first.
+    /// furthest above its peers (the verdict's slowest) always first, the rank the verdict
+    /// names first (when a rank) second.
     pub outliers: Vec<Outlier>,
     /// Every dimension with two or more groups.
     pub dims: Vec<DimGroups>,
@@ -227,8 +228,15 @@ fn vs_peers(v: &[i64], r: usize, peers: &[usize]) -> f64 {
 }
 
 /// Builds the grouped views. A rank is measured against its peers
-/// ([`StepTable::peers_of`]), as the verdict measures it.
-pub fn build(results: &[RankResult], summaries: &[RankSummary], steps: &StepTable) -> Groups {
+/// ([`StepTable::peers_of`]), as the verdict measures it. `lead`: the rank the verdict names
+/// first, when it names a rank (a late starter, say, whose work is even): listed second among
+/// the outliers, after the rank furthest above its peers.
+pub fn build(
+    results: &[RankResult],
+    summaries: &[RankSummary],
+    steps: &StepTable,
+    lead: Option<usize>,
+) -> Groups {
     let n = results.len();
     let work: Vec<i64> = if steps.rows.is_empty() {
         summaries.iter().map(|s| s.compute_ns).collect()
@@ -264,9 +272,10 @@ pub fn build(results: &[RankResult], summaries: &[RankSummary], steps: &StepTabl
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| dev[b].abs().total_cmp(&dev[a].abs()).then(a.cmp(&b)));
     // The rank furthest above its peers (the verdict's slowest: the first of equals) leads.
-    if let Some(top) = (0..n).max_by(|&a, &b| dev[a].total_cmp(&dev[b]).then(b.cmp(&a))) {
-        order.retain(|&r| r != top);
-        order.insert(0, top);
+    let top = (0..n).max_by(|&a, &b| dev[a].total_cmp(&dev[b]).then(b.cmp(&a)));
+    for pin in [lead.filter(|&l| l < n), top].into_iter().flatten() {
+        order.retain(|&r| r != pin);
+        order.insert(0, pin);
     }
     g.peers = if steps.peers_by_replica() {
         "its replica's other ranks"
