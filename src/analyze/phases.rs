@@ -357,6 +357,21 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             unreadable.join("\n  ")
         );
     }
+    // `--rank N` is the N-th rank read: named by its label before a rank is left out.
+    let by_label;
+    let args = match &args.rank {
+        Some(sel @ RankSel::Index(_)) => match selected(&results, sel) {
+            Some(i) => {
+                by_label = AnalyzeOptions {
+                    rank: Some(RankSel::Label(results[i].label.clone())),
+                    ..args.clone()
+                };
+                &by_label
+            }
+            None => args,
+        },
+        _ => args,
+    };
     let partial_line = partial_ranks(&mut results, args.keep_partial);
     // A rank cut short before Kineto wrote its baseTimeNanoseconds (after the events) has
     // relative times: it gets the common base of the others, as `merge` does.
