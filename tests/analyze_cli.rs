@@ -566,7 +566,8 @@ fn a_single_unnamed_trace_is_named_after_its_file() {
     );
     let notes = format!("{} {}", v["notes"], stderr(&o));
     assert!(!notes.contains("file-name order"), "{notes}");
-    // `--rank` picks among the ranks it holds, as for a merged trace under its own name.
+    // `--rank` picks among the ranks it holds, as for a merged trace under its own name: the
+    // drill-down is about it, against the others (#43 item 6).
     let o = run(
         "analyze-profile",
         &[renamed.to_str().unwrap(), "--rank", "1", "--format", "json"],
@@ -579,7 +580,9 @@ fn a_single_unnamed_trace_is_named_after_its_file() {
         .iter()
         .map(|r| r["rank"].as_str().unwrap())
         .collect();
-    assert_eq!(ranks, ["TP01"]);
+    assert_eq!(ranks, ["TP00", "TP01"]);
+    assert_eq!(v["drill"]["rank"], "TP01");
+    assert_eq!(v["depth"]["rank"], "TP01");
     let o = run(
         "analyze-profile",
         &[renamed.to_str().unwrap(), "--rank", "2"],

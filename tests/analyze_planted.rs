@@ -208,7 +208,9 @@ fn one_rank_in_depth() {
         a.profile_dir = Some(dir.path().to_path_buf());
         a.rank = Some(rankprof::analyze::RankSel::Index(2));
     });
-    assert_eq!(a.ranks.len(), 1);
+    // The whole profile is analyzed (#43 item 6); the rank in depth and against its peers.
+    assert_eq!(a.ranks.len(), 4);
+    assert_eq!(a.drill.as_ref().map(|d| d.rank.as_str()), Some("TP02"));
     let d = a.depth.as_ref().expect("depth");
     assert_eq!(d.rank, "TP02");
     assert_eq!(d.steps.len(), p.steps);

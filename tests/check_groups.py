@@ -9,9 +9,14 @@ Reads the analysis JSON (a file argument) and recomputes, from its per-rank reco
                      between the nearest ranks (numpy's default, here by hand);
   groups by DP     = ranks grouped by the `DPnn` in their label: mean / min / max / p50 of work,
                      ranks, busiest rank, and the mean over the median of the groups' means;
-  outliers         = ranks ordered by |work - median work|, largest first (index breaks ties).
+  outliers         = ranks ordered by |work / mean work of its peers - 1|, largest first (index
+                     breaks ties), the rank furthest above its peers first, the verdict's lead
+                     (when a rank) second; a rank's peers are
+                     the other ranks of its collective world (`collectives.worlds`) when that
+                     world has two or more ranks, else every other rank.
 
-Prints JSON: {"work": {...}, "busy": {...}, "dp": {name: {...}}, "outliers": [labels]}.
+Prints JSON: {"work": {...}, "busy": {...}, "dp": {name: {...}}, "outliers": [labels],
+"vs_peers_pct": {label: percent}}.
 """
 
 import json
@@ -56,9 +61,23 @@ def main():
         "work": dist(work[l] for l in labels),
         "busy": dist(busy[l] for l in labels),
     }
-    med = out["work"]["p50"]
-    order = sorted(range(len(labels)), key=lambda i: (-abs(work[labels[i]] - med), i))
+    by_world = {}
+    for rec in a["collectives"].get("worlds", []):  # flat records {world, rank}
+        by_world.setdefault(rec["world"], []).append(rec["rank"])
+    worlds = [w for w in by_world.values() if len(w) >= 2]
+    dev = []
+    for i, l in enumerate(labels):
+        world = next((w for w in worlds if l in w), None)
+        peers = [p for p in (world if world else labels) if p != l]
+        mean = sum(work[p] for p in peers) / len(peers) if peers else 0.0
+        dev.append(100.0 * (work[l] / mean - 1.0) if mean > 0 else 0.0)
+    order = sorted(range(len(labels)), key=lambda i: (-abs(dev[i]), i))
+    top = max(range(len(labels)), key=lambda i: (dev[i], -i))
+    lead = a["verdict"].get("lead")
+    pins = [top] + ([labels.index(lead)] if lead in labels and labels.index(lead) != top else [])
+    order = pins + [i for i in order if i not in pins]
     out["outliers"] = [labels[i] for i in order[:20]]
+    out["vs_peers_pct"] = {l: dev[i] for i, l in enumerate(labels)}
     groups = {}
     for l in labels:
         m = re.search(r"DP(\d+)", l)

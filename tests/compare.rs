@@ -632,3 +632,113 @@ fn saved_summary_of_a_tp8_set_is_stable_and_small() {
         );
     }
 }
+
+/// The headline of `rankprof compare BASE CUR [extra]` at 100 columns (its first line and the
+/// indented lines it wraps onto, joined), and the exit code.
+fn cli_headline(base: &Path, cur: &Path, extra: &[&str]) -> (String, i32) {
+    let out = bin()
+        .arg("compare")
+        .arg(base)
+        .arg(cur)
+        .args(extra)
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let mut head = lines.next().unwrap_or_default().to_string();
+    assert!(head.chars().count() <= 100, "{head}");
+    for l in lines.take_while(|l| l.starts_with("    ")) {
+        assert!(l.chars().count() <= 100, "{l}");
+        head.push(' ');
+        head.push_str(l.trim_start());
+    }
+    (head, out.status.code().unwrap_or(-1))
+}
+
+/// #43 item 9 (a, b): a gemm plant ×1.2 on TP01 leads the headline in plain words, with the
+/// planted factor (+20.0 %, same seed on both sides: independent of the tool); the ranks whose
+/// communication grew only because they wait for TP01 are named as waiting, for TP01 — never
+/// as "comm waits on TP00, …", which read as if they were slow.
+#[test]
+fn the_headline_leads_with_the_worst_regression_and_names_waiting_ranks_as_waiting() {
+    let t = tempfile::tempdir().unwrap();
+    let base = synth(&t.path().join("base"), None);
+    let cur = synth(&t.path().join("cur"), Some((1, Class::Gemm, 1.2, 0)));
+    let (head, code) = cli_headline(&base, &cur, &[]);
+    assert_eq!(code, 1, "{head}");
+    assert!(
+        head.starts_with("rankprof compare: FAIL: TP01's gemm time per step +20.0 % ("),
+        "{head}"
+    );
+    assert!(
+        head.contains("TP00, TP02, TP03 wait longer in collectives, for TP01"),
+        "{head}"
+    );
+    assert!(!head.contains("waits on"), "{head}");
+    assert!(!head.contains("classes gemm, comm"), "{head}");
+    let c = run_cmp(&args(&base, &cur));
+    for f in c.failures.iter().filter(|f| f.waiting) {
+        assert!(
+            f.message.contains("waits longer in collectives (for TP01)"),
+            "{}",
+            f.message
+        );
+    }
+    assert_eq!(c.failures.iter().filter(|f| f.waiting).count(), 3);
+}
+
+/// #43 item 9 (c): `--min-time-us 50` (the README's example) floors times, not the time per
+/// token (a few µs per token): that row stays judged while the work it divides (≈ 400 µs per
+/// step) is above the floor, and is left out only when the work is below it.
+#[test]
+fn min_time_us_leaves_the_time_per_token_gate_on() {
+    let t = tempfile::tempdir().unwrap();
+    let base = synth(&t.path().join("base"), None);
+    let cur = synth(&t.path().join("cur"), Some((1, Class::Gemm, 1.2, 0)));
+    let per_token = |min_us: f64| {
+        let c = run_cmp(&CompareOptions {
+            min_time_us: min_us,
+            ..args(&base, &cur)
+        });
+        let r = c
+            .overall
+            .iter()
+            .find(|r| r.name.starts_with("time per token"))
+            .expect("a time-per-token row")
+            .clone();
+        let work = find(&c.overall, "work per step (slowest rank)").clone();
+        (r, work)
+    };
+    let (r, work) = per_token(50.0);
+    assert!(r.baseline_ns < 50_000 && r.current_ns < 50_000, "{r:?}");
+    assert!(work.baseline_ns > 50_000, "{work:?}");
+    assert_eq!(r.status, Status::Regression, "{r:?}");
+    let (r, work) = per_token(2_000.0);
+    assert!(work.baseline_ns < 2_000_000 && work.current_ns < 2_000_000);
+    assert_eq!(r.status, Status::BelowMinTime, "{r:?}");
+}
+
+/// #43 item 9 (d): a 4-rank synthetic H100 run against a 1-rank A100 trace: the first line says
+/// the sides are different runs (other GPU, other ranks) before the failure count; two runs of
+/// the same job say nothing of the kind.
+#[test]
+fn different_runs_are_said_first() {
+    let t = tempfile::tempdir().unwrap();
+    let base = synth(&t.path().join("base"), None);
+    let a100 = common::shared("hta/nccl-a100-rank-0.json.gz");
+    let (head, code) = cli_headline(&base, &a100, &[]);
+    assert_eq!(code, 1, "{head}");
+    assert!(
+        head.starts_with("rankprof compare: FAIL: the sides look like different runs (other GPU ("),
+        "{head}"
+    );
+    assert!(head.contains("A100"), "{head}");
+    assert!(head.contains("other ranks (4 ranks → 1 rank)"), "{head}");
+    let c = run_cmp(&args(&base, &a100));
+    assert!(c.different_runs.len() >= 2, "{:?}", c.different_runs);
+    let cur = synth(&t.path().join("cur"), Some((1, Class::Gemm, 1.2, 0)));
+    let c = run_cmp(&args(&base, &cur));
+    assert!(c.different_runs.is_empty(), "{:?}", c.different_runs);
+    assert!(!rankprof::report::compare::headline(&c).contains("different runs"));
+}

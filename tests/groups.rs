@@ -129,6 +129,9 @@ fn figures_match_the_independent_checker(a: &Analysis, dir: &Path) {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert_eq!(out, want);
+    for o in &a.groups.outliers {
+        close(o.vs_peers_pct, &c["vs_peers_pct"][&o.rank], &o.rank);
+    }
     let dp = a.groups.dim(Dim::Dp).unwrap();
     assert_eq!(dp.groups.len(), c["dp"].as_object().unwrap().len());
     for g in &dp.groups {
@@ -229,4 +232,123 @@ fn ep_groups_follow_the_ep_rank() {
     assert!(render_view(&a, View::Auto, None).contains("Rank summary"));
     let t = render_view(&a, View::Grouped, Some(Dim::Ep));
     assert!(t.contains("By EP group (4 groups"), "{t}");
+}
+
+/// #43 item 7: 64 ranks (DP 8 × TP 8) whose replicas carry different loads, rank 37 ×1.3 on
+/// all compute (the issue's `synth --dp 8 --tp 8 --steps 4 --layers 2 --slow-rank 37`). The
+/// verdict names TP05-DP04; the outlier table measures each rank against its replica's other
+/// ranks, as the verdict does, so it lists TP05-DP04 (first), and the HTML work map colours
+/// its cell full red (≥ +25 %). Measured against the median of all ranks, DP04's light load
+/// hid it (-0.5 %) behind the healthy ranks of DP04 and DP03.
+#[test]
+fn the_verdicts_rank_leads_the_outliers_within_its_replica() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args([
+            "synth", "--dp", "8", "--tp", "8", "--steps", "4", "--layers", "2",
+        ])
+        .args(["--slow-rank", "37", "-o"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = analyze(&AnalyzeOptions {
+        profile_dir: Some(d.path().to_path_buf()),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(a.verdict.slowest.as_deref(), Some("TP05-DP04"));
+    assert!(a.verdict.lines.iter().any(|l| l.contains("TP05-DP04")));
+    let g = &a.groups;
+    assert_eq!(g.outliers[0].rank, "TP05-DP04");
+    // Independently: its work over the mean of DP04's seven other ranks.
+    let idx = |l: &str| a.ranks.iter().position(|r| r.rank == l).unwrap();
+    let peers: Vec<f64> = (0..8)
+        .filter(|&t| t != 5)
+        .map(|t| g.work_ns[idx(&format!("TP{t:02}-DP04"))] as f64)
+        .collect();
+    let want = 100.0 * (g.work_ns[idx("TP05-DP04")] as f64 * 7.0 / peers.iter().sum::<f64>() - 1.0);
+    assert!((g.outliers[0].vs_peers_pct - want).abs() < 1e-9);
+    assert!((25.0..35.0).contains(&want), "planted ×1.3: {want}");
+    // The terminal's outlier table lists it.
+    let text = render_view(&a, View::Auto, None);
+    let table: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Top 10 outlier ranks"))
+        .take_while(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(table.contains("its replica's other ranks"), "{table}");
+    assert!(table.contains("│ TP05-DP04"), "{table}");
+    // The HTML grid: the DP04 × TP5 cell at full red; every other cell within ±5 %.
+    let html = rankprof::report::html::render(&a);
+    let data = html
+        .split("id=\"grid-work-data\">")
+        .nth(1)
+        .and_then(|s| s.split("</script>").next())
+        .expect("grid-work data");
+    let v: Value = serde_json::from_str(data).unwrap();
+    let rows: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    let cols: Vec<&str> = v["cols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    let (r, c) = (
+        rows.iter().position(|&x| x == "DP04").unwrap(),
+        cols.iter().position(|&x| x == "TP5").unwrap(),
+    );
+    for (i, row) in v["dev"].as_array().unwrap().iter().enumerate() {
+        for (j, p) in row.as_array().unwrap().iter().enumerate() {
+            let p = p.as_i64().unwrap();
+            if (i, j) == (r, c) {
+                assert!(p >= 250, "the culprit's cell: {p} ‰");
+            } else {
+                assert!(p.abs() <= 50, "{} × {}: {p} ‰", rows[i], cols[j]);
+            }
+        }
+    }
+    assert!(html.contains("colour: vs the mean of its replica&#39;s other ranks"));
+}
+
+/// #43 item 7, the other half: a rank the verdict names first for a late step start (its work
+/// is even, so it is no outlier by work) is still listed, second, after the rank furthest above
+/// its peers.
+#[test]
+fn the_verdicts_lead_is_listed_even_with_even_work() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args([
+            "synth", "--dp", "8", "--tp", "8", "--steps", "4", "--layers", "2",
+        ])
+        .args(["--late-start-rank", "20", "-o"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = analyze(&AnalyzeOptions {
+        profile_dir: Some(d.path().to_path_buf()),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(a.verdict.lead.as_deref(), Some("TP04-DP02"));
+    let o = &a.groups.outliers[1];
+    assert_eq!(o.rank, "TP04-DP02");
+    assert!(o.vs_peers_pct.abs() < 5.0, "even work: {}", o.vs_peers_pct);
+    let text = render_view(&a, View::Auto, None);
+    assert!(text.contains("│ TP04-DP02"), "{text}");
 }

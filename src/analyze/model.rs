@@ -13,6 +13,7 @@ use super::collect::plan::FileInfo;
 use super::collect::rank::{RankResult, StreamRow};
 use super::collect::steps::StepFig;
 use super::explain::attribution::Attribution;
+use super::explain::drill::Drill;
 use super::explain::ep::EpRecord;
 use super::explain::verdict::Verdict;
 use super::reduce::collectives::CollectiveReport;
@@ -83,6 +84,9 @@ pub struct Analysis {
     #[serde(default)]
     pub ep: Vec<EpRecord>,
     pub depth: Option<RankDepth>,
+    /// `--rank`: that rank against its peers' median (by class, kernel, step, collective).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drill: Option<Drill>,
     /// The ranks in groups (per DP replica, TP rank, …), distributions and outliers: the views
     /// that stay readable at 1,024 ranks.
     #[serde(default)]
@@ -114,8 +118,7 @@ impl Analysis {
     }
 }
 
-/// One rank in depth (`--rank N` on one rank): its summary, class totals, top ops, streams and
-/// steps.
+/// One rank in depth (`--rank`): its summary, class totals, top ops, streams and steps.
 pub(super) fn depth(r: &RankResult, class_names: &[String], top_n: usize) -> RankDepth {
     let sum: i64 = r.ops.iter().map(|o| o.agg.total).sum();
     let pct = |x: i64| busy::pct(x, sum);

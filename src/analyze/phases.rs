@@ -27,7 +27,7 @@ use super::collect::plan::{plan, read_input, FileInfo, FileResult};
 use super::collect::rank::RankResult;
 use super::collect::spill;
 use super::collect::steps::StepFig;
-use super::explain::{attribution, ep, verdict};
+use super::explain::{attribution, drill, ep, verdict};
 use super::model::{self, Analysis};
 use super::options::{AnalyzeOptions, RankSel};
 use super::rankset;
@@ -112,8 +112,9 @@ pub fn read(
         plan.inputs = plan.inputs[lo..hi].to_vec();
         plan.grid = plan.inputs.iter().map(|i| i.id.clone()).collect();
     }
-    // One file may hold several ranks (a merged trace, also one renamed): `--rank` then picks
-    // among them once it is read.
+    // `--rank` names the rank the drill-down is about; every rank is read (its peers are the
+    // comparison). One file may hold several ranks (a merged trace, also one renamed): the
+    // name is checked among them once it is read.
     let single = plan.inputs.len() == 1;
     let named_merged = single && trace::is_merged_trace(&plan.inputs[0].path);
     if let (Some(sel), false) = (&args.rank, single) {
@@ -134,7 +135,6 @@ pub fn read(
                 plan.inputs.len().saturating_sub(1)
             );
         }
-        plan.inputs = vec![plan.inputs[n].clone()];
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))
@@ -189,7 +189,7 @@ pub fn read(
     }
     let merged = named_merged || (single && files.iter().map(|f| f.ranks.len()).sum::<usize>() > 1);
     if let (Some(sel), true) = (&args.rank, single) {
-        pick_rank(&mut files, sel)?;
+        check_rank(&files, sel)?;
     }
     Ok(Read {
         profile_id: plan.profile_id,
@@ -280,9 +280,9 @@ fn partial_ranks(results: &mut Vec<RankResult>, keep: bool) -> Option<(String, S
     Some((named, parts.join(" ")))
 }
 
-/// `--rank N` on one file, which may hold several ranks (a merged trace): keeps the N-th rank
-/// only. A file read as no rank at all (unreadable) is left for the reduce to report.
-fn pick_rank(files: &mut [FileRead], sel: &RankSel) -> Result<()> {
+/// `--rank` on one file, which may hold several ranks (a merged trace): the rank must be among
+/// them. A file read as no rank at all (unreadable) is left for the reduce to report.
+fn check_rank(files: &[FileRead], sel: &RankSel) -> Result<()> {
     let total: usize = files.iter().map(|f| f.ranks.len()).sum();
     if total == 0 {
         return Ok(());
@@ -309,14 +309,15 @@ fn pick_rank(files: &mut [FileRead], sel: &RankSel) -> Result<()> {
             total - 1
         );
     }
-    let mut i = 0;
-    for f in files {
-        f.ranks.retain(|_| {
-            i += 1;
-            i - 1 == n
-        });
-    }
     Ok(())
+}
+
+/// The rank `--rank` names among those analyzed: by label, or by its place in rank order.
+fn selected(results: &[RankResult], sel: &RankSel) -> Option<usize> {
+    match sel {
+        RankSel::Index(n) => (*n < results.len()).then_some(*n),
+        RankSel::Label(_) => results.iter().position(|r| sel.names(&r.label)),
+    }
 }
 
 /// The reduce phase: every rank of `read` across ranks, into the report.
@@ -358,6 +359,21 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             unreadable.join("\n  ")
         );
     }
+    // `--rank N` is the N-th rank read: named by its label before a rank is left out.
+    let by_label;
+    let args = match &args.rank {
+        Some(sel @ RankSel::Index(_)) => match selected(&results, sel) {
+            Some(i) => {
+                by_label = AnalyzeOptions {
+                    rank: Some(RankSel::Label(results[i].label.clone())),
+                    ..args.clone()
+                };
+                &by_label
+            }
+            None => args,
+        },
+        _ => args,
+    };
     let partial_line = partial_ranks(&mut results, args.keep_partial);
     // A rank cut short before Kineto wrote its baseTimeNanoseconds (after the events) has
     // relative times: it gets the common base of the others, as `merge` does.
@@ -549,9 +565,35 @@ fn cross_rank(
         &path,
         args.summary_kernels,
     );
-    let groups = groups::build(&results, &summaries, &steps);
-    let depth = (args.rank.is_some() && results.len() == 1)
-        .then(|| model::depth(&results[0], &class_names, args.top_n));
+    let lead = verdict
+        .lead
+        .as_ref()
+        .and_then(|l| labels.iter().position(|x| x == l));
+    let groups = groups::build(&results, &summaries, &steps, lead);
+    let chosen = args.rank.as_ref().and_then(|s| selected(&results, s));
+    if let (Some(sel), None) = (&args.rank, chosen) {
+        notes.push(format!(
+            "--rank {sel}: that rank is left out of the comparison (its data stops early): no \
+             drill-down"
+        ));
+    }
+    let depth = chosen.map(|r| model::depth(&results[r], &class_names, args.top_n));
+    let drill = chosen.map(|r| {
+        drill::drill(
+            &drill::Input {
+                results: &results,
+                class_names: &class_names,
+                comm_class: classifier.comm() as usize,
+                work_ns: &groups.work_ns,
+                steps: &steps,
+                collectives: &coll,
+                verdict_lines: &verdict.lines,
+                threshold,
+                top_n: args.top_n,
+            },
+            r,
+        )
+    });
     Ok(Analysis {
         profile_id: id.to_string(),
         stage: stage.map(String::from),
@@ -568,6 +610,7 @@ fn cross_rank(
         attribution,
         ep,
         depth,
+        drill,
         groups,
         notes,
         damaged: false,

@@ -202,8 +202,10 @@ pub struct AnalyzeArgs {
     /// Compare every rank (the default).
     #[arg(long = "all-ranks", conflicts_with = "rank")]
     pub all_ranks: bool,
-    /// One rank in depth: its index in rank order (0 = first, as `ls` lists them) or its label
-    /// as the reports print it (TP01-DP01).
+    /// One rank against its peers: the whole profile is analyzed, and the report drills down
+    /// into this rank — the kernel classes, kernels, steps and collectives where it differs most
+    /// from its peers' median, with the ratios. Its index in rank order (0 = first, as `ls`
+    /// lists them) or its label as the reports print it (TP01-DP01).
     #[arg(long, value_name = "N|LABEL")]
     pub rank: Option<String>,
     /// Analyze only this profile id (when the directory holds several).

@@ -61,6 +61,10 @@ pub struct Row {
     /// `None` when the baseline is 0.
     pub delta_pct: Option<f64>,
     pub status: Status,
+    /// The times `--min-time-us` is held against when they are not the row's own (a time per
+    /// token is judged unless the work it divides is below the floor): baseline, current.
+    #[serde(skip)]
+    pub floor_ns: Option<(i64, i64)>,
 }
 
 impl Row {
@@ -74,6 +78,7 @@ impl Row {
             delta_ns: c - b,
             delta_pct: pct(b, c),
             status: Status::Ok,
+            floor_ns: None,
         }
     }
 }
@@ -176,6 +181,15 @@ pub struct Comparison {
     pub current_only_ranks: Vec<String>,
     pub failures: Vec<Failure>,
     pub passed: bool,
+    /// The worst regression in plain words (`TP01's gemm time per step +20.0 % (…)`), set by
+    /// the gate when it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<String>,
+    /// Why the two sides look like different runs (other GPU, other ranks, other naming, other
+    /// step markers): said before any failure, since their figures do not compare. Empty: the
+    /// same kind of run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub different_runs: Vec<String>,
     pub notes: Vec<String>,
 }
 
@@ -339,13 +353,17 @@ pub fn build(
     // Time per unit of work (version 2 summaries): gated by --max-regression like the others.
     if let (Some(wb), Some(wc)) = (&base.work, &cur.work) {
         match (wb.time_per_unit_ns_max, wc.time_per_unit_ns_max) {
-            (Some(b), Some(c)) if wb.unit == wc.unit => overall.push(Row::new(
-                format!("time per {} (slowest rank)", wb.unit),
-                None,
-                None,
-                b,
-                c,
-            )),
+            (Some(b), Some(c)) if wb.unit == wc.unit => overall.push(Row {
+                // A rate, not a time: --min-time-us holds the work it divides.
+                floor_ns: Some((bw, cw)),
+                ..Row::new(
+                    format!("time per {} (slowest rank)", wb.unit),
+                    None,
+                    None,
+                    b,
+                    c,
+                )
+            }),
             (Some(_), Some(_)) => notes.push(format!(
                 "the sides measure work in different units ({} vs {}): time per unit not compared",
                 wb.unit, wc.unit
@@ -522,6 +540,7 @@ pub fn build(
             base.profile.source, cur.profile.source
         ));
     }
+    let different_runs = different_runs(base, cur, pairs.len());
 
     Ok(Comparison {
         baseline,
@@ -543,8 +562,59 @@ pub fn build(
         current_only_ranks,
         failures: Vec::new(),
         passed: true,
+        lead: None,
+        different_runs,
         notes,
     })
+}
+
+/// Why `base` and `cur` look like different runs rather than two runs of one job: another GPU,
+/// another number of ranks, rank labels of another naming (none shared: matched by position)
+/// or only some shared, another event source, other step markers. `matched`: the ranks paired.
+pub fn different_runs(base: &Summary, cur: &Summary, matched: usize) -> Vec<String> {
+    let mut why = Vec::new();
+    let gpus =
+        |s: &Summary| -> BTreeSet<String> { s.profile.devices.iter().flatten().cloned().collect() };
+    let (gb, gc) = (gpus(base), gpus(cur));
+    let list = |g: &BTreeSet<String>| g.iter().cloned().collect::<Vec<_>>().join(", ");
+    if !gb.is_empty() && !gc.is_empty() && gb != gc {
+        why.push(format!("other GPU ({} → {})", list(&gb), list(&gc)));
+    }
+    let labels = |s: &Summary| -> Vec<String> { s.ranks.iter().map(|r| r.rank.clone()).collect() };
+    let (lb, lc) = (labels(base), labels(cur));
+    let shared = lb.iter().filter(|l| lc.contains(l)).count();
+    let compact = crate::analyze::rankset::compact::<String>;
+    if lb.len() != lc.len() {
+        why.push(format!(
+            "other ranks ({} {} → {} {})",
+            lb.len(),
+            if lb.len() == 1 { "rank" } else { "ranks" },
+            lc.len(),
+            if lc.len() == 1 { "rank" } else { "ranks" }
+        ));
+    } else if shared == 0 && lb.len() > 1 {
+        why.push(format!(
+            "other rank naming ({} → {}; matched by position)",
+            compact(&lb),
+            compact(&lc)
+        ));
+    } else if shared < lb.len() && lb.len() > 1 {
+        why.push(format!(
+            "other ranks (only {matched} of {} on both sides)",
+            lb.len()
+        ));
+    }
+    if base.profile.source != cur.profile.source {
+        why.push(format!(
+            "other events ({} → {})",
+            base.profile.source, cur.profile.source
+        ));
+    }
+    let (sb, sc) = (&base.profile.step_source, &cur.profile.step_source);
+    if sb != sc && !sb.is_empty() && !sc.is_empty() {
+        why.push(format!("other step markers ({sb} → {sc})"));
+    }
+    why
 }
 
 fn list_or_none(v: &[String]) -> String {

@@ -2,11 +2,17 @@
 //!
 //! A time row (overall, rank, class, class on a rank) fails when it grew by more than
 //! `--max-regression` percent, or has time where the baseline had none; rows whose baseline
-//! and current are both below `--min-time-us` are not judged. A kernel found only in CURRENT
+//! and current are both below `--min-time-us` are not judged; a time per token is a rate, not a
+//! time: it is judged unless the work it divides is below `--min-time-us`. A kernel found only in CURRENT
 //! fails when it took at least `--min-time-us` in all (unless `--allow-new-kernels`, or the
 //! baseline summary folded kernels so it may have been there). The imbalance fails when the
 //! current slowest-over-mean work exceeds `--max-imbalance`. Kernel rows found on both sides
 //! are shown, not judged: their class is.
+//!
+//! The gate also words its worst regression ([`lead`]): a rank's own class time first (the
+//! largest growth), then a rank's work, a class over all ranks, an overall figure, a new
+//! kernel, the imbalance; communication that grew on a rank whose own work did not is that
+//! rank waiting for a slower one, told last.
 
 use super::diff::{Comparison, Failure, Row, Status};
 use crate::analyze::classes::COMM;
@@ -33,7 +39,8 @@ pub fn fmt_pct(p: Option<f64>) -> String {
 }
 
 fn judge(r: &mut Row, max_pct: f64, min_ns: i64) -> bool {
-    r.status = if r.baseline_ns < min_ns && r.current_ns < min_ns {
+    let (b, c) = r.floor_ns.unwrap_or((r.baseline_ns, r.current_ns));
+    r.status = if b < min_ns && c < min_ns {
         Status::BelowMinTime
     } else {
         match r.delta_pct {
@@ -94,7 +101,7 @@ pub fn apply(c: &mut Comparison) {
             });
         }
     }
-    let mut slow_ranks = Vec::new();
+    let mut slow_ranks: Vec<String> = Vec::new();
     for r in &mut c.ranks {
         if judge(r, t.max_regression_pct, t.min_time_ns) {
             slow_ranks.push(r.name.clone());
@@ -123,26 +130,46 @@ pub fn apply(c: &mut Comparison) {
         }
     }
     for r in &mut c.rank_classes {
-        if judge(r, t.max_regression_pct, t.min_time_ns) {
-            let rank = r.rank.clone().unwrap_or_default();
-            let class = r.class.clone().unwrap_or_default();
-            let waiting = class == COMM && !slow_ranks.contains(&rank);
-            failures.push(Failure {
-                kind: "rank-class".into(),
-                rank: r.rank.clone(),
-                class: r.class.clone(),
-                waiting,
-                message: format!(
-                    "class {class} on rank {rank}: {}{}",
-                    change(r, per_step, m),
-                    if waiting {
-                        "; communication time includes waiting for slower ranks"
-                    } else {
-                        ""
-                    }
-                ),
-            });
+        judge(r, t.max_regression_pct, t.min_time_ns);
+    }
+    // The ranks that are slower themselves: their work, or a class other than communication.
+    for r in c
+        .rank_classes
+        .iter()
+        .filter(|r| r.status == Status::Regression)
+    {
+        let rank = r.rank.clone().unwrap_or_default();
+        if r.class.as_deref() != Some(COMM) && !slow_ranks.contains(&rank) {
+            slow_ranks.push(rank);
         }
+    }
+    let waited_for = if slow_ranks.is_empty() {
+        "slower ranks".to_string()
+    } else {
+        slow_ranks.join(", ")
+    };
+    for r in c
+        .rank_classes
+        .iter()
+        .filter(|r| r.status == Status::Regression)
+    {
+        let rank = r.rank.clone().unwrap_or_default();
+        let class = r.class.clone().unwrap_or_default();
+        let waiting = class == COMM && !slow_ranks.contains(&rank);
+        failures.push(Failure {
+            kind: "rank-class".into(),
+            rank: r.rank.clone(),
+            class: r.class.clone(),
+            waiting,
+            message: if waiting {
+                format!(
+                    "rank {rank} waits longer in collectives (for {waited_for}): class {class} {}",
+                    change(r, per_step, m)
+                )
+            } else {
+                format!("class {class} on rank {rank}: {}", change(r, per_step, m))
+            },
+        });
     }
     if t.new_kernels_fail {
         for k in &mut c.appeared {
@@ -171,6 +198,91 @@ pub fn apply(c: &mut Comparison) {
     }
     c.passed = failures.is_empty();
     c.failures = failures;
+    c.lead = lead(c);
+}
+
+/// `+12.0 % (1.00 ms → 1.12 ms)`, or `new (0.0 µs → 12.0 µs)`.
+fn growth(r: &Row) -> String {
+    let pct = match r.delta_pct {
+        Some(_) => fmt_pct(r.delta_pct),
+        None => "new".into(),
+    };
+    format!(
+        "{pct} ({} → {})",
+        fmt_ns(r.baseline_ns),
+        fmt_ns(r.current_ns)
+    )
+}
+
+/// The worst regression of a judged comparison in plain words, `None` when it passed: the
+/// failing row of the first family that has one (a rank's own class time, a rank's work, a
+/// class over all ranks, an overall figure, a new kernel, the imbalance, a rank waiting in
+/// collectives), the one that grew most in time within it.
+pub fn lead(c: &Comparison) -> Option<String> {
+    if c.passed {
+        return None;
+    }
+    let per = if c.basis == super::diff::Basis::Steps {
+        " per step"
+    } else {
+        ""
+    };
+    let waiting = |r: &Row| {
+        c.failures
+            .iter()
+            .any(|f| f.waiting && f.rank == r.rank && f.class == r.class)
+    };
+    let worst = |rows: &mut dyn Iterator<Item = &Row>| -> Option<Row> {
+        rows.filter(|r| r.status == Status::Regression)
+            .max_by(|a, b| a.delta_ns.cmp(&b.delta_ns).then(b.name.cmp(&a.name)))
+            .cloned()
+    };
+    let waits_anywhere = c.failures.iter().any(|f| f.waiting);
+    if let Some(r) = worst(&mut c.rank_classes.iter().filter(|r| !waiting(r))) {
+        let (rank, class) = (
+            r.rank.as_deref().unwrap_or("?"),
+            r.class.as_deref().unwrap_or("?"),
+        );
+        return Some(format!("{rank}'s {class} time{per} {}", growth(&r)));
+    }
+    if let Some(r) = worst(&mut c.ranks.iter()) {
+        return Some(format!("{}'s work{per} {}", r.name, growth(&r)));
+    }
+    let own = |r: &&Row| !(waits_anywhere && r.class.as_deref() == Some(COMM));
+    if let Some(r) = worst(&mut c.classes.iter().filter(own)) {
+        return Some(format!(
+            "{} time{per} over all ranks {}",
+            r.name,
+            growth(&r)
+        ));
+    }
+    if let Some(r) = worst(&mut c.overall.iter()) {
+        return Some(format!("{} {}", r.name, growth(&r)));
+    }
+    if let Some(k) = c.appeared.iter().find(|k| k.fails) {
+        return Some(format!(
+            "a new {} kernel takes {} ({})",
+            k.class,
+            fmt_ns(k.total_ns),
+            crate::analyze::collect::ops::short_name(&k.name)
+        ));
+    }
+    if c.imbalance.fails {
+        return Some(format!(
+            "imbalance {:.3} (slowest rank {}; baseline {:.3})",
+            c.imbalance.current,
+            c.imbalance.current_slowest.as_deref().unwrap_or("?"),
+            c.imbalance.baseline
+        ));
+    }
+    if let Some(r) = worst(&mut c.rank_classes.iter().chain(&c.classes)) {
+        return Some(format!(
+            "{} waits longer in collectives: {COMM} time{per} {}",
+            r.rank.as_deref().unwrap_or("every rank"),
+            growth(&r)
+        ));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -198,6 +310,7 @@ mod tests {
             delta_ns: c - b,
             delta_pct: super::super::diff::pct(b, c),
             status: Status::Ok,
+            floor_ns: None,
         }
     }
 
@@ -219,5 +332,17 @@ mod tests {
             judge(&mut r, 5.0, 20),
             "one side above --min-time-us is judged"
         );
+        // A rate (time per token, 2.6 µs → 3.0 µs) is held by the work it divides.
+        let mut r = Row {
+            floor_ns: Some((400_000, 450_000)),
+            ..row(2_600, 3_000)
+        };
+        assert!(judge(&mut r, 5.0, 50_000), "time per token judged");
+        let mut r = Row {
+            floor_ns: Some((40_000, 45_000)),
+            ..row(2_600, 3_000)
+        };
+        assert!(!judge(&mut r, 5.0, 50_000));
+        assert_eq!(r.status, Status::BelowMinTime);
     }
 }

@@ -72,11 +72,22 @@ fn time_section(title: String, first: &'static str, rows: Vec<Vec<String>>) -> S
     }
 }
 
-/// "FAIL: 3 failures (ranks TP2; classes gemm, comm; comm waits on TP0, TP1)" or "PASS: …".
-/// Ranks and classes of a rank's own regressions come first.
+/// "FAIL: TP2's gemm time per step +12.0 % (…); 3 failures (ranks TP2; classes gemm; TP0, TP1
+/// wait longer in collectives, for TP2)" or "PASS: …": the worst regression in words first
+/// ([`Comparison::lead`]), then the ranks and classes of the ranks' own regressions, then the
+/// ranks that only wait for them. Two sides that look like different runs say so first.
 pub fn headline(c: &Comparison) -> String {
+    let runs = (!c.different_runs.is_empty()).then(|| {
+        format!(
+            "the sides look like different runs ({}), whose figures do not compare one to one",
+            c.different_runs.join("; ")
+        )
+    });
     if c.passed {
-        return "PASS: no regression".into();
+        return match runs {
+            Some(r) => format!("PASS: no regression (but {r})"),
+            None => "PASS: no regression".into(),
+        };
     }
     fn add<'a>(v: &mut Vec<&'a str>, x: Option<&'a str>) {
         if let Some(x) = x {
@@ -95,13 +106,17 @@ pub fn headline(c: &Comparison) -> String {
     {
         add(&mut classes, f.class.as_deref());
     }
+    let waiting = c.failures.iter().any(|f| f.waiting);
     for f in &c.failures {
         if f.waiting {
             add(&mut waits, f.rank.as_deref());
-        } else {
-            add(&mut ranks, f.rank.as_deref());
+            continue;
         }
-        add(&mut classes, f.class.as_deref());
+        add(&mut ranks, f.rank.as_deref());
+        // Communication over all ranks grows with the waiting: not a class of its own.
+        if !(waiting && f.class.as_deref() == Some(COMM) && f.rank.is_none()) {
+            add(&mut classes, f.class.as_deref());
+        }
     }
     let mut what = Vec::new();
     if !ranks.is_empty() {
@@ -111,18 +126,44 @@ pub fn headline(c: &Comparison) -> String {
         what.push(format!("classes {}", classes.join(", ")));
     }
     if !waits.is_empty() {
-        what.push(format!("{COMM} waits on {}", waits.join(", ")));
+        let (verb, slow) = if waits.len() == 1 {
+            ("waits", "its")
+        } else {
+            ("wait", "their")
+        };
+        let rank_set: Vec<&str> = ranks
+            .iter()
+            .copied()
+            .filter(|r| !waits.contains(r))
+            .collect();
+        what.push(if rank_set.is_empty() {
+            format!(
+                "{} {verb} longer in collectives ({slow} own work did not grow)",
+                waits.join(", ")
+            )
+        } else {
+            format!(
+                "{} {verb} longer in collectives, for {}",
+                waits.join(", "),
+                rank_set.join(", ")
+            )
+        });
     }
     let n = c.failures.len();
-    format!(
-        "FAIL: {n} {}{}",
+    let count = format!(
+        "{n} {}{}",
         if n == 1 { "failure" } else { "failures" },
         if what.is_empty() {
             String::new()
         } else {
             format!(" ({})", what.join("; "))
         }
-    )
+    );
+    match (runs, &c.lead) {
+        (Some(r), _) => format!("FAIL: {r}; {count}"),
+        (None, Some(l)) => format!("FAIL: {l}; {count}"),
+        (None, None) => format!("FAIL: {count}"),
+    }
 }
 
 fn plural(n: usize, one: &str) -> String {
@@ -153,6 +194,9 @@ fn gate_line(c: &Comparison) -> String {
         None => s.push_str(", imbalance not gated"),
     }
     s.push_str(&format!(", min time {}", fmt_ns(t.min_time_ns)));
+    if t.min_time_ns > 0 && c.overall.iter().any(|r| r.floor_ns.is_some()) {
+        s.push_str(" (on times; a time per token on the work it divides)");
+    }
     s.push_str(if t.new_kernels_fail {
         ", new kernels fail"
     } else {
@@ -365,7 +409,12 @@ fn cols(names: &[&str]) -> Vec<String> {
 
 /// Terminal tables.
 pub fn table(c: &Comparison) -> String {
-    let mut s = format!("rankprof compare: {}\n", headline(c));
+    // The headline wraps at the terminal's width, its continuation indented under it.
+    let w = (super::terminal::width() as usize).max(60);
+    let mut s = format!(
+        "{}\n",
+        super::attribution::wrap(&format!("rankprof compare: {}", headline(c)), w, "    ")
+    );
     for (name, side) in [("baseline", &c.baseline), ("current ", &c.current)] {
         s.push_str(&format!("  {name}  {} ({})\n", side.path, side_what(side)));
     }

@@ -1,5 +1,6 @@
 //! The grouped terminal form, for many ranks: the distribution of each rank figure (min / p50 /
-//! p90 / max), the top outlier ranks with the rest summarized, the groups of one dimension
+//! p90 / max), the top outlier ranks (against their peers, as the verdict measures a rank) with
+//! the rest summarized, the groups of one dimension
 //! (DP replicas by default, `--group-by`) with the largest deviations first, and the class
 //! totals as distributions; plus the `groups` tidy table. Renders
 //! [`crate::analyze::reduce::groups::Groups`]; computes nothing.
@@ -124,13 +125,14 @@ pub fn tables(a: &Analysis, want: Option<Dim>) -> Vec<(Table, Option<String>)> {
         Table {
             name: "outliers",
             title: format!(
-                "Top {} outlier ranks ({what} furthest from the median rank's {:.2} ms)",
+                "Top {} outlier ranks ({what} furthest from the mean of {})",
                 shown.len(),
-                g.work.p50 / 1e6
+                g.peers
             ),
             columns: [
                 "rank",
                 what,
+                "vs peers %",
                 "vs median %",
                 "busy",
                 "exposed comm",
@@ -145,6 +147,7 @@ pub fn tables(a: &Analysis, want: Option<Dim>) -> Vec<(Table, Option<String>)> {
                     vec![
                         text(o.rank.clone()),
                         ms(o.work_ns),
+                        Cell::Num(o.vs_peers_pct, 1),
                         Cell::Num(o.vs_median_pct, 1),
                         ms(o.busy_ns),
                         ms(o.exposed_comm_ns),

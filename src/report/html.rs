@@ -435,8 +435,14 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
 /// The grouped form's work map (DP × TP) and rank × step map.
 fn grouped_maps(s: &mut String, a: &Analysis) {
     if let Some(m) = super::html_grid::work_map(a) {
-        s.push_str("\n<h2>Work per rank on the parallel grid (DP replica × TP rank; colour: vs the median rank)</h2>\n");
-        s.push_str(&legend("grid-work", "the median rank"));
+        s.push_str(&format!(
+            "\n<h2>Work per rank on the parallel grid (DP replica × TP rank; colour: vs the mean of {})</h2>\n",
+            esc(&a.groups.peers)
+        ));
+        s.push_str(&legend(
+            "grid-work",
+            &format!("the mean of {}", a.groups.peers),
+        ));
         s.push_str(&m);
     }
     if !a.steps.rows.is_empty() {

@@ -175,27 +175,31 @@ fn names(html: String, a: &Analysis, ord: &[usize]) -> String {
     )
 }
 
-/// The work map: DP replicas × TP ranks, each rank's work against the median rank's.
+/// The work map: DP replicas × TP ranks, each rank's work against its peers' (the verdict's
+/// measure, [`crate::analyze::reduce::groups::Groups::vs_peers_pct`]).
 pub fn work_map(a: &Analysis) -> Option<String> {
     let g = a.groups.grid.as_ref()?;
-    let med = a.groups.work.p50;
-    let cell = |r: &Option<usize>, f: &dyn Fn(f64) -> f64| {
-        r.and_then(|r| a.groups.work_ns.get(r))
-            .map_or(f64::NAN, |&w| f(w as f64))
-    };
+    let pick = |v: &[f64], r: &Option<usize>| r.and_then(|r| v.get(r)).copied();
     let dev = g
         .cells
         .iter()
         .map(|row| {
             row.iter()
-                .map(|r| cell(r, &|w| if med > 0.0 { w / med - 1.0 } else { 0.0 }))
+                .map(|r| pick(&a.groups.vs_peers_pct, r).map_or(f64::NAN, |p| p / 100.0))
                 .collect()
         })
         .collect();
     let val = g
         .cells
         .iter()
-        .map(|row| row.iter().map(|r| cell(r, &|w| w / 1e6)).collect())
+        .map(|row| {
+            row.iter()
+                .map(|r| {
+                    r.and_then(|r| a.groups.work_ns.get(r))
+                        .map_or(f64::NAN, |&w| w as f64 / 1e6)
+                })
+                .collect()
+        })
         .collect();
     let d = Data {
         rows: g.rows.clone(),

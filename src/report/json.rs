@@ -86,6 +86,7 @@ pub fn shell(a: &Analysis) -> Result<Value> {
         attribution,
         ep,
         depth,
+        drill,
         groups,
         notes,
         damaged,
@@ -142,6 +143,9 @@ pub fn shell(a: &Analysis) -> Result<Value> {
     o.insert("attribution".into(), Value::Object(at));
     o.insert("ep".into(), to(ep)?);
     o.insert("depth".into(), to(depth)?);
+    if drill.is_some() {
+        o.insert("drill".into(), to(drill)?);
+    }
     o.insert("groups".into(), to(groups)?);
     o.insert("notes".into(), to(notes)?);
     o.insert("damaged".into(), to(damaged)?);
@@ -205,6 +209,7 @@ fn reshape(a: &Analysis, v: &mut Value) {
     if let Some(g) = v.get_mut("groups").and_then(Value::as_object_mut) {
         g.insert("dims".into(), records(super::groups::tidy(a)));
         g.remove("work_ns");
+        g.remove("vs_peers_pct");
         let classes = a.classes.classes.iter().zip(&a.groups.classes);
         let classes: Vec<Value> = classes
             .map(|(c, d)| {
@@ -218,8 +223,11 @@ fn reshape(a: &Analysis, v: &mut Value) {
             let mut cells = Vec::new();
             for (row, line) in grid.rows.iter().zip(&grid.cells) {
                 for (col, r) in grid.cols.iter().zip(line) {
-                    if let Some(r) = r.and_then(|r| a.ranks.get(r)) {
-                        cells.push(serde_json::json!({"row": row, "col": col, "rank": r.rank}));
+                    if let Some((i, r)) = r.and_then(|i| a.ranks.get(i).map(|r| (i, r))) {
+                        let dev = a.groups.vs_peers_pct.get(i).copied().unwrap_or(0.0);
+                        cells.push(serde_json::json!({
+                            "row": row, "col": col, "rank": r.rank, "vs_peers_pct": dev
+                        }));
                     }
                 }
             }

@@ -7,7 +7,8 @@
 //! - [`table`] is the one table model (typed cells) and its CSV, markdown and JSON forms; the
 //!   terminal draws it ([`terminal`]) and Parquet writes it ([`parquet`]).
 //! - The renderers, one per result: the analysis ([`analysis`]: its tables in [`tables`],
-//!   [`attribution`], [`collective_tables`], [`groups`], [`tidy`]; JSON streamed by [`json`];
+//!   [`attribution`], [`collective_tables`], [`groups`], [`tidy`], one rank's drill-down in
+//!   [`drill`]; JSON streamed by [`json`];
 //!   CSV and markdown in [`formats`]; HTML in [`html`], its lane chart in [`html_lanes`]), a comparison ([`compare`]), a listing
 //!   of rank files ([`listing`]), merge results ([`merged`]), capture outcomes ([`capture`]) and
 //!   the live view of `watch` ([`watch`]); shared text helpers in [`text`].
@@ -18,6 +19,7 @@ pub mod capture;
 pub mod collective_tables;
 pub mod compare;
 pub mod critical_path;
+pub mod drill;
 pub mod formats;
 pub mod groups;
 pub mod html;

@@ -46,6 +46,9 @@ pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
         out.push(collective_tables::groups(a));
         out.push(collective_tables::worst(a));
     }
+    if let Some(d) = &a.drill {
+        out.extend(super::drill::tables(d));
+    }
     if let Some(d) = &a.depth {
         out.extend(depth(d));
     }

@@ -110,6 +110,9 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
         s.push_str(&format!("  {}\n", super::attribution::wrap(l, w, "    ")));
     }
     s.push('\n');
+    if let Some(d) = &a.drill {
+        return drill_view(s, a, d);
+    }
     let onset = a.steps.onset.as_ref().map(|o| o.step_index);
     let grouped = super::groups::grouped(a, view);
     if grouped {
@@ -151,6 +154,28 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
                 notes.len() - 20
             ));
         }
+    }
+    s
+}
+
+/// `--rank`: after the verdict, the rank against its peers (its summary line, the drill-down
+/// tables) and the rank's own tables; the whole profile's tables are left to a run without it.
+fn drill_view(mut s: String, a: &Analysis, d: &crate::analyze::explain::drill::Drill) -> String {
+    let w = (width() as usize).max(60) - 2;
+    s.push_str(&format!(
+        "Rank {} against its peers ({}):\n",
+        d.rank, d.peers
+    ));
+    s.push_str(&format!(
+        "  {}\n\n",
+        super::attribution::wrap(&d.summary, w, "    ")
+    ));
+    for t in sections_for(a, Some(width() as usize))
+        .iter()
+        .filter(|t| t.terminal && (t.name.starts_with("drill") || t.name.starts_with("rank_")))
+    {
+        s.push_str(&render_table(t, None));
+        s.push('\n');
     }
     s
 }

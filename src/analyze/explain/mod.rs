@@ -9,12 +9,15 @@
 //!   against its EP peers; it turns the attribution's *slower device* into *hot experts* where
 //!   the expert GEMMs say so.
 //! - [`verdict`]: the lines on top of the report.
+//! - [`drill`]: one rank (`--rank`) against its peers' median, by class, kernel, step and
+//!   collective, with the verdict's lines about it.
 //!
 //! Imports: [`crate::analyze::collect`], [`crate::analyze::reduce`] and the shared bottom;
 //! inside, `attribution` imports `measure`, `ep` imports `attribution`, and `verdict` imports
-//! `attribution` and `ep`.
+//! `attribution` and `ep`; `drill` imports none of them (it takes the verdict's lines).
 
 pub mod attribution;
+pub mod drill;
 pub mod ep;
 pub mod measure;
 pub mod verdict;

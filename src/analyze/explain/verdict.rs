@@ -114,12 +114,7 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             .collect()
     };
     // Each rank against its peers (its DP replica's other ranks), never across replicas.
-    let peers_of = |r: usize| -> Vec<usize> {
-        match inp.steps.peers.get(r) {
-            Some(p) if !p.is_empty() => p.clone(),
-            _ => (0..n).filter(|&i| i != r).collect(),
-        }
-    };
+    let peers_of = |r: usize| inp.steps.peers_of(r, n);
     let excess: Vec<f64> = (0..n)
         .map(|r| excess_among(&work, r, &peers_of(r)))
         .collect();

@@ -7,6 +7,10 @@
 //! *Work* is the verdict's: the rank's non-communication busy time summed over the step
 //! table's steps (its whole-profile compute time without steps). Percentiles interpolate
 //! linearly between the two nearest ranks (`p·(n−1)`, numpy's default), so p50 is the median.
+//! Outliers are measured as the verdict measures a rank: its work against the mean of its peers
+//! (its replica's other ranks, [`StepTable::peers_of`]), not against the median of all ranks —
+//! replicas carry different loads by design, and a slow rank in a light replica would hide
+//! behind the heavy replicas' healthy ranks.
 //!
 //! **Node**: traces carry no host name, so a node is what the file locations say — the file's
 //! directory when the ranks come from two or more directories (one per node, as gathered from
@@ -19,7 +23,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::steps::StepTable;
+use super::steps::{excess_among, StepTable};
 use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;
@@ -146,12 +150,15 @@ pub struct DimGroups {
     pub mean_work: Dist,
 }
 
-/// A rank far from the typical rank.
+/// A rank far from its peers (the ranks the verdict compares it with).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Outlier {
     pub rank: String,
     pub index: usize,
     pub work_ns: i64,
+    /// Work over its peers' mean, minus one, percent (what the outliers are ordered by).
+    #[serde(default)]
+    pub vs_peers_pct: f64,
     /// Work over the median rank's, minus one, percent.
     pub vs_median_pct: f64,
     pub busy_ns: i64,
@@ -181,7 +188,16 @@ pub struct Groups {
     pub kernels: Dist,
     /// Each class's per-rank totals, in the class table's order.
     pub classes: Vec<Dist>,
-    /// The ranks furthest from the median rank's work (either way), furthest first.
+    /// Each rank's work over its peers' mean, minus one, percent (rank order): the verdict's
+    /// measure — a rank against the other ranks of its replica, never another replica's.
+    #[serde(default)]
+    pub vs_peers_pct: Vec<f64>,
+    /// Who a rank's peers are, in words: `its replica's other ranks` or `the other ranks`.
+    #[serde(default)]
+    pub peers: String,
+    /// The ranks furthest from their peers' mean work (either way), furthest first; the rank
+    /// furthest above its peers (the verdict's slowest) always first, the rank the verdict
+    /// names first (when a rank) second.
     pub outliers: Vec<Outlier>,
     /// Every dimension with two or more groups.
     pub dims: Vec<DimGroups>,
@@ -200,8 +216,27 @@ impl Groups {
 /// Outlier ranks kept (in JSON too; the terminal shows fewer).
 pub const OUTLIERS: usize = 20;
 
-/// Builds the grouped views.
-pub fn build(results: &[RankResult], summaries: &[RankSummary], steps: &StepTable) -> Groups {
+/// `v[r]` over the mean of `v` on `peers`, minus one, percent; 0 without peers or when their
+/// mean is 0 (never infinite).
+fn vs_peers(v: &[i64], r: usize, peers: &[usize]) -> f64 {
+    let x = excess_among(v, r, peers);
+    if x.is_finite() {
+        100.0 * x
+    } else {
+        0.0
+    }
+}
+
+/// Builds the grouped views. A rank is measured against its peers
+/// ([`StepTable::peers_of`]), as the verdict measures it. `lead`: the rank the verdict names
+/// first, when it names a rank (a late starter, say, whose work is even): listed second among
+/// the outliers, after the rank furthest above its peers.
+pub fn build(
+    results: &[RankResult],
+    summaries: &[RankSummary],
+    steps: &StepTable,
+    lead: Option<usize>,
+) -> Groups {
     let n = results.len();
     let work: Vec<i64> = if steps.rows.is_empty() {
         summaries.iter().map(|s| s.compute_ns).collect()
@@ -231,11 +266,23 @@ pub fn build(results: &[RankResult], summaries: &[RankSummary], steps: &StepTabl
             0.0
         }
     };
+    let dev: Vec<f64> = (0..n)
+        .map(|r| vs_peers(&work, r, &steps.peers_of(r, n)))
+        .collect();
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| {
-        let d = |r: usize| (work[r] as f64 - med).abs();
-        d(b).total_cmp(&d(a)).then(a.cmp(&b))
-    });
+    order.sort_by(|&a, &b| dev[b].abs().total_cmp(&dev[a].abs()).then(a.cmp(&b)));
+    // The rank furthest above its peers (the verdict's slowest: the first of equals) leads.
+    let top = (0..n).max_by(|&a, &b| dev[a].total_cmp(&dev[b]).then(b.cmp(&a)));
+    for pin in [lead.filter(|&l| l < n), top].into_iter().flatten() {
+        order.retain(|&r| r != pin);
+        order.insert(0, pin);
+    }
+    g.peers = if steps.peers_by_replica() {
+        "its replica's other ranks"
+    } else {
+        "the other ranks"
+    }
+    .to_string();
     g.outliers = order
         .iter()
         .take(OUTLIERS)
@@ -243,6 +290,7 @@ pub fn build(results: &[RankResult], summaries: &[RankSummary], steps: &StepTabl
             rank: summaries[r].rank.clone(),
             index: r,
             work_ns: work[r],
+            vs_peers_pct: dev[r],
             vs_median_pct: vs(work[r] as f64),
             busy_ns: summaries[r].busy_ns,
             exposed_comm_ns: summaries[r].exposed_comm_ns,
@@ -264,6 +312,7 @@ pub fn build(results: &[RankResult], summaries: &[RankSummary], steps: &StepTabl
     }
     g.grid = grid(results);
     g.work_ns = work;
+    g.vs_peers_pct = dev;
     g
 }
 

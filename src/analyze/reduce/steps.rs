@@ -203,6 +203,23 @@ pub fn peers(worlds: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
         .collect()
 }
 
+impl StepTable {
+    /// The ranks rank `r` (of `n`) is compared with: its [`peers`] when the table has them,
+    /// else every other rank. The verdict, the outliers and the drill-down all use these.
+    pub fn peers_of(&self, r: usize, n: usize) -> Vec<usize> {
+        match self.peers.get(r) {
+            Some(p) if !p.is_empty() => p.clone(),
+            _ => (0..n).filter(|&i| i != r).collect(),
+        }
+    }
+
+    /// Whether some rank's peers are fewer than all the other ranks (one world per replica).
+    pub fn peers_by_replica(&self) -> bool {
+        let n = self.peers.len();
+        self.peers.iter().any(|p| !p.is_empty() && p.len() + 1 < n)
+    }
+}
+
 /// `v[r]` relative to the mean of `v` over `peers`, minus one.
 pub fn excess_among(v: &[i64], r: usize, peers: &[usize]) -> f64 {
     if peers.is_empty() {
