@@ -24,9 +24,11 @@
 //! asking the export ([`schema`]); what cannot be read is refused, naming the missing table or
 //! column.
 
+pub mod devices;
 pub mod export;
 mod rows;
 pub mod schema;
+mod viewer;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -94,6 +96,8 @@ pub fn read_nsys(
         fields: Vec::with_capacity(16),
         devices_seen: BTreeSet::new(),
         defaulted: Vec::new(),
+        viewer: want.is_none(),
+        select: None,
     };
     let (header, version) = head(&conn, &schema);
     let start = header.base_time_ns;
@@ -110,6 +114,7 @@ pub fn read_nsys(
              aligned as traces without a base time are"
         }
     )];
+    r.metadata(&mut report, &mut |e| on_event(e))?;
     r.runtime(&mut report, &mut on_event)?;
     r.nvtx(&mut report, &mut on_event)?;
     r.copies(&mut report, &mut on_event, false)?;
