@@ -204,6 +204,13 @@ def write_export(path, r, variant):
               "VALUES (5, NULL, 34, 'ProfilerStep#99', ?)", (gtid,))
     c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
               "VALUES (1, NULL, 75, 'NCCL', ?)", (gtid,))
+    if v3:
+        # The host process's and thread's names (what a viewer labels them with).
+        c.execute("CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT)")
+        c.execute("INSERT INTO PROCESSES VALUES (?, ?, 'python3')", ((1234 + r) << 24, 1234 + r))
+        c.execute("CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, "
+                  "globalTid INTEGER)")
+        c.execute("INSERT INTO ThreadNames VALUES (?, 0, ?)", (sid("pt_main_thread"), gtid))
     c.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in sid.ids.items()])
     db.commit()
     db.close()

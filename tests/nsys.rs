@@ -188,6 +188,92 @@ fn check_layout(variant: &str, names: &str, file: impl Fn(usize) -> String) {
     let m: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert_eq!(comparable(&m)["ranks"], comparable(&a)["ranks"]);
     assert_eq!(m["verdict"], a["verdict"]);
+    viewer_rows(&merged, &want, variant);
+}
+
+/// What a viewer shows of each rank in the merged trace, against the checker's count over each
+/// export: the slices, the flow arrows' starts and finishes (`ac2g`, every id paired within
+/// the rank), the GPU process with its streams and the host threads with their names.
+fn viewer_rows(merged: &Path, want: &[Value], variant: &str) {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(merged).expect("merged")),
+        &mut text,
+    )
+    .expect("gunzip");
+    let doc: Value = serde_json::from_str(&text).expect("merged JSON");
+    let events = doc["traceEvents"].as_array().expect("traceEvents");
+    for (r, w) in want.iter().enumerate() {
+        let w = &w["viewer"];
+        let label = format!("[RANK{r:02}] ");
+        let mine: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["pid"].as_str().is_some_and(|p| p.starts_with(&label)))
+            .collect();
+        let count = |ph: &str| mine.iter().filter(|e| e["ph"] == ph).count() as u64;
+        assert_eq!(count("X"), w["slices"].as_u64().unwrap(), "{variant} {label}slices");
+        assert_eq!(count("s"), w["flow_starts"].as_u64().unwrap(), "{variant} {label}s");
+        assert_eq!(count("f"), w["flow_ends"].as_u64().unwrap(), "{variant} {label}f");
+        assert!(count("s") > 0, "{variant} {label}: no flow");
+        let ids = |ph: &str| -> std::collections::BTreeSet<String> {
+            mine.iter()
+                .filter(|e| e["ph"] == ph)
+                .map(|e| {
+                    assert_eq!(e["cat"], "ac2g");
+                    e["id"].to_string()
+                })
+                .collect()
+        };
+        assert_eq!(ids("s"), ids("f"), "{variant} {label}: unpaired arrows");
+        assert!(mine
+            .iter()
+            .filter(|e| e["ph"] == "f")
+            .all(|e| e["bp"] == "e"));
+        // Names: per process its name metadata, per thread its own.
+        let names = |meta: &str, pid_is_gpu: bool| -> Vec<String> {
+            let mut v: Vec<String> = mine
+                .iter()
+                .filter(|e| e["ph"] == "M" && e["name"] == meta)
+                .filter(|e| {
+                    let gpu = e["pid"].as_str().unwrap().ends_with(" 0");
+                    gpu == pid_is_gpu
+                })
+                .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+                .collect();
+            v.sort();
+            v
+        };
+        let streams: Vec<String> = w["streams"]["0"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names("thread_name", true), streams, "{variant} {label}streams");
+        let threads: Vec<String> = w["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names("thread_name", false), threads, "{variant} {label}threads");
+        assert_eq!(
+            names("process_name", true),
+            [format!("{label}GPU 0")],
+            "{variant}"
+        );
+        let host = names("process_name", false);
+        let want_host = match variant {
+            "v3" => format!("{label}python3"),
+            _ => format!("{label}process {}", 1234 + r),
+        };
+        assert_eq!(host, [want_host], "{variant}");
+        let sorts = mine
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == "process_sort_index")
+            .count();
+        assert_eq!(sorts, 2, "{variant} {label}: a sort index per process");
+    }
 }
 
 /// Nsight Systems 2024.x's layout (names and NVTX text through `StringIds`, the session
