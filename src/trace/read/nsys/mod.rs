@@ -47,9 +47,10 @@ use schema::{ident, Schema, KNOWN_GOOD};
 /// The first bytes of every SQLite 3 database.
 const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
-/// Whether the file name says Nsight Systems export (`*.sqlite`).
+/// Whether the file name says Nsight Systems export (`*.sqlite`, or one GPU of one:
+/// [`devices::device_path`]).
 pub fn is_nsys_name(name: &str) -> bool {
-    name.ends_with(".sqlite")
+    name.ends_with(".sqlite") || devices::split_name(name).is_some()
 }
 
 /// Whether `path` names an export (`*.sqlite`).
@@ -84,7 +85,17 @@ pub fn read_nsys(
     want: Option<Want>,
     mut on_event: impl FnMut(&Event<'_>),
 ) -> io::Result<ReadReport> {
-    let (conn, schema, len) = open_export(path)?;
+    let (file, device) = devices::split_path(path);
+    let (conn, schema, len) = open_export(&file)?;
+    let select = match device {
+        Some(d) => Some(devices::select(&conn, &schema, d).ok_or_else(|| {
+            invalid(
+                path,
+                format!("no kernel of GPU {d} with its process (globalPid) in the export"),
+            )
+        })?),
+        None => None,
+    };
     let mut report = ReadReport::new(path, false);
     report.bytes = len;
     let mut r = Rows {
@@ -97,16 +108,23 @@ pub fn read_nsys(
         devices_seen: BTreeSet::new(),
         defaulted: Vec::new(),
         viewer: want.is_none(),
-        select: None,
+        select,
     };
-    let (header, version) = head(&conn, &schema);
+    let (header, version) = head(&conn, &schema, device);
     let start = header.base_time_ns;
     report.header = header;
     report.devices = report.header.lists_devices();
     let mut said = vec![format!(
-        "{}: an Nsight Systems SQLite export{}; times {}",
+        "{}: an Nsight Systems SQLite export{}{}; times {}",
         path.display(),
         version.map(|v| format!(" ({v})")).unwrap_or_default(),
+        select
+            .map(|s| format!(
+                ", GPU {} and its process {} (a report holding several GPUs, one rank each)",
+                s.device,
+                s.global_pid >> 24 & 0xFF_FFFF
+            ))
+            .unwrap_or_default(),
         if start.is_some() {
             "from the session start (TARGET_INFO_SESSION_START_TIME.utcEpochNs)"
         } else {
@@ -175,11 +193,13 @@ fn open_export(path: &Path) -> io::Result<(Connection, Schema, u64)> {
 
 /// The header of an export (its GPUs as `deviceProperties`, its session start as
 /// `base_time_ns`), and its version in words.
-fn head(conn: &Connection, schema: &Schema) -> (Header, Option<String>) {
+fn head(conn: &Connection, schema: &Schema, device: Option<i64>) -> (Header, Option<String>) {
     let header = Header {
         object_form: true,
         base_time_ns: session_start(conn, schema),
-        device_properties: gpus(conn, schema),
+        device_properties: device
+            .and_then(|d| gpus(conn, schema, Some(d)))
+            .or_else(|| gpus(conn, schema, None)),
         ..Header::default()
     };
     (header, version(conn, schema))
@@ -188,8 +208,9 @@ fn head(conn: &Connection, schema: &Schema) -> (Header, Option<String>) {
 /// [`super::reader::read_head`] for an export: its header, without reading its rows; `Err`
 /// as [`read_nsys`]'s.
 pub fn read_head(path: &Path) -> io::Result<Option<Header>> {
-    let (conn, schema, _) = open_export(path)?;
-    Ok(Some(head(&conn, &schema).0))
+    let (file, device) = devices::split_path(path);
+    let (conn, schema, _) = open_export(&file)?;
+    Ok(Some(head(&conn, &schema, device).0))
 }
 
 /// `META_DATA_EXPORT`'s version rows, `name value` joined.
@@ -224,11 +245,15 @@ fn session_start(conn: &Connection, s: &Schema) -> Option<i64> {
         .filter(|&v| v > 0)
 }
 
-/// `TARGET_INFO_GPU` as Kineto's `deviceProperties` (`[{"id": …, "name": …}]`).
-fn gpus(conn: &Connection, s: &Schema) -> Option<String> {
+/// `TARGET_INFO_GPU` as Kineto's `deviceProperties` (`[{"id": …, "name": …}]`): all, or
+/// only GPU `device`.
+fn gpus(conn: &Connection, s: &Schema, device: Option<i64>) -> Option<String> {
     s.column(schema::GPUS, "name")?;
     let id = s.first_of(schema::GPUS, &["cuDevice", "id"])?;
-    let sql = format!("SELECT {}, name FROM {}", ident(id), ident(schema::GPUS));
+    let only = device
+        .map(|d| format!(" WHERE {} = {d}", ident(id)))
+        .unwrap_or_default();
+    let sql = format!("SELECT {}, name FROM {}{only}", ident(id), ident(schema::GPUS));
     let mut st = conn.prepare(&sql).ok()?;
     let mut rows = st.query([]).ok()?;
     let mut out = String::from("[");
