@@ -2,8 +2,10 @@
 //! per-rank exports built by `tests/make_nsys_sqlite.py` (NVIDIA's documented export schema, two
 //! layouts) must give every figure the independent `tests/check_nsys.py` computes from the
 //! tables, name the planted slow rank, and give the same tables and verdict as the Kineto
-//! traces of the same run (written by the same generator). Skipped, with the reason printed,
-//! where `python3` is missing.
+//! traces of the same run (written by the same generator); merged, the exports must show each
+//! rank's rows, launch arrows and names as the checker counts them; one report holding every
+//! rank's GPU must read as those ranks. Skipped, with the reason printed, where `python3` is
+//! missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -168,18 +170,7 @@ fn check_layout(variant: &str, names: &str, file: impl Fn(usize) -> String) {
 
     // Merged into one trace, the exports still give the same analysis.
     let merged = tmp.path().join("merged.trace.json.gz");
-    let out = Command::new(env!("CARGO_BIN_EXE_merge-traces"))
-        .arg("--profile-dir")
-        .arg(&dir)
-        .arg("-o")
-        .arg(&merged)
-        .output()
-        .expect("run merge-traces");
-    assert!(
-        out.status.success(),
-        "merge-traces: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    merge(&dir, &merged);
     let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
         .args(["analyze", "--format", "json"])
         .arg(&merged)
@@ -188,13 +179,29 @@ fn check_layout(variant: &str, names: &str, file: impl Fn(usize) -> String) {
     let m: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert_eq!(comparable(&m)["ranks"], comparable(&a)["ranks"]);
     assert_eq!(m["verdict"], a["verdict"]);
-    viewer_rows(&merged, &want, variant);
+    viewer_rows(&merged, &want, variant, |_| 0);
+}
+
+/// Merges the folder `dir` into `out` with `merge-traces`.
+fn merge(dir: &Path, out: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_merge-traces"))
+        .arg("--profile-dir")
+        .arg(dir)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("run merge-traces");
+    assert!(
+        o.status.success(),
+        "merge-traces: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// What a viewer shows of each rank in the merged trace, against the checker's count over each
 /// export: the slices, the flow arrows' starts and finishes (`ac2g`, every id paired within
 /// the rank), the GPU process with its streams and the host threads with their names.
-fn viewer_rows(merged: &Path, want: &[Value], variant: &str) {
+fn viewer_rows(merged: &Path, want: &[Value], variant: &str, gpu: impl Fn(usize) -> usize) {
     let mut text = String::new();
     std::io::Read::read_to_string(
         &mut flate2::read::GzDecoder::new(std::fs::File::open(merged).expect("merged")),
@@ -230,20 +237,18 @@ fn viewer_rows(merged: &Path, want: &[Value], variant: &str) {
             .filter(|e| e["ph"] == "f")
             .all(|e| e["bp"] == "e"));
         // Names: per process its name metadata, per thread its own.
+        let gpu_pid = format!("{label}{}", gpu(r));
         let names = |meta: &str, pid_is_gpu: bool| -> Vec<String> {
             let mut v: Vec<String> = mine
                 .iter()
                 .filter(|e| e["ph"] == "M" && e["name"] == meta)
-                .filter(|e| {
-                    let gpu = e["pid"].as_str().unwrap().ends_with(" 0");
-                    gpu == pid_is_gpu
-                })
+                .filter(|e| (e["pid"] == gpu_pid.as_str()) == pid_is_gpu)
                 .map(|e| e["args"]["name"].as_str().unwrap().to_string())
                 .collect();
             v.sort();
             v
         };
-        let streams: Vec<String> = w["streams"]["0"]
+        let streams: Vec<String> = w["streams"][gpu(r).to_string()]
             .as_array()
             .unwrap()
             .iter()
@@ -259,13 +264,14 @@ fn viewer_rows(merged: &Path, want: &[Value], variant: &str) {
         assert_eq!(names("thread_name", false), threads, "{variant} {label}threads");
         assert_eq!(
             names("process_name", true),
-            [format!("{label}GPU 0")],
+            [format!("{label}GPU {}", gpu(r))],
             "{variant}"
         );
         let host = names("process_name", false);
+        // v2's layout has no PROCESSES table: the process is named by its pid.
         let want_host = match variant {
-            "v3" => format!("{label}python3"),
-            _ => format!("{label}process {}", 1234 + r),
+            "v2" => format!("{label}process {}", 1234 + r),
+            _ => format!("{label}python3"),
         };
         assert_eq!(host, [want_host], "{variant}");
         let sorts = mine
@@ -330,4 +336,58 @@ fn unreadable_exports_and_mixed_folders_are_refused_with_the_reason() {
     let (code, _, err) = analyze(&dir);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("mixes Nsight Systems exports"), "{err}");
+}
+
+/// One report of a single-node run under one nsys (every rank a process on its own GPU, one
+/// planted slow): one rank per GPU, each with the figures the checker computes from that GPU's
+/// rows and its process's, the same analysis as the same run's per-rank exports, and merged,
+/// each rank's rows, arrows (correlation ids repeat across the processes) and names.
+#[test]
+fn a_report_of_several_gpus_is_one_rank_per_gpu() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (per, node, kineto) = (
+        tmp.path().join("per"),
+        tmp.path().join("node"),
+        tmp.path().join("kineto"),
+    );
+    generate(py, &per, &kineto, &[]);
+    generate(py, &node, &kineto, &["--multi-gpu", "node"]);
+    assert!(!node.join("rank0.sqlite").exists());
+    let report = node.join("node.sqlite");
+    let out = Command::new(py)
+        .arg(script("check_nsys.py"))
+        .arg("--by-device")
+        .arg(&report)
+        .output()
+        .expect("run check_nsys.py");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+        .expect("checker JSON")
+        .as_array()
+        .expect("a list")
+        .clone();
+    assert_eq!(want.len(), 4);
+
+    let (code, a, err) = analyze(&node);
+    assert_eq!(code, 0, "analyze failed: {err}");
+    let ranks = a["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 4, "{err}");
+    for (r, (row, w)) in ranks.iter().zip(&want).enumerate() {
+        for k in ["kernels", "kernel_sum_ns", "busy_ns", "comm_ns", "memcpy_memset_ns", "span_ns"] {
+            assert_eq!(row[k], w[k], "GPU {r} {k}");
+        }
+        let label = format!("RANK{r:02}");
+        assert_eq!(class_total(&a, &label, "gemm"), w["gemm_ns"], "GPU {r} gemm");
+    }
+    assert_eq!(a["verdict"]["lead"], "RANK02", "{}", a["verdict"]);
+    let notes = a["notes"].to_string();
+    assert!(notes.contains("holding 4 GPUs"), "{notes}");
+    let (code, p, err) = analyze(&per);
+    assert_eq!(code, 0, "analyze of the per-rank exports failed: {err}");
+    assert_eq!(comparable(&a), comparable(&p));
+
+    let merged = tmp.path().join("node.trace.json.gz");
+    merge(&node, &merged);
+    viewer_rows(&merged, &want, "multi-gpu", |r| r);
 }
