@@ -218,9 +218,21 @@ fn viewer_rows(merged: &Path, want: &[Value], variant: &str, gpu: impl Fn(usize)
             .filter(|e| e["pid"].as_str().is_some_and(|p| p.starts_with(&label)))
             .collect();
         let count = |ph: &str| mine.iter().filter(|e| e["ph"] == ph).count() as u64;
-        assert_eq!(count("X"), w["slices"].as_u64().unwrap(), "{variant} {label}slices");
-        assert_eq!(count("s"), w["flow_starts"].as_u64().unwrap(), "{variant} {label}s");
-        assert_eq!(count("f"), w["flow_ends"].as_u64().unwrap(), "{variant} {label}f");
+        assert_eq!(
+            count("X"),
+            w["slices"].as_u64().unwrap(),
+            "{variant} {label}slices"
+        );
+        assert_eq!(
+            count("s"),
+            w["flow_starts"].as_u64().unwrap(),
+            "{variant} {label}s"
+        );
+        assert_eq!(
+            count("f"),
+            w["flow_ends"].as_u64().unwrap(),
+            "{variant} {label}f"
+        );
         assert!(count("s") > 0, "{variant} {label}: no flow");
         let ids = |ph: &str| -> std::collections::BTreeSet<String> {
             mine.iter()
@@ -254,14 +266,22 @@ fn viewer_rows(merged: &Path, want: &[Value], variant: &str, gpu: impl Fn(usize)
             .iter()
             .map(|s| s.as_str().unwrap().to_string())
             .collect();
-        assert_eq!(names("thread_name", true), streams, "{variant} {label}streams");
+        assert_eq!(
+            names("thread_name", true),
+            streams,
+            "{variant} {label}streams"
+        );
         let threads: Vec<String> = w["threads"]
             .as_array()
             .unwrap()
             .iter()
             .map(|s| s.as_str().unwrap().to_string())
             .collect();
-        assert_eq!(names("thread_name", false), threads, "{variant} {label}threads");
+        assert_eq!(
+            names("thread_name", false),
+            threads,
+            "{variant} {label}threads"
+        );
         assert_eq!(
             names("process_name", true),
             [format!("{label}GPU {}", gpu(r))],
@@ -361,7 +381,11 @@ fn a_report_of_several_gpus_is_one_rank_per_gpu() {
         .arg(&report)
         .output()
         .expect("run check_nsys.py");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let want: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
         .expect("checker JSON")
         .as_array()
@@ -374,11 +398,22 @@ fn a_report_of_several_gpus_is_one_rank_per_gpu() {
     let ranks = a["ranks"].as_array().expect("ranks");
     assert_eq!(ranks.len(), 4, "{err}");
     for (r, (row, w)) in ranks.iter().zip(&want).enumerate() {
-        for k in ["kernels", "kernel_sum_ns", "busy_ns", "comm_ns", "memcpy_memset_ns", "span_ns"] {
+        for k in [
+            "kernels",
+            "kernel_sum_ns",
+            "busy_ns",
+            "comm_ns",
+            "memcpy_memset_ns",
+            "span_ns",
+        ] {
             assert_eq!(row[k], w[k], "GPU {r} {k}");
         }
         let label = format!("RANK{r:02}");
-        assert_eq!(class_total(&a, &label, "gemm"), w["gemm_ns"], "GPU {r} gemm");
+        assert_eq!(
+            class_total(&a, &label, "gemm"),
+            w["gemm_ns"],
+            "GPU {r} gemm"
+        );
     }
     assert_eq!(a["verdict"]["lead"], "RANK02", "{}", a["verdict"]);
     let notes = a["notes"].to_string();

@@ -229,16 +229,24 @@ fn nsys_exports(dir: &Path) -> Option<Vec<Value>> {
         .args(["--ranks", "4", "--steps", "4"])
         .output();
     if !gen.as_ref().is_ok_and(|o| o.status.success()) {
-        eprintln!("SKIPPED: the Nsight Systems case (python3 and tests/make_nsys_sqlite.py: {gen:?})");
+        eprintln!(
+            "SKIPPED: the Nsight Systems case (python3 and tests/make_nsys_sqlite.py: {gen:?})"
+        );
         return None;
     }
-    let files: Vec<PathBuf> = (0..4).map(|r| dir.join(format!("rank{r}.sqlite"))).collect();
+    let files: Vec<PathBuf> = (0..4)
+        .map(|r| dir.join(format!("rank{r}.sqlite")))
+        .collect();
     let out = Command::new(py)
         .arg(manifest().join("tests/check_nsys.py"))
         .args(&files)
         .output()
         .expect("run check_nsys.py");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("checker JSON");
     v.as_array().cloned()
 }
@@ -268,11 +276,17 @@ fn check_nsys_merged(name: &str, v: &Value, want: &[Value]) {
         let threads = &v["devtools"]["thread_names"];
         let gpu = threads[format!("{label} 0")].to_string();
         for s in w["viewer"]["streams"]["0"].as_array().unwrap() {
-            assert!(gpu.contains(s.as_str().unwrap()), "{name}: {label} {s}: {gpu}");
+            assert!(
+                gpu.contains(s.as_str().unwrap()),
+                "{name}: {label} {s}: {gpu}"
+            );
         }
         let host = threads[format!("{label} {}", 1234 + r)].to_string();
         for t in w["viewer"]["threads"].as_array().unwrap() {
-            assert!(host.contains(t.as_str().unwrap()), "{name}: {label} {t}: {host}");
+            assert!(
+                host.contains(t.as_str().unwrap()),
+                "{name}: {label} {t}: {host}"
+            );
         }
         assert_eq!(
             v["devtools"]["process_names"][format!("{label} 0")],

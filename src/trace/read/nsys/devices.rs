@@ -63,7 +63,8 @@ pub fn device_path(path: &Path, device: i64) -> PathBuf {
 /// A name's GPU mark taken off: (the export's name, the GPU), when it has one.
 pub fn split_name(name: &str) -> Option<(&str, i64)> {
     let (file, dev) = name.rsplit_once(GPU_MARK)?;
-    let ok = file.ends_with(".sqlite") && !dev.is_empty() && dev.bytes().all(|b| b.is_ascii_digit());
+    let ok =
+        file.ends_with(".sqlite") && !dev.is_empty() && dev.bytes().all(|b| b.is_ascii_digit());
     Some((file, dev.parse().ok().filter(|_| ok)?))
 }
 
@@ -86,13 +87,14 @@ pub fn split_path(path: &Path) -> (PathBuf, Option<i64>) {
 /// reader). One `GROUP BY` over the kernels, skipped when `TARGET_INFO_GPU` lists one GPU.
 pub fn gpus_of(path: &Path) -> io::Result<Option<Vec<i64>>> {
     let (conn, schema, _) = super::open_export(path)?;
-    if schema.column(KERNEL, "deviceId").is_none() || schema.column(KERNEL, "globalPid").is_none()
-    {
+    if schema.column(KERNEL, "deviceId").is_none() || schema.column(KERNEL, "globalPid").is_none() {
         return Ok(None);
     }
     if schema.has_table(GPUS) {
         let n: i64 = conn
-            .query_row(&format!("SELECT COUNT(*) FROM {}", ident(GPUS)), [], |r| r.get(0))
+            .query_row(&format!("SELECT COUNT(*) FROM {}", ident(GPUS)), [], |r| {
+                r.get(0)
+            })
             .unwrap_or(2);
         if n == 1 {
             return Ok(None);
@@ -128,4 +130,32 @@ pub(super) fn select(conn: &Connection, schema: &Schema, device: i64) -> Option<
     );
     let global_pid = conn.query_row(&sql, [device], |r| Ok(int(r, 0))).ok()??;
     Some(Select { device, global_pid })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_path_names_its_export_and_gpu() {
+        let p = device_path(Path::new("/run/node.sqlite"), 3);
+        assert_eq!(p, Path::new("/run/node.sqlite#gpu3"));
+        assert_eq!(split_path(&p), (PathBuf::from("/run/node.sqlite"), Some(3)));
+        assert_eq!(
+            split_path(Path::new("/run/rank1.sqlite")),
+            (PathBuf::from("/run/rank1.sqlite"), None)
+        );
+        for name in [
+            "a.json#gpu1",
+            "a.sqlite#gpu",
+            "a.sqlite#gpux",
+            "a.sqlite#gpu-1",
+        ] {
+            assert_eq!(split_name(name), None, "{name}");
+        }
+        assert_eq!(
+            split_name("a#gpu1.sqlite#gpu12"),
+            Some(("a#gpu1.sqlite", 12))
+        );
+    }
 }

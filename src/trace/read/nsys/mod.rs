@@ -17,6 +17,11 @@
 //! relative and the ranks are aligned as Kineto traces that lost their base are. The header
 //! lists the GPUs (`TARGET_INFO_GPU`) as `deviceProperties`.
 //!
+//! For the readers that take every event (merge), also the processes' and threads' names and
+//! the launch arrows a viewer draws ([`viewer`]). A report holding several GPUs, each owned by a
+//! process of its own, is read one GPU at a time: a rank's path names its GPU
+//! (`node.sqlite#gpu3`, [`devices`]), and only that GPU's rows and its process's are read.
+//!
 //! Streamed ([`rows`]): each table is read through one prepared statement, row by row, in the export's
 //! own order (the collector sorts what it keeps: no `ORDER BY`, so SQLite sorts nothing); names
 //! come through a `LEFT JOIN` on `StringIds` (its primary key), never a table in memory. Only
@@ -122,7 +127,7 @@ pub fn read_nsys(
             .map(|s| format!(
                 ", GPU {} and its process {} (a report holding several GPUs, one rank each)",
                 s.device,
-                s.global_pid >> 24 & 0xFF_FFFF
+                (s.global_pid >> 24) & 0xFF_FFFF
             ))
             .unwrap_or_default(),
         if start.is_some() {
@@ -140,9 +145,11 @@ pub fn read_nsys(
     r.kernels(&mut report, &mut on_event)?;
     if r.devices_seen.len() > 1 {
         said.push(format!(
-            "{}: kernels of {} GPUs (devices {}) read as one rank; one rank per GPU of a \
-             single report is not supported yet: export one report per rank (`nsys profile -o \
-             NAME_%q{{RANK}}`)",
+            "{}: kernels of {} GPUs (devices {}) read as one rank: a report is read as one \
+             rank per GPU only when each GPU's kernels come from a process that owns no other \
+             GPU (a process driving several GPUs, or a GPU shared by processes, cannot be \
+             split); to read each rank on its own, profile one report per rank (`nsys profile \
+             -o NAME_%q{{RANK}}`)",
             path.display(),
             r.devices_seen.len(),
             r.devices_seen
@@ -253,7 +260,11 @@ fn gpus(conn: &Connection, s: &Schema, device: Option<i64>) -> Option<String> {
     let only = device
         .map(|d| format!(" WHERE {} = {d}", ident(id)))
         .unwrap_or_default();
-    let sql = format!("SELECT {}, name FROM {}{only}", ident(id), ident(schema::GPUS));
+    let sql = format!(
+        "SELECT {}, name FROM {}{only}",
+        ident(id),
+        ident(schema::GPUS)
+    );
     let mut st = conn.prepare(&sql).ok()?;
     let mut rows = st.query([]).ok()?;
     let mut out = String::from("[");

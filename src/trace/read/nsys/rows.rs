@@ -10,8 +10,8 @@ use std::path::Path;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 
-use super::schema::{self, ident, Schema, KERNEL, KERNEL_NAMES};
 use super::devices::Select;
+use super::schema::{self, ident, Schema, KERNEL, KERNEL_NAMES};
 use super::sql_err;
 use super::viewer::push_flow;
 use crate::trace::read::damage::ReadReport;
@@ -476,7 +476,11 @@ impl Rows<'_> {
         )
     }
 
-    pub(super) fn hand_dyn(&mut self, report: &mut ReadReport, on_event: &mut dyn FnMut(&Event<'_>)) {
+    pub(super) fn hand_dyn(
+        &mut self,
+        report: &mut ReadReport,
+        on_event: &mut dyn FnMut(&Event<'_>),
+    ) {
         self.hand(report, &mut |e| on_event(e));
     }
 }

@@ -170,14 +170,49 @@ impl Rows<'_> {
         for (dev, stream) in streams {
             if last != Some(dev) {
                 let label = format!("GPU {dev}");
-                self.meta(report, on_event, "process_name", dev, 0, ("name", Ok(&label)));
-                self.meta(report, on_event, "process_labels", dev, 0, ("labels", Ok(&label)));
-                self.meta(report, on_event, "process_sort_index", dev, 0, ("sort_index", Err(dev)));
+                self.meta(
+                    report,
+                    on_event,
+                    "process_name",
+                    dev,
+                    0,
+                    ("name", Ok(&label)),
+                );
+                self.meta(
+                    report,
+                    on_event,
+                    "process_labels",
+                    dev,
+                    0,
+                    ("labels", Ok(&label)),
+                );
+                self.meta(
+                    report,
+                    on_event,
+                    "process_sort_index",
+                    dev,
+                    0,
+                    ("sort_index", Err(dev)),
+                );
                 last = Some(dev);
             }
             let name = format!("stream {stream}");
-            self.meta(report, on_event, "thread_name", dev, stream, ("name", Ok(&name)));
-            self.meta(report, on_event, "thread_sort_index", dev, stream, ("sort_index", Err(stream)));
+            self.meta(
+                report,
+                on_event,
+                "thread_name",
+                dev,
+                stream,
+                ("name", Ok(&name)),
+            );
+            self.meta(
+                report,
+                on_event,
+                "thread_sort_index",
+                dev,
+                stream,
+                ("sort_index", Err(stream)),
+            );
         }
         self.host_metadata(report, on_event)
     }
@@ -247,9 +282,30 @@ impl Rows<'_> {
                 } else {
                     pname
                 };
-                self.meta(report, on_event, "process_name", pid, 0, ("name", Ok(&name)));
-                self.meta(report, on_event, "process_labels", pid, 0, ("labels", Ok("CPU")));
-                self.meta(report, on_event, "process_sort_index", pid, 0, ("sort_index", Err(pid)));
+                self.meta(
+                    report,
+                    on_event,
+                    "process_name",
+                    pid,
+                    0,
+                    ("name", Ok(&name)),
+                );
+                self.meta(
+                    report,
+                    on_event,
+                    "process_labels",
+                    pid,
+                    0,
+                    ("labels", Ok("CPU")),
+                );
+                self.meta(
+                    report,
+                    on_event,
+                    "process_sort_index",
+                    pid,
+                    0,
+                    ("sort_index", Err(pid)),
+                );
                 last = Some(pid);
             }
             let name = if tname.is_empty() {
@@ -257,8 +313,22 @@ impl Rows<'_> {
             } else {
                 format!("thread {tid} ({tname})")
             };
-            self.meta(report, on_event, "thread_name", pid, tid, ("name", Ok(&name)));
-            self.meta(report, on_event, "thread_sort_index", pid, tid, ("sort_index", Err(tid)));
+            self.meta(
+                report,
+                on_event,
+                "thread_name",
+                pid,
+                tid,
+                ("name", Ok(&name)),
+            );
+            self.meta(
+                report,
+                on_event,
+                "thread_sort_index",
+                pid,
+                tid,
+                ("sort_index", Err(tid)),
+            );
         }
         Ok(())
     }
