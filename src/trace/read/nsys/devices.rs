@@ -10,17 +10,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+pub use super::rows::Select;
 use super::rows::{int, Rows};
 use super::schema::{ident, Schema, GPUS, KERNEL};
-
-/// One GPU of a report and the process that owns it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Select {
-    /// The GPU's `deviceId`.
-    pub device: i64,
-    /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).
-    pub global_pid: i64,
-}
 
 impl Rows<'_> {
     /// ` AND …`: the rows of GPU table `t` (alias `alias`) on the selected device; `""` when

@@ -10,10 +10,8 @@ use std::path::Path;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 
-use super::devices::Select;
 use super::schema::{self, ident, Schema, KERNEL, KERNEL_NAMES};
 use super::sql_err;
-use super::viewer::push_flow;
 use crate::trace::read::damage::ReadReport;
 use crate::trace::read::event::{scan_event, Event};
 use crate::trace::read::json::Field;
@@ -79,6 +77,31 @@ pub(super) fn push_str(buf: &mut String, s: &str) {
         }
     }
     buf.push('"');
+}
+
+/// Appends Kineto's flow event: the start (`s`, on the launch) or the finish (`f`, on the GPU
+/// work, bound to the slice it falls in) of arrow `corr`.
+pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid: i64, ns: i64) {
+    let ph = if finish { 'f' } else { 's' };
+    let _ = write!(
+        buf,
+        "{{\"ph\": \"{ph}\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": "
+    );
+    push_us(buf, ns);
+    buf.push_str(", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
+    if finish {
+        buf.push_str(", \"bp\": \"e\"");
+    }
+    buf.push('}');
+}
+
+/// One GPU of a report and the process that owns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Select {
+    /// The GPU's `deviceId`.
+    pub device: i64,
+    /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).
+    pub global_pid: i64,
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: Kineto's names carry no API version.

@@ -19,29 +19,13 @@
 use std::fmt::Write as _;
 use std::io;
 
-use super::rows::{int, push_str, push_us, text, Rows};
+use super::rows::{int, push_str, text, Rows};
 use super::schema::{self, ident, KERNEL, MEMCPY, MEMSET, RUNTIME};
 use crate::trace::read::damage::ReadReport;
 use crate::trace::read::event::Event;
 
 /// The tables of GPU work a launch leads to.
 const GPU_TABLES: [&str; 3] = [KERNEL, MEMCPY, MEMSET];
-
-/// Appends Kineto's flow event: the start (`s`, on the launch) or the finish (`f`, on the GPU
-/// work, bound to the slice it falls in) of arrow `corr`.
-pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid: i64, ns: i64) {
-    let ph = if finish { 'f' } else { 's' };
-    let _ = write!(
-        buf,
-        "{{\"ph\": \"{ph}\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": "
-    );
-    push_us(buf, ns);
-    buf.push_str(", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
-    if finish {
-        buf.push_str(", \"bp\": \"e\"");
-    }
-    buf.push('}');
-}
 
 impl Rows<'_> {
     /// Whether the runtime calls are read (the launch side of the arrows).
@@ -352,7 +336,7 @@ impl Rows<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::super::rows::push_flow;
 
     #[test]
     fn flows_as_kineto() {
