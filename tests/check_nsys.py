@@ -6,7 +6,18 @@ with "nccl"), and the unions of the GPU timeline: busy (kernels, memcpy, memset)
 kernels), copies (memcpy and memset), and the span from the first GPU op's start to the last
 one's end. Kernel names come from StringIds through demangledName (else shortName).
 
+And what a merged trace must show of the file in a viewer (`viewer`): the slices (runtime calls,
+NVTX ranges with an end, kernels, memcpy and memset rows), the flow arrows' starts (runtime calls
+whose correlationId some GPU row has) and finishes (GPU rows whose correlationId some runtime
+call has), the GPU streams (`stream N` per device) and the host threads (`thread TID (NAME)`,
+NAME from ThreadNames when the export has it; TID the low 24 bits of globalTid).
+
+`--by-device FILE.sqlite`: one report holding several GPUs, each GPU (`deviceId`) a rank: the
+figures of each, ascending by device, from its GPU rows and the runtime calls and NVTX ranges of
+the process that owns it (the globalPid of its kernels; globalTid >> 24 names a thread's process).
+
 usage: check_nsys.py FILE.sqlite... -> JSON list, one object per file, in the order given
+       check_nsys.py --by-device FILE.sqlite -> JSON list, one object per GPU
 """
 
 import json
@@ -36,20 +47,28 @@ def columns(db, t):
     return {r[1] for r in db.execute(f"PRAGMA table_info({t})")}
 
 
-def figures(path):
+def figures(path, dev=None):
+    """`dev`: only GPU `dev`'s rows and its process's (all when None)."""
     db = sqlite3.connect(path)
+    gpu_where, host_where = "", ""
+    if dev is not None:
+        (gpid,) = db.execute("SELECT DISTINCT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                             "WHERE deviceId = ?", (dev,)).fetchone()
+        gpu_where = f" WHERE deviceId = {int(dev)}"
+        host_where = f" AND (globalTid >> 24) = {int(gpid) >> 24}"
     names = dict(db.execute("SELECT id, value FROM StringIds"))
     kcols = columns(db, "CUPTI_ACTIVITY_KIND_KERNEL")
     col = "demangledName" if "demangledName" in kcols else "shortName"
     kernels = [(s, e, names[n]) for s, e, n in
-               db.execute(f'SELECT start, "end", {col} FROM CUPTI_ACTIVITY_KIND_KERNEL')]
+               db.execute(f'SELECT start, "end", {col} FROM CUPTI_ACTIVITY_KIND_KERNEL{gpu_where}')]
     copies = []
     for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
         if t in tables(db):
-            copies += list(db.execute(f'SELECT start, "end" FROM {t}'))
+            copies += list(db.execute(f'SELECT start, "end" FROM {t}{gpu_where}'))
     gpu = [(s, e) for s, e, _ in kernels] + copies
     return {
         "path": path,
+        "viewer": viewer(db, gpu_where, host_where),
         "kernels": len(kernels),
         "kernel_sum_ns": sum(e - s for s, e, _ in kernels),
         "gemm_ns": sum(e - s for s, e, n in kernels if "gemm" in n),
@@ -61,5 +80,41 @@ def figures(path):
     }
 
 
+def viewer(db, gpu_where, host_where):
+    have = tables(db)
+    gpu_tables = [t for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                              "CUPTI_ACTIVITY_KIND_MEMSET") if t in have]
+    gpu = []
+    for t in gpu_tables:
+        gpu += db.execute(f"SELECT deviceId, streamId, correlationId FROM {t}{gpu_where}"
+                          ).fetchall()
+    runtime = db.execute("SELECT correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+                         f"WHERE 1{host_where}").fetchall()
+    nvtx = db.execute('SELECT globalTid FROM NVTX_EVENTS WHERE "end" IS NOT NULL '
+                      f"AND eventType IN (59, 60){host_where}").fetchall()
+    gpu_corr = {c for _, _, c in gpu if c is not None}
+    host_corr = {c for c, _ in runtime if c is not None}
+    names = dict(db.execute("SELECT id, value FROM StringIds"))
+    tnames = {}
+    if "ThreadNames" in have:
+        tnames = {g: names[n] for n, g in db.execute("SELECT nameId, globalTid FROM ThreadNames")}
+    threads = sorted({g for _, g in runtime} | {g for (g,) in nvtx})
+    return {
+        "slices": len(runtime) + len(nvtx) + len(gpu),
+        "flow_starts": sum(1 for c, _ in runtime if c in gpu_corr),
+        "flow_ends": sum(1 for _, _, c in gpu if c in host_corr),
+        "streams": {str(d): sorted({f"stream {s}" for dd, s, _ in gpu if dd == d})
+                    for d in {d for d, _, _ in gpu}},
+        "threads": [f"thread {g & 0xFFFFFF}" + (f" ({tnames[g]})" if g in tnames else "")
+                    for g in threads],
+    }
+
+
 if __name__ == "__main__":
-    print(json.dumps([figures(p) for p in sys.argv[1:]]))
+    if sys.argv[1:2] == ["--by-device"]:
+        db = sqlite3.connect(sys.argv[2])
+        devs = [d for (d,) in db.execute(
+            "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1")]
+        print(json.dumps([figures(sys.argv[2], d) for d in devs]))
+    else:
+        print(json.dumps([figures(p) for p in sys.argv[1:]]))

@@ -25,8 +25,13 @@ NCCL all-reduce on stream 20 that starts when the rank's compute ends and ends o
 0.2 ms after the last rank's compute ends. `v3` adds per step a 100 us HtoD memcpy and a 50 us
 memset before the kernels, and runtime calls and NVTX marks the reader must skip.
 
+`v3` also names the host process and thread (PROCESSES, ThreadNames). `--multi-gpu NAME` writes
+one export NAME.sqlite of every rank instead, as one nsys over a single-node run writes it: rank
+r is process 1234+r on GPU r (`deviceId` r), correlation ids repeat across processes (CUPTI's
+are per process), one StringIds.
+
 usage: make_nsys_sqlite.py OUT_DIR [--variant v3|v2] [--kineto DIR] [--names rank|profile]
-       [--steps N] [--ranks N]
+       [--steps N] [--ranks N] [--multi-gpu NAME]
 """
 
 import argparse
@@ -111,7 +116,8 @@ class Strings:
         return self.ids[s]
 
 
-def write_export(path, r, variant):
+def write_export(path, ranks, variant):
+    """One export holding `ranks` (each its own process; with several, rank r on GPU r)."""
     if os.path.exists(path):
         os.remove(path)
     db = sqlite3.connect(path)
@@ -161,8 +167,9 @@ def write_export(path, r, variant):
         c.executemany("INSERT INTO META_DATA_EXPORT VALUES (?, ?)", [
             ("EXPORT_SCHEMA_VERSION", "3.11.1"), ("EXPORT_PRODUCT_VERSION", "2024.5.1"),
             ("EXPORT_TIME_UNIT", "ns")])
-        c.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 0, ?, '0000:18:00.0', 85899345920, "
-                  "132, 'GH100', 0)", (GPU_NAME,))
+        for d in devices(ranks):
+            c.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, ?, ?, ?, 85899345920, "
+                      "132, 'GH100', ?)", (d, GPU_NAME, f"0000:{0x18 + d:02x}:00.0", d))
     else:
         c.execute(
             "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, "
@@ -171,42 +178,57 @@ def write_export(path, r, variant):
         c.execute(
             "CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, name TEXT, busLocation TEXT, "
             "totalMemory INTEGER, smCount INTEGER)")
-        c.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, ?, '0000:18:00.0', 85899345920, 132)",
-                  (GPU_NAME,))
-    rows = rank_rows(r, variant)
-    for (a, b, corr, stream, name, gpid) in rows["kernel"]:
-        cols = [a, b, 0, 1, stream, corr, gpid, sid(name), sid(SHORT[name])]
+        for d in devices(ranks):
+            c.execute("INSERT INTO TARGET_INFO_GPU VALUES (?, ?, ?, 85899345920, 132)",
+                      (d, GPU_NAME, f"0000:{0x18 + d:02x}:00.0"))
+    if v3:
+        c.execute("CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT)")
+        c.execute("CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, "
+                  "globalTid INTEGER)")
+    for r in ranks:
+        dev = r if len(ranks) > 1 else 0
+        rows = rank_rows(r, variant)
+        for (a, b, corr, stream, name, gpid) in rows["kernel"]:
+            cols = [a, b, dev, 1, stream, corr, gpid, sid(name), sid(SHORT[name])]
+            if v3:
+                cols.append(sid("_Z" + SHORT[name]))
+            cols += [132, 1, 1, 128, 1, 1, 96]
+            c.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({','.join('?' * len(cols))})",
+                      cols)
+        for (a, b, name, corr, gtid) in rows["runtime"]:
+            c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, ?, ?, 0, NULL)",
+                      (a, b, gtid, corr, sid(name)))
+        for (a, b, corr, stream, kind, n, gpid) in rows["memcpy"]:
+            c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, 0, 1)",
+                      (a, b, dev, stream, corr, gpid, n, kind))
+        for (a, b, corr, stream, n, gpid) in rows["memset"]:
+            c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?, ?, 1, ?, ?, ?, 0, ?, 1)",
+                      (a, b, dev, stream, corr, gpid, n))
+        gtid = (1234 + r) << 24 | (1234 + r)
+        for (a, b, text, g) in rows["nvtx"]:
+            if v3:
+                # 59: NvtxPushPopRange, its text through StringIds (textId).
+                c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, "
+                          "domainId) VALUES (?, ?, 59, NULL, ?, ?, 0)", (a, b, g, sid(text)))
+            else:
+                c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                          "VALUES (?, ?, 59, ?, ?, 0)", (a, b, text, g))
+        # A mark (34, no end) and a domain's creation (75): not ranges, never steps.
+        c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
+                  "VALUES (5, NULL, 34, 'ProfilerStep#99', ?)", (gtid,))
+        c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
+                  "VALUES (1, NULL, 75, 'NCCL', ?)", (gtid,))
         if v3:
-            cols.append(sid("_Z" + SHORT[name]))
-        cols += [132, 1, 1, 128, 1, 1, 96]
-        c.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({','.join('?' * len(cols))})",
-                  cols)
-    for (a, b, name, corr, gtid) in rows["runtime"]:
-        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, ?, ?, 0, NULL)",
-                  (a, b, gtid, corr, sid(name)))
-    for (a, b, corr, stream, kind, n, gpid) in rows["memcpy"]:
-        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, 0, 1, ?, ?, ?, ?, ?, 0, 1)",
-                  (a, b, stream, corr, gpid, n, kind))
-    for (a, b, corr, stream, n, gpid) in rows["memset"]:
-        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?, 0, 1, ?, ?, ?, 0, ?, 1)",
-                  (a, b, stream, corr, gpid, n))
-    gtid = (1234 + r) << 24 | (1234 + r)
-    for (a, b, text, g) in rows["nvtx"]:
-        if v3:
-            # 59: NvtxPushPopRange, its text through StringIds (textId).
-            c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, "
-                      "domainId) VALUES (?, ?, 59, NULL, ?, ?, 0)", (a, b, g, sid(text)))
-        else:
-            c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
-                      "VALUES (?, ?, 59, ?, ?, 0)", (a, b, text, g))
-    # A mark (34, no end) and a domain's creation (75): not ranges, never steps.
-    c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
-              "VALUES (5, NULL, 34, 'ProfilerStep#99', ?)", (gtid,))
-    c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
-              "VALUES (1, NULL, 75, 'NCCL', ?)", (gtid,))
+            # The host process's and thread's names (what a viewer labels them with).
+            c.execute("INSERT INTO PROCESSES VALUES (?, ?, 'python3')", ((1234 + r) << 24, 1234 + r))
+            c.execute("INSERT INTO ThreadNames VALUES (?, 0, ?)", (sid("pt_main_thread"), gtid))
     c.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in sid.ids.items()])
     db.commit()
     db.close()
+
+
+def devices(ranks):
+    return list(ranks) if len(ranks) > 1 else [0]
 
 
 def us(ns):
@@ -258,12 +280,18 @@ def main():
     ap.add_argument("--ranks", type=int, default=RANKS)
     ap.add_argument("--names", choices=["rank", "profile"], default="rank",
                     help="rank{r}.sqlite, or profile_{r}.sqlite (nsys -o profile_%%q{RANK})")
+    ap.add_argument("--multi-gpu", metavar="NAME",
+                    help="instead of one export per rank, one export NAME.sqlite holding every "
+                         "rank (a single-node run under one nsys: rank r a process on GPU r)")
     a = ap.parse_args()
     STEPS, RANKS = a.steps, a.ranks
     os.makedirs(a.out, exist_ok=True)
+    if a.multi_gpu:
+        write_export(os.path.join(a.out, a.multi_gpu + ".sqlite"), list(range(RANKS)), a.variant)
     for r in range(RANKS):
         name = f"rank{r}.sqlite" if a.names == "rank" else f"profile_{r}.sqlite"
-        write_export(os.path.join(a.out, name), r, a.variant)
+        if not a.multi_gpu:
+            write_export(os.path.join(a.out, name), [r], a.variant)
         if a.kineto:
             os.makedirs(a.kineto, exist_ok=True)
             write_kineto(os.path.join(a.kineto, f"rank{r}.trace.json"), r, a.variant)

@@ -2,8 +2,10 @@
 //! per-rank exports built by `tests/make_nsys_sqlite.py` (NVIDIA's documented export schema, two
 //! layouts) must give every figure the independent `tests/check_nsys.py` computes from the
 //! tables, name the planted slow rank, and give the same tables and verdict as the Kineto
-//! traces of the same run (written by the same generator). Skipped, with the reason printed,
-//! where `python3` is missing.
+//! traces of the same run (written by the same generator); merged, the exports must show each
+//! rank's rows, launch arrows and names as the checker counts them; one report holding every
+//! rank's GPU must read as those ranks. Skipped, with the reason printed, where `python3` is
+//! missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -168,18 +170,7 @@ fn check_layout(variant: &str, names: &str, file: impl Fn(usize) -> String) {
 
     // Merged into one trace, the exports still give the same analysis.
     let merged = tmp.path().join("merged.trace.json.gz");
-    let out = Command::new(env!("CARGO_BIN_EXE_merge-traces"))
-        .arg("--profile-dir")
-        .arg(&dir)
-        .arg("-o")
-        .arg(&merged)
-        .output()
-        .expect("run merge-traces");
-    assert!(
-        out.status.success(),
-        "merge-traces: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    merge(&dir, &merged);
     let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
         .args(["analyze", "--format", "json"])
         .arg(&merged)
@@ -188,6 +179,127 @@ fn check_layout(variant: &str, names: &str, file: impl Fn(usize) -> String) {
     let m: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert_eq!(comparable(&m)["ranks"], comparable(&a)["ranks"]);
     assert_eq!(m["verdict"], a["verdict"]);
+    viewer_rows(&merged, &want, variant, |_| 0);
+}
+
+/// Merges the folder `dir` into `out` with `merge-traces`.
+fn merge(dir: &Path, out: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_merge-traces"))
+        .arg("--profile-dir")
+        .arg(dir)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("run merge-traces");
+    assert!(
+        o.status.success(),
+        "merge-traces: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// What a viewer shows of each rank in the merged trace, against the checker's count over each
+/// export: the slices, the flow arrows' starts and finishes (`ac2g`, every id paired within
+/// the rank), the GPU process with its streams and the host threads with their names.
+fn viewer_rows(merged: &Path, want: &[Value], variant: &str, gpu: impl Fn(usize) -> usize) {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(merged).expect("merged")),
+        &mut text,
+    )
+    .expect("gunzip");
+    let doc: Value = serde_json::from_str(&text).expect("merged JSON");
+    let events = doc["traceEvents"].as_array().expect("traceEvents");
+    for (r, w) in want.iter().enumerate() {
+        let w = &w["viewer"];
+        let label = format!("[RANK{r:02}] ");
+        let mine: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["pid"].as_str().is_some_and(|p| p.starts_with(&label)))
+            .collect();
+        let count = |ph: &str| mine.iter().filter(|e| e["ph"] == ph).count() as u64;
+        assert_eq!(
+            count("X"),
+            w["slices"].as_u64().unwrap(),
+            "{variant} {label}slices"
+        );
+        assert_eq!(
+            count("s"),
+            w["flow_starts"].as_u64().unwrap(),
+            "{variant} {label}s"
+        );
+        assert_eq!(
+            count("f"),
+            w["flow_ends"].as_u64().unwrap(),
+            "{variant} {label}f"
+        );
+        assert!(count("s") > 0, "{variant} {label}: no flow");
+        let ids = |ph: &str| -> std::collections::BTreeSet<String> {
+            mine.iter()
+                .filter(|e| e["ph"] == ph)
+                .map(|e| {
+                    assert_eq!(e["cat"], "ac2g");
+                    e["id"].to_string()
+                })
+                .collect()
+        };
+        assert_eq!(ids("s"), ids("f"), "{variant} {label}: unpaired arrows");
+        assert!(mine
+            .iter()
+            .filter(|e| e["ph"] == "f")
+            .all(|e| e["bp"] == "e"));
+        // Names: per process its name metadata, per thread its own.
+        let gpu_pid = format!("{label}{}", gpu(r));
+        let names = |meta: &str, pid_is_gpu: bool| -> Vec<String> {
+            let mut v: Vec<String> = mine
+                .iter()
+                .filter(|e| e["ph"] == "M" && e["name"] == meta)
+                .filter(|e| (e["pid"] == gpu_pid.as_str()) == pid_is_gpu)
+                .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+                .collect();
+            v.sort();
+            v
+        };
+        let streams: Vec<String> = w["streams"][gpu(r).to_string()]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            names("thread_name", true),
+            streams,
+            "{variant} {label}streams"
+        );
+        let threads: Vec<String> = w["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            names("thread_name", false),
+            threads,
+            "{variant} {label}threads"
+        );
+        assert_eq!(
+            names("process_name", true),
+            [format!("{label}GPU {}", gpu(r))],
+            "{variant}"
+        );
+        let host = names("process_name", false);
+        // v2's layout has no PROCESSES table: the process is named by its pid.
+        let want_host = match variant {
+            "v2" => format!("{label}process {}", 1234 + r),
+            _ => format!("{label}python3"),
+        };
+        assert_eq!(host, [want_host], "{variant}");
+        let sorts = mine
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == "process_sort_index")
+            .count();
+        assert_eq!(sorts, 2, "{variant} {label}: a sort index per process");
+    }
 }
 
 /// Nsight Systems 2024.x's layout (names and NVTX text through `StringIds`, the session
@@ -244,4 +356,73 @@ fn unreadable_exports_and_mixed_folders_are_refused_with_the_reason() {
     let (code, _, err) = analyze(&dir);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("mixes Nsight Systems exports"), "{err}");
+}
+
+/// One report of a single-node run under one nsys (every rank a process on its own GPU, one
+/// planted slow): one rank per GPU, each with the figures the checker computes from that GPU's
+/// rows and its process's, the same analysis as the same run's per-rank exports, and merged,
+/// each rank's rows, arrows (correlation ids repeat across the processes) and names.
+#[test]
+fn a_report_of_several_gpus_is_one_rank_per_gpu() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (per, node, kineto) = (
+        tmp.path().join("per"),
+        tmp.path().join("node"),
+        tmp.path().join("kineto"),
+    );
+    generate(py, &per, &kineto, &[]);
+    generate(py, &node, &kineto, &["--multi-gpu", "node"]);
+    assert!(!node.join("rank0.sqlite").exists());
+    let report = node.join("node.sqlite");
+    let out = Command::new(py)
+        .arg(script("check_nsys.py"))
+        .arg("--by-device")
+        .arg(&report)
+        .output()
+        .expect("run check_nsys.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+        .expect("checker JSON")
+        .as_array()
+        .expect("a list")
+        .clone();
+    assert_eq!(want.len(), 4);
+
+    let (code, a, err) = analyze(&node);
+    assert_eq!(code, 0, "analyze failed: {err}");
+    let ranks = a["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 4, "{err}");
+    for (r, (row, w)) in ranks.iter().zip(&want).enumerate() {
+        for k in [
+            "kernels",
+            "kernel_sum_ns",
+            "busy_ns",
+            "comm_ns",
+            "memcpy_memset_ns",
+            "span_ns",
+        ] {
+            assert_eq!(row[k], w[k], "GPU {r} {k}");
+        }
+        let label = format!("RANK{r:02}");
+        assert_eq!(
+            class_total(&a, &label, "gemm"),
+            w["gemm_ns"],
+            "GPU {r} gemm"
+        );
+    }
+    assert_eq!(a["verdict"]["lead"], "RANK02", "{}", a["verdict"]);
+    let notes = a["notes"].to_string();
+    assert!(notes.contains("holding 4 GPUs"), "{notes}");
+    let (code, p, err) = analyze(&per);
+    assert_eq!(code, 0, "analyze of the per-rank exports failed: {err}");
+    assert_eq!(comparable(&a), comparable(&p));
+
+    let merged = tmp.path().join("node.trace.json.gz");
+    merge(&node, &merged);
+    viewer_rows(&merged, &want, "multi-gpu", |r| r);
 }

@@ -10,7 +10,8 @@
 //!   trace, finds every process and thread name the metadata gives and the same entries per rank.
 //!
 //! A planted host delay merged with `--critical-path` loads too, with the planted rank's
-//! critical-path track drawn.
+//! critical-path track drawn; so do Nsight Systems exports (tests/make_nsys_sqlite.py) merged,
+//! with an arrow per launch and their streams and threads named as tests/check_nsys.py counts.
 //!
 //! HTA's real `nccl-a100-rank-0` has flow ends without starts, so Catapult warns about it: merged
 //! alone, it must give exactly the warnings the input gives (the merge adds none).
@@ -218,6 +219,83 @@ fn check_devtools(name: &str, d: &Value, want: &Value) {
     );
 }
 
+/// Writes four ranks' Nsight Systems exports into `dir` and returns tests/check_nsys.py's
+/// figures of them; `None` (said) without python3.
+fn nsys_exports(dir: &Path) -> Option<Vec<Value>> {
+    let py = "python3";
+    let gen = Command::new(py)
+        .arg(manifest().join("tests/make_nsys_sqlite.py"))
+        .arg(dir)
+        .args(["--ranks", "4", "--steps", "4"])
+        .output();
+    if !gen.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "SKIPPED: the Nsight Systems case (python3 and tests/make_nsys_sqlite.py: {gen:?})"
+        );
+        return None;
+    }
+    let files: Vec<PathBuf> = (0..4)
+        .map(|r| dir.join(format!("rank{r}.sqlite")))
+        .collect();
+    let out = Command::new(py)
+        .arg(manifest().join("tests/check_nsys.py"))
+        .args(&files)
+        .output()
+        .expect("run check_nsys.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("checker JSON");
+    v.as_array().cloned()
+}
+
+/// The merged exports in both viewers, against the checker's count over the exports: the
+/// slices per rank, every launch's arrow drawn (paired, within its rank), and per rank its GPU
+/// process, its streams and its host thread named in DevTools.
+fn check_nsys_merged(name: &str, v: &Value, want: &[Value]) {
+    assert_eq!(want.len(), 4, "{name}: the checker's ranks");
+    let c = &v["catapult"];
+    let starts: u64 = want
+        .iter()
+        .map(|w| w["viewer"]["flow_starts"].as_u64().unwrap())
+        .sum();
+    assert!(starts > 0, "{name}: no launch in the exports");
+    // (DevTools' engine draws no `s`/`f` arrow of any Kineto trace, merged or not: Catapult's
+    // count is the one checked.)
+    assert_eq!(c["flows"], starts, "{name}: Catapult's arrows");
+    let slices = counts(&v["expected"]["slices"]);
+    for (r, w) in want.iter().enumerate() {
+        let label = format!("[RANK{r:02}]");
+        assert_eq!(
+            slices.get(&label).copied(),
+            w["viewer"]["slices"].as_u64(),
+            "{name}: {label} slices"
+        );
+        let threads = &v["devtools"]["thread_names"];
+        let gpu = threads[format!("{label} 0")].to_string();
+        for s in w["viewer"]["streams"]["0"].as_array().unwrap() {
+            assert!(
+                gpu.contains(s.as_str().unwrap()),
+                "{name}: {label} {s}: {gpu}"
+            );
+        }
+        let host = threads[format!("{label} {}", 1234 + r)].to_string();
+        for t in w["viewer"]["threads"].as_array().unwrap() {
+            assert!(
+                host.contains(t.as_str().unwrap()),
+                "{name}: {label} {t}: {host}"
+            );
+        }
+        assert_eq!(
+            v["devtools"]["process_names"][format!("{label} 0")],
+            format!("{label} GPU 0"),
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn merged_traces_load_in_catapult_and_devtools() {
     let (node, chromium) = match tools() {
@@ -289,6 +367,19 @@ fn merged_traces_load_in_catapult_and_devtools() {
     };
     assert!(!merge_group(g, &cp_file, &opts).unwrap().damaged());
     merged.push(cp_file.clone());
+    // Nsight Systems exports (tests/make_nsys_sqlite.py) merged: per rank its GPU and host
+    // processes named, the streams and threads named, and an arrow from every launch to its
+    // kernel, memcpy or memset, counted against tests/check_nsys.py's count over the exports.
+    let nsys_dir = out.join("nsys-exports");
+    let nsys_want = nsys_exports(&nsys_dir);
+    let nsys_file = match &nsys_want {
+        Some(_) => {
+            let f = merge_into(&out, "nsys-exports", Some(&nsys_dir), &[]);
+            merged.extend(f.iter().cloned());
+            f.into_iter().next()
+        }
+        None => None,
+    };
     let sampled = [
         shared("hta/sampled-rank-0.json.gz"),
         shared("hta/sampled-rank-1.json.gz"),
@@ -340,6 +431,9 @@ fn merged_traces_load_in_catapult_and_devtools() {
                 .find(|p| p["pid"] == "[TP02] critical path")
                 .unwrap_or_else(|| panic!("{name}: no critical-path track: {procs:?}"));
             assert!(cp["slices"].as_u64().unwrap() >= 6, "{name}: {cp}");
+        }
+        if Some(file) == nsys_file.as_ref() {
+            check_nsys_merged(&name, v, nsys_want.as_deref().unwrap_or_default());
         }
     }
     // The real trace with dangling flow ends: the merge adds no warning to the input's own.

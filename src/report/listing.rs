@@ -145,6 +145,7 @@ fn naming(n: Naming) -> &'static str {
         Naming::Generic => "rank in names",
         Naming::DistributedInfo => "ranks from distributedInfo",
         Naming::FileOrder => "ranks in file order (no rank in names or headers)",
+        Naming::Gpu => "one rank per GPU of an Nsight Systems report",
     }
 }
 

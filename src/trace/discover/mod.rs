@@ -21,6 +21,8 @@
 //!   `NAME-N` (N of at most 4 digits: `nsys profile -o NAME_%q{RANK}`); nsys's own `reportN`
 //!   and `%h_%p` names are ranked as unnamed files are; their reports (`*.nsys-rep`) alike, read
 //!   through an export ([`crate::trace::read::nsys::export`]), except beside their own export;
+//!   an export holding several GPUs, each owned by a process of its own, is a profile of one
+//!   rank per GPU ([`nsys_gpus`]);
 //! - otherwise `distributedInfo.rank` from the file's header, otherwise file order (warned;
 //!   `discover/unnamed.rs`).
 //!
@@ -42,7 +44,8 @@
 //! cases above), [`handler`] and [`given`], and here the grouping itself ([`discover`],
 //! [`discover_files`]).
 //! Outside this folder it uses [`crate::trace::rankid`] and, of [`crate::trace::read`], only
-//! `read_head` (a file's header: `unnamed.rs`, `dense_dp.rs`, [`merged`]) and `open.rs`'s words
+//! `read_head` (a file's header: `unnamed.rs`, `dense_dp.rs`, [`merged`]), the GPUs of an
+//! Nsight Systems report (`nsys_gpus.rs`) and `open.rs`'s words
 //! for a file's kind ([`listing`]).
 
 use std::collections::BTreeMap;
@@ -58,6 +61,7 @@ pub mod handler_names;
 pub mod listing;
 pub mod merged;
 pub mod names;
+mod nsys_gpus;
 mod rank_from;
 pub mod rankfile;
 mod sessions;
@@ -189,6 +193,7 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
     let mut stamped: BTreeMap<PathBuf, Vec<(handler_names::HandlerName, PathBuf)>> =
         BTreeMap::new();
     let mut sglang_captures: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    let mut gpu_groups = Vec::new();
     for path in paths {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
@@ -222,6 +227,12 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if name.starts_with("cuda_graph_capture-") {
             *sglang_captures.entry(dir.clone()).or_default() += 1;
+        }
+        if crate::trace::read::nsys::is_nsys_name(name) {
+            if let Some(g) = nsys_gpus::group(path, &mut d.notes) {
+                gpu_groups.push(g);
+                continue;
+            }
         }
         match parse_name(name) {
             Some(p) => by_key
@@ -267,6 +278,7 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
             d.groups.push(g);
         }
     }
+    d.groups.extend(gpu_groups);
     rank_from::apply(&mut d.groups, rank_from, &mut d.notes);
     for (dir, files) in stamped {
         let mut groups = handler::groups(&dir, files, rank_from, &mut d.notes);

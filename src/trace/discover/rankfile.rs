@@ -15,6 +15,8 @@ pub enum Naming {
     Generic,
     DistributedInfo,
     FileOrder,
+    /// One GPU of an Nsight Systems report holding several, ranked in device order.
+    Gpu,
 }
 
 /// Where ranks come from (`--rank-from`).

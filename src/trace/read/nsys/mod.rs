@@ -17,6 +17,11 @@
 //! relative and the ranks are aligned as Kineto traces that lost their base are. The header
 //! lists the GPUs (`TARGET_INFO_GPU`) as `deviceProperties`.
 //!
+//! For the readers that take every event (merge), also the processes' and threads' names and
+//! the launch arrows a viewer draws ([`viewer`]). A report holding several GPUs, each owned by a
+//! process of its own, is read one GPU at a time: a rank's path names its GPU
+//! (`node.sqlite#gpu3`, [`devices`]), and only that GPU's rows and its process's are read.
+//!
 //! Streamed ([`rows`]): each table is read through one prepared statement, row by row, in the export's
 //! own order (the collector sorts what it keeps: no `ORDER BY`, so SQLite sorts nothing); names
 //! come through a `LEFT JOIN` on `StringIds` (its primary key), never a table in memory. Only
@@ -24,9 +29,11 @@
 //! asking the export ([`schema`]); what cannot be read is refused, naming the missing table or
 //! column.
 
+pub mod devices;
 pub mod export;
 mod rows;
 pub mod schema;
+mod viewer;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -45,9 +52,10 @@ use schema::{ident, Schema, KNOWN_GOOD};
 /// The first bytes of every SQLite 3 database.
 const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
-/// Whether the file name says Nsight Systems export (`*.sqlite`).
+/// Whether the file name says Nsight Systems export (`*.sqlite`, or one GPU of one:
+/// [`devices::device_path`]).
 pub fn is_nsys_name(name: &str) -> bool {
-    name.ends_with(".sqlite")
+    name.ends_with(".sqlite") || devices::split_name(name).is_some()
 }
 
 /// Whether `path` names an export (`*.sqlite`).
@@ -82,7 +90,17 @@ pub fn read_nsys(
     want: Option<Want>,
     mut on_event: impl FnMut(&Event<'_>),
 ) -> io::Result<ReadReport> {
-    let (conn, schema, len) = open_export(path)?;
+    let (file, device) = devices::split_path(path);
+    let (conn, schema, len) = open_export(&file)?;
+    let select = match device {
+        Some(d) => Some(devices::select(&conn, &schema, d).ok_or_else(|| {
+            invalid(
+                path,
+                format!("no kernel of GPU {d} with its process (globalPid) in the export"),
+            )
+        })?),
+        None => None,
+    };
     let mut report = ReadReport::new(path, false);
     report.bytes = len;
     let mut r = Rows {
@@ -94,15 +112,24 @@ pub fn read_nsys(
         fields: Vec::with_capacity(16),
         devices_seen: BTreeSet::new(),
         defaulted: Vec::new(),
+        viewer: want.is_none(),
+        select,
     };
-    let (header, version) = head(&conn, &schema);
+    let (header, version) = head(&conn, &schema, device);
     let start = header.base_time_ns;
     report.header = header;
     report.devices = report.header.lists_devices();
     let mut said = vec![format!(
-        "{}: an Nsight Systems SQLite export{}; times {}",
+        "{}: an Nsight Systems SQLite export{}{}; times {}",
         path.display(),
         version.map(|v| format!(" ({v})")).unwrap_or_default(),
+        select
+            .map(|s| format!(
+                ", GPU {} and its process {} (a report holding several GPUs, one rank each)",
+                s.device,
+                (s.global_pid >> 24) & 0xFF_FFFF
+            ))
+            .unwrap_or_default(),
         if start.is_some() {
             "from the session start (TARGET_INFO_SESSION_START_TIME.utcEpochNs)"
         } else {
@@ -110,6 +137,7 @@ pub fn read_nsys(
              aligned as traces without a base time are"
         }
     )];
+    r.metadata(&mut report, &mut |e| on_event(e))?;
     r.runtime(&mut report, &mut on_event)?;
     r.nvtx(&mut report, &mut on_event)?;
     r.copies(&mut report, &mut on_event, false)?;
@@ -117,9 +145,11 @@ pub fn read_nsys(
     r.kernels(&mut report, &mut on_event)?;
     if r.devices_seen.len() > 1 {
         said.push(format!(
-            "{}: kernels of {} GPUs (devices {}) read as one rank; one rank per GPU of a \
-             single report is not supported yet: export one report per rank (`nsys profile -o \
-             NAME_%q{{RANK}}`)",
+            "{}: kernels of {} GPUs (devices {}) read as one rank: a report is read as one \
+             rank per GPU only when each GPU's kernels come from a process that owns no other \
+             GPU (a process driving several GPUs, or a GPU shared by processes, cannot be \
+             split); to read each rank on its own, profile one report per rank (`nsys profile \
+             -o NAME_%q{{RANK}}`)",
             path.display(),
             r.devices_seen.len(),
             r.devices_seen
@@ -170,11 +200,13 @@ fn open_export(path: &Path) -> io::Result<(Connection, Schema, u64)> {
 
 /// The header of an export (its GPUs as `deviceProperties`, its session start as
 /// `base_time_ns`), and its version in words.
-fn head(conn: &Connection, schema: &Schema) -> (Header, Option<String>) {
+fn head(conn: &Connection, schema: &Schema, device: Option<i64>) -> (Header, Option<String>) {
     let header = Header {
         object_form: true,
         base_time_ns: session_start(conn, schema),
-        device_properties: gpus(conn, schema),
+        device_properties: device
+            .and_then(|d| gpus(conn, schema, Some(d)))
+            .or_else(|| gpus(conn, schema, None)),
         ..Header::default()
     };
     (header, version(conn, schema))
@@ -183,8 +215,9 @@ fn head(conn: &Connection, schema: &Schema) -> (Header, Option<String>) {
 /// [`super::reader::read_head`] for an export: its header, without reading its rows; `Err`
 /// as [`read_nsys`]'s.
 pub fn read_head(path: &Path) -> io::Result<Option<Header>> {
-    let (conn, schema, _) = open_export(path)?;
-    Ok(Some(head(&conn, &schema).0))
+    let (file, device) = devices::split_path(path);
+    let (conn, schema, _) = open_export(&file)?;
+    Ok(Some(head(&conn, &schema, device).0))
 }
 
 /// `META_DATA_EXPORT`'s version rows, `name value` joined.
@@ -219,11 +252,19 @@ fn session_start(conn: &Connection, s: &Schema) -> Option<i64> {
         .filter(|&v| v > 0)
 }
 
-/// `TARGET_INFO_GPU` as Kineto's `deviceProperties` (`[{"id": …, "name": …}]`).
-fn gpus(conn: &Connection, s: &Schema) -> Option<String> {
+/// `TARGET_INFO_GPU` as Kineto's `deviceProperties` (`[{"id": …, "name": …}]`): all, or
+/// only GPU `device`.
+fn gpus(conn: &Connection, s: &Schema, device: Option<i64>) -> Option<String> {
     s.column(schema::GPUS, "name")?;
     let id = s.first_of(schema::GPUS, &["cuDevice", "id"])?;
-    let sql = format!("SELECT {}, name FROM {}", ident(id), ident(schema::GPUS));
+    let only = device
+        .map(|d| format!(" WHERE {} = {d}", ident(id)))
+        .unwrap_or_default();
+    let sql = format!(
+        "SELECT {}, name FROM {}{only}",
+        ident(id),
+        ident(schema::GPUS)
+    );
     let mut st = conn.prepare(&sql).ok()?;
     let mut rows = st.query([]).ok()?;
     let mut out = String::from("[");

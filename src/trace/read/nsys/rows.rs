@@ -30,6 +30,11 @@ pub(super) struct Rows<'a> {
     pub(super) devices_seen: BTreeSet<i64>,
     /// `TABLE.column` read as absent.
     pub(super) defaulted: Vec<String>,
+    /// Whether to write what a viewer needs besides the rows: names and flow arrows
+    /// ([`super::viewer`]); for the readers that take every event.
+    pub(super) viewer: bool,
+    /// The one GPU of a report holding several read as this rank ([`super::devices`]).
+    pub(super) select: Option<Select>,
 }
 
 /// A cell as an integer (`None`: NULL or not a number).
@@ -52,7 +57,7 @@ pub(super) fn text<'r>(row: &'r Row<'_>, i: usize) -> std::borrow::Cow<'r, str> 
 }
 
 /// Nanoseconds as Kineto's microseconds with three decimals (exact).
-fn push_us(buf: &mut String, ns: i64) {
+pub(super) fn push_us(buf: &mut String, ns: i64) {
     let sign = if ns < 0 { "-" } else { "" };
     let a = ns.unsigned_abs();
     let _ = write!(buf, "{sign}{}.{:03}", a / 1000, a % 1000);
@@ -72,6 +77,31 @@ pub(super) fn push_str(buf: &mut String, s: &str) {
         }
     }
     buf.push('"');
+}
+
+/// Appends Kineto's flow event: the start (`s`, on the launch) or the finish (`f`, on the GPU
+/// work, bound to the slice it falls in) of arrow `corr`.
+pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid: i64, ns: i64) {
+    let ph = if finish { 'f' } else { 's' };
+    let _ = write!(
+        buf,
+        "{{\"ph\": \"{ph}\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": "
+    );
+    push_us(buf, ns);
+    buf.push_str(", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
+    if finish {
+        buf.push_str(", \"bp\": \"e\"");
+    }
+    buf.push('}');
+}
+
+/// One GPU of a report and the process that owns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Select {
+    /// The GPU's `deviceId`.
+    pub device: i64,
+    /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).
+    pub global_pid: i64,
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: Kineto's names carry no API version.
@@ -101,7 +131,7 @@ fn copy_kind(k: Option<i64>) -> &'static str {
 
 /// A serialized `globalTid`/`globalPid` as (pid, tid): NVIDIA's documented packing
 /// (`(globalTid >> 24) & 0xFFFFFF` is the pid, `globalTid & 0xFFFFFF` the tid).
-fn pid_tid(g: i64) -> (i64, i64) {
+pub(super) fn pid_tid(g: i64) -> (i64, i64) {
     ((g >> 24) & 0xFF_FFFF, g & 0xFF_FFFF)
 }
 
@@ -187,11 +217,14 @@ impl Rows<'_> {
         } else {
             String::new()
         };
+        let flow = self.work_flow_col(t, "k");
         let sql = format!(
-            "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {}{dims_sql} FROM {} AS k{}",
+            "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {}, {flow}{dims_sql} FROM {} \
+             AS k{} WHERE 1{}",
             name.expr,
             ident(t),
-            name.join
+            name.join,
+            self.gpu_filter(t, "k")
         );
         self.each_row(
             "kernels",
@@ -222,7 +255,7 @@ impl Rows<'_> {
                     let _ = write!(b, ", \"correlation\": {c}");
                 }
                 if has_dims {
-                    let d: Vec<i64> = (6..12).map(|i| int(row, i).unwrap_or(0)).collect();
+                    let d: Vec<i64> = (7..13).map(|i| int(row, i).unwrap_or(0)).collect();
                     let _ = write!(
                         b,
                         ", \"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
@@ -231,8 +264,27 @@ impl Rows<'_> {
                 }
                 b.push_str("}}");
                 me.hand_dyn(report, on_event);
+                me.flow_end(row, 6, 4, (dev, stream, start), report, on_event);
             },
         )
+    }
+
+    /// The finish of the arrow from this GPU row's launch, when column `flag` says the launch
+    /// is read (`corr`: the correlation's column; `at`: device, stream, start).
+    fn flow_end(
+        &mut self,
+        row: &Row<'_>,
+        flag: usize,
+        corr: usize,
+        at: (i64, i64, i64),
+        report: &mut ReadReport,
+        on_event: &mut dyn FnMut(&Event<'_>),
+    ) {
+        if let (Some(1), Some(c)) = (int(row, flag), int(row, corr)) {
+            self.buf.clear();
+            push_flow(&mut self.buf, true, c, at.0, at.1, at.2);
+            self.hand_dyn(report, on_event);
+        }
     }
 
     /// Memcpy (`set` false) or memset rows.
@@ -256,9 +308,12 @@ impl Rows<'_> {
         } else {
             self.col_or(t, "m", "copyKind", "NULL")
         };
+        let flow = self.work_flow_col(t, "m");
         let sql = format!(
-            "SELECT m.start, m.\"end\", {dev}, {stream}, {corr}, {bytes}, {kind} FROM {} AS m",
-            ident(t)
+            "SELECT m.start, m.\"end\", {dev}, {stream}, {corr}, {bytes}, {kind}, {flow} FROM {} \
+             AS m WHERE 1{}",
+            ident(t),
+            self.gpu_filter(t, "m")
         );
         let cat = if set { "gpu_memset" } else { "gpu_memcpy" };
         self.each_row(cat, &sql, report, on_event, |me, row, report, on_event| {
@@ -292,6 +347,7 @@ impl Rows<'_> {
             }
             b.push_str("}}");
             me.hand_dyn(report, on_event);
+            me.flow_end(row, 7, 4, (dev, stream, start), report, on_event);
         })
     }
 
@@ -321,11 +377,13 @@ impl Rows<'_> {
         };
         let corr = self.col_or(t, "r", "correlationId", "NULL");
         let tid = self.col_or(t, "r", "globalTid", "0");
+        let flow = self.launch_flow_col();
         let sql = format!(
-            "SELECT r.start, r.\"end\", {corr}, {tid}, {} FROM {} AS r{}",
+            "SELECT r.start, r.\"end\", {corr}, {tid}, {}, {flow} FROM {} AS r{} WHERE 1{}",
             name.expr,
             ident(t),
-            name.join
+            name.join,
+            self.host_filter(t, "r")
         );
         self.each_row(
             "runtime calls",
@@ -356,6 +414,11 @@ impl Rows<'_> {
                 }
                 b.push_str("}}");
                 me.hand_dyn(report, on_event);
+                if let (Some(1), Some(c)) = (int(row, 5), int(row, 2)) {
+                    me.buf.clear();
+                    push_flow(&mut me.buf, false, c, pid, tid, start);
+                    me.hand_dyn(report, on_event);
+                }
             },
         )
     }
@@ -404,8 +467,9 @@ impl Rows<'_> {
         };
         let sql = format!(
             "SELECT n.start, n.\"end\", {tid}, {name} FROM {} AS n{join} \
-             WHERE n.\"end\" IS NOT NULL AND n.\"end\" >= n.start{ranges}",
-            ident(t)
+             WHERE n.\"end\" IS NOT NULL AND n.\"end\" >= n.start{ranges}{}",
+            ident(t),
+            self.host_filter(t, "n")
         );
         self.each_row(
             "NVTX ranges",
@@ -435,7 +499,11 @@ impl Rows<'_> {
         )
     }
 
-    fn hand_dyn(&mut self, report: &mut ReadReport, on_event: &mut dyn FnMut(&Event<'_>)) {
+    pub(super) fn hand_dyn(
+        &mut self,
+        report: &mut ReadReport,
+        on_event: &mut dyn FnMut(&Event<'_>),
+    ) {
         self.hand(report, &mut |e| on_event(e));
     }
 }

@@ -1,0 +1,53 @@
+//! An Nsight Systems export of a single-node run under one `nsys` (every rank's process in one
+//! report) read as one rank per GPU: the report is a profile of its own (named after the file),
+//! its GPUs its ranks in the order of their `deviceId`s (`RANK00` the lowest), each rank's
+//! path the file with its GPU marked (`node.sqlite#gpu3`,
+//! [`crate::trace::read::nsys::devices::device_path`]); the reader takes that GPU's rows and
+//! its process's. Which reports split so is the reader's call
+//! ([`crate::trace::read::nsys::devices::gpus_of`]: two GPUs or more, each owned by a process
+//! of its own).
+
+use std::path::Path;
+
+use super::group::{finish_group, Group};
+use super::rankfile::{rank_file, Naming};
+use crate::trace::rankid::RankId;
+use crate::trace::read::nsys::devices::{device_path, gpus_of};
+
+/// The group of one GPU per rank of the export at `path`, when it holds several GPUs so
+/// owned (with a note); `None` otherwise (one rank, as any file).
+pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
+    let devices = gpus_of(path).ok().flatten()?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let name = path.file_name()?.to_str()?;
+    let profile_id = name.strip_suffix(".sqlite").unwrap_or(name).to_string();
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let files = devices
+        .iter()
+        .enumerate()
+        .map(|(r, &d)| {
+            let mut f = rank_file(
+                device_path(path, d),
+                RankId {
+                    rank: Some(r as u32),
+                    ..Default::default()
+                },
+                Naming::Gpu,
+            );
+            f.size = size / devices.len() as u64;
+            f
+        })
+        .collect::<Vec<_>>();
+    notes.push(format!(
+        "{}: an Nsight Systems report holding {} GPUs (devices {}), each with its own \
+         process: read as one rank per GPU, in device order",
+        path.display(),
+        devices.len(),
+        devices
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Some(finish_group(dir, profile_id, None, files))
+}
