@@ -508,6 +508,64 @@ fn compare_gates_on_the_wait_imposed() {
     assert_eq!(row.status, Status::Regression, "{row:?}");
 }
 
+/// `compare` gates on bus bandwidth: the slowest group's time per GB of bus traffic, ×3 with a
+/// link 3× slower, equal to what the script's bus bandwidths say.
+#[test]
+fn compare_gates_on_bus_bandwidth() {
+    use rankprof::compare::diff::Status;
+    use rankprof::compare::{compare, CompareOptions};
+    if !common::have_python("critical-path checks") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    let cur = tmp.path().join("cur");
+    let two = |link: Option<SlowLink>| SynthOptions {
+        dp: 2,
+        slow_link: link,
+        same_batches: true,
+        ..opts(2)
+    };
+    synth(&base, two(None));
+    synth(
+        &cur,
+        two(Some(SlowLink {
+            replica: 1,
+            factor: 3.0,
+            from_step: 0,
+        })),
+    );
+    let c = compare(&CompareOptions {
+        baseline: base.clone(),
+        current: cur.clone(),
+        ..CompareOptions::default()
+    })
+    .unwrap()
+    .comparison;
+    let row = c
+        .overall
+        .iter()
+        .find(|r| r.name == "allreduce: time per GB of bus traffic (slowest group)")
+        .unwrap_or_else(|| panic!("no bus-bandwidth row: {:#?}", c.overall));
+    // The slowest group's bus bandwidth by the script, as ns per GB.
+    let slowest = |dir: &Path| {
+        let v = script(dir);
+        v["worlds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w["busbw_gbps"]["allreduce"].as_f64())
+            .fold(f64::INFINITY, f64::min)
+    };
+    for (got, dir) in [(row.baseline_ns, &base), (row.current_ns, &cur)] {
+        let want = 1e9 / slowest(dir);
+        assert!((got as f64 - want).abs() <= 1.0, "{got} vs {want}");
+    }
+    let ratio = row.current_ns as f64 / row.baseline_ns as f64;
+    assert!((ratio - 3.0).abs() < 0.15, "{row:?}");
+    assert_eq!(row.status, Status::Regression, "{row:?}");
+}
+
 /// The HTML report draws the lane chart: the planted rank's late arrivals on its lane, titled
 /// with their cost and cause.
 #[test]

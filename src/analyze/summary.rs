@@ -94,6 +94,11 @@ pub struct PathSummary {
     /// The wait that lead imposes on the other ranks per step, ns (0 without a lead).
     pub imposed_per_step_ns: i64,
     pub ranks: Vec<PathRank>,
+    /// Per collective name, the slowest group's transfer time per GB of bus traffic (the
+    /// inverse of its median bus bandwidth), ns: higher is worse, as for every time `compare`
+    /// gates on. Only collectives whose size the trace gives.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bus_ns_per_gb: BTreeMap<String, i64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -120,6 +125,17 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
         lead: lead.map(|c| c.who.clone()),
         cause: lead.map(|c| c.kind.as_str().to_string()),
         imposed_per_step_ns: lead.map_or(0, |c| c.net_per_step_ns.round() as i64),
+        bus_ns_per_gb: {
+            let mut m: BTreeMap<String, i64> = BTreeMap::new();
+            for t in &p.transfers {
+                if let Some(bw) = t.busbw_gbps.filter(|&b| b > 0.0) {
+                    let ns = (1e9 / bw).round() as i64;
+                    let e = m.entry(t.name.clone()).or_insert(ns);
+                    *e = (*e).max(ns);
+                }
+            }
+            m
+        },
         ranks: ranks
             .into_iter()
             .map(|(r, ns)| PathRank {

@@ -385,6 +385,19 @@ pub fn build(
                 pc.imposed_per_step_ns,
             ));
         }
+        // Bus bandwidth, as the time per GB of bus traffic of the slowest group (a slower
+        // link is a longer time): each collective both sides size.
+        for (name, &b) in &pb.bus_ns_per_gb {
+            if let Some(&c) = pc.bus_ns_per_gb.get(name) {
+                overall.push(Row::new(
+                    format!("{name}: time per GB of bus traffic (slowest group)"),
+                    None,
+                    None,
+                    b,
+                    c,
+                ));
+            }
+        }
     }
     let rank_work = |r: &RankEntry| {
         if steps {
