@@ -30,7 +30,9 @@ host the rest; all host when every excess is 0). transfer = end_L - start_L.
 Prints one JSON object, asserts nothing:
 - "ranks": per rank label (as `rankprof ls` labels ranks: TP00, TP00-DP01, ...): file, mode
   ("gpu"/"cpu"), collectives, steps (ProfilerStep marks), mean_step_ns, cost_ns {work, host,
-  late} (totals), per_step_ns (totals / steps), charged (instances it was charged for);
+  late} (totals), per_step_ns (totals / steps), charged (instances it was charged for),
+  by_step {step index: {work, host, late}} (each charge in the ProfilerStep mark of the last
+  arriver that holds its arrival);
 - "host_gaps": per rank charged a host part, what its launching thread ran while its GPU was
   idle inside the segments of those instances ([prev_end, start] of each one whose host part
   is > 0): idle_ns (the segments less the union of kernels, gpu_memcpy and gpu_memset),
@@ -240,6 +242,7 @@ def read_rank(path):
         "steps": len(marks),
         "mean_step_ns": (sum(m[1] for m in marks) / len(marks)) if marks else None,
         "by_key": by_key,
+        "marks": sorted(marks),
         "gpu_ivs": gpu_ivs,
         "host": host,
     }
@@ -329,6 +332,7 @@ def main():
     cost = [{k: 0 for k in KINDS} for _ in files]
     charged = [0] * len(files)
     gap_windows = [[] for _ in files]
+    by_step = [{} for _ in files]
     worlds_out = []
     for members in worlds_of(files):
         keys = []
@@ -377,6 +381,12 @@ def main():
                     gap_windows[lm].append((lr["prev_end"], lr["start"]))
                 for k in KINDS:
                     cost[lm][k] += split[k]
+                # The step (ProfilerStep mark of the last arriver) holding its arrival.
+                step = next((i for i, (t0, dur) in enumerate(files[lm]["marks"]) if t0 <= lr["start"] < t0 + dur), None)
+                if step is not None:
+                    row = by_step[lm].setdefault(step, {k: 0 for k in KINDS})
+                    for k in KINDS:
+                        row[k] += split[k]
                 charged[lm] += 1
                 w["charged"] += 1
         w["transfer_median_ns"] = {k: lower_median(v) for k, v in sorted(transfers.items())}
@@ -395,6 +405,7 @@ def main():
             "cost_ns": cost[i],
             "per_step_ns": {k: (cost[i][k] / steps if steps else None) for k in KINDS},
             "charged": charged[i],
+            "by_step": {str(s): v for s, v in sorted(by_step[i].items())},
         }
     gaps = {labs[i]: host_gaps(files[i], w) for i, w in enumerate(gap_windows) if w and files[i]["mode"] == "gpu"}
     json.dump({"dir": d, "ranks": ranks, "worlds": worlds_out, "host_gaps": gaps}, sys.stdout, default=str)

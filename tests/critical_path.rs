@@ -256,6 +256,47 @@ fn slow_link_charges_the_group_its_extra_transfer() {
     );
 }
 
+/// A rank that slows down at step 3 costs the steps from there on: the first line gives their
+/// mean, as the script charges them step by step.
+#[test]
+fn an_onset_costs_the_steps_from_it_on() {
+    if !common::have_python("critical-path checks") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let files = synth(
+        tmp.path(),
+        SynthOptions {
+            slow: Some(Slow {
+                rank: 2,
+                factor: 1.3,
+                from_step: 3,
+                class: None,
+            }),
+            ..opts(4)
+        },
+    );
+    let a = analyze(&files);
+    let v = script(tmp.path());
+    assert_agrees(&a, &v, false);
+    let by_step = v["ranks"]["TP02"]["by_step"].as_object().expect("by_step");
+    let after: Vec<f64> = by_step
+        .iter()
+        .filter(|(k, _)| k.parse::<usize>().is_ok_and(|s| s >= 3))
+        .map(|(_, x)| x["work"].as_f64().unwrap())
+        .collect();
+    assert_eq!(after.len(), 5, "{by_step:?}");
+    let want = after.iter().sum::<f64>() / after.len() as f64;
+    let l = first(&a);
+    assert!(
+        l.contains(&format!(
+            "TP02 costs {:.2} ms every step from step 3 on",
+            want / 1e6
+        )),
+        "{l} (script: {want} ns)"
+    );
+}
+
 /// A slow link that costs less than the threshold of the step (×1.3 on short collectives) does
 /// not lead, but is said lower down with its ratio, and the balanced control says nothing of it.
 #[test]

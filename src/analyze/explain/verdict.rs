@@ -245,7 +245,8 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
         "its replica's other ranks' mean"
     };
     if let Some(c) = path_lead {
-        v.lines.push(path_line(c, told, inp.path, &v.metric));
+        v.lines
+            .push(path_line(c, told, inp.path, &v.metric, v.onset.as_ref()));
     }
     let ep_told = |e: &EpRecord| path_ep.is_some_and(|t| std::ptr::eq(t, e));
     if let Some(e) = ep_lead.filter(|e| !ep_told(e)) {
@@ -424,18 +425,33 @@ fn path_line(
     told: Option<(&str, &str)>,
     p: &CriticalPath,
     metric: &str,
+    onset: Option<&crate::analyze::reduce::steps::Onset>,
 ) -> String {
     let who = if c.kind == path::Kind::Transfer {
         format!("the group of {}", c.who)
     } else {
         c.who.clone()
     };
-    let cost = format!(
-        "{who} costs every step {:.2} ms ({:.0} % of the {:.2} ms step)",
-        c.per_step_ns / 1e6,
-        c.step_pct,
-        p.step_ns / 1e6
-    );
+    // A rank that became slower at an onset costs the steps from there on: their figure,
+    // not the mean over steps it did not slow down.
+    let from = onset
+        .filter(|o| o.rank == c.who && o.step_index > 0)
+        .and_then(|o| c.per_step_from(o.step_index, &p.per_step).map(|x| (o, x)));
+    let cost = match from {
+        Some((o, (ns, step))) if step > 0.0 => format!(
+            "{who} costs {:.2} ms every step from step {} on ({:.0} % of the {:.2} ms step)",
+            ns / 1e6,
+            o.step,
+            100.0 * ns / step,
+            step / 1e6
+        ),
+        _ => format!(
+            "{who} costs every step {:.2} ms ({:.0} % of the {:.2} ms step)",
+            c.per_step_ns / 1e6,
+            c.step_pct,
+            p.step_ns / 1e6
+        ),
+    };
     let why = match c.kind {
         path::Kind::LateStart => format!(
             "it starts the step late (its host begins the step after the others: the cause is before the step, e.g. the previous iteration or the input pipeline), and the others wait for it at the collectives ({} of {})",

@@ -77,6 +77,35 @@ pub struct Cause {
     /// only the excess over that is this rank's own.
     pub net_per_step_ns: f64,
     pub net_step_pct: f64,
+    /// For the costliest causes ([`ROW_CAUSES`]): what it cost in each row of the step table,
+    /// `None` for a row not measured in full (the verdict's figure from an onset on).
+    #[serde(skip)]
+    pub per_row_ns: Vec<Option<i64>>,
+}
+
+/// Causes that keep their cost per step-table row ([`Cause::per_row_ns`]).
+pub const ROW_CAUSES: usize = 3;
+
+impl Cause {
+    /// Mean cost per step over the rows from `from` on that were measured in full, with the
+    /// mean step time of those rows (`steps`: the path's per-step rows); `None` without any.
+    pub fn per_step_from(&self, from: usize, steps: &[PathStep]) -> Option<(f64, f64)> {
+        let rows: Vec<(i64, i64)> = self
+            .per_row_ns
+            .iter()
+            .zip(steps)
+            .skip(from)
+            .filter_map(|(c, s)| c.map(|c| (c, s.step_ns)))
+            .collect();
+        if rows.is_empty() {
+            return None;
+        }
+        let n = rows.len() as f64;
+        Some((
+            rows.iter().map(|r| r.0 as f64).sum::<f64>() / n,
+            rows.iter().map(|r| r.1 as f64).sum::<f64>() / n,
+        ))
+    }
 }
 
 /// One expensive late arrival.

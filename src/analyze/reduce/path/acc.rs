@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Cause, CriticalPath, Kind, Late, PathStep, Transfer, MARKS};
+use super::{Cause, CriticalPath, Kind, Late, PathStep, Transfer, MARKS, ROW_CAUSES};
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::reduce::steps::StepTable;
@@ -334,6 +334,7 @@ impl Acc {
                     step_pct: pct(mine),
                     net_per_step_ns: net,
                     net_step_pct: pct(net),
+                    per_row_ns: Vec::new(),
                 }
             })
             .collect();
@@ -414,6 +415,7 @@ impl Acc {
                         step_pct: pct(each),
                         net_per_step_ns: each,
                         net_step_pct: pct(each),
+                        per_row_ns: Vec::new(),
                     });
                 }
             }
@@ -439,6 +441,21 @@ impl Acc {
             .into_iter()
             .map(since_origin)
             .collect();
+        // The costliest causes keep their cost per row (the verdict's figure from an onset).
+        for c in causes.iter_mut().take(ROW_CAUSES) {
+            if c.kind == Kind::Transfer {
+                continue;
+            }
+            let Some(r) = self.labels.iter().position(|l| *l == c.who) else {
+                continue;
+            };
+            c.per_row_ns = self
+                .row_cost
+                .iter()
+                .zip(&self.row_skipped)
+                .map(|(m, &skipped)| (!skipped).then(|| m.get(&(r, c.kind)).copied().unwrap_or(0)))
+                .collect();
+        }
         let per_step = self
             .rows
             .iter()
