@@ -247,6 +247,13 @@ pub struct AnalyzeArgs {
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Print the verdict lines only (terminal format); the exit code is unchanged.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Highlight the slow rank in colour: `auto` on a terminal unless NO_COLOR is set,
+    /// `always`, or `never`.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
     /// Terminal tables one row per rank, or grouped (distributions, top outlier ranks, groups);
     /// `auto`: grouped above 32 ranks.
     #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
@@ -338,6 +345,17 @@ pub enum GroupByArg {
     Node,
 }
 
+/// When to colour (`--color`, as ripgrep's).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// On a terminal, unless the NO_COLOR environment variable is set (and not empty).
+    Auto,
+    /// Always, even when piped.
+    Always,
+    /// Never.
+    Never,
+}
+
 /// How `analyze`, `ls` and `merge` print their results.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -406,6 +424,9 @@ pub struct CompareArgs {
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Print the headline and the failures only (terminal format); the exit code is unchanged.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Kernels in the top-kernels table (and in the appeared / vanished lists).
     #[arg(long = "top-n", value_name = "K", default_value_t = 15,
           allow_negative_numbers = true, value_parser = count)]

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::analyze::reduce::groups::Dim;
 use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions, RankSel};
-use crate::cli::{AnalyzeArgs, GroupByArg, ViewArg};
+use crate::cli::{AnalyzeArgs, ColorArg, GroupByArg, ViewArg};
 use crate::exit;
 use crate::report::analysis::AnalysisReport;
 use crate::report::groups::View;
@@ -52,6 +52,20 @@ fn dim(g: GroupByArg) -> Dim {
     }
 }
 
+/// Whether the terminal report is coloured: `--color`; `auto` is stdout on a terminal and
+/// `NO_COLOR` unset or empty (https://no-color.org).
+fn color(c: ColorArg) -> bool {
+    use std::io::IsTerminal;
+    match c {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
 /// Analyzes, prints, writes the requested files. Exit code: OK, or PARTIAL when an input was
 /// damaged.
 pub fn run(args: &AnalyzeArgs) -> Result<i32> {
@@ -72,6 +86,10 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
             super::make_output_dir(flag, d)?;
         }
     }
+    let format = super::format(args.format, args.json);
+    if args.quiet && format != crate::report::Format::Terminal {
+        bail!("--quiet prints the verdict as text: drop it, or drop --format/--json");
+    }
     let opts = options(args);
     crate::trace::read::nsys::export::keep_exports(args.keep_sqlite);
     if let Some(path) = &args.save_partial {
@@ -84,14 +102,16 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     };
     refuse_to_overwrite_inputs(args, &a)?;
     for n in &a.notes {
-        eprintln!("note: {n}");
+        eprintln!("{}", crate::report::note(n));
     }
     let report = AnalysisReport {
         analysis: &a,
         view: view(args.view),
         group_by: args.group_by.map(dim),
+        color: color(args.color),
+        quiet: args.quiet,
     };
-    crate::report::print(&report, super::format(args.format, args.json))?;
+    crate::report::print(&report, format)?;
     if let Some(dir) = &args.csv_dir {
         let files = crate::report::tidy::write_csv_dir(&a, dir)?;
         eprintln!("wrote {} CSV files into {}", files.len(), dir.display());
@@ -139,7 +159,7 @@ fn save_partial(args: &AnalyzeArgs, opts: &AnalyzeOptions, path: &std::path::Pat
         .iter()
         .chain(p.read.files.iter().flat_map(|f| &f.notes))
     {
-        eprintln!("note: {n}");
+        eprintln!("{}", crate::report::note(n));
     }
     eprintln!(
         "wrote {} ({} ranks of profile {}, {bytes} bytes)",
