@@ -59,19 +59,32 @@ pub enum Command {
 }
 
 /// The whole command line with its examples ([`examples::examples`]) and the exit-code table
-/// ([`crate::exit::HELP`]) at the end of every command's and subcommand's `--help`.
+/// ([`crate::exit::HELP`]) at the end of every command's and subcommand's `--help`, wrapped to
+/// the terminal ([`help_width`]).
 pub fn command() -> clap::Command {
-    fn with_after_help(c: clap::Command, path: &str) -> clap::Command {
-        c.after_help(examples::after_help(path))
+    command_at(Some(help_width()))
+}
+
+/// The width `--help` is wrapped to: the terminal's, else `$COLUMNS`, else 120
+/// ([`crate::report::terminal::width`]), at most 100 (clap's own limit: longer lines read badly).
+pub fn help_width() -> usize {
+    usize::from(crate::report::terminal::width()).min(100)
+}
+
+/// [`command`] with its help wrapped to `width`, or as written (`None`: man pages, tests).
+pub fn command_at(width: Option<usize>) -> clap::Command {
+    fn with_after_help(c: clap::Command, path: &str, width: Option<usize>) -> clap::Command {
+        c.after_help(examples::after_help_at(path, width))
             .mut_subcommands(|s| {
                 let sub = match path {
                     "" => s.get_name().to_string(),
                     p => format!("{p} {}", s.get_name()),
                 };
-                with_after_help(s, &sub)
+                with_after_help(s, &sub, width)
             })
     }
-    with_after_help(<Cli as clap::CommandFactory>::command(), "")
+    let c = with_after_help(<Cli as clap::CommandFactory>::command(), "", width);
+    c.term_width(width.unwrap_or(0))
 }
 
 /// Parses the process' arguments with [`command`] (exits with clap's message and code 2 on bad
