@@ -52,7 +52,11 @@ fn synth(dir: &Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .expect("synth runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     d
 }
 
@@ -64,7 +68,10 @@ fn analyze_fits(args: &[&str], widths: &[usize]) -> Vec<String> {
         let mut a = vec!["analyze"];
         a.extend(args);
         let (out, err, code) = run(w, &a);
-        assert!(matches!(code, Some(0 | 3)), "analyze {args:?}: {code:?}\n{err}");
+        assert!(
+            matches!(code, Some(0 | 3)),
+            "analyze {args:?}: {code:?}\n{err}"
+        );
         assert!(out.starts_with("Profile "), "{out}");
         assert!(out.contains('┌'), "no table: {out}");
         assert_fits(&format!("analyze {args:?}"), &out, w);
@@ -109,11 +116,22 @@ fn analyze_fits_on_synth_plants() {
     for o in &outs {
         assert!(o.contains("TP01-DP01"), "{o}");
     }
-    let host = synth(&tmp.path().join("host"), &["--tp", "2", "--host-delay-rank", "1"]);
+    let host = synth(
+        &tmp.path().join("host"),
+        &["--tp", "2", "--host-delay-rank", "1"],
+    );
     analyze_fits(&[&host], &WIDTHS);
     let heavy = synth(
         &tmp.path().join("heavy"),
-        &["--tp", "2", "--dp", "2", "--heavy-rank", "2", "--record-shapes"],
+        &[
+            "--tp",
+            "2",
+            "--dp",
+            "2",
+            "--heavy-rank",
+            "2",
+            "--record-shapes",
+        ],
     );
     analyze_fits(&[&heavy], &WIDTHS);
     // 64 ranks: the grouped view (distributions, outliers, groups).
@@ -132,12 +150,24 @@ fn compare_ls_and_merge_fit() {
     let base = synth(&tmp.path().join("base"), &["--tp", "4", "--dp", "2"]);
     let cur = synth(
         &tmp.path().join("cur"),
-        &["--tp", "4", "--dp", "2", "--slow-rank", "3", "--factor", "1.5"],
+        &[
+            "--tp",
+            "4",
+            "--dp",
+            "2",
+            "--slow-rank",
+            "3",
+            "--factor",
+            "1.5",
+        ],
     );
     for w in WIDTHS {
         let (out, err, code) = run(w, &["compare", &base, &cur]);
         assert_eq!(code, Some(1), "a regression: {out}\n{err}");
-        assert!(out.starts_with("rankprof compare:") && out.contains('┌'), "{out}");
+        assert!(
+            out.starts_with("rankprof compare:") && out.contains('┌'),
+            "{out}"
+        );
         assert_fits("compare", &out, w);
         assert_fits("compare (stderr)", &err, w);
 
@@ -160,7 +190,9 @@ fn compare_ls_and_merge_fit() {
 
 #[test]
 fn help_is_wrapped_to_the_terminal() {
-    for path in ["", "analyze", "compare", "merge", "ls", "capture", "synth", "watch"] {
+    for path in [
+        "", "analyze", "compare", "merge", "ls", "capture", "synth", "watch",
+    ] {
         let mut args: Vec<&str> = path.split_whitespace().collect();
         args.push("--help");
         for w in [60, 80] {

@@ -439,7 +439,12 @@ pub fn table(c: &Comparison) -> String {
         let rows: Vec<Vec<super::text::DrawCell>> = sec
             .rows
             .iter()
-            .map(|r| r.iter().enumerate().map(|(i, v)| (v.clone(), right(i))).collect())
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .map(|(i, v)| (v.clone(), right(i)))
+                    .collect()
+            })
             .collect();
         let width = super::terminal::width() as usize;
         s.push('\n');

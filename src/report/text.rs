@@ -194,12 +194,19 @@ pub fn draw(title: &str, header: &[String], rows: &[Vec<DrawCell>], width: usize
     let all: Vec<usize> = (0..n).collect();
     let whole = build(&all, true);
     if widest(&whole) <= width || n <= 1 {
-        let t = if widest(&whole) <= width { whole } else { fitted(&all) };
+        let t = if widest(&whole) <= width {
+            whole
+        } else {
+            fitted(&all)
+        };
         return format!("{}\n{t}\n", wrap(title, width, "  "));
     }
     // The label columns every part repeats: the leading text columns, at most two.
     let text_col = |c: usize| rows.iter().all(|r| r.get(c).is_none_or(|x| !x.1));
-    let keys = (0..n.min(2)).take_while(|&c| text_col(c)).count().clamp(1, n - 1);
+    let keys = (0..n.min(2))
+        .take_while(|&c| text_col(c))
+        .count()
+        .clamp(1, n - 1);
     let mut parts: Vec<Vec<usize>> = Vec::new();
     let mut cur: Vec<usize> = (0..keys).collect();
     for c in keys..n {
@@ -338,6 +345,75 @@ mod tests {
         assert_eq!(md_code("x`y"), "``x`y``");
         assert_eq!(md_code("`q"), "`` `q ``");
         assert_eq!(md_text("f<T> | g"), "f&lt;T&gt; \\| g");
+    }
+
+    #[test]
+    fn wraps_at_words_and_breaks_long_paths_after_a_slash() {
+        assert_eq!(
+            wrap("alpha beta gamma delta", 12, "  "),
+            "alpha beta\n  gamma\n  delta"
+        );
+        assert_eq!(wrap("short", 80, "  "), "short");
+        assert_eq!(
+            wrap("see /aaaa/bbbb/cccc/dddd/eeee.json now", 16, "  "),
+            "see /aaaa/bbbb/\n  cccc/dddd/\n  eeee.json now"
+        );
+        // No slash: cut where the room ends.
+        assert_eq!(
+            wrap("x abcdefghijklmnopqrstuvwxyz", 12, ""),
+            "x abcdefghij\nklmnopqrstuv\nwxyz"
+        );
+    }
+
+    #[test]
+    fn fit_wraps_prose_under_its_indent_and_leaves_tables() {
+        let rule = format!("┌{}┐", "─".repeat(30));
+        let text = format!("  - one two three four five six\n{rule}\nok");
+        assert_eq!(
+            fit(&text, 20),
+            format!("  - one two three\n      four five six\n{rule}\nok")
+        );
+        // Colour escapes take no column.
+        let red = format!("{HIGHLIGHT}TP01{RESET} is slow");
+        assert_eq!(display_width(&red), 12);
+        assert_eq!(fit(&red, 12), red);
+    }
+
+    #[test]
+    fn draw_splits_a_wide_table_by_columns_repeating_the_labels() {
+        let header: Vec<String> = ["rank", "span", "busy", "idle", "compute", "memcpy/set"]
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        let rows: Vec<Vec<DrawCell>> = ["TP00-DP00", "TP01-DP01"]
+            .iter()
+            .map(|r| {
+                std::iter::once((r.to_string(), false))
+                    .chain((0..5).map(|i| (format!("{}.25", 1000 + i), true)))
+                    .collect()
+            })
+            .collect();
+        let whole = draw("Rank summary", &header, &rows, 120);
+        assert!(!whole.contains("(continued)"), "{whole}");
+        let split = draw("Rank summary", &header, &rows, 40);
+        assert!(split.lines().all(|l| l.chars().count() <= 40), "{split}");
+        let parts = split.matches("Rank summary").count();
+        assert!(parts >= 2, "{split}");
+        assert_eq!(split.matches("(continued)").count(), parts - 1, "{split}");
+        // Every part carries the rank labels, whole; every column is somewhere.
+        assert_eq!(split.matches("TP01-DP01").count(), parts, "{split}");
+        for c in &header {
+            assert!(split.contains(c.as_str()), "{c}: {split}");
+        }
+    }
+
+    #[test]
+    fn highlight_marks_the_label_not_longer_labels() {
+        let h = highlight("TP01 slow; TP01-DP01 and xTP01 are not", "TP01");
+        assert_eq!(
+            h,
+            format!("{HIGHLIGHT}TP01{RESET} slow; TP01-DP01 and xTP01 are not")
+        );
     }
 
     /// A table too wide for its width: without the constraints comfy-table breaks the rank

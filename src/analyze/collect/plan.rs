@@ -57,7 +57,9 @@ pub(in crate::analyze) struct Plan {
 
 /// What discovery found for `args`' inputs, before a profile is chosen: the rank files' groups,
 /// the merged traces, and the listing's notes.
-fn discovery(args: &AnalyzeOptions) -> Result<(trace::discover::Discovery, Vec<PathBuf>, Vec<String>)> {
+fn discovery(
+    args: &AnalyzeOptions,
+) -> Result<(trace::discover::Discovery, Vec<PathBuf>, Vec<String>)> {
     let mut ranks: Vec<PathBuf> = Vec::new();
     let mut merged: Vec<PathBuf> = Vec::new();
     // Regular files only; unreadable rank files kept (reported later); see trace::discover.
@@ -106,10 +108,11 @@ pub fn stages(args: &AnalyzeOptions) -> Result<Vec<String>> {
     }
     let (mut disc, _, _) = discovery(args)?;
     disc.select(args.profile_id.as_deref(), None);
-    let one_id = disc
-        .groups
-        .iter()
-        .all(|g| disc.groups.first().is_some_and(|f| f.profile_id == g.profile_id));
+    let one_id = disc.groups.iter().all(|g| {
+        disc.groups
+            .first()
+            .is_some_and(|f| f.profile_id == g.profile_id)
+    });
     let mut st: Vec<String> = disc.groups.iter().filter_map(|g| g.stage.clone()).collect();
     if disc.groups.len() < 2 || !one_id || st.len() < disc.groups.len() {
         return Ok(Vec::new());
