@@ -231,7 +231,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
         var t = r.cells[col] ? r.cells[col].textContent.trim() : "";
         if (!num) return t;
         var v = parseFloat(t);
-        return isNaN(v) ? -Infinity : v;
+        return isNaN(v) ? -Number.MAX_VALUE : v; // an empty cell sorts below every number
       };
       rows.sort(function (a, b) {
         var x = key(a), y = key(b);
