@@ -199,3 +199,39 @@ fn a_by_stage_folder_is_analyzed_stage_by_stage() {
     assert_eq!(code, Some(2));
     assert!(err.contains("--stage DECODE"), "{err}");
 }
+
+/// No "1 ranks", "1 steps", "1 files" or "0.0 MB" anywhere a person reads (#43 item 9): one
+/// rank of one step, analyzed and listed; a tiny file listed in kB.
+#[test]
+fn one_is_singular_and_small_sizes_are_not_zero_megabytes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = tmp.path().join("one");
+    let ds = d.to_str().expect("utf-8");
+    let (out, err, code) = run(
+        &[
+            "synth", "-o", ds, "--tp", "1", "--steps", "1", "--layers", "1",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("1 step ") && all.contains("wrote 1 file,"),
+        "{all}"
+    );
+    let (ls, err, _) = run(&["ls", ds], &[]);
+    let (an, aerr, _) = run(&["analyze", ds], &[]);
+    let html = tmp.path().join("r.html");
+    run(
+        &["analyze", ds, "--html", html.to_str().expect("utf-8")],
+        &[],
+    );
+    let page = std::fs::read_to_string(&html).expect("html");
+    let re = regex::Regex::new(r"\b1 (ranks|steps|files|collectives|kernels|rows)\b").expect("re");
+    for text in [&all, &ls, &err, &an, &aerr, &page] {
+        assert!(!re.is_match(text), "{:?}\n{text}", re.find(text));
+        assert!(!text.contains("0.0 MB"), "{text}");
+    }
+    assert!(ls.contains("1 rank") && ls.contains(" kB"), "{ls}");
+    assert!(page.contains("1 rank · 1 file"), "html meta");
+}

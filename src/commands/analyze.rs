@@ -233,9 +233,9 @@ fn save_partial(args: &AnalyzeArgs, opts: &AnalyzeOptions, path: &std::path::Pat
         eprintln!("{}", crate::report::note(n));
     }
     eprintln!(
-        "wrote {} ({} ranks of profile {}, {bytes} bytes)",
+        "wrote {} ({} of profile {}, {bytes} bytes)",
         path.display(),
-        p.ranks(),
+        crate::analyze::explain::measure::count(p.ranks(), "rank"),
         p.read.profile_id
     );
     Ok(if damaged { exit::PARTIAL } else { exit::OK })

@@ -318,9 +318,9 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
         _ => "figures from GPU kernels, and CPU ops on the ranks without any",
     };
     s.push_str(&format!(
-        "<p class=\"meta\">{} ranks · {} files · threshold {:.1} % · steps from {} · <span id=\"source\">{source}</span></p>\n",
-        a.ranks.len(),
-        a.files.len(),
+        "<p class=\"meta\">{} · {} · threshold {:.1} % · steps from {} · <span id=\"source\">{source}</span></p>\n",
+        crate::analyze::explain::measure::count(a.ranks.len(), "rank"),
+        crate::analyze::explain::measure::count(a.files.len(), "file"),
         a.threshold_pct,
         esc(&a.steps.source)
     ));

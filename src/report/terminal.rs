@@ -99,7 +99,8 @@ pub fn render_table_at(t: &Table, onset_row: Option<usize>, width: usize) -> Str
     let mut s = super::text::draw(&t.title, &t.columns, &cells, width);
     if skipped > 0 {
         s.push_str(&format!(
-            "({skipped} rows not shown; --format csv or json has them all)\n"
+            "({} not shown; --format csv or json has them all)\n",
+            crate::analyze::explain::measure::count(skipped, "row")
         ));
     }
     s
@@ -253,8 +254,8 @@ fn worst_worlds_at(t: &Table, width: usize) -> String {
     let mut s = render_table_at(&t, None, width);
     if n > t.rows.len() {
         s.push_str(&format!(
-            "({} rows not shown; --format csv or json has them all)\n",
-            n - t.rows.len()
+            "({} not shown; --format csv or json has them all)\n",
+            crate::analyze::explain::measure::count(n - t.rows.len(), "row")
         ));
     }
     s

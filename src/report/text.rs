@@ -265,6 +265,19 @@ pub fn highlight(text: &str, label: &str) -> String {
 pub const HIGHLIGHT: &str = "\u{1b}[1;31m";
 pub const RESET: &str = "\u{1b}[0m";
 
+/// A size in bytes as a person reads it: `12.3 MB` (decimal units), and under 0.05 MB in kB or
+/// bytes (`48.2 kB`, `512 B`), never `0.0 MB`.
+pub fn size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 5e4 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
 /// A markdown table cell: `|` escaped, line breaks flattened.
 pub fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -405,6 +418,16 @@ mod tests {
         for c in &header {
             assert!(split.contains(c.as_str()), "{c}: {split}");
         }
+    }
+
+    #[test]
+    fn sizes_never_read_zero_megabytes() {
+        assert_eq!(size(0), "0 B");
+        assert_eq!(size(999), "999 B");
+        assert_eq!(size(1_000), "1.0 kB");
+        assert_eq!(size(48_200), "48.2 kB");
+        assert_eq!(size(50_000), "0.1 MB");
+        assert_eq!(size(12_340_000), "12.3 MB");
     }
 
     #[test]
