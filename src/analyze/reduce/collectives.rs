@@ -190,8 +190,8 @@ pub fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
     if by_dp.values().all(|v| v.len() == ws as usize) {
         let w: Vec<Vec<usize>> = by_dp.into_values().collect();
         let note = format!(
-            "the traces report a world of {}: collectives are matched within each of the {} DP replicas",
-            crate::analyze::explain::measure::count(ws, "rank"),
+            "the traces report a world of {ws} rank{}: collectives are matched within each of the {} DP replicas",
+            if ws == 1 { "" } else { "s" },
             w.len()
         );
         (w, Some(note))
@@ -199,8 +199,8 @@ pub fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
         (
             all,
             Some(format!(
-                "the traces report a world of {} but {} given; collectives are matched across all",
-                crate::analyze::explain::measure::count(ws, "rank"),
+                "the traces report a world of {ws} rank{} but {} given; collectives are matched across all",
+                if ws == 1 { "" } else { "s" },
                 match n {
                     1 => "1 rank was".to_string(),
                     n => format!("{n} ranks were"),
