@@ -322,7 +322,7 @@ pub fn after_help_at(path: &str, width: Option<usize>) -> String {
         s.push_str("Examples:\n");
         for e in list {
             let what = match width {
-                Some(w) => wrap(&e.what, w.saturating_sub(4), "  # "),
+                Some(w) => wrap(e.what, w.saturating_sub(4), "  # "),
                 None => e.what.to_string(),
             };
             s.push_str(&format!("  # {what}\n"));
