@@ -174,6 +174,12 @@ fn work(at: &Attribution) -> Table {
     }
 }
 
+/// Wraps a line at word boundaries to `width` columns for the terminal; continuation lines get
+/// `indent` ([`super::text::wrap`], which breaks a word longer than a line).
+pub fn wrap(line: &str, width: usize, indent: &str) -> String {
+    super::text::wrap(line, width, indent)
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")

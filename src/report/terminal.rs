@@ -159,7 +159,7 @@ fn report(a: &Analysis, view: View, group_by: Option<Dim>, width: usize) -> Stri
     s.push_str(&verdict_lines(a, width));
     s.push('\n');
     if let Some(d) = &a.drill {
-        return drill_view(s, a, d);
+        return drill_view(s, a, d, width);
     }
     let onset = a.steps.onset.as_ref().map(|o| o.step_index);
     let grouped = super::groups::grouped(a, view);
@@ -208,21 +208,26 @@ fn report(a: &Analysis, view: View, group_by: Option<Dim>, width: usize) -> Stri
 
 /// `--rank`: after the verdict, the rank against its peers (its summary line, the drill-down
 /// tables) and the rank's own tables; the whole profile's tables are left to a run without it.
-fn drill_view(mut s: String, a: &Analysis, d: &crate::analyze::explain::drill::Drill) -> String {
-    let w = (width() as usize).max(60) - 2;
+fn drill_view(
+    mut s: String,
+    a: &Analysis,
+    d: &crate::analyze::explain::drill::Drill,
+    width: usize,
+) -> String {
+    let w = width.saturating_sub(2);
     s.push_str(&format!(
         "Rank {} against its peers ({}):\n",
         d.rank, d.peers
     ));
     s.push_str(&format!(
         "  {}\n\n",
-        super::attribution::wrap(&d.summary, w, "    ")
+        super::text::wrap(&d.summary, w, "    ")
     ));
-    for t in sections_for(a, Some(width() as usize))
+    for t in sections_for(a, Some(width))
         .iter()
         .filter(|t| t.terminal && (t.name.starts_with("drill") || t.name.starts_with("rank_")))
     {
-        s.push_str(&render_table(t, None));
+        s.push_str(&render_table_at(t, None, width));
         s.push('\n');
     }
     s
