@@ -116,6 +116,8 @@ fn analyze_fits_on_synth_plants() {
     for o in &outs {
         assert!(o.contains("TP01-DP01"), "{o}");
     }
+    // The drill-down of one rank against its peers.
+    analyze_fits(&[&slow, "--rank", "TP01-DP01"], &WIDTHS);
     let host = synth(
         &tmp.path().join("host"),
         &["--tp", "2", "--host-delay-rank", "1"],

@@ -408,7 +408,12 @@ fn cols(names: &[&str]) -> Vec<String> {
 
 /// The verdict alone (`compare --quiet`): the headline and the failures.
 pub fn quiet(c: &Comparison) -> String {
-    let mut s = format!("rankprof compare: {}\n", headline(c));
+    // The headline wrapped as the full report wraps it.
+    let w = (super::terminal::width() as usize).max(60);
+    let mut s = format!(
+        "{}\n",
+        super::text::wrap(&format!("rankprof compare: {}", headline(c)), w, "    ")
+    );
     for f in &c.failures {
         s.push_str(&format!("  - {}\n", f.message));
     }
