@@ -243,7 +243,13 @@ fn sglang_by_stage_needs_a_stage_and_then_works() {
         err.contains("2 profiles found") && err.contains("--stage"),
         "{err}"
     );
+    // The command line analyzes each stage in turn: the stages it finds.
+    assert_eq!(
+        rankprof::analyze::stages(&args).unwrap(),
+        ["DECODE", "EXTEND"]
+    );
     args.stage = Some("DECODE".into());
+    assert!(rankprof::analyze::stages(&args).unwrap().is_empty());
     let a = rankprof::analyze::analyze(&args).unwrap();
     assert_eq!(a.stage.as_deref(), Some("DECODE"));
     assert_eq!(a.steps.rows.len(), 2);

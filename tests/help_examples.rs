@@ -29,7 +29,7 @@ fn paths(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
 
 fn all_paths() -> Vec<String> {
     let mut out = Vec::new();
-    paths(&rankprof::cli::command(), "", &mut out);
+    paths(&rankprof::cli::command_at(None), "", &mut out);
     out
 }
 
@@ -89,7 +89,7 @@ fn rankprof_argv(line: &str) -> Option<Vec<String>> {
 
 /// The subcommand path the arguments select ("capture run").
 fn parse(argv: &[String]) -> Result<String, String> {
-    let m = rankprof::cli::command()
+    let m = rankprof::cli::command_at(None)
         .try_get_matches_from(argv)
         .map_err(|e| e.to_string())?;
     let mut path = Vec::new();
@@ -105,7 +105,7 @@ fn help_of(path: &str) -> String {
     let mut argv = vec!["rankprof".to_string()];
     argv.extend(path.split_whitespace().map(str::to_string));
     argv.push("--help".into());
-    let err = rankprof::cli::command()
+    let err = rankprof::cli::command_at(None)
         .try_get_matches_from(&argv)
         .expect_err("--help stops parsing");
     assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{argv:?}");

@@ -78,7 +78,7 @@ pub mod summary;
 use anyhow::Result;
 
 // The facade (see the module doc).
-pub use collect::plan::FileInfo;
+pub use collect::plan::{stages, FileInfo};
 pub use model::{Analysis, DepthClass, DepthKernel, RankDepth};
 pub use options::{AnalyzeOptions, RankSel};
 pub use summary::{load_summary, Summary};

@@ -130,8 +130,8 @@ pub fn read(
         };
         if n >= plan.inputs.len() {
             bail!(
-                "--rank {n}: the profile has {} ranks (0-{})",
-                plan.inputs.len(),
+                "--rank {n}: the profile has {} (0-{})",
+                crate::analyze::explain::measure::count(plan.inputs.len(), "rank"),
                 plan.inputs.len().saturating_sub(1)
             );
         }

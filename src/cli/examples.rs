@@ -309,13 +309,28 @@ pub fn examples(path: &str) -> &'static [Example] {
 /// The text after a command's `--help`: its examples, then the exit codes
 /// ([`crate::exit::HELP`]).
 pub fn after_help(path: &str) -> String {
+    after_help_at(path, None)
+}
+
+/// [`after_help`] fitted to `width` columns where one is given: a long comment goes on under
+/// `# `, a long command on continuation lines ending in ` \` (still one command to paste).
+pub fn after_help_at(path: &str, width: Option<usize>) -> String {
+    use crate::report::text::wrap;
     let mut s = String::new();
     let list = examples(path);
     if !list.is_empty() {
         s.push_str("Examples:\n");
         for e in list {
-            s.push_str(&format!("  # {}\n", e.what));
+            let what = match width {
+                Some(w) => wrap(e.what, w.saturating_sub(4), "  # "),
+                None => e.what.to_string(),
+            };
+            s.push_str(&format!("  # {what}\n"));
             for line in e.line.lines() {
+                let line = match width {
+                    Some(w) => wrap(line, w.saturating_sub(4), "    ").replace('\n', " \\\n"),
+                    None => line.to_string(),
+                };
                 s.push_str(&format!("  {line}\n"));
             }
         }

@@ -59,19 +59,32 @@ pub enum Command {
 }
 
 /// The whole command line with its examples ([`examples::examples`]) and the exit-code table
-/// ([`crate::exit::HELP`]) at the end of every command's and subcommand's `--help`.
+/// ([`crate::exit::HELP`]) at the end of every command's and subcommand's `--help`, wrapped to
+/// the terminal ([`help_width`]).
 pub fn command() -> clap::Command {
-    fn with_after_help(c: clap::Command, path: &str) -> clap::Command {
-        c.after_help(examples::after_help(path))
+    command_at(Some(help_width()))
+}
+
+/// The width `--help` is wrapped to: the terminal's, else `$COLUMNS`, else 120
+/// ([`crate::report::terminal::width`]), at most 100 (clap's own limit: longer lines read badly).
+pub fn help_width() -> usize {
+    usize::from(crate::report::terminal::width()).min(100)
+}
+
+/// [`command`] with its help wrapped to `width`, or as written (`None`: man pages, tests).
+pub fn command_at(width: Option<usize>) -> clap::Command {
+    fn with_after_help(c: clap::Command, path: &str, width: Option<usize>) -> clap::Command {
+        c.after_help(examples::after_help_at(path, width))
             .mut_subcommands(|s| {
                 let sub = match path {
                     "" => s.get_name().to_string(),
                     p => format!("{p} {}", s.get_name()),
                 };
-                with_after_help(s, &sub)
+                with_after_help(s, &sub, width)
             })
     }
-    with_after_help(<Cli as clap::CommandFactory>::command(), "")
+    let c = with_after_help(<Cli as clap::CommandFactory>::command(), "", width);
+    c.term_width(width.unwrap_or(0))
 }
 
 /// Parses the process' arguments with [`command`] (exits with clap's message and code 2 on bad
@@ -247,6 +260,13 @@ pub struct AnalyzeArgs {
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Print the verdict lines only (terminal format); the exit code is unchanged.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Highlight the slow rank in colour: `auto` on a terminal unless NO_COLOR is set,
+    /// `always`, or `never`.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
     /// Terminal tables one row per rank, or grouped (distributions, top outlier ranks, groups);
     /// `auto`: grouped above 32 ranks.
     #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
@@ -338,6 +358,17 @@ pub enum GroupByArg {
     Node,
 }
 
+/// When to colour (`--color`, as ripgrep's).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// On a terminal, unless the NO_COLOR environment variable is set (and not empty).
+    Auto,
+    /// Always, even when piped.
+    Always,
+    /// Never.
+    Never,
+}
+
 /// How `analyze`, `ls` and `merge` print their results.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -406,6 +437,9 @@ pub struct CompareArgs {
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Print the headline and the failures only (terminal format); the exit code is unchanged.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Kernels in the top-kernels table (and in the appeared / vanished lists).
     #[arg(long = "top-n", value_name = "K", default_value_t = 15,
           allow_negative_numbers = true, value_parser = count)]

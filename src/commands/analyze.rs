@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::analyze::reduce::groups::Dim;
 use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions, RankSel};
-use crate::cli::{AnalyzeArgs, GroupByArg, ViewArg};
+use crate::cli::{AnalyzeArgs, ColorArg, GroupByArg, ViewArg};
 use crate::exit;
 use crate::report::analysis::AnalysisReport;
 use crate::report::groups::View;
@@ -52,11 +52,37 @@ fn dim(g: GroupByArg) -> Dim {
     }
 }
 
+/// Whether the terminal report is coloured: `--color`; `auto` is stdout on a terminal and
+/// `NO_COLOR` unset or empty (https://no-color.org).
+fn color(c: ColorArg) -> bool {
+    use std::io::IsTerminal;
+    match c {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
 /// Analyzes, prints, writes the requested files. Exit code: OK, or PARTIAL when an input was
 /// damaged.
 pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     if args.parquet.is_some() && !cfg!(feature = "parquet") {
         bail!("--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`");
+    }
+    let format = super::format(args.format, args.json);
+    if args.quiet && format != crate::report::Format::Terminal {
+        bail!("--quiet prints the verdict as text: drop it, or drop --format/--json");
+    }
+    let stages = if args.save_partial.is_none() && args.from_partials.is_empty() {
+        crate::analyze::stages(&options(args))?
+    } else {
+        Vec::new()
+    };
+    if !stages.is_empty() {
+        return by_stage(args, format, &stages);
     }
     for (flag, out) in [
         ("--html", &args.html),
@@ -84,14 +110,16 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
     };
     refuse_to_overwrite_inputs(args, &a)?;
     for n in &a.notes {
-        eprintln!("note: {n}");
+        eprintln!("{}", crate::report::note(n));
     }
     let report = AnalysisReport {
         analysis: &a,
         view: view(args.view),
         group_by: args.group_by.map(dim),
+        color: color(args.color),
+        quiet: args.quiet,
     };
-    crate::report::print(&report, super::format(args.format, args.json))?;
+    crate::report::print(&report, format)?;
     if let Some(dir) = &args.csv_dir {
         let files = crate::report::tidy::write_csv_dir(&a, dir)?;
         eprintln!("wrote {} CSV files into {}", files.len(), dir.display());
@@ -112,6 +140,69 @@ pub fn run(args: &AnalyzeArgs) -> Result<i32> {
         eprintln!("wrote {} ({} bytes)", path.display(), text.len());
     }
     Ok(if a.damaged { exit::PARTIAL } else { exit::OK })
+}
+
+/// A by-stage profile (SGLang's `profile_by_stage`) without `--stage`: each stage analyzed
+/// and printed on its own, in turn, as `merge` merges each. The files written per analysis
+/// (and JSON/CSV, one document) hold one stage: those ask for `--stage`.
+fn by_stage(args: &AnalyzeArgs, format: crate::report::Format, stages: &[String]) -> Result<i32> {
+    use crate::report::Format;
+    let list = stages.join(", ");
+    let one_doc = matches!(format, Format::Json | Format::Csv);
+    if let Some(flag) = [
+        (args.html.is_some(), "--html"),
+        (args.save_summary.is_some(), "--save-summary"),
+        (args.csv_dir.is_some(), "--csv-dir"),
+        (args.parquet.is_some(), "--parquet"),
+        (one_doc, "--format json/csv"),
+    ]
+    .iter()
+    .find_map(|(on, f)| on.then_some(f))
+    {
+        bail!(
+            "a by-stage profile (stages {list}): {flag} writes one stage; add --stage {} \
+             (or run once per stage)",
+            stages[0]
+        );
+    }
+    eprintln!(
+        "{}",
+        crate::report::note(&format!(
+            "a by-stage profile: each stage analyzed on its own ({list}); --stage picks one"
+        ))
+    );
+    let mut code = exit::OK;
+    for (i, st) in stages.iter().enumerate() {
+        let mut opts = options(args);
+        opts.stage = Some(st.clone());
+        let a = analyze(&opts)?;
+        for n in &a.notes {
+            eprintln!("{}", crate::report::note(n));
+        }
+        {
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            if i > 0 {
+                writeln!(out)?;
+            }
+            // The full report names its stage on its first line; the verdict alone does not.
+            if args.quiet {
+                writeln!(out, "Stage {st}:")?;
+            }
+        }
+        let report = AnalysisReport {
+            analysis: &a,
+            view: view(args.view),
+            group_by: args.group_by.map(dim),
+            color: color(args.color),
+            quiet: args.quiet,
+        };
+        crate::report::print(&report, format)?;
+        if a.damaged {
+            code = exit::PARTIAL;
+        }
+    }
+    Ok(code)
 }
 
 /// `--save-partial`: the read phase of the ranks given, written to `path`; no report.
@@ -139,12 +230,12 @@ fn save_partial(args: &AnalyzeArgs, opts: &AnalyzeOptions, path: &std::path::Pat
         .iter()
         .chain(p.read.files.iter().flat_map(|f| &f.notes))
     {
-        eprintln!("note: {n}");
+        eprintln!("{}", crate::report::note(n));
     }
     eprintln!(
-        "wrote {} ({} ranks of profile {}, {bytes} bytes)",
+        "wrote {} ({} of profile {}, {bytes} bytes)",
         path.display(),
-        p.ranks(),
+        crate::analyze::explain::measure::count(p.ranks(), "rank"),
         p.read.profile_id
     );
     Ok(if damaged { exit::PARTIAL } else { exit::OK })

@@ -52,6 +52,10 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     if let Some(o) = &args.output {
         super::check_output_file("-o", o)?;
     }
+    let format = format(args.format, args.json);
+    if args.quiet && format != Format::Terminal {
+        bail!("--quiet prints the verdict as text: drop it, or drop --format/--json");
+    }
     let out = compare(&options(args))?;
     if let Some(path) = &args.output {
         if let Ok(o) = std::fs::canonicalize(path) {
@@ -67,9 +71,13 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         }
     }
     for n in &out.notes {
-        eprintln!("note: {n}");
+        eprintln!("{}", crate::report::note(n));
     }
-    let text = render(&out.comparison, format(args.format, args.json))?;
+    let text = if args.quiet {
+        crate::report::compare::quiet(&out.comparison)
+    } else {
+        render(&out.comparison, format)?
+    };
     {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();

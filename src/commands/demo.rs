@@ -80,7 +80,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         let Some(a) = run.analysis else { continue };
         let a = a?;
         for n in &a.notes {
-            eprintln!("note: {n}");
+            eprintln!("{}", crate::report::note(n));
         }
         crate::report::print(&AnalysisReport::new(&a), Format::Terminal)?;
         write_atomic_bytes(&html, crate::report::html::render(&a).as_bytes())?;

@@ -48,7 +48,7 @@ pub fn man(a: &ManArgs) -> Result<i32> {
     }
     std::fs::create_dir_all(&a.dir)
         .with_context(|| format!("cannot create {}", a.dir.display()))?;
-    let mut cmd = crate::cli::command();
+    let mut cmd = crate::cli::command_at(None);
     cmd.build();
     let mut n = 0;
     write_pages(&cmd, "rankprof", "", &a.dir, &mut n)?;

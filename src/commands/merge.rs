@@ -53,7 +53,7 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
         bail!("nothing merged: {split}");
     }
     for n in &d.notes {
-        eprintln!("note: {n}");
+        eprintln!("{}", crate::report::note(n));
     }
     let target = output_target(args.output.as_deref())?;
     if matches!(target, Target::File(_)) && d.groups.len() > 1 {
@@ -81,7 +81,7 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
                 Target::File(f) => (f.to_path_buf(), None),
             };
             if let Some(n) = note {
-                eprintln!("note: {n}");
+                eprintln!("{}", crate::report::note(&n));
             }
             out
         })

@@ -84,13 +84,13 @@ pub fn run(args: &SynthArgs) -> Result<i32> {
     let (mut events, mut json, mut disk) = (0u64, 0u64, 0u64);
     for w in &written {
         super::outln!(
-            "{}  rank {}  {} steps  {} events  {:.1} MB JSON  {:.1} MB on disk",
+            "{}  rank {}  {}  {} events  {} JSON  {} on disk",
             w.path.display(),
             w.rank,
-            w.steps,
+            crate::analyze::explain::measure::count(w.steps, "step"),
             w.events,
-            w.json_bytes as f64 / 1e6,
-            w.file_bytes as f64 / 1e6
+            crate::report::text::size(w.json_bytes),
+            crate::report::text::size(w.file_bytes)
         )?;
         events += w.events;
         json += w.json_bytes;
@@ -142,10 +142,10 @@ pub fn run(args: &SynthArgs) -> Result<i32> {
         ));
     }
     eprintln!(
-        "wrote {} files, {events} events, {:.1} MB JSON, {:.1} MB on disk in {:.1} s; slow: {plant}",
-        written.len(),
-        json as f64 / 1e6,
-        disk as f64 / 1e6,
+        "wrote {}, {events} events, {} JSON, {} on disk in {:.1} s; slow: {plant}",
+        crate::analyze::explain::measure::count(written.len(), "file"),
+        crate::report::text::size(json),
+        crate::report::text::size(disk),
         t0.elapsed().as_secs_f64()
     );
     Ok(exit::OK)

@@ -394,8 +394,10 @@ fn clock_notes(
     let unread = ranks.iter().filter(|r| r.unreadable.is_some()).count();
     if unread > 0 {
         notes.push(format!(
-            "{unread} of {} ranks could not be read and are left out (listed in the output's \"ranks\" as unreadable)",
-            ranks.len()
+            "{unread} of {} rank{} could not be read and {} left out (listed in the output's \"ranks\" as unreadable)",
+            ranks.len(),
+            if ranks.len() == 1 { "" } else { "s" },
+            if unread == 1 { "is" } else { "are" }
         ));
     }
 }

@@ -17,6 +17,10 @@ pub struct AnalysisReport<'a> {
     pub view: View,
     /// The dimension the grouped view groups by.
     pub group_by: Option<Dim>,
+    /// Terminal: highlight the slow rank in colour (the caller decides: a TTY, no `NO_COLOR`).
+    pub color: bool,
+    /// Terminal: the verdict lines only.
+    pub quiet: bool,
 }
 
 impl<'a> AnalysisReport<'a> {
@@ -26,13 +30,20 @@ impl<'a> AnalysisReport<'a> {
             analysis,
             view: View::Auto,
             group_by: None,
+            color: false,
+            quiet: false,
         }
     }
 }
 
 impl Render for AnalysisReport<'_> {
     fn terminal(&self, w: &mut dyn Write) -> Result<()> {
-        let text = super::terminal::render_view(self.analysis, self.view, self.group_by);
+        let look = super::terminal::Look {
+            color: self.color,
+            quiet: self.quiet,
+            ..Default::default()
+        };
+        let text = super::terminal::render_look(self.analysis, self.view, self.group_by, look);
         w.write_all(text.as_bytes())?;
         Ok(())
     }

@@ -174,26 +174,10 @@ fn work(at: &Attribution) -> Table {
     }
 }
 
-/// Wraps a verdict line at word boundaries to `width` columns for the terminal (the
-/// attribution's sentences are long); continuation lines get `indent`. Hand-written: ten lines,
-/// not worth a dependency.
+/// Wraps a line at word boundaries to `width` columns for the terminal; continuation lines get
+/// `indent` ([`super::text::wrap`], which breaks a word longer than a line).
 pub fn wrap(line: &str, width: usize, indent: &str) -> String {
-    let mut out = String::new();
-    let mut col = 0;
-    for w in line.split(' ') {
-        let n = w.chars().count();
-        if col > 0 && col + 1 + n > width {
-            out.push('\n');
-            out.push_str(indent);
-            col = indent.chars().count();
-        } else if col > 0 {
-            out.push(' ');
-            col += 1;
-        }
-        out.push_str(w);
-        col += n;
-    }
-    out
+    super::text::wrap(line, width, indent)
 }
 
 fn esc(s: &str) -> String {
@@ -279,15 +263,4 @@ pub fn chart(a: &Analysis) -> String {
         esc(&crate::analyze::explain::measure::plural(&at.unit))
     ));
     s
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn wraps_at_words() {
-        assert_eq!(super::wrap("aa bb cc dd", 5, "  "), "aa bb\n  cc\n  dd");
-        assert_eq!(super::wrap("short", 80, "  "), "short");
-        // A word longer than the width stays whole.
-        assert_eq!(super::wrap("abcdefgh x", 4, ""), "abcdefgh\nx");
-    }
 }

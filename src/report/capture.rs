@@ -156,9 +156,9 @@ impl Render for RunOutcome {
         for f in &self.traces {
             writeln!(
                 w,
-                "traces: {} files, {:.1} MB in {}{}",
-                f.files.len(),
-                f.bytes() as f64 / 1e6,
+                "traces: {}, {} in {}{}",
+                crate::analyze::explain::measure::count(f.files.len(), "file"),
+                super::text::size(f.bytes()),
                 f.dir.display(),
                 if f.complete { "" } else { " (incomplete)" }
             )?;

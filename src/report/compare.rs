@@ -6,7 +6,6 @@
 use std::io::Write;
 
 use anyhow::Result;
-use comfy_table::{Cell, CellAlignment};
 
 use super::text::md_cell as md;
 use super::Render;
@@ -407,6 +406,20 @@ fn cols(names: &[&str]) -> Vec<String> {
     names.iter().map(|c| c.to_string()).collect()
 }
 
+/// The verdict alone (`compare --quiet`): the headline and the failures.
+pub fn quiet(c: &Comparison) -> String {
+    // The headline wrapped as the full report wraps it.
+    let w = (super::terminal::width() as usize).max(60);
+    let mut s = format!(
+        "{}\n",
+        super::text::wrap(&format!("rankprof compare: {}", headline(c)), w, "    ")
+    );
+    for f in &c.failures {
+        s.push_str(&format!("  - {}\n", f.message));
+    }
+    super::text::fit(&s, super::terminal::width() as usize)
+}
+
 /// Terminal tables.
 pub fn table(c: &Comparison) -> String {
     // The headline wraps at the terminal's width, its continuation indented under it.
@@ -427,21 +440,20 @@ pub fn table(c: &Comparison) -> String {
         }
     }
     for sec in sections(c, c.top_n) {
-        let (head, rows) = (&sec.columns, &sec.rows);
-        let mut t = super::text::table();
-        t.set_header(head.iter().map(Cell::new));
-        for r in rows {
-            t.add_row(r.iter().enumerate().map(|(i, v)| {
-                let cell = Cell::new(v);
-                if sec.right.get(i).copied().unwrap_or(false) {
-                    cell.set_alignment(CellAlignment::Right)
-                } else {
-                    cell
-                }
-            }));
-        }
-        super::text::keep_words_whole(&mut t);
-        s.push_str(&format!("\n{}\n{t}\n", sec.title));
+        let right = |i: usize| sec.right.get(i).copied().unwrap_or(false);
+        let rows: Vec<Vec<super::text::DrawCell>> = sec
+            .rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .map(|(i, v)| (v.clone(), right(i)))
+                    .collect()
+            })
+            .collect();
+        let width = super::terminal::width() as usize;
+        s.push('\n');
+        s.push_str(&super::text::draw(&sec.title, &sec.columns, &rows, width));
         if let Some(f) = &sec.footer {
             s.push_str(&format!("{f}\n"));
         }

@@ -28,15 +28,20 @@ pub(super) fn causes(a: &Analysis) -> Table {
     let p = &a.path;
     let cpu = a.source == "cpu";
     let per = if p.steps > 0 {
-        format!("{} steps of {:.2} ms", p.steps, p.step_ns / 1e6)
+        format!(
+            "{} of {:.2} ms",
+            crate::analyze::explain::measure::count(p.steps, "step"),
+            p.step_ns / 1e6
+        )
     } else {
         "the whole profile: no steps".to_string()
     };
     Table {
         name: "critical_path",
         title: format!(
-            "Critical path: cost of late arrivals ({per}; {} of {} collectives late)",
-            p.late, p.collectives
+            "Critical path: cost of late arrivals ({per}; {} of {} late)",
+            p.late,
+            crate::analyze::explain::measure::count(p.collectives, "collective")
         ),
         columns: [
             "rank",

@@ -231,7 +231,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
         var t = r.cells[col] ? r.cells[col].textContent.trim() : "";
         if (!num) return t;
         var v = parseFloat(t);
-        return isNaN(v) ? -Infinity : v;
+        return isNaN(v) ? -Number.MAX_VALUE : v; // an empty cell sorts below every number
       };
       rows.sort(function (a, b) {
         var x = key(a), y = key(b);
@@ -318,9 +318,9 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
         _ => "figures from GPU kernels, and CPU ops on the ranks without any",
     };
     s.push_str(&format!(
-        "<p class=\"meta\">{} ranks · {} files · threshold {:.1} % · steps from {} · <span id=\"source\">{source}</span></p>\n",
-        a.ranks.len(),
-        a.files.len(),
+        "<p class=\"meta\">{} · {} · threshold {:.1} % · steps from {} · <span id=\"source\">{source}</span></p>\n",
+        crate::analyze::explain::measure::count(a.ranks.len(), "rank"),
+        crate::analyze::explain::measure::count(a.files.len(), "file"),
         a.threshold_pct,
         esc(&a.steps.source)
     ));

@@ -150,7 +150,7 @@ fn naming(n: Naming) -> &'static str {
 }
 
 fn mb(b: u64) -> String {
-    format!("{:.1} MB", b as f64 / 1e6)
+    super::text::size(b)
 }
 
 /// One group as text.

@@ -180,11 +180,11 @@ pub fn write_merged(w: &mut dyn Write, g: &Group, res: &MergeResult, secs: f64) 
     match &res.output {
         Some(p) => writeln!(
             w,
-            "  -> {}: {} events, {:.1} MB in, {:.1} MB JSON out, {:.2} s ({:.0} MB/s)",
+            "  -> {}: {} events, {} in, {} JSON out, {:.2} s ({:.0} MB/s)",
             p.display(),
             res.events,
-            res.bytes_in as f64 / 1e6,
-            res.uncompressed_out as f64 / 1e6,
+            super::text::size(res.bytes_in),
+            super::text::size(res.uncompressed_out),
             secs,
             res.bytes_in as f64 / 1e6 / secs.max(1e-9)
         )?,

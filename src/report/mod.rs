@@ -61,10 +61,17 @@ pub trait Render {
     fn markdown(&self, w: &mut dyn Write) -> Result<()>;
 }
 
-/// Writes `r` in `format` to `w`.
+/// Writes `r` in `format` to `w`; terminal text with every line fitted to the terminal's
+/// width ([`terminal::width`], [`text::fit`]).
 pub fn write(r: &dyn Render, format: Format, w: &mut dyn Write) -> Result<()> {
     match format {
-        Format::Terminal => r.terminal(w),
+        Format::Terminal => {
+            let mut buf = Vec::new();
+            r.terminal(&mut buf)?;
+            let text = String::from_utf8_lossy(&buf);
+            w.write_all(text::fit(&text, terminal::width() as usize).as_bytes())?;
+            Ok(())
+        }
         Format::Json => r.json(w),
         Format::Csv => r.csv(w),
         Format::Markdown => r.markdown(w),
@@ -77,6 +84,11 @@ pub fn print(r: &dyn Render, format: Format) -> Result<()> {
     write(r, format, &mut out)?;
     out.flush()?;
     Ok(())
+}
+
+/// A note for stderr (`note: …`), wrapped to the terminal's width.
+pub fn note(n: &str) -> String {
+    text::fit(&format!("note: {n}"), terminal::width() as usize)
 }
 
 /// `v` as pretty JSON and a line break.

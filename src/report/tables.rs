@@ -196,9 +196,15 @@ fn kernels(a: &Analysis, ranks: &[&str], wide: bool) -> Table {
     Table {
         name: "kernels",
         title: if a.source == "cpu" {
-            format!("Top {} CPU ops × rank (ms, inclusive)", a.kernels.len())
+            format!(
+                "Top {} × rank (ms, inclusive)",
+                crate::analyze::explain::measure::count(a.kernels.len(), "CPU op")
+            )
         } else {
-            format!("Top {} kernels × rank (ms)", a.kernels.len())
+            format!(
+                "Top {} × rank (ms)",
+                crate::analyze::explain::measure::count(a.kernels.len(), "kernel")
+            )
         },
         columns: cols,
         rows: a

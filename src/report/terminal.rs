@@ -1,8 +1,10 @@
 //! The terminal report: the analysis's tables ([`super::tables`]) drawn with comfy-table,
 //! fitted to the terminal width (long step tables keep their start, the onset and the end),
-//! in the per-rank or the grouped form ([`super::groups`]), with the verdict and the notes.
+//! in the per-rank or the grouped form ([`super::groups`]), with the verdict and the notes;
+//! every line fitted to the width ([`width`]: tables split by columns, prose wrapped at words),
+//! the slow rank highlighted where the caller asks for colour.
 
-use comfy_table::{Cell as CCell, CellAlignment, Table as CTable};
+use comfy_table::Table as CTable;
 
 use super::groups::{View, SHOWN};
 use super::table::{Cell, Table};
@@ -10,15 +12,38 @@ use super::tables::sections_for;
 use crate::analyze::reduce::groups::Dim;
 use crate::analyze::Analysis;
 
-/// Terminal width: the terminal's, else `$COLUMNS`, else 120.
+/// Terminal width: the terminal's, else `$COLUMNS`, else 120 (at least 40: narrower, no table
+/// of the report can be drawn).
 pub fn width() -> u16 {
-    if let Some(w) = CTable::new().width() {
-        return w;
+    let w = CTable::new().width().or_else(|| {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+            .filter(|&c: &u16| c > 0)
+    });
+    w.unwrap_or(120).max(40)
+}
+
+/// How the terminal report is shown, beyond its view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    /// Columns every line fits in.
+    pub width: usize,
+    /// Highlight the slow rank (the verdict's lead) with ANSI colour.
+    pub color: bool,
+    /// The verdict lines only (`--quiet`).
+    pub quiet: bool,
+}
+
+impl Default for Look {
+    /// The terminal's width ([`width`]), no colour, the whole report.
+    fn default() -> Self {
+        Look {
+            width: width() as usize,
+            color: false,
+            quiet: false,
+        }
     }
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(120)
 }
 
 /// Rows shown in the terminal for long step tables: the start, around the onset, the end.
@@ -50,39 +75,32 @@ fn visible_rows(n: usize, onset: Option<usize>) -> Vec<Option<usize>> {
     out
 }
 
-/// Renders one table for the terminal.
+/// Renders one table for the terminal, fitted to [`width`].
 pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
-    let mut ct = super::text::table();
-    ct.set_width(width());
-    ct.set_header(t.columns.iter().map(CCell::new));
+    render_table_at(t, onset_row, width() as usize)
+}
+
+/// Renders one table, fitted to `width` columns (split by columns where it must be,
+/// [`super::text::draw`]).
+pub fn render_table_at(t: &Table, onset_row: Option<usize>, width: usize) -> String {
     let rows: Vec<Option<usize>> = if t.name == "steps" {
         visible_rows(t.rows.len(), onset_row)
     } else {
         (0..t.rows.len()).map(Some).collect()
     };
     let skipped = t.rows.len() - rows.iter().flatten().count();
-    for r in rows {
-        match r {
-            Some(i) => {
-                ct.add_row(t.rows[i].iter().map(|c| {
-                    let cell = CCell::new(c.show());
-                    if c.numeric() {
-                        cell.set_alignment(CellAlignment::Right)
-                    } else {
-                        cell
-                    }
-                }));
-            }
-            None => {
-                ct.add_row(t.columns.iter().map(|_| CCell::new("…")));
-            }
-        }
-    }
-    super::text::keep_words_whole(&mut ct);
-    let mut s = format!("{}\n{ct}\n", t.title);
+    let cells: Vec<Vec<super::text::DrawCell>> = rows
+        .iter()
+        .map(|r| match r {
+            Some(i) => t.rows[*i].iter().map(|c| (c.show(), c.numeric())).collect(),
+            None => t.columns.iter().map(|_| ("…".to_string(), false)).collect(),
+        })
+        .collect();
+    let mut s = super::text::draw(&t.title, &t.columns, &cells, width);
     if skipped > 0 {
         s.push_str(&format!(
-            "({skipped} rows not shown; --format csv or json has them all)\n"
+            "({} not shown; --format csv or json has them all)\n",
+            crate::analyze::explain::measure::count(skipped, "row")
         ));
     }
     s
@@ -93,10 +111,43 @@ pub fn render(a: &Analysis) -> String {
     render_view(a, View::Auto, None)
 }
 
+/// The verdict lines, wrapped to `width` under a two-column indent.
+fn verdict_lines(a: &Analysis, width: usize) -> String {
+    let mut s = String::new();
+    for l in &a.verdict.lines {
+        s.push_str(&format!(
+            "  {}\n",
+            super::text::wrap(l, width.saturating_sub(2), "    ")
+        ));
+    }
+    s
+}
+
+/// The terminal report at the terminal's width, without colour.
+pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
+    render_look(a, view, group_by, Look::default())
+}
+
+/// The terminal report as `look` asks: every line within its width; with `quiet`, the
+/// verdict lines alone; with `color`, the verdict's lead (the slow rank or replica) in colour
+/// wherever it is named.
+pub fn render_look(a: &Analysis, view: View, group_by: Option<Dim>, look: Look) -> String {
+    let text = if look.quiet {
+        verdict_lines(a, look.width)
+    } else {
+        report(a, view, group_by, look.width)
+    };
+    let text = super::text::fit(&text, look.width);
+    match (&a.verdict.lead, look.color) {
+        (Some(lead), true) => super::text::highlight(&text, lead),
+        _ => text,
+    }
+}
+
 /// The terminal report: verdict, then every terminal table, then notes. In the grouped form
 /// (many ranks, see [`super::groups`]) the tables with one row per rank give way to
 /// distributions, outliers and the groups of `group_by`.
-pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
+fn report(a: &Analysis, view: View, group_by: Option<Dim>, width: usize) -> String {
     let mut s = String::new();
     let scope = match &a.stage {
         Some(st) => format!("{} (stage {st})", a.profile_id),
@@ -105,19 +156,16 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
     let n = a.ranks.len();
     let plural = if n == 1 { "" } else { "s" };
     s.push_str(&format!("Profile {scope}: {n} rank{plural}\n"));
-    for l in &a.verdict.lines {
-        let w = (width() as usize).max(60) - 2;
-        s.push_str(&format!("  {}\n", super::attribution::wrap(l, w, "    ")));
-    }
+    s.push_str(&verdict_lines(a, width));
     s.push('\n');
     if let Some(d) = &a.drill {
-        return drill_view(s, a, d);
+        return drill_view(s, a, d, width);
     }
     let onset = a.steps.onset.as_ref().map(|o| o.step_index);
     let grouped = super::groups::grouped(a, view);
     if grouped {
         for (t, line) in super::groups::tables(a, group_by) {
-            s.push_str(&render_table(&t, None));
+            s.push_str(&render_table_at(&t, None, width));
             if let Some(l) = line {
                 s.push_str(&l);
                 s.push('\n');
@@ -126,16 +174,16 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
         }
     }
     let per_rank = ["ranks", "classes", "collectives_ranks"];
-    for t in sections_for(a, Some(width() as usize))
+    for t in sections_for(a, Some(width))
         .iter()
         .filter(|t| t.terminal && !(grouped && per_rank.contains(&t.name)))
     {
         if grouped && t.name == "collectives" {
-            s.push_str(&worst_worlds(t));
+            s.push_str(&worst_worlds_at(t, width));
             s.push('\n');
             continue;
         }
-        s.push_str(&render_table(t, onset));
+        s.push_str(&render_table_at(t, onset, width));
         if t.name == "classes" {
             s.push_str(&super::text::unclassified_line(a));
         }
@@ -160,21 +208,26 @@ pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
 
 /// `--rank`: after the verdict, the rank against its peers (its summary line, the drill-down
 /// tables) and the rank's own tables; the whole profile's tables are left to a run without it.
-fn drill_view(mut s: String, a: &Analysis, d: &crate::analyze::explain::drill::Drill) -> String {
-    let w = (width() as usize).max(60) - 2;
+fn drill_view(
+    mut s: String,
+    a: &Analysis,
+    d: &crate::analyze::explain::drill::Drill,
+    width: usize,
+) -> String {
+    let w = width.saturating_sub(2);
     s.push_str(&format!(
         "Rank {} against its peers ({}):\n",
         d.rank, d.peers
     ));
     s.push_str(&format!(
         "  {}\n\n",
-        super::attribution::wrap(&d.summary, w, "    ")
+        super::text::wrap(&d.summary, w, "    ")
     ));
-    for t in sections_for(a, Some(width() as usize))
+    for t in sections_for(a, Some(width))
         .iter()
         .filter(|t| t.terminal && (t.name.starts_with("drill") || t.name.starts_with("rank_")))
     {
-        s.push_str(&render_table(t, None));
+        s.push_str(&render_table_at(t, None, width));
         s.push('\n');
     }
     s
@@ -183,6 +236,11 @@ fn drill_view(mut s: String, a: &Analysis, d: &crate::analyze::explain::drill::D
 /// The collective groups table in the grouped form: the [`SHOWN`](super::groups::SHOWN) rows with the largest mean
 /// skew (one row per world and key: 128 replicas give 128 rows), the rest counted.
 pub fn worst_worlds(t: &Table) -> String {
+    worst_worlds_at(t, width() as usize)
+}
+
+/// [`worst_worlds`] fitted to `width` columns.
+fn worst_worlds_at(t: &Table, width: usize) -> String {
     let col = t.columns.iter().position(|c| c == "mean skew µs");
     let mut t = t.clone();
     let n = t.rows.len();
@@ -198,11 +256,11 @@ pub fn worst_worlds(t: &Table) -> String {
             t.title
         );
     }
-    let mut s = render_table(&t, None);
+    let mut s = render_table_at(&t, None, width);
     if n > t.rows.len() {
         s.push_str(&format!(
-            "({} rows not shown; --format csv or json has them all)\n",
-            n - t.rows.len()
+            "({} not shown; --format csv or json has them all)\n",
+            crate::analyze::explain::measure::count(n - t.rows.len(), "row")
         ));
     }
     s

@@ -55,8 +55,11 @@ pub(in crate::analyze) struct Plan {
     pub grid: Vec<RankId>,
 }
 
-/// Finds the files to read: rank files win over a merged trace in the same directory.
-pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
+/// What discovery found for `args`' inputs, before a profile is chosen: the rank files' groups,
+/// the merged traces, and the listing's notes.
+fn discovery(
+    args: &AnalyzeOptions,
+) -> Result<(trace::discover::Discovery, Vec<PathBuf>, Vec<String>)> {
     let mut ranks: Vec<PathBuf> = Vec::new();
     let mut merged: Vec<PathBuf> = Vec::new();
     // Regular files only; unreadable rank files kept (reported later); see trace::discover.
@@ -81,7 +84,7 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
         bail!("nothing to analyze: give --profile-dir DIR or trace files");
     }
     // Files named without a directory are one profile (per stage) unless a rank repeats.
-    let mut disc = if args.profile_dir.is_none() {
+    let disc = if args.profile_dir.is_none() {
         trace::discover::discover_given(
             &ranks,
             args.rank_from,
@@ -92,8 +95,38 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     } else {
         trace::discover::discover_files_with(&ranks, args.rank_from)
     };
+    Ok((disc, merged, listing.notes))
+}
+
+/// The stages of a by-stage profile (SGLang's `profile_by_stage`: one file per rank and stage,
+/// `…-TP-0-EXTEND`, `…-TP-0-DECODE`) when `args` names no stage and its inputs are one
+/// profile split by stage only, in name order; empty otherwise. Each stage is analyzed on its
+/// own (a rank's two files are not two ranks), as merge merges each.
+pub fn stages(args: &AnalyzeOptions) -> Result<Vec<String>> {
+    if args.stage.is_some() {
+        return Ok(Vec::new());
+    }
+    let (mut disc, _, _) = discovery(args)?;
+    disc.select(args.profile_id.as_deref(), None);
+    let one_id = disc.groups.iter().all(|g| {
+        disc.groups
+            .first()
+            .is_some_and(|f| f.profile_id == g.profile_id)
+    });
+    let mut st: Vec<String> = disc.groups.iter().filter_map(|g| g.stage.clone()).collect();
+    if disc.groups.len() < 2 || !one_id || st.len() < disc.groups.len() {
+        return Ok(Vec::new());
+    }
+    st.sort();
+    st.dedup();
+    Ok(st)
+}
+
+/// Finds the files to read: rank files win over a merged trace in the same directory.
+pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
+    let (mut disc, merged, listing_notes) = discovery(args)?;
     disc.select(args.profile_id.as_deref(), args.stage.as_deref());
-    let mut notes: Vec<String> = listing.notes;
+    let mut notes: Vec<String> = listing_notes;
     notes.extend(
         disc.notes
             .iter()

@@ -76,6 +76,16 @@ impl Measure {
     }
 }
 
+/// `n` and its noun, plural unless one: `1 rank`, `2 ranks`, `0 steps`.
+pub fn count(n: impl std::fmt::Display, one: &str) -> String {
+    let s = n.to_string();
+    if s == "1" {
+        format!("1 {one}")
+    } else {
+        format!("{s} {}", plural(one))
+    }
+}
+
 /// A unit's plural (`launch` → `launches`, `token` → `tokens`).
 pub fn plural(unit: &str) -> String {
     if unit.ends_with("ch") || unit.ends_with('s') {
@@ -88,6 +98,14 @@ pub fn plural(unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(count(1, "rank"), "1 rank");
+        assert_eq!(count(0usize, "step"), "0 steps");
+        assert_eq!(count(2u32, "collective"), "2 collectives");
+        assert_eq!(count(1, "CPU op"), "1 CPU op");
+    }
 
     #[test]
     fn every_unit_has_its_plural() {

@@ -458,29 +458,33 @@ fn path_line(
             c.collectives, p.collectives
         ),
         path::Kind::Host if metric == "cpu work" => format!(
-            "before the collectives it arrives last at, its threads record no op (Python, a sync or data loading outside the profiled ops), and the others wait for it ({} of {} collectives)",
-            c.collectives, p.collectives
+            "before the collectives it arrives last at, its threads record no op (Python, a sync or data loading outside the profiled ops), and the others wait for it ({} of {})",
+            c.collectives,
+            super::measure::count(p.collectives, "collective")
         ),
         path::Kind::Host => match p.host_ops.iter().find(|h| h.who == c.who) {
             Some(h) => format!(
-                "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work: its launching thread ran {} in those gaps, and the others wait for it ({} of {} collectives)",
+                "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work: its launching thread ran {} in those gaps, and the others wait for it ({} of {})",
                 gap_ops(h),
                 c.collectives,
-                p.collectives
+                super::measure::count(p.collectives, "collective")
             ),
             None => format!(
-                "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work (host-bound: a sync, Python or data loading on that rank), and the others wait for it ({} of {} collectives)",
-                c.collectives, p.collectives
+                "before the collectives it arrives last at, its GPU sits idle while the host has not launched the work (host-bound: a sync, Python or data loading on that rank), and the others wait for it ({} of {})",
+                c.collectives,
+                super::measure::count(p.collectives, "collective")
             ),
         },
         path::Kind::Work => match told {
             Some((_, sentence)) => format!(
-                "it arrives last at {} of {} collectives after more {metric} than the median rank; {sentence}",
-                c.collectives, p.collectives
+                "it arrives last at {} of {} after more {metric} than the median rank; {sentence}",
+                c.collectives,
+                super::measure::count(p.collectives, "collective")
             ),
             None => format!(
-                "it arrives last at {} of {} collectives after more {metric} than the median rank",
-                c.collectives, p.collectives
+                "it arrives last at {} of {} after more {metric} than the median rank",
+                c.collectives,
+                super::measure::count(p.collectives, "collective")
             ),
         },
         path::Kind::Transfer => link_why(c, p),

@@ -190,7 +190,8 @@ pub fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
     if by_dp.values().all(|v| v.len() == ws as usize) {
         let w: Vec<Vec<usize>> = by_dp.into_values().collect();
         let note = format!(
-            "the traces report a world of {ws} ranks: collectives are matched within each of the {} DP replicas",
+            "the traces report a world of {ws} rank{}: collectives are matched within each of the {} DP replicas",
+            if ws == 1 { "" } else { "s" },
             w.len()
         );
         (w, Some(note))
@@ -198,7 +199,12 @@ pub fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
         (
             all,
             Some(format!(
-                "the traces report a world of {ws} ranks but {n} ranks were given; collectives are matched across all"
+                "the traces report a world of {ws} rank{} but {} given; collectives are matched across all",
+                if ws == 1 { "" } else { "s" },
+                match n {
+                    1 => "1 rank was".to_string(),
+                    n => format!("{n} ranks were"),
+                }
             )),
         )
     }

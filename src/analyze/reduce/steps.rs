@@ -156,10 +156,13 @@ pub fn table(
     for (r, s) in per_rank.iter().enumerate() {
         if s.len() > rows.len() {
             t.notes.push(format!(
-                "rank {} has {} steps, {} are on every rank; the rest are left out of the step table",
+                "rank {} has {} steps, {} on every rank; the rest are left out of the step table",
                 ranks[r],
                 s.len(),
-                rows.len()
+                match rows.len() {
+                    1 => "1 is".to_string(),
+                    n => format!("{n} are"),
+                }
             ));
         }
     }

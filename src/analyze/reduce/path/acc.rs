@@ -24,6 +24,9 @@ fn split(r: &CollEv) -> (i64, i64, i64, i64) {
     (seg, busy, seg - busy - late, late)
 }
 
+/// (world, name) → (transfer ns, bytes, members) of each matched collective.
+type TransferLog = BTreeMap<(usize, String), Vec<(i64, u64, u32)>>;
+
 /// Accumulates the matched collectives as the matching reads them.
 pub struct Acc {
     labels: Vec<String>,
@@ -45,7 +48,7 @@ pub struct Acc {
     /// (world, name) → the transfer of each matched collective, its bytes (0: unknown) and
     /// its members (one record per collective of a world, not per rank: the medians need
     /// them).
-    transfers: BTreeMap<(usize, String), Vec<(i64, u64, u32)>>,
+    transfers: TransferLog,
     origin: i64,
 }
 
