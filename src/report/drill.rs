@@ -6,6 +6,7 @@
 
 use super::table::{text, Cell, Table};
 use crate::analyze::explain::drill::{Drill, DrillRow};
+use crate::analyze::explain::measure::count;
 
 fn columns(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()
@@ -44,8 +45,9 @@ pub fn lines(d: &Drill) -> Vec<String> {
 /// The drill-down's tables, in report order.
 pub fn tables(d: &Drill) -> Vec<Table> {
     let who = format!(
-        "Rank {} vs the median of its {} peers",
-        d.rank, d.peer_count
+        "Rank {} vs the median of its {}",
+        d.rank,
+        count(d.peer_count, "peer")
     );
     let mut out = vec![Table {
         name: "drill",
@@ -86,7 +88,10 @@ pub fn tables(d: &Drill) -> Vec<Table> {
     if !d.kernels.is_empty() {
         out.push(Table {
             name: "drill_kernels",
-            title: format!("{who}: the {} kernels furthest off (ms)", d.kernels.len()),
+            title: format!(
+                "{who}: the {} furthest off (ms)",
+                count(d.kernels.len(), "kernel")
+            ),
             columns: columns(&["kernel", "class", "rank", "peers' median", "ratio", "Δ"]),
             rows: named(&d.kernels),
             terminal: true,
@@ -95,7 +100,10 @@ pub fn tables(d: &Drill) -> Vec<Table> {
     if !d.steps.is_empty() {
         out.push(Table {
             name: "drill_steps",
-            title: format!("{who}: the {} steps furthest off (work, ms)", d.steps.len()),
+            title: format!(
+                "{who}: the {} furthest off (work, ms)",
+                count(d.steps.len(), "step")
+            ),
             columns: columns(&["step", "rank", "peers' median", "ratio", "Δ"]),
             rows: d
                 .steps

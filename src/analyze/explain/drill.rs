@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::measure::count;
 use crate::analyze::collect::ops::short_name;
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;
@@ -258,9 +259,9 @@ pub fn drill(inp: &Input<'_>, r: usize) -> Drill {
         .find(|c| off(c));
     let in_line = !peers.is_empty() && !off(&work) && worst.is_none() && verdict.is_empty();
     let peer_words = if inp.steps.peers_by_replica() {
-        format!("the {} other ranks of its replica", peers.len())
+        format!("the {} of its replica", count(peers.len(), "other rank"))
     } else {
-        format!("the {} other ranks", peers.len())
+        format!("the {}", count(peers.len(), "other rank"))
     };
     let x = |d: &DrillRow| d.ratio.map_or("—".to_string(), |v| format!("{v:.2}×"));
     let summary = if peers.is_empty() {
