@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 
 use super::catalog::Class;
+use super::cpu;
 use super::layout::{Layout, Stage};
 use super::model::{self, CollKind, Gpu, Op, StepKind};
 use super::rng::Rng;
@@ -57,7 +58,7 @@ impl RankState {
         }
     }
 
-    fn next_ext(&mut self, n: u64) -> u64 {
+    pub(super) fn next_ext(&mut self, n: u64) -> u64 {
         let e = self.ext;
         self.ext += n;
         e
@@ -183,7 +184,13 @@ pub fn simulate_step(
                     .nth(1)
                     .map(|(i, _)| i)
                 {
-                    ops.splice(at..at, model::host_stall(d.delay_ns));
+                    let stall = model::host_stall(d.delay_ns);
+                    if cfg.cpu_only {
+                        // No GPU to drain: only the time the thread records nothing.
+                        ops.splice(at..at, stall.into_iter().filter(|o| matches!(o.gpu, Gpu::Host)));
+                    } else {
+                        ops.splice(at..at, stall);
+                    }
                 }
             }
         }
@@ -236,7 +243,12 @@ pub fn simulate_step(
                 let st = &mut states[r];
                 let rng = &mut rngs[r];
                 moved = true;
-                let mut rec = cpu_side(&op, st, rng);
+                let mut rec = if cfg.cpu_only {
+                    let mult = op.class().map_or(1.0, |c| slow_mult(r, c));
+                    cpu::run_op(&op, st, rng, mult)
+                } else {
+                    cpu_side(&op, st, rng)
+                };
                 match op.gpu {
                     Gpu::Coll(c) => {
                         let pos = layout.pos(r as u32);
@@ -260,8 +272,13 @@ pub fn simulate_step(
                             }
                         };
                         rec.seq = seq;
-                        let at = (st.gpu_t + rng.range(800, 1_600) as i64)
-                            .max(rec.rt_start + rec.rt_dur);
+                        // gloo: the op starts when the thread gets there; NCCL: the kernel
+                        // starts when the stream is free and the launch is done.
+                        let at = if cfg.cpu_only {
+                            rec.cpu_start
+                        } else {
+                            (st.gpu_t + rng.range(800, 1_600) as i64).max(rec.rt_start + rec.rt_dur)
+                        };
                         pending
                             .entry((pos.d, c.pg, seq, src, dst))
                             .or_insert_with(|| (members, Vec::new()))
@@ -270,6 +287,7 @@ pub fn simulate_step(
                         waiting[r] = true;
                         break;
                     }
+                    _ if cfg.cpu_only => {}
                     Gpu::Sync => {
                         // The call returns once the GPU has drained.
                         let end = (rec.rt_start + rec.rt_dur)
@@ -318,13 +336,24 @@ pub fn simulate_step(
                     u64::from(key.4),
                 ],
             );
-            let mut transfer = model::transfer_ns(&c) as f64 * rng.jitter(0.02);
+            let nominal = if cfg.cpu_only {
+                cpu::transfer_ns(&c)
+            } else {
+                model::transfer_ns(&c)
+            };
+            let mut transfer = nominal as f64 * rng.jitter(0.02);
             transfer *= link_mult(cfg, index, key.0, &arrivals);
             let end = latest + transfer.round() as i64;
             for a in arrivals {
                 let mut rec = a.rec;
-                rec.gpu_start = a.at;
-                rec.gpu_dur = end - a.at;
+                if cfg.cpu_only {
+                    // gloo holds every member's thread until the data has moved.
+                    rec.cpu_dur = end - rec.cpu_start;
+                    states[a.rank].cpu_t = end + rng.range(300, 1_500) as i64;
+                } else {
+                    rec.gpu_start = a.at;
+                    rec.gpu_dur = end - a.at;
+                }
                 states[a.rank].gpu_t = end;
                 steps[a.rank].recs.push(rec);
                 pc[a.rank] += 1;
