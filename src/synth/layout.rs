@@ -247,7 +247,11 @@ impl Layout {
     /// Kineto's `distributedInfo` for this rank, as JSON text: NCCL's, or with `gloo` a
     /// CPU-only run's (backend `gloo`, `cpu:gloo,cuda:gloo` groups, no NCCL version).
     pub fn distributed_info(&self, pos: &RankPos, gloo: bool) -> String {
-        let backend = if gloo { "cpu:gloo,cuda:gloo" } else { "cuda:nccl" };
+        let backend = if gloo {
+            "cpu:gloo,cuda:gloo"
+        } else {
+            "cuda:nccl"
+        };
         let local = self.local(pos);
         let mine: Vec<String> = self
             .groups
@@ -489,6 +493,16 @@ mod tests {
         let info = l.distributed_info(&p, false);
         assert!(info.contains(r#""rank": 5, "world_size": 8"#), "{info}");
         assert!(info.contains(r#""ranks": [1, 3, 5, 7]"#), "{info}");
+        let gloo = l.distributed_info(&p, true);
+        assert!(
+            gloo.starts_with(r#"{"backend": "gloo", "rank": 5"#),
+            "{gloo}"
+        );
+        assert!(
+            gloo.contains(r#""backend_config": "cpu:gloo,cuda:gloo""#),
+            "{gloo}"
+        );
+        assert!(!gloo.contains("nccl"), "{gloo}");
         // Attention TP 1 (SGLang --tp 4 --dp 4 --ep 4): TP index = DP index = EP index.
         let l = Layout::with_dp_attention(1, 4, 4);
         assert_eq!(

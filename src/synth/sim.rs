@@ -17,6 +17,9 @@
 //! - A late-start rank's CPU begins every step `delay` after the previous step's end sync (in a
 //!   data-loader annotation), so it arrives last at the step's first collective.
 //! - The step ends with a copy back and a stream sync: the CPU waits for its GPU.
+//! - `cpu_only` ([`super::cpu`]): no GPU; each op takes its work's time on the CPU thread, a
+//!   collective's `c10d::` op starts at the thread's arrival and ends with the others' (the
+//!   latest arrival plus gloo's transfer), a host stall is time the thread records nothing.
 //!
 //! All times are nanoseconds on one shared clock (relative to the common base time).
 
@@ -187,7 +190,10 @@ pub fn simulate_step(
                     let stall = model::host_stall(d.delay_ns);
                     if cfg.cpu_only {
                         // No GPU to drain: only the time the thread records nothing.
-                        ops.splice(at..at, stall.into_iter().filter(|o| matches!(o.gpu, Gpu::Host)));
+                        ops.splice(
+                            at..at,
+                            stall.into_iter().filter(|o| matches!(o.gpu, Gpu::Host)),
+                        );
                     } else {
                         ops.splice(at..at, stall);
                     }
@@ -245,7 +251,7 @@ pub fn simulate_step(
                 moved = true;
                 let mut rec = if cfg.cpu_only {
                     let mult = op.class().map_or(1.0, |c| slow_mult(r, c));
-                    cpu::run_op(&op, st, rng, mult)
+                    cpu_only_side(&op, st, rng, mult)
                 } else {
                     cpu_side(&op, st, rng)
                 };
@@ -455,5 +461,43 @@ fn cpu_side(op: &Op, st: &mut RankState, rng: &mut Rng) -> Rec {
         corr,
         ext,
         ..Rec::default()
+    }
+}
+
+/// The CPU time one op of the program takes in a CPU-only run: its kernel's work × `mult` (the
+/// planted slowness of its class) with ±1.5 % jitter, plus the op's dispatch. A host stall
+/// ([`Gpu::Host`]) is `cpu_ns` exactly with no op recorded; a collective's end is set when every
+/// member has arrived (here only its start). Advances the thread's clock.
+///
+/// `rt_start`/`rt_dur` bound the nested op (e.g. `aten::mm` inside `aten::linear`) for the
+/// emitter: the work itself, inside the outer op.
+fn cpu_only_side(op: &Op, st: &mut RankState, rng: &mut Rng, mult: f64) -> Rec {
+    let cpu_start = st.cpu_t;
+    let ext = st.next_ext(if op.inner.is_some() { 2 } else { 1 });
+    let rec = |cpu_dur: i64, work: i64, lead: i64| Rec {
+        cpu_start,
+        cpu_dur,
+        rt_start: cpu_start + lead,
+        rt_dur: work,
+        ext,
+        ..Rec::default()
+    };
+    match op.gpu {
+        Gpu::Host => {
+            let d = op.cpu_ns.max(1);
+            st.cpu_t = cpu_start + d + rng.range(300, 1_500) as i64;
+            rec(d, 0, 0)
+        }
+        Gpu::Coll(_) => rec(0, 0, 0),
+        _ => {
+            let work = match op.gpu {
+                Gpu::Sync => rng.range(1_000, 3_000) as i64,
+                _ => ((op.gpu_ns as f64 * rng.jitter(0.015) * mult).round() as i64).max(1),
+            };
+            let lead = rng.range(1_000, 3_000) as i64;
+            let dur = lead + work + rng.range(800, 2_000) as i64;
+            st.cpu_t = cpu_start + dur + rng.range(300, 1_500) as i64;
+            rec(dur, work, lead)
+        }
     }
 }

@@ -68,7 +68,15 @@ impl TraceWriter {
                 Gpu::Coll(c) => {
                     let pid = self.info.pid;
                     let dims = format!("[[[{}, {HIDDEN}]], [], [], [], [], []]", c.nelems / HIDDEN);
-                    self.span_on(pid, "cpu_op", op.cpu, rec.cpu_start, rec.cpu_dur, rec.ext, &dims);
+                    self.span_on(
+                        pid,
+                        "cpu_op",
+                        op.cpu,
+                        rec.cpu_start,
+                        rec.cpu_dur,
+                        rec.ext,
+                        &dims,
+                    );
                     // gloo's worker runs the algorithm from soon after the enqueue to the end.
                     let dur = rec.cpu_dur;
                     let lead = 5_000.min(dur / 4);

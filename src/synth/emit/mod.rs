@@ -317,7 +317,9 @@ impl TraceWriter {
     /// Header keys and the metadata events; `start` is the profiler's start on the shared clock.
     pub fn begin(&mut self, start: i64, layout: &Layout) -> Result<()> {
         if self.info.cpu_only {
-            self.bytes(b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"distributedInfo\": ");
+            self.bytes(
+                b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"distributedInfo\": ",
+            );
         } else {
             self.bytes(b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n");
             let n = crate::synth::layout::GPUS_PER_NODE;
