@@ -411,7 +411,7 @@ fn every_format_carries_the_attribution() {
     assert!(json["unclassified"]["pct"].is_number());
     let md = rankprof::report::formats::markdown(&a);
     assert!(
-        md.contains("Imbalanced, slower device or host: rank TP01"),
+        md.contains("Imbalanced, slower device or host: TP01 costs"),
         "{md}"
     );
     assert!(md.contains("## Attribution"), "{md}");

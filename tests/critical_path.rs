@@ -630,3 +630,183 @@ fn the_html_report_draws_the_lanes() {
         assert!(svg.contains(&format!(">{lane}</text>")), "{lane}");
     }
 }
+
+/// The same run written as a CPU-only (gloo) run writes it (`synth --cpu-only`).
+fn cpu(cfg: SynthOptions) -> SynthOptions {
+    SynthOptions {
+        cpu_only: true,
+        ..cfg
+    }
+}
+
+/// CPU-only (gloo) traces give the same answers: each plant, written as a CPU-only run writes
+/// it (CPU ops for the kernels, `c10d::` ops that hold every member until the last arrives, a
+/// host stall as time the thread records no op), charges the script's figures to the ns, and
+/// the verdict leads with the planted rank and cause at the planted cost per step.
+#[test]
+fn cpu_only_plants_give_the_same_answers() {
+    if !common::have_python("critical-path checks") {
+        return;
+    }
+    let d = D_NS as f64;
+    let delays: Vec<(SynthOptions, &str, &str, Kind)> = vec![
+        (host_delay(), "TP02", "host-bound", Kind::Host),
+        (
+            SynthOptions {
+                late_start: Some(Delay {
+                    rank: 1,
+                    delay_ns: D_NS,
+                    from_step: 0,
+                }),
+                ..opts(4)
+            },
+            "TP01",
+            "late step start",
+            Kind::LateStart,
+        ),
+    ];
+    // Three seeds: on a CPU-only trace the attribution sees a host gap too (its time is the
+    // step less the c10d ops), about as large as the path's cost; the path must lead anyway.
+    let seeded = delays.into_iter().flat_map(|c| {
+        (1..=3).map(move |seed| {
+            (
+                SynthOptions {
+                    seed,
+                    ..c.0.clone()
+                },
+                c.1,
+                c.2,
+                c.3,
+            )
+        })
+    });
+    for (cfg, who, cause, kind) in seeded {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = synth(tmp.path(), cpu(cfg));
+        let a = analyze(&files);
+        let v = script(tmp.path());
+        assert!(
+            v["ranks"]
+                .as_object()
+                .unwrap()
+                .values()
+                .all(|r| r["mode"] == "cpu"),
+            "{v}"
+        );
+        assert_agrees(&a, &v, false);
+        assert_lead(&a, who, cause, kind, d);
+        if kind == Kind::Host {
+            assert!(first(&a).contains("record no op"), "{}", first(&a));
+        }
+    }
+}
+
+#[test]
+fn cpu_only_slow_link_charges_the_group_its_extra_transfer() {
+    if !common::have_python("critical-path checks") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let files = synth(
+        tmp.path(),
+        cpu(SynthOptions {
+            dp: 2,
+            slow_link: Some(SlowLink {
+                replica: 1,
+                factor: 3.0,
+                from_step: 0,
+            }),
+            same_batches: true,
+            ..opts(2)
+        }),
+    );
+    let a = analyze(&files);
+    let v = script(tmp.path());
+    assert_agrees(&a, &v, false);
+    let worlds = v["worlds"].as_array().unwrap();
+    let median = |w: usize| {
+        worlds[w]["transfer_median_ns"]["c10d::allreduce_"]
+            .as_f64()
+            .unwrap()
+    };
+    let n = worlds[1]["instances"].as_f64().unwrap();
+    assert!((median(1) / median(0) - 3.0).abs() < 0.05 * 3.0);
+    let want = (median(1) - median(0)) * n / a.steps.rows.len() as f64;
+    assert_lead(
+        &a,
+        "TP00-DP01, TP01-DP01",
+        "slow link",
+        Kind::Transfer,
+        want,
+    );
+}
+
+#[test]
+fn cpu_only_balanced_control_and_attribution_plants() {
+    if !common::have_python("critical-path checks") {
+        return;
+    }
+    for seed in 1..=3 {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = synth(tmp.path(), cpu(SynthOptions { seed, ..opts(4) }));
+        let a = analyze(&files);
+        assert_agrees(&a, &script(tmp.path()), false);
+        assert!(first(&a).starts_with("Balanced"), "{:#?}", a.verdict.lines);
+        assert!(
+            a.path.lead().is_none_or(|c| c.net_step_pct < 1.0),
+            "{:#?}",
+            a.path.causes
+        );
+    }
+    let cases: Vec<(SynthOptions, &str, &str)> = vec![
+        (
+            SynthOptions {
+                slow: Some(Slow {
+                    rank: 2,
+                    factor: 1.5,
+                    from_step: 0,
+                    class: None,
+                }),
+                ..opts(4)
+            },
+            "TP02",
+            "slower device or host",
+        ),
+        (
+            SynthOptions {
+                extra: Some(Extra {
+                    rank: 3,
+                    per_layer: 8,
+                }),
+                ..opts(4)
+            },
+            "TP03",
+            "more kernels",
+        ),
+        (
+            SynthOptions {
+                heavy: Some(Heavy {
+                    rank: 1,
+                    factor: 1.5,
+                }),
+                ..opts(4)
+            },
+            "TP01",
+            "uneven load",
+        ),
+    ];
+    for (cfg, who, cause) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = synth(tmp.path(), cpu(cfg));
+        let a = analyze(&files);
+        assert_agrees(&a, &script(tmp.path()), false);
+        let l = first(&a);
+        assert!(
+            l.starts_with(&format!("Imbalanced, {cause}: ")) && l.contains(who),
+            "want {who} / {cause}: {:#?}",
+            a.verdict.lines
+        );
+        let top = a.path.causes.first().expect("a cost");
+        assert_eq!((top.who.as_str(), top.kind), (who, Kind::Work), "{cause}");
+    }
+}

@@ -255,3 +255,126 @@ fn the_plants_are_deterministic_and_validated() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `--cpu-only`: the plants keep their meaning in a CPU-only (gloo) run, as clean as on GPUs,
+/// and the files are shaped as a gloo run writes them: no device, no GPU event, a `c10d::` op
+/// per collective on the main thread that holds every member until the last arrives (the n-th
+/// op of every member ends at the same instant; the last to start is the shortest).
+#[test]
+fn cpu_only_plants_keep_their_meaning() {
+    if !common::have_python("synth plant checks") {
+        return;
+    }
+    let ck = |args: &[&str]| {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut all = args.to_vec();
+        all.push("--cpu-only");
+        synth(tmp.path(), &all);
+        let v = critical(tmp.path());
+        for (label, r) in v["ranks"].as_object().expect("ranks") {
+            assert_eq!(r["mode"], "cpu", "{label}");
+        }
+        (tmp, v)
+    };
+    let (_t, v) = ck(&["--tp", "4"]);
+    assert_quiet(&v, None, 0.05 * D_NS);
+    let (stall, v) = ck(&["--tp", "4", "--host-delay-rank", "2", "--delay-us", "2000"]);
+    assert_near(
+        total(&v, "TP02", "host") / STEPS,
+        D_NS,
+        0.05,
+        "TP02 host per step",
+    );
+    assert_quiet(&v, Some(("TP02", "host")), 0.10 * D_NS);
+    let (_t, v) = ck(&["--tp", "4", "--late-start-rank", "1", "--delay-us", "2000"]);
+    assert_near(
+        total(&v, "TP01", "late"),
+        (STEPS - 1.0) * D_NS,
+        0.05,
+        "TP01 late",
+    );
+    assert_quiet(&v, Some(("TP01", "late")), 0.10 * D_NS);
+    let (_t, c) = ck(&["--dp", "2", "--tp", "2"]);
+    let (_t, v) = ck(&[
+        "--dp",
+        "2",
+        "--tp",
+        "2",
+        "--slow-link",
+        "1",
+        "--factor",
+        "3",
+    ]);
+    let median =
+        |v: &Value, w: usize| num(&v["worlds"][w]["transfer_median_ns"]["c10d::allreduce_"]);
+    assert_near(median(&v, 1) / median(&v, 0), 3.0, 0.05, "DP01 over DP00");
+    assert_eq!(median(&v, 0), median(&c, 0), "DP00 unchanged");
+    assert_near(median(&v, 1), 3.0 * median(&c, 1), 0.01, "DP01 vs control");
+    assert_quiet(&v, None, 0.05 * D_NS);
+
+    // The files of the host-delay run, read as JSON.
+    let mut names: Vec<_> = std::fs::read_dir(stall.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    let mut ops: Vec<Vec<(i64, i64)>> = Vec::new();
+    for p in &names {
+        let bytes = std::fs::read(p).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+            .unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["deviceProperties"], serde_json::json!([]), "{p:?}");
+        assert_eq!(doc["distributedInfo"]["backend"], "gloo", "{p:?}");
+        let evs = doc["traceEvents"].as_array().unwrap();
+        let ns = |v: &Value| (num(v) * 1e3).round() as i64;
+        let mut mine = Vec::new();
+        for e in evs {
+            let cat = e["cat"].as_str().unwrap_or("");
+            assert!(
+                !matches!(
+                    cat,
+                    "kernel" | "gpu_memcpy" | "gpu_memset" | "cuda_runtime" | "ac2g"
+                ),
+                "{e}"
+            );
+            assert_ne!(
+                e["name"], "aten::_local_scalar_dense",
+                "the stall records no op"
+            );
+            if e["name"] == "c10d::allreduce_" {
+                assert_eq!(e["tid"], e["pid"], "on the main thread: {e}");
+                mine.push((ns(&e["ts"]), ns(&e["ts"]) + ns(&e["dur"])));
+            }
+        }
+        assert!(evs.iter().any(|e| e["name"] == "gloo:all_reduce"));
+        assert_eq!(
+            evs.iter()
+                .filter(|e| e["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("ProfilerStep#")))
+                .count(),
+            STEPS as usize
+        );
+        ops.push(mine);
+    }
+    assert_eq!(ops.len(), 4);
+    let (mut waited, n) = (0, ops[0].len());
+    assert!(n > 0);
+    for i in 0..n {
+        let ends: Vec<i64> = ops.iter().map(|o| o[i].1).collect();
+        assert!(
+            ends.iter().all(|&e| e == ends[0]),
+            "collective {i}: {ends:?}"
+        );
+        let last = ops.iter().max_by_key(|o| o[i].0).unwrap()[i];
+        let shortest = ops.iter().map(|o| o[i].1 - o[i].0).min().unwrap();
+        assert_eq!(last.1 - last.0, shortest, "collective {i}");
+        // At the stalled collective the others wait about the delay inside their op.
+        if ops.iter().any(|o| o[i].1 - o[i].0 > D_NS as i64 * 9 / 10) {
+            waited += 1;
+        }
+    }
+    assert_eq!(waited, STEPS as usize, "one long wait per step");
+}

@@ -560,6 +560,16 @@ pub struct SynthArgs {
     /// How long the --host-delay-rank / --late-start-rank rank is held up, in µs.
     #[arg(long = "delay-us", default_value_t = 2000)]
     pub delay_us: u64,
+    /// Write the traces as a CPU-only (gloo) run writes them, modelled on real SGLang CPU
+    /// traces: no GPU; what were kernels are CPU ops (`aten::linear`, `aten::mm`, …) taking
+    /// that work's time on the main thread; each collective is a `c10d::` op there (gloo's
+    /// `gloo:*` on its `pt_gloo_runloop` thread) that holds the thread until every member has
+    /// arrived, so early ranks wait inside it; `distributedInfo` says backend gloo. Every plant
+    /// keeps its meaning: --slow-rank slows its CPU ops, --extra-kernels adds CPU ops, a
+    /// --host-delay-rank gap is time its thread records no op, --slow-link lengthens the
+    /// replica's c10d transfers.
+    #[arg(long = "cpu-only")]
+    pub cpu_only: bool,
     /// DP replica whose collectives all transfer --factor × as long (one slow link in its
     /// NCCL ring: every member sees the same longer collective), from --from-step on.
     #[arg(long = "slow-link")]

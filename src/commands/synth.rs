@@ -53,6 +53,7 @@ pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
             factor: a.factor,
             from_step: a.from_step,
         }),
+        cpu_only: a.cpu_only,
         record_shapes: a.record_shapes,
         annotations: !a.no_annotations,
         same_batches: a.same_batches,

@@ -244,8 +244,14 @@ impl Layout {
         1 + self.pp as usize + t as usize
     }
 
-    /// Kineto's `distributedInfo` for this rank, as JSON text.
-    pub fn distributed_info(&self, pos: &RankPos) -> String {
+    /// Kineto's `distributedInfo` for this rank, as JSON text: NCCL's, or with `gloo` a
+    /// CPU-only run's (backend `gloo`, `cpu:gloo,cuda:gloo` groups, no NCCL version).
+    pub fn distributed_info(&self, pos: &RankPos, gloo: bool) -> String {
+        let backend = if gloo {
+            "cpu:gloo,cuda:gloo"
+        } else {
+            "cuda:nccl"
+        };
         let local = self.local(pos);
         let mine: Vec<String> = self
             .groups
@@ -253,7 +259,7 @@ impl Layout {
             .filter(|g| g.ranks.contains(&local))
             .map(|g| {
                 format!(
-                    r#"{{"pg_name": "{}", "pg_desc": "{}", "backend_config": "cuda:nccl", "pg_size": {}, "ranks": {}}}"#,
+                    r#"{{"pg_name": "{}", "pg_desc": "{}", "backend_config": "{backend}", "pg_size": {}, "ranks": {}}}"#,
                     g.name,
                     g.desc,
                     g.ranks.len(),
@@ -261,6 +267,14 @@ impl Layout {
                 )
             })
             .collect();
+        if gloo {
+            return format!(
+                r#"{{"backend": "gloo", "rank": {local}, "world_size": {}, "pg_count": {}, "pg_config": [{}]}}"#,
+                self.world_size(),
+                self.groups.len(),
+                mine.join(", ")
+            );
+        }
         format!(
             r#"{{"backend": "nccl", "rank": {local}, "world_size": {}, "pg_count": {}, "pg_config": [{}], "nccl_version": "2.21.5"}}"#,
             self.world_size(),
@@ -476,9 +490,19 @@ mod tests {
         assert_eq!(g[5], ("moe_ep:device", "[0, 2, 4, 6]".to_string()));
         assert_eq!(g[6], ("moe_ep:device", "[1, 3, 5, 7]".to_string()));
         assert_eq!(l.groups()[l.tp_group(&p)].ranks_text(), "[4, 5]");
-        let info = l.distributed_info(&p);
+        let info = l.distributed_info(&p, false);
         assert!(info.contains(r#""rank": 5, "world_size": 8"#), "{info}");
         assert!(info.contains(r#""ranks": [1, 3, 5, 7]"#), "{info}");
+        let gloo = l.distributed_info(&p, true);
+        assert!(
+            gloo.starts_with(r#"{"backend": "gloo", "rank": 5"#),
+            "{gloo}"
+        );
+        assert!(
+            gloo.contains(r#""backend_config": "cpu:gloo,cuda:gloo""#),
+            "{gloo}"
+        );
+        assert!(!gloo.contains("nccl"), "{gloo}");
         // Attention TP 1 (SGLang --tp 4 --dp 4 --ep 4): TP index = DP index = EP index.
         let l = Layout::with_dp_attention(1, 4, 4);
         assert_eq!(

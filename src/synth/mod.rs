@@ -10,7 +10,8 @@
 //! Planted imbalances ([`SynthOptions`]): a slow rank or class ([`Slow`]; `comm`: its
 //! collectives transfer slower), more work ([`Heavy`]), extra kernels ([`Extra`]), hot experts;
 //! and waiting that is no kernel's fault: a host stall before a collective and a late step start
-//! ([`Delay`]), a slow link of one DP replica ([`SlowLink`]).
+//! ([`Delay`]), a slow link of one DP replica ([`SlowLink`]). With `cpu_only` the same run is
+//! written as a CPU-only (gloo) run writes it ([`cpu`]), every plant with the same meaning.
 //!
 //! Same [`SynthOptions`] (seed included) ⇒ byte-identical files: every random draw comes from a
 //! [`rng::Rng`] keyed by what it is for (rank, step, collective), never by thread timing.
@@ -24,6 +25,7 @@
 //! ```
 
 pub mod catalog;
+pub mod cpu;
 pub mod emit;
 pub mod inflate;
 pub mod layout;
@@ -140,6 +142,9 @@ pub struct SynthOptions {
     pub late_start: Option<Delay>,
     /// Planted slow link of one DP replica.
     pub slow_link: Option<SlowLink>,
+    /// A CPU-only (gloo) run ([`cpu`]): no GPU; the work is the CPU ops' own time, the
+    /// collectives are `c10d::` ops that hold every member's thread until the last arrives.
+    pub cpu_only: bool,
     /// `record_shapes`: `Input Dims` on the CPU GEMM ops (`aten::linear`, `aten::mm`) and the
     /// MoE expert ops, token dimension first.
     pub record_shapes: bool,
@@ -184,6 +189,7 @@ impl Default for SynthOptions {
             host_delay: None,
             late_start: None,
             slow_link: None,
+            cpu_only: false,
             record_shapes: false,
             annotations: true,
             same_batches: false,
@@ -444,7 +450,7 @@ fn write_profile(
             pid: 12_000 + mix(cfg.seed) % 4_000 + u64::from(r) * 173,
             device: layout.device(&pos),
             process_name: layout.process_name(cfg.naming, &pos),
-            distributed_info: layout.distributed_info(&pos),
+            distributed_info: layout.distributed_info(&pos, cfg.cpu_only),
             base_ns: cfg.base_ns + skew,
             shift_ns: skew,
             trace_name: format!("/tmp/tmp{tmpname}.json"),
@@ -452,6 +458,7 @@ fn write_profile(
             record_shapes: cfg.record_shapes,
             annotations: cfg.annotations,
             vllm: cfg.naming == Vendor::Vllm,
+            cpu_only: cfg.cpu_only,
         };
         writers.push(TraceWriter::create(&path, cfg.plain, cfg.level, info)?);
     }

@@ -17,6 +17,9 @@
 //! - A late-start rank's CPU begins every step `delay` after the previous step's end sync (in a
 //!   data-loader annotation), so it arrives last at the step's first collective.
 //! - The step ends with a copy back and a stream sync: the CPU waits for its GPU.
+//! - `cpu_only` ([`super::cpu`]): no GPU; each op takes its work's time on the CPU thread, a
+//!   collective's `c10d::` op starts at the thread's arrival and ends with the others' (the
+//!   latest arrival plus gloo's transfer), a host stall is time the thread records nothing.
 //!
 //! All times are nanoseconds on one shared clock (relative to the common base time).
 
@@ -25,6 +28,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 
 use super::catalog::Class;
+use super::cpu;
 use super::layout::{Layout, Stage};
 use super::model::{self, CollKind, Gpu, Op, StepKind};
 use super::rng::Rng;
@@ -57,7 +61,7 @@ impl RankState {
         }
     }
 
-    fn next_ext(&mut self, n: u64) -> u64 {
+    pub(super) fn next_ext(&mut self, n: u64) -> u64 {
         let e = self.ext;
         self.ext += n;
         e
@@ -183,7 +187,16 @@ pub fn simulate_step(
                     .nth(1)
                     .map(|(i, _)| i)
                 {
-                    ops.splice(at..at, model::host_stall(d.delay_ns));
+                    let stall = model::host_stall(d.delay_ns);
+                    if cfg.cpu_only {
+                        // No GPU to drain: only the time the thread records nothing.
+                        ops.splice(
+                            at..at,
+                            stall.into_iter().filter(|o| matches!(o.gpu, Gpu::Host)),
+                        );
+                    } else {
+                        ops.splice(at..at, stall);
+                    }
                 }
             }
         }
@@ -236,7 +249,12 @@ pub fn simulate_step(
                 let st = &mut states[r];
                 let rng = &mut rngs[r];
                 moved = true;
-                let mut rec = cpu_side(&op, st, rng);
+                let mut rec = if cfg.cpu_only {
+                    let mult = op.class().map_or(1.0, |c| slow_mult(r, c));
+                    cpu_only_side(&op, st, rng, mult)
+                } else {
+                    cpu_side(&op, st, rng)
+                };
                 match op.gpu {
                     Gpu::Coll(c) => {
                         let pos = layout.pos(r as u32);
@@ -260,8 +278,13 @@ pub fn simulate_step(
                             }
                         };
                         rec.seq = seq;
-                        let at = (st.gpu_t + rng.range(800, 1_600) as i64)
-                            .max(rec.rt_start + rec.rt_dur);
+                        // gloo: the op starts when the thread gets there; NCCL: the kernel
+                        // starts when the stream is free and the launch is done.
+                        let at = if cfg.cpu_only {
+                            rec.cpu_start
+                        } else {
+                            (st.gpu_t + rng.range(800, 1_600) as i64).max(rec.rt_start + rec.rt_dur)
+                        };
                         pending
                             .entry((pos.d, c.pg, seq, src, dst))
                             .or_insert_with(|| (members, Vec::new()))
@@ -270,6 +293,7 @@ pub fn simulate_step(
                         waiting[r] = true;
                         break;
                     }
+                    _ if cfg.cpu_only => {}
                     Gpu::Sync => {
                         // The call returns once the GPU has drained.
                         let end = (rec.rt_start + rec.rt_dur)
@@ -318,13 +342,24 @@ pub fn simulate_step(
                     u64::from(key.4),
                 ],
             );
-            let mut transfer = model::transfer_ns(&c) as f64 * rng.jitter(0.02);
+            let nominal = if cfg.cpu_only {
+                cpu::transfer_ns(&c)
+            } else {
+                model::transfer_ns(&c)
+            };
+            let mut transfer = nominal as f64 * rng.jitter(0.02);
             transfer *= link_mult(cfg, index, key.0, &arrivals);
             let end = latest + transfer.round() as i64;
             for a in arrivals {
                 let mut rec = a.rec;
-                rec.gpu_start = a.at;
-                rec.gpu_dur = end - a.at;
+                if cfg.cpu_only {
+                    // gloo holds every member's thread until the data has moved.
+                    rec.cpu_dur = end - rec.cpu_start;
+                    states[a.rank].cpu_t = end + rng.range(300, 1_500) as i64;
+                } else {
+                    rec.gpu_start = a.at;
+                    rec.gpu_dur = end - a.at;
+                }
                 states[a.rank].gpu_t = end;
                 steps[a.rank].recs.push(rec);
                 pc[a.rank] += 1;
@@ -426,5 +461,43 @@ fn cpu_side(op: &Op, st: &mut RankState, rng: &mut Rng) -> Rec {
         corr,
         ext,
         ..Rec::default()
+    }
+}
+
+/// The CPU time one op of the program takes in a CPU-only run: its kernel's work × `mult` (the
+/// planted slowness of its class) with ±1.5 % jitter, plus the op's dispatch. A host stall
+/// ([`Gpu::Host`]) is `cpu_ns` exactly with no op recorded; a collective's end is set when every
+/// member has arrived (here only its start). Advances the thread's clock.
+///
+/// `rt_start`/`rt_dur` bound the nested op (e.g. `aten::mm` inside `aten::linear`) for the
+/// emitter: the work itself, inside the outer op.
+fn cpu_only_side(op: &Op, st: &mut RankState, rng: &mut Rng, mult: f64) -> Rec {
+    let cpu_start = st.cpu_t;
+    let ext = st.next_ext(if op.inner.is_some() { 2 } else { 1 });
+    let rec = |cpu_dur: i64, work: i64, lead: i64| Rec {
+        cpu_start,
+        cpu_dur,
+        rt_start: cpu_start + lead,
+        rt_dur: work,
+        ext,
+        ..Rec::default()
+    };
+    match op.gpu {
+        Gpu::Host => {
+            let d = op.cpu_ns.max(1);
+            st.cpu_t = cpu_start + d + rng.range(300, 1_500) as i64;
+            rec(d, 0, 0)
+        }
+        Gpu::Coll(_) => rec(0, 0, 0),
+        _ => {
+            let work = match op.gpu {
+                Gpu::Sync => rng.range(1_000, 3_000) as i64,
+                _ => ((op.gpu_ns as f64 * rng.jitter(0.015) * mult).round() as i64).max(1),
+            };
+            let lead = rng.range(1_000, 3_000) as i64;
+            let dur = lead + work + rng.range(800, 2_000) as i64;
+            st.cpu_t = cpu_start + dur + rng.range(300, 1_500) as i64;
+            rec(dur, work, lead)
+        }
     }
 }

@@ -152,13 +152,17 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     // The critical path leads when its largest cause costs the step more than the
     // attribution's lead gap does, and at least the threshold of the step time; or when it is
     // the work of the very rank the attribution leads with (the line then carries both: what
-    // the rank costs the step, and why its work is longer).
+    // the rank costs the step, and why its work is longer). In CPU-only traces a rank's
+    // attribution time is its step less its `c10d::` ops, so the time its thread records no op
+    // counts there too: the same rank named by both is the same time seen twice, and the path
+    // leads whatever its kind, since its split says what that time was.
+    let cpu_only = v.metric == "cpu work";
     let path_lead = inp.path.lead().filter(|c| {
         inp.path.steps > 0
             && c.net_step_pct >= 100.0 * inp.threshold
             && lead.is_none_or(|g| {
                 c.net_per_step_ns > gap_per_step(g)
-                    || (c.kind == path::Kind::Work && g.who == c.who)
+                    || ((c.kind == path::Kind::Work || cpu_only) && g.who == c.who)
             })
     });
     // A `work` lead is told with that rank's EP split (hot experts, slow dispatch/combine) or

@@ -18,6 +18,7 @@ use super::model::{CollKind, Gpu};
 use super::sim::{RankStep, Rec};
 use crate::trace::read::json::write_string;
 
+mod cpu;
 mod step;
 
 /// CUDA stream ids: compute, TP collectives, pipeline send/recv.
@@ -67,6 +68,8 @@ pub struct RankInfo {
     pub annotations: bool,
     /// vLLM's `execute_context_N(T)_generation_M(U)` instead of SGLang's `step[…]`.
     pub vllm: bool,
+    /// A CPU-only (gloo) run: no device, no GPU events ([`super::cpu`]).
+    pub cpu_only: bool,
 }
 
 /// One rank's trace being written.
@@ -313,14 +316,20 @@ impl TraceWriter {
 
     /// Header keys and the metadata events; `start` is the profiler's start on the shared clock.
     pub fn begin(&mut self, start: i64, layout: &Layout) -> Result<()> {
-        self.bytes(b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n");
-        let n = crate::synth::layout::GPUS_PER_NODE;
-        for id in 0..n {
-            let entry = cat::DEVICE_PROPERTIES.replace("{id}", &id.to_string());
-            self.bytes(entry.as_bytes());
-            self.bytes(if id + 1 < n { b",\n" } else { b"\n" });
+        if self.info.cpu_only {
+            self.bytes(
+                b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"distributedInfo\": ",
+            );
+        } else {
+            self.bytes(b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n");
+            let n = crate::synth::layout::GPUS_PER_NODE;
+            for id in 0..n {
+                let entry = cat::DEVICE_PROPERTIES.replace("{id}", &id.to_string());
+                self.bytes(entry.as_bytes());
+                self.bytes(if id + 1 < n { b",\n" } else { b"\n" });
+            }
+            self.bytes(b"  ],\n  \"distributedInfo\": ");
         }
-        self.bytes(b"  ],\n  \"distributedInfo\": ");
         let di = self.info.distributed_info.clone();
         self.bytes(di.as_bytes());
         self.bytes(b",\n");
@@ -349,6 +358,11 @@ impl TraceWriter {
             "sort_index",
             MetaVal::Num(pid),
         );
+        if self.info.cpu_only {
+            self.cpu_threads(start, layout);
+            self.first_ns = start;
+            return self.maybe_flush();
+        }
         self.meta("process_name", dev, 0, start, "name", MetaVal::Str(&pname));
         let label = format!("GPU {dev}");
         self.meta(

@@ -12,6 +12,9 @@ pub const LOADER: &str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__n
 impl TraceWriter {
     /// All events of one step.
     pub fn step(&mut self, s: &RankStep, layout: &Layout) -> Result<()> {
+        if self.info.cpu_only {
+            return self.cpu_step(s);
+        }
         let ann = if self.info.vllm {
             s.kind.vllm_annotation()
         } else {

@@ -24,9 +24,6 @@ fn split(r: &CollEv) -> (i64, i64, i64, i64) {
     (seg, busy, seg - busy - late, late)
 }
 
-/// (world, name) → (transfer ns, bytes, members) of each matched collective.
-type TransferLog = BTreeMap<(usize, String), Vec<(i64, u64, u32)>>;
-
 /// Accumulates the matched collectives as the matching reads them.
 pub struct Acc {
     labels: Vec<String>,
@@ -48,9 +45,12 @@ pub struct Acc {
     /// (world, name) → the transfer of each matched collective, its bytes (0: unknown) and
     /// its members (one record per collective of a world, not per rank: the medians need
     /// them).
-    transfers: TransferLog,
+    transfers: BTreeMap<(usize, String), Vec<Moved>>,
     origin: i64,
 }
+
+/// One matched collective's transfer (ns), bytes (0: unknown) and member count.
+type Moved = (i64, u64, u32);
 
 impl Acc {
     /// `windows[r]`: rank r's step windows (start, duration) on the common clock, in its own
