@@ -12,7 +12,10 @@ Per rank (times in integer ns, ns = round(us * 1000)):
   that group's streams on the rank, streams in ascending id order). In a CPU-only trace (no
   kernel at all) a collective is a "c10d::" cpu_op, keyed by its name;
 - compute: the union of the rank's non-communication kernels (memcpy/memset are not kernels);
-  CPU-only: the union of its cpu_ops that are not "c10d::" ops, over all threads;
+  CPU-only: the union of its cpu_ops that are not "c10d::" ops, over all threads; a gloo
+  collective ends where the Python `<built-in method wait of …>` python_function that follows
+  it ends (the first starting at or after the op's start, within 1 ms of its end and before the
+  next collective's start; each wait extends one collective);
 - step marks: ProfilerStep#N user annotations (their start).
 - Collectives sorted by (start, end, file order); prev_end(c) = the largest end among those
   before c. Segment [prev_end, start], seg = max(0, start - prev_end); busy = compute inside the
@@ -69,6 +72,7 @@ COMM = re.compile(r"nccl|rccl|msccl", re.IGNORECASE)
 DIMS = ["tp", "dp", "pp", "ep", "dcp"]
 KINDS = ["work", "host", "late"]
 TIE_NS = 1000
+WAIT_SLACK_NS = 1_000_000
 # torch scalar types as Kineto writes a collective's "dtype", bytes per element.
 DTYPE_BYTES = {"Double": 8, "Long": 8, "Float": 4, "Int": 4, "BFloat16": 2, "Half": 2, "Short": 2,
                "Byte": 1, "Char": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1}
@@ -211,6 +215,19 @@ def read_rank(path):
         for c in cpu_ops:
             if c[3].startswith("c10d::"):
                 colls.append((c[0], c[1], c[2], c[3], c[3], 0))
+        # gloo: the op returns once queued; Python's work.wait() right after it (starting at
+        # or after the op, within 1 ms of its end, before the next collective) is where the
+        # thread waits for the others: the collective ends with it. Each wait extends one.
+        waits = sorted((h[0], h[1]) for h in host if h[3] == "python_function" and h[4].startswith("<built-in method wait of "))
+        colls.sort(key=lambda c: (c[0], c[2]))
+        wi = 0
+        for i, c in enumerate(colls):
+            nxt = colls[i + 1][0] if i + 1 < len(colls) else float("inf")
+            while wi < len(waits) and waits[wi][0] < c[0]:
+                wi += 1
+            if wi < len(waits) and waits[wi][0] <= c[1] + WAIT_SLACK_NS and waits[wi][0] < nxt:
+                colls[i] = (c[0], max(c[1], waits[wi][1])) + c[2:]
+                wi += 1
     colls.sort(key=lambda c: (c[0], c[1], c[2]))
     mark_starts = sorted(m[0] for m in marks)
     segs = []  # per collective: dict

@@ -701,8 +701,11 @@ fn cpu_only_plants_give_the_same_answers() {
     }
 }
 
+/// A gloo run names no collective's size (ProcessGroupGloo records no `record_param_comms`):
+/// a group whose transfers take 3× as long is shown (the transfers and their medians agree
+/// with the script) but not judged a slow link, and a note says why.
 #[test]
-fn cpu_only_slow_link_charges_the_group_its_extra_transfer() {
+fn cpu_only_slow_transfers_are_shown_not_judged() {
     if !common::have_python("critical-path checks") {
         return;
     }
@@ -729,15 +732,31 @@ fn cpu_only_slow_link_charges_the_group_its_extra_transfer() {
             .as_f64()
             .unwrap()
     };
-    let n = worlds[1]["instances"].as_f64().unwrap();
     assert!((median(1) / median(0) - 3.0).abs() < 0.05 * 3.0);
-    let want = (median(1) - median(0)) * n / a.steps.rows.len() as f64;
-    assert_lead(
-        &a,
-        "TP00-DP01, TP01-DP01",
-        "slow link",
-        Kind::Transfer,
-        want,
+    for t in a
+        .path
+        .transfers
+        .iter()
+        .filter(|t| t.name == "c10d::allreduce_")
+    {
+        assert_eq!(t.median_ns, median(t.world), "{t:?}");
+        assert_eq!(t.bytes, None, "{t:?}");
+    }
+    assert!(
+        a.path.causes.iter().all(|c| c.kind != Kind::Transfer),
+        "{:#?}",
+        a.path.causes
+    );
+    assert!(
+        a.verdict.lines.iter().all(|l| !l.contains("slow link")),
+        "{:#?}",
+        a.verdict.lines
+    );
+    let notes = a.path.notes.join("\n");
+    assert!(
+        notes.contains("c10d::allreduce_ in world 1 takes")
+            && notes.contains("no sizes: not judged a slow link"),
+        "{notes}"
     );
 }
 

@@ -528,6 +528,14 @@ fn cross_rank(
     let coll = collectives::analyze_into(&labels, &w, &colls, csource, args.top_n, Some(&mut acc))?;
     let mut path = acc.finish(&w);
     name_host_gaps(&mut path, &results, threshold, &mut notes);
+    // What the critical path could not judge is said with the other notes (which steps its
+    // per-step figures cover stays in its JSON).
+    notes.extend(
+        path.notes
+            .iter()
+            .filter(|n| !n.starts_with("per-step costs are over"))
+            .cloned(),
+    );
 
     let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
     let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();

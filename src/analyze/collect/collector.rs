@@ -23,8 +23,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::names::{
-    is_gemm, is_launch, is_moe, COMM_SIZE_OP, CPU_OP, CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY,
-    GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL, USER_ANNOTATION,
+    is_gemm, is_launch, is_moe, is_wait, COMM_SIZE_OP, CPU_OP, CUDA_DRIVER, CUDA_RUNTIME,
+    GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL, PYTHON_FUNCTION, USER_ANNOTATION,
 };
 use super::ops::{short_name, Agg, OpKind};
 use super::spill::Spool;
@@ -126,6 +126,9 @@ pub struct Collector<'a> {
     /// `c10d::` ops, for CPU-only traces (dropped, and no longer collected, from the first GPU
     /// op on, as the CPU intervals are).
     pub cpu_colls: Spool<CollEv>,
+    /// (start, end) of Python's `work.wait()` calls, for CPU-only traces: where a gloo
+    /// collective's thread waits for the others ([`super::names::is_wait`]).
+    pub cpu_waits: Spool<(i64, i64)>,
     pub coll_keys: Vec<String>,
     pub coll_names: Vec<String>,
     coll_key_ids: FxMap<String, u32>,
@@ -199,6 +202,7 @@ impl<'a> Collector<'a> {
             moe_rows: None,
             gpu_colls: Spool::holding(cap),
             cpu_colls: Spool::holding(cap),
+            cpu_waits: Spool::holding(cap),
             coll_keys: Vec::new(),
             coll_names: Vec::new(),
             coll_key_ids: FxMap::default(),
@@ -324,6 +328,9 @@ impl<'a> Collector<'a> {
             }
             USER_ANNOTATION => self.mark(ev, start, dur, false),
             GPU_USER_ANNOTATION => self.mark(ev, start, dur, true),
+            PYTHON_FUNCTION if self.gpu.is_empty() && is_wait(ev.name.raw().as_bytes()) => {
+                self.cpu_waits.push((start, start + dur));
+            }
             _ => {}
         }
     }
@@ -386,6 +393,7 @@ impl<'a> Collector<'a> {
             self.cpu = Spool::holding(self.cap);
             self.cpu_ops = FxMap::default();
             self.cpu_colls = Spool::holding(self.cap);
+            self.cpu_waits = Spool::holding(self.cap);
         }
         let s = self.streams.entry(stream).or_insert((0, 0));
         s.0 += dur;

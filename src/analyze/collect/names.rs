@@ -21,6 +21,7 @@ pub(super) const CUDA_DRIVER: &str = "cuda_driver";
 pub(super) const CPU_OP: &str = "cpu_op";
 pub(super) const USER_ANNOTATION: &str = "user_annotation";
 pub(super) const GPU_USER_ANNOTATION: &str = "gpu_user_annotation";
+pub(super) const PYTHON_FUNCTION: &str = "python_function";
 
 /// The events analyze reads ([`crate::trace::Nested::SkimOnly`]): complete events of the
 /// categories above, and metadata (`ph` `M`), which the collector ignores but which still
@@ -39,8 +40,9 @@ pub const WANT: Want = Want {
         CPU_OP,
         USER_ANNOTATION,
         GPU_USER_ANNOTATION,
+        PYTHON_FUNCTION,
     ],
-    named_cats: &[CUDA_RUNTIME, CUDA_DRIVER, CPU_OP],
+    named_cats: &[CUDA_RUNTIME, CUDA_DRIVER, CPU_OP, PYTHON_FUNCTION],
     every_cat_named: false,
     names: names_read,
     trust_devices: true,
@@ -59,6 +61,9 @@ pub const WANT: Want = Want {
 ///   `ProfilerStep#` marks. A trace that lists devices but holds no GPU op is read again with
 ///   every CPU op ([`crate::trace::ReadReport::narrowed`]).
 pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
+    if cat == PYTHON_FUNCTION.as_bytes() {
+        return !devices && is_wait(name);
+    }
     if cat != CPU_OP.as_bytes() {
         return is_launch(name);
     }
@@ -84,6 +89,13 @@ pub(super) fn is_gemm(name: &[u8]) -> bool {
 /// A fused MoE op, whose `Input Dims` give the tokens routed to the experts.
 pub(super) fn is_moe(name: &[u8]) -> bool {
     contains(name, b"fused_moe")
+}
+
+/// Python's `work.wait()` on a c10d work object (a `python_function` of a trace recorded with
+/// stacks): in a CPU-only (gloo) trace the `c10d::` op returns once the collective is queued,
+/// and the thread waits here until every member has arrived.
+pub(super) fn is_wait(name: &[u8]) -> bool {
+    name.starts_with(b"<built-in method wait of ")
 }
 
 /// The op whose `In msg nelems` gives a collective's size.

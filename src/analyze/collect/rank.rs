@@ -138,6 +138,7 @@ pub fn finish(
         moe_rows,
         gpu_colls,
         cpu_colls,
+        cpu_waits,
         coll_keys,
         coll_names,
         streams,
@@ -242,6 +243,7 @@ pub fn finish(
             f.busy_ns = m.dur;
             f.work_ns = m.dur - timeline.comm.len_within(m.start, m.start + m.dur);
         }
+        coll_evs = segments::extend_by_waits(coll_evs, cpu_waits.sorted_by(|w: &(i64, i64)| *w)?)?;
         coll_evs = segments::fill_in_memory(
             coll_evs,
             |lo, hi| timeline.compute.len_within(lo, hi),

@@ -185,9 +185,65 @@ pub fn fill_in_memory(
     Ok(out)
 }
 
+/// Longest gap between a `c10d::` op's end and the start of the `work.wait()` that belongs to
+/// it, ns.
+pub const WAIT_SLACK_NS: i64 = 1_000_000;
+
+/// A CPU-only (gloo) trace's collectives end where the thread stops waiting for them: each
+/// `c10d::` op returns once its collective is queued, and Python's `work.wait()` that follows
+/// (within [`WAIT_SLACK_NS`] of its end, before the next collective starts) waits for every
+/// member. Each wait extends one collective, the one just before it, so that an early rank's
+/// wait is part of the collective it waited in — as an NCCL kernel's spinning is — and not
+/// of the work before its next collective. `waits` sorted by start.
+pub fn extend_by_waits(
+    colls: Spool<CollEv>,
+    mut waits: impl Iterator<Item = Result<(i64, i64)>>,
+) -> Result<Spool<CollEv>> {
+    let mut out = Spool::default();
+    let mut sorted = colls.sorted_by(|c: &CollEv| (c.start, c.seq))?.peekable();
+    let mut next_wait = waits.next().transpose()?;
+    while let Some(c) = sorted.next() {
+        let mut c = c?;
+        let next_start = match sorted.peek() {
+            Some(Ok(n)) => n.start,
+            _ => i64::MAX,
+        };
+        // Waits that start before this collective belong to none.
+        while next_wait.is_some_and(|w| w.0 < c.start) {
+            next_wait = waits.next().transpose()?;
+        }
+        if let Some(w) = next_wait {
+            if w.0 <= c.end.saturating_add(WAIT_SLACK_NS) && w.0 < next_start {
+                c.end = c.end.max(w.1);
+                next_wait = waits.next().transpose()?;
+            }
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waits_extend_the_collective_before_them() {
+        let mut colls = Spool::default();
+        colls.push(coll(0, 100, 110));
+        colls.push(coll(1, 500, 505));
+        colls.push(coll(2, 3_000_000, 3_000_010));
+        // The first waits until 400; one wait before any collective and one too late.
+        let waits = vec![(50, 60), (112, 400), (506, 900), (2_000_000, 2_500_000)];
+        let out: Vec<CollEv> = extend_by_waits(colls, waits.into_iter().map(Ok))
+            .unwrap()
+            .sorted_by(|c: &CollEv| c.seq)
+            .unwrap()
+            .map(|c| c.unwrap())
+            .collect();
+        let ends: Vec<i64> = out.iter().map(|c| c.end).collect();
+        assert_eq!(ends, vec![400, 900, 3_000_010]);
+    }
 
     fn coll(seq: u32, start: i64, end: i64) -> CollEv {
         CollEv {

@@ -359,13 +359,13 @@ impl Acc {
             .collect();
         let rows = self.rows.len();
         let mut transfers = Vec::new();
+        let mut no_size: Vec<String> = Vec::new();
         for (key, v) in &self.transfers {
             let (w, name) = key;
             let n = v.len();
             let (median, bytes) = medians.get(key).copied().unwrap_or((0, None));
             // The same collective in the other worlds, when it moves as much data (within
-            // 10 %; or the sizes are not known): a longer transfer of more data is no slow
-            // link.
+            // 10 %, or the sizes are not known: shown, not judged).
             let alike = |b: Option<u64>| match (bytes, b) {
                 (Some(x), Some(y)) => (x as f64 - y as f64).abs() <= 0.1 * x.max(y) as f64,
                 _ => true,
@@ -377,6 +377,24 @@ impl Acc {
                 .collect();
             let others_ns = (!others.is_empty()).then(|| lower_median(others) as f64);
             let mean = median as f64;
+            // A slow link is judged only between collectives whose sizes the trace gives (a
+            // longer transfer of more data is no slow link): a gloo `c10d::` op, or a kernel
+            // without `In msg nelems` / `dtype`, is shown, not judged.
+            let sized = bytes.is_some()
+                && medians
+                    .iter()
+                    .filter(|((ow, on), _)| ow != w && on == name)
+                    .all(|(_, (_, ob))| ob.is_some());
+            if !sized {
+                if let Some(o) = others_ns.filter(|&o| mean > 1.2 * o && mean - o >= 1_000.0) {
+                    no_size.push(format!(
+                        "{name} in world {w} takes {:.2}× the transfer time of the other worlds' (median {:.1} µs vs {:.1} µs), but the trace gives no sizes: not judged a slow link",
+                        mean / o,
+                        mean / 1e3,
+                        o / 1e3
+                    ));
+                }
+            }
             // Bus bandwidth (NCCL's: the algorithm bandwidth S / t times the collective's
             // factor for its n ranks), the median over the collectives that say their size.
             let bw: Vec<i64> = v
@@ -387,7 +405,7 @@ impl Acc {
                 })
                 .collect();
             let busbw_gbps = (!bw.is_empty()).then(|| lower_median(bw) as f64 / 1e3);
-            if let Some(o) = others_ns {
+            if let Some(o) = others_ns.filter(|_| sized) {
                 let extra = ((mean - o) * n as f64).round() as i64;
                 // Out of line: more than a fifth over the others' and at least 1 µs a time.
                 if mean > 1.2 * o && mean - o >= 1_000.0 {
@@ -478,7 +496,7 @@ impl Acc {
                 }
             })
             .collect();
-        let mut notes = Vec::new();
+        let mut notes = no_size;
         let partial = self.rows.len() - steps;
         if partial > 0 && steps > 0 {
             notes.push(format!(
