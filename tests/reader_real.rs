@@ -163,7 +163,7 @@ fn skimming_nested_values_reads_every_real_trace_as_validating_does() {
 /// are listed, only if analyze reads it in a GPU trace (GEMM shapes, fused MoE, comm sizes,
 /// profiler steps).
 fn kept(ph: u8, cat: &str, name: &str, devices: bool) -> (bool, bool) {
-    const CATS: [&str; 8] = [
+    const CATS: [&str; 9] = [
         "kernel",
         "gpu_memcpy",
         "gpu_memset",
@@ -172,6 +172,7 @@ fn kept(ph: u8, cat: &str, name: &str, devices: bool) -> (bool, bool) {
         "cpu_op",
         "user_annotation",
         "gpu_user_annotation",
+        "python_function",
     ];
     const GEMMS: [&str; 5] = [
         "aten::mm",
@@ -200,6 +201,11 @@ fn kept(ph: u8, cat: &str, name: &str, devices: bool) -> (bool, bool) {
                 || name.starts_with("ProfilerStep#");
             let keep = !devices || read_in_gpu_trace;
             (keep, !keep)
+        }
+        // Python's `work.wait()`: where a gloo collective's thread waits (CPU-only traces).
+        "python_function" => {
+            let wait = name.starts_with("<built-in method wait of ");
+            (wait && !devices, wait && devices)
         }
         _ => (true, false),
     }
