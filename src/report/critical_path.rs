@@ -242,6 +242,10 @@ pub(super) fn steps(a: &Analysis) -> Table {
                 ]
             })
             .collect(),
-        terminal: false,
+        // On the terminal while the steps fit a screen; the files always hold them.
+        terminal: p.per_step.len() <= TERMINAL_STEPS,
     }
 }
+
+/// Most steps the per-step table shows on the terminal.
+const TERMINAL_STEPS: usize = 24;
