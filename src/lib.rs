@@ -39,16 +39,24 @@
 //! }
 //! ```
 
+#![warn(unreachable_pub)]
+
 pub mod analyze;
 pub mod capture;
+// not API: for the binaries and tests
+#[doc(hidden)]
 pub mod cli;
+// not API: for the binaries and tests
+#[doc(hidden)]
 pub mod commands;
 pub mod compare;
 pub mod exit;
+// not API: for tests and fuzz
+#[doc(hidden)]
 pub mod load;
 pub mod merge;
 pub mod pipeline;
-pub mod progress;
+pub(crate) mod progress;
 pub mod report;
 pub mod synth;
 #[cfg(test)]

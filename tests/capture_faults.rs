@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use rankprof::capture::calls::WorkerRow;
-use rankprof::capture::fanout::Http;
+use rankprof::capture::http::Http;
 use rankprof::capture::{startstop, workers, Targets};
 use rankprof::cli::CaptureCommand;
 use rankprof::commands::capture::start_options;

@@ -63,16 +63,28 @@
 //! }
 //! ```
 
-pub mod classes;
+pub(crate) mod classes;
+// not API: for tests
+#[doc(hidden)]
 pub mod collect;
+// not API: for tests
+#[doc(hidden)]
 pub mod explain;
-pub mod model;
-pub mod options;
+pub(crate) mod model;
+pub(crate) mod options;
+// not API: for tests
+#[doc(hidden)]
 pub mod partial;
+// not API: for tests
+#[doc(hidden)]
 pub mod phases;
-pub mod rankset;
+pub(crate) mod rankset;
+// not API: for tests
+#[doc(hidden)]
 pub mod reduce;
-pub mod stats;
+pub(crate) mod stats;
+// not API: for tests/fuzz
+#[doc(hidden)]
 pub mod summary;
 
 use anyhow::Result;

@@ -67,7 +67,7 @@ pub struct FileRead {
 
 impl FileRead {
     /// The order of files in an analysis: the plan's (rank, then path).
-    pub fn order(a: &FileRead, b: &FileRead) -> std::cmp::Ordering {
+    pub(crate) fn order(a: &FileRead, b: &FileRead) -> std::cmp::Ordering {
         a.id.sort_key()
             .cmp(&b.id.sort_key())
             .then_with(|| Path::new(&a.info.path).cmp(Path::new(&b.info.path)))

@@ -57,10 +57,10 @@ use super::reduce::path::{CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
 use super::stats::{median_p90, spread};
 
-pub const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 2;
 /// The oldest version [`load_summary`] reads.
-pub const OLDEST_VERSION: u32 = 1;
-pub const KIND: &str = "rankprof-summary";
+pub(crate) const OLDEST_VERSION: u32 = 1;
+pub(crate) const KIND: &str = "rankprof-summary";
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
@@ -320,7 +320,7 @@ fn r4(x: f64) -> f64 {
 // Long on purpose: a flat mapping of the analysis onto the versioned summary schema, field by
 // field.
 #[allow(clippy::too_many_arguments)]
-pub fn build(
+pub(crate) fn build(
     id: &str,
     stage: Option<&str>,
     results: &[RankResult],

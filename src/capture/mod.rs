@@ -23,21 +23,29 @@
 //! the `capture` command (in the command layer) turns the command line into them and prints
 //! the outcome.
 
+// not API: for tests
+#[doc(hidden)]
 pub mod calls;
-pub mod dialect;
+pub(crate) mod dialect;
+// not API: for tests
+#[doc(hidden)]
 pub mod fanout;
-pub mod flush;
-pub mod fromlog;
-pub mod handoff;
+pub(crate) mod flush;
+pub(crate) mod fromlog;
+pub(crate) mod handoff;
+// not API: for tests
+#[doc(hidden)]
 pub mod http;
 pub mod nsys;
-pub mod options;
-pub mod record;
+pub(crate) mod options;
+pub(crate) mod record;
 pub mod session;
 pub mod startstop;
-pub mod tls;
-pub mod traffic;
+pub(crate) mod tls;
+pub(crate) mod traffic;
 mod window;
+// not API: for tests/fuzz
+#[doc(hidden)]
 pub mod workers;
 
 pub use options::WorkerType;

@@ -2,18 +2,18 @@
 //! arguments into its library's options type, calls the library, prints the result and maps
 //! the outcome to an exit code ([`crate::exit`]).
 
-pub mod analyze;
+pub(crate) mod analyze;
 pub mod capture;
 pub mod compare;
-pub mod demo;
-pub mod docs;
+pub(crate) mod demo;
+pub(crate) mod docs;
 mod heap;
-pub mod inflate;
+pub(crate) mod inflate;
 mod interrupt;
-pub mod ls;
-pub mod merge;
-pub mod nsys;
-pub mod synth;
+pub(crate) mod ls;
+pub(crate) mod merge;
+pub(crate) mod nsys;
+pub(crate) mod synth;
 pub mod watch;
 
 use std::path::{Path, PathBuf};

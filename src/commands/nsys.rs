@@ -17,7 +17,7 @@ use crate::cli::{Command, NsysArgs, NsysCommand, NsysStopArgs};
 use crate::exit;
 
 /// The library's options from the command line.
-pub fn options(a: &NsysArgs) -> NsysOptions {
+pub(crate) fn options(a: &NsysArgs) -> NsysOptions {
     NsysOptions {
         session: a.session.clone(),
         all: a.all,
@@ -29,7 +29,7 @@ pub fn options(a: &NsysArgs) -> NsysOptions {
 }
 
 /// `rankprof nsys …`.
-pub fn run(c: &NsysCommand) -> Result<i32> {
+pub(crate) fn run(c: &NsysCommand) -> Result<i32> {
     match c {
         NsysCommand::List(a) => {
             let mut w = io::stdout().lock();

@@ -171,7 +171,7 @@ impl Printer {
 }
 
 /// Runs `rankprof watch`; the exit code is the worst capture's (0 when none ran).
-pub fn run(a: &WatchArgs) -> Result<i32> {
+pub(crate) fn run(a: &WatchArgs) -> Result<i32> {
     let mut opts = options(a)?;
     if let Some(flag) = super::interrupt::ctrl_c("stopping after this poll") {
         flag.store(false, Ordering::SeqCst);

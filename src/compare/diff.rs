@@ -84,7 +84,7 @@ impl Row {
 }
 
 /// `(c - b) / b` in percent; `None` when `b` is 0.
-pub fn pct(b: i64, c: i64) -> Option<f64> {
+pub(crate) fn pct(b: i64, c: i64) -> Option<f64> {
     (b != 0).then(|| (c - b) as f64 / b as f64 * 100.0)
 }
 
@@ -195,7 +195,7 @@ pub struct Comparison {
 
 /// How to build the rows.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub basis: CompareBasis,
     pub normalize: bool,
     pub top_n: usize,
@@ -307,7 +307,7 @@ fn basis(
 /// Builds every row (all statuses `Ok`; [`super::gate::apply`] judges them).
 // Long on purpose: one row family per block (overall, ranks, classes, classes by rank,
 // kernels, appeared/vanished), all from the same two summaries.
-pub fn build(
+pub(crate) fn build(
     base: &Summary,
     cur: &Summary,
     baseline: SideInfo,
@@ -571,7 +571,7 @@ pub fn build(
 /// Why `base` and `cur` look like different runs rather than two runs of one job: another GPU,
 /// another number of ranks, rank labels of another naming (none shared: matched by position)
 /// or only some shared, another event source, other step markers. `matched`: the ranks paired.
-pub fn different_runs(base: &Summary, cur: &Summary, matched: usize) -> Vec<String> {
+pub(crate) fn different_runs(base: &Summary, cur: &Summary, matched: usize) -> Vec<String> {
     let mut why = Vec::new();
     let gpus =
         |s: &Summary| -> BTreeSet<String> { s.profile.devices.iter().flatten().cloned().collect() };

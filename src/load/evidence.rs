@@ -19,7 +19,7 @@ use super::loads::{Metric, RankLoad};
 use super::timeline::{self, PollRecord};
 
 /// The pid prefix of the load tracks in a merged trace.
-pub const PID_PREFIX: &str = "[watch]";
+pub(crate) const PID_PREFIX: &str = "[watch]";
 
 /// Polls farther than this from the onset say nothing about it.
 const ONSET_MAX_GAP_NS: i64 = 10_000_000_000;
@@ -30,7 +30,7 @@ const COUNTER_ARGS: [Metric; 3] = [Metric::Running, Metric::Waiting, Metric::Tok
 /// Counter events of one timeline for a trace whose clock starts at `base_ns` (Unix ns; 0 for
 /// traces on absolute time): every poll with `lo_ns <= t_ns <= hi_ns` (Unix ns), one `C` event
 /// per DP rank that answered, then one `process_name` per track.
-pub fn counter_events(
+pub(crate) fn counter_events(
     path: &Path,
     base_ns: i64,
     lo_ns: i64,
@@ -78,7 +78,7 @@ pub fn counter_events(
 
 /// What [`for_merge`] adds to a merged trace.
 #[derive(Debug, Default)]
-pub struct LoadCounters {
+pub(crate) struct LoadCounters {
     /// The events, comma-separated JSON objects (no leading or trailing comma); empty when none.
     pub json: Vec<u8>,
     /// Events in `json` (counters and metadata).
@@ -91,7 +91,11 @@ pub struct LoadCounters {
 /// The load counters of every timeline in `dir` for a merged trace with clock base `base_ns`
 /// (`None`: absolute time) spanning `span` (output `ts`, ns). Nothing when there is no timeline
 /// or no poll inside the span.
-pub fn for_merge(dir: &Path, base_ns: Option<i64>, span: Option<(i64, i64)>) -> LoadCounters {
+pub(crate) fn for_merge(
+    dir: &Path,
+    base_ns: Option<i64>,
+    span: Option<(i64, i64)>,
+) -> LoadCounters {
     let mut out = LoadCounters::default();
     let Some((lo, hi)) = span else {
         return out;
@@ -197,7 +201,7 @@ fn nearest(dirs: &[PathBuf], t_ns: i64) -> Option<(PathBuf, PollRecord)> {
 /// One sentence on the load at the onset: the analysis found rank `rank` slower from step
 /// `step` (which began at Unix time `onset_ns`, `t_ms` after the first step). `None` when no
 /// timeline beside the traces has a poll within 10 s of it.
-pub fn onset_note(
+pub(crate) fn onset_note(
     dirs: &[PathBuf],
     onset_ns: i64,
     step: &str,

@@ -23,7 +23,7 @@ use super::steps::{overlaps, SpecWindow, Steps, PENDING_CAP};
 
 /// Everything one rank's write pass needs.
 #[derive(Clone, Debug)]
-pub struct RankJob {
+pub(crate) struct RankJob {
     pub index: usize,
     pub nranks: usize,
     pub label: String,
@@ -40,7 +40,7 @@ pub struct RankJob {
 }
 
 /// What one rank's write pass did.
-pub struct RankOut {
+pub(crate) struct RankOut {
     pub report: ReadReport,
     /// Input events written to the output.
     pub written: u64,
@@ -69,7 +69,7 @@ struct PidMeta {
 
 /// Why a rank's write pass failed.
 #[derive(Debug)]
-pub enum RankError {
+pub(crate) enum RankError {
     /// The input could not be opened (missing, a dangling symlink, not a regular file, no
     /// permission): the rank is unreadable, the others can still be merged.
     Read(io::Error),
@@ -183,7 +183,7 @@ impl Held {
 }
 
 /// Runs the write pass of one rank.
-pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
+pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     let piece = job.piece_path.display();
     let write_err =
         |e: io::Error| RankError::Write(io::Error::new(e.kind(), format!("{piece}: {e}")));

@@ -27,7 +27,7 @@ const TERMINAL_ROWS: usize = 16;
 
 /// The attribution tables: `attribution` (each comparison, largest effect first) and
 /// `work` (work and time per rank).
-pub fn tables(a: &Analysis) -> Vec<Table> {
+pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
     let at = &a.attribution;
     let mut out = Vec::new();
     if !at.ranks.is_empty() {
@@ -177,7 +177,7 @@ fn work(at: &Attribution) -> Table {
 /// Wraps a verdict line at word boundaries to `width` columns for the terminal (the
 /// attribution's sentences are long); continuation lines get `indent`. Hand-written: ten lines,
 /// not worth a dependency.
-pub fn wrap(line: &str, width: usize, indent: &str) -> String {
+pub(crate) fn wrap(line: &str, width: usize, indent: &str) -> String {
     let mut out = String::new();
     let mut col = 0;
     for w in line.split(' ') {
@@ -205,7 +205,7 @@ fn esc(s: &str) -> String {
 
 /// The chart: one strip per rank, one slot per step; a grey bar is the step's time, a dot its
 /// work (tokens, sequences, or launches without a batch annotation). Empty without steps.
-pub fn chart(a: &Analysis) -> String {
+pub(crate) fn chart(a: &Analysis) -> String {
     let at = &a.attribution;
     let rows = &a.steps.rows;
     let n = a.ranks.len();

@@ -37,7 +37,7 @@ fn esc(s: &str) -> String {
 }
 
 /// The chart, or an empty string when the analysis has no late arrival to draw.
-pub fn chart(a: &Analysis) -> String {
+pub(crate) fn chart(a: &Analysis) -> String {
     let p = &a.path;
     let Some(first) = p.marks.first() else {
         return String::new();

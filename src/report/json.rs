@@ -23,7 +23,7 @@ use crate::analyze::Analysis;
 
 /// Writes the analysis as JSON (a trailing newline included) to `w`, the per-step lists record
 /// by record. Same bytes as `serde_json::to_string_pretty(&flat_json(a)?)? + "\n"`.
-pub fn write(a: &Analysis, w: impl Write) -> Result<()> {
+pub(crate) fn write(a: &Analysis, w: impl Write) -> Result<()> {
     let v = shell(a)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
     serde_json::to_writer_pretty(

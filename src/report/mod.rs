@@ -13,28 +13,40 @@
 //!   of rank files ([`listing`]), merge results ([`merged`]), capture outcomes ([`capture`]) and
 //!   the live view of `watch` ([`watch`]); shared text helpers in [`text`].
 
-pub mod analysis;
-pub mod attribution;
+pub(crate) mod analysis;
+pub(crate) mod attribution;
+// not API: for tests
+#[doc(hidden)]
 pub mod capture;
-pub mod collective_tables;
+pub(crate) mod collective_tables;
+// not API: for tests
+#[doc(hidden)]
 pub mod compare;
-pub mod critical_path;
-pub mod drill;
+pub(crate) mod critical_path;
+pub(crate) mod drill;
+// not API: for tests
+#[doc(hidden)]
 pub mod formats;
+// not API: for tests
+#[doc(hidden)]
 pub mod groups;
 pub mod html;
-pub mod html_grid;
-pub mod html_lanes;
+pub(crate) mod html_grid;
+pub(crate) mod html_lanes;
+// not API: for tests
+#[doc(hidden)]
 pub mod json;
-pub mod listing;
-pub mod merged;
-pub mod parquet;
-pub mod table;
-pub mod tables;
+pub(crate) mod listing;
+pub(crate) mod merged;
+pub(crate) mod parquet;
+pub(crate) mod table;
+pub(crate) mod tables;
+// not API: for tests
+#[doc(hidden)]
 pub mod terminal;
-pub mod text;
-pub mod tidy;
-pub mod watch;
+pub(crate) mod text;
+pub(crate) mod tidy;
+pub(crate) mod watch;
 
 use std::io::Write;
 

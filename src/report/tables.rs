@@ -12,14 +12,14 @@ use crate::analyze::Analysis;
 const WIDE_RANKS: usize = 16;
 
 /// Every table of the analysis, in report order, with all columns (for files).
-pub fn sections(a: &Analysis) -> Vec<Table> {
+pub(crate) fn sections(a: &Analysis) -> Vec<Table> {
     sections_for(a, None)
 }
 
 /// Every table; with a terminal `width`, per-rank columns are summarized (min / mean / max)
 /// when they would not fit, and columns equal on every rank (device, source) move into the
 /// title.
-pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
+pub(crate) fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
     let ranks: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
     let wide = ranks.len() <= WIDE_RANKS && width.is_none_or(|w| w >= 70 + 9 * ranks.len() + 30);
     let mut out = vec![verdict(a), rank_summary(a, width), classes(a)];

@@ -11,7 +11,7 @@ use crate::analyze::reduce::groups::Dim;
 use crate::analyze::Analysis;
 
 /// Terminal width: the terminal's, else `$COLUMNS`, else 120.
-pub fn width() -> u16 {
+pub(crate) fn width() -> u16 {
     if let Some(w) = CTable::new().width() {
         return w;
     }
@@ -51,7 +51,7 @@ fn visible_rows(n: usize, onset: Option<usize>) -> Vec<Option<usize>> {
 }
 
 /// Renders one table for the terminal.
-pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
+pub(crate) fn render_table(t: &Table, onset_row: Option<usize>) -> String {
     let mut ct = super::text::table();
     ct.set_width(width());
     ct.set_header(t.columns.iter().map(CCell::new));
@@ -86,11 +86,6 @@ pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
         ));
     }
     s
-}
-
-/// The terminal report in the form the rank count calls for ([`View::Auto`]).
-pub fn render(a: &Analysis) -> String {
-    render_view(a, View::Auto, None)
 }
 
 /// The terminal report: verdict, then every terminal table, then notes. In the grouped form
@@ -182,7 +177,7 @@ fn drill_view(mut s: String, a: &Analysis, d: &crate::analyze::explain::drill::D
 
 /// The collective groups table in the grouped form: the [`SHOWN`](super::groups::SHOWN) rows with the largest mean
 /// skew (one row per world and key: 128 replicas give 128 rows), the rest counted.
-pub fn worst_worlds(t: &Table) -> String {
+pub(crate) fn worst_worlds(t: &Table) -> String {
     let col = t.columns.iter().position(|c| c == "mean skew µs");
     let mut t = t.clone();
     let n = t.rows.len();

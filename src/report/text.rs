@@ -8,7 +8,7 @@ use crate::analyze::Analysis;
 
 /// An empty terminal table in the house style (UTF-8, condensed, fitted to the terminal).
 /// Once its header and rows are in, [`keep_words_whole`] keeps its words from being broken.
-pub fn table() -> Table {
+pub(crate) fn table() -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
@@ -25,7 +25,7 @@ const WHOLE_WORD_MAX: usize = 24;
 /// `01`, `balance` over `d`), and a rank label broken in two is not found by a search of the
 /// report. A table whose words do not fit is drawn wider than the terminal instead. Widths are
 /// counted in `char`s: a word of double-width characters may still be broken.
-pub fn keep_words_whole(t: &mut Table) {
+pub(crate) fn keep_words_whole(t: &mut Table) {
     let longest = |s: &str| {
         s.split_whitespace()
             .map(|w| w.chars().count())
@@ -51,13 +51,13 @@ pub fn keep_words_whole(t: &mut Table) {
 }
 
 /// A markdown table cell: `|` escaped, line breaks flattened.
-pub fn md_cell(s: &str) -> String {
+pub(crate) fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// The line under the class table: how much time no rule classified, per rank when ranks
 /// differ, and the largest unclassified kernels of the top-kernels table.
-pub fn unclassified_line(a: &Analysis) -> String {
+pub(crate) fn unclassified_line(a: &Analysis) -> String {
     let c = &a.classes;
     let (lo, hi) = c
         .unclassified_rank_pct
@@ -89,14 +89,14 @@ pub fn unclassified_line(a: &Analysis) -> String {
 
 /// Markdown text that GitHub shows as written: `<` and `>` as entities (so that
 /// `act_and_mul_kernel<silu>` is not taken for an HTML tag), `|` escaped, line breaks flattened.
-pub fn md_text(s: &str) -> String {
+pub(crate) fn md_text(s: &str) -> String {
     md_cell(s).replace('<', "&lt;").replace('>', "&gt;")
 }
 
 /// A name as inline code, safe in a GitHub table cell: a backtick fence longer than any run of
 /// backticks in it, `|` escaped (GitHub splits cells before code spans), line breaks flattened.
 /// `<` and `>` need no escaping inside code.
-pub fn md_code(s: &str) -> String {
+pub(crate) fn md_code(s: &str) -> String {
     if s.is_empty() {
         return String::new();
     }

@@ -137,7 +137,7 @@ impl Ns {
 /// Whether a file without `baseTimeNanoseconds` lost it: its earliest `ts` is below ~3 years
 /// after 1970, so its times cannot be absolute epoch times and are relative to a base the file
 /// no longer holds (Kineto writes the key after the events, so a truncated file has none).
-pub fn lost_base(base_ns: Option<i64>, earliest: Option<Ns>) -> bool {
+pub(crate) fn lost_base(base_ns: Option<i64>, earliest: Option<Ns>) -> bool {
     const RELATIVE_BELOW: Ns = Ns(100_000_000_000_000_000);
     base_ns.is_none() && earliest.is_some_and(|t| t < RELATIVE_BELOW)
 }

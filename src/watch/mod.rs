@@ -23,9 +23,9 @@
 //! `crate::capture::session::run`; the `watch` command turns the command line into
 //! [`WatchOptions`] and prints the [`Event`]s.
 
-pub mod poll;
-pub mod run;
-pub mod trigger;
+pub(crate) mod poll;
+pub(crate) mod run;
+pub(crate) mod trigger;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

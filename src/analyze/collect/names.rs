@@ -58,7 +58,7 @@ pub const WANT: Want = Want {
 ///   ([`super::work::GEMM_OPS`]), fused MoE rows, `record_param_comms`' sizes and
 ///   `ProfilerStep#` marks. A trace that lists devices but holds no GPU op is read again with
 ///   every CPU op ([`crate::trace::ReadReport::narrowed`]).
-pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
+pub(crate) fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
     if cat != CPU_OP.as_bytes() {
         return is_launch(name);
     }

@@ -67,7 +67,7 @@ pub struct RankResult {
 
 impl RankResult {
     /// Moves every time of the rank by `ns` (steps and collectives).
-    pub fn add_base(&mut self, ns: i64) {
+    pub(crate) fn add_base(&mut self, ns: i64) {
         for s in &mut self.steps {
             s.start_ns += ns;
         }
@@ -84,12 +84,12 @@ mod figs_with_classes {
     use super::StepFig;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub fn serialize<S: Serializer>(steps: &[StepFig], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(steps: &[StepFig], s: S) -> Result<S::Ok, S::Error> {
         let v: Vec<(&StepFig, &Vec<i64>)> = steps.iter().map(|f| (f, &f.class_ns)).collect();
         v.serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<StepFig>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<StepFig>, D::Error> {
         let v: Vec<(StepFig, Vec<i64>)> = Deserialize::deserialize(d)?;
         Ok(v.into_iter()
             .map(|(mut f, c)| {
@@ -111,7 +111,7 @@ fn decode(raw: &str) -> String {
 /// Turns one rank's collector into its results. `label` without brackets.
 // Long on purpose: turns one rank's collector into its results in one place so the intervals
 // can be dropped as soon as each figure is taken from them.
-pub fn finish(
+pub(crate) fn finish(
     c: Collector<'_>,
     header: &Header,
     label: String,
@@ -332,7 +332,7 @@ pub fn finish(
 
 /// Sorts CPU ops by thread and start (outer ops first) and returns each op's self time: its
 /// duration minus the parts covered by its direct children.
-pub fn self_times(ivs: &mut [CpuIv]) -> Vec<i64> {
+pub(crate) fn self_times(ivs: &mut [CpuIv]) -> Vec<i64> {
     ivs.sort_unstable_by_key(|c| (c.tid, c.start, std::cmp::Reverse(c.end)));
     let mut selfs: Vec<i64> = ivs.iter().map(|c| c.end - c.start).collect();
     // (end, index) of the open ops on the current thread.

@@ -62,7 +62,7 @@ pub struct Verdict {
 }
 
 /// Inputs per rank: work, class totals (whole profile) and class totals per step.
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     pub summaries: &'a [RankSummary],
     pub class_names: &'a [String],
     pub comm_class: usize,
@@ -82,7 +82,7 @@ pub struct Input<'a> {
 
 // Long on purpose: the verdict's rules in the order the headline states them; each rule is a
 // short block.
-pub fn judge(inp: &Input<'_>) -> Verdict {
+pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     let n = inp.summaries.len();
     let mut v = Verdict {
         ranks: n,

@@ -84,7 +84,7 @@ pub struct Dist {
 }
 
 /// The `p` quantile (0–1) of `v`, linear between the nearest ranks; 0 when empty.
-pub fn quantile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn quantile(sorted: &[f64], p: f64) -> f64 {
     match sorted.len() {
         0 => 0.0,
         n => {
@@ -214,7 +214,7 @@ impl Groups {
 }
 
 /// Outlier ranks kept (in JSON too; the terminal shows fewer).
-pub const OUTLIERS: usize = 20;
+pub(crate) const OUTLIERS: usize = 20;
 
 /// `v[r]` over the mean of `v` on `peers`, minus one, percent; 0 without peers or when their
 /// mean is 0 (never infinite).
@@ -231,7 +231,7 @@ fn vs_peers(v: &[i64], r: usize, peers: &[usize]) -> f64 {
 /// ([`StepTable::peers_of`]), as the verdict measures it. `lead`: the rank the verdict names
 /// first, when it names a rank (a late starter, say, whose work is even): listed second among
 /// the outliers, after the rank furthest above its peers.
-pub fn build(
+pub(crate) fn build(
     results: &[RankResult],
     summaries: &[RankSummary],
     steps: &StepTable,

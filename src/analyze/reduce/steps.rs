@@ -100,7 +100,7 @@ pub struct StepTable {
 /// `worlds` groups rank indices that run the same steps (one per DP replica, see
 /// [`super::collectives`]): a rank is compared with the others of its world, because DP
 /// replicas run different batches and their steps differ by design. Empty: one world.
-pub fn table(
+pub(crate) fn table(
     ranks: &[String],
     per_rank: &[&[StepFig]],
     worlds: &[Vec<usize>],
@@ -191,7 +191,7 @@ pub fn table(
 
 /// For each rank, the ranks it is compared with: the others of its world when that world has
 /// two or more ranks, else every other rank.
-pub fn peers(worlds: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
+pub(crate) fn peers(worlds: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
     (0..n)
         .map(|r| {
             let world = worlds.iter().find(|w| w.contains(&r) && w.len() >= 2);
@@ -221,7 +221,7 @@ impl StepTable {
 }
 
 /// `v[r]` relative to the mean of `v` over `peers`, minus one.
-pub fn excess_among(v: &[i64], r: usize, peers: &[usize]) -> f64 {
+pub(crate) fn excess_among(v: &[i64], r: usize, peers: &[usize]) -> f64 {
     if peers.is_empty() {
         return 0.0;
     }

@@ -104,7 +104,7 @@ pub struct ReadReport {
     pub said: Vec<String>,
 }
 
-pub const MAX_PROBLEMS: usize = 20;
+pub(crate) const MAX_PROBLEMS: usize = 20;
 
 /// Why reading stopped before the end of the document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub enum Damage {
 }
 
 /// What [`ReadReport::stopped_early`] says of a file that is not a trace (the start of it).
-pub const NOT_A_TRACE: &str = "not a trace";
+pub(crate) const NOT_A_TRACE: &str = "not a trace";
 
 impl Damage {
     pub fn offset(&self) -> u64 {

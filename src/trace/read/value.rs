@@ -121,7 +121,7 @@ impl<'a> Val<'a> {
 /// `str::parse::<i64>`, answering at once for plain `[-]digits` of up to 18 digits (no
 /// overflow possible); anything else takes the standard parse, so the answers are the same.
 #[inline(always)]
-pub fn parse_int(t: &[u8]) -> Option<i64> {
+pub(crate) fn parse_int(t: &[u8]) -> Option<i64> {
     let digits = t.strip_prefix(b"-").unwrap_or(t);
     if !digits.is_empty() && digits.len() <= 18 {
         let mut v: i64 = 0;
