@@ -167,7 +167,7 @@ pub fn parse_workers_answer(body: &str) -> Result<Vec<Listed>> {
 }
 
 /// Merges `url@N` entries into one worker per server, in first-seen order.
-pub(crate) fn dedupe(listed: Vec<Listed>) -> Result<(Vec<Worker>, Vec<String>)> {
+pub fn dedupe(listed: Vec<Listed>) -> Result<(Vec<Worker>, Vec<String>)> {
     let mut workers: Vec<Worker> = Vec::new();
     let mut health: Vec<(usize, usize)> = Vec::new(); // (healthy entries, unhealthy entries)
     for l in listed {

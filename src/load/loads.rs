@@ -149,7 +149,7 @@ fn list(body: &str, key: &str) -> Result<Vec<Value>> {
 }
 
 /// SGLang's `GET /v1/loads` answer (`{"loads":[…]}`, or a bare list).
-pub(crate) fn parse_v1_loads(body: &str) -> Result<Vec<RankLoad>> {
+pub fn parse_v1_loads(body: &str) -> Result<Vec<RankLoad>> {
     let items = list(body, "loads")?;
     let mut out: Vec<RankLoad> = items
         .iter()
@@ -172,7 +172,7 @@ pub(crate) fn parse_v1_loads(body: &str) -> Result<Vec<RankLoad>> {
 }
 
 /// Older SGLang's `GET /get_load` answer: `[{"dp_rank","num_reqs","num_waiting_reqs","num_tokens"}]`.
-pub(crate) fn parse_get_load(body: &str) -> Result<Vec<RankLoad>> {
+pub fn parse_get_load(body: &str) -> Result<Vec<RankLoad>> {
     let items = list(body, "loads")?;
     let mut out: Vec<RankLoad> = items
         .iter()
@@ -212,7 +212,7 @@ pub(crate) const VLLM_GEN_TOKENS: &str = "vllm:generation_tokens_total";
 
 /// What a `/metrics` page gave.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct FromMetrics {
+pub struct FromMetrics {
     pub ranks: Vec<RankLoad>,
     /// vLLM's `generation_tokens_total` per DP rank (for a rate across polls).
     pub gen_tokens: BTreeMap<u32, f64>,
@@ -223,7 +223,7 @@ pub(crate) struct FromMetrics {
 
 /// Reads the load gauges of a `/metrics` page (SGLang's or vLLM's). `ranks` is empty when the
 /// page has none of them (metrics of something else, or SGLang without `--enable-metrics`).
-pub(crate) fn parse_metrics(text: &str) -> FromMetrics {
+pub fn parse_metrics(text: &str) -> FromMetrics {
     let gauge = |name: &str| -> Option<(Metric, &'static str)> {
         if let Some((_, m)) = SGLANG_GAUGES.iter().find(|(n, _)| *n == name) {
             return Some((*m, "sglang"));

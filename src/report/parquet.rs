@@ -16,7 +16,7 @@ use anyhow::Result;
 use crate::analyze::Analysis;
 
 #[cfg(not(feature = "parquet"))]
-pub fn write(_a: &Analysis, _dir: &Path) -> Result<usize> {
+pub(crate) fn write(_a: &Analysis, _dir: &Path) -> Result<usize> {
     anyhow::bail!(
         "--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`"
     )

@@ -22,7 +22,7 @@ use super::toplevel::TopLevel;
 use super::value::Val;
 
 /// Finds `key` among the top-level fields of the (already validated) JSON object `obj`.
-pub(crate) fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
+pub fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
     let mut found = None;
     each_field(obj, |k, kind, text| {
         if k == key {
@@ -37,7 +37,7 @@ pub(crate) fn find_in_object<'a>(obj: &'a str, key: &str) -> Option<Val<'a>> {
 
 /// [`find_in_object`] taking the stretches between `args` values it has seen before from
 /// `memo` ([`super::memo`]), for events of kind `kind`: the same answer.
-pub(crate) fn find_in_object_memo<'a>(
+pub fn find_in_object_memo<'a>(
     obj: &'a str,
     key: &str,
     memo: &mut Memo,
@@ -84,12 +84,7 @@ impl ArgKey {
 /// The same answer as [`find_in_object`] for every `obj` that is valid JSON. On one that is not
 /// (an `args` the reader skimmed: its tokens are not checked), the search may find a key after
 /// a damaged member, where the walk stops at the damage and answers `None`.
-pub(crate) fn find_in_args<'a>(
-    obj: &'a str,
-    key: &ArgKey,
-    memo: &mut Memo,
-    kind: u8,
-) -> Option<Val<'a>> {
+pub fn find_in_args<'a>(obj: &'a str, key: &ArgKey, memo: &mut Memo, kind: u8) -> Option<Val<'a>> {
     let b = obj.as_bytes();
     if let Some(finder) = &key.quoted {
         let p = finder.find(b)?;
@@ -132,7 +127,7 @@ fn member_at<'a>(
 /// matches taken in the order they stand, with one scan of the text before them. When one of
 /// them cannot be taken as a member (or a key has a quote or backslash, or there are more
 /// than eight), the walk answers for all.
-pub(crate) fn find_all_in_args<'a>(
+pub fn find_all_in_args<'a>(
     obj: &'a str,
     keys: &[ArgKey],
     memo: &mut Memo,
@@ -192,7 +187,7 @@ fn value(obj: &str, j: usize, vend: usize, kind: Kind) -> Val<'_> {
 /// `find_in_object_memo(obj, keys[n], ..)` answers (the first field with that key, `None`
 /// when there is none before the end or before what the walk cannot read). The walk stops
 /// once every key is found.
-pub(crate) fn find_all_in_object_memo<'a>(
+pub fn find_all_in_object_memo<'a>(
     obj: &'a str,
     keys: &[&str],
     memo: &mut Memo,

@@ -95,7 +95,7 @@ pub(crate) fn skip_ws(b: &[u8], i: usize) -> usize {
 /// string holds escapes.
 #[inline]
 #[doc(hidden)] // not API: for the fuzz targets/benches
-pub(crate) fn scan_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
+pub fn scan_string(b: &[u8], i: usize) -> Scan<(usize, bool)> {
     scan_string_ctl(b, i, &mut false)
 }
 

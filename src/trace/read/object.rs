@@ -26,7 +26,7 @@ use super::stop::{Scan, Stop};
 
 /// Scans the object at `b[i] == '{'`, pushing its top-level fields (ranges relative to `i`)
 /// into `fields`. Returns the index after the closing brace.
-pub(crate) fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
+pub fn scan_object(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usize> {
     scan_object_with(b, i, fields, false, None, Inner::TOP)
 }
 
@@ -40,7 +40,7 @@ pub fn scan_object_skim(b: &[u8], i: usize, fields: &mut Vec<Field>) -> Scan<usi
 /// [`scan_object`] (or with `skim`, [`scan_object_skim`]) that takes the stretches between
 /// values it has seen before from `memo` ([`super::memo`]): the same answer, for a reader that
 /// scans many events written alike.
-pub(crate) fn scan_object_memo(
+pub fn scan_object_memo(
     b: &[u8],
     i: usize,
     fields: &mut Vec<Field>,

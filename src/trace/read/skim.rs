@@ -125,7 +125,7 @@ pub(crate) fn prefix_xor(mut x: u64) -> u64 {
 /// scans it byte by byte). What it answers depends only on the value's bytes, never on where
 /// the window ends.
 #[inline]
-pub(crate) fn skip_nested(b: &[u8], i: usize) -> Option<Scan<usize>> {
+pub fn skip_nested(b: &[u8], i: usize) -> Option<Scan<usize>> {
     skip_from(b, i, Open::NONE)
 }
 
