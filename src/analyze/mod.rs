@@ -94,6 +94,17 @@ pub use collect::plan::FileInfo;
 pub use model::{Analysis, DepthClass, DepthKernel, RankDepth};
 pub use options::{AnalyzeOptions, RankSel};
 pub use summary::{load_summary, Summary};
+// The result types an [`Analysis`] holds, by name.
+pub use collect::busy::RankSummary;
+pub use explain::attribution::Attribution;
+pub use explain::drill::Drill;
+pub use explain::ep::EpRecord;
+pub use explain::verdict::Verdict;
+pub use reduce::collectives::CollectiveReport;
+pub use reduce::groups::{Dim, Groups};
+pub use reduce::kernels::{ClassTable, KernelRow};
+pub use reduce::path::CriticalPath;
+pub use reduce::steps::StepTable;
 
 /// Reads and analyzes a profile as `args` say, without printing anything: the read phase
 /// then the reduce phase ([`phases`]).

@@ -1,4 +1,4 @@
-//! Calling many servers at once: [`fan_out`] runs one call per worker on its own thread, so a
+//! Calling many servers at once: [`fan_out_with`] runs one call per worker on its own thread, so a
 //! slow, dead or failing worker never holds up the others (each call has its own timeout, see
 //! [`super::http`]).
 //!
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Most threads [`fan_out`] runs at once.
+/// Most threads a fan-out runs at once.
 pub(crate) const MAX_PARALLEL: usize = 256;
 
 #[cfg(test)]
@@ -36,7 +36,8 @@ where
     fan_out_with(items, label, DEFAULT_NOTICE_AFTER, |_| String::new(), f)
 }
 
-/// [`fan_out`] that says which items (named by `name`) it still waits for once the wait passes
+/// Runs `f` on every item, all at once (up to [`MAX_PARALLEL`] threads), and returns the results
+/// in item order; says which items (named by `name`) it still waits for once the wait passes
 /// `notice_after`: in the progress bar on a terminal, else in a line on stderr.
 pub(crate) fn fan_out_with<T, R, F, N>(
     items: &[T],

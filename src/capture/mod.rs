@@ -14,7 +14,7 @@
 //!    authorities too), and says what it is waiting for;
 //! 4. [`session`] orders start → [`traffic`] (load generation) → stop → [`flush`] wait → merge and analyze
 //!    ([`startstop`]: `capture start` / `capture stop` on their own, with the [`record`]);
-//! 5. [`report`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
+//! 5. [`crate::report::capture`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
 //!    2 usage);
 //! 6. [`nsys`] does the same for Nsight Systems sessions.
 //!

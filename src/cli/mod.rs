@@ -2,6 +2,9 @@
 //! each library's options type; the value enums (`Align`, `CompareBasis`, `Backend`, …) are the
 //! libraries' own.
 
+// The doc comments below are clap help texts (`<UTC>`, `<id>` are placeholders, not HTML).
+#![allow(rustdoc::invalid_html_tags)]
+
 mod capture;
 pub mod examples;
 mod watch;

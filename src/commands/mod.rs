@@ -144,7 +144,7 @@ pub(crate) fn probe_dir(what: &str, dir: &Path, fix: &str) -> Result<()> {
 }
 
 /// The report format of a command line: `--json` or `--format`.
-/// `--rank-from` as the discovery library's [`RankFrom`] (left out: its own choice).
+/// `--rank-from` as the discovery library's [`RankFrom`](crate::trace::discover::RankFrom) (left out: its own choice).
 pub(crate) fn rank_from(a: Option<crate::cli::RankFromArg>) -> crate::trace::discover::RankFrom {
     use crate::cli::RankFromArg as A;
     use crate::trace::discover::RankFrom as R;

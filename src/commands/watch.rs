@@ -4,7 +4,7 @@
 //! 3 a capture merged damaged input).
 //!
 //! Output: on a terminal (and without `--json`) a table redrawn in place after every poll
-//! ([`crate::watch::view`]); otherwise one JSON line per poll on stdout (the timeline's lines,
+//! ([`crate::report::watch`]); otherwise one JSON line per poll on stdout (the timeline's lines,
 //! and one line per trigger and capture, the capture's with its whole outcome).
 //!
 //! Ctrl-C comes through the `ctrlc` crate: small, widely used and kept up, portable (a SIGINT

@@ -11,7 +11,7 @@ use crate::analyze::reduce::groups::Dim;
 use crate::analyze::Analysis;
 
 /// An analysis and how the terminal shows it.
-pub(crate) struct AnalysisReport<'a> {
+pub struct AnalysisReport<'a> {
     pub analysis: &'a Analysis,
     /// Per-rank tables or distributions (terminal and HTML).
     pub view: View,
@@ -21,7 +21,7 @@ pub(crate) struct AnalysisReport<'a> {
 
 impl<'a> AnalysisReport<'a> {
     /// The report in the form the rank count calls for.
-    pub(crate) fn new(analysis: &'a Analysis) -> Self {
+    pub fn new(analysis: &'a Analysis) -> Self {
         AnalysisReport {
             analysis,
             view: View::Auto,

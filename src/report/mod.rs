@@ -3,7 +3,7 @@
 //!
 //! - [`Format`] is the one list of stdout formats; [`Render`] is what a result must be able to
 //!   do to be printed (one method per format, so a new format is a compile error until every
-//!   renderer handles it); [`write`] is the one entry point.
+//!   renderer handles it); [`write()`] is the one entry point.
 //! - [`table`] is the one table model (typed cells) and its CSV, markdown and JSON forms; the
 //!   terminal draws it ([`terminal`]) and Parquet writes it ([`parquet`]).
 //! - The renderers, one per result: the analysis ([`analysis`]: its tables in [`tables`],
@@ -13,7 +13,7 @@
 //!   of rank files ([`listing`]), merge results ([`merged`]), capture outcomes ([`capture`]) and
 //!   the live view of `watch` ([`watch`]); shared text helpers in [`text`].
 
-pub(crate) mod analysis;
+pub mod analysis;
 pub(crate) mod attribution;
 // not API: for tests
 #[doc(hidden)]

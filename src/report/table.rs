@@ -1,5 +1,5 @@
 //! The one table model every output is made from: a [`Table`] of typed [`Cell`]s, and its
-//! forms — CSV ([`write_csv`]), markdown ([`write_markdown`]), JSON records ([`records`]) and
+//! forms — CSV ([`write_csv`]), markdown ([`write_markdown`]), JSON records ([`Table::records`]) and
 //! the terminal ([`super::terminal::render_table`]); Parquet writes the same tables
 //! ([`super::parquet`]). A renderer builds tables from a result and hands them to these; it
 //! never formats a value itself, so a table exists in every format by construction.

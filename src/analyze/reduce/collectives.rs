@@ -218,7 +218,7 @@ pub(crate) fn analyze(
     analyze_into(ranks, worlds, per_rank, source, top_n, None)
 }
 
-/// [`analyze`], also feeding every matched collective to the critical path's accumulator.
+/// `analyze` (tests), also feeding every matched collective to the critical path's accumulator.
 // Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
 // groups, worst, notes) from the same match state.
 pub(crate) fn analyze_into(
