@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-pub(crate) use super::fromlog::router_from_log;
+use super::fromlog::router_from_log;
 use super::http::Http;
 use super::options::{seconds, Targets, WorkerType};
 

@@ -11,8 +11,8 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+use crate::trace::read::escape;
 use crate::trace::read::event::Event;
-use crate::trace::read::json;
 use crate::trace::read::value::Id;
 use crate::trace::write::writer::{Piece, PieceWriter};
 use crate::trace::{read_trace, Ns, ReadReport};
@@ -275,7 +275,7 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
             buf.extend_from_slice(b",\n");
         }
         buf.extend_from_slice(b"{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":");
-        json::write_string(buf, &format!("{} {pid}", job.label));
+        escape::write_string(buf, &format!("{} {pid}", job.label));
         buf.extend_from_slice(b",\"tid\":0,\"args\":{\"sort_index\":");
         buf.extend_from_slice(ctx.sort_index(meta.int).to_string().as_bytes());
         buf.extend_from_slice(b"}}");

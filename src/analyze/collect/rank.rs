@@ -17,7 +17,7 @@ use super::steps::{self, StepFig};
 use super::sweep::GpuTotals;
 use super::work::StepWork;
 use crate::analyze::classes::Classifier;
-use crate::trace::read::json;
+use crate::trace::read::escape;
 use crate::trace::{Header, Ns, RankId};
 
 /// Per-stream totals (GPU).
@@ -102,7 +102,7 @@ mod figs_with_classes {
 
 fn decode(raw: &str) -> String {
     if raw.contains('\\') {
-        json::unescape(raw)
+        escape::unescape(raw)
     } else {
         raw.to_string()
     }

@@ -16,7 +16,7 @@ use super::catalog::{self as cat, KSpec};
 use super::layout::Layout;
 use super::model::{CollKind, Gpu};
 use super::sim::{RankStep, Rec};
-use crate::trace::read::json::write_string;
+use crate::trace::read::escape::write_string;
 
 mod step;
 

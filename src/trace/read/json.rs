@@ -27,8 +27,6 @@
 
 use super::stop::{Scan, Stop};
 
-pub use super::escape::{escape_ctl, escape_ctl_from, first_ctl, unescape, write_string};
-
 /// What kind of value a field holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

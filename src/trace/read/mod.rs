@@ -22,7 +22,7 @@
 
 pub mod args;
 pub mod damage;
-pub(crate) mod escape;
+pub mod escape;
 pub mod event;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`gz::Members`)
 pub mod gz;

@@ -266,7 +266,7 @@ fn args_kind(ev: &[u8], top: &[Field]) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::json::{escape_ctl, first_ctl};
+    use super::super::escape::{escape_ctl, first_ctl};
     use super::super::memo::alike::Objects;
     use super::*;
 

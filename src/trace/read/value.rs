@@ -5,7 +5,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use super::json::{self, Kind};
+use super::escape;
+use super::json::Kind;
 
 /// A JSON string as it sits in the input: valid UTF-8, escapes not yet decoded.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -25,7 +26,7 @@ impl<'a> Str<'a> {
     /// The decoded text (borrowed unless it holds escapes).
     pub fn get(&self) -> Cow<'a, str> {
         if self.escaped {
-            Cow::Owned(json::unescape(self.raw))
+            Cow::Owned(escape::unescape(self.raw))
         } else {
             Cow::Borrowed(self.raw)
         }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-pub(crate) use super::rows::Select;
+use super::rows::Select;
 use super::rows::{int, Rows};
 use super::schema::{ident, Schema, GPUS, KERNEL};
 
