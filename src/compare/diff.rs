@@ -208,14 +208,18 @@ fn match_ranks(b: &[RankEntry], c: &[RankEntry]) -> (Vec<(usize, usize)>, Option
     let pairs: Vec<(usize, usize)> = b
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| c.iter().position(|q| q.rank == r.rank).map(|j| (i, j)))
+        .filter_map(|(i, r)| {
+            c.iter()
+                .position(|q| q.figures.rank == r.figures.rank)
+                .map(|j| (i, j))
+        })
         .collect();
     if pairs.is_empty() && !b.is_empty() && b.len() == c.len() {
         let note = format!(
             "no rank label is on both sides; ranks matched by position ({})",
             b.iter()
                 .zip(c)
-                .map(|(x, y)| format!("{}→{}", x.rank, y.rank))
+                .map(|(x, y)| format!("{}→{}", x.figures.rank, y.figures.rank))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -225,10 +229,10 @@ fn match_ranks(b: &[RankEntry], c: &[RankEntry]) -> (Vec<(usize, usize)>, Option
 }
 
 fn rank_name(b: &RankEntry, c: &RankEntry) -> String {
-    if b.rank == c.rank {
-        b.rank.clone()
+    if b.figures.rank == c.figures.rank {
+        b.figures.rank.clone()
     } else {
-        format!("{}→{}", b.rank, c.rank)
+        format!("{}→{}", b.figures.rank, c.figures.rank)
     }
 }
 
@@ -255,8 +259,8 @@ fn slowest(s: &Summary) -> Option<String> {
     }
     s.ranks
         .iter()
-        .max_by_key(|r| r.compute_ns)
-        .map(|r| r.rank.clone())
+        .max_by_key(|r| r.figures.compute_ns)
+        .map(|r| r.figures.rank.clone())
 }
 
 /// Chooses the basis.
@@ -390,7 +394,7 @@ pub(crate) fn build(
         if steps {
             r.steps.work_median_ns
         } else {
-            r.compute_ns
+            r.figures.compute_ns
         }
     };
     let ranks: Vec<Row> = pairs
@@ -521,11 +525,11 @@ pub(crate) fn build(
     let matched_c: BTreeSet<usize> = pairs.iter().map(|p| p.1).collect();
     let baseline_only_ranks: Vec<String> = (0..base.ranks.len())
         .filter(|i| !matched.contains(i))
-        .map(|i| base.ranks[i].rank.clone())
+        .map(|i| base.ranks[i].figures.rank.clone())
         .collect();
     let current_only_ranks: Vec<String> = (0..cur.ranks.len())
         .filter(|i| !matched_c.contains(i))
-        .map(|i| cur.ranks[i].rank.clone())
+        .map(|i| cur.ranks[i].figures.rank.clone())
         .collect();
     if !baseline_only_ranks.is_empty() || !current_only_ranks.is_empty() {
         notes.push(format!(
@@ -580,7 +584,8 @@ pub(crate) fn different_runs(base: &Summary, cur: &Summary, matched: usize) -> V
     if !gb.is_empty() && !gc.is_empty() && gb != gc {
         why.push(format!("other GPU ({} → {})", list(&gb), list(&gc)));
     }
-    let labels = |s: &Summary| -> Vec<String> { s.ranks.iter().map(|r| r.rank.clone()).collect() };
+    let labels =
+        |s: &Summary| -> Vec<String> { s.ranks.iter().map(|r| r.figures.rank.clone()).collect() };
     let (lb, lc) = (labels(base), labels(cur));
     let shared = lb.iter().filter(|l| lc.contains(l)).count();
     let compact = crate::analyze::rankset::compact::<String>;

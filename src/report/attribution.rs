@@ -245,7 +245,7 @@ pub(crate) fn chart(a: &Analysis) -> String {
         s.push_str(&format!(
             r##"<text x="0" y="{:.1}">{}</text><line x1="{label_w}" y1="{base:.1}" x2="{:.1}" y2="{base:.1}" stroke="#d0d7de"/>"##,
             y0 + strip_h / 2.0 + 4.0,
-            esc(&a.ranks[r].rank),
+            esc(&a.ranks[r].figures.rank),
             width - 10.0
         ));
         for (i, row) in rows.iter().enumerate() {
@@ -257,7 +257,7 @@ pub(crate) fn chart(a: &Analysis) -> String {
                 x + 0.5,
                 base - h,
                 (slot - 1.0).max(1.0),
-                esc(&a.ranks[r].rank),
+                esc(&a.ranks[r].figures.rank),
                 esc(&row.step),
                 t / 1e6
             ));
@@ -266,7 +266,7 @@ pub(crate) fn chart(a: &Analysis) -> String {
                 r##"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="#cf222e"><title>{} step {}: {w} {}s</title></circle>"##,
                 x + slot / 2.0,
                 base - strip_h * w / wmax,
-                esc(&a.ranks[r].rank),
+                esc(&a.ranks[r].figures.rank),
                 esc(&row.step),
                 esc(&at.unit)
             ));

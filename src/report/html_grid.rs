@@ -167,7 +167,10 @@ fn rank_map(id: &str, a: &Analysis, h: &Heatmap) -> String {
 
 /// Adds the hover names (every rank's label, in the map's row order) to a canvas' data.
 fn names(html: String, a: &Analysis, ord: &[usize]) -> String {
-    let list: Vec<String> = ord.iter().map(|&r| json_str(&a.ranks[r].rank)).collect();
+    let list: Vec<String> = ord
+        .iter()
+        .map(|&r| json_str(&a.ranks[r].figures.rank))
+        .collect();
     html.replacen(
         r#"{"rows":"#,
         &format!(r#"{{"names":[{}],"rows":"#, list.join(",")),

@@ -226,7 +226,7 @@ fn reshape(a: &Analysis, v: &mut Value) {
                     if let Some((i, r)) = r.and_then(|i| a.ranks.get(i).map(|r| (i, r))) {
                         let dev = a.groups.vs_peers_pct.get(i).copied().unwrap_or(0.0);
                         cells.push(serde_json::json!({
-                            "row": row, "col": col, "rank": r.rank, "vs_peers_pct": dev
+                            "row": row, "col": col, "rank": r.figures.rank, "vs_peers_pct": dev
                         }));
                     }
                 }

@@ -64,19 +64,19 @@ fn ranks(a: &Analysis) -> Table {
     );
     for r in &a.ranks {
         t.rows.push(vec![
-            s(&r.rank),
-            r.device.as_ref().map_or(Cell::Empty, s),
-            s(&r.source),
-            i(r.span_ns),
-            i(r.busy_ns),
-            i(r.idle_ns),
-            f(r.utilization_pct),
-            i(r.compute_ns),
-            i(r.comm_ns),
-            i(r.exposed_comm_ns),
-            i(r.memcpy_memset_ns),
-            i(r.kernels),
-            i(r.kernel_sum_ns),
+            s(&r.figures.rank),
+            r.figures.device.as_ref().map_or(Cell::Empty, s),
+            s(&r.figures.source),
+            i(r.figures.span_ns),
+            i(r.figures.busy_ns),
+            i(r.figures.idle_ns),
+            f(r.figures.utilization_pct),
+            i(r.figures.compute_ns),
+            i(r.figures.comm_ns),
+            i(r.figures.exposed_comm_ns),
+            i(r.figures.memcpy_memset_ns),
+            i(r.figures.kernels),
+            i(r.figures.kernel_sum_ns),
             i(r.events),
         ]);
     }
@@ -142,7 +142,7 @@ pub(crate) fn kernels_by_rank_rows(a: &Analysis) -> impl Iterator<Item = Vec<Cel
             vec![
                 s(&k.name),
                 s(&k.class),
-                s(&r.rank),
+                s(&r.figures.rank),
                 i(st.total_ns),
                 i(st.count),
                 f(st.mean_ns),

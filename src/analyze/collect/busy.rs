@@ -92,9 +92,10 @@ impl Union {
     }
 }
 
-/// One row of the rank summary. Times in nanoseconds.
+/// What a rank's summary row and its entry in the saved summary ([`crate::analyze::summary`])
+/// both say of it. Times in nanoseconds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct RankSummary {
+pub struct RankFigures {
     pub rank: String,
     pub device: Option<String>,
     /// `gpu`: figures from GPU kernels/memcpy/memset; `cpu`: from CPU ops (no GPU events).
@@ -118,6 +119,13 @@ pub struct RankSummary {
     pub kernels: u64,
     /// Sum of kernel durations (may exceed busy when streams overlap).
     pub kernel_sum_ns: i64,
+}
+
+/// One row of the rank summary: its [`RankFigures`] (serialized in place) and the events read.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RankSummary {
+    #[serde(flatten)]
+    pub figures: RankFigures,
     pub events: u64,
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::busy::{pct, Kind, RankSummary, Timeline};
+use super::busy::{pct, Kind, RankFigures, RankSummary, Timeline};
 use super::collector::{Collector, CpuIv};
 use super::collstore::RankColls;
 use super::ops::{NameAgg, OpKind};
@@ -278,19 +278,21 @@ pub(crate) fn finish(
     }
     let (span, busy) = (totals.span, totals.busy);
     let summary = RankSummary {
-        rank: label.clone(),
-        device,
-        source: if gpu { "gpu" } else { "cpu" }.to_string(),
-        span_ns: span,
-        busy_ns: busy,
-        idle_ns: span - busy,
-        utilization_pct: pct(busy, span),
-        compute_ns: totals.compute,
-        comm_ns: totals.comm,
-        exposed_comm_ns: totals.exposed_comm,
-        memcpy_memset_ns: totals.copy,
-        kernels,
-        kernel_sum_ns,
+        figures: RankFigures {
+            rank: label.clone(),
+            device,
+            source: if gpu { "gpu" } else { "cpu" }.to_string(),
+            span_ns: span,
+            busy_ns: busy,
+            idle_ns: span - busy,
+            utilization_pct: pct(busy, span),
+            compute_ns: totals.compute,
+            comm_ns: totals.comm,
+            exposed_comm_ns: totals.exposed_comm,
+            memcpy_memset_ns: totals.copy,
+            kernels,
+            kernel_sum_ns,
+        },
         events,
     };
     let labels = super::collstore::labels(&coll_keys, gpu);

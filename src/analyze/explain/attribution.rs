@@ -233,9 +233,9 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
         if rows.is_empty() {
             let s = &inp.summaries[r];
             return Totals {
-                time: s.compute_ns as f64,
+                time: s.figures.compute_ns as f64,
                 work: None,
-                launches: s.kernels as f64,
+                launches: s.figures.kernels as f64,
             };
         }
         let mut t = Totals {
