@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 
 use super::loads::{Metric, RankLoad};
 use super::timeline::{self, PollRecord};
+use crate::trace::RankId;
 
 /// The pid prefix of the load tracks in a merged trace.
 pub(crate) const PID_PREFIX: &str = "[watch]";
@@ -206,7 +207,7 @@ pub(crate) fn onset_note(
     onset_ns: i64,
     step: &str,
     t_ms: f64,
-    rank: &str,
+    rank: &RankId,
 ) -> Option<String> {
     let (path, poll) = nearest(dirs, onset_ns)?;
     let urls: BTreeSet<&str> = poll.workers.iter().map(|w| w.url.as_str()).collect();
@@ -226,7 +227,7 @@ pub(crate) fn onset_note(
     })?;
     let value = |r: &RankLoad| r.get(metric);
     // The onset rank's own DP replica when the timeline has it, else the busiest rank.
-    let dp = crate::trace::RankId::from_label(rank).dp;
+    let dp = rank.dp;
     let own = (!several)
         .then_some(dp)
         .flatten()
@@ -287,6 +288,14 @@ mod tests {
     use super::*;
     use crate::load::timeline::Writer;
 
+    fn tp_dp(tp: u32, dp: Option<u32>) -> RankId {
+        RankId {
+            tp: Some(tp),
+            dp,
+            ..Default::default()
+        }
+    }
+
     fn poll_line(seq: u64, t_ns: i64, waiting: [u32; 2]) -> String {
         format!(
             r#"{{"kind":"poll","seq":{seq},"t_ns":{t_ns},"workers":[{{"url":"http://h:1","status":"ok","source":"/v1/loads","ms":1,"ranks":[{{"dp":0,"running":4,"waiting":{},"token_usage":0.5}},{{"dp":1,"running":4,"waiting":{},"token_usage":0.25}}]}},{{"url":"http://h:2","status":"dead","ms":0,"error":"refused"}}]}}"#,
@@ -341,7 +350,7 @@ mod tests {
         let t0 = 1_795_213_185_000_000_000i64;
         timeline(dir.path(), t0);
         let dirs = vec![dir.path().to_path_buf()];
-        let n = onset_note(&dirs, t0 + 6_200_000_000, "6", 6200.0, "TP00-DP01").unwrap();
+        let n = onset_note(&dirs, t0 + 6_200_000_000, "6", 6200.0, &tp_dp(0, Some(1))).unwrap();
         assert!(
             n.contains("h:1 DP01 had 12.0× the waiting requests of h:1 DP00 (24 vs 2)"),
             "{n}"
@@ -352,9 +361,9 @@ mod tests {
         );
         assert!(n.contains("token usage 25 % vs 50 %"), "{n}");
         // balanced at that time: the figures that differ are named
-        let n = onset_note(&dirs, t0 + 1_000_000_000, "1", 1000.0, "TP00").unwrap();
+        let n = onset_note(&dirs, t0 + 1_000_000_000, "1", 1000.0, &tp_dp(0, None)).unwrap();
         assert!(n.contains("token usage"), "{n}");
         // far from every poll
-        assert!(onset_note(&dirs, t0 + 60_000_000_000, "9", 0.0, "TP00").is_none());
+        assert!(onset_note(&dirs, t0 + 60_000_000_000, "9", 0.0, &tp_dp(0, None)).is_none());
     }
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::collect::steps::StepFig;
 use crate::analyze::stats::{argmax, min_mean_max, spread};
+use crate::trace::RankId;
 
 /// One step across ranks.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -61,6 +62,9 @@ impl StepRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Onset {
     pub rank: String,
+    /// Who that rank is (not serialized: `rank` is its label).
+    #[serde(skip)]
+    pub rank_id: RankId,
     pub rank_index: usize,
     pub step: String,
     pub step_index: usize,
@@ -275,6 +279,7 @@ fn onset(
         let start = per_rank[r][rows[s0].1[r]].start_ns;
         let cand = Onset {
             rank: t.ranks[r].clone(),
+            rank_id: RankId::default(),
             rank_index: r,
             step: t.rows[s0].step.clone(),
             step_index: s0,
