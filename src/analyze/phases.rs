@@ -392,7 +392,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         if !seen.insert(r.label.clone()) {
             bail!("rank {} appears twice in the input", r.label);
         }
-        if r.summary.figures.kernels == 0 && r.summary.figures.busy_ns == 0 {
+        if r.summary.figures.kernels == 0 && r.summary.figures.busy_ns.0 == 0 {
             notes.push(format!(
                 "rank {}: no GPU kernels and no CPU ops in {}",
                 r.label,

@@ -404,10 +404,13 @@ pub(crate) fn build(
             *t += x;
         }
     }
-    let busy: Vec<i64> = results.iter().map(|r| r.summary.figures.busy_ns).collect();
+    let busy: Vec<i64> = results
+        .iter()
+        .map(|r| r.summary.figures.busy_ns.0)
+        .collect();
     let work: Vec<i64> = results
         .iter()
-        .map(|r| r.summary.figures.compute_ns)
+        .map(|r| r.summary.figures.compute_ns.0)
         .collect();
     let mean = |v: &[i64]| {
         if v.is_empty() {
@@ -467,7 +470,7 @@ pub(crate) fn build(
             kernels: results.iter().map(|r| r.summary.figures.kernels).sum(),
             kernel_sum_ns: results
                 .iter()
-                .map(|r| r.summary.figures.kernel_sum_ns)
+                .map(|r| r.summary.figures.kernel_sum_ns.0)
                 .sum(),
             busy_ns_mean: mean(&busy),
             busy_ns_max: busy.iter().copied().max().unwrap_or(0),

@@ -259,7 +259,7 @@ fn slowest(s: &Summary) -> Option<String> {
     }
     s.ranks
         .iter()
-        .max_by_key(|r| r.figures.compute_ns)
+        .max_by_key(|r| r.figures.compute_ns.0)
         .map(|r| r.figures.rank.clone())
 }
 
@@ -394,7 +394,7 @@ pub(crate) fn build(
         if steps {
             r.steps.work_median_ns
         } else {
-            r.figures.compute_ns
+            r.figures.compute_ns.0
         }
     };
     let ranks: Vec<Row> = pairs

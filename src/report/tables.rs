@@ -142,14 +142,14 @@ fn rank_summary(a: &Analysis, width: Option<usize>) -> Table {
                     row.push(text(r.figures.source.clone()));
                 }
                 row.extend([
-                    ms(r.figures.span_ns),
-                    ms(r.figures.busy_ns),
-                    ms(r.figures.idle_ns),
+                    ms(r.figures.span_ns.0),
+                    ms(r.figures.busy_ns.0),
+                    ms(r.figures.idle_ns.0),
                     Cell::Num(r.figures.utilization_pct, 1),
-                    ms(r.figures.compute_ns),
-                    ms(r.figures.comm_ns),
-                    ms(r.figures.exposed_comm_ns),
-                    ms(r.figures.memcpy_memset_ns),
+                    ms(r.figures.compute_ns.0),
+                    ms(r.figures.comm_ns.0),
+                    ms(r.figures.exposed_comm_ns.0),
+                    ms(r.figures.memcpy_memset_ns.0),
                     Cell::Int(r.figures.kernels as i64),
                 ]);
                 row

@@ -6,8 +6,21 @@
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
-/// A time or duration in integer nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A time or duration in integer nanoseconds. Serialized as the bare integer.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct Ns(pub i64);
 
 impl Ns {

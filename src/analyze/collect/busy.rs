@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::trace::Ns;
+
 /// A merged, sorted, non-overlapping list of `[start, end)` intervals.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Union(pub Vec<(i64, i64)>);
@@ -101,24 +103,24 @@ pub struct RankFigures {
     /// `gpu`: figures from GPU kernels/memcpy/memset; `cpu`: from CPU ops (no GPU events).
     pub source: String,
     /// From the first to the last GPU event (CPU op in CPU-only traces).
-    pub span_ns: i64,
+    pub span_ns: Ns,
     /// Union of kernel + memcpy + memset intervals over all streams.
-    pub busy_ns: i64,
-    pub idle_ns: i64,
+    pub busy_ns: Ns,
+    pub idle_ns: Ns,
     /// busy / span, in percent.
     pub utilization_pct: f64,
     /// Union of the non-communication kernels.
-    pub compute_ns: i64,
+    pub compute_ns: Ns,
     /// Union of the communication kernels.
-    pub comm_ns: i64,
+    pub comm_ns: Ns,
     /// Communication not overlapped by any compute kernel.
-    pub exposed_comm_ns: i64,
+    pub exposed_comm_ns: Ns,
     /// Union of memcpy + memset.
-    pub memcpy_memset_ns: i64,
+    pub memcpy_memset_ns: Ns,
     /// Kernel events (CPU ops in CPU-only traces).
     pub kernels: u64,
     /// Sum of kernel durations (may exceed busy when streams overlap).
-    pub kernel_sum_ns: i64,
+    pub kernel_sum_ns: Ns,
 }
 
 /// One row of the rank summary: its [`RankFigures`] (serialized in place) and the events read.

@@ -233,7 +233,7 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
         if rows.is_empty() {
             let s = &inp.summaries[r];
             return Totals {
-                time: s.figures.compute_ns as f64,
+                time: s.figures.compute_ns.0 as f64,
                 work: None,
                 launches: s.figures.kernels as f64,
             };

@@ -107,7 +107,10 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     // Work inside the steps when there are steps (what runs outside them — an idle scheduler
     // loop, warm-up — is no load of the profiled batches), else over the whole profile.
     let work: Vec<i64> = if inp.steps.rows.is_empty() {
-        inp.summaries.iter().map(|s| s.figures.compute_ns).collect()
+        inp.summaries
+            .iter()
+            .map(|s| s.figures.compute_ns.0)
+            .collect()
     } else {
         (0..n)
             .map(|r| inp.steps.rows.iter().map(|row| row.work_ns[r]).sum())
