@@ -45,9 +45,12 @@ pub(crate) struct Acc {
     /// (world, name) → the transfer of each matched collective, its bytes (0: unknown) and
     /// its members (one record per collective of a world, not per rank: the medians need
     /// them).
-    transfers: BTreeMap<(usize, String), Vec<(i64, u64, u32)>>,
+    transfers: BTreeMap<(usize, String), Vec<Moved>>,
     origin: i64,
 }
+
+/// One matched collective's transfer (ns), bytes (0: unknown) and member count.
+type Moved = (i64, u64, u32);
 
 impl Acc {
     /// `windows[r]`: rank r's step windows (start, duration) on the common clock, in its own
