@@ -47,8 +47,11 @@
 //!
 //! The facade re-exported here is what a library user needs: [`analyze`],
 //! [`AnalyzeOptions`], [`Analysis`] (with [`RankDepth`], [`DepthClass`], [`DepthKernel`]),
-//! [`FileInfo`], [`Summary`] and [`load_summary`]. Inside `analyze`, modules import each item
-//! from the module that defines it, never through the facade.
+//! [`FileInfo`], [`Summary`] and [`load_summary`], and the result types an [`Analysis`] holds
+//! ([`RankSummary`], [`Verdict`], [`StepTable`], [`CriticalPath`], [`Attribution`], …). The
+//! stage folders are `pub(crate)` or `#[doc(hidden)]` (reached by tests only). Inside
+//! `analyze`, modules import each item from the module that defines it, never through the
+//! facade.
 //!
 //! ```
 //! use rankprof::analyze::{analyze, AnalyzeOptions};
