@@ -8,7 +8,7 @@ use crate::capture::startstop::{self, Outcome};
 use crate::capture::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
 use crate::report::Format;
 
-use crate::cli::{
+use crate::cli::capture::{
     CaptureCommand, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets,
     ProfileSettingsArgs,
 };

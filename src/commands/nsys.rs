@@ -13,7 +13,8 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
 
 use crate::capture::nsys::{act, list_within, nsys_binary, reports_written, NsysOptions};
-use crate::cli::{Command, NsysArgs, NsysCommand, NsysStopArgs};
+use crate::cli::capture::{NsysArgs, NsysCommand, NsysStopArgs};
+use crate::cli::Command;
 use crate::exit;
 
 /// The library's options from the command line.

@@ -20,7 +20,7 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 
 use crate::capture::CaptureOptions;
-use crate::cli::WatchArgs;
+use crate::cli::watch::WatchArgs;
 use crate::watch::{self, trigger, Event, Metric, WatchOptions};
 
 /// The library's options from the command line.
