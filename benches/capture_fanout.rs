@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rankprof::capture::startstop;
-use rankprof::cli::CaptureCommand;
+use rankprof::cli::capture::CaptureCommand;
 
 use support::capture;
 use support::worker::TestWorker;

@@ -4,7 +4,7 @@
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A bar of `len` steps labelled `prefix`: `   merge [=====>    ] 3/8 ranks`.
-pub fn bar(len: u64, prefix: &str) -> ProgressBar {
+pub(crate) fn bar(len: u64, prefix: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
     bar.set_style(
         ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")

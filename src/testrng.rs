@@ -3,7 +3,7 @@
 //! seed as the copies of it they each carried).
 
 /// Advances `s` (not zero) and answers its new value.
-pub fn xorshift(s: &mut u64) -> u64 {
+pub(crate) fn xorshift(s: &mut u64) -> u64 {
     *s ^= *s << 13;
     *s ^= *s >> 7;
     *s ^= *s << 17;

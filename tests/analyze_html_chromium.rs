@@ -226,8 +226,10 @@ header("t-classes", "rank").click();
         .iter()
         .map(|r| {
             (
-                format!("{:.2}", r.compute_ns as f64 / 1e6).parse().unwrap(),
-                r.rank.clone(),
+                format!("{:.2}", r.figures.compute_ns.0 as f64 / 1e6)
+                    .parse()
+                    .unwrap(),
+                r.figures.rank.clone(),
             )
         })
         .collect();

@@ -22,7 +22,10 @@ fn plant() -> Planted {
 fn check_plant(p: &Planted, a: &Analysis) {
     let labels: Vec<String> = (0..p.ranks).map(|r| format!("TP{r:02}")).collect();
     assert_eq!(
-        a.ranks.iter().map(|r| r.rank.clone()).collect::<Vec<_>>(),
+        a.ranks
+            .iter()
+            .map(|r| r.figures.rank.clone())
+            .collect::<Vec<_>>(),
         labels
     );
     // Rank summary, from the plant's arithmetic.
@@ -35,16 +38,16 @@ fn check_plant(p: &Planted, a: &Analysis) {
                 y - x
             })
             .sum();
-        assert_eq!(s.compute_ns, work, "rank {r} compute");
-        assert_eq!(s.comm_ns, comm, "rank {r} comm");
+        assert_eq!(s.figures.compute_ns.0, work, "rank {r} compute");
+        assert_eq!(s.figures.comm_ns.0, comm, "rank {r} comm");
         // The all-reduce starts when compute ends: nothing overlaps.
-        assert_eq!(s.exposed_comm_ns, comm, "rank {r} exposed");
-        assert_eq!(s.busy_ns, work + comm, "rank {r} busy");
+        assert_eq!(s.figures.exposed_comm_ns.0, comm, "rank {r} exposed");
+        assert_eq!(s.figures.busy_ns.0, work + comm, "rank {r} busy");
         let first = p.gpu_start(r, 0);
         let last = p.allreduce(r, p.steps - 1).1;
-        assert_eq!(s.span_ns, last - first, "rank {r} span");
-        assert_eq!(s.kernels, 4 * p.steps as u64);
-        assert_eq!(s.device.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(s.figures.span_ns.0, last - first, "rank {r} span");
+        assert_eq!(s.figures.kernels, 4 * p.steps as u64);
+        assert_eq!(s.figures.device.as_deref(), Some("NVIDIA H100 80GB HBM3"));
     }
     // Per-step work: the GPU runs LAG behind the CPU, so only the launch correlation puts the
     // kernels into the right steps.

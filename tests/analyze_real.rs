@@ -28,10 +28,14 @@ fn hta_kernel_totals_match_the_readme() {
         let a = analyze_files(&[shared(file)], |a| a.summary_kernels = 100_000);
         assert_eq!(a.ranks.len(), 1, "{file}");
         let r = &a.ranks[0];
-        assert_eq!(r.source, "gpu", "{file}");
-        assert_eq!(r.kernels, kernels, "{file} kernel events");
+        assert_eq!(r.figures.source, "gpu", "{file}");
+        assert_eq!(r.figures.kernels, kernels, "{file} kernel events");
         let us = |x: f64| (x * 1000.0).round() as i64;
-        assert_eq!(r.kernel_sum_ns, us(kernel_us), "{file} kernel time");
+        assert_eq!(
+            r.figures.kernel_sum_ns.0,
+            us(kernel_us),
+            "{file} kernel time"
+        );
         // The per-name aggregates add up to the same total.
         let s = a.summary.as_ref().unwrap();
         assert_eq!(s.other_kernels.names, 0);
@@ -144,7 +148,7 @@ fn a_cpu_only_trace_whose_header_lists_a_gpu_is_read_again_with_its_cpu_ops() {
     let (devices, skimmed) = narrowed(&path);
     assert!(devices && skimmed > 0, "{devices} {skimmed}");
     let a = analyze_files(std::slice::from_ref(&path), |_| {});
-    assert_eq!(a.ranks[0].source, "cpu");
+    assert_eq!(a.ranks[0].figures.source, "cpu");
     assert_matches_checker(&a, &checker(&[path], &[]));
     // A GPU trace's CPU ops are skimmed too, and its figures still match the checker
     // (`single_gpu_traces_match_the_checker`).
@@ -156,7 +160,7 @@ fn a_cpu_only_trace_whose_header_lists_a_gpu_is_read_again_with_its_cpu_ops() {
 fn cpu_only_hta_trace_gives_a_summary_instead_of_failing() {
     let a = analyze_files(&[shared("hta/cpu-only-rank-34.pt.trace.json.gz")], |_| {});
     assert_eq!(a.ranks.len(), 1);
-    assert_eq!(a.ranks[0].source, "cpu");
+    assert_eq!(a.ranks[0].figures.source, "cpu");
     let c = checker(&[shared("hta/cpu-only-rank-34.pt.trace.json.gz")], &[]);
     assert_matches_checker(&a, &c);
 }
@@ -191,7 +195,10 @@ fn single_gpu_traces_match_the_checker() {
         assert_matches_checker(&a, &c);
     }
     let a = analyze_files(&[shared("hta/nccl-a100-rank-0.json.gz")], |_| {});
-    assert_eq!(a.ranks[0].device.as_deref(), Some("NVIDIA A100-PG509-200"));
+    assert_eq!(
+        a.ranks[0].figures.device.as_deref(),
+        Some("NVIDIA A100-PG509-200")
+    );
     assert_eq!(a.steps.rows.len(), 3);
 }
 
@@ -200,10 +207,13 @@ fn sglang_cpu_tp2_gives_summary_steps_and_collectives() {
     let dir = shared("sglang-cpu/tp2");
     let a = analyze_files(&[], |a| a.profile_dir = Some(dir.clone()));
     assert_eq!(
-        a.ranks.iter().map(|r| r.rank.as_str()).collect::<Vec<_>>(),
+        a.ranks
+            .iter()
+            .map(|r| r.figures.rank.as_str())
+            .collect::<Vec<_>>(),
         ["TP00", "TP01"]
     );
-    assert!(a.ranks.iter().all(|r| r.source == "cpu"));
+    assert!(a.ranks.iter().all(|r| r.figures.source == "cpu"));
     assert_eq!(a.steps.source, "sglang step[...]");
     assert_eq!(a.steps.basis, "cpu");
     assert_eq!(a.steps.rows.len(), 3);
@@ -264,7 +274,10 @@ fn sglang_merged_trace_gives_back_its_ranks() {
     let merged = shared("sglang-cpu/merge_by_sglang/merged-manual-1.trace.json.gz");
     let a = analyze_files(std::slice::from_ref(&merged), |_| {});
     assert_eq!(
-        a.ranks.iter().map(|r| r.rank.as_str()).collect::<Vec<_>>(),
+        a.ranks
+            .iter()
+            .map(|r| r.figures.rank.as_str())
+            .collect::<Vec<_>>(),
         ["TP00", "TP01"]
     );
     assert_matches_checker(&a, &checker(&[merged], &[]));
@@ -274,10 +287,18 @@ fn sglang_merged_trace_gives_back_its_ranks() {
     assert_eq!(b.ranks.len(), 2);
     for (x, y) in a.ranks.iter().zip(&b.ranks) {
         assert_eq!(
-            (x.kernels, x.kernel_sum_ns, x.busy_ns),
-            (y.kernels, y.kernel_sum_ns, y.busy_ns),
+            (
+                x.figures.kernels,
+                x.figures.kernel_sum_ns.0,
+                x.figures.busy_ns.0
+            ),
+            (
+                y.figures.kernels,
+                y.figures.kernel_sum_ns.0,
+                y.figures.busy_ns.0
+            ),
             "{}",
-            x.rank
+            x.figures.rank
         );
     }
     assert_eq!(a.steps.rows.len(), b.steps.rows.len());

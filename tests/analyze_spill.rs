@@ -87,7 +87,7 @@ fn spilled_figures_match_the_checker_on_every_gpu_fixture() {
     for f in GPU_FIXTURES {
         let files = [shared(f)];
         let a = analyze_files(&files, |_| {});
-        assert_eq!(a.ranks[0].source, "gpu", "{f}");
+        assert_eq!(a.ranks[0].figures.source, "gpu", "{f}");
         assert_matches_checker(&a, &checker(&files, &[]));
     }
     let pair = [
@@ -109,7 +109,7 @@ fn events_out_of_order_give_the_same_figures() {
         let moved = write_reordered(&src, &dst);
         let a = analyze_files(&[src], |_| {});
         let b = analyze_files(std::slice::from_ref(&dst), |_| {});
-        if a.ranks[0].kernels > 10 {
+        if a.ranks[0].figures.kernels > 10 {
             assert!(moved > 10, "{f}: only {moved} GPU ops moved");
         }
         assert_eq!(figures(&a), figures(&b), "{f}");
@@ -201,8 +201,11 @@ fn spilled_cpu_ops_give_the_checker_figures_on_cpu_only_traces() {
         let files = common::rank_files(&shared(d));
         assert!(!files.is_empty(), "{d}");
         let a = analyze_files(&files, |_| {});
-        assert!(a.ranks.iter().all(|r| r.source == "cpu"), "{d}");
-        assert!(a.ranks.iter().all(|r| r.kernels > TINY as u64), "{d}");
+        assert!(a.ranks.iter().all(|r| r.figures.source == "cpu"), "{d}");
+        assert!(
+            a.ranks.iter().all(|r| r.figures.kernels > TINY as u64),
+            "{d}"
+        );
         assert_matches_checker(&a, &checker(&files, &[]));
     }
 }

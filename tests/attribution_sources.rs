@@ -24,7 +24,7 @@ fn by_rank<'a>(a: &Analysis, c: &'a Value) -> Vec<&'a Value> {
             let path = a
                 .files
                 .iter()
-                .find(|f| f.ranks.contains(&r.rank))
+                .find(|f| f.ranks.contains(&r.figures.rank))
                 .map(|f| f.path.clone())
                 .unwrap();
             &c["ranks"][path.as_str()]
@@ -56,8 +56,8 @@ fn assert_step_figures(a: &Analysis, files: &[PathBuf]) -> Value {
             .iter()
             .map(opt_u64)
             .collect();
-        assert_eq!(shapes, ws, "rank {}", a.ranks[r].rank);
-        assert_eq!(nelems, wn, "rank {}", a.ranks[r].rank);
+        assert_eq!(shapes, ws, "rank {}", a.ranks[r].figures.rank);
+        assert_eq!(nelems, wn, "rank {}", a.ranks[r].figures.rank);
     }
     c
 }
@@ -179,7 +179,11 @@ fn assert_ep_parts(a: &Analysis, files: &[PathBuf]) {
     let c = checker(files);
     let cr = by_rank(a, &c);
     for e in &a.ep {
-        let r = a.ranks.iter().position(|x| x.rank == e.rank).unwrap();
+        let r = a
+            .ranks
+            .iter()
+            .position(|x| x.figures.rank == e.rank)
+            .unwrap();
         let want = &cr[r]["ep"];
         assert_eq!(
             e.parts.dispatch_ns,
@@ -348,7 +352,7 @@ fn vllm_steps_from_its_execute_annotations_alone() {
             .iter()
             .map(opt_u64)
             .collect();
-        assert_eq!(got, want, "rank {}", a.ranks[r].rank);
+        assert_eq!(got, want, "rank {}", a.ranks[r].figures.rank);
         assert!(got.iter().all(Option::is_some));
     }
 }

@@ -8,7 +8,7 @@ mod support;
 use std::process::Command;
 
 use rankprof::capture::startstop;
-use rankprof::cli::CaptureCommand;
+use rankprof::cli::capture::CaptureCommand;
 
 use support::capture;
 use support::router::Router;

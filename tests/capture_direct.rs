@@ -7,7 +7,8 @@ mod support;
 use std::time::Duration;
 
 use rankprof::capture::{session, startstop};
-use rankprof::cli::{CaptureCommand, Command};
+use rankprof::cli::capture::CaptureCommand;
+use rankprof::cli::Command;
 use rankprof::commands::capture::{run_options, start_options, stop_options};
 use serde_json::{json, Value};
 

@@ -8,9 +8,9 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use rankprof::capture::calls::WorkerRow;
-use rankprof::capture::fanout::Http;
+use rankprof::capture::http::Http;
 use rankprof::capture::{startstop, workers, Targets};
-use rankprof::cli::CaptureCommand;
+use rankprof::cli::capture::CaptureCommand;
 use rankprof::commands::capture::start_options;
 use serde_json::{json, Value};
 

@@ -121,8 +121,8 @@ fn unknown_session_and_failing_nsys() {
     // a listed session that nsys then refuses: exit code 1, nsys's words kept
     std::fs::write(f.dir.path().join("refuse.txt"), "profile-4188\n").unwrap();
     let code = rankprof::commands::run(rankprof::cli::Command::Nsys(
-        rankprof::cli::NsysCommand::Stop(rankprof::cli::NsysStopArgs {
-            nsys: rankprof::cli::NsysArgs {
+        rankprof::cli::capture::NsysCommand::Stop(rankprof::cli::capture::NsysStopArgs {
+            nsys: rankprof::cli::capture::NsysArgs {
                 all: true,
                 nsys: Some(f.bin()),
                 ..Default::default()

@@ -8,7 +8,7 @@ mod support;
 use std::path::Path;
 
 use rankprof::capture::{session, startstop};
-use rankprof::cli::CaptureCommand;
+use rankprof::cli::capture::CaptureCommand;
 use rankprof::trace::read_trace;
 use serde_json::{json, Value};
 

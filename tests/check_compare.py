@@ -28,7 +28,7 @@ from decimal import Decimal, ROUND_HALF_UP
 def _rules():
     import os
     src = open(os.path.join(os.path.dirname(__file__), "..", "src", "analyze", "classes.rs")).read()
-    table = src[src.index("pub const BUILTIN"):]
+    table = src[src.index("const BUILTIN"):]
     table = table[:table.index("];")]
     names = {"COMM": "comm", "MEMORY": "memory", "OTHER": "other"}
     out = []

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use rankprof::capture::workers::parse_workers_answer;
 use rankprof::trace::read::damage::Damage;
+use rankprof::trace::read::escape;
 use rankprof::trace::read::event::scan_event;
 use rankprof::trace::read::gz::Members;
-use rankprof::trace::read::json;
 use rankprof::trace::read::reader::{read_from_with, read_from_with_window, Nested};
 use rankprof::trace::read::window::CHUNK;
 
@@ -32,7 +32,7 @@ fn scan_event_wants_an_opening_brace() {
     fixed[0] = b'{';
     let ev = scan_event(&fixed, &mut f).expect("an event");
     let mut out = Vec::new();
-    json::escape_ctl(ev.raw.as_bytes(), &mut out);
+    escape::escape_ctl(ev.raw.as_bytes(), &mut out);
     serde_json::from_slice::<serde_json::Value>(&out).expect("valid JSON");
 }
 

@@ -266,7 +266,7 @@ fn the_verdicts_rank_leads_the_outliers_within_its_replica() {
     let g = &a.groups;
     assert_eq!(g.outliers[0].rank, "TP05-DP04");
     // Independently: its work over the mean of DP04's seven other ranks.
-    let idx = |l: &str| a.ranks.iter().position(|r| r.rank == l).unwrap();
+    let idx = |l: &str| a.ranks.iter().position(|r| r.figures.rank == l).unwrap();
     let peers: Vec<f64> = (0..8)
         .filter(|&t| t != 5)
         .map(|t| g.work_ns[idx(&format!("TP{t:02}-DP04"))] as f64)

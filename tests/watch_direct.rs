@@ -168,7 +168,7 @@ fn drift_fires_the_trigger_once_and_the_capture_carries_the_load() {
     assert_eq!(post.merged.len(), 1);
     for run in &post.runs {
         let a = run.analysis.as_ref().unwrap().as_ref().unwrap();
-        let labels: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
+        let labels: Vec<&str> = a.ranks.iter().map(|r| r.figures.rank.as_str()).collect();
         assert!(!labels.iter().any(|l| l.contains("watch")), "{labels:?}");
         assert_eq!(labels.len(), 2, "{labels:?}");
     }

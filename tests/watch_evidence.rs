@@ -131,7 +131,7 @@ fn merge_adds_load_tracks_and_analyze_reports_the_load_at_the_onset() {
 
     // the analysis of the merged trace: two ranks (the tracks are not ranks), the onset, the load
     let a = run.analysis.as_ref().unwrap().as_ref().unwrap();
-    let labels: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
+    let labels: Vec<&str> = a.ranks.iter().map(|r| r.figures.rank.as_str()).collect();
     assert_eq!(labels.len(), 2, "{labels:?}");
     let onset = a.steps.onset.as_ref().expect("an onset");
     assert_eq!(onset.step, "4");

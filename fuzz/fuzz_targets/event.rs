@@ -24,6 +24,7 @@ use rankprof::trace::read::args::{
     each_field, find_all_in_args, find_all_in_object_memo, find_in_args, find_in_object,
     find_in_object_memo, ArgKey,
 };
+use rankprof::trace::read::escape;
 use rankprof::trace::read::event::scan_event;
 use rankprof::trace::read::json;
 use rankprof::trace::read::memo::Memo;
@@ -142,7 +143,7 @@ fuzz_target!(|data: &[u8]| {
             args_lookups_agree(args);
         }
         let mut out = Vec::new();
-        json::escape_ctl(ev.raw.as_bytes(), &mut out);
+        escape::escape_ctl(ev.raw.as_bytes(), &mut out);
         if let Err(e) = check_json(&out) {
             panic!(
                 "accepted event is not JSON once escaped: {e}\n{}",
@@ -154,19 +155,19 @@ fuzz_target!(|data: &[u8]| {
         if let Ok((end, escaped)) = json::scan_string(data, 0) {
             if let Ok(s) = std::str::from_utf8(&data[..end]) {
                 let mut out = Vec::new();
-                json::escape_ctl(s.as_bytes(), &mut out);
+                escape::escape_ctl(s.as_bytes(), &mut out);
                 if let Err(e) = check_json(&out) {
                     panic!("accepted string is not JSON once escaped: {e}: {s:?}");
                 }
                 if escaped {
-                    let _ = json::unescape(&s[1..s.len() - 1]);
+                    let _ = escape::unescape(&s[1..s.len() - 1]);
                 }
             }
         }
     }
     if let Ok(s) = std::str::from_utf8(data) {
         let mut out = Vec::new();
-        json::write_string(&mut out, s);
+        escape::write_string(&mut out, s);
         let back: String = serde_json::from_slice(&out)
             .unwrap_or_else(|e| panic!("write_string({s:?}) is not JSON: {e}"));
         assert_eq!(back, s);

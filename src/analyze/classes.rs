@@ -21,8 +21,6 @@
 //! pattern = "top_k_top_p|sampling"
 //! ```
 
-use std::path::Path;
-
 use anyhow::{bail, Context, Result};
 use regex::Regex;
 use serde::Deserialize;
@@ -30,16 +28,16 @@ use serde::Deserialize;
 /// Communication: NCCL/RCCL/MSCCL, custom all-reduce (vLLM/SGLang `cross_device_reduce`,
 /// TRT-LLM one-/two-shot and Lamport all-reduce), DeepEP dispatch/combine, NVSHMEM; on the CPU
 /// side `c10d::*`, `record_param_comms`, `gloo:*`.
-pub const COMM: &str = "comm";
-pub const MEMORY: &str = "memory";
-pub const OTHER: &str = "other";
+pub(crate) const COMM: &str = "comm";
+pub(crate) const MEMORY: &str = "memory";
+pub(crate) const OTHER: &str = "other";
 
 /// The built-in rules: (class, pattern). Order matters: first match wins. A class may have
 /// several rules: the narrow early ones take names that carry a later class's word
 /// (`reshape_and_cache_flash_kernel` is a KV-cache write, not attention;
 /// `rotary_embedding_kernel` is rotary, not an embedding lookup). Every pattern must also be a
 /// valid Python `re` pattern: `tests/check_compare.py` reads this table.
-pub const BUILTIN: &[(&str, &str)] = &[
+pub(crate) const BUILTIN: &[(&str, &str)] = &[
     // TorchInductor's pointwise / reduction / persistent-reduction kernels are elementwise by
     // construction, whatever ops their names list (`triton_poi_fused_add_all_reduce_0`).
     ("norm", r"^triton_(poi|red|per)_"),
@@ -87,7 +85,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 ];
 
 /// What each built-in class holds (for help texts and reports).
-pub const DESCRIPTIONS: &[(&str, &str)] = &[
+pub(crate) const DESCRIPTIONS: &[(&str, &str)] = &[
     (
         COMM,
         "NCCL/RCCL, custom all-reduce, DeepEP dispatch/combine",
@@ -158,7 +156,7 @@ impl Default for Classifier {
 impl Classifier {
     /// `extra` rules (class, pattern) are tried first; `builtin` keeps the built-in table after
     /// them. Classes keep the built-in order, new classes follow, `other` is always last.
-    pub fn new(extra: &[(String, String)], builtin: bool) -> Result<Self> {
+    pub(crate) fn new(extra: &[(String, String)], builtin: bool) -> Result<Self> {
         let mut names: Vec<String> = Vec::new();
         let mut add = |c: &str| {
             if c != OTHER && !names.iter().any(|n| n == c) {
@@ -208,14 +206,7 @@ impl Classifier {
         })
     }
 
-    /// Reads a `rules.toml` (see the module documentation).
-    pub fn from_toml_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read class rules {}", path.display()))?;
-        Self::from_toml(&text).with_context(|| format!("class rules {}", path.display()))
-    }
-
-    pub fn from_toml(text: &str) -> Result<Self> {
+    pub(crate) fn from_toml(text: &str) -> Result<Self> {
         let f: RulesFile = toml::from_str(text)?;
         let extra: Vec<(String, String)> =
             f.rule.into_iter().map(|r| (r.class, r.pattern)).collect();
@@ -226,32 +217,29 @@ impl Classifier {
     }
 
     /// Class names, in column order (`other` last).
-    pub fn names(&self) -> &[String] {
+    pub(crate) fn names(&self) -> &[String] {
         &self.names
     }
 
-    pub fn name(&self, id: u8) -> &str {
+    #[cfg(test)]
+    pub(crate) fn name(&self, id: u8) -> &str {
         self.names.get(id as usize).map_or(OTHER, String::as_str)
     }
 
-    pub fn id(&self, name: &str) -> Option<u8> {
-        self.names.iter().position(|n| n == name).map(|i| i as u8)
-    }
-
-    pub fn comm(&self) -> u8 {
+    pub(crate) fn comm(&self) -> u8 {
         self.comm
     }
 
-    pub fn memory(&self) -> u8 {
+    pub(crate) fn memory(&self) -> u8 {
         self.memory
     }
 
-    pub fn other(&self) -> u8 {
+    pub(crate) fn other(&self) -> u8 {
         self.other
     }
 
     /// The class of a (decoded) kernel or op name.
-    pub fn classify(&self, name: &str) -> u8 {
+    pub(crate) fn classify(&self, name: &str) -> u8 {
         if let Some(&c) = self
             .seen
             .read()
@@ -278,7 +266,7 @@ impl Classifier {
 
 /// The share of time in class `other` (index `other` of each row of `ns[rank][class]`),
 /// percent: over all ranks together, and per rank. Zero where a rank has no time at all.
-pub fn other_share(ns: &[Vec<i64>], other: usize) -> (f64, Vec<f64>) {
+pub(crate) fn other_share(ns: &[Vec<i64>], other: usize) -> (f64, Vec<f64>) {
     let pct = |o: i64, t: i64| {
         if t > 0 {
             100.0 * o as f64 / t as f64

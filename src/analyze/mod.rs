@@ -47,8 +47,11 @@
 //!
 //! The facade re-exported here is what a library user needs: [`analyze`],
 //! [`AnalyzeOptions`], [`Analysis`] (with [`RankDepth`], [`DepthClass`], [`DepthKernel`]),
-//! [`FileInfo`], [`Summary`] and [`load_summary`]. Inside `analyze`, modules import each item
-//! from the module that defines it, never through the facade.
+//! [`FileInfo`], [`Summary`] and [`load_summary`], and the result types an [`Analysis`] holds
+//! ([`RankSummary`], [`Verdict`], [`StepTable`], [`CriticalPath`], [`Attribution`], …). The
+//! stage folders are `pub(crate)` or `#[doc(hidden)]` (reached by tests only). Inside
+//! `analyze`, modules import each item from the module that defines it, never through the
+//! facade.
 //!
 //! ```
 //! use rankprof::analyze::{analyze, AnalyzeOptions};
@@ -63,16 +66,28 @@
 //! }
 //! ```
 
-pub mod classes;
+pub(crate) mod classes;
+// not API: for tests
+#[doc(hidden)]
 pub mod collect;
+// not API: for tests
+#[doc(hidden)]
 pub mod explain;
-pub mod model;
-pub mod options;
+pub(crate) mod model;
+pub(crate) mod options;
+// not API: for tests
+#[doc(hidden)]
 pub mod partial;
+// not API: for tests
+#[doc(hidden)]
 pub mod phases;
-pub mod rankset;
+pub(crate) mod rankset;
+// not API: for tests
+#[doc(hidden)]
 pub mod reduce;
-pub mod stats;
+pub(crate) mod stats;
+// not API: for tests/fuzz
+#[doc(hidden)]
 pub mod summary;
 
 use anyhow::Result;
@@ -82,6 +97,17 @@ pub use collect::plan::{stages, FileInfo};
 pub use model::{Analysis, DepthClass, DepthKernel, RankDepth};
 pub use options::{AnalyzeOptions, RankSel};
 pub use summary::{load_summary, Summary};
+// The result types an [`Analysis`] holds, by name.
+pub use collect::busy::RankSummary;
+pub use explain::attribution::Attribution;
+pub use explain::drill::Drill;
+pub use explain::ep::EpRecord;
+pub use explain::verdict::Verdict;
+pub use reduce::collectives::CollectiveReport;
+pub use reduce::groups::{Dim, Groups};
+pub use reduce::kernels::{ClassTable, KernelRow};
+pub use reduce::path::CriticalPath;
+pub use reduce::steps::StepTable;
 
 /// Reads and analyzes a profile as `args` say, without printing anything: the read phase
 /// then the reduce phase ([`phases`]).

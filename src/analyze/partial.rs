@@ -27,10 +27,10 @@ use super::phases::{self, FileRead, Read};
 use crate::trace::write::writer::write_atomic_bytes;
 
 /// The `format` field of every partial.
-pub const FORMAT: &str = "rankprof-analyze-partial";
+pub(crate) const FORMAT: &str = "rankprof-analyze-partial";
 /// The partial format's version; a reader takes only its own. 2: the ranks carry the work
 /// figures from shapes and message sizes and the routed MoE tokens (#9).
-pub const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 2;
 
 /// One partial file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ struct Head {
 }
 
 impl Partial {
-    pub fn new(
+    pub(crate) fn new(
         read: Read,
         classifier: &Classifier,
         class_rules: Option<String>,
@@ -81,13 +81,13 @@ impl Partial {
     }
 
     /// The ranks it holds (unreadable ones included).
-    pub fn ranks(&self) -> usize {
+    pub(crate) fn ranks(&self) -> usize {
         self.read.files.iter().map(|f| f.info.ranks.len()).sum()
     }
 }
 
 /// The partial as gzip'd JSON.
-pub fn to_bytes(p: &Partial) -> Result<Vec<u8>> {
+pub(crate) fn to_bytes(p: &Partial) -> Result<Vec<u8>> {
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     serde_json::to_writer(&mut gz, p).context("cannot encode the partial")?;
     gz.flush()?;
@@ -161,15 +161,14 @@ pub fn load(path: &Path) -> Result<Partial> {
 }
 
 /// What the reduce needs from a set of partials.
-pub struct Combined {
+pub(crate) struct Combined {
     pub read: Read,
     pub classifier: Classifier,
-    pub partials: usize,
 }
 
 /// Loads the partials (in parallel, `jobs` threads) and combines them into one read phase, in
 /// rank order, as if one process had read every file.
-pub fn combine(paths: &[PathBuf], jobs: Option<usize>) -> Result<Combined> {
+pub(crate) fn combine(paths: &[PathBuf], jobs: Option<usize>) -> Result<Combined> {
     let Some(first_path) = paths.first() else {
         bail!("--from-partials needs at least one partial");
     };
@@ -227,11 +226,7 @@ pub fn combine(paths: &[PathBuf], jobs: Option<usize>) -> Result<Combined> {
         read.files.extend(p.read.files);
     }
     read.files.sort_by(FileRead::order);
-    Ok(Combined {
-        read,
-        classifier,
-        partials: paths.len(),
-    })
+    Ok(Combined { read, classifier })
 }
 
 /// `b` must agree with `a` on everything read time fixed.

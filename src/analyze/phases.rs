@@ -67,7 +67,7 @@ pub struct FileRead {
 
 impl FileRead {
     /// The order of files in an analysis: the plan's (rank, then path).
-    pub fn order(a: &FileRead, b: &FileRead) -> std::cmp::Ordering {
+    pub(crate) fn order(a: &FileRead, b: &FileRead) -> std::cmp::Ordering {
         a.id.sort_key()
             .cmp(&b.id.sort_key())
             .then_with(|| Path::new(&a.info.path).cmp(Path::new(&b.info.path)))
@@ -392,7 +392,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         if !seen.insert(r.label.clone()) {
             bail!("rank {} appears twice in the input", r.label);
         }
-        if r.summary.kernels == 0 && r.summary.busy_ns == 0 {
+        if r.summary.figures.kernels == 0 && r.summary.figures.busy_ns.0 == 0 {
             notes.push(format!(
                 "rank {}: no GPU kernels and no CPU ops in {}",
                 r.label,
@@ -440,7 +440,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
     if let (Some(o), Some(origin)) = (&a.steps.onset, origin) {
         let at = origin + (o.t_ms * 1e6).round() as i64;
         a.notes.extend(crate::load::evidence::onset_note(
-            &dirs, at, &o.step, o.t_ms, &o.rank,
+            &dirs, at, &o.step, o.t_ms, &o.rank_id,
         ));
     }
     Ok(a)
@@ -501,7 +501,10 @@ fn cross_rank(
     let (w, wnote) = collectives::worlds(&results);
     notes.extend(wnote);
     let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
-    let steps = steps::table(&labels, &figs, &w, &step_source, basis, threshold);
+    let mut steps = steps::table(&labels, &figs, &w, &step_source, basis, threshold);
+    if let Some(o) = steps.onset.as_mut() {
+        o.rank_id = results[o.rank_index].id.clone();
+    }
     let step_class_ns: Vec<Vec<Vec<i64>>> = (0..results.len())
         .map(|r| {
             steps

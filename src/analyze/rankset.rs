@@ -52,7 +52,7 @@ fn varying(split: &[Vec<&str>]) -> Option<usize> {
 }
 
 /// Names a set of labels compactly (order kept for a plain list; runs sorted by number).
-pub fn compact<S: AsRef<str>>(names: &[S]) -> String {
+pub(crate) fn compact<S: AsRef<str>>(names: &[S]) -> String {
     let names: Vec<&str> = names.iter().map(|s| s.as_ref()).collect();
     if names.len() <= LIST {
         return names.join(", ");
@@ -97,7 +97,7 @@ pub fn compact<S: AsRef<str>>(names: &[S]) -> String {
 }
 
 /// `the median of X` for one to a few peers, `the median of the other N (…)` for many.
-pub fn median_of<S: AsRef<str>>(peers: &[S]) -> String {
+pub(crate) fn median_of<S: AsRef<str>>(peers: &[S]) -> String {
     match peers.len() {
         1 => peers[0].as_ref().to_string(),
         n if n <= LIST => format!("the median of {}", compact(peers)),

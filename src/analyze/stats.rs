@@ -4,7 +4,7 @@
 //! interpolated median of floats ([`median`]) and a ratio that survives zeros ([`ratio`]).
 
 /// Smallest, mean (integer division) and largest value; zeros when empty.
-pub fn min_mean_max(v: &[i64]) -> (i64, i64, i64) {
+pub(crate) fn min_mean_max(v: &[i64]) -> (i64, i64, i64) {
     (
         v.iter().copied().min().unwrap_or(0),
         v.iter().sum::<i64>() / v.len().max(1) as i64,
@@ -13,7 +13,7 @@ pub fn min_mean_max(v: &[i64]) -> (i64, i64, i64) {
 }
 
 /// (max / mean, coefficient of variation) of per-rank values; (0, 0) when all are zero.
-pub fn spread(v: &[i64]) -> (f64, f64) {
+pub(crate) fn spread(v: &[i64]) -> (f64, f64) {
     if v.is_empty() {
         return (0.0, 0.0);
     }
@@ -28,7 +28,7 @@ pub fn spread(v: &[i64]) -> (f64, f64) {
 }
 
 /// Index of the largest value (the first one on ties).
-pub fn argmax(v: &[i64]) -> Option<usize> {
+pub(crate) fn argmax(v: &[i64]) -> Option<usize> {
     let mut best: Option<usize> = None;
     for (i, &x) in v.iter().enumerate() {
         if best.is_none_or(|b| x > v[b]) {
@@ -39,7 +39,7 @@ pub fn argmax(v: &[i64]) -> Option<usize> {
 }
 
 /// Median and 90th percentile (nearest rank) of a list.
-pub fn median_p90(v: &[i64]) -> (i64, i64) {
+pub(crate) fn median_p90(v: &[i64]) -> (i64, i64) {
     if v.is_empty() {
         return (0, 0);
     }
@@ -53,7 +53,7 @@ pub fn median_p90(v: &[i64]) -> (i64, i64) {
 }
 
 /// The median of a list (the mean of the two middle values for an even count); 0 when empty.
-pub fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     match s.len() {
@@ -64,7 +64,7 @@ pub fn median(v: &[f64]) -> f64 {
 }
 
 /// `a / b`; ∞ for something over nothing, 1 for nothing over nothing.
-pub fn ratio(a: f64, b: f64) -> f64 {
+pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
     } else if a > 0.0 {

@@ -50,6 +50,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::collect::busy::RankFigures;
 use super::collect::rank::RankResult;
 use super::explain::attribution::Attribution;
 use super::explain::verdict::{ClassShare, Verdict};
@@ -57,10 +58,10 @@ use super::reduce::path::{CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
 use super::stats::{median_p90, spread};
 
-pub const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 2;
 /// The oldest version [`load_summary`] reads.
-pub const OLDEST_VERSION: u32 = 1;
-pub const KIND: &str = "rankprof-summary";
+pub(crate) const OLDEST_VERSION: u32 = 1;
+pub(crate) const KIND: &str = "rankprof-summary";
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
@@ -276,19 +277,9 @@ pub struct Overall {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RankEntry {
-    pub rank: String,
-    pub device: Option<String>,
-    pub source: String,
-    pub span_ns: i64,
-    pub busy_ns: i64,
-    pub idle_ns: i64,
-    pub utilization_pct: f64,
-    pub compute_ns: i64,
-    pub comm_ns: i64,
-    pub exposed_comm_ns: i64,
-    pub memcpy_memset_ns: i64,
-    pub kernels: u64,
-    pub kernel_sum_ns: i64,
+    /// The figures of the rank's summary row ([`super::collect::busy::RankSummary`]), serialized in place.
+    #[serde(flatten)]
+    pub figures: RankFigures,
     pub class_ns: BTreeMap<String, i64>,
     pub steps: StepStats,
 }
@@ -336,7 +327,7 @@ fn r4(x: f64) -> f64 {
 // Long on purpose: a flat mapping of the analysis onto the versioned summary schema, field by
 // field.
 #[allow(clippy::too_many_arguments)]
-pub fn build(
+pub(crate) fn build(
     id: &str,
     stage: Option<&str>,
     results: &[RankResult],
@@ -355,25 +346,17 @@ pub fn build(
     let ranks: Vec<RankEntry> = results
         .iter()
         .map(|r| {
-            let s = &r.summary;
+            let s = &r.summary.figures;
             let t: Vec<i64> = r.steps.iter().map(|f| f.dur_ns).collect();
             let b: Vec<i64> = r.steps.iter().map(|f| f.busy_ns).collect();
             let w: Vec<i64> = r.steps.iter().map(|f| f.work_ns).collect();
             let c: Vec<Vec<i64>> = r.steps.iter().map(|f| f.class_ns.clone()).collect();
             RankEntry {
-                rank: r.label.clone(),
-                device: s.device.clone(),
-                source: s.source.clone(),
-                span_ns: s.span_ns,
-                busy_ns: s.busy_ns,
-                idle_ns: s.idle_ns,
-                utilization_pct: r4(s.utilization_pct),
-                compute_ns: s.compute_ns,
-                comm_ns: s.comm_ns,
-                exposed_comm_ns: s.exposed_comm_ns,
-                memcpy_memset_ns: s.memcpy_memset_ns,
-                kernels: s.kernels,
-                kernel_sum_ns: s.kernel_sum_ns,
+                figures: RankFigures {
+                    rank: r.label.clone(),
+                    utilization_pct: r4(s.utilization_pct),
+                    ..s.clone()
+                },
                 class_ns: class_map(&r.class_ns),
                 steps: StepStats::of(&t, &b, &w).with_classes(class_names, &c),
             }
@@ -437,8 +420,14 @@ pub fn build(
             *t += x;
         }
     }
-    let busy: Vec<i64> = results.iter().map(|r| r.summary.busy_ns).collect();
-    let work: Vec<i64> = results.iter().map(|r| r.summary.compute_ns).collect();
+    let busy: Vec<i64> = results
+        .iter()
+        .map(|r| r.summary.figures.busy_ns.0)
+        .collect();
+    let work: Vec<i64> = results
+        .iter()
+        .map(|r| r.summary.figures.compute_ns.0)
+        .collect();
     let mean = |v: &[i64]| {
         if v.is_empty() {
             0
@@ -486,13 +475,19 @@ pub fn build(
             ranks: labels,
             source: source.to_string(),
             step_source: steps.source.clone(),
-            devices: results.iter().map(|r| r.summary.device.clone()).collect(),
+            devices: results
+                .iter()
+                .map(|r| r.summary.figures.device.clone())
+                .collect(),
         },
         classes: class_names.to_vec(),
         overall: Overall {
             ranks: n,
-            kernels: results.iter().map(|r| r.summary.kernels).sum(),
-            kernel_sum_ns: results.iter().map(|r| r.summary.kernel_sum_ns).sum(),
+            kernels: results.iter().map(|r| r.summary.figures.kernels).sum(),
+            kernel_sum_ns: results
+                .iter()
+                .map(|r| r.summary.figures.kernel_sum_ns.0)
+                .sum(),
             busy_ns_mean: mean(&busy),
             busy_ns_max: busy.iter().copied().max().unwrap_or(0),
             work_ns_mean: mean(&work),

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::dialect::Dialect;
-use super::fanout::Answer;
+use super::http::Answer;
 use super::workers::Worker;
 use crate::exit::Outcome;
 
@@ -116,7 +116,7 @@ impl WorkerRow {
 }
 
 /// Ok when every server did what was asked, failed when any did not.
-pub fn outcome(rows: &[WorkerRow]) -> Outcome {
+pub(crate) fn outcome(rows: &[WorkerRow]) -> Outcome {
     if rows.iter().all(WorkerRow::ok) {
         Outcome::Ok
     } else {

@@ -41,19 +41,19 @@ impl Dialect {
     }
 }
 
-pub const START: &str = "/start_profile";
-pub const STOP: &str = "/stop_profile";
+pub(crate) const START: &str = "/start_profile";
+pub(crate) const STOP: &str = "/stop_profile";
 /// Tried when `/stop_profile` answers 404. No SGLang release read (0.3.6 to 0.5.23) has it;
 /// kept as a harmless second try for forks and builds that name the stop this way.
-pub const STOP_OLD: &str = "/end_profile";
+pub(crate) const STOP_OLD: &str = "/end_profile";
 /// Probed first by `--backend auto`: only SGLang has them, the current name first (the old
 /// one logs a deprecation warning on the server at each call), the old one on a 404.
-pub const PROBE_SGLANG: [&str; 2] = ["/model_info", "/get_model_info"];
+pub(crate) const PROBE_SGLANG: [&str; 2] = ["/model_info", "/get_model_info"];
 /// Probed last: both have it, the `owned_by` field tells them apart.
-pub const PROBE_MODELS: &str = "/v1/models";
+pub(crate) const PROBE_MODELS: &str = "/v1/models";
 
 /// What the two probes say. `models` is `None` when it was not asked.
-pub fn detect(
+pub(crate) fn detect(
     model_info_status: Option<u16>,
     models: Option<(Option<u16>, &str)>,
 ) -> Option<Dialect> {
@@ -102,7 +102,7 @@ fn stage_name(s: &str) -> String {
 
 /// SGLang's `ProfileReqInput` body: only the fields given. `output_dir` is passed separately
 /// because `capture` decides it (absolute, `step_N/`).
-pub fn sglang_start_body(p: &ProfileSettings, output_dir: Option<&Path>) -> Value {
+pub(crate) fn sglang_start_body(p: &ProfileSettings, output_dir: Option<&Path>) -> Value {
     let mut m = Map::new();
     if let Some(d) = output_dir {
         m.insert("output_dir".into(), json!(d.to_string_lossy()));
@@ -143,7 +143,7 @@ pub fn sglang_start_body(p: &ProfileSettings, output_dir: Option<&Path>) -> Valu
 /// `--profile-prefix`; `None` (an empty body) when neither is given. `--start-step` is not
 /// sent: vLLM's `delay_iterations` counts from the start request, SGLang's `start_step` from
 /// the server's first forward step.
-pub fn vllm_start_body(p: &ProfileSettings) -> Option<Value> {
+pub(crate) fn vllm_start_body(p: &ProfileSettings) -> Option<Value> {
     let mut m = Map::new();
     if let Some(v) = p.num_steps {
         m.insert("max_iterations".into(), json!(v));
@@ -155,7 +155,11 @@ pub fn vllm_start_body(p: &ProfileSettings) -> Option<Value> {
 }
 
 /// The body of a start request (`None`: an empty body).
-pub fn start_body(d: Dialect, p: &ProfileSettings, output_dir: Option<&Path>) -> Option<Value> {
+pub(crate) fn start_body(
+    d: Dialect,
+    p: &ProfileSettings,
+    output_dir: Option<&Path>,
+) -> Option<Value> {
     match d {
         Dialect::Sglang => Some(sglang_start_body(p, output_dir)),
         Dialect::Vllm => vllm_start_body(p),
@@ -164,7 +168,7 @@ pub fn start_body(d: Dialect, p: &ProfileSettings, output_dir: Option<&Path>) ->
 
 /// What one answer means for the worker.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub ok: bool,
     /// Empty when there is nothing to say.
     pub note: String,
@@ -186,7 +190,7 @@ impl Verdict {
 }
 
 /// The hint for vLLM's 404: its profiling routes exist only with a profiler configured.
-pub fn vllm_no_profiler_hint(dir: Option<&Path>) -> String {
+pub(crate) fn vllm_no_profiler_hint(dir: Option<&Path>) -> String {
     let dir = dir.map_or_else(
         || "/path/to/traces".to_string(),
         |d| d.to_string_lossy().into_owned(),
@@ -227,7 +231,7 @@ fn common(status: u16, body: &str) -> Verdict {
 /// trace (`vllm/config/profiler.py`'s `ProfilerKind`; Proton writes `proton_*` files into a
 /// directory of its own), and it writes into its own `torch_profiler_dir`, which rankprof only
 /// knows as `--output-dir`.
-pub fn missing_traces_hint(d: Dialect) -> &'static str {
+pub(crate) fn missing_traces_hint(d: Dialect) -> &'static str {
     match d {
         Dialect::Vllm => {
             "; vLLM writes its traces into --profiler-config's torch_profiler_dir (give that \
@@ -239,7 +243,7 @@ pub fn missing_traces_hint(d: Dialect) -> &'static str {
 }
 
 /// The answer to a start request.
-pub fn start_verdict(d: Dialect, status: u16, body: &str, dir: Option<&Path>) -> Verdict {
+pub(crate) fn start_verdict(d: Dialect, status: u16, body: &str, dir: Option<&Path>) -> Verdict {
     match (d, status) {
         (_, 200..=299) => Verdict::ok(""),
         (Dialect::Vllm, 404) => Verdict::failed(vllm_no_profiler_hint(dir)),
@@ -272,13 +276,13 @@ pub fn start_verdict(d: Dialect, status: u16, body: &str, dir: Option<&Path>) ->
 }
 
 /// True when a stop answered 404 and SGLang's older route should be tried.
-pub fn retry_stop_on_old_route(d: Dialect, path: &str, status: u16) -> bool {
+pub(crate) fn retry_stop_on_old_route(d: Dialect, path: &str, status: u16) -> bool {
     d == Dialect::Sglang && status == 404 && path == STOP
 }
 
 /// The answer to a stop request. `auto_stop`: the capture was started with these `num_steps`,
 /// so the profiler may have stopped by itself.
-pub fn stop_verdict(
+pub(crate) fn stop_verdict(
     d: Dialect,
     status: u16,
     body: &str,
@@ -315,7 +319,7 @@ pub fn stop_verdict(
 }
 
 /// One load request: the route and its body.
-pub fn load_request(
+pub(crate) fn load_request(
     d: Dialect,
     prompt: &str,
     max_tokens: u64,
@@ -334,7 +338,7 @@ pub fn load_request(
 }
 
 /// The first model id in a `GET /v1/models` answer.
-pub fn first_model(body: &str) -> Option<String> {
+pub(crate) fn first_model(body: &str) -> Option<String> {
     let v: Value = serde_json::from_str(body).ok()?;
     v.get("data")?
         .as_array()?

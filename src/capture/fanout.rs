@@ -1,33 +1,33 @@
-//! Calling many servers at once: [`fan_out`] runs one call per worker on its own thread, so a
+//! Calling many servers at once: [`fan_out_with`] runs one call per worker on its own thread, so a
 //! slow, dead or failing worker never holds up the others (each call has its own timeout, see
-//! [`super::http`], whose client is re-exported here).
+//! [`super::http`]).
 //!
 //! A long wait is never silent: on a terminal the progress bar names the servers still
 //! awaited; otherwise (logs, CI) a line `stop: waiting for 3 of 64 servers (12 s): http://…`
-//! goes to stderr once the wait passes [`DEFAULT_NOTICE_AFTER`], then at growing intervals of
+//! goes to stderr once the wait passes the notice delay (5 s by default), then at growing intervals of
 //! at most [`MAX_NOTICE_GAP`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use super::http::{Answer, Failure, Http, DNS_TIMEOUT, MAX_BODY_BYTES};
+/// Most threads a fan-out runs at once.
+pub(crate) const MAX_PARALLEL: usize = 256;
 
-/// Most threads [`fan_out`] runs at once.
-pub const MAX_PARALLEL: usize = 256;
-
+#[cfg(test)]
 /// How long a fan-out runs before it says what it is waiting for.
-pub const DEFAULT_NOTICE_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_NOTICE_AFTER: Duration = Duration::from_secs(5);
 
 /// The longest gap between two "waiting for" lines (the gap doubles up to this).
-pub const MAX_NOTICE_GAP: Duration = Duration::from_secs(60);
+pub(crate) const MAX_NOTICE_GAP: Duration = Duration::from_secs(60);
 
 /// Most server names one "waiting for" line lists.
 const NAMES_SHOWN: usize = 5;
 
+#[cfg(test)]
 /// Runs `f` on every item, all at once (up to [`MAX_PARALLEL`] threads), and returns the results
 /// in item order. Shows a progress bar labelled `label` on stderr when stderr is a terminal.
-pub fn fan_out<T, R, F>(items: &[T], label: &str, f: F) -> Vec<R>
+pub(crate) fn fan_out<T, R, F>(items: &[T], label: &str, f: F) -> Vec<R>
 where
     T: Sync,
     R: Send,
@@ -36,9 +36,10 @@ where
     fan_out_with(items, label, DEFAULT_NOTICE_AFTER, |_| String::new(), f)
 }
 
-/// [`fan_out`] that says which items (named by `name`) it still waits for once the wait passes
+/// Runs `f` on every item, all at once (up to [`MAX_PARALLEL`] threads), and returns the results
+/// in item order; says which items (named by `name`) it still waits for once the wait passes
 /// `notice_after`: in the progress bar on a terminal, else in a line on stderr.
-pub fn fan_out_with<T, R, F, N>(
+pub(crate) fn fan_out_with<T, R, F, N>(
     items: &[T],
     label: &str,
     notice_after: Duration,

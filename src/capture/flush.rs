@@ -12,15 +12,15 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 /// Size and modification time of every trace file in a directory.
-pub type Snapshot = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
+pub(crate) type Snapshot = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
 
 /// `*.json` or `*.json.gz` (Kineto, SGLang, vLLM and merged traces).
-pub fn is_trace_name(name: &str) -> bool {
+pub(crate) fn is_trace_name(name: &str) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
 /// The trace files directly in `dir` (an absent directory is empty).
-pub fn snapshot(dir: &Path) -> Snapshot {
+pub(crate) fn snapshot(dir: &Path) -> Snapshot {
     let mut out = Snapshot::new();
     let Ok(rd) = fs::read_dir(dir) else {
         return out;
@@ -41,7 +41,7 @@ pub fn snapshot(dir: &Path) -> Snapshot {
 }
 
 /// Files that are new or changed since `before`, with their sizes.
-pub fn new_files(before: &Snapshot, now: &Snapshot) -> Vec<(PathBuf, u64)> {
+pub(crate) fn new_files(before: &Snapshot, now: &Snapshot) -> Vec<(PathBuf, u64)> {
     now.iter()
         .filter(|(p, v)| before.get(*p) != Some(v))
         .map(|(p, (size, _))| (p.clone(), *size))
@@ -74,7 +74,7 @@ impl Flushed {
 
 /// Waits until at least `expect` new rank files are in `dir` and none has changed for `settle`,
 /// or `timeout` passes. Shows a spinner on stderr when it is a terminal.
-pub fn wait(
+pub(crate) fn wait(
     dir: &Path,
     before: &Snapshot,
     expect: usize,
@@ -86,7 +86,7 @@ pub fn wait(
 
 /// [`wait`], counting only the files `counts` takes toward `expect` (every new file is still
 /// listed), and giving up early once `interrupted` answers true (not complete then).
-pub fn wait_for(
+pub(crate) fn wait_for(
     dir: &Path,
     before: &Snapshot,
     expect: usize,
@@ -138,7 +138,7 @@ pub fn wait_for(
 /// Whether a trace file counts toward the files a server writes when its profile ends: in a
 /// by-stage SGLang profile only the last stage's (`-DECODE`); the `-EXTEND` ones are written
 /// when decoding starts, while the profile goes on.
-pub fn ends_profile(by_stage: bool) -> impl Fn(&Path) -> bool {
+pub(crate) fn ends_profile(by_stage: bool) -> impl Fn(&Path) -> bool {
     move |p: &Path| {
         !by_stage
             || p.file_name()

@@ -27,7 +27,7 @@ fn launched_re() -> &'static Regex {
 
 /// The router address in one log line (`Router launched at 10.0.0.1:3521, Prometheus port: …`,
 /// `SGLang router launched at …`), as `http://HOST:PORT`.
-pub fn router_in_line(line: &str) -> Option<String> {
+pub(crate) fn router_in_line(line: &str) -> Option<String> {
     let clean = ansi_re().replace_all(line, "");
     let c = launched_re().captures(&clean)?;
     Some(format!("http://{}:{}", &c[1], &c[2]))
@@ -35,7 +35,7 @@ pub fn router_in_line(line: &str) -> Option<String> {
 
 /// The last router address in a log file, read line by line (training logs can be large and
 /// need not be UTF-8).
-pub fn router_from_log(path: &Path) -> Result<Option<String>> {
+pub(crate) fn router_from_log(path: &Path) -> Result<Option<String>> {
     let f = File::open(path).with_context(|| format!("cannot open log {}", path.display()))?;
     let mut r = BufReader::new(f);
     let mut buf = Vec::new();

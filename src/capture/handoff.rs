@@ -99,7 +99,7 @@ fn analysis_step(target: &Path, a: &anyhow::Result<Analysis>) -> Step {
 
 /// Merges `files` (this capture's rank files; every profile in `dir` when empty) with the
 /// default settings, then analyzes each merged trace (the directory when nothing was merged).
-pub fn merge_and_analyze(dir: &Path, files: &[PathBuf]) -> PostProcess {
+pub(crate) fn merge_and_analyze(dir: &Path, files: &[PathBuf]) -> PostProcess {
     let mut pp = PostProcess::default();
     match pipeline::merge_and_analyze(dir, files, &PipelineOptions::default()) {
         Ok(done) => {

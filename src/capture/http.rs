@@ -21,10 +21,10 @@ use serde_json::Value;
 
 /// Most bytes of an answer body read (64 MiB). A router listing thousands of workers answers a
 /// few MB; a larger body is refused with [`Failure::TooLarge`] rather than held in memory.
-pub const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Longest a host name lookup may take (ureq 2 applies no deadline to DNS).
-pub const DNS_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DNS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why there is no (complete) answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -165,7 +165,7 @@ impl Http {
     }
 
     /// A client that also trusts the certificate authorities of `ca` (`--ca-cert`) for https.
-    pub fn with_tls(ca: Option<&super::tls::CaCert>) -> Self {
+    pub(crate) fn with_tls(ca: Option<&super::tls::CaCert>) -> Self {
         let b = ureq::AgentBuilder::new()
             .user_agent(concat!("rankprof/", env!("CARGO_PKG_VERSION")))
             .max_idle_connections_per_host(4)
@@ -181,16 +181,8 @@ impl Http {
         }
     }
 
-    /// A client that sends `Authorization: Bearer <key>` with every request.
-    pub fn with_api_key(key: Option<&super::options::ApiKey>) -> Self {
-        Http {
-            auth: key.map(|k| k.bearer()),
-            ..Http::new()
-        }
-    }
-
     /// The client for these targets (their API key and CA certificates, if any).
-    pub fn for_targets(t: &super::options::Targets) -> Self {
+    pub(crate) fn for_targets(t: &super::options::Targets) -> Self {
         Http {
             auth: t.api_key.as_ref().map(|k| k.bearer()),
             ..Http::with_tls(t.ca_cert.as_ref())
@@ -198,12 +190,12 @@ impl Http {
     }
 
     /// Whether requests carry an API key.
-    pub fn has_api_key(&self) -> bool {
+    pub(crate) fn has_api_key(&self) -> bool {
         self.auth.is_some()
     }
 
     /// What a 401/403 from `server` means, without the key itself.
-    pub fn refused(&self, server: &str, code: u16) -> String {
+    pub(crate) fn refused(&self, server: &str, code: u16) -> String {
         let why = if code == 401 {
             "401 Unauthorized"
         } else {
@@ -226,14 +218,15 @@ impl Http {
         }
     }
 
+    #[cfg(test)]
     /// The same client with another body limit (tests).
-    pub fn with_body_limit(mut self, bytes: u64) -> Self {
+    pub(crate) fn with_body_limit(mut self, bytes: u64) -> Self {
         self.body_limit = bytes;
         self
     }
 
     /// GET; `timeout` bounds the whole request, body included.
-    pub fn get(&self, url: &str, timeout: Duration) -> Answer {
+    pub(crate) fn get(&self, url: &str, timeout: Duration) -> Answer {
         let t0 = Instant::now();
         let r = self.request("GET", url, timeout).call();
         self.finish(r, t0)
@@ -241,7 +234,7 @@ impl Http {
 
     /// POST with a JSON body, or with an empty body (`Content-Length: 0`) when `body` is `None`;
     /// `timeout` bounds the whole request, body included.
-    pub fn post(&self, url: &str, body: Option<&Value>, timeout: Duration) -> Answer {
+    pub(crate) fn post(&self, url: &str, body: Option<&Value>, timeout: Duration) -> Answer {
         let t0 = Instant::now();
         let req = self.request("POST", url, timeout);
         let r = match body {

@@ -14,7 +14,7 @@
 //!    authorities too), and says what it is waiting for;
 //! 4. [`session`] orders start → [`traffic`] (load generation) → stop → [`flush`] wait → merge and analyze
 //!    ([`startstop`]: `capture start` / `capture stop` on their own, with the [`record`]);
-//! 5. [`report`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
+//! 5. [`crate::report::capture`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
 //!    2 usage);
 //! 6. [`nsys`] does the same for Nsight Systems sessions.
 //!
@@ -23,21 +23,29 @@
 //! the `capture` command (in the command layer) turns the command line into them and prints
 //! the outcome.
 
+// not API: for tests
+#[doc(hidden)]
 pub mod calls;
-pub mod dialect;
+pub(crate) mod dialect;
+// not API: for tests
+#[doc(hidden)]
 pub mod fanout;
-pub mod flush;
-pub mod fromlog;
-pub mod handoff;
+pub(crate) mod flush;
+pub(crate) mod fromlog;
+pub(crate) mod handoff;
+// not API: for tests
+#[doc(hidden)]
 pub mod http;
 pub mod nsys;
-pub mod options;
-pub mod record;
+pub(crate) mod options;
+pub(crate) mod record;
 pub mod session;
 pub mod startstop;
-pub mod tls;
-pub mod traffic;
+pub(crate) mod tls;
+pub(crate) mod traffic;
 mod window;
+// not API: for tests/fuzz
+#[doc(hidden)]
 pub mod workers;
 
 pub use options::WorkerType;

@@ -25,7 +25,7 @@ use super::options::seconds;
 pub const NSYS_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Longest `nsys stop` may run before it is killed (by default): it writes the report.
-pub const NSYS_STOP_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const NSYS_STOP_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Most bytes of nsys output kept per stream.
 const OUTPUT_LIMIT: u64 = 1 << 20;
@@ -71,18 +71,18 @@ pub struct Session {
 
 impl Session {
     /// Collecting now, or about to (a `--delay`ed start).
-    pub fn is_collecting(&self) -> bool {
+    pub(crate) fn is_collecting(&self) -> bool {
         self.state == "Collection" || self.state == "DelayedCollection"
     }
     /// Launched and waiting for `nsys start`.
-    pub fn is_startable(&self) -> bool {
+    pub(crate) fn is_startable(&self) -> bool {
         self.state == "Launched"
     }
 }
 
 /// Reads the `nsys sessions list` table. Lines before the `ID … NAME` header are ignored; a line
 /// after it that is not a session is an error (never a session silently lost).
-pub fn parse_sessions(text: &str) -> Result<Vec<Session>> {
+pub(crate) fn parse_sessions(text: &str) -> Result<Vec<Session>> {
     let mut lines = text.lines().enumerate();
     let mut header = false;
     for (_, l) in lines.by_ref() {
@@ -133,7 +133,7 @@ pub fn parse_sessions(text: &str) -> Result<Vec<Session>> {
 }
 
 /// The nsys binary: `--nsys`, `$RANKPROF_NSYS`, else `nsys` on PATH.
-pub fn nsys_binary(a: &NsysOptions) -> PathBuf {
+pub(crate) fn nsys_binary(a: &NsysOptions) -> PathBuf {
     a.nsys
         .clone()
         .or_else(|| {
@@ -146,7 +146,7 @@ pub fn nsys_binary(a: &NsysOptions) -> PathBuf {
 
 /// What one bounded nsys call did.
 #[derive(Debug)]
-pub struct Ran {
+pub(crate) struct Ran {
     pub output: Output,
     /// It ran past its limit and was killed.
     pub timed_out: bool,
@@ -155,7 +155,7 @@ pub struct Ran {
 
 impl Ran {
     /// stdout and stderr, trimmed, after a first line saying so when nsys was killed.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut s = String::new();
         if self.timed_out {
             s.push_str(&format!(
@@ -197,7 +197,7 @@ fn read_back(mut f: std::fs::File) -> Vec<u8> {
 
 /// Runs nsys with these arguments for at most `limit`; past it, nsys is killed (and reaped)
 /// and the result says so. `Err` only when nsys cannot be run at all.
-pub fn exec_within(bin: &Path, args: &[String], limit: Duration) -> Result<Ran> {
+pub(crate) fn exec_within(bin: &Path, args: &[String], limit: Duration) -> Result<Ran> {
     let out = tempfile::tempfile().context("cannot create a temporary file for nsys's output")?;
     let err = tempfile::tempfile().context("cannot create a temporary file for nsys's output")?;
     let mut child = Command::new(bin)
@@ -247,7 +247,7 @@ pub fn list(bin: &Path) -> Result<Vec<Session>> {
 }
 
 /// `nsys sessions list`, parsed; nsys is killed after `limit`, which is an error.
-pub fn list_within(bin: &Path, limit: Duration) -> Result<Vec<Session>> {
+pub(crate) fn list_within(bin: &Path, limit: Duration) -> Result<Vec<Session>> {
     let ran = exec_within(bin, &["sessions".into(), "list".into()], limit)?;
     if ran.timed_out {
         bail!(
@@ -352,7 +352,7 @@ pub fn act(a: &NsysOptions, action: &'static str) -> Result<Vec<Done>> {
 
 /// The reports (`*.nsys-rep`) nsys says it wrote: the lines of its output that are a path to
 /// one (`Generated:` is followed by the report's path, indented), that exist now.
-pub fn reports_written(output: &str) -> Vec<PathBuf> {
+pub(crate) fn reports_written(output: &str) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for l in output.lines() {
         let t = l.trim();

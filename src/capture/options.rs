@@ -204,11 +204,11 @@ impl Default for CaptureOptions {
 }
 
 /// The longest any wait may be (30 days): larger values, including infinity, are cut to it.
-pub const MAX_WAIT: Duration = Duration::from_secs(30 * 24 * 3600);
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// `s` seconds as a [`Duration`]: at least 1 ms (also for 0, negative and NaN), at most
 /// [`MAX_WAIT`].
-pub fn seconds(s: f64) -> Duration {
+pub(crate) fn seconds(s: f64) -> Duration {
     if s.is_nan() || s <= 0.0 {
         return Duration::from_millis(1);
     }

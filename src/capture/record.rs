@@ -26,17 +26,17 @@ use super::options::Targets;
 use crate::trace::write::writer::write_atomic_bytes;
 
 /// The record's file name in the output dir.
-pub const FILE_NAME: &str = ".rankprof-capture.json";
+pub(crate) const FILE_NAME: &str = ".rankprof-capture.json";
 /// Overrides the state dir (tests, read-only homes).
-pub const STATE_DIR_ENV: &str = "RANKPROF_STATE_DIR";
+pub(crate) const STATE_DIR_ENV: &str = "RANKPROF_STATE_DIR";
 /// A record older than this says nothing about a running profile.
-pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 /// The record format's version.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 /// What `capture start` did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SessionRecord {
+pub(crate) struct SessionRecord {
     pub version: u32,
     /// Seconds since the Unix epoch when the profilers were started.
     pub started_unix_s: u64,
@@ -55,7 +55,7 @@ pub struct SessionRecord {
 
 /// A record found for `capture stop`, and where.
 #[derive(Clone, Debug)]
-pub struct Found {
+pub(crate) struct Found {
     pub record: SessionRecord,
     pub path: PathBuf,
     pub age: Duration,
@@ -63,7 +63,7 @@ pub struct Found {
 
 impl Found {
     /// `num_steps` the record asked of this server, if it lists it.
-    pub fn num_steps_for(&self, url: &str) -> Option<u64> {
+    pub(crate) fn num_steps_for(&self, url: &str) -> Option<u64> {
         let url = url.trim_end_matches('/');
         self.record
             .workers
@@ -81,7 +81,7 @@ fn now_s() -> u64 {
 }
 
 impl SessionRecord {
-    pub fn new(
+    pub(crate) fn new(
         router: Option<String>,
         workers: Vec<String>,
         num_steps: Option<u64>,
@@ -112,7 +112,7 @@ fn hostname() -> Option<String> {
 
 /// The user's state dir for records, if one can be named (the command line's default for
 /// `state_dir` in [`super::options::StartOptions`] and [`super::options::StopOptions`]).
-pub fn default_state_dir() -> Option<PathBuf> {
+pub(crate) fn default_state_dir() -> Option<PathBuf> {
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -159,7 +159,7 @@ fn state_path(state_dir: Option<&Path>, t: &Targets) -> Option<PathBuf> {
 
 /// Writes the record in the output dir (if any) and the state dir; returns notes for what
 /// could not be written.
-pub fn save(rec: &SessionRecord, t: &Targets, state_dir: Option<&Path>) -> Vec<String> {
+pub(crate) fn save(rec: &SessionRecord, t: &Targets, state_dir: Option<&Path>) -> Vec<String> {
     let mut notes = Vec::new();
     let bytes = match serde_json::to_vec_pretty(rec) {
         Ok(b) => b,
@@ -198,7 +198,11 @@ fn read(path: &Path) -> Option<Found> {
 
 /// The record for `capture stop`: the output dir's when `output_dir` is given, else the one
 /// kept for these targets. Missing, unreadable, foreign-version or stale records are none.
-pub fn find(output_dir: Option<&Path>, t: &Targets, state_dir: Option<&Path>) -> Option<Found> {
+pub(crate) fn find(
+    output_dir: Option<&Path>,
+    t: &Targets,
+    state_dir: Option<&Path>,
+) -> Option<Found> {
     match output_dir {
         Some(d) => read(&d.join(FILE_NAME)),
         None => state_path(state_dir, t).and_then(|p| read(&p)),

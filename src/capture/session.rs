@@ -14,9 +14,10 @@ use serde::Serialize;
 
 use super::calls::{self, Call, WorkerRow};
 use super::dialect::{self, Dialect};
-use super::fanout::{fan_out_with, Http};
+use super::fanout::fan_out_with;
 use super::flush::{self, Flushed};
 use super::handoff::{merge_and_analyze, PostProcess};
+use super::http::Http;
 use super::options::Backend;
 use super::options::{CaptureOptions, ProfileSettings, Targets};
 use super::traffic::{self, LoadReport, Plan};
@@ -29,7 +30,7 @@ pub(super) fn secs(s: f64) -> Duration {
 }
 
 /// Asks a server which dialect it speaks (`--backend auto`); `Err` is the failed probe.
-pub fn probe(http: &Http, url: &str, timeout: Duration) -> Result<Dialect, Call> {
+pub(crate) fn probe(http: &Http, url: &str, timeout: Duration) -> Result<Dialect, Call> {
     let mut asked = Vec::new();
     for route in dialect::PROBE_SGLANG {
         let a = http.get(&format!("{url}{route}"), timeout);
@@ -88,7 +89,7 @@ pub(super) fn dialect_for(
 /// Where each dialect writes: SGLang where it is told (`sglang`), vLLM in its own
 /// `torch_profiler_dir` (`vllm`, = `--output-dir`).
 #[derive(Clone, Debug, Default)]
-pub struct Dirs {
+pub(crate) struct Dirs {
     pub sglang: Option<PathBuf>,
     pub vllm: Option<PathBuf>,
     /// `OUTPUT_DIR/step_N` when `--step` is given.
@@ -96,7 +97,7 @@ pub struct Dirs {
 }
 
 impl Dirs {
-    pub fn new(p: &ProfileSettings) -> Result<Dirs> {
+    pub(crate) fn new(p: &ProfileSettings) -> Result<Dirs> {
         let Some(base) = &p.output_dir else {
             if p.step.is_some() {
                 bail!("--step needs --output-dir");
@@ -122,7 +123,7 @@ impl Dirs {
 }
 
 /// Starts one server's profiler (probing its dialect first with `--backend auto`).
-pub fn start_one(
+pub(crate) fn start_one(
     http: &Http,
     w: &Worker,
     t: &Targets,
@@ -158,7 +159,7 @@ pub fn start_one(
 }
 
 /// Stops one server's profiler: `/stop_profile`, SGLang's `/end_profile` after a 404.
-pub fn stop_one(
+pub(crate) fn stop_one(
     http: &Http,
     row: &mut WorkerRow,
     backend: Backend,

@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::calls::{self, WorkerRow};
-use super::fanout::Http;
+use super::http::Http;
 use super::options::{StartOptions, StopOptions};
 use super::record::{self, SessionRecord};
 use super::session::{dialect_for, each_worker, secs, start_one, stop_one, Dirs};

@@ -10,12 +10,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::dialect::{self, Dialect};
-use super::fanout::Http;
+use super::http::Http;
 use super::workers::excerpt;
 
 /// What to send.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Base urls and the dialect each speaks.
     pub targets: Vec<(String, Dialect)>,
     /// vLLM's model name.
@@ -38,7 +38,7 @@ pub struct LoadReport {
 }
 
 /// Sends the requests; returns early (after the ones in flight) once `cancel` is set.
-pub fn drive(http: &Http, plan: &Plan, cancel: &AtomicBool) -> LoadReport {
+pub(crate) fn drive(http: &Http, plan: &Plan, cancel: &AtomicBool) -> LoadReport {
     let t0 = Instant::now();
     if plan.targets.is_empty() || plan.requests == 0 {
         return LoadReport::default();

@@ -15,8 +15,8 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::fanout::Http;
-pub use super::fromlog::{router_from_log, router_in_line};
+use super::fromlog::router_from_log;
+use super::http::Http;
 use super::options::{seconds, Targets, WorkerType};
 
 /// One server to profile.
@@ -49,7 +49,7 @@ pub struct Listed {
 }
 
 /// `http://h:p@N/` → (`http://h:p`, `Some(N)`); adds `http://` to a bare `host:port`.
-pub fn normalize_url(raw: &str) -> Result<(String, Option<u32>)> {
+pub(crate) fn normalize_url(raw: &str) -> Result<(String, Option<u32>)> {
     let s = raw.trim();
     if s.is_empty() {
         bail!("empty worker url");
@@ -222,7 +222,7 @@ pub fn dedupe(listed: Vec<Listed>) -> Result<(Vec<Worker>, Vec<String>)> {
 
 /// Drops unhealthy workers and those of other types (a worker of unknown type counts as
 /// `regular`), with a note for each.
-pub fn select(workers: Vec<Worker>, types: &[WorkerType]) -> (Vec<Worker>, Vec<String>) {
+pub(crate) fn select(workers: Vec<Worker>, types: &[WorkerType]) -> (Vec<Worker>, Vec<String>) {
     let wanted: BTreeSet<&str> = types
         .iter()
         .map(|t| match t {
@@ -250,7 +250,7 @@ pub fn select(workers: Vec<Worker>, types: &[WorkerType]) -> (Vec<Worker>, Vec<S
 }
 
 /// Asks a router for its workers: `GET /workers`, and `GET /list_workers` when that is missing.
-pub fn ask_router(http: &Http, router: &str, timeout: Duration) -> Result<Vec<Listed>> {
+pub(crate) fn ask_router(http: &Http, router: &str, timeout: Duration) -> Result<Vec<Listed>> {
     let mut tried = Vec::new();
     for path in ["/workers", "/list_workers"] {
         let url = format!("{router}{path}");
@@ -345,7 +345,7 @@ fn joined_notes(notes: &[String]) -> String {
 }
 
 /// The first `max` characters of `s`, on one line.
-pub fn excerpt(s: &str, max: usize) -> String {
+pub(crate) fn excerpt(s: &str, max: usize) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if one.chars().count() <= max {
         one
@@ -356,7 +356,7 @@ pub fn excerpt(s: &str, max: usize) -> String {
 }
 
 /// True for a url on this machine (localhost, 127.x, ::1).
-pub fn is_loopback(url: &str) -> bool {
+pub(crate) fn is_loopback(url: &str) -> bool {
     let rest = url.split("://").nth(1).unwrap_or(url);
     let host = if let Some(h) = rest.strip_prefix('[') {
         h.split(']').next().unwrap_or("")

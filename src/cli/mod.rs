@@ -2,11 +2,12 @@
 //! each library's options type; the value enums (`Align`, `CompareBasis`, `Backend`, …) are the
 //! libraries' own.
 
-mod capture;
+// The doc comments below are clap help texts (`<UTC>`, `<id>` are placeholders, not HTML).
+#![allow(rustdoc::invalid_html_tags)]
+
+pub mod capture;
 pub mod examples;
-mod watch;
-pub use capture::*;
-pub use watch::*;
+pub mod watch;
 
 use std::path::PathBuf;
 
@@ -15,6 +16,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::compare::CompareBasis;
 use crate::merge::Align;
 use crate::synth::Vendor;
+use capture::{CaptureCommand, NsysCommand};
+use watch::WatchArgs;
 
 #[derive(Parser, Debug)]
 #[command(

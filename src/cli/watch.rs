@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{CaptureTargets, ProfileSettingsArgs};
+use super::capture::{CaptureTargets, ProfileSettingsArgs};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct WatchArgs {

@@ -15,7 +15,7 @@ use crate::report::groups::View;
 use crate::trace::write::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
-pub fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
+pub(crate) fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
     let (profile_dir, files) = super::inputs(&a.profile_dir, &a.files);
     AnalyzeOptions {
         profile_dir,
@@ -68,7 +68,7 @@ fn color(c: ColorArg) -> bool {
 
 /// Analyzes, prints, writes the requested files. Exit code: OK, or PARTIAL when an input was
 /// damaged.
-pub fn run(args: &AnalyzeArgs) -> Result<i32> {
+pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
     if args.parquet.is_some() && !cfg!(feature = "parquet") {
         bail!("--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`");
     }

@@ -8,13 +8,13 @@ use crate::capture::startstop::{self, Outcome};
 use crate::capture::{CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
 use crate::report::Format;
 
-use crate::cli::{
+use crate::cli::capture::{
     CaptureCommand, CaptureRunArgs, CaptureStartArgs, CaptureStopArgs, CaptureTargets,
     ProfileSettingsArgs,
 };
 
 /// Runs one `capture` subcommand, prints its table (or JSON) and returns the exit code.
-pub fn run(c: &CaptureCommand) -> Result<i32> {
+pub(crate) fn run(c: &CaptureCommand) -> Result<i32> {
     match c {
         CaptureCommand::Start(a) => {
             print_outcome(&startstop::start(&start_options(a))?, a.targets.json)
@@ -52,7 +52,7 @@ fn notice_after() -> f64 {
         .unwrap_or_else(|| Targets::default().notice_after)
 }
 
-pub fn targets(t: &CaptureTargets) -> Targets {
+pub(crate) fn targets(t: &CaptureTargets) -> Targets {
     Targets {
         router_url: t.router_url.clone(),
         worker_urls: t.worker_urls.clone(),
@@ -66,7 +66,7 @@ pub fn targets(t: &CaptureTargets) -> Targets {
     }
 }
 
-pub fn profile(p: &ProfileSettingsArgs) -> ProfileSettings {
+pub(crate) fn profile(p: &ProfileSettingsArgs) -> ProfileSettings {
     ProfileSettings {
         output_dir: p.output_dir.clone(),
         step: p.step,
@@ -143,13 +143,13 @@ fn format(json: bool) -> Format {
 }
 
 /// Prints a `capture start`/`stop` outcome (table or JSON) and returns its exit code.
-pub fn print_outcome(o: &Outcome, as_json: bool) -> Result<i32> {
+pub(crate) fn print_outcome(o: &Outcome, as_json: bool) -> Result<i32> {
     crate::report::print(o, format(as_json))?;
     Ok(o.outcome.code())
 }
 
 /// Prints a `capture run` outcome and returns its exit code.
-pub fn print_run(o: &RunOutcome, as_json: bool) -> Result<i32> {
+pub(crate) fn print_run(o: &RunOutcome, as_json: bool) -> Result<i32> {
     if !as_json {
         post_notes(o);
     }

@@ -10,7 +10,7 @@ use crate::report::Format;
 use crate::trace::write::writer::write_atomic_bytes;
 
 /// The library's options from the command line.
-pub fn options(a: &CompareArgs) -> CompareOptions {
+pub(crate) fn options(a: &CompareArgs) -> CompareOptions {
     CompareOptions {
         baseline: a.baseline.clone(),
         current: a.current.clone(),
@@ -48,7 +48,7 @@ pub fn render(c: &Comparison, f: Format) -> Result<String> {
 }
 
 /// Compares, prints, writes `-o`; exit code 0 pass, 1 regression (errors: 2, by the caller).
-pub fn run(args: &CompareArgs) -> Result<i32> {
+pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     if let Some(o) = &args.output {
         super::check_output_file("-o", o)?;
     }

@@ -15,7 +15,7 @@ use crate::report::Format;
 use crate::trace::discover;
 use crate::trace::write::writer::write_atomic_bytes;
 
-pub fn run(args: &DemoArgs) -> Result<i32> {
+pub(crate) fn run(args: &DemoArgs) -> Result<i32> {
     let fixtures = args
         .fixtures
         .clone()

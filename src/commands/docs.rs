@@ -20,7 +20,7 @@ use crate::exit;
 use crate::trace::write::writer::write_atomic_bytes;
 
 /// Prints the completion script for a shell on stdout.
-pub fn completions(a: &CompletionsArgs) -> Result<i32> {
+pub(crate) fn completions(a: &CompletionsArgs) -> Result<i32> {
     let mut cmd = crate::cli::command();
     // Into memory first: clap_complete panics on a failed write (a closed pipe).
     let mut script = Vec::new();
@@ -33,7 +33,7 @@ pub fn completions(a: &CompletionsArgs) -> Result<i32> {
 
 /// Writes `rankprof.1` and `rankprof-<sub>.1` (nested: `rankprof-capture-run.1`) into the
 /// directory.
-pub fn man(a: &ManArgs) -> Result<i32> {
+pub(crate) fn man(a: &ManArgs) -> Result<i32> {
     // The folder itself may be made, not a chain of missing parents (a mistyped path).
     if let Some(p) = a
         .dir

@@ -12,7 +12,7 @@
 //! Other C libraries are left as they are.
 
 /// Sets the heap parameters (glibc on Linux; nothing elsewhere).
-pub fn tune() {
+pub(super) fn tune() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets one of malloc's parameters (a valid one, to a valid value);
     // it takes malloc's own lock, so any thread may call it at any time.

@@ -6,7 +6,7 @@ use crate::cli::InflateArgs;
 use crate::exit;
 use crate::synth::inflate::inflate_all;
 
-pub fn run(args: &InflateArgs) -> Result<i32> {
+pub(crate) fn run(args: &InflateArgs) -> Result<i32> {
     let (sizes, secs) = inflate_all(&args.files, args.jobs, args.deflate)?;
     let mut total = 0u64;
     for (p, n) in args.files.iter().zip(sizes) {

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 /// The process-wide Ctrl-C flag (the handler can be installed once per process); `first` is
 /// printed on the first Ctrl-C. `None` when no handler could be installed.
-pub fn ctrl_c(first: &'static str) -> Option<Arc<AtomicBool>> {
+pub(super) fn ctrl_c(first: &'static str) -> Option<Arc<AtomicBool>> {
     static FLAG: OnceLock<Option<Arc<AtomicBool>>> = OnceLock::new();
     FLAG.get_or_init(|| {
         let flag = Arc::new(AtomicBool::new(false));

@@ -12,7 +12,7 @@ use crate::report::listing::{FileCount, Listing};
 use crate::trace::discover::discover_with;
 use crate::trace::{discover, read_trace, Group};
 
-pub fn run(args: &LsArgs) -> Result<i32> {
+pub(crate) fn run(args: &LsArgs) -> Result<i32> {
     let format = super::format(args.format, args.json);
     let d = discover_with(&args.dir, args.recursive, super::rank_from(args.rank_from))
         .with_context(|| format!("reading {}", args.dir.display()))?;

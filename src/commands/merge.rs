@@ -19,7 +19,7 @@ use crate::trace::write::overlay::Overlay;
 use crate::trace::Group;
 
 /// The library's options from the command line.
-pub fn options(a: &MergeArgs) -> Result<MergeOptions> {
+pub(crate) fn options(a: &MergeArgs) -> Result<MergeOptions> {
     let o = MergeOptions {
         align: a.align,
         ranks: a.ranks.as_deref().map(filter::parse_ranks).transpose()?,
@@ -35,7 +35,7 @@ pub fn options(a: &MergeArgs) -> Result<MergeOptions> {
     Ok(o)
 }
 
-pub fn run(args: &MergeArgs) -> Result<i32> {
+pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
     let opts = options(args)?;
     crate::trace::read::nsys::export::keep_exports(args.keep_sqlite);
     let (profile_dir, files) = super::inputs(&args.profile_dir, &args.files);
@@ -211,7 +211,7 @@ fn output_target(output: Option<&Path>) -> Result<Target<'_>> {
 }
 
 /// One profile's merge as the report shows it.
-pub fn merged<'a>(g: &'a Group, res: &'a MergeResult, secs: f64) -> Merged<'a> {
+pub(crate) fn merged<'a>(g: &'a Group, res: &'a MergeResult, secs: f64) -> Merged<'a> {
     Merged {
         group: g,
         result: res,

@@ -2,18 +2,18 @@
 //! arguments into its library's options type, calls the library, prints the result and maps
 //! the outcome to an exit code ([`crate::exit`]).
 
-pub mod analyze;
+pub(crate) mod analyze;
 pub mod capture;
 pub mod compare;
-pub mod demo;
-pub mod docs;
+pub(crate) mod demo;
+pub(crate) mod docs;
 mod heap;
-pub mod inflate;
+pub(crate) mod inflate;
 mod interrupt;
-pub mod ls;
-pub mod merge;
-pub mod nsys;
-pub mod synth;
+pub(crate) mod ls;
+pub(crate) mod merge;
+pub(crate) mod nsys;
+pub(crate) mod synth;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
@@ -144,7 +144,7 @@ pub(crate) fn probe_dir(what: &str, dir: &Path, fix: &str) -> Result<()> {
 }
 
 /// The report format of a command line: `--json` or `--format`.
-/// `--rank-from` as the discovery library's [`RankFrom`] (left out: its own choice).
+/// `--rank-from` as the discovery library's [`RankFrom`](crate::trace::discover::RankFrom) (left out: its own choice).
 pub(crate) fn rank_from(a: Option<crate::cli::RankFromArg>) -> crate::trace::discover::RankFrom {
     use crate::cli::RankFromArg as A;
     use crate::trace::discover::RankFrom as R;

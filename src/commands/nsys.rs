@@ -13,11 +13,12 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
 
 use crate::capture::nsys::{act, list_within, nsys_binary, reports_written, NsysOptions};
-use crate::cli::{Command, NsysArgs, NsysCommand, NsysStopArgs};
+use crate::cli::capture::{NsysArgs, NsysCommand, NsysStopArgs};
+use crate::cli::Command;
 use crate::exit;
 
 /// The library's options from the command line.
-pub fn options(a: &NsysArgs) -> NsysOptions {
+pub(crate) fn options(a: &NsysArgs) -> NsysOptions {
     NsysOptions {
         session: a.session.clone(),
         all: a.all,
@@ -29,7 +30,7 @@ pub fn options(a: &NsysArgs) -> NsysOptions {
 }
 
 /// `rankprof nsys …`.
-pub fn run(c: &NsysCommand) -> Result<i32> {
+pub(crate) fn run(c: &NsysCommand) -> Result<i32> {
     match c {
         NsysCommand::List(a) => {
             let mut w = io::stdout().lock();

@@ -8,7 +8,7 @@ use crate::synth::catalog::Class;
 use crate::synth::{write_set, Delay, Extra, Heavy, Slow, SlowLink, SynthOptions, DEFAULT_BASE_NS};
 
 /// The library's options from the command line (validated).
-pub fn options(a: &SynthArgs) -> Result<SynthOptions> {
+pub(crate) fn options(a: &SynthArgs) -> Result<SynthOptions> {
     let class = match a.slow_class.as_deref() {
         None => None,
         Some(s) => Some(Class::parse(s).with_context(|| {
@@ -78,7 +78,7 @@ fn delay(a: &SynthArgs, rank: u32) -> Delay {
 }
 
 /// `rankprof synth`: writes the set and lists what was written.
-pub fn run(args: &SynthArgs) -> Result<i32> {
+pub(crate) fn run(args: &SynthArgs) -> Result<i32> {
     let cfg = options(args)?;
     let t0 = std::time::Instant::now();
     let written = write_set(&cfg, &args.out)?;

@@ -4,7 +4,7 @@
 //! 3 a capture merged damaged input).
 //!
 //! Output: on a terminal (and without `--json`) a table redrawn in place after every poll
-//! ([`crate::watch::view`]); otherwise one JSON line per poll on stdout (the timeline's lines,
+//! ([`crate::report::watch`]); otherwise one JSON line per poll on stdout (the timeline's lines,
 //! and one line per trigger and capture, the capture's with its whole outcome).
 //!
 //! Ctrl-C comes through the `ctrlc` crate: small, widely used and kept up, portable (a SIGINT
@@ -20,7 +20,7 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 
 use crate::capture::CaptureOptions;
-use crate::cli::WatchArgs;
+use crate::cli::watch::WatchArgs;
 use crate::watch::{self, trigger, Event, Metric, WatchOptions};
 
 /// The library's options from the command line.
@@ -171,7 +171,7 @@ impl Printer {
 }
 
 /// Runs `rankprof watch`; the exit code is the worst capture's (0 when none ran).
-pub fn run(a: &WatchArgs) -> Result<i32> {
+pub(crate) fn run(a: &WatchArgs) -> Result<i32> {
     let mut opts = options(a)?;
     if let Some(flag) = super::interrupt::ctrl_c("stopping after this poll") {
         flag.store(false, Ordering::SeqCst);

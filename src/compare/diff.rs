@@ -84,7 +84,7 @@ impl Row {
 }
 
 /// `(c - b) / b` in percent; `None` when `b` is 0.
-pub fn pct(b: i64, c: i64) -> Option<f64> {
+pub(crate) fn pct(b: i64, c: i64) -> Option<f64> {
     (b != 0).then(|| (c - b) as f64 / b as f64 * 100.0)
 }
 
@@ -195,7 +195,7 @@ pub struct Comparison {
 
 /// How to build the rows.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub basis: CompareBasis,
     pub normalize: bool,
     pub top_n: usize,
@@ -208,14 +208,18 @@ fn match_ranks(b: &[RankEntry], c: &[RankEntry]) -> (Vec<(usize, usize)>, Option
     let pairs: Vec<(usize, usize)> = b
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| c.iter().position(|q| q.rank == r.rank).map(|j| (i, j)))
+        .filter_map(|(i, r)| {
+            c.iter()
+                .position(|q| q.figures.rank == r.figures.rank)
+                .map(|j| (i, j))
+        })
         .collect();
     if pairs.is_empty() && !b.is_empty() && b.len() == c.len() {
         let note = format!(
             "no rank label is on both sides; ranks matched by position ({})",
             b.iter()
                 .zip(c)
-                .map(|(x, y)| format!("{}→{}", x.rank, y.rank))
+                .map(|(x, y)| format!("{}→{}", x.figures.rank, y.figures.rank))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -225,10 +229,10 @@ fn match_ranks(b: &[RankEntry], c: &[RankEntry]) -> (Vec<(usize, usize)>, Option
 }
 
 fn rank_name(b: &RankEntry, c: &RankEntry) -> String {
-    if b.rank == c.rank {
-        b.rank.clone()
+    if b.figures.rank == c.figures.rank {
+        b.figures.rank.clone()
     } else {
-        format!("{}→{}", b.rank, c.rank)
+        format!("{}→{}", b.figures.rank, c.figures.rank)
     }
 }
 
@@ -255,8 +259,8 @@ fn slowest(s: &Summary) -> Option<String> {
     }
     s.ranks
         .iter()
-        .max_by_key(|r| r.compute_ns)
-        .map(|r| r.rank.clone())
+        .max_by_key(|r| r.figures.compute_ns.0)
+        .map(|r| r.figures.rank.clone())
 }
 
 /// Chooses the basis.
@@ -307,7 +311,7 @@ fn basis(
 /// Builds every row (all statuses `Ok`; [`super::gate::apply`] judges them).
 // Long on purpose: one row family per block (overall, ranks, classes, classes by rank,
 // kernels, appeared/vanished), all from the same two summaries.
-pub fn build(
+pub(crate) fn build(
     base: &Summary,
     cur: &Summary,
     baseline: SideInfo,
@@ -403,7 +407,7 @@ pub fn build(
         if steps {
             r.steps.work_median_ns
         } else {
-            r.compute_ns
+            r.figures.compute_ns.0
         }
     };
     let ranks: Vec<Row> = pairs
@@ -534,11 +538,11 @@ pub fn build(
     let matched_c: BTreeSet<usize> = pairs.iter().map(|p| p.1).collect();
     let baseline_only_ranks: Vec<String> = (0..base.ranks.len())
         .filter(|i| !matched.contains(i))
-        .map(|i| base.ranks[i].rank.clone())
+        .map(|i| base.ranks[i].figures.rank.clone())
         .collect();
     let current_only_ranks: Vec<String> = (0..cur.ranks.len())
         .filter(|i| !matched_c.contains(i))
-        .map(|i| cur.ranks[i].rank.clone())
+        .map(|i| cur.ranks[i].figures.rank.clone())
         .collect();
     if !baseline_only_ranks.is_empty() || !current_only_ranks.is_empty() {
         notes.push(format!(
@@ -584,7 +588,7 @@ pub fn build(
 /// Why `base` and `cur` look like different runs rather than two runs of one job: another GPU,
 /// another number of ranks, rank labels of another naming (none shared: matched by position)
 /// or only some shared, another event source, other step markers. `matched`: the ranks paired.
-pub fn different_runs(base: &Summary, cur: &Summary, matched: usize) -> Vec<String> {
+pub(crate) fn different_runs(base: &Summary, cur: &Summary, matched: usize) -> Vec<String> {
     let mut why = Vec::new();
     let gpus =
         |s: &Summary| -> BTreeSet<String> { s.profile.devices.iter().flatten().cloned().collect() };
@@ -593,7 +597,8 @@ pub fn different_runs(base: &Summary, cur: &Summary, matched: usize) -> Vec<Stri
     if !gb.is_empty() && !gc.is_empty() && gb != gc {
         why.push(format!("other GPU ({} → {})", list(&gb), list(&gc)));
     }
-    let labels = |s: &Summary| -> Vec<String> { s.ranks.iter().map(|r| r.rank.clone()).collect() };
+    let labels =
+        |s: &Summary| -> Vec<String> { s.ranks.iter().map(|r| r.figures.rank.clone()).collect() };
     let (lb, lc) = (labels(base), labels(cur));
     let shared = lb.iter().filter(|l| lc.contains(l)).count();
     let compact = crate::analyze::rankset::compact::<String>;

@@ -18,7 +18,7 @@ use super::diff::{Comparison, Failure, Row, Status};
 use crate::analyze::classes::COMM;
 
 /// Human form of a time: `834.6 µs`, `12.35 ms`, `1.234 s`.
-pub fn fmt_ns(ns: i64) -> String {
+pub(crate) fn fmt_ns(ns: i64) -> String {
     let a = ns.unsigned_abs() as f64;
     let sign = if ns < 0 { "-" } else { "" };
     if a >= 1e9 {
@@ -31,7 +31,7 @@ pub fn fmt_ns(ns: i64) -> String {
 }
 
 /// `+12.0 %`, `-0.4 %`, `new` (baseline 0).
-pub fn fmt_pct(p: Option<f64>) -> String {
+pub(crate) fn fmt_pct(p: Option<f64>) -> String {
     match p {
         Some(v) => format!("{v:+.1} %"),
         None => "new".into(),
@@ -67,7 +67,7 @@ fn change(r: &Row, per_step: bool, max_pct: f64) -> String {
 }
 
 /// Judges every row and sets `failures` and `passed`.
-pub fn apply(c: &mut Comparison) {
+pub(crate) fn apply(c: &mut Comparison) {
     let t = c.thresholds.clone();
     let per_step = c.basis == super::diff::Basis::Steps;
     let m = t.max_regression_pct;
@@ -218,7 +218,7 @@ fn growth(r: &Row) -> String {
 /// failing row of the first family that has one (a rank's own class time, a rank's work, a
 /// class over all ranks, an overall figure, a new kernel, the imbalance, a rank waiting in
 /// collectives), the one that grew most in time within it.
-pub fn lead(c: &Comparison) -> Option<String> {
+pub(crate) fn lead(c: &Comparison) -> Option<String> {
     if c.passed {
         return None;
     }

@@ -29,9 +29,9 @@
 //! ```
 
 pub mod diff;
-pub mod gate;
-pub mod normalize;
-pub mod sides;
+pub(crate) mod gate;
+pub(crate) mod normalize;
+pub(crate) mod sides;
 
 use std::path::PathBuf;
 

@@ -41,7 +41,7 @@ const SHAPE_WORDS: &[&str] = &[
 ];
 
 /// The normalized form of a kernel name.
-pub fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     let t = strip_templates(name);
     let t = strip_shapes(&t);
     t.split_whitespace().collect::<Vec<_>>().join(" ")

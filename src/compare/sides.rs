@@ -15,7 +15,7 @@ use crate::trace::read::json;
 
 /// One side, loaded.
 #[derive(Debug, Clone)]
-pub struct Side {
+pub(crate) struct Side {
     pub info: SideInfo,
     pub summary: Summary,
     /// The analysis' notes (traces only), for stderr.
@@ -93,7 +93,7 @@ fn top_level_kind(b: &[u8]) -> Option<String> {
 }
 
 /// Loads one side; `which` ("baseline" / "current") names it in errors.
-pub fn load(path: &Path, which: &str, args: &CompareOptions) -> Result<Side> {
+pub(crate) fn load(path: &Path, which: &str, args: &CompareOptions) -> Result<Side> {
     if !path.exists() {
         bail!("{which} {}: no such file or directory", path.display());
     }

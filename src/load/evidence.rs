@@ -17,9 +17,10 @@ use serde_json::{json, Map, Value};
 
 use super::loads::{Metric, RankLoad};
 use super::timeline::{self, PollRecord};
+use crate::trace::RankId;
 
 /// The pid prefix of the load tracks in a merged trace.
-pub const PID_PREFIX: &str = "[watch]";
+pub(crate) const PID_PREFIX: &str = "[watch]";
 
 /// Polls farther than this from the onset say nothing about it.
 const ONSET_MAX_GAP_NS: i64 = 10_000_000_000;
@@ -30,7 +31,7 @@ const COUNTER_ARGS: [Metric; 3] = [Metric::Running, Metric::Waiting, Metric::Tok
 /// Counter events of one timeline for a trace whose clock starts at `base_ns` (Unix ns; 0 for
 /// traces on absolute time): every poll with `lo_ns <= t_ns <= hi_ns` (Unix ns), one `C` event
 /// per DP rank that answered, then one `process_name` per track.
-pub fn counter_events(
+pub(crate) fn counter_events(
     path: &Path,
     base_ns: i64,
     lo_ns: i64,
@@ -78,7 +79,7 @@ pub fn counter_events(
 
 /// What [`for_merge`] adds to a merged trace.
 #[derive(Debug, Default)]
-pub struct LoadCounters {
+pub(crate) struct LoadCounters {
     /// The events, comma-separated JSON objects (no leading or trailing comma); empty when none.
     pub json: Vec<u8>,
     /// Events in `json` (counters and metadata).
@@ -91,7 +92,11 @@ pub struct LoadCounters {
 /// The load counters of every timeline in `dir` for a merged trace with clock base `base_ns`
 /// (`None`: absolute time) spanning `span` (output `ts`, ns). Nothing when there is no timeline
 /// or no poll inside the span.
-pub fn for_merge(dir: &Path, base_ns: Option<i64>, span: Option<(i64, i64)>) -> LoadCounters {
+pub(crate) fn for_merge(
+    dir: &Path,
+    base_ns: Option<i64>,
+    span: Option<(i64, i64)>,
+) -> LoadCounters {
     let mut out = LoadCounters::default();
     let Some((lo, hi)) = span else {
         return out;
@@ -197,12 +202,12 @@ fn nearest(dirs: &[PathBuf], t_ns: i64) -> Option<(PathBuf, PollRecord)> {
 /// One sentence on the load at the onset: the analysis found rank `rank` slower from step
 /// `step` (which began at Unix time `onset_ns`, `t_ms` after the first step). `None` when no
 /// timeline beside the traces has a poll within 10 s of it.
-pub fn onset_note(
+pub(crate) fn onset_note(
     dirs: &[PathBuf],
     onset_ns: i64,
     step: &str,
     t_ms: f64,
-    rank: &str,
+    rank: &RankId,
 ) -> Option<String> {
     let (path, poll) = nearest(dirs, onset_ns)?;
     let urls: BTreeSet<&str> = poll.workers.iter().map(|w| w.url.as_str()).collect();
@@ -222,7 +227,7 @@ pub fn onset_note(
     })?;
     let value = |r: &RankLoad| r.get(metric);
     // The onset rank's own DP replica when the timeline has it, else the busiest rank.
-    let dp = crate::trace::RankId::from_label(rank).dp;
+    let dp = rank.dp;
     let own = (!several)
         .then_some(dp)
         .flatten()
@@ -283,6 +288,14 @@ mod tests {
     use super::*;
     use crate::load::timeline::Writer;
 
+    fn tp_dp(tp: u32, dp: Option<u32>) -> RankId {
+        RankId {
+            tp: Some(tp),
+            dp,
+            ..Default::default()
+        }
+    }
+
     fn poll_line(seq: u64, t_ns: i64, waiting: [u32; 2]) -> String {
         format!(
             r#"{{"kind":"poll","seq":{seq},"t_ns":{t_ns},"workers":[{{"url":"http://h:1","status":"ok","source":"/v1/loads","ms":1,"ranks":[{{"dp":0,"running":4,"waiting":{},"token_usage":0.5}},{{"dp":1,"running":4,"waiting":{},"token_usage":0.25}}]}},{{"url":"http://h:2","status":"dead","ms":0,"error":"refused"}}]}}"#,
@@ -337,7 +350,7 @@ mod tests {
         let t0 = 1_795_213_185_000_000_000i64;
         timeline(dir.path(), t0);
         let dirs = vec![dir.path().to_path_buf()];
-        let n = onset_note(&dirs, t0 + 6_200_000_000, "6", 6200.0, "TP00-DP01").unwrap();
+        let n = onset_note(&dirs, t0 + 6_200_000_000, "6", 6200.0, &tp_dp(0, Some(1))).unwrap();
         assert!(
             n.contains("h:1 DP01 had 12.0× the waiting requests of h:1 DP00 (24 vs 2)"),
             "{n}"
@@ -348,9 +361,9 @@ mod tests {
         );
         assert!(n.contains("token usage 25 % vs 50 %"), "{n}");
         // balanced at that time: the figures that differ are named
-        let n = onset_note(&dirs, t0 + 1_000_000_000, "1", 1000.0, "TP00").unwrap();
+        let n = onset_note(&dirs, t0 + 1_000_000_000, "1", 1000.0, &tp_dp(0, None)).unwrap();
         assert!(n.contains("token usage"), "{n}");
         // far from every poll
-        assert!(onset_note(&dirs, t0 + 60_000_000_000, "9", 0.0, "TP00").is_none());
+        assert!(onset_note(&dirs, t0 + 60_000_000_000, "9", 0.0, &tp_dp(0, None)).is_none());
     }
 }

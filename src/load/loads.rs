@@ -208,7 +208,7 @@ const VLLM_GAUGES: [(&str, Metric); 4] = [
     ("vllm:gpu_cache_usage_perc", Metric::TokenUsage),
 ];
 /// vLLM's generated-token counter: throughput is its rate between two polls.
-pub const VLLM_GEN_TOKENS: &str = "vllm:generation_tokens_total";
+pub(crate) const VLLM_GEN_TOKENS: &str = "vllm:generation_tokens_total";
 
 /// What a `/metrics` page gave.
 #[derive(Clone, Debug, Default, PartialEq)]

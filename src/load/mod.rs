@@ -5,8 +5,8 @@
 //! `crate::analyze`). It depends on `crate::trace` only, so merge and analyze can use it while
 //! `crate::watch` (which drives captures) builds on top of them.
 
-pub mod evidence;
+pub(crate) mod evidence;
 pub mod loads;
-pub mod prom;
-pub mod stats;
+pub(crate) mod prom;
+pub(crate) mod stats;
 pub mod timeline;

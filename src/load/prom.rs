@@ -9,7 +9,7 @@
 
 /// One sample: metric name, labels in page order, value.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub name: String,
     pub labels: Vec<(String, String)>,
     pub value: f64,
@@ -17,7 +17,7 @@ pub struct Sample {
 
 impl Sample {
     /// The value of label `key`.
-    pub fn label(&self, key: &str) -> Option<&str> {
+    pub(crate) fn label(&self, key: &str) -> Option<&str> {
         self.labels
             .iter()
             .find(|(k, _)| k == key)
@@ -27,14 +27,14 @@ impl Sample {
 
 /// What [`parse`] found.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Page {
+pub(crate) struct Page {
     pub samples: Vec<Sample>,
     /// Lines that were neither comments nor valid samples.
     pub bad_lines: usize,
 }
 
 /// Parses a `/metrics` page, keeping the samples whose name `keep` accepts.
-pub fn parse(text: &str, keep: impl Fn(&str) -> bool) -> Page {
+pub(crate) fn parse(text: &str, keep: impl Fn(&str) -> bool) -> Page {
     let mut page = Page::default();
     for line in text.lines() {
         let line = line.trim();

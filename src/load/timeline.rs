@@ -27,11 +27,11 @@ use serde::Deserialize;
 use super::loads::RankLoad;
 
 /// The prefix of a timeline's file name (`watch-20260120T101530Z.jsonl`).
-pub const PREFIX: &str = "watch-";
-pub const SUFFIX: &str = ".jsonl";
+pub(crate) const PREFIX: &str = "watch-";
+pub(crate) const SUFFIX: &str = ".jsonl";
 
 /// Unix time now, ns.
-pub fn now_ns() -> i64 {
+pub(crate) fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64)
@@ -60,13 +60,13 @@ fn parts(ns: i64) -> (i64, u32, u32, i64, i64, i64, i64) {
 }
 
 /// `2026-01-20T10:15:30.123Z`.
-pub fn utc(ns: i64) -> String {
+pub(crate) fn utc(ns: i64) -> String {
     let (y, mo, d, h, mi, s, ms) = parts(ns);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
 }
 
 /// `20260120T101530Z` (for file names).
-pub fn stamp(ns: i64) -> String {
+pub(crate) fn stamp(ns: i64) -> String {
     let (y, mo, d, h, mi, s, _) = parts(ns);
     format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
 }
@@ -77,12 +77,12 @@ pub fn default_path(dir: &Path, t_ns: i64) -> PathBuf {
 }
 
 /// Is this a timeline's file name?
-pub fn is_timeline_name(name: &str) -> bool {
+pub(crate) fn is_timeline_name(name: &str) -> bool {
     name.starts_with(PREFIX) && name.ends_with(SUFFIX)
 }
 
 /// The timelines directly in `dir`, sorted by name (= by start time).
-pub fn beside(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn beside(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -131,7 +131,7 @@ impl Writer {
 /// One worker of a poll line, as read back.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(default)]
-pub struct WorkerRecord {
+pub(crate) struct WorkerRecord {
     pub url: String,
     pub status: String,
     pub ranks: Vec<RankLoad>,
@@ -140,7 +140,7 @@ pub struct WorkerRecord {
 /// A poll line, as read back.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(default)]
-pub struct PollRecord {
+pub(crate) struct PollRecord {
     pub seq: u64,
     pub t_ns: i64,
     pub workers: Vec<WorkerRecord>,
@@ -149,7 +149,7 @@ pub struct PollRecord {
 impl PollRecord {
     /// `(label, rank)` for every DP rank that answered: `DP01`, or `host:port DP01` when the
     /// timeline has several workers.
-    pub fn labelled(&self, several: bool) -> impl Iterator<Item = (String, &RankLoad)> {
+    pub(crate) fn labelled(&self, several: bool) -> impl Iterator<Item = (String, &RankLoad)> {
         self.workers
             .iter()
             .filter(|w| w.status == "ok")
@@ -162,7 +162,7 @@ impl PollRecord {
 }
 
 /// `DP01`, or `host:port DP01`.
-pub fn rank_label(url: &str, dp: u32, several: bool) -> String {
+pub(crate) fn rank_label(url: &str, dp: u32, several: bool) -> String {
     if several {
         let host = url.split("://").nth(1).unwrap_or(url);
         format!("{host} DP{dp:02}")
@@ -173,7 +173,7 @@ pub fn rank_label(url: &str, dp: u32, several: bool) -> String {
 
 /// The poll lines of a timeline with `lo_ns <= t_ns <= hi_ns`, in file order. Lines that do not
 /// parse are skipped.
-pub fn read_polls(path: &Path, lo_ns: i64, hi_ns: i64) -> Result<Vec<PollRecord>> {
+pub(crate) fn read_polls(path: &Path, lo_ns: i64, hi_ns: i64) -> Result<Vec<PollRecord>> {
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut out = Vec::new();
     for line in BufReader::new(f).lines() {

@@ -30,7 +30,7 @@ pub enum Align {
 
 /// What the merge knows of one rank's clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RankClock {
+pub(crate) struct RankClock {
     pub base_ns: Option<i64>,
     /// Start of the rank's first step, in its own `ts` units.
     pub first_step: Option<Ns>,
@@ -46,7 +46,7 @@ impl RankClock {
 
 /// The common base and each rank's shift.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Alignment {
+pub(crate) struct Alignment {
     /// `baseTimeNanoseconds` of the merged trace (none when its `ts` are absolute).
     pub base_ns: Option<i64>,
     pub shifts: Vec<Ns>,
@@ -55,7 +55,7 @@ pub struct Alignment {
     pub assumed_base: Vec<usize>,
 }
 
-pub fn plan(mode: Align, clocks: &[RankClock]) -> Alignment {
+pub(crate) fn plan(mode: Align, clocks: &[RankClock]) -> Alignment {
     let known = clocks.iter().filter_map(|c| c.base_ns).min();
     let mut assumed_base = Vec::new();
     let clocks: Vec<RankClock> = clocks

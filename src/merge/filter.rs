@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use crate::trace::{Event, Ns};
 
 /// Categories of GPU-side events (Kineto's current and older names).
-pub const GPU_CATS: &[&str] = &[
+pub(crate) const GPU_CATS: &[&str] = &[
     "kernel",
     "gpu_memcpy",
     "gpu_memset",
@@ -19,28 +19,20 @@ pub const GPU_CATS: &[&str] = &[
 
 /// Event filter for one rank. `window` is in the rank's own `ts` units.
 #[derive(Clone, Debug, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     pub drop_cat: Vec<String>,
     pub gpu_only: bool,
     pub window: Option<(Ns, Ns)>,
 }
 
 impl Filter {
-    pub fn is_noop(&self) -> bool {
+    pub(crate) fn is_noop(&self) -> bool {
         self.drop_cat.is_empty() && !self.gpu_only && self.window.is_none()
-    }
-
-    pub fn keep(&self, ev: &Event<'_>) -> bool {
-        match self.classify(ev) {
-            Verdict::Keep => true,
-            Verdict::Drop => false,
-            Verdict::Window(ts, end) => super::steps::overlaps(self.window, ts, end),
-        }
     }
 
     /// What the filters say of an event short of the time window: kept or dropped whatever
     /// the window, or up to the window, the event spanning `ts..end`.
-    pub fn classify(&self, ev: &Event<'_>) -> Verdict {
+    pub(crate) fn classify(&self, ev: &Event<'_>) -> Verdict {
         if ev.ph == b'M' {
             return Verdict::Keep;
         }
@@ -59,7 +51,7 @@ impl Filter {
 
 /// [`Filter::classify`]'s answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Keep,
     Drop,
     /// Kept if `ts..end` overlaps the time window.
@@ -67,7 +59,7 @@ pub enum Verdict {
 }
 
 /// Parses `0,3-5` into sorted, distinct indices.
-pub fn parse_ranks(spec: &str) -> Result<Vec<usize>> {
+pub(crate) fn parse_ranks(spec: &str) -> Result<Vec<usize>> {
     let mut out = Vec::new();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || format!("--ranks: '{part}' is not N or A-B");
@@ -94,7 +86,7 @@ pub fn parse_ranks(spec: &str) -> Result<Vec<usize>> {
 }
 
 /// Parses `START_US:END_US` (µs, fractions allowed).
-pub fn parse_window(spec: &str) -> Result<(Ns, Ns)> {
+pub(crate) fn parse_window(spec: &str) -> Result<(Ns, Ns)> {
     let (a, b) = spec
         .split_once(':')
         .with_context(|| format!("--window: '{spec}' is not START_US:END_US"))?;
@@ -110,7 +102,7 @@ pub fn parse_window(spec: &str) -> Result<(Ns, Ns)> {
 }
 
 /// Parses `A:B`: steps A up to but not including B.
-pub fn parse_steps(spec: &str) -> Result<(u64, u64)> {
+pub(crate) fn parse_steps(spec: &str) -> Result<(u64, u64)> {
     let (a, b) = spec
         .split_once(':')
         .with_context(|| format!("--steps: '{spec}' is not A:B"))?;

@@ -20,15 +20,17 @@
 //! SIGINT/SIGTERM removes ([`crate::trace::write::cleanup`]); ones over a day old, left by a run
 //! that was killed outright, are removed when a merge starts.
 
-pub mod align;
+pub(crate) mod align;
+// not API: for tests
+#[doc(hidden)]
 pub mod args;
 mod emit;
-pub mod filter;
+pub(crate) mod filter;
 mod output;
 mod pass;
-pub mod rank;
+pub(crate) mod rank;
 mod rewrite;
-pub mod steps;
+pub(crate) mod steps;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -41,7 +41,12 @@ pub(super) struct Ranks<'a> {
 }
 
 impl<'a> Ranks<'a> {
-    pub fn new(g: &'a Group, opts: &'a MergeOptions, chosen: Vec<usize>, tmp: PathBuf) -> Self {
+    pub(super) fn new(
+        g: &'a Group,
+        opts: &'a MergeOptions,
+        chosen: Vec<usize>,
+        tmp: PathBuf,
+    ) -> Self {
         let n = chosen.len();
         Ranks {
             g,
@@ -59,14 +64,14 @@ impl<'a> Ranks<'a> {
 
     /// Whether the plan needs each rank's steps before writing: only the first-step shifts
     /// do (the `--steps` windows are found while writing).
-    pub fn need_scan(&self) -> bool {
+    pub(super) fn need_scan(&self) -> bool {
         self.opts.align == align::Align::FirstStep
     }
 
     /// The scan pass (when needed; it reads only the step annotations and skims every other
     /// event, see [`steps`]): each rank's steps, its `--steps` window, and the clock shifts
     /// they give. Returns the shifts the first write pass uses (zero without a scan).
-    pub fn scan(&mut self) -> Vec<Ns> {
+    pub(super) fn scan(&mut self) -> Vec<Ns> {
         let mut first_shifts = vec![Ns::ZERO; self.chosen.len()];
         if !self.need_scan() {
             return first_shifts;
@@ -122,7 +127,7 @@ impl<'a> Ranks<'a> {
     /// After the first write pass: with a scan pass, the ranks it may have seen wrong checked
     /// again ([`Ranks::recheck_scans`]); without, the `--steps` windows the write pass found.
     /// Then a note for each readable rank that lacks its `--steps`.
-    pub fn settle_after_write(&mut self, notes: &mut Vec<String>) {
+    pub(super) fn settle_after_write(&mut self, notes: &mut Vec<String>) {
         if self.need_scan() {
             self.recheck_scans(notes);
         } else if !self.windows_known {
@@ -188,14 +193,19 @@ impl<'a> Ranks<'a> {
     }
 
     /// The ranks not (yet) found unreadable.
-    pub fn live(&self) -> Vec<usize> {
+    pub(super) fn live(&self) -> Vec<usize> {
         (0..self.chosen.len())
             .filter(|&k| self.unreadable[k].is_none())
             .collect()
     }
 
     /// Rank `k`'s clock facts, from a read report and its earliest timestamp.
-    pub fn clock(&self, k: usize, report: Option<&ReadReport>, min_ts: Option<Ns>) -> RankClock {
+    pub(super) fn clock(
+        &self,
+        k: usize,
+        report: Option<&ReadReport>,
+        min_ts: Option<Ns>,
+    ) -> RankClock {
         RankClock {
             base_ns: report.and_then(|r| r.header.base_time_ns),
             first_step: self.scans[k].as_ref().and_then(|s| s.steps.first_step()),
@@ -204,7 +214,7 @@ impl<'a> Ranks<'a> {
     }
 
     /// The clocks of the ranks written so far (`live`, in order).
-    pub fn written_clocks(&self, live: &[usize]) -> Vec<RankClock> {
+    pub(super) fn written_clocks(&self, live: &[usize]) -> Vec<RankClock> {
         live.iter()
             .map(|&k| {
                 let o = self.outs[k].as_ref();
@@ -243,7 +253,7 @@ impl<'a> Ranks<'a> {
 
     /// Runs the write pass of ranks `ks` with their shifts: an unreadable input marks its
     /// rank, a failed write fails the merge (with `what` as context).
-    pub fn write_pass(&mut self, ks: &[usize], shift: &[Ns], what: &str) -> Result<()> {
+    pub(super) fn write_pass(&mut self, ks: &[usize], shift: &[Ns], what: &str) -> Result<()> {
         let bar = crate::progress::bar(ks.len() as u64, "merge");
         bar.set_message("ranks");
         let done: Vec<(usize, Result<RankOut, RankError>)> = ks
@@ -271,7 +281,7 @@ impl<'a> Ranks<'a> {
     }
 
     /// Every chosen rank's line in the result.
-    pub fn summaries(&self) -> Vec<RankSummary> {
+    pub(super) fn summaries(&self) -> Vec<RankSummary> {
         self.chosen
             .iter()
             .enumerate()
@@ -315,7 +325,7 @@ impl<'a> Ranks<'a> {
     }
 
     /// Every chosen rank (its group index) with its pass, or why it could not be read.
-    pub fn entries(&self) -> Vec<(usize, Result<&RankOut, &str>)> {
+    pub(super) fn entries(&self) -> Vec<(usize, Result<&RankOut, &str>)> {
         self.chosen
             .iter()
             .enumerate()

@@ -11,8 +11,8 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+use crate::trace::read::escape;
 use crate::trace::read::event::Event;
-use crate::trace::read::json;
 use crate::trace::read::value::Id;
 use crate::trace::write::writer::{Piece, PieceWriter};
 use crate::trace::{read_trace, Ns, ReadReport};
@@ -23,7 +23,7 @@ use super::steps::{overlaps, SpecWindow, Steps, PENDING_CAP};
 
 /// Everything one rank's write pass needs.
 #[derive(Clone, Debug)]
-pub struct RankJob {
+pub(crate) struct RankJob {
     pub index: usize,
     pub nranks: usize,
     pub label: String,
@@ -40,7 +40,7 @@ pub struct RankJob {
 }
 
 /// What one rank's write pass did.
-pub struct RankOut {
+pub(crate) struct RankOut {
     pub report: ReadReport,
     /// Input events written to the output.
     pub written: u64,
@@ -69,7 +69,7 @@ struct PidMeta {
 
 /// Why a rank's write pass failed.
 #[derive(Debug)]
-pub enum RankError {
+pub(crate) enum RankError {
     /// The input could not be opened (missing, a dangling symlink, not a regular file, no
     /// permission): the rank is unreadable, the others can still be merged.
     Read(io::Error),
@@ -183,7 +183,7 @@ impl Held {
 }
 
 /// Runs the write pass of one rank.
-pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
+pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     let piece = job.piece_path.display();
     let write_err =
         |e: io::Error| RankError::Write(io::Error::new(e.kind(), format!("{piece}: {e}")));
@@ -275,7 +275,7 @@ pub fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
             buf.extend_from_slice(b",\n");
         }
         buf.extend_from_slice(b"{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":");
-        json::write_string(buf, &format!("{} {pid}", job.label));
+        escape::write_string(buf, &format!("{} {pid}", job.label));
         buf.extend_from_slice(b",\"tid\":0,\"args\":{\"sort_index\":");
         buf.extend_from_slice(ctx.sort_index(meta.int).to_string().as_bytes());
         buf.extend_from_slice(b"}}");

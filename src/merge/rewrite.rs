@@ -14,8 +14,9 @@
 
 use super::args::{each_arg, parse_i64, Arg, ArgKind};
 use super::emit::{Emit, WIDE};
+use crate::trace::read::escape;
 use crate::trace::read::event::Event;
-use crate::trace::read::json::{self, Kind};
+use crate::trace::read::json::Kind;
 use crate::trace::read::value::Id;
 use crate::trace::Ns;
 
@@ -25,7 +26,7 @@ pub(super) fn format_event(ev: &Event<'_>, ctx: &Ctx<'_>, buf: &mut Vec<u8>) {
     write_event(ev, ctx, &mut Emit::new(buf, ev.raw.as_bytes()));
     if ev.ctl {
         // Raw control bytes in the input's strings: the output must be valid JSON.
-        json::escape_ctl_from(buf, start);
+        escape::escape_ctl_from(buf, start);
     }
 }
 
@@ -44,7 +45,7 @@ pub(super) struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     pub(super) fn new(r: i64, n: i64, label: &'a str, sort_base: i64, shift: Ns) -> Self {
         let mut label_open = Vec::new();
-        json::write_string(&mut label_open, label);
+        escape::write_string(&mut label_open, label);
         label_open.pop();
         label_open.push(b' ');
         label_open.resize(label_open.len() + WIDE, 0);
@@ -75,7 +76,7 @@ impl Ctx<'_> {
     fn write_int_id(&self, v: i64, out: &mut Emit<'_, '_>) {
         match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
             Some(x) => out.int(x),
-            None => out.with_vec(|o| json::write_string(o, &format!("{} {v}", self.label))),
+            None => out.with_vec(|o| escape::write_string(o, &format!("{} {v}", self.label))),
         }
     }
 

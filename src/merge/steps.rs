@@ -51,13 +51,13 @@ use crate::trace::{read_trace_with, Event, Nested, Ns, RankFile, ReadReport};
 
 /// A rank's step annotations: `(ProfilerStep number or None, start, end)` in its own `ts`.
 #[derive(Clone, Debug, Default)]
-pub struct Steps {
+pub(crate) struct Steps {
     pub list: Vec<(Option<u64>, Ns, Ns)>,
 }
 
 impl Steps {
     /// Records `ev` if it is a step annotation; returns it as recorded.
-    pub fn add(&mut self, ev: &Event<'_>) -> Option<(Option<u64>, Ns, Ns)> {
+    pub(crate) fn add(&mut self, ev: &Event<'_>) -> Option<(Option<u64>, Ns, Ns)> {
         let (mark, ts) = (step_mark(ev)?, ev.ts?);
         let n = match mark {
             StepMark::Profiler(n) => n,
@@ -70,20 +70,20 @@ impl Steps {
 
     /// Once the rank is read: with both kinds present, ProfilerStep#N define the steps; sorted
     /// by start.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.list.iter().any(|s| s.0.is_some()) {
             self.list.retain(|s| s.0.is_some());
         }
         self.list.sort_by_key(|s| s.1);
     }
 
-    pub fn first_step(&self) -> Option<Ns> {
+    pub(crate) fn first_step(&self) -> Option<Ns> {
         self.list.first().map(|s| s.1)
     }
 
     /// The time span of steps `[a, b)`: by ProfilerStep number when the rank has them, else by
     /// the order of its SGLang step annotations. Call [`Steps::finish`] first.
-    pub fn window_of_steps(&self, a: u64, b: u64) -> Option<(Ns, Ns)> {
+    pub(crate) fn window_of_steps(&self, a: u64, b: u64) -> Option<(Ns, Ns)> {
         let numbered = self.list.iter().any(|s| s.0.is_some());
         let chosen: Vec<_> = self
             .list
@@ -108,7 +108,7 @@ impl Steps {
 
 /// What the scan pass learns of a rank (for `--align first-step`).
 #[derive(Clone, Debug, Default)]
-pub struct ScanInfo {
+pub(crate) struct ScanInfo {
     pub report: Option<ReadReport>,
     /// The earliest `ts` of the events read (with [`crate::trace::read::steps::STEP_EVENTS`], of
     /// the steps).
@@ -118,7 +118,7 @@ pub struct ScanInfo {
 
 /// Reads a rank once to find its steps (and its header), the events and nested values read
 /// as `nested` says (see the module doc for why the scan pass reads only the steps).
-pub fn scan(file: &RankFile, nested: Nested) -> io::Result<ScanInfo> {
+pub(crate) fn scan(file: &RankFile, nested: Nested) -> io::Result<ScanInfo> {
     let mut info = ScanInfo::default();
     let report = read_trace_with(&file.path, nested, |ev| {
         if let Some(ts) = ev.ts {
@@ -132,12 +132,12 @@ pub fn scan(file: &RankFile, nested: Nested) -> io::Result<ScanInfo> {
 }
 
 /// Bytes of formatted events a rank holds back while its `--steps` window is still open.
-pub const PENDING_CAP: usize = 4 << 20;
+pub(crate) const PENDING_CAP: usize = 4 << 20;
 
 /// The `--steps A:B` window of a rank being written, found as its steps are read, and what
 /// was decided with it (see the module doc).
 #[derive(Debug)]
-pub struct SpecWindow {
+pub(crate) struct SpecWindow {
     a: u64,
     b: u64,
     /// The `--window` part, in the rank's units (intersected with the steps' span).
@@ -163,7 +163,7 @@ pub struct SpecWindow {
 const NOTHING: (Ns, Ns) = (Ns(i64::MAX), Ns(i64::MIN));
 
 impl SpecWindow {
-    pub fn new(a: u64, b: u64, outer: Option<(Ns, Ns)>) -> Self {
+    pub(crate) fn new(a: u64, b: u64, outer: Option<(Ns, Ns)>) -> Self {
         let span = (b - a).min(1 << 16) as usize;
         SpecWindow {
             a,
@@ -184,7 +184,7 @@ impl SpecWindow {
     }
 
     /// Takes a step annotation into the window (in read order).
-    pub fn add_step(&mut self, (n, lo, hi): (Option<u64>, Ns, Ns)) {
+    pub(crate) fn add_step(&mut self, (n, lo, hi): (Option<u64>, Ns, Ns)) {
         let grow = |w: &mut Option<(Ns, Ns)>| {
             *w = Some(w.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
         };
@@ -229,7 +229,7 @@ impl SpecWindow {
     }
 
     /// Decides an event spanning `ts..end` with the window as known now, and records it.
-    pub fn decide(&mut self, ts: Ns, end: Ns) -> bool {
+    pub(crate) fn decide(&mut self, ts: Ns, end: Ns) -> bool {
         let Some((lo, hi)) = self.current() else {
             return true;
         };
@@ -250,7 +250,7 @@ impl SpecWindow {
 
     /// Whether every decision [`SpecWindow::decide`] made stands under `fin`, the final
     /// window (`None`: everything is kept).
-    pub fn holds(&self, fin: Option<(Ns, Ns)>) -> bool {
+    pub(crate) fn holds(&self, fin: Option<(Ns, Ns)>) -> bool {
         match fin {
             None => self.early_max_end.is_none() && self.late_min_ts.is_none(),
             Some((lo, hi)) => {
@@ -263,13 +263,13 @@ impl SpecWindow {
     }
 
     /// The final window, from the rank's finished steps.
-    pub fn final_window(&self, steps: &Steps) -> Option<(Ns, Ns)> {
+    pub(crate) fn final_window(&self, steps: &Steps) -> Option<(Ns, Ns)> {
         intersect(steps.window_of_steps(self.a, self.b), self.outer)
     }
 }
 
 /// The `--steps` window cut to the `--window` one (either may be absent).
-pub fn intersect(steps: Option<(Ns, Ns)>, outer: Option<(Ns, Ns)>) -> Option<(Ns, Ns)> {
+pub(crate) fn intersect(steps: Option<(Ns, Ns)>, outer: Option<(Ns, Ns)>) -> Option<(Ns, Ns)> {
     match (steps, outer) {
         (Some((a, b)), Some((lo, hi))) => Some((a.max(lo), b.min(hi))),
         (s, o) => s.or(o),
@@ -277,6 +277,6 @@ pub fn intersect(steps: Option<(Ns, Ns)>, outer: Option<(Ns, Ns)>) -> Option<(Ns
 }
 
 /// Whether an event spanning `ts..end` overlaps `window` (`None`: no window, kept).
-pub fn overlaps(window: Option<(Ns, Ns)>, ts: Ns, end: Ns) -> bool {
+pub(crate) fn overlaps(window: Option<(Ns, Ns)>, ts: Ns, end: Ns) -> bool {
     window.is_none_or(|(lo, hi)| !(end < lo || ts > hi))
 }

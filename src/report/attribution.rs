@@ -27,7 +27,7 @@ const TERMINAL_ROWS: usize = 16;
 
 /// The attribution tables: `attribution` (each comparison, largest effect first) and
 /// `work` (work and time per rank).
-pub fn tables(a: &Analysis) -> Vec<Table> {
+pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
     let at = &a.attribution;
     let mut out = Vec::new();
     if !at.ranks.is_empty() {
@@ -176,7 +176,7 @@ fn work(at: &Attribution) -> Table {
 
 /// Wraps a line at word boundaries to `width` columns for the terminal; continuation lines get
 /// `indent` ([`super::text::wrap`], which breaks a word longer than a line).
-pub fn wrap(line: &str, width: usize, indent: &str) -> String {
+pub(crate) fn wrap(line: &str, width: usize, indent: &str) -> String {
     super::text::wrap(line, width, indent)
 }
 
@@ -189,7 +189,7 @@ fn esc(s: &str) -> String {
 
 /// The chart: one strip per rank, one slot per step; a grey bar is the step's time, a dot its
 /// work (tokens, sequences, or launches without a batch annotation). Empty without steps.
-pub fn chart(a: &Analysis) -> String {
+pub(crate) fn chart(a: &Analysis) -> String {
     let at = &a.attribution;
     let rows = &a.steps.rows;
     let n = a.ranks.len();
@@ -229,7 +229,7 @@ pub fn chart(a: &Analysis) -> String {
         s.push_str(&format!(
             r##"<text x="0" y="{:.1}">{}</text><line x1="{label_w}" y1="{base:.1}" x2="{:.1}" y2="{base:.1}" stroke="#d0d7de"/>"##,
             y0 + strip_h / 2.0 + 4.0,
-            esc(&a.ranks[r].rank),
+            esc(&a.ranks[r].figures.rank),
             width - 10.0
         ));
         for (i, row) in rows.iter().enumerate() {
@@ -241,7 +241,7 @@ pub fn chart(a: &Analysis) -> String {
                 x + 0.5,
                 base - h,
                 (slot - 1.0).max(1.0),
-                esc(&a.ranks[r].rank),
+                esc(&a.ranks[r].figures.rank),
                 esc(&row.step),
                 t / 1e6
             ));
@@ -250,7 +250,7 @@ pub fn chart(a: &Analysis) -> String {
                 r##"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="#cf222e"><title>{} step {}: {w} {}s</title></circle>"##,
                 x + slot / 2.0,
                 base - strip_h * w / wmax,
-                esc(&a.ranks[r].rank),
+                esc(&a.ranks[r].figures.rank),
                 esc(&row.step),
                 esc(&at.unit)
             ));

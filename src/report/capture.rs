@@ -20,7 +20,7 @@ fn cell(c: &Option<Call>) -> String {
 }
 
 /// The per-server rows as a table.
-pub fn workers(rows: &[WorkerRow]) -> Table {
+pub(crate) fn workers(rows: &[WorkerRow]) -> Table {
     let mut t = Table::data(
         "workers",
         &[

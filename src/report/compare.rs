@@ -421,7 +421,7 @@ pub fn quiet(c: &Comparison) -> String {
 }
 
 /// Terminal tables.
-pub fn table(c: &Comparison) -> String {
+pub(crate) fn table(c: &Comparison) -> String {
     // The headline wraps at the terminal's width, its continuation indented under it.
     let w = (super::terminal::width() as usize).max(60);
     let mut s = format!(
@@ -468,7 +468,7 @@ pub fn table(c: &Comparison) -> String {
 }
 
 /// GitHub-flavoured markdown.
-pub fn markdown(c: &Comparison) -> String {
+pub(crate) fn markdown(c: &Comparison) -> String {
     let mark = if c.passed { "✅" } else { "❌" };
     let mut s = format!("### {mark} rankprof compare: {}\n\n", md(&headline(c)));
     for (name, side) in [("baseline", &c.baseline), ("current", &c.current)] {
@@ -541,7 +541,7 @@ pub fn markdown(c: &Comparison) -> String {
 
 /// Every section as CSV, each after a `# title` line and followed by a blank line (the figures
 /// as the tables show them).
-pub fn write_csv(c: &Comparison, w: &mut dyn Write) -> Result<()> {
+pub(crate) fn write_csv(c: &Comparison, w: &mut dyn Write) -> Result<()> {
     for sec in sections(c, c.top_n) {
         let t = super::table::Table {
             name: "comparison",
@@ -583,6 +583,6 @@ impl Render for Comparison {
 }
 
 /// The comparison as pretty JSON (all times integer ns).
-pub fn json(c: &Comparison) -> Result<String> {
+pub(crate) fn json(c: &Comparison) -> Result<String> {
     Ok(serde_json::to_string_pretty(c)? + "\n")
 }

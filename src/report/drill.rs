@@ -36,14 +36,14 @@ fn figures(d: &DrillRow) -> Vec<Cell> {
 }
 
 /// The drill-down's lines: the summary, then the verdict's lines about the rank.
-pub fn lines(d: &Drill) -> Vec<String> {
+pub(crate) fn lines(d: &Drill) -> Vec<String> {
     let mut v = vec![d.summary.clone()];
     v.extend(d.verdict.iter().map(|l| format!("Verdict: {l}")));
     v
 }
 
 /// The drill-down's tables, in report order.
-pub fn tables(d: &Drill) -> Vec<Table> {
+pub(crate) fn tables(d: &Drill) -> Vec<Table> {
     let who = format!(
         "Rank {} vs the median of its {}",
         d.rank,

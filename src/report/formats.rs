@@ -28,7 +28,7 @@ pub fn csv(a: &Analysis) -> String {
 }
 
 /// [`csv`] written to `w` line by line (the document is never held whole).
-pub fn write_csv(a: &Analysis, w: impl Write) -> Result<()> {
+pub(crate) fn write_csv(a: &Analysis, w: impl Write) -> Result<()> {
     let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
     for t in sections(a) {
         writeln!(w, "# {}: {}", t.name, t.title)?;
@@ -47,7 +47,7 @@ pub fn markdown(a: &Analysis) -> String {
 }
 
 /// [`markdown`] written to `w` line by line.
-pub fn write_markdown(a: &Analysis, w: impl Write) -> Result<()> {
+pub(crate) fn write_markdown(a: &Analysis, w: impl Write) -> Result<()> {
     let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
     write!(w, "# rankprof analyze: {}", a.profile_id)?;
     if let Some(st) = &a.stage {

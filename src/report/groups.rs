@@ -24,13 +24,13 @@ pub enum View {
 /// rank fits a 40-line screen (header, borders and title take about 6 lines) up to 32 ranks —
 /// also the usual 4 × 8-GPU node deployment; above it, the tables scroll past a screen each and
 /// the verdict's subject is lost among them.
-pub const GROUPED_ABOVE: usize = 32;
+pub(crate) const GROUPED_ABOVE: usize = 32;
 
 /// Rows of outliers and groups shown in the terminal; the rest are summarized in one line.
-pub const SHOWN: usize = 10;
+pub(crate) const SHOWN: usize = 10;
 
 /// Does the report take the grouped form?
-pub fn grouped(a: &Analysis, view: View) -> bool {
+pub(crate) fn grouped(a: &Analysis, view: View) -> bool {
     match view {
         View::Auto => a.ranks.len() > GROUPED_ABOVE,
         View::Ranks => false,
@@ -40,7 +40,7 @@ pub fn grouped(a: &Analysis, view: View) -> bool {
 
 /// The dimension shown: `want` when the ranks have it, else DP, TP, PP, EP, node, in that
 /// order of preference.
-pub fn chosen(a: &Analysis, want: Option<Dim>) -> Option<&DimGroups> {
+pub(crate) fn chosen(a: &Analysis, want: Option<Dim>) -> Option<&DimGroups> {
     want.and_then(|d| a.groups.dim(d))
         .or_else(|| Dim::ALL.iter().find_map(|&d| a.groups.dim(d)))
 }
@@ -74,7 +74,7 @@ fn dist_line(what: &str, d: &Dist) -> String {
 }
 
 /// The grouped terminal tables, in report order; each with the line under it.
-pub fn tables(a: &Analysis, want: Option<Dim>) -> Vec<(Table, Option<String>)> {
+pub(crate) fn tables(a: &Analysis, want: Option<Dim>) -> Vec<(Table, Option<String>)> {
     let g = &a.groups;
     let cols = |first: &str| -> Vec<String> {
         [first, "min", "p50", "p90", "max", "mean"]
@@ -266,7 +266,7 @@ fn group_table(d: &DimGroups, what: &str) -> (Table, Option<String>) {
 }
 
 /// `groups.csv`: one row per group of every dimension, times in ns.
-pub fn tidy(a: &Analysis) -> Table {
+pub(crate) fn tidy(a: &Analysis) -> Table {
     let mut t = Table::data(
         "groups",
         &[

@@ -299,7 +299,7 @@ const LONG_TABLES: [&str; 5] = [
 /// The whole report as one HTML document. In the grouped form (many ranks) the heatmaps are
 /// drawn on canvases laid out on the parallel grid ([`super::html_grid`]), the grouped tables
 /// come first and the long per-rank × step / kernel tables are left to the CSV and JSON.
-pub fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
+pub(crate) fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
     let grouped = super::groups::grouped(a, view);
     let mut s = String::new();
     let title = match &a.stage {

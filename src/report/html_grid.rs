@@ -77,7 +77,7 @@ fn canvas(id: &str, d: &Data<'_>) -> String {
 }
 
 /// Draws every `canvas.cheat` from its data; the colour of [`super::html`]'s `color`.
-pub const CANVAS_JS: &str = r##"
+pub(crate) const CANVAS_JS: &str = r##"
 function heatColor(p) {
   if (p === null) return "#eeeeee";
   var x = Math.max(-1, Math.min(1, p / 250));
@@ -167,7 +167,10 @@ fn rank_map(id: &str, a: &Analysis, h: &Heatmap) -> String {
 
 /// Adds the hover names (every rank's label, in the map's row order) to a canvas' data.
 fn names(html: String, a: &Analysis, ord: &[usize]) -> String {
-    let list: Vec<String> = ord.iter().map(|&r| json_str(&a.ranks[r].rank)).collect();
+    let list: Vec<String> = ord
+        .iter()
+        .map(|&r| json_str(&a.ranks[r].figures.rank))
+        .collect();
     html.replacen(
         r#"{"rows":"#,
         &format!(r#"{{"names":[{}],"rows":"#, list.join(",")),
@@ -177,7 +180,7 @@ fn names(html: String, a: &Analysis, ord: &[usize]) -> String {
 
 /// The work map: DP replicas × TP ranks, each rank's work against its peers' (the verdict's
 /// measure, [`crate::analyze::reduce::groups::Groups::vs_peers_pct`]).
-pub fn work_map(a: &Analysis) -> Option<String> {
+pub(crate) fn work_map(a: &Analysis) -> Option<String> {
     let g = a.groups.grid.as_ref()?;
     let pick = |v: &[f64], r: &Option<usize>| r.and_then(|r| v.get(r)).copied();
     let dev = g
@@ -218,11 +221,11 @@ pub fn work_map(a: &Analysis) -> Option<String> {
 }
 
 /// The rank × step map (rows in grid order).
-pub fn step_map(a: &Analysis) -> String {
+pub(crate) fn step_map(a: &Analysis) -> String {
     rank_map("heat-steps", a, &heat::steps(&a.steps))
 }
 
 /// The rank × class map (rows in grid order).
-pub fn class_map(a: &Analysis) -> String {
+pub(crate) fn class_map(a: &Analysis) -> String {
     rank_map("heat-classes", a, &heat::classes(&a.classes))
 }

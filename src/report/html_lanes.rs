@@ -37,7 +37,7 @@ fn esc(s: &str) -> String {
 }
 
 /// The chart, or an empty string when the analysis has no late arrival to draw.
-pub fn chart(a: &Analysis) -> String {
+pub(crate) fn chart(a: &Analysis) -> String {
     let p = &a.path;
     let Some(first) = p.marks.first() else {
         return String::new();
@@ -59,11 +59,11 @@ pub fn chart(a: &Analysis) -> String {
     for l in &shown {
         *cost.entry(l.rank.as_str()).or_default() += l.cost_ns;
     }
-    let mut lanes: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
+    let mut lanes: Vec<&str> = a.ranks.iter().map(|r| r.figures.rank.as_str()).collect();
     if lanes.len() > MAX_LANES {
         lanes.sort_by_key(|r| std::cmp::Reverse(cost.get(r).copied().unwrap_or(0)));
         lanes.truncate(MAX_LANES);
-        let order: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
+        let order: Vec<&str> = a.ranks.iter().map(|r| r.figures.rank.as_str()).collect();
         lanes.sort_by_key(|r| order.iter().position(|o| o == r));
     }
     let lane_of = |r: &str| lanes.iter().position(|x| *x == r);

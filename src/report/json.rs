@@ -23,7 +23,7 @@ use crate::analyze::Analysis;
 
 /// Writes the analysis as JSON (a trailing newline included) to `w`, the per-step lists record
 /// by record. Same bytes as `serde_json::to_string_pretty(&flat_json(a)?)? + "\n"`.
-pub fn write(a: &Analysis, w: impl Write) -> Result<()> {
+pub(crate) fn write(a: &Analysis, w: impl Write) -> Result<()> {
     let v = shell(a)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
     serde_json::to_writer_pretty(
@@ -226,7 +226,7 @@ fn reshape(a: &Analysis, v: &mut Value) {
                     if let Some((i, r)) = r.and_then(|i| a.ranks.get(i).map(|r| (i, r))) {
                         let dev = a.groups.vs_peers_pct.get(i).copied().unwrap_or(0.0);
                         cells.push(serde_json::json!({
-                            "row": row, "col": col, "rank": r.rank, "vs_peers_pct": dev
+                            "row": row, "col": col, "rank": r.figures.rank, "vs_peers_pct": dev
                         }));
                     }
                 }

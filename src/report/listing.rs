@@ -15,7 +15,7 @@ use crate::trace::{Discovery, Group};
 
 /// What `--count` found in one file.
 #[derive(Clone, Debug)]
-pub struct FileCount {
+pub(crate) struct FileCount {
     pub events: u64,
     pub notes: Vec<String>,
     /// Damaged or unreadable.
@@ -23,7 +23,7 @@ pub struct FileCount {
 }
 
 /// A discovery and, per group and file, what counting it found (`None` without `--count`).
-pub struct Listing<'a> {
+pub(crate) struct Listing<'a> {
     pub dir: &'a Path,
     pub discovery: &'a Discovery,
     /// One list per group of `discovery`, one entry per file.
@@ -32,7 +32,7 @@ pub struct Listing<'a> {
 
 impl Listing<'_> {
     /// Whether a counted file is damaged.
-    pub fn damaged(&self) -> bool {
+    pub(crate) fn damaged(&self) -> bool {
         self.counts.iter().flatten().flatten().any(|c| c.damaged)
     }
 

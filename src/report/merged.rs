@@ -13,7 +13,7 @@ use crate::trace::{Group, Ns};
 
 /// One profile's merge: the group, its result, the seconds it took, and the exit code the
 /// command gives it.
-pub struct Merged<'a> {
+pub(crate) struct Merged<'a> {
     pub group: &'a Group,
     pub result: &'a MergeResult,
     pub secs: f64,
@@ -21,7 +21,7 @@ pub struct Merged<'a> {
 }
 
 /// The merges of one command, and the notes of the discovery.
-pub struct MergeReport<'a> {
+pub(crate) struct MergeReport<'a> {
     pub merged: Vec<Merged<'a>>,
     pub notes: &'a [String],
 }
@@ -136,7 +136,12 @@ impl Render for MergeReport<'_> {
 }
 
 /// The lines `merge` prints for one profile.
-pub fn write_merged(w: &mut dyn Write, g: &Group, res: &MergeResult, secs: f64) -> Result<()> {
+pub(crate) fn write_merged(
+    w: &mut dyn Write,
+    g: &Group,
+    res: &MergeResult,
+    secs: f64,
+) -> Result<()> {
     let stage = g
         .stage
         .as_deref()

@@ -3,7 +3,7 @@
 //!
 //! - [`Format`] is the one list of stdout formats; [`Render`] is what a result must be able to
 //!   do to be printed (one method per format, so a new format is a compile error until every
-//!   renderer handles it); [`write`] is the one entry point.
+//!   renderer handles it); [`write()`] is the one entry point.
 //! - [`table`] is the one table model (typed cells) and its CSV, markdown and JSON forms; the
 //!   terminal draws it ([`terminal`]) and Parquet writes it ([`parquet`]).
 //! - The renderers, one per result: the analysis ([`analysis`]: its tables in [`tables`],
@@ -14,27 +14,39 @@
 //!   the live view of `watch` ([`watch`]); shared text helpers in [`text`].
 
 pub mod analysis;
-pub mod attribution;
+pub(crate) mod attribution;
+// not API: for tests
+#[doc(hidden)]
 pub mod capture;
-pub mod collective_tables;
+pub(crate) mod collective_tables;
+// not API: for tests
+#[doc(hidden)]
 pub mod compare;
-pub mod critical_path;
-pub mod drill;
+pub(crate) mod critical_path;
+pub(crate) mod drill;
+// not API: for tests
+#[doc(hidden)]
 pub mod formats;
+// not API: for tests
+#[doc(hidden)]
 pub mod groups;
 pub mod html;
-pub mod html_grid;
-pub mod html_lanes;
+pub(crate) mod html_grid;
+pub(crate) mod html_lanes;
+// not API: for tests
+#[doc(hidden)]
 pub mod json;
-pub mod listing;
-pub mod merged;
-pub mod parquet;
-pub mod table;
-pub mod tables;
+pub(crate) mod listing;
+pub(crate) mod merged;
+pub(crate) mod parquet;
+pub(crate) mod table;
+pub(crate) mod tables;
+// not API: for tests
+#[doc(hidden)]
 pub mod terminal;
-pub mod text;
-pub mod tidy;
-pub mod watch;
+pub(crate) mod text;
+pub(crate) mod tidy;
+pub(crate) mod watch;
 
 use std::io::Write;
 

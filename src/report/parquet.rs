@@ -16,7 +16,7 @@ use anyhow::Result;
 use crate::analyze::Analysis;
 
 #[cfg(not(feature = "parquet"))]
-pub fn write(_a: &Analysis, _dir: &Path) -> Result<usize> {
+pub(crate) fn write(_a: &Analysis, _dir: &Path) -> Result<usize> {
     anyhow::bail!(
         "--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`"
     )
@@ -24,7 +24,7 @@ pub fn write(_a: &Analysis, _dir: &Path) -> Result<usize> {
 
 /// Writes every table of `a` into `dir` (created if needed); the number of files written.
 #[cfg(feature = "parquet")]
-pub fn write(a: &Analysis, dir: &Path) -> Result<usize> {
+pub(crate) fn write(a: &Analysis, dir: &Path) -> Result<usize> {
     use anyhow::Context;
 
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

@@ -1,6 +1,6 @@
 //! The one table model every output is made from: a [`Table`] of typed [`Cell`]s, and its
-//! forms — CSV ([`write_csv`]), markdown ([`write_markdown`]), JSON records ([`records`]) and
-//! the terminal ([`super::terminal::render_table`]); Parquet writes the same tables
+//! forms — CSV ([`write_csv`]), markdown ([`write_markdown`]), JSON records ([`Table::records`]) and
+//! the terminal ([`super::terminal::render_table_at`]); Parquet writes the same tables
 //! ([`super::parquet`]). A renderer builds tables from a result and hands them to these; it
 //! never formats a value itself, so a table exists in every format by construction.
 
@@ -12,7 +12,7 @@ use super::text::{md_code, md_text};
 
 /// One value of a table.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
+pub(crate) enum Cell {
     Text(String),
     Int(i64),
     /// A number shown with this many decimals (CSV and JSON keep its full precision).
@@ -26,7 +26,7 @@ pub enum Cell {
 
 impl Cell {
     /// The value as a person reads it.
-    pub fn show(&self) -> String {
+    pub(crate) fn show(&self) -> String {
         match self {
             Cell::Text(s) => s.clone(),
             Cell::Int(v) => v.to_string(),
@@ -40,12 +40,12 @@ impl Cell {
     }
 
     /// Whether the value is a number (right-aligned in the terminal).
-    pub fn numeric(&self) -> bool {
+    pub(crate) fn numeric(&self) -> bool {
         matches!(self, Cell::Int(_) | Cell::Num(..) | Cell::Real(_))
     }
 
     /// The value in a CSV file: numbers at full precision, text quoted where it must be.
-    pub fn csv(&self) -> String {
+    pub(crate) fn csv(&self) -> String {
         match self {
             Cell::Num(v, _) | Cell::Real(v) if v.is_finite() => format!("{v}"),
             Cell::Num(..) | Cell::Real(_) => String::new(),
@@ -54,7 +54,7 @@ impl Cell {
     }
 
     /// The value in a JSON record (a number that is not finite is null).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         match self {
             Cell::Text(s) => Value::String(s.clone()),
             Cell::Int(v) => Value::from(*v),
@@ -68,44 +68,44 @@ impl Cell {
 }
 
 /// A yes/no cell (a JSON boolean).
-pub fn b(v: bool) -> Cell {
+pub(crate) fn b(v: bool) -> Cell {
     Cell::Bool(v)
 }
 
 /// A text cell.
-pub fn s(v: impl Into<String>) -> Cell {
+pub(crate) fn s(v: impl Into<String>) -> Cell {
     Cell::Text(v.into())
 }
 
 /// An integer cell (empty when it does not fit in i64).
-pub fn i(v: impl TryInto<i64>) -> Cell {
+pub(crate) fn i(v: impl TryInto<i64>) -> Cell {
     v.try_into().map_or(Cell::Empty, Cell::Int)
 }
 
 /// A number at full precision.
-pub fn f(v: f64) -> Cell {
+pub(crate) fn f(v: f64) -> Cell {
     Cell::Real(v)
 }
 
 /// Nanoseconds shown as milliseconds, two decimals.
-pub fn ms(ns: i64) -> Cell {
+pub(crate) fn ms(ns: i64) -> Cell {
     Cell::Num(ns as f64 / 1e6, 2)
 }
 
 /// Nanoseconds shown as microseconds, one decimal.
-pub fn us(ns: f64) -> Cell {
+pub(crate) fn us(ns: f64) -> Cell {
     Cell::Num(ns / 1e3, 1)
 }
 
 /// A text cell.
-pub fn text(s: impl Into<String>) -> Cell {
+pub(crate) fn text(s: impl Into<String>) -> Cell {
     Cell::Text(s.into())
 }
 
 /// A named table. `name` is a stable file/section id (`ranks`, `classes`, …): the file stem in
 /// `--csv-dir` and `--parquet`.
 #[derive(Debug, Clone)]
-pub struct Table {
+pub(crate) struct Table {
     pub name: &'static str,
     pub title: String,
     pub columns: Vec<String>,
@@ -116,7 +116,7 @@ pub struct Table {
 
 impl Table {
     /// An empty data table (titled by its name, not shown in the terminal).
-    pub fn data(name: &'static str, columns: &[&str]) -> Table {
+    pub(crate) fn data(name: &'static str, columns: &[&str]) -> Table {
         Table {
             name,
             title: name.to_string(),
@@ -127,7 +127,7 @@ impl Table {
     }
 
     /// The table as CSV: a header line, one line per row.
-    pub fn csv(&self) -> String {
+    pub(crate) fn csv(&self) -> String {
         let mut out = Vec::new();
         // Writing to a Vec cannot fail.
         let _ = write_csv(self, &mut out);
@@ -135,13 +135,13 @@ impl Table {
     }
 
     /// The table as a JSON list of flat records.
-    pub fn records(&self) -> Value {
+    pub(crate) fn records(&self) -> Value {
         Value::Array(self.rows.iter().map(|r| record(&self.columns, r)).collect())
     }
 }
 
 /// A CSV field: quoted when it holds a comma, a quote or a line break.
-pub fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -150,7 +150,7 @@ pub fn csv_field(s: &str) -> String {
 }
 
 /// `t` as CSV: a header line, one line per row.
-pub fn write_csv(t: &Table, w: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn write_csv(t: &Table, w: &mut dyn Write) -> std::io::Result<()> {
     let head: Vec<String> = t.columns.iter().map(|c| csv_field(c)).collect();
     writeln!(w, "{}", head.join(","))?;
     for row in &t.rows {
@@ -165,7 +165,7 @@ pub fn write_csv(t: &Table, w: &mut dyn Write) -> std::io::Result<()> {
 
 /// How a markdown table is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Markdown {
+pub(crate) enum Markdown {
     /// Numbers right-aligned (by the first row), kernel and op names as inline code: a report.
     Report,
     /// Every column left-aligned, every value escaped text: a listing of records.
@@ -173,7 +173,7 @@ pub enum Markdown {
 }
 
 /// `t` as a GitHub markdown table (header, alignment row, rows).
-pub fn write_markdown(t: &Table, style: Markdown, w: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn write_markdown(t: &Table, style: Markdown, w: &mut dyn Write) -> std::io::Result<()> {
     match style {
         Markdown::Report => {
             let head: Vec<String> = t.columns.iter().map(|c| md_text(c)).collect();
@@ -230,7 +230,7 @@ pub fn write_markdown(t: &Table, style: Markdown, w: &mut dyn Write) -> std::io:
 }
 
 /// `t` as a markdown string (see [`write_markdown`]).
-pub fn markdown(t: &Table, style: Markdown) -> String {
+pub(crate) fn markdown(t: &Table, style: Markdown) -> String {
     let mut out = Vec::new();
     // Writing to a Vec cannot fail.
     let _ = write_markdown(t, style, &mut out);
@@ -238,7 +238,7 @@ pub fn markdown(t: &Table, style: Markdown) -> String {
 }
 
 /// One row as a flat JSON record (keys in `columns`' names).
-pub fn record<S: AsRef<str>>(columns: &[S], row: &[Cell]) -> Value {
+pub(crate) fn record<S: AsRef<str>>(columns: &[S], row: &[Cell]) -> Value {
     let m: Map<String, Value> = columns
         .iter()
         .zip(row)

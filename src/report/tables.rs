@@ -12,15 +12,15 @@ use crate::analyze::Analysis;
 const WIDE_RANKS: usize = 16;
 
 /// Every table of the analysis, in report order, with all columns (for files).
-pub fn sections(a: &Analysis) -> Vec<Table> {
+pub(crate) fn sections(a: &Analysis) -> Vec<Table> {
     sections_for(a, None)
 }
 
 /// Every table; with a terminal `width`, per-rank columns are summarized (min / mean / max)
 /// when they would not fit, and columns equal on every rank (device, source) move into the
 /// title.
-pub fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
-    let ranks: Vec<&str> = a.ranks.iter().map(|r| r.rank.as_str()).collect();
+pub(crate) fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
+    let ranks: Vec<&str> = a.ranks.iter().map(|r| r.figures.rank.as_str()).collect();
     let wide = ranks.len() <= WIDE_RANKS && width.is_none_or(|w| w >= 70 + 9 * ranks.len() + 30);
     let mut out = vec![verdict(a), rank_summary(a, width), classes(a)];
     out.extend(super::attribution::tables(a));
@@ -98,8 +98,8 @@ fn rank_summary(a: &Analysis, width: Option<usize>) -> Table {
         (width.is_some() && a.ranks.iter().all(|r| f(r) == first))
             .then(|| first.unwrap_or_else(|| "-".into()))
     };
-    let same_device = same(|r| r.device.clone());
-    let same_source = same(|r| Some(r.source.clone()));
+    let same_device = same(|r| r.figures.device.clone());
+    let same_source = same(|r| Some(r.figures.source.clone()));
     let mut cols = vec!["rank"];
     if same_device.is_none() {
         cols.push("device");
@@ -134,23 +134,23 @@ fn rank_summary(a: &Analysis, width: Option<usize>) -> Table {
             .ranks
             .iter()
             .map(|r| {
-                let mut row = vec![text(r.rank.clone())];
+                let mut row = vec![text(r.figures.rank.clone())];
                 if same_device.is_none() {
-                    row.push(r.device.clone().map_or(Cell::Empty, Cell::Text));
+                    row.push(r.figures.device.clone().map_or(Cell::Empty, Cell::Text));
                 }
                 if same_source.is_none() {
-                    row.push(text(r.source.clone()));
+                    row.push(text(r.figures.source.clone()));
                 }
                 row.extend([
-                    ms(r.span_ns),
-                    ms(r.busy_ns),
-                    ms(r.idle_ns),
-                    Cell::Num(r.utilization_pct, 1),
-                    ms(r.compute_ns),
-                    ms(r.comm_ns),
-                    ms(r.exposed_comm_ns),
-                    ms(r.memcpy_memset_ns),
-                    Cell::Int(r.kernels as i64),
+                    ms(r.figures.span_ns.0),
+                    ms(r.figures.busy_ns.0),
+                    ms(r.figures.idle_ns.0),
+                    Cell::Num(r.figures.utilization_pct, 1),
+                    ms(r.figures.compute_ns.0),
+                    ms(r.figures.comm_ns.0),
+                    ms(r.figures.exposed_comm_ns.0),
+                    ms(r.figures.memcpy_memset_ns.0),
+                    Cell::Int(r.figures.kernels as i64),
                 ]);
                 row
             })

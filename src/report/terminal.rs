@@ -75,14 +75,9 @@ fn visible_rows(n: usize, onset: Option<usize>) -> Vec<Option<usize>> {
     out
 }
 
-/// Renders one table for the terminal, fitted to [`width`].
-pub fn render_table(t: &Table, onset_row: Option<usize>) -> String {
-    render_table_at(t, onset_row, width() as usize)
-}
-
 /// Renders one table, fitted to `width` columns (split by columns where it must be,
 /// [`super::text::draw`]).
-pub fn render_table_at(t: &Table, onset_row: Option<usize>, width: usize) -> String {
+pub(crate) fn render_table_at(t: &Table, onset_row: Option<usize>, width: usize) -> String {
     let rows: Vec<Option<usize>> = if t.name == "steps" {
         visible_rows(t.rows.len(), onset_row)
     } else {
@@ -235,11 +230,7 @@ fn drill_view(
 
 /// The collective groups table in the grouped form: the [`SHOWN`](super::groups::SHOWN) rows with the largest mean
 /// skew (one row per world and key: 128 replicas give 128 rows), the rest counted.
-pub fn worst_worlds(t: &Table) -> String {
-    worst_worlds_at(t, width() as usize)
-}
-
-/// [`worst_worlds`] fitted to `width` columns.
+/// Fitted to `width` columns.
 fn worst_worlds_at(t: &Table, width: usize) -> String {
     let col = t.columns.iter().position(|c| c == "mean skew µs");
     let mut t = t.clone();

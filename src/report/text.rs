@@ -12,7 +12,7 @@ use crate::analyze::Analysis;
 
 /// An empty terminal table in the house style (UTF-8, condensed, fitted to the terminal).
 /// Once its header and rows are in, [`keep_words_whole`] keeps its words from being broken.
-pub fn table() -> Table {
+pub(crate) fn table() -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
@@ -29,7 +29,7 @@ const WHOLE_WORD_MAX: usize = 24;
 /// `01`, `balance` over `d`), and a rank label broken in two is not found by a search of the
 /// report. A table whose words do not fit is drawn wider than the terminal instead. Widths are
 /// counted in `char`s: a word of double-width characters may still be broken.
-pub fn keep_words_whole(t: &mut Table) {
+pub(crate) fn keep_words_whole(t: &mut Table) {
     let longest = |s: &str| {
         s.split_whitespace()
             .map(|w| w.chars().count())
@@ -56,7 +56,7 @@ pub fn keep_words_whole(t: &mut Table) {
 
 /// How many columns `s` takes on a terminal: its `char`s, ANSI colour sequences
 /// (`ESC [ … m`) not counted.
-pub fn display_width(s: &str) -> usize {
+pub(crate) fn display_width(s: &str) -> usize {
     let mut n = 0;
     let mut esc = false;
     for c in s.chars() {
@@ -73,7 +73,7 @@ pub fn display_width(s: &str) -> usize {
 /// Wraps `line` at spaces to at most `width` columns; continuation lines start with `indent`.
 /// A word longer than a line is broken, after its last `/` in the room left where that is
 /// past half of it (paths), else where the room ends.
-pub fn wrap(line: &str, width: usize, indent: &str) -> String {
+pub(crate) fn wrap(line: &str, width: usize, indent: &str) -> String {
     wrap_after("", line, width, indent)
 }
 
@@ -139,7 +139,7 @@ fn table_line(l: &str) -> bool {
 /// Terminal text with every line fitted to `width`: a longer line (not a drawn table, which
 /// [`draw`] fits) is wrapped at words, its continuation lines indented two columns past its
 /// own indent (four past a `- ` list item's).
-pub fn fit(text: &str, width: usize) -> String {
+pub(crate) fn fit(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, l) in text.split('\n').enumerate() {
         if i > 0 {
@@ -158,13 +158,13 @@ pub fn fit(text: &str, width: usize) -> String {
 }
 
 /// One cell of a table to [`draw`]: its text and whether it is right-aligned (a number).
-pub type DrawCell = (String, bool);
+pub(crate) type DrawCell = (String, bool);
 
 /// A terminal table, title first, fitted to `width`: drawn whole when it fits with its words
 /// whole ([`keep_words_whole`]); else split by columns into parts that do, each repeating the
 /// leading label columns (rank, kernel, …) and titled "(continued)" after the first; a part
 /// that still does not fit lets comfy-table break its words. The title is wrapped.
-pub fn draw(title: &str, header: &[String], rows: &[Vec<DrawCell>], width: usize) -> String {
+pub(crate) fn draw(title: &str, header: &[String], rows: &[Vec<DrawCell>], width: usize) -> String {
     let n = header.len();
     let build = |cols: &[usize], whole: bool| {
         let mut t = table();
@@ -237,7 +237,7 @@ pub fn draw(title: &str, header: &[String], rows: &[Vec<DrawCell>], width: usize
 
 /// `text` with every whole-word occurrence of `label` (a rank label or `DPnn`: not inside a
 /// longer label such as `TP01-DP01` for `TP01`) in bold red, for a terminal that shows colour.
-pub fn highlight(text: &str, label: &str) -> String {
+pub(crate) fn highlight(text: &str, label: &str) -> String {
     if label.is_empty() {
         return text.to_string();
     }
@@ -262,12 +262,12 @@ pub fn highlight(text: &str, label: &str) -> String {
 }
 
 /// The escape that starts the slow rank's highlight (bold red), and the one that ends it.
-pub const HIGHLIGHT: &str = "\u{1b}[1;31m";
-pub const RESET: &str = "\u{1b}[0m";
+pub(crate) const HIGHLIGHT: &str = "\u{1b}[1;31m";
+pub(crate) const RESET: &str = "\u{1b}[0m";
 
 /// A size in bytes as a person reads it: `12.3 MB` (decimal units), and under 0.05 MB in kB or
 /// bytes (`48.2 kB`, `512 B`), never `0.0 MB`.
-pub fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64) -> String {
     let b = bytes as f64;
     if b >= 5e4 {
         format!("{:.1} MB", b / 1e6)
@@ -279,13 +279,13 @@ pub fn size(bytes: u64) -> String {
 }
 
 /// A markdown table cell: `|` escaped, line breaks flattened.
-pub fn md_cell(s: &str) -> String {
+pub(crate) fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// The line under the class table: how much time no rule classified, per rank when ranks
 /// differ, and the largest unclassified kernels of the top-kernels table.
-pub fn unclassified_line(a: &Analysis) -> String {
+pub(crate) fn unclassified_line(a: &Analysis) -> String {
     let c = &a.classes;
     let (lo, hi) = c
         .unclassified_rank_pct
@@ -317,14 +317,14 @@ pub fn unclassified_line(a: &Analysis) -> String {
 
 /// Markdown text that GitHub shows as written: `<` and `>` as entities (so that
 /// `act_and_mul_kernel<silu>` is not taken for an HTML tag), `|` escaped, line breaks flattened.
-pub fn md_text(s: &str) -> String {
+pub(crate) fn md_text(s: &str) -> String {
     md_cell(s).replace('<', "&lt;").replace('>', "&gt;")
 }
 
 /// A name as inline code, safe in a GitHub table cell: a backtick fence longer than any run of
 /// backticks in it, `|` escaped (GitHub splits cells before code spans), line breaks flattened.
 /// `<` and `>` need no escaping inside code.
-pub fn md_code(s: &str) -> String {
+pub(crate) fn md_code(s: &str) -> String {
     if s.is_empty() {
         return String::new();
     }

@@ -20,7 +20,7 @@ use crate::analyze::Analysis;
 /// The tables written as files, one file each, by `--csv-dir` and `--parquet` alike: every tidy
 /// table, then every other table of the report (the verdict, the attribution, …) that has no
 /// tidy form, as the report shows it. The two directories hold the same tables by construction.
-pub fn files(a: &Analysis) -> Vec<Table> {
+pub(crate) fn files(a: &Analysis) -> Vec<Table> {
     let mut out = tables(a);
     let rest: Vec<Table> = super::tables::sections(a)
         .into_iter()
@@ -31,7 +31,7 @@ pub fn files(a: &Analysis) -> Vec<Table> {
 }
 
 /// Every tidy table of the analysis (empty ones too, so a script always finds its file).
-pub fn tables(a: &Analysis) -> Vec<Table> {
+pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
     let mut out = vec![ranks(a), classes(a), kernels(a), kernels_by_rank(a)];
     out.extend([steps(a), steps_by_rank(a)]);
     out.extend(collectives(a));
@@ -64,19 +64,19 @@ fn ranks(a: &Analysis) -> Table {
     );
     for r in &a.ranks {
         t.rows.push(vec![
-            s(&r.rank),
-            r.device.as_ref().map_or(Cell::Empty, s),
-            s(&r.source),
-            i(r.span_ns),
-            i(r.busy_ns),
-            i(r.idle_ns),
-            f(r.utilization_pct),
-            i(r.compute_ns),
-            i(r.comm_ns),
-            i(r.exposed_comm_ns),
-            i(r.memcpy_memset_ns),
-            i(r.kernels),
-            i(r.kernel_sum_ns),
+            s(&r.figures.rank),
+            r.figures.device.as_ref().map_or(Cell::Empty, s),
+            s(&r.figures.source),
+            i(r.figures.span_ns.0),
+            i(r.figures.busy_ns.0),
+            i(r.figures.idle_ns.0),
+            f(r.figures.utilization_pct),
+            i(r.figures.compute_ns.0),
+            i(r.figures.comm_ns.0),
+            i(r.figures.exposed_comm_ns.0),
+            i(r.figures.memcpy_memset_ns.0),
+            i(r.figures.kernels),
+            i(r.figures.kernel_sum_ns.0),
             i(r.events),
         ]);
     }
@@ -130,19 +130,19 @@ pub(super) fn kernels_by_rank(a: &Analysis) -> Table {
 }
 
 /// Columns of the `kernels_by_rank` table.
-pub const KERNELS_BY_RANK: &[&str] = &[
+pub(crate) const KERNELS_BY_RANK: &[&str] = &[
     "kernel", "class", "rank", "total_ns", "count", "mean_ns", "max_ns",
 ];
 
 /// The `kernels_by_rank` rows one at a time (a row per kernel and rank: the JSON report streams
 /// them, [`kernels_by_rank`] collects them).
-pub fn kernels_by_rank_rows(a: &Analysis) -> impl Iterator<Item = Vec<Cell>> + '_ {
+pub(crate) fn kernels_by_rank_rows(a: &Analysis) -> impl Iterator<Item = Vec<Cell>> + '_ {
     a.kernels.iter().flat_map(move |k| {
         a.ranks.iter().zip(&k.per_rank).map(move |(r, st)| {
             vec![
                 s(&k.name),
                 s(&k.class),
-                s(&r.rank),
+                s(&r.figures.rank),
                 i(st.total_ns),
                 i(st.count),
                 f(st.mean_ns),
@@ -153,7 +153,7 @@ pub fn kernels_by_rank_rows(a: &Analysis) -> impl Iterator<Item = Vec<Cell>> + '
 }
 
 /// Columns of the `steps` table.
-pub const STEPS: &[&str] = &[
+pub(crate) const STEPS: &[&str] = &[
     "step",
     "name",
     "start_ms",
@@ -163,7 +163,7 @@ pub const STEPS: &[&str] = &[
 ];
 
 /// One row of the `steps` table.
-pub fn steps_row(st: &StepTable, r: &StepRow) -> Vec<Cell> {
+pub(crate) fn steps_row(st: &StepTable, r: &StepRow) -> Vec<Cell> {
     let slowest = r.slowest().and_then(|x| st.ranks.get(x));
     vec![
         s(&r.step),
@@ -184,7 +184,7 @@ fn steps(a: &Analysis) -> Table {
 }
 
 /// Columns of the `steps_by_rank` table.
-pub const STEPS_BY_RANK: &[&str] = &[
+pub(crate) const STEPS_BY_RANK: &[&str] = &[
     "step",
     "rank",
     "name",
@@ -195,7 +195,7 @@ pub const STEPS_BY_RANK: &[&str] = &[
 ];
 
 /// The `steps_by_rank` row of step `r` and the rank at index `x`.
-pub fn steps_by_rank_row(st: &StepTable, r: &StepRow, x: usize) -> Vec<Cell> {
+pub(crate) fn steps_by_rank_row(st: &StepTable, r: &StepRow, x: usize) -> Vec<Cell> {
     let ns = |v: &[i64]| v.get(x).map_or(Cell::Empty, |n| i(*n));
     vec![
         s(&r.step),
@@ -362,7 +362,7 @@ fn depth(d: &crate::analyze::RankDepth) -> Vec<Table> {
 
 /// `--csv-dir DIR`: one CSV per table of [`files`] (the tables `--parquet` writes), each written
 /// atomically; returns the files.
-pub fn write_csv_dir(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn write_csv_dir(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut written = Vec::new();
     for t in files(a) {
@@ -375,7 +375,7 @@ pub fn write_csv_dir(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// The JSON record of one step's work on the rank at index `i` (labelled `rank`).
-pub fn work_record(s: &StepWorkRow, i: usize, rank: &str) -> Value {
+pub(crate) fn work_record(s: &StepWorkRow, i: usize, rank: &str) -> Value {
     serde_json::json!({
         "step": s.step,
         "rank": rank,

@@ -15,12 +15,12 @@ use crate::watch::{ViewState, WatchOutcome};
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 /// Most cells in a sparkline (older samples are folded, keeping each cell's largest).
-pub const SPARK_CELLS: usize = 40;
+pub(crate) const SPARK_CELLS: usize = 40;
 
 /// A sparkline of `ring` scaled to `top` (the largest value across ranks, so ranks compare):
 /// one cell per sample, or per group of samples when there are more than `cells`; a blank for
 /// no value.
-pub fn sparkline(ring: &Ring, top: f64, cells: usize) -> String {
+pub(crate) fn sparkline(ring: &Ring, top: f64, cells: usize) -> String {
     let v: Vec<Option<f64>> = ring.values().collect();
     if v.is_empty() || cells == 0 {
         return String::new();
@@ -70,7 +70,7 @@ fn secs(ns: i64) -> String {
 }
 
 /// The view of one poll, every line at most `width` characters.
-pub fn render(s: &ViewState<'_>, width: usize) -> String {
+pub(crate) fn render(s: &ViewState<'_>, width: usize) -> String {
     let p = s.poll;
     let mut lines: Vec<String> = Vec::new();
     let ranks: usize = p.workers.iter().map(|w| w.ranks.len()).sum();
@@ -175,7 +175,7 @@ pub fn render(s: &ViewState<'_>, width: usize) -> String {
 
 /// What a watch did, for stderr once it ends: polls, captures, the workers that did not
 /// answer, the notes.
-pub fn summary(o: &WatchOutcome) -> String {
+pub(crate) fn summary(o: &WatchOutcome) -> String {
     let mut s = format!(
         "watch ended ({}): {} polls, {} captures{}\n",
         o.end_reason,

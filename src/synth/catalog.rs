@@ -51,22 +51,22 @@ impl Class {
 
 /// One kernel: its name and the launch figures Kineto copies into `args`.
 #[derive(Debug)]
-pub struct KSpec {
-    pub name: &'static str,
-    pub class: Class,
-    pub regs: u32,
-    pub smem: u32,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
+pub(crate) struct KSpec {
+    pub(crate) name: &'static str,
+    pub(crate) class: Class,
+    pub(crate) regs: u32,
+    pub(crate) smem: u32,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
     /// Kineto writes these two with six decimals.
-    pub blocks_per_sm: &'static str,
-    pub warps_per_sm: &'static str,
-    pub occupancy: u32,
+    pub(crate) blocks_per_sm: &'static str,
+    pub(crate) warps_per_sm: &'static str,
+    pub(crate) occupancy: u32,
 }
 
 macro_rules! kspec {
     ($id:ident, $name:expr, $class:ident, $regs:expr, $smem:expr, $grid:expr, $block:expr, $bps:expr, $wps:expr, $occ:expr) => {
-        pub static $id: KSpec = KSpec {
+        pub(crate) static $id: KSpec = KSpec {
             name: $name,
             class: Class::$class,
             regs: $regs,
@@ -192,50 +192,50 @@ kspec!(
 
 /// A CUDA call on the CPU thread: name, Kineto category and callback id.
 #[derive(Clone, Copy, Debug)]
-pub struct Call {
+pub(crate) struct Call {
     pub name: &'static str,
     pub cat: &'static str,
     pub cbid: u32,
 }
 
-pub const LAUNCH: Call = Call {
+pub(crate) const LAUNCH: Call = Call {
     name: "cudaLaunchKernel",
     cat: "cuda_runtime",
     cbid: 211,
 };
-pub const LAUNCH_EXC: Call = Call {
+pub(crate) const LAUNCH_EXC: Call = Call {
     name: "cudaLaunchKernelExC",
     cat: "cuda_runtime",
     cbid: 430,
 };
 /// Triton kernels are launched through the driver API.
-pub const LAUNCH_DRIVER: Call = Call {
+pub(crate) const LAUNCH_DRIVER: Call = Call {
     name: "cuLaunchKernelEx",
     cat: "cuda_driver",
     cbid: 652,
 };
-pub const MEMCPY: Call = Call {
+pub(crate) const MEMCPY: Call = Call {
     name: "cudaMemcpyAsync",
     cat: "cuda_runtime",
     cbid: 41,
 };
-pub const MEMSET: Call = Call {
+pub(crate) const MEMSET: Call = Call {
     name: "cudaMemsetAsync",
     cat: "cuda_runtime",
     cbid: 51,
 };
-pub const SYNC: Call = Call {
+pub(crate) const SYNC: Call = Call {
     name: "cudaStreamSynchronize",
     cat: "cuda_runtime",
     cbid: 131,
 };
 
-pub const MEMCPY_HTOD: &str = "Memcpy HtoD (Pageable -> Device)";
-pub const MEMCPY_DTOH: &str = "Memcpy DtoH (Device -> Pageable)";
-pub const MEMSET_DEVICE: &str = "Memset (Device)";
+pub(crate) const MEMCPY_HTOD: &str = "Memcpy HtoD (Pageable -> Device)";
+pub(crate) const MEMCPY_DTOH: &str = "Memcpy DtoH (Device -> Pageable)";
+pub(crate) const MEMSET_DEVICE: &str = "Memset (Device)";
 
 /// The H100 entry of `deviceProperties`, in Kineto's layout; `{id}` is replaced.
-pub const DEVICE_PROPERTIES: &str = r#"    {
+pub(crate) const DEVICE_PROPERTIES: &str = r#"    {
       "id": {id}, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 84929347584,
       "computeMajor": 9, "computeMinor": 0,
       "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,

@@ -13,11 +13,11 @@
 use super::model::{Coll, CollKind};
 
 /// Thread id offset of gloo's worker (`pt_gloo_runloop`) from the main thread's.
-pub const RUNLOOP_TID: u64 = 45;
+pub(crate) const RUNLOOP_TID: u64 = 45;
 
 /// Nominal time gloo moves a collective's data once every member has arrived: a fixed
 /// round-trip cost and about 20 GB/s (shared memory / loopback TCP).
-pub fn transfer_ns(c: &Coll) -> i64 {
+pub(crate) fn transfer_ns(c: &Coll) -> i64 {
     let bytes = (c.nelems * 2) as i64;
     match c.kind {
         CollKind::AllReduce => 30_000 + bytes / 20,

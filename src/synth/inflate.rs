@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 /// Decompressed (or, for plain files, read) bytes of one file; with `deflate`, each buffer is
 /// compressed again at that gzip level and the output discarded.
-pub fn inflate_file(path: &Path, deflate: Option<u32>) -> Result<u64> {
+pub(crate) fn inflate_file(path: &Path, deflate: Option<u32>) -> Result<u64> {
     let (mut src, _gzip) =
         crate::trace::read::reader::open(path).map_err(|e| anyhow::anyhow!("reading {e}"))?;
     let mut buf = vec![0u8; 1 << 20];
@@ -41,7 +41,7 @@ pub fn inflate_file(path: &Path, deflate: Option<u32>) -> Result<u64> {
 
 /// Inflates (and, with `deflate`, compresses again) every file on `jobs` threads (`None`: all
 /// cores); each file's byte count, in order, and the wall time.
-pub fn inflate_all(
+pub(crate) fn inflate_all(
     files: &[PathBuf],
     jobs: Option<usize>,
     deflate: Option<u32>,

@@ -35,11 +35,11 @@ pub enum Vendor {
 }
 
 /// GPUs per node: device index = global rank modulo this.
-pub const GPUS_PER_NODE: u32 = 8;
+pub(crate) const GPUS_PER_NODE: u32 = 8;
 
 /// One rank's coordinates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RankPos {
+pub(crate) struct RankPos {
     /// Global rank (the planted `--slow-rank` and vLLM's `rank{r}`).
     pub rank: u32,
     pub t: u32,
@@ -50,7 +50,7 @@ pub struct RankPos {
 
 /// A process group of one replica's world; `ranks` are replica-local ranks.
 #[derive(Clone, Debug)]
-pub struct Group {
+pub(crate) struct Group {
     pub name: String,
     pub desc: &'static str,
     pub ranks: Vec<u32>,
@@ -58,7 +58,7 @@ pub struct Group {
 
 impl Group {
     /// `[0, 1, 2]`, as Kineto writes `Process Group Ranks`.
-    pub fn ranks_text(&self) -> String {
+    pub(crate) fn ranks_text(&self) -> String {
         let parts: Vec<String> = self.ranks.iter().map(u32::to_string).collect();
         format!("[{}]", parts.join(", "))
     }
@@ -81,7 +81,7 @@ impl Stage {
 }
 
 #[derive(Clone, Debug)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub tp: u32,
     pub dp: u32,
     pub pp: u32,
@@ -93,13 +93,13 @@ pub struct Layout {
 
 impl Layout {
     /// Sizes must be ≥ 1 and `ep` must divide `tp` (checked by the caller).
-    pub fn new(tp: u32, dp: u32, pp: u32, ep: u32) -> Self {
+    pub(crate) fn new(tp: u32, dp: u32, pp: u32, ep: u32) -> Self {
         Self::build(tp, dp, pp, ep, false)
     }
 
     /// SGLang DP attention: `dp` attention groups of `tp` ranks, one world and one TP group of
     /// `dp × tp` ranks, PP 1; `ep` must divide `dp × tp` (checked by the caller).
-    pub fn with_dp_attention(tp: u32, dp: u32, ep: u32) -> Self {
+    pub(crate) fn with_dp_attention(tp: u32, dp: u32, ep: u32) -> Self {
         Self::build(tp, dp, 1, ep, true)
     }
 
@@ -170,11 +170,11 @@ impl Layout {
         }
     }
 
-    pub fn world(&self) -> u32 {
+    pub(crate) fn world(&self) -> u32 {
         self.tp * self.dp * self.pp
     }
 
-    pub fn pos(&self, rank: u32) -> RankPos {
+    pub(crate) fn pos(&self, rank: u32) -> RankPos {
         let t = rank % self.tp;
         let p = (rank / self.tp) % self.pp;
         let d = rank / (self.tp * self.pp);
@@ -188,7 +188,7 @@ impl Layout {
     }
 
     /// SGLang's `tp_rank`: the TP index, over every DP rank under DP attention.
-    pub fn sglang_tp(&self, pos: &RankPos) -> u32 {
+    pub(crate) fn sglang_tp(&self, pos: &RankPos) -> u32 {
         if self.dp_attention {
             pos.d * self.tp + pos.t
         } else {
@@ -196,13 +196,14 @@ impl Layout {
         }
     }
 
-    pub fn rank_of(&self, d: u32, p: u32, t: u32) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn rank_of(&self, d: u32, p: u32, t: u32) -> u32 {
         (d * self.pp + p) * self.tp + t
     }
 
     /// Rank inside the replica's torch world (`distributedInfo.rank`); the global rank under
     /// DP attention (one world).
-    pub fn local(&self, pos: &RankPos) -> u32 {
+    pub(crate) fn local(&self, pos: &RankPos) -> u32 {
         if self.dp_attention {
             pos.rank
         } else {
@@ -211,7 +212,7 @@ impl Layout {
     }
 
     /// `distributedInfo.world_size`.
-    pub fn world_size(&self) -> u32 {
+    pub(crate) fn world_size(&self) -> u32 {
         if self.dp_attention {
             self.dp * self.tp
         } else {
@@ -219,17 +220,17 @@ impl Layout {
         }
     }
 
-    pub fn device(&self, pos: &RankPos) -> u32 {
+    pub(crate) fn device(&self, pos: &RankPos) -> u32 {
         pos.rank % GPUS_PER_NODE
     }
 
-    pub fn groups(&self) -> &[Group] {
+    pub(crate) fn groups(&self) -> &[Group] {
         &self.groups
     }
 
     /// Index (in [`Layout::groups`]) of the TP group of this rank's stage (its attention TP
     /// group under DP attention).
-    pub fn tp_group(&self, pos: &RankPos) -> usize {
+    pub(crate) fn tp_group(&self, pos: &RankPos) -> usize {
         if self.dp_attention && self.tp > 1 {
             1 + pos.d as usize
         } else if self.pp > 1 {
@@ -240,13 +241,13 @@ impl Layout {
     }
 
     /// Index of the PP group of TP rank `t` (only with PP > 1).
-    pub fn pp_group(&self, t: u32) -> usize {
+    pub(crate) fn pp_group(&self, t: u32) -> usize {
         1 + self.pp as usize + t as usize
     }
 
     /// Kineto's `distributedInfo` for this rank, as JSON text: NCCL's, or with `gloo` a
     /// CPU-only run's (backend `gloo`, `cpu:gloo,cuda:gloo` groups, no NCCL version).
-    pub fn distributed_info(&self, pos: &RankPos, gloo: bool) -> String {
+    pub(crate) fn distributed_info(&self, pos: &RankPos, gloo: bool) -> String {
         let backend = if gloo {
             "cpu:gloo,cuda:gloo"
         } else {
@@ -285,7 +286,7 @@ impl Layout {
 
     /// The CPU process name: SGLang's `sglang::scheduler_DP1_TP0`, vLLM's `VLLM::Worker_TP0`
     /// (a dimension only when its size is > 1).
-    pub fn process_name(&self, naming: Vendor, pos: &RankPos) -> String {
+    pub(crate) fn process_name(&self, naming: Vendor, pos: &RankPos) -> String {
         let mut s = String::from(match naming {
             Vendor::Sglang => "sglang::scheduler",
             Vendor::Vllm => "VLLM::Worker",
@@ -314,7 +315,12 @@ impl Layout {
     ///
     /// SGLang: `[{instance}-]{profile_id}-TP-{t}[-DP-{d}][-PP-{p}][-EP-{e}][-{STAGE}].trace.json.gz`;
     /// vLLM: `[{instance}_]dp{d}_pp{p}_tp{t}_dcp0_ep{e}_rank{r}.{ns}.pt.trace.json.gz`.
-    pub fn file_name(&self, f: &FileNaming<'_>, pos: &RankPos, stage: Option<Stage>) -> String {
+    pub(crate) fn file_name(
+        &self,
+        f: &FileNaming<'_>,
+        pos: &RankPos,
+        stage: Option<Stage>,
+    ) -> String {
         let ext = if f.plain { "json" } else { "json.gz" };
         match f.naming {
             Vendor::Sglang => {
@@ -356,7 +362,7 @@ impl Layout {
 }
 
 /// What the file name of a rank depends on besides its position.
-pub struct FileNaming<'a> {
+pub(crate) struct FileNaming<'a> {
     pub naming: Vendor,
     pub profile_id: &'a str,
     pub instance: Option<&'a str>,

@@ -24,14 +24,16 @@
 //! }
 //! ```
 
+// not API: for tests
+#[doc(hidden)]
 pub mod catalog;
-pub mod cpu;
-pub mod emit;
-pub mod inflate;
-pub mod layout;
-pub mod model;
-pub mod rng;
-pub mod sim;
+pub(crate) mod cpu;
+pub(crate) mod emit;
+pub(crate) mod inflate;
+pub(crate) mod layout;
+pub(crate) mod model;
+pub(crate) mod rng;
+pub(crate) mod sim;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -12,32 +12,32 @@ use super::layout::{Layout, RankPos, Stage, Vendor};
 use super::rng::Rng;
 
 /// Hidden size of the synthetic model (elements per token in an all-reduce).
-pub const HIDDEN: u64 = 4096;
+pub(crate) const HIDDEN: u64 = 4096;
 
 /// The batch of one step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StepKind {
+pub(crate) enum StepKind {
     Extend { bs: u32, toks: u32 },
     Decode { bs: u32 },
 }
 
 impl StepKind {
     /// Tokens the step processes.
-    pub fn tokens(self) -> u64 {
+    pub(crate) fn tokens(self) -> u64 {
         match self {
             StepKind::Extend { toks, .. } => u64::from(toks),
             StepKind::Decode { bs } => u64::from(bs),
         }
     }
 
-    pub fn bs(self) -> u64 {
+    pub(crate) fn bs(self) -> u64 {
         match self {
             StepKind::Extend { bs, .. } | StepKind::Decode { bs } => u64::from(bs),
         }
     }
 
     /// The same kind of step with `factor` × the sequences and tokens (at least one each).
-    pub fn scaled(self, factor: f64) -> StepKind {
+    pub(crate) fn scaled(self, factor: f64) -> StepKind {
         let k = |x: u32| ((f64::from(x) * factor).round() as u32).max(1);
         match self {
             StepKind::Extend { bs, toks } => StepKind::Extend {
@@ -52,7 +52,7 @@ impl StepKind {
     /// prefill's requests are in their context phase with all their tokens scheduled, a decode
     /// step's are generating one token each: `execute_context_4(512)_generation_0(0)`,
     /// `execute_context_0(0)_generation_8(8)`.
-    pub fn vllm_annotation(self) -> String {
+    pub(crate) fn vllm_annotation(self) -> String {
         match self {
             StepKind::Extend { bs, toks } => {
                 format!("execute_context_{bs}({toks})_generation_0(0)")
@@ -62,7 +62,7 @@ impl StepKind {
     }
 
     /// SGLang's forward annotation: `step[DECODE bs=8]`, `step[EXTEND bs=4 toks=512]`.
-    pub fn annotation(self) -> String {
+    pub(crate) fn annotation(self) -> String {
         match self {
             StepKind::Extend { bs, toks } => format!("step[EXTEND bs={bs} toks={toks}]"),
             StepKind::Decode { bs } => format!("step[DECODE bs={bs}]"),
@@ -72,7 +72,13 @@ impl StepKind {
 
 /// The batch of step `index` in DP replica `d`. Without a stage, about one step in six (and
 /// always the first) is a prefill.
-pub fn step_kind(seed: u64, stage: Option<Stage>, profile: u32, d: u32, index: u32) -> StepKind {
+pub(crate) fn step_kind(
+    seed: u64,
+    stage: Option<Stage>,
+    profile: u32,
+    d: u32,
+    index: u32,
+) -> StepKind {
     let mut rng = Rng::keyed(
         seed,
         &[0x57E9, u64::from(profile), u64::from(d), u64::from(index)],
@@ -95,7 +101,7 @@ pub fn step_kind(seed: u64, stage: Option<Stage>, profile: u32, d: u32, index: u
 
 /// What a CPU call puts on the GPU.
 #[derive(Clone, Copy, Debug)]
-pub enum Gpu {
+pub(crate) enum Gpu {
     Kernel(&'static KSpec),
     Memcpy {
         name: &'static str,
@@ -112,7 +118,7 @@ pub enum Gpu {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CollKind {
+pub(crate) enum CollKind {
     AllReduce,
     Send,
     Recv,
@@ -120,7 +126,7 @@ pub enum CollKind {
 
 /// A collective (or point-to-point) NCCL kernel.
 #[derive(Clone, Copy, Debug)]
-pub struct Coll {
+pub(crate) struct Coll {
     pub kind: CollKind,
     pub spec: &'static KSpec,
     /// Index of its process group in [`Layout::groups`].
@@ -132,7 +138,7 @@ pub struct Coll {
 
 /// One CPU call and its GPU work.
 #[derive(Clone, Copy, Debug)]
-pub struct Op {
+pub(crate) struct Op {
     pub gpu: Gpu,
     /// The outer `cpu_op`.
     pub cpu: &'static str,
@@ -150,7 +156,7 @@ pub struct Op {
 
 impl Op {
     /// The class of the GPU work, if any.
-    pub fn class(&self) -> Option<Class> {
+    pub(crate) fn class(&self) -> Option<Class> {
         match self.gpu {
             Gpu::Kernel(k) => Some(k.class),
             Gpu::Coll(_) => Some(Class::Comm),
@@ -186,7 +192,7 @@ fn linear(spec: &'static KSpec, gpu_ns: i64, rows: i64) -> Op {
 }
 
 /// Nominal time of a collective's data transfer, once every member has arrived.
-pub fn transfer_ns(c: &Coll) -> i64 {
+pub(crate) fn transfer_ns(c: &Coll) -> i64 {
     let bytes = (c.nelems * 2) as i64;
     match c.kind {
         CollKind::AllReduce => 9_000 + bytes / 100,
@@ -232,7 +238,7 @@ fn flavour(naming: Vendor) -> Flavour {
 }
 
 /// Layers of pipeline stage `p`: an even split of `layers` (earlier stages get the remainder).
-pub fn stage_layers(layers: u32, pp: u32, p: u32) -> std::ops::Range<u32> {
+pub(crate) fn stage_layers(layers: u32, pp: u32, p: u32) -> std::ops::Range<u32> {
     let lo = p * layers / pp;
     let hi = (p + 1) * layers / pp;
     lo..hi
@@ -241,7 +247,7 @@ pub fn stage_layers(layers: u32, pp: u32, p: u32) -> std::ops::Range<u32> {
 /// The program of one rank for one step. `moe_factor`: the tokens routed to this rank's experts
 /// over an even share (1: balanced; a hot-expert rank more).
 // Long on purpose: the kernel program of one layer, written out as the real model runs it.
-pub fn program(
+pub(crate) fn program(
     naming: Vendor,
     layers: u32,
     layout: &Layout,
@@ -446,7 +452,7 @@ pub fn program(
 /// whose `cudaStreamSynchronize` returns once the GPU has drained), then `delay_ns` of host work
 /// in `aten::item` → `aten::_local_scalar_dense` with no CUDA call. Inserted before a collective,
 /// it leaves the GPU idle for about `delay_ns` before that collective.
-pub fn host_stall(delay_ns: i64) -> [Op; 2] {
+pub(crate) fn host_stall(delay_ns: i64) -> [Op; 2] {
     [
         Op {
             gpu: Gpu::Sync,

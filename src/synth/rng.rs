@@ -4,24 +4,25 @@
 
 /// splitmix64: 64 bits of state, full period, good enough for jitter and choices.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// The splitmix64 output function: a good 64-bit mixer.
-pub fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(mix(seed ^ GOLDEN))
     }
 
     /// A stream for one purpose: the seed mixed with each key part in turn.
-    pub fn keyed(seed: u64, parts: &[u64]) -> Self {
+    pub(crate) fn keyed(seed: u64, parts: &[u64]) -> Self {
         let mut s = mix(seed ^ GOLDEN);
         for &p in parts {
             s = mix(s ^ mix(p.wrapping_add(GOLDEN)));
@@ -29,29 +30,29 @@ impl Rng {
         Rng(s)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(GOLDEN);
         mix(self.0)
     }
 
     /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Uniform integer in `lo..=hi`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
         debug_assert!(lo <= hi);
         lo + self.next_u64() % (hi - lo + 1)
     }
 
     /// A factor uniform in `[1 - pct, 1 + pct]`.
-    pub fn jitter(&mut self, pct: f64) -> f64 {
+    pub(crate) fn jitter(&mut self, pct: f64) -> f64 {
         1.0 + pct * (2.0 * self.unit() - 1.0)
     }
 
     /// `ns` scaled by a jitter factor, rounded to whole nanoseconds (at least 1).
-    pub fn jittered(&mut self, ns: i64, pct: f64) -> i64 {
+    pub(crate) fn jittered(&mut self, ns: i64, pct: f64) -> i64 {
         ((ns as f64 * self.jitter(pct)).round() as i64).max(1)
     }
 }

@@ -36,7 +36,7 @@ use super::SynthOptions;
 
 /// What carries over from one step to the next, per rank.
 #[derive(Clone, Debug)]
-pub struct RankState {
+pub(crate) struct RankState {
     /// When the CPU thread is free.
     pub cpu_t: i64,
     /// When the compute stream is free.
@@ -50,7 +50,7 @@ pub struct RankState {
 }
 
 impl RankState {
-    pub fn new(start: i64, groups: usize, corr0: u64) -> Self {
+    pub(crate) fn new(start: i64, groups: usize, corr0: u64) -> Self {
         RankState {
             cpu_t: start,
             gpu_t: start,
@@ -70,7 +70,7 @@ impl RankState {
 
 /// When one op ran. GPU fields are 0 for [`Gpu::Sync`].
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Rec {
+pub(crate) struct Rec {
     pub cpu_start: i64,
     pub cpu_dur: i64,
     pub rt_start: i64,
@@ -86,7 +86,7 @@ pub struct Rec {
 
 /// One rank's step: its program and when each op ran.
 #[derive(Clone, Debug)]
-pub struct RankStep {
+pub(crate) struct RankStep {
     pub index: u32,
     pub kind: StepKind,
     pub ops: Vec<Op>,
@@ -115,7 +115,7 @@ struct Arrival {
 /// Runs step `index` of profile number `profile` for every rank.
 // Long on purpose: one lock-step of every rank; collectives end together, so the step cannot
 // be split by rank.
-pub fn simulate_step(
+pub(crate) fn simulate_step(
     cfg: &SynthOptions,
     layout: &Layout,
     stage: Option<Stage>,
@@ -404,7 +404,7 @@ fn link_mult(cfg: &SynthOptions, index: u32, replica: u32, arrivals: &[Arrival])
 }
 
 /// Collectives (and point-to-point transfers) `rank` launches per step.
-pub fn collectives_per_step(cfg: &SynthOptions, layout: &Layout, rank: u32) -> usize {
+pub(crate) fn collectives_per_step(cfg: &SynthOptions, layout: &Layout, rank: u32) -> usize {
     let pos = layout.pos(rank);
     model::program(
         cfg.naming,

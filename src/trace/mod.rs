@@ -13,11 +13,15 @@
 //! The facade below is what a library user needs; everything else is reached by its own path
 //! (`trace::read::…`, `trace::discover::…`, `trace::write::…`).
 
+// not API: for tests/fuzz
+#[doc(hidden)]
 pub mod discover;
-pub mod rankid;
+pub(crate) mod rankid;
+// not API: for tests/fuzz/benches
+#[doc(hidden)]
 pub mod read;
-pub mod time;
-pub mod write;
+pub(crate) mod time;
+pub(crate) mod write;
 
 pub use discover::group::Group;
 pub use discover::merged::{is_merged_trace, merged_name};

@@ -6,8 +6,21 @@
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
-/// A time or duration in integer nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A time or duration in integer nanoseconds. Serialized as the bare integer.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct Ns(pub i64);
 
 impl Ns {
@@ -137,7 +150,7 @@ impl Ns {
 /// Whether a file without `baseTimeNanoseconds` lost it: its earliest `ts` is below ~3 years
 /// after 1970, so its times cannot be absolute epoch times and are relative to a base the file
 /// no longer holds (Kineto writes the key after the events, so a truncated file has none).
-pub fn lost_base(base_ns: Option<i64>, earliest: Option<Ns>) -> bool {
+pub(crate) fn lost_base(base_ns: Option<i64>, earliest: Option<Ns>) -> bool {
     const RELATIVE_BELOW: Ns = Ns(100_000_000_000_000_000);
     base_ns.is_none() && earliest.is_some_and(|t| t < RELATIVE_BELOW)
 }

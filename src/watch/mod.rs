@@ -8,24 +8,24 @@
 //! merge, analyze). The merged trace then carries the load as counter tracks, and the analysis
 //! says what the load was when the slow rank's onset began.
 //!
-//! - [`loads`] reads what servers say about their load (`/v1/loads`, `/metrics`, `/get_load`),
-//!   [`prom`] the Prometheus text format;
+//! - [`crate::load::loads`] reads what servers say about their load (`/v1/loads`, `/metrics`, `/get_load`),
+//!   [`crate::load::prom`] the Prometheus text format;
 //! - [`poll`] asks every worker at once on a deadline (a dead or hung worker never holds up the
 //!   loop);
-//! - [`stats`] and [`trigger`]: how uneven a metric is across ranks, and the trigger grammar;
-//! - [`timeline`]: the JSONL timeline (streamed) and the bounded sparkline history;
+//! - [`crate::load::stats`] and [`trigger`]: how uneven a metric is across ranks, and the trigger grammar;
+//! - [`crate::load::timeline`]: the JSONL timeline (streamed) and the bounded sparkline history;
 //! - [`run`]: the loop (poll, trigger, capture on its own thread, cooldown, end);
-//! - [`evidence`]: the timeline found beside the traces by `merge` (counter tracks) and
+//! - [`crate::load::evidence`]: the timeline found beside the traces by `merge` (counter tracks) and
 //!   `analyze` (a note on the load at the onset);
-//! - [`view`]: the live table drawn on a terminal.
+//! - [`crate::report::watch`]: the live table drawn on a terminal.
 //!
 //! Worker discovery is `crate::capture::workers::resolve` and a capture is
 //! `crate::capture::session::run`; the `watch` command turns the command line into
 //! [`WatchOptions`] and prints the [`Event`]s.
 
-pub mod poll;
-pub mod run;
-pub mod trigger;
+pub(crate) mod poll;
+pub(crate) mod run;
+pub(crate) mod trigger;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -1,5 +1,5 @@
 //! Polling every worker at once, on a deadline. Each worker has its own long-lived thread
-//! (blocking HTTP through [`crate::capture::fanout::Http`], one shared connection pool); a poll
+//! (blocking HTTP through [`crate::capture::http::Http`], one shared connection pool); a poll
 //! hands every idle thread a job and collects the answers until the deadline (the per-request
 //! timeout plus a little). A worker that has not answered by then is marked `timeout` and the
 //! poll goes on without it; while its request is still in flight it gets no new one (its row
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::capture::fanout::{Failure, Http};
+use crate::capture::http::{Failure, Http};
 use crate::capture::Backend;
 use crate::load::loads::{self, Metric, RankLoad};
 use crate::load::stats::Spread;
@@ -272,7 +272,7 @@ struct Slot {
 }
 
 /// The pollers of a set of workers (one thread each, ended when this is dropped).
-pub struct Poller {
+pub(crate) struct Poller {
     slots: Vec<Slot>,
     answers: Receiver<(usize, u64, WorkerPoll)>,
     timeout: Duration,
@@ -280,7 +280,12 @@ pub struct Poller {
 
 impl Poller {
     /// Starts one thread per worker url.
-    pub fn start(http: &Http, urls: &[String], backend: Backend, timeout: Duration) -> Poller {
+    pub(crate) fn start(
+        http: &Http,
+        urls: &[String],
+        backend: Backend,
+        timeout: Duration,
+    ) -> Poller {
         let (tx, answers) = mpsc::channel();
         let slots = urls
             .iter()
@@ -322,7 +327,7 @@ impl Poller {
     }
 
     /// Polls every worker; returns by the deadline whatever happened.
-    pub fn poll(&mut self, seq: u64) -> Poll {
+    pub(crate) fn poll(&mut self, seq: u64) -> Poll {
         let t_ns = now_ns();
         let t0 = Instant::now();
         let deadline = t0 + self.timeout;

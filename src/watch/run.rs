@@ -20,7 +20,7 @@ use super::trigger::{Armed, Fired};
 use super::{
     CaptureRecord, Event, ViewState, WatchOptions, WatchOutcome, WorkerTally, DEFAULT_CAPTURE_SECS,
 };
-use crate::capture::fanout::Http;
+use crate::capture::http::Http;
 use crate::capture::session::{self, Dirs, RunOutcome};
 use crate::capture::{workers, CaptureOptions};
 use crate::exit;
@@ -55,7 +55,7 @@ fn validate(o: &WatchOptions) -> Result<()> {
 
 /// The capture a trigger runs: the watch's targets, no load of its own, profiling at most
 /// `max_capture_secs`.
-pub fn capture_options(o: &WatchOptions) -> CaptureOptions {
+pub(crate) fn capture_options(o: &WatchOptions) -> CaptureOptions {
     let mut c = o.capture.clone();
     c.targets = o.targets.clone();
     c.requests = 0;

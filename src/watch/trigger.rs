@@ -92,7 +92,7 @@ fn duration_text(ns: i64) -> String {
 
 /// A parse error: the 1-based column (in characters) and what was wrong.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ParseError {
+pub(crate) struct ParseError {
     pub input: String,
     pub column: usize,
     pub message: String,
@@ -216,7 +216,7 @@ const METRICS: &str = "running, waiting, tokens, token_usage or throughput";
 const AGGS: &str = "max/mean, spread, cv, max, min or mean";
 
 /// Parses one trigger (see the module doc for the grammar).
-pub fn parse(input: &str) -> Result<Trigger, ParseError> {
+pub(crate) fn parse(input: &str) -> Result<Trigger, ParseError> {
     let err = |column: usize, message: String| ParseError {
         input: input.to_string(),
         column,

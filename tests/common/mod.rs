@@ -87,11 +87,11 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
         let r = a
             .ranks
             .iter()
-            .position(|x| x.rank == label)
+            .position(|x| x.figures.rank == label)
             .unwrap_or_else(|| {
                 panic!(
                     "checker rank {key} not in the analysis ({:?})",
-                    a.ranks.iter().map(|r| &r.rank).collect::<Vec<_>>()
+                    a.ranks.iter().map(|r| &r.figures.rank).collect::<Vec<_>>()
                 )
             });
         index.insert(key.clone(), r);
@@ -100,26 +100,42 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
     for (key, cr) in ranks {
         let r = index[key];
         let s = &a.ranks[r];
-        let ctx = format!("rank {} ({key})", s.rank);
-        assert_eq!(s.source, cr["mode"].as_str().unwrap(), "{ctx} source");
-        assert_eq!(s.busy_ns, i(&cr["busy_ns"]), "{ctx} busy");
-        assert_eq!(s.compute_ns, i(&cr["compute_ns"]), "{ctx} compute");
-        assert_eq!(s.comm_ns, i(&cr["comm_ns"]), "{ctx} comm");
+        let ctx = format!("rank {} ({key})", s.figures.rank);
         assert_eq!(
-            s.exposed_comm_ns,
+            s.figures.source,
+            cr["mode"].as_str().unwrap(),
+            "{ctx} source"
+        );
+        assert_eq!(s.figures.busy_ns.0, i(&cr["busy_ns"]), "{ctx} busy");
+        assert_eq!(
+            s.figures.compute_ns.0,
+            i(&cr["compute_ns"]),
+            "{ctx} compute"
+        );
+        assert_eq!(s.figures.comm_ns.0, i(&cr["comm_ns"]), "{ctx} comm");
+        assert_eq!(
+            s.figures.exposed_comm_ns.0,
             i(&cr["exposed_comm_ns"]),
             "{ctx} exposed comm"
         );
-        assert_eq!(s.memcpy_memset_ns, i(&cr["copy_ns"]), "{ctx} memcpy/memset");
-        assert_eq!(s.span_ns, i(&cr["span_ns"]), "{ctx} span");
-        assert_eq!(s.idle_ns, s.span_ns - s.busy_ns, "{ctx} idle");
         assert_eq!(
-            s.kernels as i64,
+            s.figures.memcpy_memset_ns.0,
+            i(&cr["copy_ns"]),
+            "{ctx} memcpy/memset"
+        );
+        assert_eq!(s.figures.span_ns.0, i(&cr["span_ns"]), "{ctx} span");
+        assert_eq!(
+            s.figures.idle_ns.0,
+            s.figures.span_ns.0 - s.figures.busy_ns.0,
+            "{ctx} idle"
+        );
+        assert_eq!(
+            s.figures.kernels as i64,
             i(&cr["kernel_count"]),
             "{ctx} kernel count"
         );
         assert_eq!(
-            s.kernel_sum_ns,
+            s.figures.kernel_sum_ns.0,
             i(&cr["kernel_total_ns"]),
             "{ctx} kernel time"
         );

@@ -6,7 +6,9 @@ pub mod loads;
 pub mod router;
 pub mod worker;
 
-use rankprof::cli::{CaptureCommand, Cli, Command, WatchArgs};
+use rankprof::cli::capture::CaptureCommand;
+use rankprof::cli::watch::WatchArgs;
+use rankprof::cli::{Cli, Command};
 
 /// Parses a `rankprof capture …` command line (without the program name).
 pub fn capture(args: &[&str]) -> CaptureCommand {

@@ -8,14 +8,16 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::trace::Ns;
+
 /// A merged, sorted, non-overlapping list of `[start, end)` intervals.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Union(pub Vec<(i64, i64)>);
+pub(crate) struct Union(pub Vec<(i64, i64)>);
 
 impl Union {
     /// Builds the union of intervals given in ascending order of start. Empty or negative
     /// intervals are ignored.
-    pub fn from_sorted(ivs: impl IntoIterator<Item = (i64, i64)>) -> Union {
+    pub(crate) fn from_sorted(ivs: impl IntoIterator<Item = (i64, i64)>) -> Union {
         let mut out: Vec<(i64, i64)> = Vec::new();
         for (s, e) in ivs {
             if e <= s {
@@ -33,23 +35,25 @@ impl Union {
         Union(out)
     }
 
+    #[cfg(test)]
     /// Builds the union of intervals in any order.
-    pub fn from_unsorted(mut ivs: Vec<(i64, i64)>) -> Union {
+    pub(crate) fn from_unsorted(mut ivs: Vec<(i64, i64)>) -> Union {
         ivs.sort_unstable();
         Union::from_sorted(ivs)
     }
 
     /// Total covered length.
-    pub fn len(&self) -> i64 {
+    pub(crate) fn len(&self) -> i64 {
         self.0.iter().map(|(s, e)| e - s).sum()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Length of the intersection with another union (two-pointer sweep).
-    pub fn overlap(&self, other: &Union) -> i64 {
+    pub(crate) fn overlap(&self, other: &Union) -> i64 {
         let (a, b) = (&self.0, &other.0);
         let (mut i, mut j, mut total) = (0, 0, 0i64);
         while i < a.len() && j < b.len() {
@@ -68,7 +72,7 @@ impl Union {
     }
 
     /// Covered length inside `[lo, hi)`.
-    pub fn len_within(&self, lo: i64, hi: i64) -> i64 {
+    pub(crate) fn len_within(&self, lo: i64, hi: i64) -> i64 {
         // First interval that ends after lo.
         let k = self.0.partition_point(|&(_, e)| e <= lo);
         let mut total = 0;
@@ -81,46 +85,54 @@ impl Union {
         total
     }
 
-    pub fn first(&self) -> Option<i64> {
+    pub(crate) fn first(&self) -> Option<i64> {
         self.0.first().map(|x| x.0)
     }
 
-    pub fn last(&self) -> Option<i64> {
+    pub(crate) fn last(&self) -> Option<i64> {
         self.0.last().map(|x| x.1)
     }
 }
 
-/// One row of the rank summary. Times in nanoseconds.
+/// What a rank's summary row and its entry in the saved summary ([`crate::analyze::summary`])
+/// both say of it. Times in nanoseconds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct RankSummary {
+pub struct RankFigures {
     pub rank: String,
     pub device: Option<String>,
     /// `gpu`: figures from GPU kernels/memcpy/memset; `cpu`: from CPU ops (no GPU events).
     pub source: String,
     /// From the first to the last GPU event (CPU op in CPU-only traces).
-    pub span_ns: i64,
+    pub span_ns: Ns,
     /// Union of kernel + memcpy + memset intervals over all streams.
-    pub busy_ns: i64,
-    pub idle_ns: i64,
+    pub busy_ns: Ns,
+    pub idle_ns: Ns,
     /// busy / span, in percent.
     pub utilization_pct: f64,
     /// Union of the non-communication kernels.
-    pub compute_ns: i64,
+    pub compute_ns: Ns,
     /// Union of the communication kernels.
-    pub comm_ns: i64,
+    pub comm_ns: Ns,
     /// Communication not overlapped by any compute kernel.
-    pub exposed_comm_ns: i64,
+    pub exposed_comm_ns: Ns,
     /// Union of memcpy + memset.
-    pub memcpy_memset_ns: i64,
+    pub memcpy_memset_ns: Ns,
     /// Kernel events (CPU ops in CPU-only traces).
     pub kernels: u64,
     /// Sum of kernel durations (may exceed busy when streams overlap).
-    pub kernel_sum_ns: i64,
+    pub kernel_sum_ns: Ns,
+}
+
+/// One row of the rank summary: its [`RankFigures`] (serialized in place) and the events read.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RankSummary {
+    #[serde(flatten)]
+    pub figures: RankFigures,
     pub events: u64,
 }
 
 /// The GPU (or CPU) intervals of one rank, split the way the summary needs them.
-pub struct Timeline {
+pub(crate) struct Timeline {
     pub all: Union,
     pub compute: Union,
     pub comm: Union,
@@ -129,7 +141,7 @@ pub struct Timeline {
 
 impl Timeline {
     /// `items` sorted by start; `f` gives each one's (start, end, kind).
-    pub fn build<T>(items: &[T], f: impl Fn(&T) -> (i64, i64, Kind)) -> Timeline {
+    pub(crate) fn build<T>(items: &[T], f: impl Fn(&T) -> (i64, i64, Kind)) -> Timeline {
         let pick = |k: Kind| {
             Union::from_sorted(
                 items
@@ -148,14 +160,14 @@ impl Timeline {
     }
 
     /// Communication time not covered by compute.
-    pub fn exposed_comm(&self) -> i64 {
+    pub(crate) fn exposed_comm(&self) -> i64 {
         self.comm.len() - self.comm.overlap(&self.compute)
     }
 }
 
 /// What an interval counts as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Compute,
     Comm,
     /// memcpy / memset
@@ -163,7 +175,7 @@ pub enum Kind {
 }
 
 /// `x / y` in percent, 0 when `y` is 0.
-pub fn pct(x: i64, y: i64) -> f64 {
+pub(crate) fn pct(x: i64, y: i64) -> f64 {
     if y > 0 {
         100.0 * x as f64 / y as f64
     } else {

@@ -37,11 +37,11 @@ use crate::trace::read::steps::{mark_of_name, StepMark};
 use crate::trace::{Event, Id, Str, Val};
 
 /// A hash map with rustc's fast, non-cryptographic hasher, for the per-event name lookups.
-pub type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
 
 /// One GPU op on the timeline (times as in the file, not yet shifted by the base time).
 #[derive(Debug, Clone, Copy)]
-pub struct GpuIv {
+pub(crate) struct GpuIv {
     pub start: i64,
     pub end: i64,
     /// The launch's correlation id (-1: none); later reused for the step index.
@@ -54,7 +54,7 @@ pub struct GpuIv {
 
 /// One CPU op on the timeline.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuIv {
+pub(crate) struct CpuIv {
     pub start: i64,
     pub end: i64,
     /// The thread (`tid`; -1 when it is not an integer).
@@ -64,7 +64,7 @@ pub struct CpuIv {
 
 /// One collective: a communication kernel (GPU) or a `c10d::` op (CPU).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CollEv {
+pub(crate) struct CollEv {
     /// Index into [`Collector::coll_keys`]: `pg` + stream for GPU, op name for CPU.
     pub key: u32,
     /// Index into [`Collector::coll_names`].
@@ -86,7 +86,7 @@ pub struct CollEv {
 }
 
 /// What the collector is told to look for.
-pub struct Config<'a> {
+pub(crate) struct Config<'a> {
     pub classes: &'a Classifier,
     pub step_marker: Option<&'a Regex>,
     /// Records each spool of a file's own rank keeps in memory ([`super::spill::cap_for`] of
@@ -95,7 +95,7 @@ pub struct Config<'a> {
 }
 
 /// Everything one pass keeps about one rank.
-pub struct Collector<'a> {
+pub(crate) struct Collector<'a> {
     /// Records each spool keeps in memory.
     cap: usize,
     cfg: &'a Config<'a>,
@@ -174,13 +174,13 @@ fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
 
 impl<'a> Collector<'a> {
     /// The collector of a file's own rank: spools of `cfg.spool_cap` records.
-    pub fn new(cfg: &'a Config<'a>) -> Self {
+    pub(crate) fn new(cfg: &'a Config<'a>) -> Self {
         Self::holding(cfg, cfg.spool_cap)
     }
 
     /// The collector of one labeled rank of a merged trace: a file may hold hundreds, so their
     /// spools keep [`Spool::CAP`] records each.
-    pub fn labeled(cfg: &'a Config<'a>) -> Self {
+    pub(crate) fn labeled(cfg: &'a Config<'a>) -> Self {
         Self::holding(cfg, Spool::<GpuIv>::CAP)
     }
 
@@ -240,7 +240,7 @@ impl<'a> Collector<'a> {
 
     /// Takes one event: only those [`WANT`](super::names::WANT) names change anything.
     #[inline]
-    pub fn on_event(&mut self, ev: &Event<'_>) {
+    pub(crate) fn on_event(&mut self, ev: &Event<'_>) {
         self.events += 1;
         if ev.ph != b'X' {
             return;
@@ -446,7 +446,7 @@ impl<'a> Collector<'a> {
 
 /// The size of one element of a collective's `dtype` as Kineto writes it (torch's scalar type
 /// names: `Float`, `BFloat16`, `Half`, `Float8_e4m3fn`, …), bytes; 0 when unknown.
-pub fn dtype_bytes(d: &str) -> u64 {
+pub(crate) fn dtype_bytes(d: &str) -> u64 {
     match d {
         "Double" | "Long" | "ComplexFloat" | "UInt64" => 8,
         "Float" | "Int" | "UInt32" | "ComplexHalf" => 4,

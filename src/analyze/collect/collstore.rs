@@ -29,7 +29,7 @@ use super::spill::{i64_at, Rec, Spool};
 
 /// One collective as reports and partials show it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Coll {
+pub(crate) struct Coll {
     pub name: String,
     pub start: i64,
     pub end: i64,
@@ -95,14 +95,14 @@ impl Rec for CollEv {
 }
 
 /// Records per segment appended to the shared file (208 KiB).
-pub const SEGMENT: usize = 4096;
+pub(crate) const SEGMENT: usize = 4096;
 /// Read buffer of a cursor (whole records).
 const READ_BUF: usize = (8 << 10) / CollEv::SIZE * CollEv::SIZE;
 
 /// Records a rank keeps in memory before its collectives go to the shared file: 256 (13 KiB,
 /// so that 1,024 ranks hold 13 MiB), or the spools' test capacity when one is set
 /// ([`super::spill::set_cap`]).
-pub fn mem_records() -> usize {
+pub(crate) fn mem_records() -> usize {
     match super::spill::cap_override() {
         0 => 256,
         n => n,
@@ -209,7 +209,7 @@ impl Writer {
 /// The label of each collector key: an op name as it is (CPU); `pg\x1fstream` (GPU) as the
 /// process group and the stream's position among that group's streams on the rank, so that
 /// stream numbers may differ between ranks.
-pub fn labels(keys: &[String], gpu: bool) -> Vec<String> {
+pub(crate) fn labels(keys: &[String], gpu: bool) -> Vec<String> {
     if !gpu {
         return keys.to_vec();
     }
@@ -258,7 +258,7 @@ pub struct RankColls {
 impl RankColls {
     /// From the collector's records. `labels[k]`: the label of the collector's key `k` (labels
     /// may repeat: their collectives then go together); `base` is added to every time.
-    pub fn build(
+    pub(crate) fn build(
         evs: Spool<CollEv>,
         labels: &[String],
         names: Vec<String>,
@@ -325,8 +325,9 @@ impl RankColls {
         })
     }
 
+    #[cfg(test)]
     /// From lists per key (each in start order), as partials and tests hold them.
-    pub fn from_map(by_key: BTreeMap<String, Vec<Coll>>) -> Result<RankColls> {
+    pub(crate) fn from_map(by_key: BTreeMap<String, Vec<Coll>>) -> Result<RankColls> {
         let mut names: Vec<String> = Vec::new();
         let mut ids: BTreeMap<String, u32> = BTreeMap::new();
         let mut w = Writer::new();
@@ -377,29 +378,29 @@ impl RankColls {
     }
 
     /// The keys, sorted.
-    pub fn keys(&self) -> &[String] {
+    pub(crate) fn keys(&self) -> &[String] {
         &self.keys
     }
 
     /// Collectives of `key` (0 when the rank has none).
-    pub fn len_of(&self, key: &str) -> usize {
+    pub(crate) fn len_of(&self, key: &str) -> usize {
         self.keys
             .binary_search_by(|k| k.as_str().cmp(key))
             .map_or(0, |i| self.counts[i])
     }
 
     /// The name a record refers to.
-    pub fn name(&self, id: u32) -> &str {
+    pub(crate) fn name(&self, id: u32) -> &str {
         self.names.get(id as usize).map_or("", String::as_str)
     }
 
     /// The earliest start, on the common clock.
-    pub fn earliest(&self) -> Option<i64> {
+    pub(crate) fn earliest(&self) -> Option<i64> {
         self.earliest.map(|t| t + self.shift)
     }
 
     /// Moves every time by `ns`.
-    pub fn add_base(&mut self, ns: i64) {
+    pub(crate) fn add_base(&mut self, ns: i64) {
         self.shift += ns;
     }
 
@@ -409,7 +410,7 @@ impl RankColls {
     }
 
     /// Reads the records from the first, in (key, start) order.
-    pub fn cursor(&self) -> Cursor<'_> {
+    pub(crate) fn cursor(&self) -> Cursor<'_> {
         Cursor {
             c: self,
             at: 0,
@@ -422,7 +423,7 @@ impl RankColls {
 }
 
 /// Reads one rank's records in order, through one small buffer.
-pub struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     c: &'a RankColls,
     /// Records returned (the in-memory store's index).
     at: usize,
@@ -435,7 +436,7 @@ pub struct Cursor<'a> {
 
 impl Cursor<'_> {
     /// The next record with its times on the common clock; `None` at the end.
-    pub fn next_rec(&mut self) -> Result<Option<CollEv>> {
+    pub(crate) fn next_rec(&mut self) -> Result<Option<CollEv>> {
         let shift = self.c.shift;
         let mut r = match &self.c.store {
             Store::Mem(v) => match v.get(self.at) {
@@ -475,13 +476,13 @@ impl Cursor<'_> {
     }
 
     /// The next record, which must exist (the counts say so).
-    pub fn next_of(&mut self, key: &str) -> Result<CollEv> {
+    pub(crate) fn next_of(&mut self, key: &str) -> Result<CollEv> {
         self.next_rec()?
             .with_context(|| format!("{key}: fewer collectives read back than counted"))
     }
 
     /// Skips `n` records.
-    pub fn skip(&mut self, n: usize) -> Result<()> {
+    pub(crate) fn skip(&mut self, n: usize) -> Result<()> {
         for _ in 0..n {
             self.next_rec()?;
         }

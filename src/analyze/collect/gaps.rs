@@ -27,14 +27,14 @@ use super::names::{is_launch, CPU_OP, CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY, GPU
 use crate::trace::{read_trace_with, Event, Nested};
 
 /// The most CPU events kept from the windows.
-pub const MAX_OPS: usize = 2_000_000;
+pub(crate) const MAX_OPS: usize = 2_000_000;
 
 /// Named ops kept in [`GapOps::ops`].
 const TOP: usize = 5;
 
 /// What filled the GPU's idle time inside the windows.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct GapOps {
+pub(crate) struct GapOps {
     /// GPU idle time inside the windows, ns.
     pub idle_ns: i64,
     /// Of it, what no op of the launching thread covers, ns.
@@ -137,7 +137,11 @@ fn tid_key(ev: &Event<'_>) -> String {
 /// Reads `path` (one rank's trace; its times plus `offset_ns` are the common clock) and says
 /// what its host did while its GPU was idle inside `windows` (`[start, end)` ns on the
 /// common clock).
-pub fn host_in_gaps(path: &Path, offset_ns: i64, windows: &[(i64, i64)]) -> io::Result<GapOps> {
+pub(crate) fn host_in_gaps(
+    path: &Path,
+    offset_ns: i64,
+    windows: &[(i64, i64)],
+) -> io::Result<GapOps> {
     let wins = union(windows.iter().copied().filter(|w| w.1 > w.0).collect());
     let mut gpu: Vec<(i64, i64)> = Vec::new();
     let mut ops: Vec<Op> = Vec::new();

@@ -21,16 +21,16 @@
 //! `collstore` import `segments`; `rank` imports them all and `plan` imports `rank`; `gaps`
 //! imports `names` only.
 
-pub mod busy;
-pub mod collector;
-pub mod collstore;
-pub mod gaps;
+pub(crate) mod busy;
+pub(crate) mod collector;
+pub(crate) mod collstore;
+pub(crate) mod gaps;
 pub mod names;
-pub mod ops;
-pub mod plan;
-pub mod rank;
-pub mod segments;
+pub(crate) mod ops;
+pub(crate) mod plan;
+pub(crate) mod rank;
+pub(crate) mod segments;
 pub mod spill;
-pub mod steps;
-pub mod sweep;
-pub mod work;
+pub(crate) mod steps;
+pub(crate) mod sweep;
+pub(crate) mod work;

@@ -18,7 +18,7 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OpKind::Kernel => "kernel",
             OpKind::Memcpy => "memcpy",
@@ -57,12 +57,6 @@ impl Agg {
         self.min = self.min.min(dur);
         self.max = self.max.max(dur);
     }
-    pub fn merge(&mut self, o: &Agg) {
-        self.total += o.total;
-        self.count += o.count;
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
-    }
 }
 
 /// One op name on one rank, name decoded.
@@ -77,7 +71,7 @@ pub struct NameAgg {
 /// types, numbers or namespaces), so `vectorized_elementwise_kernel<4, AUnaryFunctor<float,
 /// …, MulFunctor<float> >, …>` becomes `…vectorized_elementwise_kernel<AUnaryFunctor,
 /// MulFunctor>`; cut to 70 characters.
-pub fn short_name(name: &str) -> String {
+pub(crate) fn short_name(name: &str) -> String {
     const MAX: usize = 70;
     let t = name.trim();
     let mut s = t

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::busy::{pct, Kind, RankSummary, Timeline};
+use super::busy::{pct, Kind, RankFigures, RankSummary, Timeline};
 use super::collector::{Collector, CpuIv};
 use super::collstore::RankColls;
 use super::ops::{NameAgg, OpKind};
@@ -17,7 +17,7 @@ use super::steps::{self, StepFig};
 use super::sweep::GpuTotals;
 use super::work::StepWork;
 use crate::analyze::classes::Classifier;
-use crate::trace::read::json;
+use crate::trace::read::escape;
 use crate::trace::{Header, Ns, RankId};
 
 /// Per-stream totals (GPU).
@@ -67,7 +67,7 @@ pub struct RankResult {
 
 impl RankResult {
     /// Moves every time of the rank by `ns` (steps and collectives).
-    pub fn add_base(&mut self, ns: i64) {
+    pub(crate) fn add_base(&mut self, ns: i64) {
         for s in &mut self.steps {
             s.start_ns += ns;
         }
@@ -84,12 +84,12 @@ mod figs_with_classes {
     use super::StepFig;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub fn serialize<S: Serializer>(steps: &[StepFig], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(steps: &[StepFig], s: S) -> Result<S::Ok, S::Error> {
         let v: Vec<(&StepFig, &Vec<i64>)> = steps.iter().map(|f| (f, &f.class_ns)).collect();
         v.serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<StepFig>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<StepFig>, D::Error> {
         let v: Vec<(StepFig, Vec<i64>)> = Deserialize::deserialize(d)?;
         Ok(v.into_iter()
             .map(|(mut f, c)| {
@@ -102,7 +102,7 @@ mod figs_with_classes {
 
 fn decode(raw: &str) -> String {
     if raw.contains('\\') {
-        json::unescape(raw)
+        escape::unescape(raw)
     } else {
         raw.to_string()
     }
@@ -111,7 +111,7 @@ fn decode(raw: &str) -> String {
 /// Turns one rank's collector into its results. `label` without brackets.
 // Long on purpose: turns one rank's collector into its results in one place so the intervals
 // can be dropped as soon as each figure is taken from them.
-pub fn finish(
+pub(crate) fn finish(
     c: Collector<'_>,
     header: &Header,
     label: String,
@@ -280,19 +280,21 @@ pub fn finish(
     }
     let (span, busy) = (totals.span, totals.busy);
     let summary = RankSummary {
-        rank: label.clone(),
-        device,
-        source: if gpu { "gpu" } else { "cpu" }.to_string(),
-        span_ns: span,
-        busy_ns: busy,
-        idle_ns: span - busy,
-        utilization_pct: pct(busy, span),
-        compute_ns: totals.compute,
-        comm_ns: totals.comm,
-        exposed_comm_ns: totals.exposed_comm,
-        memcpy_memset_ns: totals.copy,
-        kernels,
-        kernel_sum_ns,
+        figures: RankFigures {
+            rank: label.clone(),
+            device,
+            source: if gpu { "gpu" } else { "cpu" }.to_string(),
+            span_ns: Ns(span),
+            busy_ns: Ns(busy),
+            idle_ns: Ns(span - busy),
+            utilization_pct: pct(busy, span),
+            compute_ns: Ns(totals.compute),
+            comm_ns: Ns(totals.comm),
+            exposed_comm_ns: Ns(totals.exposed_comm),
+            memcpy_memset_ns: Ns(totals.copy),
+            kernels,
+            kernel_sum_ns: Ns(kernel_sum_ns),
+        },
         events,
     };
     let labels = super::collstore::labels(&coll_keys, gpu);
@@ -334,7 +336,7 @@ pub fn finish(
 
 /// Sorts CPU ops by thread and start (outer ops first) and returns each op's self time: its
 /// duration minus the parts covered by its direct children.
-pub fn self_times(ivs: &mut [CpuIv]) -> Vec<i64> {
+pub(crate) fn self_times(ivs: &mut [CpuIv]) -> Vec<i64> {
     ivs.sort_unstable_by_key(|c| (c.tid, c.start, std::cmp::Reverse(c.end)));
     let mut selfs: Vec<i64> = ivs.iter().map(|c| c.end - c.start).collect();
     // (end, index) of the open ops on the current thread.

@@ -20,14 +20,14 @@ use super::spill::Spool;
 use super::steps::Mark;
 
 /// A collective with no collective before it on its rank.
-pub const NO_PREV: i64 = i64::MIN;
+pub(crate) const NO_PREV: i64 = i64::MIN;
 
 /// Collectives and the query points of their segments ([`prepare`]).
-pub type Prepared = (Spool<CollEv>, Spool<(i64, i64)>);
+pub(crate) type Prepared = (Spool<CollEv>, Spool<(i64, i64)>);
 
 /// The collectives with `prev_end` set, and the query points of the segments that are not
 /// empty: (time, `2·seq` for the segment's start, `2·seq + 1` for its end).
-pub fn prepare(colls: Spool<CollEv>) -> Result<Prepared> {
+pub(crate) fn prepare(colls: Spool<CollEv>) -> Result<Prepared> {
     with_prev(colls, true)
 }
 
@@ -55,7 +55,7 @@ fn with_prev(colls: Spool<CollEv>, want: bool) -> Result<Prepared> {
 /// order, during a sweep that adds the union's intervals in ascending order of start: a query
 /// is answered as soon as the sweep reaches an interval starting at or after it, when every
 /// interval that could cover time before it is in.
-pub struct Cumulative {
+pub(crate) struct Cumulative {
     queries: Box<dyn Iterator<Item = Result<(i64, i64)>>>,
     next: Option<(i64, i64)>,
     /// (id, answer), in the order answered.
@@ -66,7 +66,7 @@ pub struct Cumulative {
 }
 
 impl Cumulative {
-    pub fn new(queries: Spool<(i64, i64)>) -> Result<Cumulative> {
+    pub(crate) fn new(queries: Spool<(i64, i64)>) -> Result<Cumulative> {
         let mut queries = queries.sorted_by(|q: &(i64, i64)| *q)?;
         let next = queries.next().transpose()?;
         Ok(Cumulative {
@@ -87,7 +87,7 @@ impl Cumulative {
 
     /// Answers every pending query at or before `t` (the start of the next op of the sweep).
     #[inline]
-    pub fn reach(&mut self, t: i64) -> Result<()> {
+    pub(crate) fn reach(&mut self, t: i64) -> Result<()> {
         while let Some((q, id)) = self.next {
             if q > t {
                 break;
@@ -100,7 +100,7 @@ impl Cumulative {
 
     /// Adds a compute interval (after [`Cumulative::reach`] of its start).
     #[inline]
-    pub fn add(&mut self, s: i64, e: i64) {
+    pub(crate) fn add(&mut self, s: i64, e: i64) {
         if e <= s {
             return;
         }
@@ -116,7 +116,7 @@ impl Cumulative {
     }
 
     /// Answers what is left (no op starts after them) and returns the answers.
-    pub fn finish(mut self) -> Result<Spool<(i64, i64)>> {
+    pub(crate) fn finish(mut self) -> Result<Spool<(i64, i64)>> {
         self.reach(i64::MAX)?;
         Ok(self.answers)
     }
@@ -124,7 +124,7 @@ impl Cumulative {
 
 /// Fills `busy` and `pre` of each collective from the sweep's answers (`answers`: (id, compute
 /// before the point)) and the step marks (sorted by start).
-pub fn finish(
+pub(crate) fn finish(
     colls: Spool<CollEv>,
     answers: Spool<(i64, i64)>,
     marks: &[Mark],
@@ -157,7 +157,7 @@ pub fn finish(
 }
 
 /// From `prev_end` to the first mark starting in `(prev_end, start]`; 0 when none does.
-pub fn pre_of(marks: &[Mark], prev_end: i64, start: i64) -> i64 {
+pub(crate) fn pre_of(marks: &[Mark], prev_end: i64, start: i64) -> i64 {
     let k = marks.partition_point(|m| m.start <= prev_end);
     match marks.get(k) {
         Some(m) if m.start <= start => m.start - prev_end,
@@ -167,7 +167,7 @@ pub fn pre_of(marks: &[Mark], prev_end: i64, start: i64) -> i64 {
 
 /// The same figures from a compute union held in memory (CPU-only traces keep theirs):
 /// `busy_within(lo, hi)` is the union's length within `[lo, hi]`.
-pub fn fill_in_memory(
+pub(crate) fn fill_in_memory(
     colls: Spool<CollEv>,
     busy_within: impl Fn(i64, i64) -> i64,
     marks: &[Mark],
@@ -187,7 +187,7 @@ pub fn fill_in_memory(
 
 /// Longest gap between a `c10d::` op's end and the start of the `work.wait()` that belongs to
 /// it, ns.
-pub const WAIT_SLACK_NS: i64 = 1_000_000;
+pub(crate) const WAIT_SLACK_NS: i64 = 1_000_000;
 
 /// A CPU-only (gloo) trace's collectives end where the thread stops waiting for them: each
 /// `c10d::` op returns once its collective is queued, and Python's `work.wait()` that follows
@@ -195,7 +195,7 @@ pub const WAIT_SLACK_NS: i64 = 1_000_000;
 /// member. Each wait extends one collective, the one just before it, so that an early rank's
 /// wait is part of the collective it waited in — as an NCCL kernel's spinning is — and not
 /// of the work before its next collective. `waits` sorted by start.
-pub fn extend_by_waits(
+pub(crate) fn extend_by_waits(
     colls: Spool<CollEv>,
     mut waits: impl Iterator<Item = Result<(i64, i64)>>,
 ) -> Result<Spool<CollEv>> {

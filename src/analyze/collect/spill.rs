@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context, Result};
 
 /// A record of a fixed size on disk.
-pub trait Rec: Copy {
+pub(crate) trait Rec: Copy {
     const SIZE: usize;
     fn put(&self, out: &mut Vec<u8>);
     fn get(b: &[u8]) -> Self;
@@ -49,7 +49,7 @@ impl Rec for (i64, i64) {
 }
 
 /// The little-endian `i64` at `at` (zero-padded if the slice is short; records are read whole).
-pub fn i64_at(b: &[u8], at: usize) -> i64 {
+pub(crate) fn i64_at(b: &[u8], at: usize) -> i64 {
     let mut x = [0u8; 8];
     if let Some(s) = b.get(at..at + 8) {
         x.copy_from_slice(s);
@@ -58,7 +58,7 @@ pub fn i64_at(b: &[u8], at: usize) -> i64 {
 }
 
 /// Records in arrival order, at most [`Spool::CAP`] of them in memory.
-pub struct Spool<T: Rec> {
+pub(crate) struct Spool<T: Rec> {
     buf: Vec<T>,
     /// Spilled chunks: (offset, records) in `file`.
     chunks: Vec<(u64, usize)>,
@@ -79,7 +79,7 @@ impl<T: Rec> Default for Spool<T> {
 /// and 2^17 (4 MiB). At one or two ranks in flight a rank of up to ~130 k GPU ops (a few
 /// hundred MB of trace) never spills; from eight on each spool holds `CAP`, so memory per rank
 /// in flight never exceeds what it was with one fixed capacity.
-pub fn cap_for(ranks: usize) -> usize {
+pub(crate) fn cap_for(ranks: usize) -> usize {
     ((1usize << 18) / ranks.max(1)).clamp(1 << 15, 1 << 17)
 }
 
@@ -92,16 +92,16 @@ pub fn set_cap(records: usize) {
 }
 
 /// The records [`set_cap`] set (0: none set).
-pub fn cap_override() -> usize {
+pub(crate) fn cap_override() -> usize {
     CAP_OVERRIDE.load(Ordering::Relaxed)
 }
 
 impl<T: Rec> Spool<T> {
     /// Records kept in memory before a spill (32 768: 1 MiB of 32-byte records).
-    pub const CAP: usize = 1 << 15;
+    pub(crate) const CAP: usize = 1 << 15;
 
     /// A spool that spills every `cap` records, or every [`set_cap`] records when set.
-    pub fn holding(cap: usize) -> Self {
+    pub(crate) fn holding(cap: usize) -> Self {
         match CAP_OVERRIDE.load(Ordering::Relaxed) {
             0 => Spool::with_cap(cap),
             n => Spool::with_cap(n),
@@ -109,7 +109,7 @@ impl<T: Rec> Spool<T> {
     }
 
     /// A spool that spills every `cap` records (tests use small ones).
-    pub fn with_cap(cap: usize) -> Self {
+    pub(crate) fn with_cap(cap: usize) -> Self {
         Spool {
             buf: Vec::new(),
             chunks: Vec::new(),
@@ -120,22 +120,23 @@ impl<T: Rec> Spool<T> {
     }
 
     /// Records pushed so far.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    #[cfg(test)]
     /// Runs written to disk so far.
-    pub fn spilled_chunks(&self) -> usize {
+    pub(crate) fn spilled_chunks(&self) -> usize {
         self.chunks.len()
     }
 
     /// Adds a record; spills the buffer when it is full (or, when that fails, keeps it).
     #[inline]
-    pub fn push(&mut self, r: T) {
+    pub(crate) fn push(&mut self, r: T) {
         self.len += 1;
         self.buf.push(r);
         if self.buf.len() >= self.cap && self.spill().is_err() {
@@ -162,7 +163,7 @@ impl<T: Rec> Spool<T> {
     ///
     /// With chunks spilled: each is read back, sorted and written back in place as a run;
     /// the records still in memory are sorted there and make the last run, never written.
-    pub fn sorted_by<K: Ord + Copy + 'static>(
+    pub(crate) fn sorted_by<K: Ord + Copy + 'static>(
         mut self,
         key: impl Fn(&T) -> K + Copy + 'static,
     ) -> Result<Box<dyn Iterator<Item = Result<T>>>>

@@ -26,7 +26,7 @@ use super::work::{StepWork, WorkMark};
 
 /// A step annotation as found in the trace (file times).
 #[derive(Debug, Clone)]
-pub struct Mark {
+pub(crate) struct Mark {
     pub start: i64,
     pub dur: i64,
     pub name: String,
@@ -36,7 +36,7 @@ pub struct Mark {
 
 /// Picks the marker set and orders it by start: custom, then ProfilerStep, then SGLang.
 /// CPU-side marks are preferred to GPU-side copies.
-pub fn choose(
+pub(crate) fn choose(
     custom: Vec<Mark>,
     profiler: Vec<Mark>,
     sglang: Vec<Mark>,
@@ -70,7 +70,7 @@ pub fn choose(
 }
 
 /// Index of the window (sorted by start) that contains `t`, if any.
-pub fn window_of(marks: &[Mark], t: i64) -> Option<usize> {
+pub(crate) fn window_of(marks: &[Mark], t: i64) -> Option<usize> {
     let k = marks.partition_point(|m| m.start <= t);
     // The latest window starting at or before t, else an earlier one still open (nesting).
     (0..k)
@@ -102,7 +102,7 @@ pub struct StepFig {
 
 /// Gives each step the most frequent GEMM token count among the GEMM ops that start in it
 /// (ties: the larger). `shapes`: (CPU start, tokens), as the collector's spool gives them back.
-pub fn assign_shapes(
+pub(crate) fn assign_shapes(
     shapes: impl IntoIterator<Item = anyhow::Result<(i64, i64)>>,
     windows: &[Mark],
     work: &mut [StepWork],
@@ -124,7 +124,7 @@ pub fn assign_shapes(
 
 /// Adds CPU-side message sizes (`record_param_comms`: (start, nelems)) to the steps that hold
 /// them; the GPU-side sums ([`super::sweep::fold`]) are replaced when any CPU-side one exists.
-pub fn assign_nelems(
+pub(crate) fn assign_nelems(
     cpu: impl Iterator<Item = anyhow::Result<(i64, i64)>>,
     windows: &[Mark],
     work: &mut [StepWork],
@@ -147,7 +147,7 @@ pub fn assign_nelems(
 
 /// Gives each step (`windows`, as [`window_of`] sees them) the batches of the
 /// annotations that start in it. CPU-side annotations win over GPU-side copies.
-pub fn assign(marks: &[WorkMark], windows: &[Mark], work: &mut [StepWork]) {
+pub(crate) fn assign(marks: &[WorkMark], windows: &[Mark], work: &mut [StepWork]) {
     let any_cpu = marks.iter().any(|m| !m.on_gpu);
     for m in marks.iter().filter(|m| !any_cpu || !m.on_gpu) {
         if let Some(i) = window_of(windows, m.start) {

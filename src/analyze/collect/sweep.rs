@@ -74,7 +74,7 @@ impl Rec for GpuIv {
 
 /// The length of a union of `[start, end)` intervals fed in ascending order of start.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RunningUnion {
+pub(crate) struct RunningUnion {
     open: Option<(i64, i64)>,
     closed: i64,
 }
@@ -82,7 +82,7 @@ pub struct RunningUnion {
 impl RunningUnion {
     /// Adds an interval (empty or negative ones are ignored, as [`super::busy::Union`] does).
     #[inline]
-    pub fn add(&mut self, s: i64, e: i64) {
+    pub(crate) fn add(&mut self, s: i64, e: i64) {
         if e <= s {
             return;
         }
@@ -102,18 +102,14 @@ impl RunningUnion {
     }
 
     /// Total covered length.
-    pub fn len(&self) -> i64 {
+    pub(crate) fn len(&self) -> i64 {
         self.closed + self.open.map_or(0, |(s, e)| e - s)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.open.is_none()
     }
 }
 
 /// The rank-level GPU figures.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct GpuTotals {
+pub(crate) struct GpuTotals {
     /// From the first op's start to the last end (non-empty ops).
     pub span: i64,
     pub busy: i64,
@@ -142,7 +138,7 @@ fn kind_of(g: &GpuIv, comm: u8) -> Kind {
 /// work, class sums, launches). `launches`: (correlation, launch ts). `cum` answers, from the
 /// same sweep, how much compute lies before each collective segment's ends
 /// ([`super::segments`]).
-pub fn fold(
+pub(crate) fn fold(
     ops: Spool<GpuIv>,
     launches: Spool<(i64, i64)>,
     marks: &[Mark],

@@ -85,7 +85,7 @@ impl WorkSource {
 /// Reads the batch from an annotation name: SGLang's `step[EXTEND bs=1 toks=8]`,
 /// `step[DECODE bs=8]`, or vLLM's `execute_context_1(8)_generation_3(3)` (and its detailed
 /// form) or `execute_new_2_cached_14`.
-pub fn parse(name: &str) -> Option<(WorkSource, Batch)> {
+pub(crate) fn parse(name: &str) -> Option<(WorkSource, Batch)> {
     if let Some(inner) = name.strip_prefix("step[").and_then(|s| s.strip_suffix(']')) {
         let mut words = inner.split_ascii_whitespace();
         let phase = words.next()?;
@@ -143,7 +143,7 @@ fn vllm_phase(s: &str) -> Option<(u64, u64)> {
 
 /// A batch annotation as found in a trace (file time of its start).
 #[derive(Debug, Clone, Copy)]
-pub struct WorkMark {
+pub(crate) struct WorkMark {
     pub start: i64,
     pub on_gpu: bool,
     pub source: WorkSource,
@@ -182,7 +182,7 @@ impl StepWork {
 }
 
 /// CPU ops whose `Input Dims` give the token dimension (see the module doc).
-pub const GEMM_OPS: [&str; 5] = [
+pub(crate) const GEMM_OPS: [&str; 5] = [
     "aten::mm",
     "aten::addmm",
     "aten::linear",
@@ -192,7 +192,7 @@ pub const GEMM_OPS: [&str; 5] = [
 
 /// The token dimension of a GEMM from its `Input Dims` (`[[8, 64], [96, 64], []]`): the product
 /// of input 0's dims but the last; `None` when input 0 is not a matrix or more.
-pub fn gemm_tokens(dims: &str) -> Option<u64> {
+pub(crate) fn gemm_tokens(dims: &str) -> Option<u64> {
     let inner = dims.trim_start().strip_prefix('[')?.trim_start();
     let first = inner.strip_prefix('[')?;
     let first = &first[..first.find(']')?];

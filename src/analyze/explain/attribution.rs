@@ -45,7 +45,7 @@ use crate::analyze::reduce::steps::{StepRow, StepTable};
 use crate::analyze::stats::{median, ratio};
 
 /// Work ratios within this fraction of 1 count as the same work.
-pub const SAME_WORK: f64 = 0.05;
+pub(crate) const SAME_WORK: f64 = 0.05;
 
 /// Why a subject takes longer than its peers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,7 +197,7 @@ fn mean(v: &[Totals]) -> Totals {
 }
 
 /// What the analysis hands over.
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     pub labels: &'a [String],
     /// DP replica of each rank, when the file names say.
     pub dp: &'a [Option<u32>],
@@ -208,7 +208,7 @@ pub struct Input<'a> {
 }
 
 /// Attributes every rank's and replica's gap.
-pub fn attribute(inp: &Input<'_>) -> Attribution {
+pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
     let n = inp.labels.len();
     let rows = &inp.steps.rows;
     let fig = |r: usize, row: usize| inp.figs[r].get(rows[row].idx[r]);
@@ -233,9 +233,9 @@ pub fn attribute(inp: &Input<'_>) -> Attribution {
         if rows.is_empty() {
             let s = &inp.summaries[r];
             return Totals {
-                time: s.compute_ns as f64,
+                time: s.figures.compute_ns.0 as f64,
                 work: None,
-                launches: s.kernels as f64,
+                launches: s.figures.kernels as f64,
             };
         }
         let mut t = Totals {
@@ -441,7 +441,7 @@ struct Ctx<'a> {
 }
 
 /// The cause of a gap from its ratios (see the module doc).
-pub fn cause(t: f64, w: Option<f64>, l: f64, threshold: f64) -> Cause {
+pub(crate) fn cause(t: f64, w: Option<f64>, l: f64, threshold: f64) -> Cause {
     if t - 1.0 <= threshold {
         return Cause::Balanced;
     }

@@ -85,7 +85,7 @@ pub struct Drill {
 }
 
 /// What the drill-down reads.
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     pub results: &'a [RankResult],
     pub class_names: &'a [String],
     pub comm_class: usize,
@@ -118,7 +118,7 @@ fn names(line: &str, label: &str) -> bool {
 }
 
 /// The drill-down of rank `r`.
-pub fn drill(inp: &Input<'_>, r: usize) -> Drill {
+pub(crate) fn drill(inp: &Input<'_>, r: usize) -> Drill {
     let n = inp.results.len();
     let peers = if n > 1 {
         inp.steps.peers_of(r, n)

@@ -72,7 +72,7 @@ impl EpRecord {
 }
 
 /// The parts of one rank (GPU kernels only; CPU-only traces have none).
-pub fn parts(r: &RankResult, classes: &Classifier) -> EpParts {
+pub(crate) fn parts(r: &RankResult, classes: &Classifier) -> EpParts {
     static RES: OnceLock<(Regex, Regex)> = OnceLock::new();
     let (dc, routing) = RES.get_or_init(|| {
         // Constant patterns: they compile.
@@ -104,7 +104,7 @@ pub fn parts(r: &RankResult, classes: &Classifier) -> EpParts {
 }
 
 /// Every EP rank against its EP peers (empty without EP indices or GPU kernels).
-pub fn split(results: &[RankResult], classes: &Classifier, threshold: f64) -> Vec<EpRecord> {
+pub(crate) fn split(results: &[RankResult], classes: &Classifier, threshold: f64) -> Vec<EpRecord> {
     let all: Vec<EpParts> = results.iter().map(|r| parts(r, classes)).collect();
     let across_dp = ep_spans_dp(results);
     let mut out = Vec::new();
@@ -155,7 +155,7 @@ pub fn split(results: &[RankResult], classes: &Classifier, threshold: f64) -> Ve
 /// group, so a TP index never repeats across DP indices (`TP-0-DP-0-EP-0`, `TP-1-DP-1-EP-1`,
 /// …), while separate DP replicas repeat them (`TP-0-DP-0`, `TP-0-DP-1`). Then the EP peers
 /// span the DP ranks.
-pub fn ep_spans_dp(results: &[RankResult]) -> bool {
+pub(crate) fn ep_spans_dp(results: &[RankResult]) -> bool {
     let mut dp_of: HashMap<(Option<u32>, u32), Option<u32>> = HashMap::new();
     let mut dps = BTreeSet::new();
     for r in results {
@@ -174,7 +174,7 @@ pub fn ep_spans_dp(results: &[RankResult]) -> bool {
 /// which the attribution alone calls *slower device or host*: such records — the rank's, and
 /// its DP replica's when the replica's gap is that rank's — say *hot experts* instead, so the
 /// attribution table, the `ep` table and the verdict agree.
-pub fn defer_hot_experts(a: &mut Attribution, ep: &[EpRecord]) {
+pub(crate) fn defer_hot_experts(a: &mut Attribution, ep: &[EpRecord]) {
     let hot: Vec<&EpRecord> = ep.iter().filter(|e| e.cause == "hot experts").collect();
     let dp_of = |rank: &str| a.ranks.iter().find(|r| r.rank == rank).and_then(|r| r.dp);
     let by_rec: Vec<Option<String>> = a

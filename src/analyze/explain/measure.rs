@@ -7,7 +7,7 @@ use crate::analyze::collect::work::{StepWork, WorkSource};
 
 /// The work figure the attribution compares: the best one every step of every rank has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
+pub(crate) enum Measure {
     /// Tokens from the batch annotations.
     Tokens,
     /// Sequences from the batch annotations.
@@ -22,7 +22,7 @@ pub enum Measure {
 
 impl Measure {
     /// Best first: annotations, shapes, message sizes, launches.
-    pub const ORDER: [Measure; 5] = [
+    pub(crate) const ORDER: [Measure; 5] = [
         Measure::Tokens,
         Measure::Seqs,
         Measure::ShapeTokens,
@@ -31,7 +31,7 @@ impl Measure {
     ];
 
     /// The step's work in this measure (`None` for launches: they are no work figure).
-    pub fn value(self, w: &StepWork) -> Option<u64> {
+    pub(crate) fn value(self, w: &StepWork) -> Option<u64> {
         match self {
             Measure::Tokens => w.tokens,
             Measure::Seqs => w.seqs,
@@ -43,7 +43,7 @@ impl Measure {
 
     /// The unit a report names: `token`, `sequence`, `message element`, `launch` (in the
     /// plural: [`plural`]).
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Measure::Tokens | Measure::ShapeTokens => "token",
             Measure::Seqs => "sequence",
@@ -54,7 +54,7 @@ impl Measure {
 
     /// The first measure (in [`Measure::ORDER`]) that every step has; `annotation` is the
     /// source of the steps' batch annotations, to name it.
-    pub fn pick<'a>(
+    pub(crate) fn pick<'a>(
         steps: impl Iterator<Item = Option<&'a StepWork>> + Clone,
         annotation: WorkSource,
     ) -> (Measure, WorkSource) {
@@ -77,7 +77,7 @@ impl Measure {
 }
 
 /// `n` and its noun, plural unless one: `1 rank`, `2 ranks`, `0 steps`.
-pub fn count(n: impl std::fmt::Display, one: &str) -> String {
+pub(crate) fn count(n: impl std::fmt::Display, one: &str) -> String {
     let s = n.to_string();
     if s == "1" {
         format!("1 {one}")
@@ -87,7 +87,7 @@ pub fn count(n: impl std::fmt::Display, one: &str) -> String {
 }
 
 /// A unit's plural (`launch` → `launches`, `token` → `tokens`).
-pub fn plural(unit: &str) -> String {
+pub(crate) fn plural(unit: &str) -> String {
     if unit.ends_with("ch") || unit.ends_with('s') {
         format!("{unit}es")
     } else {

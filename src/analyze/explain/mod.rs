@@ -17,7 +17,7 @@
 //! `attribution` and `ep`; `drill` imports none of them (it takes the verdict's lines).
 
 pub mod attribution;
-pub mod drill;
-pub mod ep;
-pub mod measure;
-pub mod verdict;
+pub(crate) mod drill;
+pub(crate) mod ep;
+pub(crate) mod measure;
+pub(crate) mod verdict;

@@ -62,7 +62,7 @@ pub struct Verdict {
 }
 
 /// Inputs per rank: work, class totals (whole profile) and class totals per step.
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     pub summaries: &'a [RankSummary],
     pub class_names: &'a [String],
     pub comm_class: usize,
@@ -82,13 +82,13 @@ pub struct Input<'a> {
 
 // Long on purpose: the verdict's rules in the order the headline states them; each rule is a
 // short block.
-pub fn judge(inp: &Input<'_>) -> Verdict {
+pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     let n = inp.summaries.len();
     let mut v = Verdict {
         ranks: n,
         balanced: true,
         threshold_pct: 100.0 * inp.threshold,
-        metric: if inp.summaries.iter().all(|s| s.source == "cpu") {
+        metric: if inp.summaries.iter().all(|s| s.figures.source == "cpu") {
             "cpu work"
         } else {
             "gpu work"
@@ -107,7 +107,10 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     // Work inside the steps when there are steps (what runs outside them — an idle scheduler
     // loop, warm-up — is no load of the profiled batches), else over the whole profile.
     let work: Vec<i64> = if inp.steps.rows.is_empty() {
-        inp.summaries.iter().map(|s| s.compute_ns).collect()
+        inp.summaries
+            .iter()
+            .map(|s| s.figures.compute_ns.0)
+            .collect()
     } else {
         (0..n)
             .map(|r| inp.steps.rows.iter().map(|row| row.work_ns[r]).sum())
@@ -125,7 +128,7 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     let others =
         slow_peers.iter().map(|&i| work[i]).sum::<i64>() as f64 / slow_peers.len().max(1) as f64;
     let all_others = slow_peers.len() + 1 == n;
-    v.slowest = Some(inp.summaries[slow].rank.clone());
+    v.slowest = Some(inp.summaries[slow].figures.rank.clone());
     v.slowest_index = Some(slow);
     v.slowest_work_ns = work[slow];
     v.others_mean_work_ns = others;
@@ -343,24 +346,24 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
     if v.balanced {
         v.lines.push(format!(
             "Balanced: the busiest rank ({}) has {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms), within the {:.0} % threshold.",
-            inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others), v.threshold_pct
+            inp.summaries[slow].figures.rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others), v.threshold_pct
         ));
     } else if who != slow {
         // The rank that became slower is not the one with the most work over the whole profile.
         v.lines.push(format!(
             "Imbalanced: rank {} became slower (see the onset); over the whole profile rank {} has the most {}, {:.1} % above {mine} ({:.2} ms vs {:.2} ms).",
-            inp.summaries[who].rank, inp.summaries[slow].rank, v.metric, v.excess_pct, ms(work[slow] as f64), ms(others)
+            inp.summaries[who].figures.rank, inp.summaries[slow].figures.rank, v.metric, v.excess_pct, ms(work[slow] as f64), ms(others)
         ));
     } else if v.excess_pct <= 100.0 * inp.threshold {
         // The gap is elsewhere (between replicas, or an onset): ranks are even against peers.
         v.lines.push(format!(
             "Against its peers the busiest rank ({}) has only {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms).",
-            inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
+            inp.summaries[slow].figures.rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
         ));
     } else {
         v.lines.push(format!(
             "Imbalanced: rank {} is the slowest, with {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms).",
-            inp.summaries[slow].rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
+            inp.summaries[slow].figures.rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
         ));
     }
     v.lines.extend(link_line);
@@ -380,7 +383,7 @@ pub fn judge(inp: &Input<'_>) -> Verdict {
             .collect();
         v.lines.push(format!(
             "The gap of rank {} is mostly {}{}.",
-            inp.summaries[who].rank,
+            inp.summaries[who].figures.rank,
             parts.join(", "),
             if v.onset.is_some() {
                 " (steps from the onset on)"

@@ -42,7 +42,7 @@ use crate::analyze::rankset;
 use crate::analyze::stats::argmax;
 
 /// Arrivals less than this before the latest are ties (see the module documentation).
-pub const TIE_TOLERANCE_NS: i64 = 1_000;
+pub(crate) const TIE_TOLERANCE_NS: i64 = 1_000;
 
 /// One key (process group + stream, or op name) within one world.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -174,7 +174,7 @@ fn counts_note(members: &[usize], counts: &[usize], ranks: &[String]) -> String 
 
 /// Groups ranks into worlds for collective matching (and the step table's peers): one per DP
 /// replica when the traces report a world smaller than the set of ranks, with a note saying so.
-pub fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
+pub(crate) fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
     let n = results.len();
     let all = vec![(0..n).collect::<Vec<_>>()];
     let Some(ws) = results.iter().filter_map(|r| r.world_size).min() else {
@@ -210,10 +210,11 @@ pub fn worlds(results: &[RankResult]) -> (Vec<Vec<usize>>, Option<String>) {
     }
 }
 
+#[cfg(test)]
 /// Matches collectives across ranks. `worlds` holds rank indices. Each rank's collectives are
 /// read once, front to back, the ranks of a world in lockstep (see [`crate::analyze::collect::collstore`]); an
 /// error is a temporary file that cannot be read back.
-pub fn analyze(
+pub(crate) fn analyze(
     ranks: &[String],
     worlds: &[Vec<usize>],
     per_rank: &[RankColls],
@@ -223,10 +224,10 @@ pub fn analyze(
     analyze_into(ranks, worlds, per_rank, source, top_n, None)
 }
 
-/// [`analyze`], also feeding every matched collective to the critical path's accumulator.
+/// `analyze` (tests), also feeding every matched collective to the critical path's accumulator.
 // Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
 // groups, worst, notes) from the same match state.
-pub fn analyze_into(
+pub(crate) fn analyze_into(
     ranks: &[String],
     worlds: &[Vec<usize>],
     per_rank: &[RankColls],

@@ -84,7 +84,7 @@ pub struct Dist {
 }
 
 /// The `p` quantile (0–1) of `v`, linear between the nearest ranks; 0 when empty.
-pub fn quantile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn quantile(sorted: &[f64], p: f64) -> f64 {
     match sorted.len() {
         0 => 0.0,
         n => {
@@ -214,7 +214,7 @@ impl Groups {
 }
 
 /// Outlier ranks kept (in JSON too; the terminal shows fewer).
-pub const OUTLIERS: usize = 20;
+pub(crate) const OUTLIERS: usize = 20;
 
 /// `v[r]` over the mean of `v` on `peers`, minus one, percent; 0 without peers or when their
 /// mean is 0 (never infinite).
@@ -231,7 +231,7 @@ fn vs_peers(v: &[i64], r: usize, peers: &[usize]) -> f64 {
 /// ([`StepTable::peers_of`]), as the verdict measures it. `lead`: the rank the verdict names
 /// first, when it names a rank (a late starter, say, whose work is even): listed second among
 /// the outliers, after the rank furthest above its peers.
-pub fn build(
+pub(crate) fn build(
     results: &[RankResult],
     summaries: &[RankSummary],
     steps: &StepTable,
@@ -239,7 +239,7 @@ pub fn build(
 ) -> Groups {
     let n = results.len();
     let work: Vec<i64> = if steps.rows.is_empty() {
-        summaries.iter().map(|s| s.compute_ns).collect()
+        summaries.iter().map(|s| s.figures.compute_ns.0).collect()
     } else {
         (0..n)
             .map(|r| steps.rows.iter().map(|row| row.work_ns[r]).sum())
@@ -249,10 +249,10 @@ pub fn build(
     let nclass = results.first().map_or(0, |r| r.class_ns.len());
     let mut g = Groups {
         work: f(&|r| work[r] as f64),
-        busy: f(&|r| summaries[r].busy_ns as f64),
-        exposed_comm: f(&|r| summaries[r].exposed_comm_ns as f64),
-        util_pct: f(&|r| summaries[r].utilization_pct),
-        kernels: f(&|r| summaries[r].kernels as f64),
+        busy: f(&|r| summaries[r].figures.busy_ns.0 as f64),
+        exposed_comm: f(&|r| summaries[r].figures.exposed_comm_ns.0 as f64),
+        util_pct: f(&|r| summaries[r].figures.utilization_pct),
+        kernels: f(&|r| summaries[r].figures.kernels as f64),
         classes: (0..nclass)
             .map(|c| f(&|r| results[r].class_ns.get(c).copied().unwrap_or(0) as f64))
             .collect(),
@@ -287,14 +287,14 @@ pub fn build(
         .iter()
         .take(OUTLIERS)
         .map(|&r| Outlier {
-            rank: summaries[r].rank.clone(),
+            rank: summaries[r].figures.rank.clone(),
             index: r,
             work_ns: work[r],
             vs_peers_pct: dev[r],
             vs_median_pct: vs(work[r] as f64),
-            busy_ns: summaries[r].busy_ns,
-            exposed_comm_ns: summaries[r].exposed_comm_ns,
-            util_pct: summaries[r].utilization_pct,
+            busy_ns: summaries[r].figures.busy_ns.0,
+            exposed_comm_ns: summaries[r].figures.exposed_comm_ns.0,
+            util_pct: summaries[r].figures.utilization_pct,
         })
         .collect();
     for d in Dim::ALL {
@@ -398,7 +398,7 @@ fn dim_groups(
             let labels: Vec<String> = m
                 .iter()
                 .map(|&r| {
-                    let l = &summaries[r].rank;
+                    let l = &summaries[r].figures.rank;
                     let short = l
                         .replace(&format!("-{name}"), "")
                         .replace(&format!("{name}-"), "");
@@ -419,10 +419,10 @@ fn dim_groups(
                 members: rankset::compact(&labels),
                 ranks: m.len(),
                 work: Dist::of(m.iter().map(|&r| work[r] as f64)),
-                busy_mean_ns: mean(&m, &|r| summaries[r].busy_ns as f64),
-                exposed_comm_mean_ns: mean(&m, &|r| summaries[r].exposed_comm_ns as f64),
-                util_mean_pct: mean(&m, &|r| summaries[r].utilization_pct),
-                kernels_mean: mean(&m, &|r| summaries[r].kernels as f64),
+                busy_mean_ns: mean(&m, &|r| summaries[r].figures.busy_ns.0 as f64),
+                exposed_comm_mean_ns: mean(&m, &|r| summaries[r].figures.exposed_comm_ns.0 as f64),
+                util_mean_pct: mean(&m, &|r| summaries[r].figures.utilization_pct),
+                kernels_mean: mean(&m, &|r| summaries[r].figures.kernels as f64),
                 class_mean_ns: (0..nclass)
                     .map(|c| {
                         mean(&m, &|r| {
@@ -430,7 +430,7 @@ fn dim_groups(
                         })
                     })
                     .collect(),
-                slowest: summaries[slow].rank.clone(),
+                slowest: summaries[slow].figures.rank.clone(),
                 vs_median_pct: 0.0,
             }
         })

@@ -10,11 +10,11 @@ use super::kernels::ClassTable;
 use super::steps::{self, StepRow, StepTable};
 
 /// Step buckets a step heatmap has at most.
-pub const MAX_STEP_COLUMNS: usize = 240;
+pub(crate) const MAX_STEP_COLUMNS: usize = 240;
 
 /// A rank × column grid.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Heatmap {
+pub(crate) struct Heatmap {
     pub rows: Vec<String>,
     pub cols: Vec<String>,
     /// Milliseconds, `[row][col]`.
@@ -24,7 +24,7 @@ pub struct Heatmap {
 }
 
 /// Rank × class (classes with time on some rank only).
-pub fn classes(c: &ClassTable) -> Heatmap {
+pub(crate) fn classes(c: &ClassTable) -> Heatmap {
     let keep: Vec<usize> = (0..c.classes.len())
         .filter(|&k| c.ns.iter().any(|r| r.get(k).copied().unwrap_or(0) > 0))
         .collect();
@@ -55,7 +55,7 @@ pub fn classes(c: &ClassTable) -> Heatmap {
 }
 
 /// Rank × step (work per step, mean over each bucket of consecutive steps).
-pub fn steps(st: &StepTable) -> Heatmap {
+pub(crate) fn steps(st: &StepTable) -> Heatmap {
     let n = st.rows.len();
     let per = n.div_ceil(MAX_STEP_COLUMNS).max(1);
     let buckets: Vec<&[StepRow]> = st.rows.chunks(per).collect();

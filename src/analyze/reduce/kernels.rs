@@ -60,7 +60,7 @@ pub struct ClassTable {
 }
 
 /// The top `k` names by total time over all ranks.
-pub fn top(
+pub(crate) fn top(
     ranks: &[String],
     per_rank: &[&[NameAgg]],
     class_names: &[String],

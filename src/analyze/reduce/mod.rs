@@ -16,9 +16,9 @@
 //! statistics); inside, `heat` imports `kernels` and `steps`, `groups` imports `steps`,
 //! `path` imports `steps` and `collectives` imports `path`.
 
-pub mod collectives;
+pub(crate) mod collectives;
 pub mod groups;
-pub mod heat;
-pub mod kernels;
+pub(crate) mod heat;
+pub(crate) mod kernels;
 pub mod path;
-pub mod steps;
+pub(crate) mod steps;

@@ -23,7 +23,7 @@
 //! time; the model is checked against an independent script, `tests/check_critical_path.py`.
 //! Here the result types; [`acc`] computes them as the matching reads the collectives.
 
-pub mod acc;
+pub(crate) mod acc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -216,7 +216,7 @@ pub struct CriticalPath {
 }
 
 /// Late arrivals kept for the merged trace's critical-path tracks.
-pub const MARKS: usize = 20_000;
+pub(crate) const MARKS: usize = 20_000;
 
 impl CriticalPath {
     /// The late arrivals as slices for a merged trace: on each late rank's "critical path"

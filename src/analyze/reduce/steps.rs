@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::collect::steps::StepFig;
 use crate::analyze::stats::{argmax, min_mean_max, spread};
+use crate::trace::RankId;
 
 /// One step across ranks.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -61,6 +62,9 @@ impl StepRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Onset {
     pub rank: String,
+    /// Who that rank is (not serialized: `rank` is its label).
+    #[serde(skip)]
+    pub rank_id: RankId,
     pub rank_index: usize,
     pub step: String,
     pub step_index: usize,
@@ -100,7 +104,7 @@ pub struct StepTable {
 /// `worlds` groups rank indices that run the same steps (one per DP replica, see
 /// [`super::collectives`]): a rank is compared with the others of its world, because DP
 /// replicas run different batches and their steps differ by design. Empty: one world.
-pub fn table(
+pub(crate) fn table(
     ranks: &[String],
     per_rank: &[&[StepFig]],
     worlds: &[Vec<usize>],
@@ -194,7 +198,7 @@ pub fn table(
 
 /// For each rank, the ranks it is compared with: the others of its world when that world has
 /// two or more ranks, else every other rank.
-pub fn peers(worlds: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
+pub(crate) fn peers(worlds: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
     (0..n)
         .map(|r| {
             let world = worlds.iter().find(|w| w.contains(&r) && w.len() >= 2);
@@ -224,7 +228,7 @@ impl StepTable {
 }
 
 /// `v[r]` relative to the mean of `v` over `peers`, minus one.
-pub fn excess_among(v: &[i64], r: usize, peers: &[usize]) -> f64 {
+pub(crate) fn excess_among(v: &[i64], r: usize, peers: &[usize]) -> f64 {
     if peers.is_empty() {
         return 0.0;
     }
@@ -278,6 +282,7 @@ fn onset(
         let start = per_rank[r][rows[s0].1[r]].start_ns;
         let cand = Onset {
             rank: t.ranks[r].clone(),
+            rank_id: RankId::default(),
             rank_index: r,
             step: t.rows[s0].step.clone(),
             step_index: s0,

@@ -16,15 +16,15 @@ use super::catalog::{self as cat, KSpec};
 use super::layout::Layout;
 use super::model::{CollKind, Gpu};
 use super::sim::{RankStep, Rec};
-use crate::trace::read::json::write_string;
+use crate::trace::read::escape::write_string;
 
 mod cpu;
 mod step;
 
 /// CUDA stream ids: compute, TP collectives, pipeline send/recv.
-pub const STREAM_COMPUTE: u32 = 7;
-pub const STREAM_NCCL: u32 = 28;
-pub const STREAM_P2P: u32 = 32;
+pub(crate) const STREAM_COMPUTE: u32 = 7;
+pub(crate) const STREAM_NCCL: u32 = 28;
+pub(crate) const STREAM_P2P: u32 = 32;
 
 const FLUSH_AT: usize = 1 << 17;
 
@@ -51,7 +51,7 @@ impl Sink {
 }
 
 /// Everything about a rank that its events repeat.
-pub struct RankInfo {
+pub(crate) struct RankInfo {
     pub pid: u64,
     pub device: u32,
     pub process_name: String,
@@ -73,7 +73,7 @@ pub struct RankInfo {
 }
 
 /// One rank's trace being written.
-pub struct TraceWriter {
+pub(crate) struct TraceWriter {
     path: PathBuf,
     tmp: PathBuf,
     sink: Option<Sink>,
@@ -127,7 +127,7 @@ fn us3(out: &mut Vec<u8>, ns: i64) {
 }
 
 impl TraceWriter {
-    pub fn create(path: &Path, plain: bool, level: u32, info: RankInfo) -> Result<Self> {
+    pub(crate) fn create(path: &Path, plain: bool, level: u32, info: RankInfo) -> Result<Self> {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
@@ -153,17 +153,9 @@ impl TraceWriter {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Uncompressed JSON bytes so far (buffered included).
-    pub fn json_bytes(&self) -> u64 {
+    pub(crate) fn json_bytes(&self) -> u64 {
         self.json_bytes + self.buf.len() as u64
-    }
-
-    pub fn events(&self) -> u64 {
-        self.events
     }
 
     fn flush_buf(&mut self) -> Result<()> {
@@ -315,7 +307,7 @@ impl TraceWriter {
     }
 
     /// Header keys and the metadata events; `start` is the profiler's start on the shared clock.
-    pub fn begin(&mut self, start: i64, layout: &Layout) -> Result<()> {
+    pub(crate) fn begin(&mut self, start: i64, layout: &Layout) -> Result<()> {
         if self.info.cpu_only {
             self.bytes(
                 b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"distributedInfo\": ",
@@ -423,7 +415,7 @@ impl TraceWriter {
     }
 
     /// Kineto's closing events and trailing keys; renames the file into place.
-    pub fn finish(mut self) -> Result<Finished> {
+    pub(crate) fn finish(mut self) -> Result<Finished> {
         let (start, end) = (self.first_ns, self.last_ns.max(self.first_ns) + 35_000);
         self.open_event();
         self.bytes(b"\"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ");
@@ -473,7 +465,7 @@ impl TraceWriter {
 }
 
 /// A file in place.
-pub struct Finished {
+pub(crate) struct Finished {
     pub path: PathBuf,
     pub json_bytes: u64,
     pub file_bytes: u64,

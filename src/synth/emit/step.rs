@@ -7,11 +7,11 @@ use anyhow::Result;
 use super::*;
 
 /// The annotation torch writes around a data-loader `__next__` (a planted late start).
-pub const LOADER: &str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+pub(super) const LOADER: &str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
 
 impl TraceWriter {
     /// All events of one step.
-    pub fn step(&mut self, s: &RankStep, layout: &Layout) -> Result<()> {
+    pub(crate) fn step(&mut self, s: &RankStep, layout: &Layout) -> Result<()> {
         if self.info.cpu_only {
             return self.cpu_step(s);
         }

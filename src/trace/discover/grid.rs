@@ -10,7 +10,7 @@ use crate::trace::rankid::{label_of, RankId, Shown};
 /// Ranks absent from the full TP × DP × PP grid spanned by `ids`, as labels; without TP, the
 /// global ranks absent from 0..max. EP is left out of the grid: it splits the TP group (each TP
 /// rank has one EP rank), it is not a dimension of its own. The order of `ids` does not matter.
-pub fn missing_in(ids: &[RankId]) -> Vec<String> {
+pub(crate) fn missing_in(ids: &[RankId]) -> Vec<String> {
     missing_shown(ids, Shown::present())
 }
 

@@ -45,7 +45,7 @@ use crate::trace::rankid::RankId;
 use crate::trace::read::reader::read_head;
 
 /// How far apart (from the first) the stamps of one run's files may be: 10 minutes.
-pub const SPREAD_NS: u128 = 600_000_000_000;
+pub(crate) const SPREAD_NS: u128 = 600_000_000_000;
 
 /// One file with what its name and its head say.
 struct Found {

@@ -9,7 +9,7 @@ use regex::Regex;
 
 /// What a `tensorboard_trace_handler` name says.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HandlerName {
+pub(crate) struct HandlerName {
     /// The worker name as written.
     pub worker: String,
     /// The stamp as written (ms or ns).
@@ -22,7 +22,7 @@ pub struct HandlerName {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NamedRank {
+pub(crate) struct NamedRank {
     pub rank: u32,
     pub pattern: String,
     pub id: String,
@@ -34,7 +34,7 @@ fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
 
 /// Reads a `{worker_name}.{stamp}.pt.trace.json[.gz]` name (stamp: 13 digits in ms, or 16 to
 /// 20 in ns).
-pub fn parse(name: &str) -> Option<HandlerName> {
+pub(crate) fn parse(name: &str) -> Option<HandlerName> {
     static NAME: OnceLock<Regex> = OnceLock::new();
     let c = re(
         &NAME,

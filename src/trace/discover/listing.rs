@@ -26,7 +26,7 @@ pub const MAX_DEPTH: usize = 32;
 /// Candidate trace files (`*.json`, `*.json.gz`, `merged-*` included), and notes on what was
 /// skipped and why.
 #[derive(Clone, Debug, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     pub files: Vec<PathBuf>,
     pub notes: Vec<String>,
 }
@@ -143,7 +143,7 @@ impl Walk {
 
 /// Lists the candidate trace files in `dir` (and below it with `recursive`), safely: see the
 /// module doc. Fails only when `dir` itself cannot be read.
-pub fn list_dir(dir: &Path, recursive: bool) -> io::Result<Listing> {
+pub(crate) fn list_dir(dir: &Path, recursive: bool) -> io::Result<Listing> {
     let mut w = Walk::default();
     if let Some(k) = fs::metadata(dir).ok().as_ref().and_then(key_of) {
         w.dirs.insert(k);
@@ -156,7 +156,7 @@ pub fn list_dir(dir: &Path, recursive: bool) -> io::Result<Listing> {
 /// symlink), or a path is a directory not named like a trace (it wants `--profile-dir`).
 /// Otherwise as [`list_dir`]: non-regular files skipped with a note, a file given twice listed
 /// once, unreadable ones kept so that their rank is reported.
-pub fn list_files(paths: &[PathBuf]) -> io::Result<Listing> {
+pub(crate) fn list_files(paths: &[PathBuf]) -> io::Result<Listing> {
     let mut w = Walk::default();
     for p in paths {
         if let Err(e) = fs::symlink_metadata(p) {

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::trace::read::reader::read_head;
 
 /// The prefix of every merged trace's file name.
-pub const MERGED_PREFIX: &str = "merged-";
+pub(crate) const MERGED_PREFIX: &str = "merged-";
 
 /// The top-level key that holds the mark, and the mark's key in it (its value: the version
 /// of rankprof that wrote the trace).
@@ -28,7 +28,7 @@ const MARK_IN: &str = "otherData";
 const MARK: &str = "rankprof";
 
 /// The text a merged trace written by rankprof starts with, up to its first event.
-pub fn head() -> String {
+pub(crate) fn head() -> String {
     format!(
         "{{\"{MARK_IN}\":{{\"{MARK}\":\"{}\"}},\"traceEvents\":[\n",
         env!("CARGO_PKG_VERSION")
@@ -56,7 +56,7 @@ pub fn is_merged_trace(path: &Path) -> bool {
 /// The profile id (and stage, if any) a merged trace's name carries: `merged-1234-EXTEND` for
 /// `merged-1234-EXTEND.trace.json.gz` (or `merged-1234-EXTEND.rankprof.trace.json.gz`),
 /// without the prefix: `1234-EXTEND`.
-pub fn merged_profile_id(path: &Path) -> String {
+pub(crate) fn merged_profile_id(path: &Path) -> String {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -71,7 +71,7 @@ pub fn merged_profile_id(path: &Path) -> String {
 
 /// Whether the trace at `path` carries rankprof's mark before its events ([`head`]). A file
 /// that cannot be read or is not a trace does not.
-pub fn written_by_rankprof(path: &Path) -> bool {
+pub(crate) fn written_by_rankprof(path: &Path) -> bool {
     let Ok(Some(h)) = read_head(path) else {
         return false;
     };
@@ -85,7 +85,11 @@ pub fn written_by_rankprof(path: &Path) -> bool {
 /// unless a file of that name is there that rankprof did not write (SGLang's own merged
 /// trace, say); then that file is kept, the merged trace goes to
 /// `merged-<id>[-<stage>].rankprof.trace.json.gz`, and the note says so.
-pub fn merged_path(dir: &Path, profile_id: &str, stage: Option<&str>) -> (PathBuf, Option<String>) {
+pub(crate) fn merged_path(
+    dir: &Path,
+    profile_id: &str,
+    stage: Option<&str>,
+) -> (PathBuf, Option<String>) {
     let name = merged_name(profile_id, stage);
     let path = dir.join(&name);
     if !path.exists() || written_by_rankprof(&path) {

@@ -53,13 +53,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 mod dense_dp;
-pub mod given;
-pub mod grid;
-pub mod group;
-pub mod handler;
-pub mod handler_names;
+pub(crate) mod given;
+pub(crate) mod grid;
+pub(crate) mod group;
+pub(crate) mod handler;
+pub(crate) mod handler_names;
 pub mod listing;
-pub mod merged;
+pub(crate) mod merged;
 pub mod names;
 mod nsys_gpus;
 mod rank_from;
@@ -110,7 +110,11 @@ pub fn discover(dir: &Path, recursive: bool) -> io::Result<Discovery> {
 }
 
 /// [`discover`] with the ranks taken from where `rank_from` says.
-pub fn discover_with(dir: &Path, recursive: bool, rank_from: RankFrom) -> io::Result<Discovery> {
+pub(crate) fn discover_with(
+    dir: &Path,
+    recursive: bool,
+    rank_from: RankFrom,
+) -> io::Result<Discovery> {
     let listing = list_dir(dir, recursive)?;
     let mut d = discover_files_with(&listing.files, rank_from);
     d.notes.splice(0..0, listing.notes);

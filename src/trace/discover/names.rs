@@ -13,7 +13,7 @@ use crate::trace::rankid::RankId;
 
 /// Does this path name a trace file (`*.json`, `*.json.gz`, an Nsight Systems export,
 /// `*.sqlite`, or report, `*.nsys-rep`)?
-pub fn is_trace_path(path: &Path) -> bool {
+pub(crate) fn is_trace_path(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(is_trace_name)

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::escape;
 use super::json;
 use super::stop::Stop;
 
@@ -104,7 +105,7 @@ pub struct ReadReport {
     pub said: Vec<String>,
 }
 
-pub const MAX_PROBLEMS: usize = 20;
+pub(crate) const MAX_PROBLEMS: usize = 20;
 
 /// Why reading stopped before the end of the document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,7 +121,7 @@ pub enum Damage {
 }
 
 /// What [`ReadReport::stopped_early`] says of a file that is not a trace (the start of it).
-pub const NOT_A_TRACE: &str = "not a trace";
+pub(crate) const NOT_A_TRACE: &str = "not a trace";
 
 impl Damage {
     pub fn offset(&self) -> u64 {
@@ -234,7 +235,7 @@ impl ReadReport {
     pub(super) fn raw_control(&mut self, at: u64, raw: &[u8]) {
         self.raw_control += 1;
         if self.first_raw_control.is_none() {
-            self.first_raw_control = Some(at + json::first_ctl(raw).unwrap_or(0) as u64);
+            self.first_raw_control = Some(at + escape::first_ctl(raw).unwrap_or(0) as u64);
         }
     }
 
@@ -261,7 +262,7 @@ pub(super) fn key_value(
     let key_raw = std::str::from_utf8(&b[i + 1..kend - 1])
         .map_err(|_| Stop::Invalid(i, "invalid UTF-8 in a key"))?;
     let key = if escaped {
-        json::unescape(key_raw)
+        escape::unescape(key_raw)
     } else {
         key_raw.to_string()
     };
@@ -287,7 +288,7 @@ pub(super) fn key_value(
         .to_string();
     if ctl {
         let mut esc = Vec::with_capacity(raw.len() + 16);
-        json::escape_ctl(raw.as_bytes(), &mut esc);
+        escape::escape_ctl(raw.as_bytes(), &mut esc);
         // Escaping only replaces ASCII bytes: still valid UTF-8.
         raw = String::from_utf8(esc).unwrap_or(raw);
     }

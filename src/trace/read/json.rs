@@ -11,7 +11,7 @@
 //!
 //! One leniency: a raw control byte (U+0000–U+001F) inside a string, which JSON forbids, does
 //! not stop the scan. It is flagged instead ([`Field::ctl`], `scan_string_ctl`) so that a
-//! writer copying raw text can escape it with [`escape_ctl`]: what we write is always valid
+//! writer copying raw text can escape it with [`escape_ctl`](super::escape::escape_ctl): what we write is always valid
 //! JSON. The common byte (above `"`, not `\`) is handled as cheaply as before; the whole
 //! check adds under 1 % to the reader's instruction count (callgrind, `ls --count` of a synth
 //! rank).
@@ -26,8 +26,6 @@
 //! here).
 
 use super::stop::{Scan, Stop};
-
-pub use super::escape::{escape_ctl, escape_ctl_from, first_ctl, unescape, write_string};
 
 /// What kind of value a field holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +48,7 @@ pub struct Field {
     pub val: (u32, u32),
     pub kind: Kind,
     /// The key or the value holds a raw control byte (U+0000–U+001F) inside a string, at any
-    /// depth: the raw text is not valid JSON until [`escape_ctl`] has escaped it.
+    /// depth: the raw text is not valid JSON until [`escape_ctl`](super::escape::escape_ctl) has escaped it.
     pub ctl: bool,
 }
 

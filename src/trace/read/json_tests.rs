@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::testrng::xorshift;
+use crate::trace::read::escape::{escape_ctl, first_ctl, unescape, write_string};
 use crate::trace::read::swar::{plain_string_len, short_string_end};
 
 #[test]

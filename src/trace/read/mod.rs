@@ -29,7 +29,7 @@ pub mod gz;
 pub mod json;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`memo::Memo`)
 pub mod memo;
-pub mod nsys;
+pub(crate) mod nsys;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`object::scan_object…`)
 pub mod object;
 pub(crate) mod open;
@@ -38,11 +38,11 @@ pub(crate) mod pickmemo;
 pub mod reader;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`skim::skip_nested`, the kernels)
 pub mod skim;
-pub mod steps;
-pub mod stop;
+pub(crate) mod steps;
+pub(crate) mod stop;
 pub(crate) mod swar;
 pub(crate) mod toplevel;
-pub mod value;
+pub(crate) mod value;
 pub mod want;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`window::CHUNK`)
 pub mod window;

@@ -53,7 +53,7 @@ pub fn scan_object_memo(
 /// [`scan_object_memo`], skimming, of the object at `b[i]` whose first fields, up to
 /// `b[from]`, are already in `fields` as the scan would have found them (the peek
 /// in `peek.rs` read them): the same answer as the scan from `b[i]`.
-pub fn scan_object_resume(
+pub(crate) fn scan_object_resume(
     b: &[u8],
     i: usize,
     from: usize,
@@ -192,7 +192,7 @@ pub(super) fn scan_object_with(
 
 /// The members of the last `args` scanned, and the memo of their layouts.
 #[derive(Default)]
-pub struct ArgMembers {
+pub(crate) struct ArgMembers {
     /// The members of the event's `args` (its last one, as the decoder takes the last), as
     /// ranges relative to the event's `{`.
     pub fields: Vec<Field>,
@@ -204,7 +204,7 @@ pub struct ArgMembers {
 impl ArgMembers {
     /// Scans the event at `b[i] == '{'` as [`scan_object_memo`] does (not skimming),
     /// with its `args` object scanned member by member into `self`.
-    pub fn scan_event(
+    pub(crate) fn scan_event(
         &mut self,
         b: &[u8],
         i: usize,
@@ -266,7 +266,7 @@ fn args_kind(ev: &[u8], top: &[Field]) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::json::{escape_ctl, first_ctl};
+    use super::super::escape::{escape_ctl, first_ctl};
     use super::super::memo::alike::Objects;
     use super::*;
 

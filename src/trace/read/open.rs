@@ -12,7 +12,7 @@ use std::path::Path;
 /// for a FIFO after discovery is refused too; the open itself uses `O_NONBLOCK`, so opening a
 /// FIFO never waits for a writer (the flag has no effect on regular files). Errors name the
 /// path.
-pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+pub(crate) fn open_regular(path: &Path) -> io::Result<(File, u64)> {
     let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     let mut opts = fs::OpenOptions::new();
     opts.read(true);
@@ -37,7 +37,7 @@ pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
 }
 
 /// What kind of file this is, in words: "a regular file", "a directory", "a FIFO", …
-pub fn file_kind(ft: &fs::FileType) -> &'static str {
+pub(crate) fn file_kind(ft: &fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

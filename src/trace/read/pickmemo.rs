@@ -79,10 +79,10 @@ struct Slot {
 /// A category found in the memo or just recorded: its slot and generation, which a name
 /// read after it is remembered under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CatId(u8, u64);
+pub(crate) struct CatId(u8, u64);
 
 /// The memo of one reader.
-pub struct PickMemo {
+pub(crate) struct PickMemo {
     cats: Box<[Slot; SLOTS]>,
     names: Box<[[Slot; 2]; NAME_SETS]>,
     /// Per name set, the way the next record takes (the other one was filled or hit last).
@@ -178,7 +178,7 @@ impl PickMemo {
     /// The category whose body starts at `b[at]`, if remembered: its length, what
     /// `Want::by_cat` made of it, and its id.
     #[inline(always)]
-    pub fn cat(&self, b: &[u8], at: usize) -> Option<(usize, Option<Pick>, CatId)> {
+    pub(crate) fn cat(&self, b: &[u8], at: usize) -> Option<(usize, Option<Pick>, CatId)> {
         let w = window(b, at)?;
         let i = slot_of(w.0, 0, SLOTS);
         let s = &self.cats[i];
@@ -189,7 +189,7 @@ impl PickMemo {
     /// Remembers the category `b[at..at + len]` (a plain string) and what `Want::by_cat` made
     /// of it; its id, or `None` when it cannot be remembered (then no name is remembered
     /// under it either).
-    pub fn record_cat(
+    pub(crate) fn record_cat(
         &mut self,
         b: &[u8],
         at: usize,
@@ -207,7 +207,13 @@ impl PickMemo {
     /// The name whose body starts at `b[at]`, if remembered under category `cat` and this
     /// `devices`: its length and what `Want::by_name` made of it.
     #[inline(always)]
-    pub fn name(&self, b: &[u8], at: usize, cat: CatId, devices: bool) -> Option<(usize, Pick)> {
+    pub(crate) fn name(
+        &self,
+        b: &[u8],
+        at: usize,
+        cat: CatId,
+        devices: bool,
+    ) -> Option<(usize, Pick)> {
         let w = window(b, at)?;
         let [way0, way1] = &self.names[slot_of(w.0, u64::from(cat.0) + 1, NAME_SETS)];
         // Both ways tested, the hit selected without a branch: which way holds a name is
@@ -247,7 +253,7 @@ impl PickMemo {
 
     /// Remembers the name `b[at..at + len]` (a plain string) under category `cat` and
     /// `devices`, with what `Want::by_name` made of it.
-    pub fn record_name(
+    pub(crate) fn record_name(
         &mut self,
         b: &[u8],
         at: usize,

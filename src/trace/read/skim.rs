@@ -81,7 +81,7 @@ pub fn classify_scalar(block: &[u8; 64]) -> Masks {
 
 /// The kernel of this build's target.
 #[inline(always)]
-pub fn classify(block: &[u8; 64]) -> Masks {
+pub(crate) fn classify(block: &[u8; 64]) -> Masks {
     #[cfg(target_arch = "x86_64")]
     {
         x86::sse2(block)
@@ -109,7 +109,7 @@ pub fn classify_detected(block: &[u8; 64]) -> Masks {
 /// Bit `k` of the result is the XOR of bits `0..=k` of `x`: with `x` the quotes of a block,
 /// the bytes from an opening quote up to (not including) its closing one.
 #[inline(always)]
-pub fn prefix_xor(mut x: u64) -> u64 {
+pub(crate) fn prefix_xor(mut x: u64) -> u64 {
     x ^= x << 1;
     x ^= x << 2;
     x ^= x << 4;
@@ -135,7 +135,7 @@ pub fn skip_nested(b: &[u8], i: usize) -> Option<Scan<usize>> {
 /// outside any string. The same answer as [`skip_nested`] from the `{`, without classifying
 /// those bytes again.
 #[inline]
-pub fn skip_rest_of_object(b: &[u8], j: usize) -> Option<Scan<usize>> {
+pub(crate) fn skip_rest_of_object(b: &[u8], j: usize) -> Option<Scan<usize>> {
     skip_from(b, j, Open::OBJECT)
 }
 
@@ -282,7 +282,7 @@ mod x86 {
 
     /// SSE2, part of every x86_64 CPU: four 16-byte compares per class.
     #[inline(always)]
-    pub fn sse2(block: &[u8; 64]) -> Masks {
+    pub(super) fn sse2(block: &[u8; 64]) -> Masks {
         let p = block.as_ptr().cast::<__m128i>();
         // SAFETY: SSE2 is part of the x86_64 baseline, so these intrinsics can run on every
         // CPU this code is built for; `block` is 64 readable bytes, the four unaligned
@@ -376,7 +376,7 @@ mod x86_avx2 {
     /// nibble, as simdjson classifies), then a mask per class.
     #[target_feature(enable = "avx2")]
     #[inline]
-    pub fn avx2(block: &[u8; 64]) -> Masks {
+    pub(super) fn avx2(block: &[u8; 64]) -> Masks {
         let p = block.as_ptr().cast::<__m256i>();
         // SAFETY: `block` is 64 readable bytes, the two unaligned 32-byte loads lie inside it,
         // as `LOW` and `HIGH` are 32; the intrinsics need AVX2, which this function's callers
@@ -419,14 +419,14 @@ mod x86_avx2 {
     /// [`super::prefix_xor`] in one carry-less multiply by all ones (as simdjson does).
     #[target_feature(enable = "pclmulqdq")]
     #[inline]
-    pub fn prefix_xor_clmul(x: u64) -> u64 {
+    pub(super) fn prefix_xor_clmul(x: u64) -> u64 {
         let p = _mm_clmulepi64_si128(_mm_set_epi64x(0, x as i64), _mm_set1_epi8(-1), 0);
         _mm_cvtsi128_si64(p) as u64
     }
 
     /// The skim with the AVX2 kernel and the carry-less prefix XOR inlined.
     #[target_feature(enable = "avx2,pclmulqdq")]
-    pub fn skip_avx2(b: &[u8], i: usize, open: Open) -> Option<Scan<usize>> {
+    pub(super) fn skip_avx2(b: &[u8], i: usize, open: Open) -> Option<Scan<usize>> {
         super::skip_nested_with(b, i, open, |block| avx2(block), |x| prefix_xor_clmul(x))
     }
 }

@@ -8,7 +8,7 @@ use super::event::Event;
 use super::want::Want;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StepMark {
+pub(crate) enum StepMark {
     /// `ProfilerStep#N`, with its N (`None` when N is not a number).
     Profiler(Option<u64>),
     /// A forward annotation: SGLang's `step[...]`, vLLM's `execute_…`.
@@ -16,7 +16,7 @@ pub enum StepMark {
 }
 
 /// The step marker an event is, if any. GPU-side copies (`gpu_user_annotation`) are not markers.
-pub fn step_mark(ev: &Event<'_>) -> Option<StepMark> {
+pub(crate) fn step_mark(ev: &Event<'_>) -> Option<StepMark> {
     if ev.ph != b'X' || ev.cat.eq_str("gpu_user_annotation") {
         return None;
     }
@@ -31,7 +31,7 @@ pub fn step_mark(ev: &Event<'_>) -> Option<StepMark> {
 const PROFILER_STEP: &str = "ProfilerStep#";
 
 /// Reads a step marker from an annotation name alone: the one place that knows the marker names.
-pub fn mark_of_name(name: &str) -> Option<StepMark> {
+pub(crate) fn mark_of_name(name: &str) -> Option<StepMark> {
     if let Some(n) = name.strip_prefix(PROFILER_STEP) {
         return Some(StepMark::Profiler(n.parse().ok()));
     }
@@ -40,7 +40,7 @@ pub fn mark_of_name(name: &str) -> Option<StepMark> {
 
 /// Whether `name` is one of vLLM's per-step annotations (the module doc's three forms): the
 /// shape only, digits where the counts go; `analyze::work` reads the counts.
-pub fn is_vllm_step(name: &[u8]) -> bool {
+pub(crate) fn is_vllm_step(name: &[u8]) -> bool {
     let Some(rest) = name.strip_prefix(b"execute_") else {
         return false;
     };
@@ -66,14 +66,14 @@ fn after_digits(s: &[u8]) -> Option<&[u8]> {
 
 /// Whether a raw name (as written, maybe not yet checked as UTF-8) is a `ProfilerStep#…`
 /// ([`mark_of_name`]'s `StepMark::Profiler`).
-pub fn is_profiler_step(name: &[u8]) -> bool {
+pub(crate) fn is_profiler_step(name: &[u8]) -> bool {
     name.starts_with(PROFILER_STEP.as_bytes())
 }
 
 /// Whether a complete event of this raw category and name may be a step marker: true for
 /// every event [`step_mark`] takes (and for a few it then turns down, e.g. `ProfilerStep#x`
 /// or a category written with an escape). [`STEP_EVENTS`]' name test.
-pub fn may_be_step(cat: &[u8], name: &[u8], _devices: bool) -> bool {
+pub(crate) fn may_be_step(cat: &[u8], name: &[u8], _devices: bool) -> bool {
     cat != b"gpu_user_annotation"
         && (is_profiler_step(name) || name.starts_with(b"step[") || is_vllm_step(name))
 }
@@ -82,7 +82,7 @@ pub fn may_be_step(cat: &[u8], name: &[u8], _devices: bool) -> bool {
 /// merge's `--align first-step` scan): complete events of any category that [`may_be_step`] takes.
 /// The others are skimmed after their leading `ph`, `cat` and `name` (a flow event after its
 /// `ph`), not decoded, and still counted in [`super::damage::ReadReport::events`].
-pub const STEP_EVENTS: Want = Want {
+pub(crate) const STEP_EVENTS: Want = Want {
     ph: b"X",
     complete_cats: &[],
     named_cats: &[],

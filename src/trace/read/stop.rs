@@ -11,4 +11,4 @@ pub enum Stop {
     Invalid(usize, &'static str),
 }
 
-pub type Scan<T> = Result<T, Stop>;
+pub(crate) type Scan<T> = Result<T, Stop>;

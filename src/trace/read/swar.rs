@@ -9,7 +9,7 @@
 /// Whitespace from `b[i]` on, 16 bytes at a time where SSE2 is (x86_64), a byte at a time
 /// elsewhere and near the end of `b`: the index of the first byte that is not whitespace.
 #[inline(never)]
-pub fn skip_ws_run(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws_run(b: &[u8], mut i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     while let Some(w) = b.get(i..i + 16) {
         let n = ws_prefix16(w);
@@ -48,7 +48,7 @@ fn ws_prefix16(w: &[u8]) -> usize {
 /// after adding 6; a carry out of a byte (from 0xFA and up, not a digit) can only spoil the
 /// bytes above it, so the lowest flagged byte is exact.
 #[inline(always)]
-pub fn digits_end(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn digits_end(b: &[u8], mut i: usize) -> usize {
     const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
     const THREES: u64 = 0x3030_3030_3030_3030;
     const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
@@ -76,7 +76,7 @@ pub fn digits_end(b: &[u8], mut i: usize) -> usize {
 /// of `x`; its lowest flag is exact (higher ones may be false), so only the lowest set bit of
 /// either mask, or of their union, may be relied on; a word with neither mask set holds none.
 #[inline(always)]
-pub fn word_masks(w: &[u8]) -> (u64, u64) {
+pub(crate) fn word_masks(w: &[u8]) -> (u64, u64) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut a = [0u8; 8];
@@ -92,7 +92,7 @@ pub fn word_masks(w: &[u8]) -> (u64, u64) {
 /// the index of its closing quote; `None` when a backslash or control byte comes first or
 /// `s` ends before the quote. A word at a time, then byte by byte for the last few.
 #[inline]
-pub fn plain_string_len(s: &[u8]) -> Option<usize> {
+pub(crate) fn plain_string_len(s: &[u8]) -> Option<usize> {
     let mut j = 0;
     while let Some(w) = s.get(j..j + 8) {
         let (quote, special) = word_masks(w);
@@ -112,7 +112,7 @@ pub fn plain_string_len(s: &[u8]) -> Option<usize> {
 /// Where the closing quote is in `w` when a plain string (no backslash, no control byte)
 /// ends within these 8 bytes.
 #[inline(always)]
-pub fn short_string_end(w: &[u8]) -> Option<usize> {
+pub(crate) fn short_string_end(w: &[u8]) -> Option<usize> {
     if w.len() < 8 {
         return None;
     }
@@ -125,7 +125,7 @@ pub fn short_string_end(w: &[u8]) -> Option<usize> {
 /// (two `u32` for 4–7 bytes, two `u64` for 8–16, a `u64` per 8 bytes beyond): the short
 /// category and op names [`super::want::Want`] and analyze test, without a call to `memcmp`.
 #[inline(always)]
-pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     #[inline(always)]
     fn w64(s: &[u8], i: usize) -> u64 {
         let mut x = [0u8; 8];
@@ -164,7 +164,7 @@ pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 /// usual zero-byte test, which can also flag a byte above a flagged one (never miss one):
 /// `f` decides.
 #[inline(always)]
-pub fn any_at_either(hay: &[u8], x: u8, y: u8, mut f: impl FnMut(usize) -> bool) -> bool {
+pub(crate) fn any_at_either(hay: &[u8], x: u8, y: u8, mut f: impl FnMut(usize) -> bool) -> bool {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     debug_assert!(x != 0 && y != 0);
@@ -200,7 +200,7 @@ pub fn any_at_either(hay: &[u8], x: u8, y: u8, mut f: impl FnMut(usize) -> bool)
 /// without one. The long runs of plain text in strings (CUDA kernel names, Python stacks) go
 /// at a vector a step; the word loops above find the byte from there.
 #[inline(always)]
-pub fn skip_plain16(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_plain16(b: &[u8], mut i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     while let Some(w) = b.get(i..i + 16) {
         use std::arch::x86_64::*;

@@ -11,7 +11,7 @@
 
 /// A scan of an object's text from the byte after its `{`.
 #[derive(Debug, Default, Clone)]
-pub struct TopLevel {
+pub(crate) struct TopLevel {
     /// Bytes scanned.
     at: usize,
     /// Inside a string at the last bracket met, before the quotes in `quotes`.
@@ -40,7 +40,7 @@ impl TopLevel {
     /// whether `b[to]` is outside every string and every nested value, with no backslash (or
     /// `|`) before it. After a `false` for a backslash, every later answer is `false`.
     #[inline]
-    pub fn reaches(&mut self, b: &[u8], to: usize) -> bool {
+    pub(crate) fn reaches(&mut self, b: &[u8], to: usize) -> bool {
         let to = to.min(b.len());
         if !self.refused && to > self.at {
             self.advance(b, to);

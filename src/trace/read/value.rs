@@ -5,7 +5,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use super::json::{self, Kind};
+use super::escape;
+use super::json::Kind;
 
 /// A JSON string as it sits in the input: valid UTF-8, escapes not yet decoded.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -25,7 +26,7 @@ impl<'a> Str<'a> {
     /// The decoded text (borrowed unless it holds escapes).
     pub fn get(&self) -> Cow<'a, str> {
         if self.escaped {
-            Cow::Owned(json::unescape(self.raw))
+            Cow::Owned(escape::unescape(self.raw))
         } else {
             Cow::Borrowed(self.raw)
         }
@@ -121,7 +122,7 @@ impl<'a> Val<'a> {
 /// `str::parse::<i64>`, answering at once for plain `[-]digits` of up to 18 digits (no
 /// overflow possible); anything else takes the standard parse, so the answers are the same.
 #[inline(always)]
-pub fn parse_int(t: &[u8]) -> Option<i64> {
+pub(crate) fn parse_int(t: &[u8]) -> Option<i64> {
     let digits = t.strip_prefix(b"-").unwrap_or(t);
     if !digits.is_empty() && digits.len() <= 18 {
         let mut v: i64 = 0;

@@ -42,7 +42,7 @@ use super::value::Id;
 /// A test on a complete event's `cat` and `name` (both raw, as written; `name` is only asked
 /// for the categories in [`Want::named_cats`]); `devices`: the header lists a device. False:
 /// the event is not handed over.
-pub type NameTest = fn(cat: &[u8], name: &[u8], devices: bool) -> bool;
+pub(crate) type NameTest = fn(cat: &[u8], name: &[u8], devices: bool) -> bool;
 
 /// The events a consumer reads.
 #[derive(Clone, Copy, Debug)]
@@ -75,8 +75,9 @@ pub enum Pick {
     Narrowed,
 }
 
+#[cfg(test)]
 /// A name test that keeps every name.
-pub fn every_name(_: &[u8], _: &[u8], _: bool) -> bool {
+pub(crate) fn every_name(_: &[u8], _: &[u8], _: bool) -> bool {
     true
 }
 

@@ -24,10 +24,10 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// Name prefix of merge's temporary directories: `.rankprof-merge-<pid>-<random>`.
-pub const MERGE_TMP_PREFIX: &str = ".rankprof-merge-";
+pub(crate) const MERGE_TMP_PREFIX: &str = ".rankprof-merge-";
 
 /// Temporary directories older than this are left over from a run that was killed.
-pub const STALE_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const STALE_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Entries of `dir` named `name` (or starting with it when `prefix`).
 #[derive(Debug)]
@@ -56,7 +56,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// Keeps a path registered; dropping it unregisters (it does not delete: the owner does).
 #[derive(Debug)]
 #[must_use = "the path is unregistered when the guard is dropped"]
-pub struct Guard {
+pub(crate) struct Guard {
     id: u64,
 }
 
@@ -69,7 +69,7 @@ impl Drop for Guard {
 /// Registers the entry `name` of `dir` (with `prefix`: every entry whose name starts with
 /// `name`) for removal if SIGINT or SIGTERM ends the process. Call it before creating the
 /// entry, so that no signal can come between the two.
-pub fn register(dir: &Path, name: &str, prefix: bool) -> Guard {
+pub(crate) fn register(dir: &Path, name: &str, prefix: bool) -> Guard {
     install();
     let mut r = registry();
     r.next += 1;
@@ -167,7 +167,7 @@ fn install() {
 /// Removes the directories in `dir` whose name starts with `prefix` and whose mtime is older
 /// than `age` (symlinks are never followed). Returns the paths removed; errors are ignored
 /// (another run may be removing the same ones).
-pub fn remove_stale(dir: &Path, prefix: &str, age: Duration) -> Vec<PathBuf> {
+pub(crate) fn remove_stale(dir: &Path, prefix: &str, age: Duration) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Ok(rd) = fs::read_dir(dir) else {
         return removed;

@@ -4,6 +4,6 @@
 //! `cleanup.rs`; nothing here uses [`super::read`] or
 //! [`super::discover`](mod@super::discover).
 
-pub mod cleanup;
-pub mod overlay;
-pub mod writer;
+pub(crate) mod cleanup;
+pub(crate) mod overlay;
+pub(crate) mod writer;

@@ -10,7 +10,7 @@
 //! place, removed on failure and, through [`super::cleanup`], on SIGINT/SIGTERM.
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use flate2::{Compress, Compression, FlushCompress, Status};
@@ -18,7 +18,7 @@ use flate2::{Compress, Compression, FlushCompress, Status};
 /// A compressed piece of the output: raw deflate, ending in a sync flush (or the final block).
 /// A piece holds no reference to what precedes it, so one piece may be written many times.
 #[derive(Clone)]
-pub struct Piece {
+pub(crate) struct Piece {
     pub crc: crc32fast::Hasher,
     /// Uncompressed length.
     pub len: u64,
@@ -26,13 +26,13 @@ pub struct Piece {
 }
 
 #[derive(Clone)]
-pub enum PieceData {
+pub(crate) enum PieceData {
     Bytes(Vec<u8>),
     File(PathBuf),
 }
 
 /// Compresses a small buffer into a piece (`last`: it ends the deflate stream).
-pub fn piece_from_bytes(data: &[u8], level: u32, last: bool) -> io::Result<Piece> {
+pub(crate) fn piece_from_bytes(data: &[u8], level: u32, last: bool) -> io::Result<Piece> {
     let mut comp = Compress::new(Compression::new(level), false);
     let mut out = Vec::with_capacity(data.len() / 2 + 64);
     deflate(
@@ -84,7 +84,7 @@ fn deflate(
 }
 
 /// Streams bytes into one compressed piece stored in a file.
-pub struct PieceWriter {
+pub(crate) struct PieceWriter {
     comp: Compress,
     level: u32,
     crc: crc32fast::Hasher,
@@ -117,7 +117,7 @@ thread_local! {
 }
 
 impl PieceWriter {
-    pub fn create(path: &Path, level: u32) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path, level: u32) -> io::Result<Self> {
         let file = File::create(path)?;
         let spare = SPARE.with(|s| s.borrow_mut().take());
         let (comp, staged, zbuf) = match spare {
@@ -145,11 +145,11 @@ impl PieceWriter {
     }
 
     /// The staging buffer: append uncompressed bytes here, then call [`PieceWriter::maybe_flush`].
-    pub fn buf(&mut self) -> &mut Vec<u8> {
+    pub(crate) fn buf(&mut self) -> &mut Vec<u8> {
         &mut self.staged
     }
 
-    pub fn maybe_flush(&mut self) -> io::Result<()> {
+    pub(crate) fn maybe_flush(&mut self) -> io::Result<()> {
         if self.staged.len() >= STAGE {
             self.compress(FlushCompress::None)?;
         }
@@ -181,7 +181,7 @@ impl PieceWriter {
     }
 
     /// Ends the piece with a sync flush.
-    pub fn finish(mut self) -> io::Result<Piece> {
+    pub(crate) fn finish(mut self) -> io::Result<Piece> {
         self.compress(FlushCompress::Sync)?;
         let PieceWriter {
             comp,
@@ -213,7 +213,7 @@ impl PieceWriter {
 }
 
 /// Writes a gzip file made of `pieces` (the last must end the deflate stream) atomically.
-pub fn write_gzip(out: &Path, pieces: &[Piece]) -> io::Result<u64> {
+pub(crate) fn write_gzip(out: &Path, pieces: &[Piece]) -> io::Result<u64> {
     let mut crc = crc32fast::Hasher::new();
     let mut len: u64 = 0;
     for p in pieces {
@@ -243,7 +243,7 @@ pub fn write_gzip(out: &Path, pieces: &[Piece]) -> io::Result<u64> {
 /// Writes `out` through a temporary file in the same directory, renamed into place only when
 /// `write` succeeded: readers never see a half-written file. The temporary file is removed on
 /// failure, and on SIGINT/SIGTERM too ([`super::cleanup`]).
-pub fn write_atomic(
+pub(crate) fn write_atomic(
     out: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -273,21 +273,15 @@ pub fn write_atomic(
 }
 
 /// [`write_atomic`] of a byte buffer (reports, summaries): the one atomic writer.
-pub fn write_atomic_bytes(out: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic_bytes(out: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic(out, |w| w.write_all(bytes))
-}
-
-/// Reads a whole small file (used by tests and tools).
-pub fn read_all(path: &Path) -> io::Result<Vec<u8>> {
-    let mut v = Vec::new();
-    File::open(path)?.read_to_end(&mut v)?;
-    Ok(v)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use flate2::read::GzDecoder;
+    use std::io::Read;
 
     #[test]
     fn pieces_concatenate_into_one_gzip_member() {

@@ -88,7 +88,7 @@ impl Serialize for RankColls {
 /// A partial's collectives as they are read: each record goes to a spool (bounded memory) with
 /// its key's position in the file and its name's id; [`RankColls::build_in`] then sorts them
 /// into the store. Each key's list is in start order in the file, and records keep that order
-/// (their `seq` is the file order), so the store is the one [`RankColls::from_map`] builds.
+/// (their `seq` is the file order), so the store is the one `RankColls::from_map` (tests) builds.
 #[derive(Default)]
 struct Incoming {
     labels: Vec<String>,

@@ -25,7 +25,7 @@ fn split(r: &CollEv) -> (i64, i64, i64, i64) {
 }
 
 /// Accumulates the matched collectives as the matching reads them.
-pub struct Acc {
+pub(crate) struct Acc {
     labels: Vec<String>,
     /// Per rank, its steps' windows (start, end) on the common clock and the step table row
     /// of each (None: not in the table).
@@ -55,7 +55,7 @@ type Moved = (i64, u64, u32);
 impl Acc {
     /// `windows[r]`: rank r's step windows (start, duration) on the common clock, in its own
     /// step order (the step table's `idx` points into them).
-    pub fn new(
+    pub(crate) fn new(
         labels: &[String],
         windows: &[Vec<(i64, i64)>],
         steps: &StepTable,
@@ -109,7 +109,7 @@ impl Acc {
     /// member position with the latest start, `tie`: another started less than the tolerance
     /// before it (no one arrived last).
     #[allow(clippy::too_many_arguments)]
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         world: usize,
         key: &str,
@@ -261,7 +261,7 @@ fn trim(v: &mut Vec<(i64, Late)>, n: usize) {
 
 impl Acc {
     /// The totals; `worlds` as the matching used them.
-    pub fn finish(mut self, worlds: &[Vec<usize>]) -> CriticalPath {
+    pub(crate) fn finish(mut self, worlds: &[Vec<usize>]) -> CriticalPath {
         let origin = self.origin;
         let since_origin = |mut l: Late| {
             l.t_ms = (l.t_ms - origin as f64) / 1e6;
@@ -528,7 +528,7 @@ impl Acc {
 /// NCCL's bus-bandwidth factor for a collective of `n` ranks (nccl-tests' PERFORMANCE.md):
 /// all-reduce 2(n−1)/n; all-gather, reduce-scatter and all-to-all (n−1)/n; broadcast, reduce,
 /// send and receive 1. `None` for a name it does not know.
-pub fn bus_factor(name: &str, n: u32) -> Option<f64> {
+pub(crate) fn bus_factor(name: &str, n: u32) -> Option<f64> {
     let l: String = name
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())

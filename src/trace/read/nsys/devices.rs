@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-pub use super::rows::Select;
+use super::rows::Select;
 use super::rows::{int, Rows};
 use super::schema::{ident, Schema, GPUS, KERNEL};
 
@@ -43,17 +43,17 @@ impl Rows<'_> {
 /// What marks one GPU of a report in a rank's path: `node.sqlite#gpu3` is GPU 3 of
 /// `node.sqlite`. Only discovery writes such paths (no file has that name): the readers take
 /// the file and the GPU apart ([`split_path`]).
-pub const GPU_MARK: &str = "#gpu";
+pub(crate) const GPU_MARK: &str = "#gpu";
 
 /// The path that stands for GPU `device` of the report at `path`.
-pub fn device_path(path: &Path, device: i64) -> PathBuf {
+pub(crate) fn device_path(path: &Path, device: i64) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(format!("{GPU_MARK}{device}"));
     PathBuf::from(s)
 }
 
 /// A name's GPU mark taken off: (the export's name, the GPU), when it has one.
-pub fn split_name(name: &str) -> Option<(&str, i64)> {
+pub(crate) fn split_name(name: &str) -> Option<(&str, i64)> {
     let (file, dev) = name.rsplit_once(GPU_MARK)?;
     let ok =
         file.ends_with(".sqlite") && !dev.is_empty() && dev.bytes().all(|b| b.is_ascii_digit());
@@ -61,7 +61,7 @@ pub fn split_name(name: &str) -> Option<(&str, i64)> {
 }
 
 /// The export a rank's path names, and its GPU when it names one ([`device_path`]).
-pub fn split_path(path: &Path) -> (PathBuf, Option<i64>) {
+pub(crate) fn split_path(path: &Path) -> (PathBuf, Option<i64>) {
     let split = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -77,7 +77,7 @@ pub fn split_path(path: &Path) -> (PathBuf, Option<i64>) {
 /// other GPU (each rank's runtime calls and NVTX ranges are then its process's); `None` when
 /// the report is one rank (one GPU, or GPUs shared by processes: read whole, noted by the
 /// reader). One `GROUP BY` over the kernels, skipped when `TARGET_INFO_GPU` lists one GPU.
-pub fn gpus_of(path: &Path) -> io::Result<Option<Vec<i64>>> {
+pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Vec<i64>>> {
     let (conn, schema, _) = super::open_export(path)?;
     if schema.column(KERNEL, "deviceId").is_none() || schema.column(KERNEL, "globalPid").is_none() {
         return Ok(None);

@@ -28,31 +28,31 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The suffix of an Nsight Systems report.
-pub const REP_SUFFIX: &str = ".nsys-rep";
+pub(crate) const REP_SUFFIX: &str = ".nsys-rep";
 
 /// The environment variable holding the seconds `nsys export` may take per report.
-pub const TIMEOUT_ENV: &str = "RANKPROF_NSYS_EXPORT_TIMEOUT_S";
+pub(crate) const TIMEOUT_ENV: &str = "RANKPROF_NSYS_EXPORT_TIMEOUT_S";
 
 /// Longest one `nsys export` may run before it is killed (by default).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Most bytes of nsys's output kept for an error message.
 const OUTPUT_LIMIT: u64 = 4096;
 
 /// Whether the file name says Nsight Systems report (`*.nsys-rep`).
-pub fn is_rep_name(name: &str) -> bool {
+pub(crate) fn is_rep_name(name: &str) -> bool {
     name.len() > REP_SUFFIX.len() && name.ends_with(REP_SUFFIX)
 }
 
 /// Whether `path` names a report (`*.nsys-rep`).
-pub fn is_rep_path(path: &Path) -> bool {
+pub(crate) fn is_rep_path(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(is_rep_name)
 }
 
 /// The export beside a report: `DIR/x.nsys-rep` → `DIR/x.sqlite`.
-pub fn sqlite_beside(rep: &Path) -> Option<PathBuf> {
+pub(crate) fn sqlite_beside(rep: &Path) -> Option<PathBuf> {
     let name = rep.file_name()?.to_str()?;
     let stem = name.strip_suffix(REP_SUFFIX)?;
     Some(rep.with_file_name(format!("{stem}.sqlite")))
@@ -60,7 +60,7 @@ pub fn sqlite_beside(rep: &Path) -> Option<PathBuf> {
 
 /// Drops each report whose export (`x.sqlite` for `x.nsys-rep`) is among `paths` too: one
 /// rank, read from the export. The notes say which.
-pub fn prefer_exports(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+pub(crate) fn prefer_exports(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     let mut notes = Vec::new();
     let kept = paths
         .iter()
@@ -92,7 +92,7 @@ fn modified(p: &Path) -> Option<std::time::SystemTime> {
 
 /// One report's export: the SQLite file to read and what to say about it.
 #[derive(Clone, Debug)]
-pub struct Exported {
+pub(crate) struct Exported {
     pub db: PathBuf,
     pub said: String,
 }
@@ -116,17 +116,17 @@ fn state() -> MutexGuard<'static, State> {
 }
 
 /// Keep the exports beside their reports (`--keep-sqlite`) for the rest of the run.
-pub fn keep_exports(keep: bool) {
+pub(crate) fn keep_exports(keep: bool) {
     state().keep = keep;
 }
 
 /// The run's exports: dropping it removes the temporary ones (the caller holds it for the
 /// whole command, so they go on error too) and forgets the cache.
 #[must_use = "the temporary exports are removed when the scope is dropped"]
-pub struct Scope(());
+pub(crate) struct Scope(());
 
 impl Scope {
-    pub fn begin() -> Scope {
+    pub(crate) fn begin() -> Scope {
         Scope(())
     }
 }
@@ -143,7 +143,7 @@ impl Drop for Scope {
 }
 
 /// The export of `rep`, made on first use and cached for the run (a failure too).
-pub fn export(rep: &Path) -> io::Result<Exported> {
+pub(crate) fn export(rep: &Path) -> io::Result<Exported> {
     let key = std::fs::canonicalize(rep).unwrap_or_else(|_| rep.to_path_buf());
     let cell: Cell = state().exports.entry(key).or_default().clone();
     cell.get_or_init(|| export_now(rep))
@@ -152,7 +152,7 @@ pub fn export(rep: &Path) -> io::Result<Exported> {
 }
 
 /// The seconds `nsys export` may take: [`TIMEOUT_ENV`], else [`DEFAULT_TIMEOUT`].
-pub fn timeout() -> Result<Duration, String> {
+pub(crate) fn timeout() -> Result<Duration, String> {
     match std::env::var(TIMEOUT_ENV) {
         Err(_) => Ok(DEFAULT_TIMEOUT),
         Ok(v) => match v.trim().parse::<f64>() {
@@ -186,7 +186,7 @@ fn shell(p: &Path) -> String {
 }
 
 /// The commands that export `rep` by hand: this report, and every report of its folder.
-pub fn by_hand(rep: &Path) -> String {
+pub(crate) fn by_hand(rep: &Path) -> String {
     let dir = rep.parent().filter(|d| !d.as_os_str().is_empty());
     let out = sqlite_beside(rep)
         .map(|p| p.with_extension(""))
@@ -386,7 +386,7 @@ fn tail(mut f: File) -> String {
 /// [`super::read_nsys`] of a report through its export; the report stands for the export in
 /// the [`super::super::damage::ReadReport`] and its notes, the first of which says how it
 /// was exported.
-pub fn read_rep(
+pub(crate) fn read_rep(
     rep: &Path,
     want: Option<super::Want>,
     on_event: impl FnMut(&super::Event<'_>),
@@ -404,7 +404,7 @@ pub fn read_rep(
 }
 
 /// [`super::read_head`] of a report through its export.
-pub fn read_head(rep: &Path) -> io::Result<Option<super::Header>> {
+pub(crate) fn read_head(rep: &Path) -> io::Result<Option<super::Header>> {
     let e = export(rep)?;
     super::read_head(&e.db).map_err(|err| {
         io::Error::new(

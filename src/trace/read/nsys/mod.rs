@@ -29,10 +29,10 @@
 //! asking the export ([`schema`]); what cannot be read is refused, naming the missing table or
 //! column.
 
-pub mod devices;
-pub mod export;
+pub(crate) mod devices;
+pub(crate) mod export;
 mod rows;
-pub mod schema;
+pub(crate) mod schema;
 mod viewer;
 
 use std::collections::BTreeSet;
@@ -54,12 +54,12 @@ const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Whether the file name says Nsight Systems export (`*.sqlite`, or one GPU of one:
 /// [`devices::device_path`]).
-pub fn is_nsys_name(name: &str) -> bool {
+pub(crate) fn is_nsys_name(name: &str) -> bool {
     name.ends_with(".sqlite") || devices::split_name(name).is_some()
 }
 
 /// Whether `path` names an export (`*.sqlite`).
-pub fn is_nsys_path(path: &Path) -> bool {
+pub(crate) fn is_nsys_path(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(is_nsys_name)
@@ -85,7 +85,7 @@ fn sql_err<'a>(path: &'a Path, what: &'a str) -> impl Fn(rusqlite::Error) -> io:
 ///
 /// `Err`: the file cannot be opened, is not an SQLite database, or lacks what the kernels are
 /// read from (the message names the missing table or column and the releases known to work).
-pub fn read_nsys(
+pub(crate) fn read_nsys(
     path: &Path,
     want: Option<Want>,
     mut on_event: impl FnMut(&Event<'_>),
@@ -214,7 +214,7 @@ fn head(conn: &Connection, schema: &Schema, device: Option<i64>) -> (Header, Opt
 
 /// [`super::reader::read_head`] for an export: its header, without reading its rows; `Err`
 /// as [`read_nsys`]'s.
-pub fn read_head(path: &Path) -> io::Result<Option<Header>> {
+pub(crate) fn read_head(path: &Path) -> io::Result<Option<Header>> {
     let (file, device) = devices::split_path(path);
     let (conn, schema, _) = open_export(&file)?;
     Ok(Some(head(&conn, &schema, device).0))

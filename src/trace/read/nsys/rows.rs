@@ -97,7 +97,7 @@ pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid
 
 /// One GPU of a report and the process that owns it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Select {
+pub(crate) struct Select {
     /// The GPU's `deviceId`.
     pub device: i64,
     /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).

@@ -15,22 +15,22 @@ use std::collections::BTreeMap;
 use rusqlite::Connection;
 
 /// The releases whose layout this reader was written against, for refusal messages.
-pub const KNOWN_GOOD: &str =
+pub(crate) const KNOWN_GOOD: &str =
     "known to read: `nsys export --type sqlite` of Nsight Systems 2021.5 to 2024.x";
 
-pub const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
-pub const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
-pub const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
-pub const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
-pub const NVTX: &str = "NVTX_EVENTS";
-pub const STRINGS: &str = "StringIds";
-pub const GPUS: &str = "TARGET_INFO_GPU";
-pub const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
-pub const META: &str = "META_DATA_EXPORT";
+pub(crate) const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+pub(crate) const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
+pub(crate) const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+pub(crate) const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
+pub(crate) const NVTX: &str = "NVTX_EVENTS";
+pub(crate) const STRINGS: &str = "StringIds";
+pub(crate) const GPUS: &str = "TARGET_INFO_GPU";
+pub(crate) const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
+pub(crate) const META: &str = "META_DATA_EXPORT";
 
 /// A column as `PRAGMA table_info` gives it.
 #[derive(Debug, Clone)]
-pub struct Column {
+pub(crate) struct Column {
     pub name: String,
     /// The declared type, upper case (`INTEGER`, `TEXT`, or empty).
     pub ty: String,
@@ -38,18 +38,18 @@ pub struct Column {
 
 /// The tables of an export and their columns.
 #[derive(Debug, Default)]
-pub struct Schema {
+pub(crate) struct Schema {
     pub tables: BTreeMap<String, Vec<Column>>,
 }
 
 /// Quotes an SQL identifier (`end` is a keyword).
-pub fn ident(name: &str) -> String {
+pub(crate) fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 impl Schema {
     /// Reads the tables and their columns.
-    pub fn read(conn: &Connection) -> rusqlite::Result<Schema> {
+    pub(crate) fn read(conn: &Connection) -> rusqlite::Result<Schema> {
         let mut names = Vec::new();
         {
             let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
@@ -77,22 +77,22 @@ impl Schema {
         Ok(Schema { tables })
     }
 
-    pub fn has_table(&self, t: &str) -> bool {
+    pub(crate) fn has_table(&self, t: &str) -> bool {
         self.tables.contains_key(t)
     }
 
     /// The column `c` of table `t`, if both exist.
-    pub fn column(&self, t: &str, c: &str) -> Option<&Column> {
+    pub(crate) fn column(&self, t: &str, c: &str) -> Option<&Column> {
         self.tables.get(t)?.iter().find(|x| x.name == c)
     }
 
     /// The first of `names` that table `t` has.
-    pub fn first_of<'n>(&self, t: &str, names: &[&'n str]) -> Option<&'n str> {
+    pub(crate) fn first_of<'n>(&self, t: &str, names: &[&'n str]) -> Option<&'n str> {
         names.iter().copied().find(|c| self.column(t, c).is_some())
     }
 
     /// The columns of `t`, for messages.
-    pub fn listed(&self, t: &str) -> String {
+    pub(crate) fn listed(&self, t: &str) -> String {
         self.tables
             .get(t)
             .map(|c| {
@@ -105,7 +105,7 @@ impl Schema {
     }
 
     /// Whether `StringIds` can turn ids into names (`id`, `value`).
-    pub fn strings(&self) -> bool {
+    pub(crate) fn strings(&self) -> bool {
         self.column(STRINGS, "id").is_some() && self.column(STRINGS, "value").is_some()
     }
 
@@ -113,7 +113,13 @@ impl Schema {
     /// text; else the `StringIds` value its integer points at (joined as `join`), falling back
     /// on the column's value as text. `None` when the column holds ids and the export has no
     /// `StringIds`.
-    pub fn name_expr(&self, t: &str, alias: &str, col: &str, join: &str) -> Option<NameExpr> {
+    pub(crate) fn name_expr(
+        &self,
+        t: &str,
+        alias: &str,
+        col: &str,
+        join: &str,
+    ) -> Option<NameExpr> {
         let ty = self.column(t, col).map(|c| c.ty.as_str()).unwrap_or("");
         let text = ty.contains("CHAR") || ty.contains("TEXT") || ty.contains("CLOB");
         let c = format!("{alias}.{}", ident(col));
@@ -139,7 +145,7 @@ impl Schema {
     }
 
     /// Why the kernels cannot be read, if they cannot: the first missing piece, named.
-    pub fn refusal(&self) -> Option<String> {
+    pub(crate) fn refusal(&self) -> Option<String> {
         if !self.has_table(KERNEL) {
             let hint = if self.tables.is_empty() {
                 "the file holds no table at all (is it an export, `nsys export --type sqlite`?)"
@@ -177,11 +183,11 @@ impl Schema {
 
 /// The columns a kernel's name is read from, the best first: the demangled name is what
 /// Kineto shows (`void flash::flash_fwd_kernel<…>(Flash_fwd_params)`).
-pub const KERNEL_NAMES: &[&str] = &["demangledName", "shortName", "mangledName", "name"];
+pub(crate) const KERNEL_NAMES: &[&str] = &["demangledName", "shortName", "mangledName", "name"];
 
 /// An SQL expression giving a name, and the join it needs.
 #[derive(Debug, Clone)]
-pub struct NameExpr {
+pub(crate) struct NameExpr {
     pub expr: String,
     pub join: String,
 }
