@@ -41,8 +41,9 @@
 //! Beside them, at this level, the shared bottom that every stage may import: the kernel class
 //! rules ([`classes`]), the options ([`options`]), compact rank sets ([`rankset`]) and small
 //! statistics ([`stats`]). On top of everything: the result [`model`] (an [`Analysis`] holds
-//! every stage's result), the [`summary`], the two [`phases`] that run the stages (and
-//! [`partial`], which saves and reads the read phase). No file imports one above it, so the
+//! every stage's result), the [`summary`], the two [`phases`] that run the stages, the
+//! cross-rank analysis the reduce phase runs (`cross`), and [`partial`], which saves and reads
+//! the read phase. No file imports one above it, so the
 //! graph of imports between files has no cycle.
 //!
 //! The facade re-exported here is what a library user needs: [`analyze`],
@@ -80,6 +81,7 @@ pub(crate) mod options;
 pub mod partial;
 // not API: for tests
 #[doc(hidden)]
+mod cross;
 pub mod phases;
 pub(crate) mod rankset;
 // not API: for tests

@@ -6,9 +6,9 @@
 //! writes the read phase of some ranks to a file ([`super::partial`]) and `--from-partials`
 //! runs the reduce over several such files: the same code either way.
 //!
-//! The read phase runs the stages of [`super::collect`] per file; the reduce runs
-//! [`super::reduce`] then [`super::explain`] over the ranks kept (`cross_rank`) and builds the
-//! [`Analysis`] and its [`summary`].
+//! The read phase runs the stages of [`super::collect`] per file; the reduce runs the
+//! cross-rank analysis ([`super::cross`]: [`super::reduce`] then [`super::explain`]) over the
+//! ranks kept and builds the [`Analysis`] and its saved summary.
 
 use std::path::{Path, PathBuf};
 
@@ -17,25 +17,14 @@ use rayon::prelude::*;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::classes::{self, Classifier};
-use super::collect::busy::RankSummary;
+use super::classes::Classifier;
 use super::collect::collector::Config;
-use super::collect::collstore::RankColls;
-use super::collect::gaps;
-use super::collect::ops::NameAgg;
 use super::collect::plan::{plan, read_input, FileInfo, FileResult};
 use super::collect::rank::RankResult;
 use super::collect::spill;
-use super::collect::steps::StepFig;
-use super::explain::{attribution, drill, ep, verdict};
-use super::model::{self, Analysis};
+use super::model::Analysis;
 use super::options::{AnalyzeOptions, RankSel};
 use super::rankset;
-use super::reduce::kernels::{self, ClassTable};
-use super::reduce::path::acc::Acc;
-use super::reduce::path::{CriticalPath, HostOp, HostOps, Kind as PathKind};
-use super::reduce::{collectives, groups, steps};
-use super::summary;
 use crate::trace::{self, RankId};
 
 /// What the read phase found: every input file's ranks, before anything across ranks.
@@ -312,14 +301,6 @@ fn check_rank(files: &[FileRead], sel: &RankSel) -> Result<()> {
     Ok(())
 }
 
-/// The rank `--rank` names among those analyzed: by label, or by its place in rank order.
-fn selected(results: &[RankResult], sel: &RankSel) -> Option<usize> {
-    match sel {
-        RankSel::Index(n) => (*n < results.len()).then_some(*n),
-        RankSel::Label(_) => results.iter().position(|r| sel.names(&r.label)),
-    }
-}
-
 /// The reduce phase: every rank of `read` across ranks, into the report.
 pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Result<Analysis> {
     let threshold = args.threshold / 100.0;
@@ -362,7 +343,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
     // `--rank N` is the N-th rank read: named by its label before a rank is left out.
     let by_label;
     let args = match &args.rank {
-        Some(sel @ RankSel::Index(_)) => match selected(&results, sel) {
+        Some(sel @ RankSel::Index(_)) => match super::cross::selected(&results, sel) {
             Some(i) => {
                 by_label = AnalyzeOptions {
                     rank: Some(RankSel::Label(results[i].label.clone())),
@@ -418,7 +399,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         .iter()
         .filter_map(|r| r.steps.first().map(|s| s.start_ns))
         .min();
-    let mut a = cross_rank(
+    let mut a = super::cross::cross_rank(
         results,
         classifier,
         args,
@@ -444,246 +425,4 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         ));
     }
     Ok(a)
-}
-
-/// The cross-rank analysis of the ranks kept: the reduce stages (kernel classes and top
-/// kernels, the step table, matched collectives, groups) and the explanation on top of them
-/// (attribution, EP split, verdict), with the saved summary.
-// Long on purpose: every stage in the order each needs the others' results.
-fn cross_rank(
-    results: Vec<RankResult>,
-    classifier: &Classifier,
-    args: &AnalyzeOptions,
-    threshold: f64,
-    id: &str,
-    stage: Option<&str>,
-) -> Result<Analysis> {
-    let labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
-    let class_names: Vec<String> = classifier.names().to_vec();
-    let mut notes = Vec::new();
-
-    let class_ns: Vec<Vec<i64>> = results.iter().map(|r| r.class_ns.clone()).collect();
-    let (unclassified_pct, unclassified_rank_pct) =
-        classes::other_share(&class_ns, classifier.other() as usize);
-    let classes = ClassTable {
-        classes: class_names.clone(),
-        ranks: labels.clone(),
-        ns: class_ns,
-        unclassified_pct,
-        unclassified_rank_pct,
-    };
-    let ops: Vec<&[NameAgg]> = results.iter().map(|r| r.ops.as_slice()).collect();
-    let top = kernels::top(&labels, &ops, &class_names, args.top_n);
-
-    let step_source = results
-        .first()
-        .map(|r| r.step_source.clone())
-        .unwrap_or_default();
-    if results.iter().any(|r| r.step_source != step_source) {
-        let mut by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-        for r in &results {
-            by.entry(&r.step_source).or_default().push(&r.label);
-        }
-        let s: Vec<String> = by
-            .iter()
-            .map(|(src, l)| format!("{} {src}", rankset::compact(l)))
-            .collect();
-        notes.push(format!(
-            "ranks found different step markers: {}",
-            s.join("; ")
-        ));
-    }
-    let basis = if results.iter().all(|r| !r.gpu) {
-        "cpu"
-    } else {
-        "gpu"
-    };
-    let (w, wnote) = collectives::worlds(&results);
-    notes.extend(wnote);
-    let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
-    let mut steps = steps::table(&labels, &figs, &w, &step_source, basis, threshold);
-    if let Some(o) = steps.onset.as_mut() {
-        o.rank_id = results[o.rank_index].id.clone();
-    }
-    let step_class_ns: Vec<Vec<Vec<i64>>> = (0..results.len())
-        .map(|r| {
-            steps
-                .rows
-                .iter()
-                .map(|row| results[r].steps[row.idx[r]].class_ns.clone())
-                .collect()
-        })
-        .collect();
-
-    let colls: Vec<RankColls> = results.iter().map(|r| r.colls.clone()).collect();
-    let csource = if results.iter().all(|r| r.gpu) {
-        "gpu"
-    } else if results.iter().all(|r| !r.gpu) {
-        "cpu"
-    } else {
-        "mixed"
-    };
-    let windows: Vec<Vec<(i64, i64)>> = results
-        .iter()
-        .map(|r| r.steps.iter().map(|f| (f.start_ns, f.dur_ns)).collect())
-        .collect();
-    let mut acc = Acc::new(&labels, &windows, &steps, args.top_n);
-    let coll = collectives::analyze_into(&labels, &w, &colls, csource, args.top_n, Some(&mut acc))?;
-    let mut path = acc.finish(&w);
-    name_host_gaps(&mut path, &results, threshold, &mut notes);
-    // What the critical path could not judge is said with the other notes (which steps its
-    // per-step figures cover stays in its JSON).
-    notes.extend(
-        path.notes
-            .iter()
-            .filter(|n| !n.starts_with("per-step costs are over"))
-            .cloned(),
-    );
-
-    let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
-    let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
-    let mut attribution = attribution::attribute(&attribution::Input {
-        labels: &labels,
-        dp: &dp,
-        figs: &figs,
-        summaries: &summaries,
-        steps: &steps,
-        threshold,
-    });
-    let ep = ep::split(&results, classifier, threshold);
-    ep::defer_hot_experts(&mut attribution, &ep);
-    let verdict = verdict::judge(&verdict::Input {
-        summaries: &summaries,
-        class_names: &class_names,
-        comm_class: classifier.comm() as usize,
-        class_ns: &classes.ns,
-        step_class_ns: &step_class_ns,
-        steps: &steps,
-        collectives: &coll,
-        path: &path,
-        attribution: &attribution,
-        ep: &ep,
-        threshold,
-    });
-    let summary = summary::build(
-        id,
-        stage,
-        &results,
-        &class_names,
-        &steps,
-        &verdict,
-        &attribution,
-        &path,
-        args.summary_kernels,
-    );
-    let lead = verdict
-        .lead
-        .as_ref()
-        .and_then(|l| labels.iter().position(|x| x == l));
-    let groups = groups::build(&results, &summaries, &steps, lead);
-    let chosen = args.rank.as_ref().and_then(|s| selected(&results, s));
-    if let (Some(sel), None) = (&args.rank, chosen) {
-        notes.push(format!(
-            "--rank {sel}: that rank is left out of the comparison (its data stops early): no \
-             drill-down"
-        ));
-    }
-    let depth = chosen.map(|r| model::depth(&results[r], &class_names, args.top_n));
-    let drill = chosen.map(|r| {
-        drill::drill(
-            &drill::Input {
-                results: &results,
-                class_names: &class_names,
-                comm_class: classifier.comm() as usize,
-                work_ns: &groups.work_ns,
-                steps: &steps,
-                collectives: &coll,
-                verdict_lines: &verdict.lines,
-                threshold,
-                top_n: args.top_n,
-            },
-            r,
-        )
-    });
-    Ok(Analysis {
-        profile_id: id.to_string(),
-        stage: stage.map(String::from),
-        files: Vec::new(),
-        source: csource.to_string(),
-        threshold_pct: args.threshold,
-        verdict,
-        ranks: summaries,
-        classes,
-        kernels: top,
-        steps,
-        collectives: coll,
-        path,
-        attribution,
-        ep,
-        depth,
-        drill,
-        groups,
-        notes,
-        damaged: false,
-        stopped_early: None,
-        merged_trace: None,
-        summary: Some(summary),
-    })
-}
-
-/// For the host-bound ranks that cost the step at least the threshold (the three costliest),
-/// reads each one's file again to name what its host did while its GPU sat idle before the
-/// collectives it arrived last at ([`super::collect::gaps`]). Only per-rank GPU traces: a
-/// merged trace holds every rank, a CPU-only trace has no GPU to idle.
-fn name_host_gaps(
-    path: &mut CriticalPath,
-    results: &[RankResult],
-    threshold: f64,
-    notes: &mut Vec<String>,
-) {
-    let who: Vec<String> = path
-        .causes
-        .iter()
-        .filter(|c| {
-            c.kind == PathKind::Host
-                && c.net_per_step_ns > 0.0
-                && c.net_step_pct >= 100.0 * threshold
-        })
-        .map(|c| c.who.clone())
-        .take(3)
-        .collect();
-    for w in who {
-        let Some(r) = results.iter().find(|r| r.label == w) else {
-            continue;
-        };
-        if !r.gpu || crate::trace::is_merged_trace(&r.path) {
-            continue;
-        }
-        let windows: Vec<(i64, i64)> = path
-            .marks
-            .iter()
-            .filter(|l| l.rank == w && l.host_ns > 0)
-            .map(|l| (l.seg_start_ns, l.start_ns))
-            .collect();
-        if windows.is_empty() {
-            continue;
-        }
-        match gaps::host_in_gaps(&r.path, r.base_ns.unwrap_or(0), &windows) {
-            Ok(g) => path.host_ops.push(HostOps {
-                who: w,
-                segments: windows.len(),
-                idle_ns: g.idle_ns,
-                unrecorded_ns: g.unrecorded_ns,
-                ops: g
-                    .ops
-                    .into_iter()
-                    .map(|(name, ns)| HostOp { name, ns })
-                    .collect(),
-                capped: g.capped,
-            }),
-            Err(e) => notes.push(format!(
-                "the host gaps of {w} could not be read again to name their ops: {e}"
-            )),
-        }
-    }
 }

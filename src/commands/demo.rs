@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{DemoArgs, LsArgs};
+use crate::cli::synth::DemoArgs;
+use crate::cli::LsArgs;
 use crate::exit;
 use crate::pipeline::{run_group, AnalyzeInput, PipelineOptions};
 use crate::report::analysis::AnalysisReport;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::cli::InflateArgs;
+use crate::cli::synth::InflateArgs;
 use crate::exit;
 use crate::synth::inflate::inflate_all;
 

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 
-use crate::cli::SynthArgs;
+use crate::cli::synth::SynthArgs;
 use crate::exit;
 use crate::synth::catalog::Class;
 use crate::synth::{write_set, Delay, Extra, Heavy, Slow, SlowLink, SynthOptions, DEFAULT_BASE_NS};

@@ -6,7 +6,8 @@
 //! analysis `analyze` runs). [`diff`] measures baseline / current / delta / delta % for the
 //! job, every rank, every kernel class (over all ranks and on each rank), the top kernels, the
 //! kernels that appeared or vanished ([`normalize`] matches renamed template instances with
-//! `--normalize`) and the imbalance. [`gate`] judges the rows against `--max-regression`,
+//! `--normalize`) and the imbalance, and [`runs`] says first when the two sides look like
+//! different runs. [`gate`] judges the rows against `--max-regression`,
 //! `--max-imbalance` and `--min-time-us`; `crate::report::compare` prints a terminal table, markdown for a PR
 //! comment, or JSON.
 //!
@@ -31,6 +32,7 @@
 pub mod diff;
 pub(crate) mod gate;
 pub(crate) mod normalize;
+pub(crate) mod runs;
 pub(crate) mod sides;
 
 use std::path::PathBuf;
