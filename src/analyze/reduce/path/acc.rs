@@ -397,11 +397,12 @@ impl Acc {
             }
             // Bus bandwidth (NCCL's: the algorithm bandwidth S / t times the collective's
             // factor for its n ranks), the median over the collectives that say their size.
+            let rule = bus_rule(name);
             let bw: Vec<i64> = v
                 .iter()
                 .filter(|x| x.0 > 0 && x.1 > 0)
                 .filter_map(|&(t, b, n)| {
-                    bus_factor(name, n).map(|f| (b as f64 * f / t as f64 * 1e3).round() as i64)
+                    rule.map(|r| (b as f64 * r.factor(n) / t as f64 * 1e3).round() as i64)
                 })
                 .collect();
             let busbw_gbps = (!bw.is_empty()).then(|| lower_median(bw) as f64 / 1e3);
@@ -525,27 +526,47 @@ impl Acc {
     }
 }
 
-/// NCCL's bus-bandwidth factor for a collective of `n` ranks (nccl-tests' PERFORMANCE.md):
-/// all-reduce 2(n−1)/n; all-gather, reduce-scatter and all-to-all (n−1)/n; broadcast, reduce,
-/// send and receive 1. `None` for a name it does not know.
-pub(crate) fn bus_factor(name: &str, n: u32) -> Option<f64> {
+/// Which of NCCL's bus-bandwidth factors a collective name takes (read once per name), for a
+/// collective of `n` ranks (nccl-tests' PERFORMANCE.md): all-reduce 2(n−1)/n; all-gather,
+/// reduce-scatter and all-to-all (n−1)/n; broadcast, reduce, send and receive 1. `None` for a
+/// name it does not know.
+#[derive(Clone, Copy)]
+enum BusRule {
+    /// 2(n−1)/n.
+    AllReduce,
+    /// (n−1)/n.
+    Part,
+    /// 1.
+    One,
+}
+
+impl BusRule {
+    fn factor(self, n: u32) -> f64 {
+        let n = f64::from(n.max(1));
+        let part = (n - 1.0) / n;
+        match self {
+            BusRule::AllReduce => 2.0 * part,
+            BusRule::Part => part,
+            BusRule::One => 1.0,
+        }
+    }
+}
+
+fn bus_rule(name: &str) -> Option<BusRule> {
     let l: String = name
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .map(|c| c.to_ascii_lowercase())
         .collect();
-    let n = f64::from(n.max(1));
-    let part = (n - 1.0) / n;
     if l.contains("allreduce") {
-        Some(2.0 * part)
+        Some(BusRule::AllReduce)
     } else if l.contains("allgather") || l.contains("reducescatter") || l.contains("alltoall") {
-        Some(part)
-    } else if l.contains("broadcast")
-        || l.contains("reduce")
-        || l.contains("send")
-        || l.contains("recv")
+        Some(BusRule::Part)
+    } else if ["broadcast", "reduce", "send", "recv"]
+        .iter()
+        .any(|w| l.contains(w))
     {
-        Some(1.0)
+        Some(BusRule::One)
     } else {
         None
     }
@@ -553,11 +574,12 @@ pub(crate) fn bus_factor(name: &str, n: u32) -> Option<f64> {
 
 #[cfg(test)]
 mod bus_tests {
-    use super::bus_factor;
+    use super::bus_rule;
     use crate::analyze::collect::collector::dtype_bytes;
 
     #[test]
     fn nccl_factors_and_sizes() {
+        let bus_factor = |name: &str, n: u32| bus_rule(name).map(|r| r.factor(n));
         assert_eq!(bus_factor("allreduce", 8), Some(1.75));
         assert_eq!(bus_factor("_allgather_base", 4), Some(0.75));
         assert_eq!(bus_factor("reduce_scatter_tensor_coalesced", 2), Some(0.5));
