@@ -361,14 +361,9 @@ fn the_balanced_control_costs_nothing() {
     );
 }
 
-/// The plants the attribution explains keep their cause in the first line; the critical path
-/// charges the same rank as work, and the line leads with what that costs every step.
-#[test]
-fn attribution_plants_keep_their_cause() {
-    if !common::have_python("critical-path checks") {
-        return;
-    }
-    let cases: Vec<(SynthOptions, &str, &str)> = vec![
+/// The plants the attribution explains: (synth options, the planted rank, its cause).
+fn attribution_plants() -> Vec<(SynthOptions, &'static str, &'static str)> {
+    vec![
         (
             SynthOptions {
                 slow: Some(Slow {
@@ -404,8 +399,17 @@ fn attribution_plants_keep_their_cause() {
             "TP01",
             "uneven load",
         ),
-    ];
-    for (cfg, who, cause) in cases {
+    ]
+}
+
+/// The plants the attribution explains keep their cause in the first line; the critical path
+/// charges the same rank as work, and the line leads with what that costs every step.
+#[test]
+fn attribution_plants_keep_their_cause() {
+    if !common::have_python("critical-path checks") {
+        return;
+    }
+    for (cfg, who, cause) in attribution_plants() {
         let tmp = tempfile::tempdir().unwrap();
         let files = synth(tmp.path(), cfg);
         let a = analyze(&files);
@@ -777,44 +781,7 @@ fn cpu_only_balanced_control_and_attribution_plants() {
             a.path.causes
         );
     }
-    let cases: Vec<(SynthOptions, &str, &str)> = vec![
-        (
-            SynthOptions {
-                slow: Some(Slow {
-                    rank: 2,
-                    factor: 1.5,
-                    from_step: 0,
-                    class: None,
-                }),
-                ..opts(4)
-            },
-            "TP02",
-            "slower device or host",
-        ),
-        (
-            SynthOptions {
-                extra: Some(Extra {
-                    rank: 3,
-                    per_layer: 8,
-                }),
-                ..opts(4)
-            },
-            "TP03",
-            "more kernels",
-        ),
-        (
-            SynthOptions {
-                heavy: Some(Heavy {
-                    rank: 1,
-                    factor: 1.5,
-                }),
-                ..opts(4)
-            },
-            "TP01",
-            "uneven load",
-        ),
-    ];
-    for (cfg, who, cause) in cases {
+    for (cfg, who, cause) in attribution_plants() {
         let tmp = tempfile::tempdir().unwrap();
         let files = synth(tmp.path(), cpu(cfg));
         let a = analyze(&files);
