@@ -9,8 +9,10 @@
 # stop-writes.txt (lines `NAME<TAB>SOURCE<TAB>REPORT`) copies SOURCE to REPORT and prints
 # nsys's `Generated:` lines.
 here=$(dirname "$0")
-for a in "$@"; do printf '[%s]' "$a"; done >> "$here/calls.log"
-echo >> "$here/calls.log"
+# One write per call: exports run in parallel, and pieces written one by one interleave.
+line=
+for a in "$@"; do line="$line[$a]"; done
+printf '%s\n' "$line" >> "$here/calls.log"
 if [ -f "$here/hang.txt" ] && grep -Fqx -- "$1" "$here/hang.txt"; then
   echo "nsys $1: hanging" >&2
   echo $$ > "$here/hung.pid"
