@@ -197,25 +197,28 @@ fn late_start_is_a_late_step_start_on_its_rank() {
     assert_eq!(a.path.steps, 7, "{:?}", a.path.notes);
 }
 
+/// TP 2 × DP 2 with the same batches on both replicas, DP01's collectives transferring 3× as
+/// long.
+fn slow_link_x3() -> SynthOptions {
+    SynthOptions {
+        dp: 2,
+        slow_link: Some(SlowLink {
+            replica: 1,
+            factor: 3.0,
+            from_step: 0,
+        }),
+        same_batches: true,
+        ..opts(2)
+    }
+}
+
 #[test]
 fn slow_link_charges_the_group_its_extra_transfer() {
     if !common::have_python("critical-path checks") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let files = synth(
-        tmp.path(),
-        SynthOptions {
-            dp: 2,
-            slow_link: Some(SlowLink {
-                replica: 1,
-                factor: 3.0,
-                from_step: 0,
-            }),
-            same_batches: true,
-            ..opts(2)
-        },
-    );
+    let files = synth(tmp.path(), slow_link_x3());
     let a = analyze(&files);
     let v = script(tmp.path());
     assert_agrees(&a, &v, false);
@@ -714,19 +717,7 @@ fn cpu_only_slow_transfers_are_shown_not_judged() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let files = synth(
-        tmp.path(),
-        cpu(SynthOptions {
-            dp: 2,
-            slow_link: Some(SlowLink {
-                replica: 1,
-                factor: 3.0,
-                from_step: 0,
-            }),
-            same_batches: true,
-            ..opts(2)
-        }),
-    );
+    let files = synth(tmp.path(), cpu(slow_link_x3()));
     let a = analyze(&files);
     let v = script(tmp.path());
     assert_agrees(&a, &v, false);

@@ -7,22 +7,17 @@
 //! rank's GPU must read as those ranks. Skipped, with the reason printed, where `python3` is
 //! missing.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
+/// `python3`, when it runs (the exports are built by tests/make_nsys_sqlite.py).
 fn python() -> Option<&'static str> {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "skipped: python3 is not on PATH (the exports are built by tests/make_nsys_sqlite.py)"
-        );
-    }
-    ok.then_some("python3")
+    common::have_python("the Nsight Systems exports (tests/make_nsys_sqlite.py)")
+        .then_some("python3")
 }
 
 fn script(name: &str) -> PathBuf {

@@ -7,22 +7,17 @@
 //! `RANKPROF_NSYS_EXPORT_TIMEOUT_S`), and `nsys stop --analyze`. Skipped, with the reason
 //! printed, where `python3` is missing.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// `python3`, when it runs (the exports are built by tests/make_nsys_sqlite.py).
 fn python() -> Option<&'static str> {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "skipped: python3 is not on PATH (the exports are built by tests/make_nsys_sqlite.py)"
-        );
-    }
-    ok.then_some("python3")
+    common::have_python("the Nsight Systems exports (tests/make_nsys_sqlite.py)")
+        .then_some("python3")
 }
 
 /// A run's folders: `sqlite` (the exports), `reps` (the same files as reports), the fake nsys
