@@ -413,3 +413,80 @@ fn nsys_stop_analyze_reads_the_reports_written() {
     assert!(out.join("rank3.sqlite").is_file());
     assert_eq!(run.exports().len(), 8);
 }
+
+/// A report of a single-node run under one nsys (every rank's process, each on its own GPU):
+/// read (and listed) as one rank per GPU, as its export is, the report exported once per
+/// command for discovery and every rank, the folder left as it was.
+#[test]
+fn a_report_of_several_gpus_is_one_rank_per_gpu_through_its_export() {
+    let Some(py) = python() else { return };
+    let run = Run::new(py);
+    let node = run.tmp.path().join("node");
+    let out = Command::new(py)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/make_nsys_sqlite.py"))
+        .arg(&node)
+        .args(["--multi-gpu", "node"])
+        .output()
+        .expect("run make_nsys_sqlite.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = run.rankprof(
+        true,
+        &[],
+        &[
+            "analyze",
+            "--json",
+            node.join("node.sqlite").to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(want.status.code(), Some(0), "{}", stderr(&want));
+    let want = json(&want);
+    assert_eq!(want["ranks"].as_array().map(Vec::len), Some(4));
+
+    let reps = run.tmp.path().join("noderep");
+    std::fs::create_dir(&reps).expect("mkdir");
+    let rep = reps.join("node.nsys-rep");
+    std::fs::copy(node.join("node.sqlite"), &rep).expect("copy");
+
+    let ls = run.rankprof(true, &[], &["ls", "--json", reps.to_str().expect("utf-8")]);
+    assert_eq!(ls.status.code(), Some(0), "{}", stderr(&ls));
+    let l = json(&ls).to_string();
+    assert!(
+        l.contains("node.nsys-rep#gpu3") && !l.contains("#gpu4"),
+        "{l}"
+    );
+    assert_eq!(run.exports().len(), 1, "{:?}", run.exports());
+
+    let o = run.rankprof(
+        true,
+        &[],
+        &["analyze", "--json", rep.to_str().expect("utf-8")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let a = json(&o);
+    assert_eq!(
+        a["ranks"].as_array().map(Vec::len),
+        Some(4),
+        "{}",
+        stderr(&o)
+    );
+    let files = a["files"].to_string();
+    assert!(files.contains("node.nsys-rep#gpu3"), "{files}");
+    assert_eq!(
+        figures(&a)
+            .to_string()
+            .replace("/noderep/node.nsys-rep", "/node/node.sqlite"),
+        figures(&want).to_string()
+    );
+    assert_eq!(run.exports().len(), 2, "{:?}", run.exports());
+    assert_eq!(
+        listing(&reps),
+        [(
+            "node.nsys-rep".to_string(),
+            std::fs::metadata(&rep).expect("rep").len()
+        )]
+    );
+}

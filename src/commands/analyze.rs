@@ -69,6 +69,8 @@ fn color(c: ColorArg) -> bool {
 /// Analyzes, prints, writes the requested files. Exit code: OK, or PARTIAL when an input was
 /// damaged.
 pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
+    // Before anything is discovered: discovery reads reports through their exports.
+    crate::trace::read::nsys::export::keep_exports(args.keep_sqlite);
     if args.parquet.is_some() && !cfg!(feature = "parquet") {
         bail!("--parquet needs Parquet support: rebuild with `cargo build --release --features parquet`");
     }
@@ -99,7 +101,6 @@ pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
         }
     }
     let opts = options(args);
-    crate::trace::read::nsys::export::keep_exports(args.keep_sqlite);
     if let Some(path) = &args.save_partial {
         return save_partial(args, &opts, path);
     }

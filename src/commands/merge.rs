@@ -38,6 +38,8 @@ pub(crate) fn options(a: &MergeArgs) -> Result<MergeOptions> {
 pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
     let opts = options(args)?;
     crate::trace::read::nsys::export::keep_exports(args.keep_sqlite);
+    // -o is checked before the work (discovery exports Nsight Systems reports).
+    let target = output_target(args.output.as_deref())?;
     let (profile_dir, files) = super::inputs(&args.profile_dir, &args.files);
     let d = gather_with(
         profile_dir.as_deref(),
@@ -55,7 +57,6 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
     for n in &d.notes {
         eprintln!("{}", crate::report::note(n));
     }
-    let target = output_target(args.output.as_deref())?;
     if matches!(target, Target::File(_)) && d.groups.len() > 1 {
         let ids: Vec<_> = d.groups.iter().map(|g| g.merged_name()).collect();
         bail!(

@@ -191,6 +191,20 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
     let (paths, reports) = crate::trace::read::nsys::export::prefer_exports(paths);
     d.notes.extend(reports);
     let paths = &paths[..];
+    // Reports are read through their exports (their heads, their GPUs: `nsys_gpus`): all
+    // exported at once here, not one by one in the loop below (cached for the readers).
+    {
+        use rayon::prelude::*;
+        let reports: Vec<&PathBuf> = paths
+            .iter()
+            .filter(|p| crate::trace::read::nsys::export::is_rep_path(p))
+            .collect();
+        if reports.len() > 1 {
+            reports.par_iter().for_each(|p| {
+                let _ = crate::trace::read::nsys::export::export(p);
+            });
+        }
+    }
     // (dir, naming, key, stage) -> files
     let mut by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> = BTreeMap::new();
     let mut unnamed: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
@@ -232,7 +246,9 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
         if name.starts_with("cuda_graph_capture-") {
             *sglang_captures.entry(dir.clone()).or_default() += 1;
         }
-        if crate::trace::read::nsys::is_nsys_name(name) {
+        if crate::trace::read::nsys::is_nsys_name(name)
+            || crate::trace::read::nsys::export::is_rep_name(name)
+        {
             if let Some(g) = nsys_gpus::group(path, &mut d.notes) {
                 gpu_groups.push(g);
                 continue;

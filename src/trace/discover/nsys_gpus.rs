@@ -5,7 +5,9 @@
 //! [`crate::trace::read::nsys::devices::device_path`]); the reader takes that GPU's rows and
 //! its process's. Which reports split so is the reader's call
 //! ([`crate::trace::read::nsys::devices::gpus_of`]: two GPUs or more, each owned by a process
-//! of its own).
+//! of its own). A report (`node.nsys-rep`) is exported to learn this (`node.nsys-rep#gpu3`
+//! then reads GPU 3 of its export; discovery reads every report's head through its export
+//! anyway).
 
 use std::path::Path;
 
@@ -13,14 +15,27 @@ use super::group::{finish_group, Group};
 use super::rankfile::{rank_file, Naming};
 use crate::trace::rankid::RankId;
 use crate::trace::read::nsys::devices::{device_path, gpus_of};
+use crate::trace::read::nsys::export::{export, is_rep_name, REP_SUFFIX};
 
 /// The group of one GPU per rank of the export at `path`, when it holds several GPUs so
 /// owned (with a note); `None` otherwise (one rank, as any file).
 pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
-    let devices = gpus_of(path).ok().flatten()?;
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let name = path.file_name()?.to_str()?;
-    let profile_id = name.strip_suffix(".sqlite").unwrap_or(name).to_string();
+    let devices = if is_rep_name(name) {
+        // A report: its export says (made now, and read again from the run's cache).
+        match export(path) {
+            Ok(e) => gpus_of(&e.db).ok().flatten()?,
+            Err(_) => return None, // said when the rank is read
+        }
+    } else {
+        gpus_of(path).ok().flatten()?
+    };
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let profile_id = name
+        .strip_suffix(".sqlite")
+        .or_else(|| name.strip_suffix(REP_SUFFIX))
+        .unwrap_or(name)
+        .to_string();
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let files = devices
         .iter()

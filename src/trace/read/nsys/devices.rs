@@ -41,7 +41,7 @@ impl Rows<'_> {
 }
 
 /// What marks one GPU of a report in a rank's path: `node.sqlite#gpu3` is GPU 3 of
-/// `node.sqlite`. Only discovery writes such paths (no file has that name): the readers take
+/// `node.sqlite` (`node.nsys-rep#gpu3` of the report, read through its export). Only discovery writes such paths (no file has that name): the readers take
 /// the file and the GPU apart ([`split_path`]).
 pub(crate) const GPU_MARK: &str = "#gpu";
 
@@ -55,8 +55,9 @@ pub(crate) fn device_path(path: &Path, device: i64) -> PathBuf {
 /// A name's GPU mark taken off: (the export's name, the GPU), when it has one.
 pub(crate) fn split_name(name: &str) -> Option<(&str, i64)> {
     let (file, dev) = name.rsplit_once(GPU_MARK)?;
-    let ok =
-        file.ends_with(".sqlite") && !dev.is_empty() && dev.bytes().all(|b| b.is_ascii_digit());
+    let ok = (file.ends_with(".sqlite") || super::export::is_rep_name(file))
+        && !dev.is_empty()
+        && dev.bytes().all(|b| b.is_ascii_digit());
     Some((file, dev.parse().ok().filter(|_| ok)?))
 }
 

@@ -44,11 +44,24 @@ pub(crate) fn is_rep_name(name: &str) -> bool {
     name.len() > REP_SUFFIX.len() && name.ends_with(REP_SUFFIX)
 }
 
-/// Whether `path` names a report (`*.nsys-rep`).
+/// Whether `path` names a report (`*.nsys-rep`) or one GPU of one (`x.nsys-rep#gpu3`,
+/// [`super::devices::device_path`]).
 pub(crate) fn is_rep_path(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(is_rep_name)
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+        is_rep_name(n) || super::devices::split_name(n).is_some_and(|(f, _)| is_rep_name(f))
+    })
+}
+
+/// The path to read for `rep` (a report, or one GPU of one): its export, with the same GPU
+/// marked; and the export itself.
+fn exported_path(rep: &Path) -> io::Result<(PathBuf, Exported)> {
+    let (file, device) = super::devices::split_path(rep);
+    let e = export(&file)?;
+    let db = match device {
+        Some(d) => super::devices::device_path(&e.db, d),
+        None => e.db.clone(),
+    };
+    Ok((db, e))
 }
 
 /// The export beside a report: `DIR/x.nsys-rep` → `DIR/x.sqlite`.
@@ -59,15 +72,27 @@ pub(crate) fn sqlite_beside(rep: &Path) -> Option<PathBuf> {
 }
 
 /// Drops each report whose export (`x.sqlite` for `x.nsys-rep`) is among `paths` too: one
-/// rank, read from the export. The notes say which.
+/// rank, read from the export. The notes say which. An export this run made (`--keep-sqlite`)
+/// leaves its report the rank.
 pub(crate) fn prefer_exports(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     let mut notes = Vec::new();
+    // Exports `--keep-sqlite` put beside their reports moments ago (an earlier pass of this
+    // command): the report stays the rank, read through that export.
+    let made: Vec<PathBuf> = paths
+        .iter()
+        .filter(|p| exported_in_this_run(p))
+        .filter_map(|p| sqlite_beside(p))
+        .collect();
     let kept = paths
         .iter()
+        .filter(|p| !made.contains(p))
         .filter(|p| {
             let Some(db) = sqlite_beside(p).filter(|db| paths.contains(db)) else {
                 return true;
             };
+            if made.contains(&db) {
+                return true;
+            }
             let older = match (modified(&db), modified(p)) {
                 (Some(d), Some(r)) if d < r => {
                     " (the export is older than the report: remove it to read the report again)"
@@ -84,6 +109,15 @@ pub(crate) fn prefer_exports(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
         .cloned()
         .collect();
     (kept, notes)
+}
+
+/// Whether this run has exported `rep` already (its export is in the run's cache).
+fn exported_in_this_run(rep: &Path) -> bool {
+    let key = std::fs::canonicalize(rep).unwrap_or_else(|_| rep.to_path_buf());
+    state()
+        .exports
+        .get(&key)
+        .is_some_and(|c| c.get().is_some_and(Result::is_ok))
 }
 
 fn modified(p: &Path) -> Option<std::time::SystemTime> {
@@ -391,9 +425,10 @@ pub(crate) fn read_rep(
     want: Option<super::Want>,
     on_event: impl FnMut(&super::Event<'_>),
 ) -> io::Result<super::ReadReport> {
-    let e = export(rep)?;
-    let shown = |s: &str| s.replace(&e.db.display().to_string(), &rep.display().to_string());
-    let mut r = super::read_nsys(&e.db, want, on_event)
+    let (db, e) = exported_path(rep)?;
+    let (file, _) = super::devices::split_path(rep);
+    let shown = |s: &str| s.replace(&e.db.display().to_string(), &file.display().to_string());
+    let mut r = super::read_nsys(&db, want, on_event)
         .map_err(|err| io::Error::new(err.kind(), shown(&err.to_string())))?;
     r.path = rep.to_path_buf();
     for s in &mut r.said {
@@ -405,12 +440,13 @@ pub(crate) fn read_rep(
 
 /// [`super::read_head`] of a report through its export.
 pub(crate) fn read_head(rep: &Path) -> io::Result<Option<super::Header>> {
-    let e = export(rep)?;
-    super::read_head(&e.db).map_err(|err| {
+    let (db, e) = exported_path(rep)?;
+    let (file, _) = super::devices::split_path(rep);
+    super::read_head(&db).map_err(|err| {
         io::Error::new(
             err.kind(),
             err.to_string()
-                .replace(&e.db.display().to_string(), &rep.display().to_string()),
+                .replace(&e.db.display().to_string(), &file.display().to_string()),
         )
     })
 }

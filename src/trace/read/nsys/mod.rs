@@ -55,7 +55,8 @@ const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 /// Whether the file name says Nsight Systems export (`*.sqlite`, or one GPU of one:
 /// [`devices::device_path`]).
 pub(crate) fn is_nsys_name(name: &str) -> bool {
-    name.ends_with(".sqlite") || devices::split_name(name).is_some()
+    name.ends_with(".sqlite")
+        || devices::split_name(name).is_some_and(|(file, _)| file.ends_with(".sqlite"))
 }
 
 /// Whether `path` names an export (`*.sqlite`).
