@@ -549,3 +549,124 @@ fn a_run_whose_load_all_failed_exits_1() {
         o.notes
     );
 }
+
+/// `capture run --profiler nsys` against an SGLang server running under
+/// `nsys profile --capture-range=cudaProfilerApi`: the start asks for the `CUDA_PROFILER`
+/// activity (and names no torch folder); when the profile ends, "nsys" writes its report (a
+/// 4-GPU export built by tests/make_nsys_sqlite.py, under a `.nsys-rep` name, written slowly)
+/// into --output-dir, where a report of an earlier capture already is; the run waits for the
+/// new report only, exports it with the stand-in `nsys` (tests/support/fake-nsys.sh), merges
+/// it and analyzes it: one rank per GPU, with the figures the export itself gives.
+#[test]
+fn nsys_run_collects_the_report_nsys_writes() {
+    let py_ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !py_ok {
+        eprintln!("skipped: no python3 for tests/make_nsys_sqlite.py");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (node, out, bin) = (
+        tmp.path().join("node"),
+        tmp.path().join("out"),
+        tmp.path().join("bin"),
+    );
+    let made = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/make_nsys_sqlite.py"
+        ))
+        .arg(&node)
+        .args(["--multi-gpu", "node"])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    for d in [&out, &bin] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::os::unix::fs::symlink(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/fake-nsys.sh"),
+        bin.join("nsys"),
+    )
+    .unwrap();
+    // A report of an earlier capture: not this one's (it is not even a report).
+    std::fs::write(out.join("earlier.nsys-rep"), b"not this capture's").unwrap();
+    let w = TestWorker::sglang(4);
+    let rep = out.join("server1.nsys-rep");
+    w.set(|b| {
+        b.nsys_report = Some((node.join("node.sqlite"), rep.clone()));
+        b.slow_write = Some(Duration::from_millis(800));
+    });
+    let rankprof = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rankprof"))
+            .args(args)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("TMPDIR", tmp.path())
+            .env_remove("RANKPROF_NSYS")
+            .output()
+            .unwrap()
+    };
+    let o = rankprof(&[
+        "capture",
+        "run",
+        "--worker-url",
+        w.url(),
+        "--profiler",
+        "nsys",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--requests",
+        "3",
+        "--settle",
+        "0.4",
+        "--flush-timeout",
+        "30",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    let start: Value = serde_json::from_str(&w.posts("/start_profile")[0].body).unwrap();
+    assert_eq!(start, json!({"activities": ["CUDA_PROFILER"]}));
+    assert_eq!(
+        v["traces"][0]["files"],
+        json!([[rep, std::fs::metadata(&rep).unwrap().len()]])
+    );
+    assert_eq!(v["traces"][0]["complete"], true);
+    assert_eq!(v["trace_dir"], json!(out));
+    let merged = out.join("merged-server1.trace.json.gz");
+    assert_eq!(v["post"]["merged"], json!([merged]), "{err}");
+    assert_eq!(v["post"]["analyze"][0]["code"], 0, "{err}");
+
+    // The merged report analyzed gives what the export itself gives, GPU by GPU.
+    let busy = |args: &[&str]| -> Vec<Value> {
+        let o = rankprof(args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let a: Value = serde_json::from_slice(&o.stdout).unwrap();
+        a["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| json!([r["kernels"], r["busy_ns"], r["comm_ns"]]))
+            .collect()
+    };
+    let want = busy(&[
+        "analyze",
+        "--json",
+        node.join("node.sqlite").to_str().unwrap(),
+    ]);
+    assert_eq!(want.len(), 4);
+    assert_eq!(busy(&["analyze", "--json", merged.to_str().unwrap()]), want);
+}

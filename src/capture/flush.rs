@@ -19,8 +19,38 @@ pub(crate) fn is_trace_name(name: &str) -> bool {
     name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
+/// The files a capture waits for.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Files {
+    /// Kineto traces ([`is_trace_name`]).
+    #[default]
+    Traces,
+    /// Nsight Systems reports (`*.nsys-rep`); a `*.qdstrm` beside them is a report nsys is
+    /// still writing (it turns into the `.nsys-rep`), so the wait goes on while one is there.
+    NsysReports,
+}
+
+impl Files {
+    /// Whether the wait looks at a file of this name.
+    fn watched(self, name: &str) -> bool {
+        match self {
+            Files::Traces => is_trace_name(name),
+            Files::NsysReports => name.ends_with(".nsys-rep") || self.pending(name),
+        }
+    }
+    /// A file still being written under another name (not a result).
+    fn pending(self, name: &str) -> bool {
+        self == Files::NsysReports && name.ends_with(".qdstrm")
+    }
+}
+
 /// The trace files directly in `dir` (an absent directory is empty).
 pub(crate) fn snapshot(dir: &Path) -> Snapshot {
+    snapshot_of(dir, Files::Traces)
+}
+
+/// The files of kind `files` directly in `dir` (an absent directory is empty).
+pub(crate) fn snapshot_of(dir: &Path, files: Files) -> Snapshot {
     let mut out = Snapshot::new();
     let Ok(rd) = fs::read_dir(dir) else {
         return out;
@@ -28,7 +58,7 @@ pub(crate) fn snapshot(dir: &Path) -> Snapshot {
     for e in rd.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !is_trace_name(name) {
+        if !files.watched(name) {
             continue;
         }
         if let Ok(md) = e.metadata() {
@@ -73,28 +103,48 @@ impl Flushed {
 }
 
 /// Waits until at least `expect` new rank files are in `dir` and none has changed for `settle`,
-/// or `timeout` passes. Shows a spinner on stderr when it is a terminal.
-pub(crate) fn wait(
+/// or `timeout` passes.
+#[cfg(test)]
+fn wait(
     dir: &Path,
     before: &Snapshot,
     expect: usize,
     settle: Duration,
     timeout: Duration,
 ) -> Flushed {
-    wait_for(dir, before, expect, settle, timeout, |_| true, &|| false)
+    let awaited = Awaited {
+        files: Files::Traces,
+        counts: |_: &Path| true,
+    };
+    wait_until(dir, before, expect, settle, timeout, &awaited, &|| false)
 }
 
-/// [`wait`], counting only the files `counts` takes toward `expect` (every new file is still
-/// listed), and giving up early once `interrupted` answers true (not complete then).
-pub(crate) fn wait_for(
+/// What [`wait_until`] waits for: which files, and which of them count toward `expect`.
+pub(crate) struct Awaited<F: Fn(&Path) -> bool> {
+    pub(crate) files: Files,
+    pub(crate) counts: F,
+}
+
+/// Waits for the files `awaited` names: complete once at least `expect` of those it
+/// counts are new, none has changed for `settle`, and none is still being written under
+/// another name ([`Files::NsysReports`]' `.qdstrm`), which the result does not list; or
+/// until `timeout` passes or `interrupted` answers true (not complete then). Shows a spinner
+/// on stderr when it is a terminal.
+pub(crate) fn wait_until<F: Fn(&Path) -> bool>(
     dir: &Path,
     before: &Snapshot,
     expect: usize,
     settle: Duration,
     timeout: Duration,
-    counts: impl Fn(&Path) -> bool,
+    awaited: &Awaited<F>,
     interrupted: &dyn Fn() -> bool,
 ) -> Flushed {
+    let counts = &awaited.counts;
+    let pending = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| awaited.files.pending(n))
+    };
     let t0 = Instant::now();
     let poll = Duration::from_millis(100).min(settle.max(Duration::from_millis(10)));
     let bar = ProgressBar::new_spinner();
@@ -104,29 +154,34 @@ pub(crate) fn wait_for(
     );
     let mut last: Vec<(PathBuf, u64)> = Vec::new();
     let mut last_change = Instant::now();
+    let what = match awaited.files {
+        Files::Traces => "traces",
+        Files::NsysReports => "Nsight Systems reports",
+    };
     loop {
-        let now = new_files(before, &snapshot(dir));
+        let now = new_files(before, &snapshot_of(dir, awaited.files));
         if now != last {
             last = now;
             last_change = Instant::now();
         }
         let ranks = last
             .iter()
-            .filter(|(p, _)| !crate::trace::is_merged_trace(p) && counts(p))
+            .filter(|(p, _)| !crate::trace::is_merged_trace(p) && !pending(p) && counts(p))
             .count();
+        let writing = last.iter().any(|(p, _)| pending(p));
         let bytes: u64 = last.iter().map(|(_, s)| s).sum();
         bar.set_message(format!(
-            "waiting for traces in {}: {ranks}/{expect} files, {:.1} MB",
+            "waiting for {what} in {}: {ranks}/{expect} files, {:.1} MB",
             dir.display(),
             bytes as f64 / 1e6
         ));
         bar.tick();
-        let complete = ranks >= expect.max(1) && last_change.elapsed() >= settle;
+        let complete = ranks >= expect.max(1) && !writing && last_change.elapsed() >= settle;
         if complete || t0.elapsed() >= timeout || interrupted() {
             bar.finish_and_clear();
             return Flushed {
                 dir: dir.to_path_buf(),
-                files: last,
+                files: last.into_iter().filter(|(p, _)| !pending(p)).collect(),
                 complete,
                 waited_ms: t0.elapsed().as_millis() as u64,
             };
@@ -208,6 +263,44 @@ mod tests {
             Duration::from_millis(50),
         );
         assert!(!got.complete);
+    }
+
+    #[test]
+    fn nsys_reports_wait_for_the_qdstrm_to_go() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("old.nsys-rep"), b"old").unwrap();
+        fs::write(dir.path().join("trace.json.gz"), b"not a report").unwrap();
+        let before = snapshot_of(dir.path(), Files::NsysReports);
+        assert_eq!(before.len(), 1);
+        // nsys has written one report and is still writing the other.
+        fs::write(dir.path().join("a.nsys-rep"), b"report a").unwrap();
+        let stream = dir.path().join("b.qdstrm");
+        fs::write(&stream, b"stream").unwrap();
+        let awaited = Awaited {
+            files: Files::NsysReports,
+            counts: |_: &Path| true,
+        };
+        let wait = |expect| {
+            wait_until(
+                dir.path(),
+                &before,
+                expect,
+                Duration::from_millis(50),
+                Duration::from_millis(400),
+                &awaited,
+                &|| false,
+            )
+        };
+        // One report is there, but a stream is still being turned into a report: not done.
+        let got = wait(1);
+        assert!(!got.complete);
+        assert_eq!(got.files, vec![(dir.path().join("a.nsys-rep"), 8)]);
+        fs::remove_file(&stream).unwrap();
+        fs::write(dir.path().join("b.nsys-rep"), b"report b!").unwrap();
+        let got = wait(2);
+        assert!(got.complete);
+        assert_eq!(got.rank_files(), 2);
+        assert_eq!(got.bytes(), 17);
     }
 
     #[test]

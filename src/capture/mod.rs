@@ -16,7 +16,9 @@
 //!    ([`startstop`]: `capture start` / `capture stop` on their own, with the [`record`]);
 //! 5. [`crate::report::capture`] prints one row per server and sets the exit code (0 all ok, 1 any failed,
 //!    2 usage);
-//! 6. [`nsys`] does the same for Nsight Systems sessions.
+//! 6. [`nsys`] does the same for Nsight Systems sessions; `capture run --profiler nsys`
+//!    ([`profiler`]) drives servers running under `nsys profile` through their HTTP routes
+//!    and collects nsys's reports instead of Kineto traces.
 //!
 //! Capture does not look inside traces: it hands the files to [`crate::pipeline`] (merge, then
 //! analyze) through [`handoff::merge_and_analyze`]. Its settings come as [`options`] types;
@@ -38,6 +40,7 @@ pub(crate) mod handoff;
 pub mod http;
 pub mod nsys;
 pub(crate) mod options;
+pub(crate) mod profiler;
 pub(crate) mod record;
 pub mod session;
 pub mod startstop;
@@ -49,6 +52,6 @@ mod window;
 pub mod workers;
 
 pub use options::WorkerType;
-pub use options::{Activity, Backend};
+pub use options::{Activity, Backend, Profiler};
 pub use options::{ApiKey, CaptureOptions, ProfileSettings, StartOptions, StopOptions, Targets};
 pub use tls::CaCert;

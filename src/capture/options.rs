@@ -31,6 +31,20 @@ pub enum Activity {
     CudaProfiler,
 }
 
+/// Which profiler `capture run` drives and collects.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profiler {
+    /// The servers' torch profiler: Kineto traces (`*.trace.json.gz`) in `--output-dir`.
+    #[default]
+    Torch,
+    /// Nsight Systems: the servers run under `nsys profile --capture-range=cudaProfilerApi`;
+    /// the start and stop requests open and close nsys's capture (SGLang: activity
+    /// `CUDA_PROFILER`; vLLM: `--profiler-config '{"profiler":"cuda"}'`), and nsys writes its
+    /// reports (`*.nsys-rep`) where its `-o` says, which `--output-dir` names.
+    Nsys,
+}
+
 /// A worker's role under PD disaggregation (as routers report it).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum WorkerType {
@@ -178,6 +192,8 @@ pub struct CaptureOptions {
     pub stop_timeout: f64,
     /// Do not merge and analyze the collected traces.
     pub no_merge: bool,
+    /// The profiler driven and collected.
+    pub profiler: Profiler,
     /// Set (by a Ctrl-C handler) to end the profiling window now: the servers are sent the
     /// stop at once, and the capture ends without waiting for their traces.
     pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
@@ -198,6 +214,7 @@ impl Default for CaptureOptions {
             settle: 3.0,
             stop_timeout: 600.0,
             no_merge: false,
+            profiler: Profiler::Torch,
             interrupt: None,
         }
     }

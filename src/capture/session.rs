@@ -20,6 +20,7 @@ use super::handoff::{merge_and_analyze, PostProcess};
 use super::http::Http;
 use super::options::Backend;
 use super::options::{CaptureOptions, ProfileSettings, Targets};
+use super::profiler::{self, Dirs};
 use super::traffic::{self, LoadReport, Plan};
 use super::window::{sleep_for, NumSteps, Watch};
 use super::workers::{self, is_loopback, Worker};
@@ -84,42 +85,6 @@ pub(super) fn dialect_for(
     };
     row.backend = Some(d);
     Some(d)
-}
-
-/// Where each dialect writes: SGLang where it is told (`sglang`), vLLM in its own
-/// `torch_profiler_dir` (`vllm`, = `--output-dir`).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Dirs {
-    pub sglang: Option<PathBuf>,
-    pub vllm: Option<PathBuf>,
-    /// `OUTPUT_DIR/step_N` when `--step` is given.
-    pub step: Option<PathBuf>,
-}
-
-impl Dirs {
-    pub(crate) fn new(p: &ProfileSettings) -> Result<Dirs> {
-        let Some(base) = &p.output_dir else {
-            if p.step.is_some() {
-                bail!("--step needs --output-dir");
-            }
-            return Ok(Dirs::default());
-        };
-        let base = std::path::absolute(base)
-            .with_context(|| format!("bad --output-dir {}", base.display()))?;
-        let step = p.step.map(|n| base.join(format!("step_{n}")));
-        Ok(Dirs {
-            sglang: Some(step.clone().unwrap_or_else(|| base.clone())),
-            vllm: Some(base),
-            step,
-        })
-    }
-
-    fn of(&self, d: Dialect) -> Option<&Path> {
-        match d {
-            Dialect::Sglang => self.sglang.as_deref(),
-            Dialect::Vllm => self.vllm.as_deref(),
-        }
-    }
 }
 
 /// Starts one server's profiler (probing its dialect first with `--backend auto`).
@@ -273,7 +238,7 @@ fn load_plan(
 // Long on purpose: the capture's steps in order (start, load, wait, stop, flush, move, hand-
 // off), as docs/capture.md lists them.
 pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
-    let p = &a.profile;
+    let p = &profiler::settings(a.profiler, &a.profile)?;
     if p.output_dir.is_none() && !a.no_merge {
         bail!("capture run needs --output-dir: a directory the servers write to and this machine can read (or --no-merge)");
     }
@@ -286,20 +251,13 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     let all_local = found.workers.iter().all(|w| is_loopback(&w.url));
     let mut notes = found.notes.clone();
     // Snapshot before starting: files already there are not this capture's.
-    let watches: Vec<Watch> = [Dialect::Sglang, Dialect::Vllm]
-        .into_iter()
-        .filter_map(|d| {
-            dirs.of(d).map(|dir| Watch {
-                dir: dir.to_path_buf(),
-                before: flush::snapshot(dir),
-                dialect: d,
-            })
-        })
-        .collect();
+    let watches: Vec<Watch> = profiler::watches(a.profiler, &dirs);
+    let sent = profiler::request_dirs(a.profiler, &dirs);
 
     let mut rows = each_worker(&found.workers, "start", &a.targets, |w| {
-        start_one(&http, w, &a.targets, p, &dirs)
+        start_one(&http, w, &a.targets, p, &sent)
     });
+    notes.extend(profiler::start_notes(a.profiler, &rows));
     let started = rows
         .iter()
         .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
@@ -370,7 +328,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                     } else {
                         secs(a.targets.timeout)
                     };
-                    stop_one(&http, &mut r, a.targets.backend, auto_stop, t, &dirs);
+                    stop_one(&http, &mut r, a.targets.backend, auto_stop, t, &sent);
                     r
                 },
             );
@@ -399,7 +357,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         for w in &watches {
             let expect = rows
                 .iter()
-                .filter(|r| r.backend == Some(w.dialect) && r.stop.as_ref().is_some_and(|c| c.ok))
+                .filter(|r| w.serves(r) && r.stop.as_ref().is_some_and(|c| c.ok))
                 .count();
             if expect == 0 {
                 continue;
@@ -411,13 +369,29 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                 ));
                 continue;
             }
-            let f = flush::wait(&w.dir, &w.before, expect, settle, flush_timeout);
+            let awaited = flush::Awaited {
+                files: w.files,
+                counts: |_: &Path| true,
+            };
+            let f = flush::wait_until(
+                &w.dir,
+                &w.before,
+                expect,
+                settle,
+                flush_timeout,
+                &awaited,
+                &|| false,
+            );
             if !f.complete {
+                let what = match w.files {
+                    flush::Files::Traces => "trace files",
+                    flush::Files::NsysReports => "Nsight Systems reports",
+                };
                 notes.push(format!(
-                    "only {} trace files (of at least {expect}) appeared in {} within --flush-timeout{}",
+                    "only {} {what} (of at least {expect}) appeared in {} within --flush-timeout{}",
                     f.rank_files(),
                     w.dir.display(),
-                    dialect::missing_traces_hint(w.dialect)
+                    w.missing_hint()
                 ));
                 code = code.worst(exit::Outcome::Failed);
             }
@@ -447,7 +421,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         }
     }
 
-    let trace_dir = dirs.step.clone().or_else(|| dirs.sglang.clone());
+    let trace_dir = profiler::trace_dir(a.profiler, &dirs);
     let mut post = None;
     if !a.no_merge && traces.iter().any(|f| f.rank_files() > 0) {
         if let Some(dir) = &trace_dir {
@@ -487,27 +461,4 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         notes,
         outcome: code,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dirs_follow_output_dir_and_step() {
-        let p = ProfileSettings {
-            output_dir: Some("rel/prof".into()),
-            step: Some(4),
-            ..Default::default()
-        };
-        let d = Dirs::new(&p).unwrap();
-        let base = std::env::current_dir().unwrap().join("rel/prof");
-        assert_eq!(d.vllm.as_deref(), Some(base.as_path()));
-        assert_eq!(d.sglang.as_deref(), Some(base.join("step_4").as_path()));
-        let p = ProfileSettings {
-            step: Some(4),
-            ..Default::default()
-        };
-        assert!(Dirs::new(&p).is_err());
-    }
 }

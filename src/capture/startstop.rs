@@ -8,8 +8,9 @@ use serde::Serialize;
 use super::calls::{self, WorkerRow};
 use super::http::Http;
 use super::options::{StartOptions, StopOptions};
+use super::profiler::Dirs;
 use super::record::{self, SessionRecord};
-use super::session::{dialect_for, each_worker, secs, start_one, stop_one, Dirs};
+use super::session::{dialect_for, each_worker, secs, start_one, stop_one};
 use super::workers;
 use crate::exit;
 

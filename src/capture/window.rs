@@ -7,13 +7,38 @@ use std::time::{Duration, Instant};
 
 use super::calls::WorkerRow;
 use super::dialect::{self, Dialect};
-use super::flush::{self, Snapshot};
+use super::flush::{self, Awaited, Files, Snapshot};
 
 /// A directory that will be watched for this capture's trace files.
 pub(super) struct Watch {
     pub(super) dir: PathBuf,
     pub(super) before: Snapshot,
-    pub(super) dialect: Dialect,
+    /// The servers that write here (`None`: every server, whatever its dialect: nsys
+    /// reports).
+    pub(super) dialect: Option<Dialect>,
+    pub(super) files: Files,
+}
+
+impl Watch {
+    /// Whether the server of `row` writes into this folder.
+    pub(super) fn serves(&self, row: &WorkerRow) -> bool {
+        self.dialect.is_none_or(|d| row.backend == Some(d))
+    }
+
+    /// What to check when the files do not come (`; …`, or empty).
+    pub(super) fn missing_hint(&self) -> String {
+        match (self.files, self.dialect) {
+            (Files::NsysReports, _) => format!(
+                "; are the servers running under `nsys profile --capture-range=cudaProfilerApi \
+                 --capture-range-end=repeat -o {}/NAME …` (SGLang takes the CUDA_PROFILER \
+                 activity it is sent; vLLM needs --profiler-config '{{\"profiler\": \"cuda\"}}'), \
+                 and does --flush-timeout leave nsys the time to write its reports?",
+                self.dir.display()
+            ),
+            (Files::Traces, Some(d)) => dialect::missing_traces_hint(d).to_string(),
+            (Files::Traces, None) => String::new(),
+        }
+    }
 }
 
 /// Sleeps `d`, or until `interrupted` answers true (polled every 200 ms).
@@ -51,28 +76,33 @@ impl NumSteps {
         for w in watches {
             let expect = rows
                 .iter()
-                .filter(|r| r.start.as_ref().is_some_and(|c| c.ok) && r.backend == Some(w.dialect))
+                .filter(|r| r.start.as_ref().is_some_and(|c| c.ok) && w.serves(r))
                 .count();
             if expect > 0 && (w.dir.is_dir() || all_local) {
                 watched.push(w.dialect);
-                let by_stage = self.by_stage && w.dialect == Dialect::Sglang;
-                let f = flush::wait_for(
+                let by_stage =
+                    self.by_stage && w.dialect == Some(Dialect::Sglang) && w.files == Files::Traces;
+                let awaited = Awaited {
+                    files: w.files,
+                    counts: flush::ends_profile(by_stage),
+                };
+                let f = flush::wait_until(
                     &w.dir,
                     &w.before,
                     expect,
                     settle,
                     flush_timeout,
-                    flush::ends_profile(by_stage),
+                    &awaited,
                     interrupted,
                 );
                 if !f.complete && !interrupted() {
-                    let older = if w.dialect == Dialect::Vllm {
+                    let older = if w.dialect == Some(Dialect::Vllm) {
                         "; vLLM before per-request profile settings ignores \
                          max_iterations: set it in --profiler-config"
                     } else {
                         ""
                     };
-                    let hint = dialect::missing_traces_hint(w.dialect);
+                    let hint = w.missing_hint();
                     notes.push(format!(
                         "num_steps not reached within --flush-timeout ({} of {expect} servers wrote traces{older}{hint})",
                         f.rank_files()
@@ -86,7 +116,9 @@ impl NumSteps {
         let blind = rows
             .iter()
             .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
-            .filter(|r| r.backend.is_none_or(|b| !watched.contains(&b)))
+            .filter(|r| {
+                !watched.contains(&None) && r.backend.is_none_or(|b| !watched.contains(&Some(b)))
+            })
             .count();
         if blind > 0 && !interrupted() {
             notes.push(format!(

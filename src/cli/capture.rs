@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::capture::{Activity, ApiKey, Backend, CaCert, WorkerType};
+use crate::capture::{Activity, ApiKey, Backend, CaCert, Profiler, WorkerType};
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum CaptureCommand {
@@ -175,6 +175,12 @@ pub struct CaptureRunArgs {
     /// Do not merge and analyze the collected traces.
     #[arg(long = "no-merge")]
     pub no_merge: bool,
+    /// The profiler to drive: `torch` (Kineto traces) or `nsys` (servers run under
+    /// `nsys profile --capture-range=cudaProfilerApi --capture-range-end=repeat -o
+    /// OUTPUT_DIR/NAME`: start/stop open and close nsys's capture, and the reports nsys writes
+    /// in --output-dir are merged and analyzed).
+    #[arg(long, value_enum, default_value_t = Profiler::Torch)]
+    pub profiler: Profiler,
 }
 
 #[derive(Subcommand, Debug, Clone)]

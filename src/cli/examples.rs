@@ -113,6 +113,10 @@ const CAPTURE_RUN: &[Example] = &[
         "Two servers by url, prefill and decode profiled apart",
         "rankprof capture run --worker-url http://h1:30000 http://h2:30000 --output-dir /shared/prof \\\n    --num-steps 5 --profile-by-stage",
     ),
+    ex(
+        "A server under `nsys profile --capture-range=cudaProfilerApi -o /shared/nsys/…`: its report",
+        "rankprof capture run --worker-url http://h1:30000 --profiler nsys --output-dir /shared/nsys \\\n    --requests 64",
+    ),
 ];
 
 const CAPTURE_START: &[Example] = &[

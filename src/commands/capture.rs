@@ -114,6 +114,7 @@ pub fn run_options(a: &CaptureRunArgs) -> CaptureOptions {
         settle: a.settle,
         stop_timeout: a.stop_timeout,
         no_merge: a.no_merge,
+        profiler: a.profiler,
         interrupt: None,
     }
 }

@@ -21,7 +21,8 @@ use super::{
     CaptureRecord, Event, ViewState, WatchOptions, WatchOutcome, WorkerTally, DEFAULT_CAPTURE_SECS,
 };
 use crate::capture::http::Http;
-use crate::capture::session::{self, Dirs, RunOutcome};
+use crate::capture::profiler::{self, Dirs};
+use crate::capture::session::{self, RunOutcome};
 use crate::capture::{workers, CaptureOptions};
 use crate::exit;
 use crate::load::timeline::{self, now_ns, History, Writer};
@@ -74,7 +75,7 @@ pub(crate) fn capture_options(o: &WatchOptions) -> CaptureOptions {
 /// puts it elsewhere.
 fn timeline_path(o: &WatchOptions, t_ns: i64) -> Result<(Option<PathBuf>, Option<String>)> {
     let dirs = Dirs::new(&o.capture.profile)?;
-    let trace_dir = dirs.step.or(dirs.sglang);
+    let trace_dir = profiler::trace_dir(o.capture.profiler, &dirs);
     let Some(p) = &o.timeline else {
         return Ok((trace_dir.map(|d| timeline::default_path(&d, t_ns)), None));
     };

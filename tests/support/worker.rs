@@ -43,6 +43,11 @@ pub struct Behaviour {
     /// Write traces on the wall clock: `baseTimeNanoseconds` = when profiling started, events
     /// spanning start → stop (default: a fixed clock in 2023).
     pub wall_clock: bool,
+    /// The server runs under `nsys profile --capture-range=cudaProfilerApi`: a profile
+    /// opened with the CUDA profiler (SGLang's `CUDA_PROFILER` activity; any vLLM profile, as
+    /// with `--profiler-config '{"profiler": "cuda"}'`) writes no Kineto trace; when it ends,
+    /// nsys writes its report: (the file copied, the report's path).
+    pub nsys_report: Option<(PathBuf, PathBuf)>,
 }
 
 impl Default for Behaviour {
@@ -56,6 +61,7 @@ impl Default for Behaviour {
             slow_write: None,
             steps_take: Duration::from_millis(150),
             wall_clock: false,
+            nsys_report: None,
         }
     }
 }
@@ -69,6 +75,8 @@ struct Profiler {
     generation: u64,
     /// Unix ns when profiling started.
     started_ns: u128,
+    /// Started with the CUDA profiler (SGLang's `CUDA_PROFILER` activity).
+    cuda_profiler: bool,
 }
 
 /// Routes answered before the built-in ones (`None`: not this route).
@@ -258,7 +266,13 @@ impl Inner {
                 return false;
             }
             p.running = false;
-            self.trace_files(&p)
+            let nsys = self.behaviour.lock().unwrap().nsys_report.clone();
+            match nsys {
+                Some((src, rep)) if p.cuda_profiler || self.dialect == Dialect::Vllm => {
+                    vec![(rep, std::fs::read(&src).unwrap())]
+                }
+                _ => self.trace_files(&p),
+            }
         };
         self.write(files, slow);
         true
@@ -346,6 +360,10 @@ impl Inner {
                     p.output_dir = body.get("output_dir").and_then(Value::as_str).map(PathBuf::from);
                     p.prefix = body.get("profile_prefix").and_then(Value::as_str).map(str::to_string);
                     p.by_stage = body.get("profile_by_stage").and_then(Value::as_bool).unwrap_or(false);
+                    p.cuda_profiler = body
+                        .get("activities")
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| a.iter().any(|x| x == "CUDA_PROFILER"));
                 }
                 if num_steps.is_some() {
                     self.stop_by_itself(&b);

@@ -55,7 +55,8 @@ pub(crate) fn device_path(path: &Path, device: i64) -> PathBuf {
 /// A name's GPU mark taken off: (the export's name, the GPU), when it has one.
 pub(crate) fn split_name(name: &str) -> Option<(&str, i64)> {
     let (file, dev) = name.rsplit_once(GPU_MARK)?;
-    let ok = (file.ends_with(".sqlite") || super::export::is_rep_name(file))
+    // An export, or a report (`*.nsys-rep`, read through its export).
+    let ok = (file.ends_with(".sqlite") || file.ends_with(".nsys-rep"))
         && !dev.is_empty()
         && dev.bytes().all(|b| b.is_ascii_digit());
     Some((file, dev.parse().ok().filter(|_| ok)?))
