@@ -4,20 +4,21 @@
 //! path the file with its GPU marked (`node.sqlite#gpu3`,
 //! [`crate::trace::read::nsys::devices::device_path`]); the reader takes that GPU's rows and
 //! its process's. Which reports split so is the reader's call
-//! ([`crate::trace::read::nsys::devices::gpus_of`]: two GPUs or more, each owned by a process
-//! of its own).
+//! ([`crate::trace::read::nsys::devices::gpus_of`]: two GPUs or more, each used by one
+//! process; a process may drive several, its host rows then shared out by the reader).
 
 use std::path::Path;
 
 use super::group::{finish_group, Group};
 use super::rankfile::{rank_file, Naming};
 use crate::trace::rankid::RankId;
-use crate::trace::read::nsys::devices::{device_path, gpus_of};
+use crate::trace::read::nsys::devices::{device_path, gpu_words, gpus_of};
 
 /// The group of one GPU per rank of the export at `path`, when it holds several GPUs so
 /// owned (with a note); `None` otherwise (one rank, as any file).
 pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
-    let devices = gpus_of(path).ok().flatten()?;
+    let gpus = gpus_of(path).ok().flatten()?;
+    let devices = gpus.devices;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let name = path.file_name()?.to_str()?;
     let profile_id = name.strip_suffix(".sqlite").unwrap_or(name).to_string();
@@ -38,9 +39,26 @@ pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
             f
         })
         .collect::<Vec<_>>();
+    let owned = if gpus.drivers.is_empty() {
+        "each with its own process".to_string()
+    } else {
+        gpus.drivers
+            .iter()
+            .map(|(pid, d)| {
+                format!(
+                    "process {pid} drives GPUs {}: each is given the runtime calls that \
+                     launched its work and the NVTX ranges of the threads that launched onto it \
+                     most, and the ranges of threads that launched nothing are shared by every \
+                     GPU of the process",
+                    gpu_words(d)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
     notes.push(format!(
-        "{}: an Nsight Systems report holding {} GPUs (devices {}), each with its own \
-         process: read as one rank per GPU, in device order",
+        "{}: an Nsight Systems report holding {} GPUs (devices {}), {owned}: read as one rank \
+         per GPU, in device order",
         path.display(),
         devices.len(),
         devices

@@ -96,12 +96,14 @@ pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid
 }
 
 /// One GPU of a report and the process that owns it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Select {
     /// The GPU's `deviceId`.
     pub device: i64,
     /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).
     pub global_pid: i64,
+    /// When that process drives other GPUs too: which of its rows are this GPU's.
+    pub shared: Option<super::devices::Shared>,
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: Kineto's names carry no API version.
