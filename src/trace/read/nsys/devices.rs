@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use super::rows::Select;
 use super::rows::{int, Rows};
+use super::rows::{Select, Shared};
 use super::schema::{ident, Schema, GPUS, KERNEL, MEMCPY, MEMSET, RUNTIME};
 
 impl Rows<'_> {
@@ -29,7 +29,7 @@ impl Rows<'_> {
     /// ` AND …`: the rows of host table `t` (alias `alias`) of the selected device's process;
     /// when that process drives other GPUs too ([`Shared`]), only this GPU's: the runtime calls
     /// that launched its work (by `correlationId`), and the other rows (NVTX ranges, runtime
-    /// calls that launched nothing) of the threads given to it ([`Shared::threads`]). `""`
+    /// calls that launched nothing) of the threads given to it ([`Shared::mine`]). `""`
     /// when the whole report is read.
     pub(super) fn host_filter(&self, t: &str, alias: &str) -> String {
         let Some(s) = &self.select else {
@@ -89,24 +89,6 @@ pub(crate) fn gpu_words(v: &[i64]) -> String {
         [a, .., b] if v.windows(2).all(|w| w[1] == w[0] + 1) && v.len() > 2 => format!("{a}–{b}"),
         _ => v.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
     }
-}
-
-/// A process driving several GPUs (a single controller, DataParallel, one process per node):
-/// which of its host rows go to the selected GPU. Its runtime calls go by what they launched;
-/// its threads by where they launched: a thread goes to the GPU it launched most onto, and to
-/// any other that got at least half as many of its launches (a thread launching evenly onto
-/// several GPUs goes to each); a thread that launched nothing (a controller's main thread
-/// holding the step ranges) is shared by every GPU of the process.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Shared {
-    /// The process's GPUs (ascending).
-    pub devices: Vec<i64>,
-    /// The `globalTid`s of the threads given to the selected GPU by their launches.
-    pub mine: Vec<i64>,
-    /// The `globalTid`s of every thread of the process that launched anything.
-    pub launchers: Vec<i64>,
-    /// Of the threads given to the selected GPU, how many also go to another.
-    pub split: usize,
 }
 
 impl Shared {
