@@ -15,6 +15,11 @@ NAME from ThreadNames when the export has it; TID the low 24 bits of globalTid).
 `--by-device FILE.sqlite`: one report holding several GPUs, each GPU (`deviceId`) a rank: the
 figures of each, ascending by device, from its GPU rows and the runtime calls and NVTX ranges of
 the process that owns it (the globalPid of its kernels; globalTid >> 24 names a thread's process).
+When that process drives several GPUs, only this GPU's host rows: the runtime calls whose
+correlationId is one of this GPU's kernels, memcpy or memset rows, and the other runtime calls
+and the NVTX ranges of the threads given to it: a thread that launched GPU work goes to each GPU
+that got at least half as many of its launches as the GPU it launched most onto; a thread that
+launched nothing goes to every GPU of the process.
 
 usage: check_nsys.py FILE.sqlite... -> JSON list, one object per file, in the order given
        check_nsys.py --by-device FILE.sqlite -> JSON list, one object per GPU
@@ -50,12 +55,13 @@ def columns(db, t):
 def figures(path, dev=None):
     """`dev`: only GPU `dev`'s rows and its process's (all when None)."""
     db = sqlite3.connect(path)
-    gpu_where, host_where = "", ""
+    gpu_where = ""
+    host = lambda gtid, corr: True  # noqa: E731
     if dev is not None:
         (gpid,) = db.execute("SELECT DISTINCT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL "
                              "WHERE deviceId = ?", (dev,)).fetchone()
         gpu_where = f" WHERE deviceId = {int(dev)}"
-        host_where = f" AND (globalTid >> 24) = {int(gpid) >> 24}"
+        host = host_rule(db, dev, gpid >> 24)
     names = dict(db.execute("SELECT id, value FROM StringIds"))
     kcols = columns(db, "CUPTI_ACTIVITY_KIND_KERNEL")
     col = "demangledName" if "demangledName" in kcols else "shortName"
@@ -68,7 +74,7 @@ def figures(path, dev=None):
     gpu = [(s, e) for s, e, _ in kernels] + copies
     return {
         "path": path,
-        "viewer": viewer(db, gpu_where, host_where),
+        "viewer": viewer(db, gpu_where, host),
         "kernels": len(kernels),
         "kernel_sum_ns": sum(e - s for s, e, _ in kernels),
         "gemm_ns": sum(e - s for s, e, n in kernels if "gemm" in n),
@@ -80,18 +86,57 @@ def figures(path, dev=None):
     }
 
 
-def viewer(db, gpu_where, host_where):
+def gpu_tables(db):
     have = tables(db)
-    gpu_tables = [t for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                              "CUPTI_ACTIVITY_KIND_MEMSET") if t in have]
+    return [t for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                        "CUPTI_ACTIVITY_KIND_MEMSET") if t in have]
+
+
+def host_rule(db, dev, proc):
+    """Whether a host row (globalTid, correlationId; None for an NVTX range) of process `proc`
+    belongs to GPU `dev` (see the module's words)."""
+    mine = {d for (d, g) in db.execute("SELECT DISTINCT deviceId, globalPid FROM "
+                                       "CUPTI_ACTIVITY_KIND_KERNEL") if g >> 24 == proc}
+    in_proc = lambda g: g is not None and g >> 24 == proc  # noqa: E731
+    if len(mine) == 1:
+        return lambda gtid, corr: in_proc(gtid)
+    work = {}  # correlationId -> the GPU its work ran on
+    for t in gpu_tables(db):
+        for d, c in db.execute(f"SELECT deviceId, correlationId FROM {t}"):
+            if d in mine and c is not None:
+                work[c] = d
+    launches = {}  # thread -> {GPU: launches}
+    for g, c in db.execute("SELECT globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
+        if in_proc(g) and c in work:
+            per = launches.setdefault(g, {})
+            per[work[c]] = per.get(work[c], 0) + 1
+
+    def thread_mine(g):
+        if g not in launches:
+            return True
+        per = launches[g]
+        return 2 * per.get(dev, 0) >= max(per.values()) and per.get(dev, 0) > 0
+
+    def rule(gtid, corr):
+        if not in_proc(gtid):
+            return False
+        if corr is not None and corr in work:
+            return work[corr] == dev
+        return thread_mine(gtid)
+    return rule
+
+
+def viewer(db, gpu_where, host):
+    have = tables(db)
     gpu = []
-    for t in gpu_tables:
+    for t in gpu_tables(db):
         gpu += db.execute(f"SELECT deviceId, streamId, correlationId FROM {t}{gpu_where}"
                           ).fetchall()
-    runtime = db.execute("SELECT correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-                         f"WHERE 1{host_where}").fetchall()
-    nvtx = db.execute('SELECT globalTid FROM NVTX_EVENTS WHERE "end" IS NOT NULL '
-                      f"AND eventType IN (59, 60){host_where}").fetchall()
+    runtime = [(c, g) for c, g in db.execute(
+        "SELECT correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME") if host(g, c)]
+    nvtx = [(g,) for (g,) in db.execute(
+        'SELECT globalTid FROM NVTX_EVENTS WHERE "end" IS NOT NULL AND eventType IN (59, 60)')
+        if host(g, None)]
     gpu_corr = {c for _, _, c in gpu if c is not None}
     host_corr = {c for c, _ in runtime if c is not None}
     names = dict(db.execute("SELECT id, value FROM StringIds"))

@@ -30,8 +30,17 @@ one export NAME.sqlite of every rank instead, as one nsys over a single-node run
 r is process 1234+r on GPU r (`deviceId` r), correlation ids repeat across processes (CUPTI's
 are per process), one StringIds.
 
+`--one-process NAME` (v3) writes one export NAME.sqlite of a single process (pid 4321) driving
+every GPU (a single controller, DataParallel): GPU r's work as rank r's above, launched by a
+worker thread of its own (tid 4322+r) that also holds a `replica{r}` NVTX range per step and
+launches one stray 10 us memset per step onto the next GPU (it still launched most onto its
+own); the main thread (tid 4321) holds the `ProfilerStep#N` ranges and launches nothing (one
+cudaDeviceSynchronize per step); a helper thread (tid 4331) launches one 20 us PtoP memcpy per
+step onto GPU 0 and one onto GPU 1 (evenly: it goes to both) inside its `p2p` range. The
+correlation ids are unique within the process (CUPTI's are per process).
+
 usage: make_nsys_sqlite.py OUT_DIR [--variant v3|v2] [--kineto DIR] [--names rank|profile]
-       [--steps N] [--ranks N] [--multi-gpu NAME]
+       [--steps N] [--ranks N] [--multi-gpu NAME] [--one-process NAME]
 """
 
 import argparse
@@ -116,8 +125,11 @@ class Strings:
         return self.ids[s]
 
 
-def write_export(path, ranks, variant):
-    """One export holding `ranks` (each its own process; with several, rank r on GPU r)."""
+def write_export(path, ranks, variant, rows_of=None):
+    """One export holding `ranks` (each its own process; with several, rank r on GPU r).
+    `rows_of(r)`: the rows of rank r (default `rank_rows`); a GPU row may name its own device
+    as one more element."""
+    rows_of = rows_of or (lambda r: rank_rows(r, variant))
     if os.path.exists(path):
         os.remove(path)
     db = sqlite3.connect(path)
@@ -187,9 +199,10 @@ def write_export(path, ranks, variant):
                   "globalTid INTEGER)")
     for r in ranks:
         dev = r if len(ranks) > 1 else 0
-        rows = rank_rows(r, variant)
-        for (a, b, corr, stream, name, gpid) in rows["kernel"]:
-            cols = [a, b, dev, 1, stream, corr, gpid, sid(name), sid(SHORT[name])]
+        rows = rows_of(r)
+        on = lambda rest: rest[0] if rest else dev  # noqa: E731
+        for (a, b, corr, stream, name, gpid, *rest) in rows["kernel"]:
+            cols = [a, b, on(rest), 1, stream, corr, gpid, sid(name), sid(SHORT[name])]
             if v3:
                 cols.append(sid("_Z" + SHORT[name]))
             cols += [132, 1, 1, 128, 1, 1, 96]
@@ -198,13 +211,13 @@ def write_export(path, ranks, variant):
         for (a, b, name, corr, gtid) in rows["runtime"]:
             c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, ?, ?, 0, NULL)",
                       (a, b, gtid, corr, sid(name)))
-        for (a, b, corr, stream, kind, n, gpid) in rows["memcpy"]:
+        for (a, b, corr, stream, kind, n, gpid, *rest) in rows["memcpy"]:
             c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, 0, 1)",
-                      (a, b, dev, stream, corr, gpid, n, kind))
-        for (a, b, corr, stream, n, gpid) in rows["memset"]:
+                      (a, b, on(rest), stream, corr, gpid, n, kind))
+        for (a, b, corr, stream, n, gpid, *rest) in rows["memset"]:
             c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?, ?, 1, ?, ?, ?, 0, ?, 1)",
-                      (a, b, dev, stream, corr, gpid, n))
-        gtid = (1234 + r) << 24 | (1234 + r)
+                      (a, b, on(rest), stream, corr, gpid, n))
+        gtid = rows.get("main", (1234 + r) << 24 | (1234 + r))
         for (a, b, text, g) in rows["nvtx"]:
             if v3:
                 # 59: NvtxPushPopRange, its text through StringIds (textId).
@@ -218,13 +231,52 @@ def write_export(path, ranks, variant):
                   "VALUES (5, NULL, 34, 'ProfilerStep#99', ?)", (gtid,))
         c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
                   "VALUES (1, NULL, 75, 'NCCL', ?)", (gtid,))
-        if v3:
+        if v3 and rows.get("first", True):
             # The host process's and thread's names (what a viewer labels them with).
-            c.execute("INSERT INTO PROCESSES VALUES (?, ?, 'python3')", ((1234 + r) << 24, 1234 + r))
+            c.execute("INSERT INTO PROCESSES VALUES (?, ?, 'python3')", ((gtid >> 24) << 24,
+                                                                         gtid >> 24))
             c.execute("INSERT INTO ThreadNames VALUES (?, 0, ?)", (sid("pt_main_thread"), gtid))
     c.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in sid.ids.items()])
     db.commit()
     db.close()
+
+
+ONE_PID = 4321
+
+
+def one_process_rows(r):
+    """GPU r's rows in the single process driving every GPU (`--one-process`)."""
+    gpid = ONE_PID << 24
+    main, worker, helper = gpid | ONE_PID, gpid | (ONE_PID + 1 + r), gpid | (ONE_PID + 10)
+    base = r * 1_000_000  # correlation ids unique within the process
+    src = rank_rows(r, "v3")
+    rows = {"main": main, "first": r == 0, "nvtx": [], "runtime": [],
+            "kernel": [(a, b, base + c, st, n, gpid) for (a, b, c, st, n, _) in src["kernel"]],
+            "memcpy": [(a, b, base + c, st, k, n, gpid) for (a, b, c, st, k, n, _) in src["memcpy"]],
+            "memset": [(a, b, base + c, st, n, gpid) for (a, b, c, st, n, _) in src["memset"]]}
+    rows["runtime"] = [(a, b, n, base + c if c else 0, worker) for (a, b, n, c, _) in src["runtime"]]
+    for (a, b, text, _) in src["nvtx"]:
+        s = int(text.split("#")[1])
+        rows["nvtx"].append((a, b, f"replica{r}", worker))
+        if r == 0:
+            rows["nvtx"].append((a, b, text, main))
+            rows["runtime"].append((a + 9_000_000, a + 9_100_000,
+                                    "cudaDeviceSynchronize_v3020", 0, main))
+        # One stray memset onto the next GPU, launched by this GPU's worker.
+        corr = base + 900_000 + s
+        t = a + 1_400_000
+        rows["runtime"].append((a + 90_000, a + 95_000, "cudaMemsetAsync_v3020", corr, worker))
+        rows["memset"].append((t, t + 10_000, corr, 9, 256, gpid, (r + 1) % RANKS))
+        if r == 0:
+            # The helper's peer copies onto GPUs 0 and 1, inside its `p2p` range.
+            rows["nvtx"].append((a + 1_550_000, a + 1_700_000, "p2p", helper))
+            for d in (0, 1):
+                corr = 9_000_000 + 10 * s + d
+                rows["runtime"].append((a + 1_560_000 + d * 10_000, a + 1_565_000 + d * 10_000,
+                                        "cudaMemcpyPeerAsync_v4000", corr, helper))
+                t = a + 1_600_000 + d * 30_000
+                rows["memcpy"].append((t, t + 20_000, corr, 11, 10, 1 << 16, gpid, d))
+    return rows
 
 
 def devices(ranks):
@@ -283,11 +335,17 @@ def main():
     ap.add_argument("--multi-gpu", metavar="NAME",
                     help="instead of one export per rank, one export NAME.sqlite holding every "
                          "rank (a single-node run under one nsys: rank r a process on GPU r)")
+    ap.add_argument("--one-process", metavar="NAME",
+                    help="one export NAME.sqlite of a single process driving every GPU")
     a = ap.parse_args()
     STEPS, RANKS = a.steps, a.ranks
     os.makedirs(a.out, exist_ok=True)
     if a.multi_gpu:
         write_export(os.path.join(a.out, a.multi_gpu + ".sqlite"), list(range(RANKS)), a.variant)
+    if a.one_process:
+        write_export(os.path.join(a.out, a.one_process + ".sqlite"), list(range(RANKS)), "v3",
+                     one_process_rows)
+        return
     for r in range(RANKS):
         name = f"rank{r}.sqlite" if a.names == "rank" else f"profile_{r}.sqlite"
         if not a.multi_gpu:

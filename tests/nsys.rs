@@ -421,3 +421,68 @@ fn a_report_of_several_gpus_is_one_rank_per_gpu() {
     merge(&node, &merged);
     viewer_rows(&merged, &want, "multi-gpu", |r| r);
 }
+
+/// One process driving every GPU (a single controller, DataParallel; one GPU planted slow):
+/// still one rank per GPU, each with the figures the checker computes from that GPU's rows, the
+/// runtime calls that launched them and the threads given to it (by where they launched; the
+/// main thread's step ranges, which launched nothing, shared by every GPU); the slow GPU named,
+/// the steps found, the rule said; merged, each rank's rows, arrows and names.
+#[test]
+fn a_process_driving_several_gpus_is_one_rank_per_gpu() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (node, kineto) = (tmp.path().join("node"), tmp.path().join("kineto"));
+    generate(py, &node, &kineto, &["--one-process", "node"]);
+    let out = Command::new(py)
+        .arg(script("check_nsys.py"))
+        .arg("--by-device")
+        .arg(node.join("node.sqlite"))
+        .output()
+        .expect("run check_nsys.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+        .expect("checker JSON")
+        .as_array()
+        .expect("a list")
+        .clone();
+    assert_eq!(want.len(), 4);
+
+    let (code, a, err) = analyze(&node);
+    assert_eq!(code, 0, "analyze failed: {err}");
+    let ranks = a["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 4, "{err}");
+    for (r, (row, w)) in ranks.iter().zip(&want).enumerate() {
+        for k in [
+            "kernels",
+            "kernel_sum_ns",
+            "busy_ns",
+            "comm_ns",
+            "memcpy_memset_ns",
+            "span_ns",
+        ] {
+            assert_eq!(row[k], w[k], "GPU {r} {k}");
+        }
+        let label = format!("RANK{r:02}");
+        assert_eq!(
+            class_total(&a, &label, "gemm"),
+            w["gemm_ns"],
+            "GPU {r} gemm"
+        );
+    }
+    assert_eq!(a["verdict"]["lead"], "RANK02", "{}", a["verdict"]);
+    assert!(a["verdict"]["lines"].to_string().contains("from step 3"));
+    // The main thread's `ProfilerStep#N` ranges reach every GPU.
+    assert_eq!(a["steps"]["rows"].as_array().map(Vec::len), Some(8));
+    let notes = a["notes"].to_string();
+    assert!(notes.contains("process 4321 drives GPUs 0–3"), "{notes}");
+    assert!(notes.contains("shared by every GPU"), "{notes}");
+    assert!(notes.contains("1 also given to another GPU"), "{notes}");
+
+    let merged = tmp.path().join("node.trace.json.gz");
+    merge(&node, &merged);
+    viewer_rows(&merged, &want, "one-process", |r| r);
+}

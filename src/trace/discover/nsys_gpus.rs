@@ -4,24 +4,24 @@
 //! path the file with its GPU marked (`node.sqlite#gpu3`,
 //! [`crate::trace::read::nsys::devices::device_path`]); the reader takes that GPU's rows and
 //! its process's. Which reports split so is the reader's call
-//! ([`crate::trace::read::nsys::devices::gpus_of`]: two GPUs or more, each owned by a process
-//! of its own). A report (`node.nsys-rep`) is exported to learn this (`node.nsys-rep#gpu3`
-//! then reads GPU 3 of its export; discovery reads every report's head through its export
-//! anyway).
+//! ([`crate::trace::read::nsys::devices::gpus_of`]: two GPUs or more, each used by one
+//! process; a process may drive several, its host rows then shared out by the reader). A
+//! report (`node.nsys-rep`) is exported to learn this (`node.nsys-rep#gpu3` then reads GPU 3
+//! of its export; discovery reads every report's head through its export anyway).
 
 use std::path::Path;
 
 use super::group::{finish_group, Group};
 use super::rankfile::{rank_file, Naming};
 use crate::trace::rankid::RankId;
-use crate::trace::read::nsys::devices::{device_path, gpus_of};
+use crate::trace::read::nsys::devices::{device_path, gpu_words, gpus_of};
 use crate::trace::read::nsys::export::{export, is_rep_name, REP_SUFFIX};
 
 /// The group of one GPU per rank of the export at `path`, when it holds several GPUs so
 /// owned (with a note); `None` otherwise (one rank, as any file).
 pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
     let name = path.file_name()?.to_str()?;
-    let devices = if is_rep_name(name) {
+    let gpus = if is_rep_name(name) {
         // A report: its export says (made now, and read again from the run's cache).
         match export(path) {
             Ok(e) => gpus_of(&e.db).ok().flatten()?,
@@ -30,6 +30,7 @@ pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
     } else {
         gpus_of(path).ok().flatten()?
     };
+    let devices = gpus.devices;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let profile_id = name
         .strip_suffix(".sqlite")
@@ -53,9 +54,26 @@ pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
             f
         })
         .collect::<Vec<_>>();
+    let owned = if gpus.drivers.is_empty() {
+        "each with its own process".to_string()
+    } else {
+        gpus.drivers
+            .iter()
+            .map(|(pid, d)| {
+                format!(
+                    "process {pid} drives GPUs {}: each is given the runtime calls that \
+                     launched its work and the NVTX ranges of the threads that launched onto it \
+                     most, and the ranges of threads that launched nothing are shared by every \
+                     GPU of the process",
+                    gpu_words(d)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
     notes.push(format!(
-        "{}: an Nsight Systems report holding {} GPUs (devices {}), each with its own \
-         process: read as one rank per GPU, in device order",
+        "{}: an Nsight Systems report holding {} GPUs (devices {}), {owned}: read as one rank \
+         per GPU, in device order",
         path.display(),
         devices.len(),
         devices

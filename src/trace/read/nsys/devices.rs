@@ -4,21 +4,21 @@
 //! and [`super::viewer`] add to their statements; which reports split so ([`gpus_of`], for
 //! discovery), and how a rank's path names its GPU ([`device_path`], [`split_path`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use super::rows::Select;
 use super::rows::{int, Rows};
-use super::schema::{ident, Schema, GPUS, KERNEL};
+use super::rows::{Select, Shared};
+use super::schema::{ident, Schema, GPUS, KERNEL, MEMCPY, MEMSET, RUNTIME};
 
 impl Rows<'_> {
     /// ` AND …`: the rows of GPU table `t` (alias `alias`) on the selected device; `""` when
     /// the whole report is read.
     pub(super) fn gpu_filter(&self, t: &str, alias: &str) -> String {
-        match self.select {
+        match &self.select {
             Some(s) if self.schema.column(t, "deviceId").is_some() => {
                 format!(" AND {alias}.{} = {}", ident("deviceId"), s.device)
             }
@@ -27,16 +27,127 @@ impl Rows<'_> {
     }
 
     /// ` AND …`: the rows of host table `t` (alias `alias`) of the selected device's process;
-    /// `""` when the whole report is read.
+    /// when that process drives other GPUs too ([`Shared`]), only this GPU's: the runtime calls
+    /// that launched its work (by `correlationId`), and the other rows (NVTX ranges, runtime
+    /// calls that launched nothing) of the threads given to it ([`Shared::mine`]). `""`
+    /// when the whole report is read.
     pub(super) fn host_filter(&self, t: &str, alias: &str) -> String {
-        match self.select {
-            Some(s) if self.schema.column(t, "globalTid").is_some() => format!(
-                " AND ({alias}.{} >> 24) = {}",
-                ident("globalTid"),
-                s.global_pid >> 24
-            ),
-            _ => String::new(),
+        let Some(s) = &self.select else {
+            return String::new();
+        };
+        if self.schema.column(t, "globalTid").is_none() {
+            return String::new();
         }
+        let tid = format!("{alias}.{}", ident("globalTid"));
+        let mut out = format!(" AND ({tid} >> 24) = {}", s.global_pid >> 24);
+        let Some(sh) = &s.shared else {
+            return out;
+        };
+        let threads = sh.thread_sql(&tid);
+        let corr = format!("{alias}.{}", ident("correlationId"));
+        if t == RUNTIME && self.schema.column(t, "correlationId").is_some() {
+            let mine = launched_sql(self.schema, &[s.device]);
+            let any = launched_sql(self.schema, &sh.devices);
+            out.push_str(&format!(
+                " AND ({corr} IN ({mine}) OR (({corr} IS NULL OR {corr} NOT IN ({any})) AND \
+                 {threads}))"
+            ));
+        } else {
+            out.push_str(&format!(" AND {threads}"));
+        }
+        out
+    }
+}
+
+/// The `correlationId`s of the GPU work (kernels, memcpy, memset) on `devices`, as a subquery.
+fn launched_sql(schema: &Schema, devices: &[i64]) -> String {
+    let list = sql_list(devices);
+    [KERNEL, MEMCPY, MEMSET]
+        .iter()
+        .filter(|t| {
+            schema.column(t, "deviceId").is_some() && schema.column(t, "correlationId").is_some()
+        })
+        .map(|t| {
+            format!(
+                "SELECT w.correlationId FROM {} AS w WHERE w.deviceId IN ({list}) AND \
+                 w.correlationId IS NOT NULL",
+                ident(t)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ")
+}
+
+/// `1, 2, 3` (SQLite takes an empty list: `x IN ()` is false).
+fn sql_list(v: &[i64]) -> String {
+    v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// `0–3` or `0, 2, 5`: a set of GPUs in words.
+pub(crate) fn gpu_words(v: &[i64]) -> String {
+    match v {
+        [a, .., b] if v.windows(2).all(|w| w[1] == w[0] + 1) && v.len() > 2 => format!("{a}–{b}"),
+        _ => v.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+    }
+}
+
+impl Shared {
+    /// The SQL condition on column `tid`: a thread given to the selected GPU, or one that
+    /// launched nothing.
+    fn thread_sql(&self, tid: &str) -> String {
+        format!(
+            "({tid} IN ({}) OR {tid} NOT IN ({}))",
+            sql_list(&self.mine),
+            sql_list(&self.launchers)
+        )
+    }
+
+    /// Gives threads to GPU `device` from `(globalTid, deviceId, launches)` counts.
+    fn from_counts(device: i64, devices: Vec<i64>, counts: &[(i64, i64, i64)]) -> Shared {
+        let mut top: BTreeMap<i64, i64> = BTreeMap::new();
+        for &(t, _, n) in counts {
+            let e = top.entry(t).or_insert(0);
+            *e = (*e).max(n);
+        }
+        let given = |t: i64, n: i64| top.get(&t).is_some_and(|&m| 2 * n >= m);
+        let mut per_thread: BTreeMap<i64, usize> = BTreeMap::new();
+        for &(t, _, n) in counts {
+            if given(t, n) {
+                *per_thread.entry(t).or_insert(0) += 1;
+            }
+        }
+        let mine: Vec<i64> = counts
+            .iter()
+            .filter(|&&(t, d, n)| d == device && given(t, n))
+            .map(|c| c.0)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let split = mine
+            .iter()
+            .filter(|t| per_thread.get(t).is_some_and(|&k| k > 1))
+            .count();
+        Shared {
+            devices,
+            launchers: top.keys().copied().collect(),
+            mine,
+            split,
+        }
+    }
+
+    /// What the reader says of the rank (the rule is said once, by discovery).
+    pub(super) fn said(&self, device: i64, pid: i64) -> String {
+        format!(
+            "GPU {device} of process {pid} (which drives GPUs {}): the NVTX ranges of {} \
+             thread(s) that launched onto it most{}, and of those that launched nothing",
+            gpu_words(&self.devices),
+            self.mine.len(),
+            if self.split > 0 {
+                format!(" ({} also given to another GPU)", self.split)
+            } else {
+                String::new()
+            },
+        )
     }
 }
 
@@ -74,12 +185,21 @@ pub(crate) fn split_path(path: &Path) -> (PathBuf, Option<i64>) {
     }
 }
 
-/// The GPUs of a report to read as one rank each: `Some` (the `deviceId`s, ascending) when its
-/// kernels ran on two GPUs or more and each GPU's kernels come from one process that owns no
-/// other GPU (each rank's runtime calls and NVTX ranges are then its process's); `None` when
-/// the report is one rank (one GPU, or GPUs shared by processes: read whole, noted by the
-/// reader). One `GROUP BY` over the kernels, skipped when `TARGET_INFO_GPU` lists one GPU.
-pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Vec<i64>>> {
+/// The GPUs of a report read as one rank each ([`gpus_of`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Gpus {
+    /// The `deviceId`s, ascending.
+    pub devices: Vec<i64>,
+    /// The processes driving several of them: (pid, their GPUs ascending).
+    pub drivers: Vec<(i64, Vec<i64>)>,
+}
+
+/// The GPUs of a report to read as one rank each: `Some` when its kernels ran on two GPUs or
+/// more and each GPU's kernels come from one process (a process owning one GPU gives it its
+/// runtime calls and NVTX ranges; one driving several shares them out, [`Shared`]); `None`
+/// when the report is one rank (one GPU, or a GPU shared by processes: read whole, noted by
+/// the reader). One `GROUP BY` over the kernels, skipped when `TARGET_INFO_GPU` lists one GPU.
+pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Gpus>> {
     let (conn, schema, _) = super::open_export(path)?;
     if schema.column(KERNEL, "deviceId").is_none() || schema.column(KERNEL, "globalPid").is_none() {
         return Ok(None);
@@ -109,12 +229,22 @@ pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Vec<i64>>> {
         }
     }
     let devices: BTreeSet<i64> = pairs.iter().map(|p| p.0).collect();
-    let procs: BTreeSet<i64> = pairs.iter().map(|p| p.1 >> 24).collect();
-    let one_to_one = devices.len() == pairs.len() && procs.len() == pairs.len();
-    Ok((devices.len() > 1 && one_to_one).then(|| devices.into_iter().collect()))
+    if devices.len() < 2 || devices.len() != pairs.len() {
+        return Ok(None);
+    }
+    let mut by_proc: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for &(d, p) in &pairs {
+        by_proc.entry((p >> 24) & 0xFF_FFFF).or_default().push(d);
+    }
+    Ok(Some(Gpus {
+        devices: devices.into_iter().collect(),
+        drivers: by_proc.into_iter().filter(|(_, d)| d.len() > 1).collect(),
+    }))
 }
 
-/// GPU `device` of the export and the process that owns it (the first kernel's).
+/// GPU `device` of the export and the process that owns it (the first kernel's); when that
+/// process drives other GPUs too, which of its threads go to this one ([`Shared`]: one
+/// `GROUP BY` over the process's launches joined to its GPU work by `correlationId`).
 pub(super) fn select(conn: &Connection, schema: &Schema, device: i64) -> Option<Select> {
     schema.column(KERNEL, "deviceId")?;
     schema.column(KERNEL, "globalPid")?;
@@ -123,7 +253,71 @@ pub(super) fn select(conn: &Connection, schema: &Schema, device: i64) -> Option<
         ident(KERNEL)
     );
     let global_pid = conn.query_row(&sql, [device], |r| Ok(int(r, 0))).ok()??;
-    Some(Select { device, global_pid })
+    let sql = format!(
+        "SELECT DISTINCT deviceId FROM {} WHERE (globalPid >> 24) = ?1 ORDER BY 1",
+        ident(KERNEL)
+    );
+    let mut devices = Vec::new();
+    {
+        let mut st = conn.prepare(&sql).ok()?;
+        let mut rows = st.query([global_pid >> 24]).ok()?;
+        while let Ok(Some(r)) = rows.next() {
+            devices.extend(int(r, 0));
+        }
+    }
+    let shared = if devices.len() > 1 {
+        Some(shared(conn, schema, device, global_pid, devices)?)
+    } else {
+        None
+    };
+    Some(Select {
+        device,
+        global_pid,
+        shared,
+    })
+}
+
+/// [`Shared`] for GPU `device` of process `global_pid` driving `devices`: each thread's
+/// launches per GPU (a few rows per thread).
+fn shared(
+    conn: &Connection,
+    schema: &Schema,
+    device: i64,
+    global_pid: i64,
+    devices: Vec<i64>,
+) -> Option<Shared> {
+    let launched = [KERNEL, MEMCPY, MEMSET]
+        .iter()
+        .filter(|t| {
+            schema.column(t, "deviceId").is_some() && schema.column(t, "correlationId").is_some()
+        })
+        .map(|t| {
+            format!(
+                "SELECT w.correlationId AS c, w.deviceId AS d FROM {} AS w WHERE w.deviceId \
+                 IN ({}) AND w.correlationId IS NOT NULL",
+                ident(t),
+                sql_list(&devices)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let mut counts = Vec::new();
+    let has = |c| schema.column(RUNTIME, c).is_some();
+    if has("globalTid") && has("correlationId") {
+        let sql = format!(
+            "SELECT r.globalTid, g.d, COUNT(*) FROM {} AS r JOIN ({launched}) AS g ON g.c = \
+             r.correlationId WHERE (r.globalTid >> 24) = ?1 GROUP BY r.globalTid, g.d",
+            ident(RUNTIME)
+        );
+        let mut st = conn.prepare(&sql).ok()?;
+        let mut rows = st.query([global_pid >> 24]).ok()?;
+        while let Ok(Some(r)) = rows.next() {
+            if let (Some(t), Some(d), Some(n)) = (int(r, 0), int(r, 1), int(r, 2)) {
+                counts.push((t, d, n));
+            }
+        }
+    }
+    Some(Shared::from_counts(device, devices, &counts))
 }
 
 #[cfg(test)]
@@ -151,5 +345,24 @@ mod tests {
             split_name("a#gpu1.sqlite#gpu12"),
             Some(("a#gpu1.sqlite", 12))
         );
+    }
+
+    #[test]
+    fn threads_go_to_the_gpus_they_launched_onto_most() {
+        // Thread 1: 10 launches onto GPU 0, 1 stray onto GPU 1; thread 2: 6 onto GPU 1;
+        // thread 3: evenly onto GPUs 0 and 1 (5 and 3: within half of its most).
+        let counts = [(1, 0, 10), (1, 1, 1), (2, 1, 6), (3, 0, 5), (3, 1, 3)];
+        let zero = Shared::from_counts(0, vec![0, 1], &counts);
+        assert_eq!(zero.mine, [1, 3]);
+        assert_eq!(zero.launchers, [1, 2, 3]);
+        assert_eq!(zero.split, 1);
+        let one = Shared::from_counts(1, vec![0, 1], &counts);
+        assert_eq!(one.mine, [2, 3]);
+        assert_eq!(one.thread_sql("t"), "(t IN (2, 3) OR t NOT IN (1, 2, 3))");
+        let none = Shared::from_counts(1, vec![0, 1], &[]);
+        assert_eq!(none.thread_sql("t"), "(t IN () OR t NOT IN ())");
+        assert_eq!(gpu_words(&[0, 1, 2, 3]), "0–3");
+        assert_eq!(gpu_words(&[0, 1]), "0, 1");
+        assert_eq!(gpu_words(&[0, 2, 5]), "0, 2, 5");
     }
 }

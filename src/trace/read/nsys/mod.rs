@@ -18,9 +18,11 @@
 //! lists the GPUs (`TARGET_INFO_GPU`) as `deviceProperties`.
 //!
 //! For the readers that take every event (merge), also the processes' and threads' names and
-//! the launch arrows a viewer draws ([`viewer`]). A report holding several GPUs, each owned by a
-//! process of its own, is read one GPU at a time: a rank's path names its GPU
-//! (`node.sqlite#gpu3`, [`devices`]), and only that GPU's rows and its process's are read.
+//! the launch arrows a viewer draws ([`viewer`]). A report holding several GPUs, each used by
+//! one process, is read one GPU at a time: a rank's path names its GPU (`node.sqlite#gpu3`,
+//! [`devices`]), and only that GPU's rows and its process's are read (of a process driving
+//! several GPUs, the runtime calls that launched this GPU's work and the NVTX ranges of the
+//! threads that launched onto it, [`devices::Shared`]).
 //!
 //! Streamed ([`rows`]): each table is read through one prepared statement, row by row, in the export's
 //! own order (the collector sorts what it keeps: no `ORDER BY`, so SQLite sorts nothing); names
@@ -124,7 +126,8 @@ pub(crate) fn read_nsys(
         "{}: an Nsight Systems SQLite export{}{}; times {}",
         path.display(),
         version.map(|v| format!(" ({v})")).unwrap_or_default(),
-        select
+        r.select
+            .as_ref()
             .map(|s| format!(
                 ", GPU {} and its process {} (a report holding several GPUs, one rank each)",
                 s.device,
@@ -138,6 +141,15 @@ pub(crate) fn read_nsys(
              aligned as traces without a base time are"
         }
     )];
+    if let Some(s) = &r.select {
+        if let Some(sh) = &s.shared {
+            said.push(format!(
+                "{}: {}",
+                path.display(),
+                sh.said(s.device, (s.global_pid >> 24) & 0xFF_FFFF)
+            ));
+        }
+    }
     r.metadata(&mut report, &mut |e| on_event(e))?;
     r.runtime(&mut report, &mut on_event)?;
     r.nvtx(&mut report, &mut on_event)?;
@@ -147,9 +159,8 @@ pub(crate) fn read_nsys(
     if r.devices_seen.len() > 1 {
         said.push(format!(
             "{}: kernels of {} GPUs (devices {}) read as one rank: a report is read as one \
-             rank per GPU only when each GPU's kernels come from a process that owns no other \
-             GPU (a process driving several GPUs, or a GPU shared by processes, cannot be \
-             split); to read each rank on its own, profile one report per rank (`nsys profile \
+             rank per GPU only when each GPU's kernels come from one process (a GPU shared by \
+             processes cannot be split); to read each rank on its own, profile one report per rank (`nsys profile \
              -o NAME_%q{{RANK}}`)",
             path.display(),
             r.devices_seen.len(),

@@ -96,12 +96,33 @@ pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid
 }
 
 /// One GPU of a report and the process that owns it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Select {
     /// The GPU's `deviceId`.
     pub device: i64,
     /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).
     pub global_pid: i64,
+    /// When that process drives other GPUs too: which of its rows are this GPU's.
+    pub shared: Option<Shared>,
+}
+
+/// A process driving several GPUs (a single controller, DataParallel, one process per node):
+/// which of its host rows go to the selected GPU. Its runtime calls go by what they launched;
+/// its threads by where they launched ([`super::devices`] gives them out): a thread goes to
+/// the GPU it launched most onto, and to any other that got at least half as many of its
+/// launches (a thread launching evenly onto several GPUs goes to each); a thread that
+/// launched nothing (a controller's main thread holding the step ranges) is shared by every
+/// GPU of the process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Shared {
+    /// The process's GPUs (ascending).
+    pub devices: Vec<i64>,
+    /// The `globalTid`s of the threads given to the selected GPU by their launches.
+    pub mine: Vec<i64>,
+    /// The `globalTid`s of every thread of the process that launched anything.
+    pub launchers: Vec<i64>,
+    /// Of the threads given to the selected GPU, how many also go to another.
+    pub split: usize,
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: Kineto's names carry no API version.
