@@ -303,3 +303,89 @@ fn sglang_merged_trace_gives_back_its_ranks() {
     }
     assert_eq!(a.steps.rows.len(), b.steps.rows.len());
 }
+
+/// A model served with CUDA graphs and no step markers (nsys or Kineto without
+/// `ProfilerStep`/SGLang/vLLM annotations): each `cudaGraphLaunch` replays one forward step
+/// (its kernels carry the launch's correlation), so the steps are the windows between
+/// consecutive launches. The planted run of `common::Planted` (rank 2's GEMM 1.5× from step 3)
+/// replayed as graphs: the per-step figures match the checker's, one step fewer than launches,
+/// and the slow rank is named from step 3.
+#[test]
+fn cuda_graph_launches_give_the_steps_when_nothing_marks_them() {
+    use common::{Planted, BASE_NS, STEP_NS};
+    if !common::have_python("the checker (tests/check_analyze.py)") {
+        return;
+    }
+    let p = Planted {
+        ranks: 4,
+        steps: 8,
+        slow: 2,
+        from: 3,
+        factor: 1.5,
+    };
+    let us = |ns: i64| format!("{}.{:03}", ns / 1000, ns % 1000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files: Vec<std::path::PathBuf> = (0..p.ranks)
+        .map(|r| {
+            let mut ev = Vec::new();
+            for s in 0..p.steps {
+                let t0 = s as i64 * STEP_NS;
+                let corr = 1000 + s;
+                ev.push(format!(
+                    r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1234, "tid": 1, "ts": {}, "dur": 30, "args": {{"correlation": {corr}}}}}"#,
+                    us(t0 + 100_000)
+                ));
+                // An eager kernel launched between two replays belongs to the step before.
+                ev.push(format!(
+                    r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1234, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {}}}}}"#,
+                    us(t0 + 300_000),
+                    5000 + s
+                ));
+                let mut t = p.gpu_start(r, s);
+                for (name, dur) in [
+                    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", p.gemm(r, s)),
+                    ("flash_fwd_kernel", common::ATTN_NS),
+                    ("rms_norm_kernel", common::NORM_NS),
+                ] {
+                    ev.push(format!(
+                        r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 7, "correlation": {corr}}}}}"#,
+                        us(t),
+                        us(dur)
+                    ));
+                    t += dur;
+                }
+                let (a, b) = p.allreduce(r, s);
+                ev.push(format!(
+                    r#"{{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "pid": 0, "tid": 20, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 20, "correlation": {corr}}}}}"#,
+                    us(a),
+                    us(b - a)
+                ));
+                ev.push(format!(
+                    r#"{{"ph": "X", "cat": "kernel", "name": "argmax_sampling_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 100, "args": {{"device": 0, "stream": 7, "correlation": {}}}}}"#,
+                    us(b + 50_000),
+                    5000 + s
+                ));
+            }
+            let body = format!(
+                r#"{{"schemaVersion": 1, "deviceProperties": [{{"id": 0, "name": "NVIDIA H100 80GB HBM3"}}], "distributedInfo": {{"backend": "nccl", "rank": {r}, "world_size": {}}}, "traceEvents": [{}], "baseTimeNanoseconds": {BASE_NS}}}"#,
+                p.ranks,
+                ev.join(",\n")
+            );
+            let path = dir.path().join(format!("graphs-TP-{r}.trace.json"));
+            std::fs::write(&path, body).expect("write");
+            path
+        })
+        .collect();
+    let a = analyze_files(&files, |_| {});
+    assert_eq!(a.steps.source, "CUDA-graph launches");
+    assert_eq!(a.steps.rows.len(), p.steps - 1);
+    assert_matches_checker(&a, &checker(&files, &[]));
+    let v = &a.verdict;
+    assert_eq!(v.lead.as_deref(), Some("TP02"), "{:?}", v.lines);
+    let onset = v.onset.as_ref().expect("an onset");
+    assert!(
+        v.lines.join(" ").contains("from step"),
+        "{:?} {onset:?}",
+        v.lines
+    );
+}

@@ -8,7 +8,8 @@ analysis reports, so the Rust tests can compare against them:
              GPU busy (union of kernel + memcpy + memset intervals over all streams),
              compute (union of non-communication kernels), communication (union),
              exposed communication (comm minus the union of compute), memcpy/memset (union),
-             span; per step (ProfilerStep#N, SGLang step[...], vLLM execute_..., or --step-marker REGEX) the
+             span; per step (ProfilerStep#N, SGLang step[...], vLLM execute_..., or --step-marker REGEX;
+             without any, the windows between consecutive CUDA-graph launches) the
              busy and work (busy without communication) time, ops put in the step whose
              window holds their CPU launch (by correlation), else their own start;
              CPU-only traces: the same from `cpu_op` events, step time = annotation duration,
@@ -95,7 +96,7 @@ def rank_figures(events, base, args):
     gpu_comm = re.compile(args.comm_regex or GPU_COMM, re.I)
     cpu_comm = re.compile(args.cpu_comm_regex or CPU_COMM, re.I)
     marker = re.compile(args.step_marker) if args.step_marker else None
-    gpu, cpu, launches = [], [], {}
+    gpu, cpu, launches, graphs = [], [], {}, []
     ops = {}
     marks = {"custom": [], "profiler": [], "sglang": []}
     for e in events:
@@ -117,6 +118,8 @@ def rank_figures(events, base, args):
         elif cat in ("cuda_runtime", "cuda_driver"):
             if any(w in name for w in ("Launch", "Memcpy", "Memset")) and "correlation" in a:
                 launches[a["correlation"]] = ts
+            if "GraphLaunch" in name:
+                graphs.append(ts)
         elif cat == "cpu_op":
             cpu.append(dict(start=ts, end=ts + dur, comm=bool(cpu_comm.search(name)), name=name))
         if cat in ("user_annotation", "gpu_user_annotation") or (cat == "cpu_op" and name.startswith("ProfilerStep#")):
@@ -130,6 +133,11 @@ def rank_figures(events, base, args):
             elif (name.startswith("step[") or VLLM_STEP.match(name)) and cat != "cpu_op":
                 marks["sglang"].append(m)
     steps = marks["custom"] if marker is not None else (marks["profiler"] or marks["sglang"])
+    if marker is None and not steps and len(graphs) > 1:
+        # No step markers: each CUDA-graph launch opens a step that lasts until the next one.
+        graphs.sort()
+        steps = [dict(start=a, dur=b - a, name=f"graph launch {i + 1}", gpu=False)
+                 for i, (a, b) in enumerate(zip(graphs, graphs[1:]))]
     if any(not m["gpu"] for m in steps):
         steps = [m for m in steps if not m["gpu"]]
     steps.sort(key=lambda m: (m["start"], m["dur"]))

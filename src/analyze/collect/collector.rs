@@ -23,8 +23,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::names::{
-    is_gemm, is_launch, is_moe, is_wait, COMM_SIZE_OP, CPU_OP, CUDA_DRIVER, CUDA_RUNTIME,
-    GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL, PYTHON_FUNCTION, USER_ANNOTATION,
+    is_gemm, is_graph_launch, is_launch, is_moe, is_wait, COMM_SIZE_OP, CPU_OP, CUDA_DRIVER,
+    CUDA_RUNTIME, GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL, PYTHON_FUNCTION,
+    USER_ANNOTATION,
 };
 use super::ops::{short_name, Agg, OpKind};
 use super::spill::Spool;
@@ -113,6 +114,8 @@ pub(crate) struct Collector<'a> {
     pub profiler_steps: Vec<Mark>,
     pub sglang_steps: Vec<Mark>,
     pub custom_steps: Vec<Mark>,
+    /// Start times of CUDA-graph launches (steps where nothing else marks them).
+    pub graph_launches: Vec<i64>,
     /// Batch annotations (the work of a step).
     pub work_marks: Vec<WorkMark>,
     /// (CPU start, tokens) of GEMM ops with `Input Dims` (`record_shapes`).
@@ -196,6 +199,7 @@ impl<'a> Collector<'a> {
             profiler_steps: Vec::new(),
             sglang_steps: Vec::new(),
             custom_steps: Vec::new(),
+            graph_launches: Vec::new(),
             work_marks: Vec::new(),
             shapes: Spool::holding(cap),
             cpu_nelems: Spool::holding(cap),
@@ -260,6 +264,9 @@ impl<'a> Collector<'a> {
                     .and_then(|v| v.as_i64())
                 {
                     self.launches.push((c, start));
+                }
+                if is_graph_launch(ev.name.raw().as_bytes()) {
+                    self.graph_launches.push(start);
                 }
             }
             CPU_OP => {

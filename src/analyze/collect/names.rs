@@ -98,6 +98,13 @@ pub(super) fn is_wait(name: &[u8]) -> bool {
     name.starts_with(b"<built-in method wait of ")
 }
 
+/// A CUDA (or HIP) graph launch (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`, with
+/// or without a version suffix): a forward step replayed as one graph, where a trace has no
+/// step markers ([`super::steps::choose`]).
+pub(super) fn is_graph_launch(name: &[u8]) -> bool {
+    name.windows(11).any(|w| w == b"GraphLaunch")
+}
+
 /// The op whose `In msg nelems` gives a collective's size.
 pub(super) const COMM_SIZE_OP: &str = "record_param_comms";
 

@@ -132,6 +132,7 @@ pub(crate) fn finish(
         profiler_steps,
         sglang_steps,
         custom_steps,
+        graph_launches,
         work_marks,
         shapes,
         cpu_nelems,
@@ -174,7 +175,13 @@ pub(crate) fn finish(
         .sum();
     let comm = classes.comm();
 
-    let (source, marks) = steps::choose(custom_steps, profiler_steps, sglang_steps, custom_marker);
+    let (source, marks) = steps::choose(
+        custom_steps,
+        profiler_steps,
+        sglang_steps,
+        graph_launches,
+        custom_marker,
+    );
     let mut figs: Vec<StepFig> = marks
         .iter()
         .map(|m| StepFig {

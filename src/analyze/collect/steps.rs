@@ -34,12 +34,34 @@ pub(crate) struct Mark {
     pub on_gpu: bool,
 }
 
-/// Picks the marker set and orders it by start: custom, then ProfilerStep, then SGLang.
-/// CPU-side marks are preferred to GPU-side copies.
+/// The steps CUDA-graph launches give where nothing else marks them: a model served with CUDA
+/// graphs (SGLang's and vLLM's decode) replays one graph per forward step, so each launch
+/// opens a step that lasts until the next launch (what the host does in between, and the
+/// kernels it launches eagerly, belong to it); the last launch opens none, since nothing says
+/// where its step ends. A model captured piecewise (several graphs per forward) gives one
+/// step per piece: `--step-marker` then names the real step.
+pub(crate) fn graph_marks(mut launches: Vec<i64>) -> Vec<Mark> {
+    launches.sort_unstable();
+    launches
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| Mark {
+            start: w[0],
+            dur: w[1] - w[0],
+            name: format!("graph launch {}", i + 1),
+            number: None,
+            on_gpu: false,
+        })
+        .collect()
+}
+
+/// Picks the marker set and orders it by start: custom, then ProfilerStep, then SGLang, then
+/// the CUDA-graph launches ([`graph_marks`]). CPU-side marks are preferred to GPU-side copies.
 pub(crate) fn choose(
     custom: Vec<Mark>,
     profiler: Vec<Mark>,
     sglang: Vec<Mark>,
+    graphs: Vec<i64>,
     use_custom: bool,
 ) -> (String, Vec<Mark>) {
     let (source, marks) = if use_custom {
@@ -57,6 +79,8 @@ pub(crate) fn choose(
             },
             sglang,
         )
+    } else if graphs.len() > 1 {
+        ("CUDA-graph launches", graph_marks(graphs))
     } else {
         ("none", Vec::new())
     };
