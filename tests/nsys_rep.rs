@@ -490,3 +490,152 @@ fn a_report_of_several_gpus_is_one_rank_per_gpu_through_its_export() {
         )]
     );
 }
+
+/// Keeps in the export at `path` only GPUs `keep` (their kernels, copies and sets, and their
+/// processes' host rows: process 1234 + GPU in tests/make_nsys_sqlite.py's `--multi-gpu`),
+/// numbered from 0 as on a node of their own.
+fn keep_gpus(path: &Path, keep: std::ops::Range<i64>) {
+    let c = rusqlite::Connection::open(path).expect("open");
+    let pids = |r: &std::ops::Range<i64>| {
+        r.clone()
+            .map(|d| (1234 + d).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (lo, hi) = (keep.start, keep.end);
+    for t in [
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ] {
+        c.execute_batch(&format!(
+            "DELETE FROM {t} WHERE deviceId < {lo} OR deviceId >= {hi}; \
+             UPDATE {t} SET deviceId = deviceId - {lo};"
+        ))
+        .expect("gpu rows");
+    }
+    for t in ["CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "ThreadNames"] {
+        c.execute_batch(&format!(
+            "DELETE FROM {t} WHERE ((globalTid >> 24) & 16777215) NOT IN ({});",
+            pids(&keep)
+        ))
+        .expect("host rows");
+    }
+    c.execute_batch(&format!(
+        "DELETE FROM PROCESSES WHERE pid NOT IN ({}); \
+         DELETE FROM TARGET_INFO_GPU WHERE cuDevice < {lo} OR cuDevice >= {hi}; \
+         UPDATE TARGET_INFO_GPU SET cuDevice = cuDevice - {lo};",
+        pids(&keep)
+    ))
+    .expect("processes and GPUs");
+}
+
+/// A two-node run, one nsys per node (`-o run/node_%h`): two reports of four GPUs each, whose
+/// kernels ran at the same time, are one profile of eight ranks (node_a's GPUs, then
+/// node_b's), with the figures of the same run recorded as one 8-GPU report; a report recorded
+/// at another time stays a profile of its own.
+#[test]
+fn reports_of_several_nodes_recorded_together_are_one_profile() {
+    let Some(py) = python() else { return };
+    let run = Run::new(py);
+    let whole = run.tmp.path().join("whole");
+    let out = Command::new(py)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/make_nsys_sqlite.py"))
+        .arg(&whole)
+        .args(["--multi-gpu", "node", "--ranks", "8"])
+        .output()
+        .expect("run make_nsys_sqlite.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = run.rankprof(
+        true,
+        &[],
+        &[
+            "analyze",
+            "--json",
+            whole.join("node.sqlite").to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(want.status.code(), Some(0), "{}", stderr(&want));
+    let want = json(&want);
+
+    let nodes = run.tmp.path().join("nodes");
+    std::fs::create_dir(&nodes).expect("mkdir");
+    for (name, gpus) in [("node_a", 0..4), ("node_b", 4..8)] {
+        let rep = nodes.join(format!("{name}.nsys-rep"));
+        std::fs::copy(whole.join("node.sqlite"), &rep).expect("copy");
+        keep_gpus(&rep, gpus);
+    }
+    let o = run.rankprof(
+        true,
+        &[],
+        &["analyze", "--json", nodes.to_str().expect("utf-8")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let a = json(&o);
+    let ranks = a["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 8, "{}", stderr(&o));
+    let figs = |v: &Value| -> Vec<Value> {
+        v["ranks"]
+            .as_array()
+            .expect("ranks")
+            .iter()
+            .map(|r| {
+                json_pick(
+                    r,
+                    &[
+                        "kernels",
+                        "busy_ns",
+                        "comm_ns",
+                        "compute_ns",
+                        "exposed_comm_ns",
+                    ],
+                )
+            })
+            .collect()
+    };
+    assert_eq!(figs(&a), figs(&want));
+    let notes = a["notes"].to_string();
+    assert!(notes.contains("one profile \\\"node\\\""), "{notes}");
+    assert!(notes.contains("ranks 4–7 are node_b's GPUs 0–3"), "{notes}");
+    let files = a["files"].to_string();
+    assert!(files.contains("node_b.nsys-rep#gpu3"), "{files}");
+
+    // A report of the same layout recorded an hour later: a profile of its own.
+    let later = nodes.join("node_c.nsys-rep");
+    std::fs::copy(nodes.join("node_a.nsys-rep"), &later).expect("copy");
+    rusqlite::Connection::open(&later)
+        .expect("open")
+        .execute_batch(
+            "UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = utcEpochNs + 3600000000000;",
+        )
+        .expect("later");
+    let o = run.rankprof(true, &[], &["ls", "--json", nodes.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let l = json(&o);
+    let profiles: Vec<(String, usize)> = l["profiles"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .map(|g| {
+                    (
+                        g["profile_id"].as_str().unwrap_or_default().to_string(),
+                        g["ranks"].as_u64().unwrap_or(0) as usize,
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        profiles,
+        [("node".to_string(), 8), ("node_c".to_string(), 4)],
+        "{l}"
+    );
+}
+
+fn json_pick(v: &Value, keys: &[&str]) -> Value {
+    Value::Array(keys.iter().map(|k| v[*k].clone()).collect())
+}

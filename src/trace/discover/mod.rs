@@ -249,7 +249,7 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
         if crate::trace::read::nsys::is_nsys_name(name)
             || crate::trace::read::nsys::export::is_rep_name(name)
         {
-            if let Some(g) = nsys_gpus::group(path, &mut d.notes) {
+            if let Some(g) = nsys_gpus::split(path, &mut d.notes) {
                 gpu_groups.push(g);
                 continue;
             }
@@ -298,7 +298,7 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
             d.groups.push(g);
         }
     }
-    d.groups.extend(gpu_groups);
+    d.groups.extend(nsys_gpus::groups(gpu_groups, &mut d.notes));
     rank_from::apply(&mut d.groups, rank_from, &mut d.notes);
     for (dir, files) in stamped {
         let mut groups = handler::groups(&dir, files, rank_from, &mut d.notes);

@@ -8,52 +8,52 @@
 //! process; a process may drive several, its host rows then shared out by the reader). A
 //! report (`node.nsys-rep`) is exported to learn this (`node.nsys-rep#gpu3` then reads GPU 3
 //! of its export; discovery reads every report's head through its export anyway).
+//!
+//! Several such reports in one folder whose kernels ran at the same time on the wall clock (a
+//! multi-node run, one `nsys` per node; the servers of one `capture run`) are one profile: its
+//! ranks the reports' GPUs, report after report in file-name order
+//! ([`crate::trace::read::nsys::devices::span_of`] tells when each ran; reports without a
+//! session start cannot say, and stay profiles of their own).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::group::{finish_group, Group};
-use super::rankfile::{rank_file, Naming};
+use super::rankfile::{rank_file, Naming, RankFile};
 use crate::trace::rankid::RankId;
-use crate::trace::read::nsys::devices::{device_path, gpu_words, gpus_of};
+use crate::trace::read::nsys::devices::{device_path, gpu_words, gpus_of, span_of, Gpus};
 use crate::trace::read::nsys::export::{export, is_rep_name, REP_SUFFIX};
 
-/// The group of one GPU per rank of the export at `path`, when it holds several GPUs so
-/// owned (with a note); `None` otherwise (one rank, as any file).
-pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
+/// A report of several GPUs, to be read one rank per GPU.
+pub(super) struct Split {
+    path: PathBuf,
+    devices: Vec<i64>,
+    /// When its kernels ran (ns since the epoch), when the export says.
+    span: Option<(i64, i64)>,
+}
+
+/// The GPUs of the export at `path`, when it holds several (with a note saying how they are
+/// read); `None` otherwise (one rank, as any file).
+pub(super) fn split(path: &Path, notes: &mut Vec<String>) -> Option<Split> {
     let name = path.file_name()?.to_str()?;
-    let gpus = if is_rep_name(name) {
+    let db = if is_rep_name(name) {
         // A report: its export says (made now, and read again from the run's cache).
         match export(path) {
-            Ok(e) => gpus_of(&e.db).ok().flatten()?,
+            Ok(e) => e.db,
             Err(_) => return None, // said when the rank is read
         }
     } else {
-        gpus_of(path).ok().flatten()?
+        path.to_path_buf()
     };
-    let devices = gpus.devices;
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let profile_id = name
-        .strip_suffix(".sqlite")
-        .or_else(|| name.strip_suffix(REP_SUFFIX))
-        .unwrap_or(name)
-        .to_string();
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let files = devices
-        .iter()
-        .enumerate()
-        .map(|(r, &d)| {
-            let mut f = rank_file(
-                device_path(path, d),
-                RankId {
-                    rank: Some(r as u32),
-                    ..Default::default()
-                },
-                Naming::Gpu,
-            );
-            f.size = size / devices.len() as u64;
-            f
-        })
-        .collect::<Vec<_>>();
+    let gpus = gpus_of(&db).ok().flatten()?;
+    notes.push(said(path, &gpus));
+    Some(Split {
+        path: path.to_path_buf(),
+        devices: gpus.devices,
+        span: span_of(&db).ok().flatten(),
+    })
+}
+
+fn said(path: &Path, gpus: &Gpus) -> String {
     let owned = if gpus.drivers.is_empty() {
         "each with its own process".to_string()
     } else {
@@ -71,16 +71,190 @@ pub(super) fn group(path: &Path, notes: &mut Vec<String>) -> Option<Group> {
             .collect::<Vec<_>>()
             .join("; ")
     };
-    notes.push(format!(
+    format!(
         "{}: an Nsight Systems report holding {} GPUs (devices {}), {owned}: read as one rank \
          per GPU, in device order",
         path.display(),
-        devices.len(),
-        devices
+        gpus.devices.len(),
+        gpus.devices
             .iter()
             .map(i64::to_string)
             .collect::<Vec<_>>()
             .join(", ")
-    ));
-    Some(finish_group(dir, profile_id, None, files))
+    )
+}
+
+/// The profiles of the reports split one rank per GPU: those of one folder whose kernels ran
+/// at overlapping times together (report after report in file-name order), every other one a
+/// profile of its own (named after its file).
+pub(super) fn groups(mut splits: Vec<Split>, notes: &mut Vec<String>) -> Vec<Group> {
+    splits.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut out = Vec::new();
+    let mut by_dir: std::collections::BTreeMap<PathBuf, Vec<Split>> = Default::default();
+    for s in splits {
+        let dir = s.path.parent().map(Path::to_path_buf).unwrap_or_default();
+        by_dir.entry(dir).or_default().push(s);
+    }
+    for (dir, splits) in by_dir {
+        for run in together(splits) {
+            out.push(profile(&dir, run, notes));
+        }
+    }
+    out
+}
+
+/// The reports of one folder in runs: those whose spans overlap (a chain) together, in
+/// file-name order within each; a report without a span alone.
+fn together(splits: Vec<Split>) -> Vec<Vec<Split>> {
+    let (timed, alone): (Vec<Split>, Vec<Split>) =
+        splits.into_iter().partition(|s| s.span.is_some());
+    let mut timed: Vec<(i64, i64, Split)> = timed
+        .into_iter()
+        .filter_map(|s| s.span.map(|(lo, hi)| (lo, hi, s)))
+        .collect();
+    timed.sort_by_key(|t| (t.0, t.1));
+    let mut runs: Vec<(i64, Vec<Split>)> = Vec::new();
+    for (lo, hi, s) in timed {
+        match runs.last_mut() {
+            Some((end, run)) if lo <= *end => {
+                *end = (*end).max(hi);
+                run.push(s);
+            }
+            _ => runs.push((hi, vec![s])),
+        }
+    }
+    let mut out: Vec<Vec<Split>> = runs
+        .into_iter()
+        .map(|(_, mut run)| {
+            run.sort_by(|a, b| a.path.cmp(&b.path));
+            run
+        })
+        .collect();
+    out.extend(alone.into_iter().map(|s| vec![s]));
+    out.sort_by(|a, b| a[0].path.cmp(&b[0].path));
+    out
+}
+
+/// A report's name without its suffix.
+fn stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    name.strip_suffix(".sqlite")
+        .or_else(|| name.strip_suffix(REP_SUFFIX))
+        .unwrap_or(name)
+        .to_string()
+}
+
+/// One profile of the reports of `run`, their GPUs its ranks in order; named after the
+/// report, or after what the reports' names share (`node` for `node_a`, `node_b`).
+fn profile(dir: &Path, run: Vec<Split>, notes: &mut Vec<String>) -> Group {
+    let stems: Vec<String> = run.iter().map(|s| stem(&s.path)).collect();
+    let profile_id = match &stems[..] {
+        [one] => one.clone(),
+        [first, rest @ ..] => {
+            let common: String = first
+                .char_indices()
+                .take_while(|&(i, c)| {
+                    rest.iter()
+                        .all(|s| s.get(i..).is_some_and(|t| t.starts_with(c)))
+                })
+                .map(|(_, c)| c)
+                .collect();
+            let common = common.trim_end_matches(['_', '-', '.']);
+            if common.is_empty() {
+                format!("{first}+{}", rest.len())
+            } else {
+                common.to_string()
+            }
+        }
+        [] => String::new(),
+    };
+    let mut files: Vec<RankFile> = Vec::new();
+    let mut parts = Vec::new();
+    for s in &run {
+        let size = std::fs::metadata(&s.path).map(|m| m.len()).unwrap_or(0);
+        let first = files.len();
+        for &d in &s.devices {
+            let mut f = rank_file(
+                device_path(&s.path, d),
+                RankId {
+                    rank: Some(files.len() as u32),
+                    ..Default::default()
+                },
+                Naming::Gpu,
+            );
+            f.size = size / s.devices.len().max(1) as u64;
+            files.push(f);
+        }
+        parts.push(format!(
+            "ranks {}–{} are {}'s GPUs {}",
+            first,
+            files.len().saturating_sub(1),
+            stem(&s.path),
+            gpu_words(&s.devices)
+        ));
+    }
+    if run.len() > 1 {
+        notes.push(format!(
+            "{}: {} Nsight Systems reports of several GPUs each whose kernels ran at the same \
+             time: one profile {profile_id:?} ({})",
+            super::group::shown_dir(dir),
+            run.len(),
+            parts.join("; ")
+        ));
+    }
+    finish_group(dir.to_path_buf(), profile_id, None, files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &str, span: Option<(i64, i64)>) -> Split {
+        Split {
+            path: PathBuf::from(format!("/run/{name}")),
+            devices: vec![0, 1],
+            span,
+        }
+    }
+
+    fn names(runs: &[Vec<Split>]) -> Vec<Vec<String>> {
+        runs.iter()
+            .map(|r| r.iter().map(|s| stem(&s.path)).collect())
+            .collect()
+    }
+
+    #[test]
+    fn reports_that_ran_together_are_one_run() {
+        let runs = together(vec![
+            s("node_b.nsys-rep", Some((105, 200))),
+            s("node_a.nsys-rep", Some((100, 190))),
+            s("later.sqlite", Some((500, 600))),
+            s("untimed.sqlite", None),
+            s("node_c.nsys-rep", Some((195, 260))),
+        ]);
+        assert_eq!(
+            names(&runs),
+            [
+                vec!["later"],
+                vec!["node_a", "node_b", "node_c"],
+                vec!["untimed"]
+            ]
+        );
+        let mut notes = Vec::new();
+        let g = profile(
+            Path::new("/run"),
+            runs.into_iter().nth(1).unwrap(),
+            &mut notes,
+        );
+        assert_eq!(g.profile_id, "node");
+        assert_eq!(g.files.len(), 6);
+        assert!(g.files[5].path.ends_with("node_c.nsys-rep#gpu1"));
+        assert!(
+            notes[0].contains("ranks 2–3 are node_b's GPUs 0, 1"),
+            "{notes:?}"
+        );
+    }
 }

@@ -242,6 +242,26 @@ pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Gpus>> {
     }))
 }
 
+/// When the export's kernels ran on the wall clock: (first start, last end), ns since the
+/// epoch; `None` without the session start (`TARGET_INFO_SESSION_START_TIME`: the times are
+/// then relative to a start nobody knows) or without kernels. One pass over the kernels
+/// (`MIN`/`MAX`), for discovery to tell whether reports were recorded together.
+pub(crate) fn span_of(path: &Path) -> io::Result<Option<(i64, i64)>> {
+    let (conn, schema, _) = super::open_export(path)?;
+    let Some(base) = super::session_start(&conn, &schema) else {
+        return Ok(None);
+    };
+    if schema.column(KERNEL, "start").is_none() || schema.column(KERNEL, "end").is_none() {
+        return Ok(None);
+    }
+    let sql = format!("SELECT MIN(start), MAX(\"end\") FROM {}", ident(KERNEL));
+    let err = super::sql_err(path, "the kernels' span");
+    let (lo, hi) = conn
+        .query_row(&sql, [], |r| Ok((int(r, 0), int(r, 1))))
+        .map_err(&err)?;
+    Ok(lo.zip(hi).map(|(lo, hi)| (base + lo, base + hi)))
+}
+
 /// GPU `device` of the export and the process that owns it (the first kernel's); when that
 /// process drives other GPUs too, which of its threads go to this one ([`Shared`]: one
 /// `GROUP BY` over the process's launches joined to its GPU work by `correlationId`).

@@ -252,7 +252,7 @@ fn version(conn: &Connection, s: &Schema) -> Option<String> {
 }
 
 /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`.
-fn session_start(conn: &Connection, s: &Schema) -> Option<i64> {
+pub(super) fn session_start(conn: &Connection, s: &Schema) -> Option<i64> {
     s.column(schema::SESSION_START, "utcEpochNs")?;
     let sql = format!(
         "SELECT utcEpochNs FROM {} LIMIT 1",
