@@ -9,13 +9,21 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Parser;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use serde_json::json;
 
 use crate::capture::nsys::{act, list_within, nsys_binary, reports_written, NsysOptions};
 use crate::cli::capture::{NsysArgs, NsysCommand, NsysStopArgs};
 use crate::cli::Command;
 use crate::exit;
+use crate::report::nsys::{Acted, SessionList};
+use crate::report::Format;
+
+fn format(json: bool) -> Format {
+    if json {
+        Format::Json
+    } else {
+        Format::Terminal
+    }
+}
 
 /// The library's options from the command line.
 pub(crate) fn options(a: &NsysArgs) -> NsysOptions {
@@ -36,20 +44,7 @@ pub(crate) fn run(c: &NsysCommand) -> Result<i32> {
             let mut w = io::stdout().lock();
             let o = options(a);
             let sessions = list_within(&nsys_binary(&o), o.limit("list"))?;
-            if a.json {
-                serde_json::to_writer_pretty(&mut w, &json!({ "sessions": sessions }))?;
-                writeln!(w)?;
-            } else if sessions.is_empty() {
-                writeln!(w, "no nsys sessions")?;
-            } else {
-                let mut t = Table::new();
-                t.load_preset(UTF8_FULL_CONDENSED);
-                t.set_header(vec!["id", "time", "state", "launch", "name"]);
-                for s in &sessions {
-                    t.add_row(vec![&s.id, &s.time, &s.state, &s.launch, &s.name]);
-                }
-                writeln!(w, "{t}")?;
-            }
+            crate::report::write(&SessionList(&sessions), format(a.json), &mut w)?;
             Ok(exit::OK)
         }
         NsysCommand::Start(a) => Ok(act_on(a, "start", &mut io::stdout().lock())?.0),
@@ -75,7 +70,8 @@ fn analyze_after(s: &NsysStopArgs, reports: &[PathBuf]) -> Result<i32> {
     match &s.profile_dir {
         Some(dir) => argv.extend(["--profile-dir".into(), dir.into()]),
         None if reports.is_empty() => bail!(
-            "nothing to analyze: nsys stop named no report that exists in its output (above);              give --profile-dir DIR, the folder of the sessions' `-o`"
+            "nothing to analyze: nsys stop named no report that exists in its output (above); \
+             give --profile-dir DIR, the folder of the sessions' `-o`"
         ),
         None => {
             argv.push("--".into());
@@ -112,30 +108,11 @@ fn act_on(a: &NsysArgs, action: &'static str, w: &mut dyn Write) -> Result<(i32,
     } else {
         exit::FAILED
     };
-    if a.json {
-        serde_json::to_writer_pretty(
-            &mut *w,
-            &json!({ "action": action, "sessions": done, "exit_code": code }),
-        )?;
-        writeln!(w)?;
-    } else {
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        t.set_header(vec!["session", "state before", "nsys", "result", "output"]);
-        for d in &done {
-            t.add_row(vec![
-                format!("{} {}", d.session.id, d.session.name),
-                d.session.state.clone(),
-                match (d.timed_out, d.exit) {
-                    (true, _) => format!("{action} killed (timeout)"),
-                    (false, Some(c)) => format!("{action} exit {c}"),
-                    (false, None) => format!("{action} exit signal"),
-                },
-                if d.ok { "ok".into() } else { "FAILED".into() },
-                d.output.clone(),
-            ]);
-        }
-        writeln!(w, "{t}")?;
-    }
+    let acted = Acted {
+        action,
+        done: &done,
+        exit_code: code,
+    };
+    crate::report::write(&acted, format(a.json), w)?;
     Ok((code, reports))
 }

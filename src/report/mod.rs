@@ -38,6 +38,7 @@ pub(crate) mod html_lanes;
 pub mod json;
 pub(crate) mod listing;
 pub(crate) mod merged;
+pub(crate) mod nsys;
 pub(crate) mod parquet;
 pub(crate) mod table;
 pub(crate) mod tables;
