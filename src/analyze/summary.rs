@@ -56,6 +56,7 @@ use super::explain::attribution::Attribution;
 use super::explain::verdict::{ClassShare, Verdict};
 use super::reduce::path::{CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
+use crate::trace::Ns;
 use super::stats::{median_p90, spread};
 
 pub(crate) const VERSION: u32 = 2;
@@ -435,14 +436,15 @@ pub(crate) fn build(
             v.iter().sum::<i64>() / v.len() as i64
         }
     };
+    let raw = |v: &[Ns]| -> Vec<i64> { v.iter().map(|t| t.0).collect() };
     let max_of = |v: &[Vec<i64>]| -> Vec<i64> {
         v.iter()
             .map(|x| x.iter().copied().max().unwrap_or(0))
             .collect()
     };
-    let rows_t: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.dur_ns.clone()).collect();
-    let rows_b: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.busy_ns.clone()).collect();
-    let rows_w: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.work_ns.clone()).collect();
+    let rows_t: Vec<Vec<i64>> = steps.rows.iter().map(|r| raw(&r.dur_ns)).collect();
+    let rows_b: Vec<Vec<i64>> = steps.rows.iter().map(|r| raw(&r.busy_ns)).collect();
+    let rows_w: Vec<Vec<i64>> = steps.rows.iter().map(|r| raw(&r.work_ns)).collect();
     let rows_c: Vec<Vec<i64>> = steps
         .rows
         .iter()

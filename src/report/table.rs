@@ -88,8 +88,8 @@ pub(crate) fn f(v: f64) -> Cell {
 }
 
 /// Nanoseconds shown as milliseconds, two decimals.
-pub(crate) fn ms(ns: i64) -> Cell {
-    Cell::Num(ns as f64 / 1e6, 2)
+pub(crate) fn ms(ns: impl Into<i64>) -> Cell {
+    Cell::Num(ns.into() as f64 / 1e6, 2)
 }
 
 /// Nanoseconds shown as microseconds, one decimal.

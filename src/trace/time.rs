@@ -4,6 +4,7 @@
 //! writes (absolute epoch µs with ns fractions still fit in an `i64`).
 
 use std::fmt;
+use std::iter::Sum;
 use std::ops::{Add, AddAssign, Sub};
 
 /// A time or duration in integer nanoseconds. Serialized as the bare integer.
@@ -172,6 +173,25 @@ impl Sub for Ns {
     type Output = Ns;
     fn sub(self, o: Ns) -> Ns {
         Ns(self.0.saturating_sub(o.0))
+    }
+}
+
+impl Sum for Ns {
+    fn sum<I: Iterator<Item = Ns>>(it: I) -> Ns {
+        it.fold(Ns::ZERO, Add::add)
+    }
+}
+
+impl<'a> Sum<&'a Ns> for Ns {
+    fn sum<I: Iterator<Item = &'a Ns>>(it: I) -> Ns {
+        it.copied().sum()
+    }
+}
+
+/// The bare count of nanoseconds (for the statistics over plain integers).
+impl From<Ns> for i64 {
+    fn from(t: Ns) -> i64 {
+        t.0
     }
 }
 

@@ -234,8 +234,8 @@ pub(crate) fn drill(inp: &Input<'_>, r: usize) -> Drill {
             DrillRow::new(
                 s.step.clone(),
                 None,
-                s.work_ns[r] as f64,
-                &of(&|p| s.work_ns[p] as f64),
+                s.work_ns[r].0 as f64,
+                &of(&|p| s.work_ns[p].0 as f64),
                 "ns",
             )
         })

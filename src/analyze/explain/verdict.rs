@@ -24,6 +24,7 @@ use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::reduce::collectives::CollectiveReport;
 use crate::analyze::reduce::path::{self, CriticalPath};
 use crate::analyze::reduce::steps::{excess_among, Onset, StepTable};
+use crate::trace::Ns;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClassShare {
@@ -113,7 +114,7 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
             .collect()
     } else {
         (0..n)
-            .map(|r| inp.steps.rows.iter().map(|row| row.work_ns[r]).sum())
+            .map(|r| inp.steps.rows.iter().map(|row| row.work_ns[r]).sum::<Ns>().0)
             .collect()
     };
     // Each rank against its peers (its DP replica's other ranks), never across replicas.

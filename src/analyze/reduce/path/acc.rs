@@ -9,6 +9,7 @@ use super::{Cause, CriticalPath, Kind, Late, PathStep, Transfer, MARKS, ROW_CAUS
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::reduce::steps::StepTable;
+use crate::trace::Ns;
 
 /// The lower median (index `(n − 1) / 2` of the sorted values).
 fn lower_median(mut v: Vec<i64>) -> i64 {
@@ -81,7 +82,7 @@ impl Acc {
             rows: steps
                 .rows
                 .iter()
-                .map(|r| (r.step.clone(), r.dur_ns.iter().copied().max().unwrap_or(0)))
+                .map(|r| (r.step.clone(), r.dur_ns.iter().copied().max().unwrap_or(Ns::ZERO).0))
                 .collect(),
             collectives: 0,
             late: 0,
