@@ -114,7 +114,14 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
             .collect()
     } else {
         (0..n)
-            .map(|r| inp.steps.rows.iter().map(|row| row.work_ns[r]).sum::<Ns>().0)
+            .map(|r| {
+                inp.steps
+                    .rows
+                    .iter()
+                    .map(|row| row.work_ns[r])
+                    .sum::<Ns>()
+                    .0
+            })
             .collect()
     };
     // Each rank against its peers (its DP replica's other ranks), never across replicas.
@@ -504,9 +511,9 @@ fn path_line(
 /// The ops that filled a host-bound rank's GPU idle time, as shares of it: the largest three
 /// of at least 1 %, and what no op covers.
 fn gap_ops(h: &path::HostOps) -> String {
-    let pct = |ns: i64| {
-        if h.idle_ns > 0 {
-            100.0 * ns as f64 / h.idle_ns as f64
+    let pct = |ns: Ns| {
+        if h.idle_ns > Ns::ZERO {
+            100.0 * ns.0 as f64 / h.idle_ns.0 as f64
         } else {
             0.0
         }
