@@ -56,8 +56,8 @@ use super::explain::attribution::Attribution;
 use super::explain::verdict::{ClassShare, Verdict};
 use super::reduce::path::{CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
-use crate::trace::Ns;
 use super::stats::{median_p90, spread};
+use crate::trace::Ns;
 
 pub(crate) const VERSION: u32 = 2;
 /// The oldest version [`load_summary`] reads.
@@ -88,13 +88,13 @@ pub struct Summary {
 pub struct PathSummary {
     /// Steps measured in full, and their mean time.
     pub steps: usize,
-    pub step_ns: i64,
+    pub step_ns: Ns,
     /// The (rank, cause) that costs the step most over the typical rank, when that is at least
     /// the threshold of the step time (`None`: none does).
     pub lead: Option<String>,
     pub cause: Option<String>,
     /// The wait that lead imposes on the other ranks per step, ns (0 without a lead).
-    pub imposed_per_step_ns: i64,
+    pub imposed_per_step_ns: Ns,
     pub ranks: Vec<PathRank>,
     /// Per collective name, the slowest group's transfer time per GB of bus traffic (the
     /// inverse of its median bus bandwidth), ns: higher is worse, as for every time `compare`
@@ -107,7 +107,7 @@ pub struct PathSummary {
 pub struct PathRank {
     pub rank: String,
     /// What its late arrivals cost the step, all causes, ns.
-    pub per_step_ns: i64,
+    pub per_step_ns: Ns,
 }
 
 /// `threshold_pct`: the verdict's; a lead costing less of the step is no lead (jitter), as in
@@ -123,10 +123,10 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
     }
     Some(PathSummary {
         steps: p.steps,
-        step_ns: p.step_ns.round() as i64,
+        step_ns: Ns(p.step_ns.round() as i64),
         lead: lead.map(|c| c.who.clone()),
         cause: lead.map(|c| c.kind.as_str().to_string()),
-        imposed_per_step_ns: lead.map_or(0, |c| c.net_per_step_ns.round() as i64),
+        imposed_per_step_ns: Ns(lead.map_or(0, |c| c.net_per_step_ns.round() as i64)),
         bus_ns_per_gb: {
             let mut m: BTreeMap<String, i64> = BTreeMap::new();
             for t in &p.transfers {
@@ -142,7 +142,7 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
             .into_iter()
             .map(|(r, ns)| PathRank {
                 rank: r.to_string(),
-                per_step_ns: ns.round() as i64,
+                per_step_ns: Ns(ns.round() as i64),
             })
             .collect(),
     })
