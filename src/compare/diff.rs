@@ -197,10 +197,10 @@ pub struct Comparison {
 /// How to build the rows.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
-    pub basis: CompareBasis,
-    pub normalize: bool,
-    pub top_n: usize,
-    pub thresholds: Thresholds,
+    pub(crate) basis: CompareBasis,
+    pub(crate) normalize: bool,
+    pub(crate) top_n: usize,
+    pub(crate) thresholds: Thresholds,
 }
 
 /// Pairs ranks by label; when no label is shared and both sides have as many ranks, by

@@ -27,11 +27,11 @@ use super::work::{StepWork, WorkMark};
 /// A step annotation as found in the trace (file times).
 #[derive(Debug, Clone)]
 pub(crate) struct Mark {
-    pub start: i64,
-    pub dur: i64,
-    pub name: String,
-    pub number: Option<i64>,
-    pub on_gpu: bool,
+    pub(crate) start: i64,
+    pub(crate) dur: i64,
+    pub(crate) name: String,
+    pub(crate) number: Option<i64>,
+    pub(crate) on_gpu: bool,
 }
 
 /// Picks the marker set and orders it by start: custom, then ProfilerStep, then SGLang.

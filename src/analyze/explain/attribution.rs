@@ -198,13 +198,13 @@ fn mean(v: &[Totals]) -> Totals {
 
 /// What the analysis hands over.
 pub(crate) struct Input<'a> {
-    pub labels: &'a [String],
+    pub(crate) labels: &'a [String],
     /// DP replica of each rank, when the file names say.
-    pub dp: &'a [Option<u32>],
-    pub figs: &'a [&'a [StepFig]],
-    pub summaries: &'a [RankSummary],
-    pub steps: &'a StepTable,
-    pub threshold: f64,
+    pub(crate) dp: &'a [Option<u32>],
+    pub(crate) figs: &'a [&'a [StepFig]],
+    pub(crate) summaries: &'a [RankSummary],
+    pub(crate) steps: &'a StepTable,
+    pub(crate) threshold: f64,
 }
 
 /// Attributes every rank's and replica's gap.

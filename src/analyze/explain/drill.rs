@@ -86,16 +86,16 @@ pub struct Drill {
 
 /// What the drill-down reads.
 pub(crate) struct Input<'a> {
-    pub results: &'a [RankResult],
-    pub class_names: &'a [String],
-    pub comm_class: usize,
+    pub(crate) results: &'a [RankResult],
+    pub(crate) class_names: &'a [String],
+    pub(crate) comm_class: usize,
     /// Work per rank as the verdict counts it.
-    pub work_ns: &'a [i64],
-    pub steps: &'a StepTable,
-    pub collectives: &'a CollectiveReport,
-    pub verdict_lines: &'a [String],
-    pub threshold: f64,
-    pub top_n: usize,
+    pub(crate) work_ns: &'a [i64],
+    pub(crate) steps: &'a StepTable,
+    pub(crate) collectives: &'a CollectiveReport,
+    pub(crate) verdict_lines: &'a [String],
+    pub(crate) threshold: f64,
+    pub(crate) top_n: usize,
 }
 
 fn by_gap(v: &mut [DrillRow]) {

@@ -64,21 +64,21 @@ pub struct Verdict {
 
 /// Inputs per rank: work, class totals (whole profile) and class totals per step.
 pub(crate) struct Input<'a> {
-    pub summaries: &'a [RankSummary],
-    pub class_names: &'a [String],
-    pub comm_class: usize,
+    pub(crate) summaries: &'a [RankSummary],
+    pub(crate) class_names: &'a [String],
+    pub(crate) comm_class: usize,
     /// `class_ns[rank][class]` over the whole profile.
-    pub class_ns: &'a [Vec<i64>],
+    pub(crate) class_ns: &'a [Vec<i64>],
     /// `step_class_ns[rank][row][class]` aligned with the step table's rows.
-    pub step_class_ns: &'a [Vec<Vec<i64>>],
-    pub steps: &'a StepTable,
-    pub collectives: &'a CollectiveReport,
+    pub(crate) step_class_ns: &'a [Vec<Vec<i64>>],
+    pub(crate) steps: &'a StepTable,
+    pub(crate) collectives: &'a CollectiveReport,
     /// The critical path across ranks ([`crate::analyze::reduce::path`]).
-    pub path: &'a CriticalPath,
-    pub attribution: &'a Attribution,
+    pub(crate) path: &'a CriticalPath,
+    pub(crate) attribution: &'a Attribution,
     /// MoE EP splits ([`super::ep`]).
-    pub ep: &'a [EpRecord],
-    pub threshold: f64,
+    pub(crate) ep: &'a [EpRecord],
+    pub(crate) threshold: f64,
 }
 
 // Long on purpose: the verdict's rules in the order the headline states them; each rule is a

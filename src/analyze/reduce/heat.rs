@@ -16,12 +16,12 @@ pub(crate) const MAX_STEP_COLUMNS: usize = 240;
 /// A rank × column grid.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Heatmap {
-    pub rows: Vec<String>,
-    pub cols: Vec<String>,
+    pub(crate) rows: Vec<String>,
+    pub(crate) cols: Vec<String>,
     /// Milliseconds, `[row][col]`.
-    pub ms: Vec<Vec<f64>>,
+    pub(crate) ms: Vec<Vec<f64>>,
     /// Relative deviation from the peers (0 = at the mean, +0.1 = 10 % above), `[row][col]`.
-    pub dev: Vec<Vec<f64>>,
+    pub(crate) dev: Vec<Vec<f64>>,
 }
 
 /// Rank × class (classes with time on some rank only).

@@ -99,9 +99,9 @@ pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Select {
     /// The GPU's `deviceId`.
-    pub device: i64,
+    pub(crate) device: i64,
     /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).
-    pub global_pid: i64,
+    pub(crate) global_pid: i64,
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: Kineto's names carry no API version.
