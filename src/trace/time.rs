@@ -333,6 +333,16 @@ mod tests {
     }
 
     #[test]
+    fn sums_saturate_and_convert_to_the_bare_count() {
+        let v = [Ns(1_500), Ns(-500), Ns(2_000)];
+        assert_eq!(v.iter().sum::<Ns>(), Ns(3_000));
+        assert_eq!(v.into_iter().sum::<Ns>(), Ns(3_000));
+        assert_eq!([Ns(i64::MAX), Ns(1)].iter().sum::<Ns>(), Ns(i64::MAX));
+        assert_eq!(std::iter::empty::<Ns>().sum::<Ns>(), Ns::ZERO);
+        assert_eq!(i64::from(Ns(-7)), -7);
+    }
+
+    #[test]
     fn writes_shortest_microseconds() {
         let w = |v| {
             let mut o = Vec::new();
