@@ -59,14 +59,14 @@ fn check_plant(p: &Planted, a: &Analysis) {
     for (st, row) in a.steps.rows.iter().enumerate() {
         assert_eq!(row.step, st.to_string());
         for r in 0..p.ranks {
-            assert_eq!(row.work_ns[r], p.work(r, st), "step {st} rank {r} work");
+            assert_eq!(row.work_ns[r].0, p.work(r, st), "step {st} rank {r} work");
             let (x, y) = p.allreduce(r, st);
             assert_eq!(
-                row.busy_ns[r],
+                row.busy_ns[r].0,
                 p.work(r, st) + (y - x),
                 "step {st} rank {r} busy"
             );
-            assert_eq!(row.dur_ns[r], STEP_NS);
+            assert_eq!(row.dur_ns[r].0, STEP_NS);
         }
     }
     // The onset: rank 2, step 3, at t = 30 ms, 1.5 x 3 ms + 2.5 ms over 5.5 ms = +27.3 %.

@@ -23,6 +23,7 @@ use super::reduce::path::acc::Acc;
 use super::reduce::path::{CriticalPath, HostOp, HostOps, Kind as PathKind};
 use super::reduce::{collectives, groups, steps};
 use super::summary;
+use crate::trace::Ns;
 
 /// The cross-rank analysis of the ranks kept: the reduce stages (kernel classes and top
 /// kernels, the step table, matched collectives, groups) and the explanation on top of them
@@ -240,8 +241,8 @@ fn name_host_gaps(
         let windows: Vec<(i64, i64)> = path
             .marks
             .iter()
-            .filter(|l| l.rank == w && l.host_ns > 0)
-            .map(|l| (l.seg_start_ns, l.start_ns))
+            .filter(|l| l.rank == w && l.host_ns > Ns::ZERO)
+            .map(|l| (l.seg_start_ns.0, l.start_ns.0))
             .collect();
         if windows.is_empty() {
             continue;
@@ -250,12 +251,12 @@ fn name_host_gaps(
             Ok(g) => path.host_ops.push(HostOps {
                 who: w,
                 segments: windows.len(),
-                idle_ns: g.idle_ns,
-                unrecorded_ns: g.unrecorded_ns,
+                idle_ns: Ns(g.idle_ns),
+                unrecorded_ns: Ns(g.unrecorded_ns),
                 ops: g
                     .ops
                     .into_iter()
-                    .map(|(name, ns)| HostOp { name, ns })
+                    .map(|(name, ns)| HostOp { name, ns: Ns(ns) })
                     .collect(),
                 capped: g.capped,
             }),

@@ -162,8 +162,8 @@ pub fn load(path: &Path) -> Result<Partial> {
 
 /// What the reduce needs from a set of partials.
 pub(crate) struct Combined {
-    pub read: Read,
-    pub classifier: Classifier,
+    pub(crate) read: Read,
+    pub(crate) classifier: Classifier,
 }
 
 /// Loads the partials (in parallel, `jobs` threads) and combines them into one read phase, in

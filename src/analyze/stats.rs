@@ -4,31 +4,33 @@
 //! interpolated median of floats ([`median`]) and a ratio that survives zeros ([`ratio`]).
 
 /// Smallest, mean (integer division) and largest value; zeros when empty.
-pub(crate) fn min_mean_max(v: &[i64]) -> (i64, i64, i64) {
+pub(crate) fn min_mean_max<T: Copy + Into<i64>>(v: &[T]) -> (i64, i64, i64) {
+    let it = || v.iter().map(|&x| x.into());
     (
-        v.iter().copied().min().unwrap_or(0),
-        v.iter().sum::<i64>() / v.len().max(1) as i64,
-        v.iter().copied().max().unwrap_or(0),
+        it().min().unwrap_or(0),
+        it().sum::<i64>() / v.len().max(1) as i64,
+        it().max().unwrap_or(0),
     )
 }
 
 /// (max / mean, coefficient of variation) of per-rank values; (0, 0) when all are zero.
-pub(crate) fn spread(v: &[i64]) -> (f64, f64) {
+pub(crate) fn spread<T: Copy + Into<i64>>(v: &[T]) -> (f64, f64) {
     if v.is_empty() {
         return (0.0, 0.0);
     }
+    let it = || v.iter().map(|&x| x.into());
     let n = v.len() as f64;
-    let mean = v.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let mean = it().map(|x| x as f64).sum::<f64>() / n;
     if mean <= 0.0 {
         return (0.0, 0.0);
     }
-    let max = v.iter().copied().max().unwrap_or(0) as f64;
-    let var = v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+    let max = it().max().unwrap_or(0) as f64;
+    let var = it().map(|x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
     (max / mean, var.sqrt() / mean)
 }
 
 /// Index of the largest value (the first one on ties).
-pub(crate) fn argmax(v: &[i64]) -> Option<usize> {
+pub(crate) fn argmax<T: Copy + Ord>(v: &[T]) -> Option<usize> {
     let mut best: Option<usize> = None;
     for (i, &x) in v.iter().enumerate() {
         if best.is_none_or(|b| x > v[b]) {

@@ -57,6 +57,7 @@ use super::explain::verdict::{ClassShare, Verdict};
 use super::reduce::path::{CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
 use super::stats::{median_p90, spread};
+use crate::trace::Ns;
 
 pub(crate) const VERSION: u32 = 2;
 /// The oldest version [`load_summary`] reads.
@@ -87,13 +88,13 @@ pub struct Summary {
 pub struct PathSummary {
     /// Steps measured in full, and their mean time.
     pub steps: usize,
-    pub step_ns: i64,
+    pub step_ns: Ns,
     /// The (rank, cause) that costs the step most over the typical rank, when that is at least
     /// the threshold of the step time (`None`: none does).
     pub lead: Option<String>,
     pub cause: Option<String>,
     /// The wait that lead imposes on the other ranks per step, ns (0 without a lead).
-    pub imposed_per_step_ns: i64,
+    pub imposed_per_step_ns: Ns,
     pub ranks: Vec<PathRank>,
     /// Per collective name, the slowest group's transfer time per GB of bus traffic (the
     /// inverse of its median bus bandwidth), ns: higher is worse, as for every time `compare`
@@ -106,7 +107,7 @@ pub struct PathSummary {
 pub struct PathRank {
     pub rank: String,
     /// What its late arrivals cost the step, all causes, ns.
-    pub per_step_ns: i64,
+    pub per_step_ns: Ns,
 }
 
 /// `threshold_pct`: the verdict's; a lead costing less of the step is no lead (jitter), as in
@@ -122,10 +123,10 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
     }
     Some(PathSummary {
         steps: p.steps,
-        step_ns: p.step_ns.round() as i64,
+        step_ns: Ns(p.step_ns.round() as i64),
         lead: lead.map(|c| c.who.clone()),
         cause: lead.map(|c| c.kind.as_str().to_string()),
-        imposed_per_step_ns: lead.map_or(0, |c| c.net_per_step_ns.round() as i64),
+        imposed_per_step_ns: Ns(lead.map_or(0, |c| c.net_per_step_ns.round() as i64)),
         bus_ns_per_gb: {
             let mut m: BTreeMap<String, i64> = BTreeMap::new();
             for t in &p.transfers {
@@ -141,7 +142,7 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
             .into_iter()
             .map(|(r, ns)| PathRank {
                 rank: r.to_string(),
-                per_step_ns: ns.round() as i64,
+                per_step_ns: Ns(ns.round() as i64),
             })
             .collect(),
     })
@@ -435,14 +436,15 @@ pub(crate) fn build(
             v.iter().sum::<i64>() / v.len() as i64
         }
     };
+    let raw = |v: &[Ns]| -> Vec<i64> { v.iter().map(|t| t.0).collect() };
     let max_of = |v: &[Vec<i64>]| -> Vec<i64> {
         v.iter()
             .map(|x| x.iter().copied().max().unwrap_or(0))
             .collect()
     };
-    let rows_t: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.dur_ns.clone()).collect();
-    let rows_b: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.busy_ns.clone()).collect();
-    let rows_w: Vec<Vec<i64>> = steps.rows.iter().map(|r| r.work_ns.clone()).collect();
+    let rows_t: Vec<Vec<i64>> = steps.rows.iter().map(|r| raw(&r.dur_ns)).collect();
+    let rows_b: Vec<Vec<i64>> = steps.rows.iter().map(|r| raw(&r.busy_ns)).collect();
+    let rows_w: Vec<Vec<i64>> = steps.rows.iter().map(|r| raw(&r.work_ns)).collect();
     let rows_c: Vec<Vec<i64>> = steps
         .rows
         .iter()

@@ -169,9 +169,9 @@ pub(crate) fn start_body(
 /// What one answer means for the worker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Verdict {
-    pub ok: bool,
+    pub(crate) ok: bool,
     /// Empty when there is nothing to say.
-    pub note: String,
+    pub(crate) note: String,
 }
 
 impl Verdict {

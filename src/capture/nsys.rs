@@ -147,10 +147,10 @@ pub(crate) fn nsys_binary(a: &NsysOptions) -> PathBuf {
 /// What one bounded nsys call did.
 #[derive(Debug)]
 pub(crate) struct Ran {
-    pub output: Output,
+    pub(crate) output: Output,
     /// It ran past its limit and was killed.
-    pub timed_out: bool,
-    pub limit: Duration,
+    pub(crate) timed_out: bool,
+    pub(crate) limit: Duration,
 }
 
 impl Ran {

@@ -23,10 +23,10 @@ use super::window::Watch;
 /// `torch_profiler_dir` (`vllm`, = `--output-dir`).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Dirs {
-    pub sglang: Option<PathBuf>,
-    pub vllm: Option<PathBuf>,
+    pub(crate) sglang: Option<PathBuf>,
+    pub(crate) vllm: Option<PathBuf>,
     /// `OUTPUT_DIR/step_N` when `--step` is given.
-    pub step: Option<PathBuf>,
+    pub(crate) step: Option<PathBuf>,
 }
 
 impl Dirs {

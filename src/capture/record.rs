@@ -37,28 +37,28 @@ pub(crate) const VERSION: u32 = 1;
 /// What `capture start` did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SessionRecord {
-    pub version: u32,
+    pub(crate) version: u32,
     /// Seconds since the Unix epoch when the profilers were started.
-    pub started_unix_s: u64,
-    pub router: Option<String>,
+    pub(crate) started_unix_s: u64,
+    pub(crate) router: Option<String>,
     /// The servers whose profiler started.
-    pub workers: Vec<String>,
+    pub(crate) workers: Vec<String>,
     /// `--num-steps` as asked (then SGLang stops by itself).
-    pub num_steps: Option<u64>,
-    pub output_dir: Option<PathBuf>,
-    pub step: Option<u64>,
+    pub(crate) num_steps: Option<u64>,
+    pub(crate) output_dir: Option<PathBuf>,
+    pub(crate) step: Option<u64>,
     /// The host that ran `capture start` (absent in older records). With the workers' URLs
     /// and `output_dir` it tells a map/reduce driver (examples/ray) which nodes hold traces.
     #[serde(default)]
-    pub hostname: Option<String>,
+    pub(crate) hostname: Option<String>,
 }
 
 /// A record found for `capture stop`, and where.
 #[derive(Clone, Debug)]
 pub(crate) struct Found {
-    pub record: SessionRecord,
-    pub path: PathBuf,
-    pub age: Duration,
+    pub(crate) record: SessionRecord,
+    pub(crate) path: PathBuf,
+    pub(crate) age: Duration,
 }
 
 impl Found {

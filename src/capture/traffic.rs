@@ -17,14 +17,14 @@ use super::workers::excerpt;
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
     /// Base urls and the dialect each speaks.
-    pub targets: Vec<(String, Dialect)>,
+    pub(crate) targets: Vec<(String, Dialect)>,
     /// vLLM's model name.
-    pub model: Option<String>,
-    pub requests: u64,
-    pub concurrency: usize,
-    pub prompt: String,
-    pub max_tokens: u64,
-    pub timeout: Duration,
+    pub(crate) model: Option<String>,
+    pub(crate) requests: u64,
+    pub(crate) concurrency: usize,
+    pub(crate) prompt: String,
+    pub(crate) max_tokens: u64,
+    pub(crate) timeout: Duration,
 }
 
 /// What happened.

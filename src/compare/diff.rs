@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::normalize::normalize;
 use super::sides::SideInfo;
 use crate::analyze::summary::{RankEntry, Summary};
+use crate::trace::Ns;
 
 /// Which times `compare` gates on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -196,10 +197,10 @@ pub struct Comparison {
 /// How to build the rows.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
-    pub basis: CompareBasis,
-    pub normalize: bool,
-    pub top_n: usize,
-    pub thresholds: Thresholds,
+    pub(crate) basis: CompareBasis,
+    pub(crate) normalize: bool,
+    pub(crate) top_n: usize,
+    pub(crate) thresholds: Thresholds,
 }
 
 /// Pairs ranks by label; when no label is shared and both sides have as many ranks, by
@@ -380,13 +381,13 @@ pub(crate) fn build(
     // much one rank holds the group up (gated like the others; both sides need steps).
     // Both 0 (no rank holds the others up on either side): nothing to compare.
     if let (Some(pb), Some(pc)) = (&base.path, &cur.path) {
-        if pb.imposed_per_step_ns != 0 || pc.imposed_per_step_ns != 0 {
+        if pb.imposed_per_step_ns != Ns::ZERO || pc.imposed_per_step_ns != Ns::ZERO {
             overall.push(Row::new(
                 "wait imposed per step (critical path)".into(),
                 None,
                 None,
-                pb.imposed_per_step_ns,
-                pc.imposed_per_step_ns,
+                pb.imposed_per_step_ns.0,
+                pc.imposed_per_step_ns.0,
             ));
         }
         // Bus bandwidth, as the time per GB of bus traffic of the slowest group (a slower

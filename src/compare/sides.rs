@@ -16,12 +16,12 @@ use crate::trace::read::json;
 /// One side, loaded.
 #[derive(Debug, Clone)]
 pub(crate) struct Side {
-    pub info: SideInfo,
-    pub summary: Summary,
+    pub(crate) info: SideInfo,
+    pub(crate) summary: Summary,
     /// The analysis' notes (traces only), for stderr.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Every file read (so that `-o` never replaces one).
-    pub inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
 }
 
 /// What a side was, for the report.

@@ -81,12 +81,12 @@ pub(crate) fn counter_events(
 #[derive(Debug, Default)]
 pub(crate) struct LoadCounters {
     /// The events, comma-separated JSON objects (no leading or trailing comma); empty when none.
-    pub json: Vec<u8>,
+    pub(crate) json: Vec<u8>,
     /// Events in `json` (counters and metadata).
-    pub events: u64,
+    pub(crate) events: u64,
     /// Counter events alone.
-    pub counters: u64,
-    pub notes: Vec<String>,
+    pub(crate) counters: u64,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The load counters of every timeline in `dir` for a merged trace with clock base `base_ns`

@@ -10,9 +10,9 @@
 /// One sample: metric name, labels in page order, value.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Sample {
-    pub name: String,
-    pub labels: Vec<(String, String)>,
-    pub value: f64,
+    pub(crate) name: String,
+    pub(crate) labels: Vec<(String, String)>,
+    pub(crate) value: f64,
 }
 
 impl Sample {
@@ -28,9 +28,9 @@ impl Sample {
 /// What [`parse`] found.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Page {
-    pub samples: Vec<Sample>,
+    pub(crate) samples: Vec<Sample>,
     /// Lines that were neither comments nor valid samples.
-    pub bad_lines: usize,
+    pub(crate) bad_lines: usize,
 }
 
 /// Parses a `/metrics` page, keeping the samples whose name `keep` accepts.

@@ -132,18 +132,18 @@ impl Writer {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub(crate) struct WorkerRecord {
-    pub url: String,
-    pub status: String,
-    pub ranks: Vec<RankLoad>,
+    pub(crate) url: String,
+    pub(crate) status: String,
+    pub(crate) ranks: Vec<RankLoad>,
 }
 
 /// A poll line, as read back.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub(crate) struct PollRecord {
-    pub seq: u64,
-    pub t_ns: i64,
-    pub workers: Vec<WorkerRecord>,
+    pub(crate) seq: u64,
+    pub(crate) t_ns: i64,
+    pub(crate) workers: Vec<WorkerRecord>,
 }
 
 impl PollRecord {

@@ -31,11 +31,11 @@ pub enum Align {
 /// What the merge knows of one rank's clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RankClock {
-    pub base_ns: Option<i64>,
+    pub(crate) base_ns: Option<i64>,
     /// Start of the rank's first step, in its own `ts` units.
-    pub first_step: Option<Ns>,
+    pub(crate) first_step: Option<Ns>,
     /// The earliest `ts` of the rank, in its own units.
-    pub min_ts: Option<Ns>,
+    pub(crate) min_ts: Option<Ns>,
 }
 
 impl RankClock {
@@ -48,11 +48,11 @@ impl RankClock {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Alignment {
     /// `baseTimeNanoseconds` of the merged trace (none when its `ts` are absolute).
-    pub base_ns: Option<i64>,
-    pub shifts: Vec<Ns>,
+    pub(crate) base_ns: Option<i64>,
+    pub(crate) shifts: Vec<Ns>,
     /// Ranks without a base whose `ts` are plainly relative: given the common base (the
     /// earliest of the others), since Kineto's bases are usually equal across ranks.
-    pub assumed_base: Vec<usize>,
+    pub(crate) assumed_base: Vec<usize>,
 }
 
 pub(crate) fn plan(mode: Align, clocks: &[RankClock]) -> Alignment {

@@ -20,9 +20,9 @@ pub(crate) const GPU_CATS: &[&str] = &[
 /// Event filter for one rank. `window` is in the rank's own `ts` units.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Filter {
-    pub drop_cat: Vec<String>,
-    pub gpu_only: bool,
-    pub window: Option<(Ns, Ns)>,
+    pub(crate) drop_cat: Vec<String>,
+    pub(crate) gpu_only: bool,
+    pub(crate) window: Option<(Ns, Ns)>,
 }
 
 impl Filter {

@@ -24,41 +24,41 @@ use super::steps::{overlaps, SpecWindow, Steps, PENDING_CAP};
 /// Everything one rank's write pass needs.
 #[derive(Clone, Debug)]
 pub(crate) struct RankJob {
-    pub index: usize,
-    pub nranks: usize,
-    pub label: String,
-    pub sort_base: i64,
-    pub path: PathBuf,
-    pub shift: Ns,
+    pub(crate) index: usize,
+    pub(crate) nranks: usize,
+    pub(crate) label: String,
+    pub(crate) sort_base: i64,
+    pub(crate) path: PathBuf,
+    pub(crate) shift: Ns,
     /// `filter.window` is the whole time window when known; with `find_steps` only the
     /// `--window` part.
-    pub filter: Filter,
+    pub(crate) filter: Filter,
     /// `--steps A:B` whose window is not known yet: found while reading.
-    pub find_steps: Option<(u64, u64)>,
-    pub level: u32,
-    pub piece_path: PathBuf,
+    pub(crate) find_steps: Option<(u64, u64)>,
+    pub(crate) level: u32,
+    pub(crate) piece_path: PathBuf,
 }
 
 /// What one rank's write pass did.
 pub(crate) struct RankOut {
-    pub report: ReadReport,
+    pub(crate) report: ReadReport,
     /// Input events written to the output.
-    pub written: u64,
+    pub(crate) written: u64,
     /// Input events the filters dropped.
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// Metadata events added (`process_sort_index` for processes without one).
-    pub added: u64,
-    pub piece: Piece,
-    pub shift: Ns,
+    pub(crate) added: u64,
+    pub(crate) piece: Piece,
+    pub(crate) shift: Ns,
     /// The earliest input `ts` (before the shift).
-    pub min_ts: Option<Ns>,
+    pub(crate) min_ts: Option<Ns>,
     /// The latest input event end, `ts + dur` (before the shift).
-    pub max_ts: Option<Ns>,
+    pub(crate) max_ts: Option<Ns>,
     /// The rank's steps (finished), collected with `find_steps`.
-    pub steps: Steps,
+    pub(crate) steps: Steps,
     /// False when, with `find_steps`, an event was decided against a window that turned out
     /// different: the piece is wrong and the rank must be written again, window known.
-    pub window_held: bool,
+    pub(crate) window_held: bool,
 }
 
 #[derive(Default)]

@@ -52,7 +52,7 @@ use crate::trace::{read_trace_with, Event, Nested, Ns, RankFile, ReadReport};
 /// A rank's step annotations: `(ProfilerStep number or None, start, end)` in its own `ts`.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Steps {
-    pub list: Vec<(Option<u64>, Ns, Ns)>,
+    pub(crate) list: Vec<(Option<u64>, Ns, Ns)>,
 }
 
 impl Steps {
@@ -109,11 +109,11 @@ impl Steps {
 /// What the scan pass learns of a rank (for `--align first-step`).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ScanInfo {
-    pub report: Option<ReadReport>,
+    pub(crate) report: Option<ReadReport>,
     /// The earliest `ts` of the events read (with [`crate::trace::read::steps::STEP_EVENTS`], of
     /// the steps).
-    pub min_ts: Option<Ns>,
-    pub steps: Steps,
+    pub(crate) min_ts: Option<Ns>,
+    pub(crate) steps: Steps,
 }
 
 /// Reads a rank once to find its steps (and its header), the events and nested values read
@@ -150,7 +150,7 @@ pub(crate) struct SpecWindow {
     forward_count: u64,
     forward: Option<(Ns, Ns)>,
     /// Whether decisions are still held back (the window is not settled yet).
-    pub holding: bool,
+    pub(crate) holding: bool,
     /// Over the events decided before the end: least end and greatest start of those kept,
     /// greatest end of those dropped as too early, least start of those dropped as too late.
     kept_min_end: Option<Ns>,

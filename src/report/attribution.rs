@@ -5,6 +5,7 @@
 use super::table::{Cell, Table};
 use crate::analyze::explain::attribution::Attribution;
 use crate::analyze::Analysis;
+use crate::trace::Ns;
 
 fn opt_int(v: Option<u64>) -> Cell {
     v.map_or(Cell::Empty, |x| Cell::Int(x as i64))
@@ -208,8 +209,9 @@ pub(crate) fn chart(a: &Analysis) -> String {
         .flat_map(|row| row.work_ns.iter())
         .copied()
         .max()
-        .unwrap_or(0)
-        .max(1) as f64;
+        .unwrap_or(Ns::ZERO)
+        .max(Ns(1))
+        .0 as f64;
     let wmax = (0..rows.len())
         .flat_map(|s| (0..n).map(move |r| (s, r)))
         .map(|(s, r)| work(s, r))
@@ -234,7 +236,7 @@ pub(crate) fn chart(a: &Analysis) -> String {
         ));
         for (i, row) in rows.iter().enumerate() {
             let x = label_w + slot * i as f64;
-            let t = row.work_ns.get(r).copied().unwrap_or(0) as f64;
+            let t = row.work_ns.get(r).copied().unwrap_or(Ns::ZERO).0 as f64;
             let h = strip_h * t / tmax;
             s.push_str(&format!(
                 r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="#8c959f"><title>{} step {}: {:.3} ms</title></rect>"##,

@@ -7,6 +7,7 @@
 use super::table::{ms, text, us, Cell, Table};
 use crate::analyze::reduce::path::Kind;
 use crate::analyze::Analysis;
+use crate::trace::Ns;
 
 /// Rows of the causes table: the largest net costs, those of at least 0.1 % of the step (the
 /// rest are jitter; the JSON keeps every one).
@@ -81,9 +82,9 @@ pub(super) fn causes(a: &Analysis) -> Table {
 pub(super) fn host(a: &Analysis) -> Table {
     let mut rows = Vec::new();
     for h in &a.path.host_ops {
-        let share = |ns: i64| {
-            if h.idle_ns > 0 {
-                Cell::Num(100.0 * ns as f64 / h.idle_ns as f64, 1)
+        let share = |ns: Ns| {
+            if h.idle_ns > Ns::ZERO {
+                Cell::Num(100.0 * ns.0 as f64 / h.idle_ns.0 as f64, 1)
             } else {
                 Cell::Empty
             }
@@ -191,11 +192,11 @@ pub(super) fn worst(a: &Analysis) -> Table {
                     Cell::Int(w.index as i64),
                     text(w.name.clone()),
                     text(w.rank.clone()),
-                    us(w.cost_ns as f64),
-                    us(w.work_ns as f64),
-                    us(w.host_ns as f64),
-                    us(w.late_ns as f64),
-                    us(w.transfer_ns as f64),
+                    us(w.cost_ns.0 as f64),
+                    us(w.work_ns.0 as f64),
+                    us(w.host_ns.0 as f64),
+                    us(w.late_ns.0 as f64),
+                    us(w.transfer_ns.0 as f64),
                     Cell::Num(w.t_ms, 3),
                 ]
             })
@@ -230,8 +231,8 @@ pub(super) fn steps(a: &Analysis) -> Table {
                     text(r.step.clone()),
                     ms(r.step_ns),
                     ms(r.cost_ns),
-                    if r.step_ns > 0 {
-                        Cell::Num(100.0 * r.cost_ns as f64 / r.step_ns as f64, 1)
+                    if r.step_ns > Ns::ZERO {
+                        Cell::Num(100.0 * r.cost_ns.0 as f64 / r.step_ns.0 as f64, 1)
                     } else {
                         Cell::Empty
                     },

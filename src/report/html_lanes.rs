@@ -10,6 +10,7 @@ use std::fmt::Write;
 
 use crate::analyze::reduce::path::Late;
 use crate::analyze::Analysis;
+use crate::trace::Ns;
 
 /// Lanes drawn at most (the ranks with the costliest late arrivals).
 const MAX_LANES: usize = 32;
@@ -47,21 +48,21 @@ pub(crate) fn chart(a: &Analysis) -> String {
     } else {
         1e9
     };
-    let t0 = first.seg_start_ns as f64;
+    let t0 = first.seg_start_ns.0 as f64;
     let t1 = t0 + span;
     let shown: Vec<&Late> = p
         .marks
         .iter()
-        .filter(|l| (l.seg_start_ns as f64) < t1 && (l.start_ns as f64) > t0)
+        .filter(|l| (l.seg_start_ns.0 as f64) < t1 && (l.start_ns.0 as f64) > t0)
         .collect();
     // Lanes: every rank of the worlds shown, the costliest first when there are too many.
-    let mut cost: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut cost: BTreeMap<&str, Ns> = BTreeMap::new();
     for l in &shown {
         *cost.entry(l.rank.as_str()).or_default() += l.cost_ns;
     }
     let mut lanes: Vec<&str> = a.ranks.iter().map(|r| r.figures.rank.as_str()).collect();
     if lanes.len() > MAX_LANES {
-        lanes.sort_by_key(|r| std::cmp::Reverse(cost.get(r).copied().unwrap_or(0)));
+        lanes.sort_by_key(|r| std::cmp::Reverse(cost.get(r).copied().unwrap_or(Ns::ZERO)));
         lanes.truncate(MAX_LANES);
         let order: Vec<&str> = a.ranks.iter().map(|r| r.figures.rank.as_str()).collect();
         lanes.sort_by_key(|r| order.iter().position(|o| o == r));
@@ -90,9 +91,9 @@ pub(crate) fn chart(a: &Analysis) -> String {
         let Some(i) = lane_of(&l.rank) else { continue };
         let y = 20.0 + LANE * i as f64;
         let (fill, what) = kind(l);
-        let (a0, a1) = (x(l.seg_start_ns as f64), x(l.start_ns as f64));
+        let (a0, a1) = (x(l.seg_start_ns.0 as f64), x(l.start_ns.0 as f64));
         // The segment faint, what it cost the others (its last `cost` ns) solid.
-        let c0 = x((l.start_ns - l.cost_ns).max(l.seg_start_ns) as f64);
+        let c0 = x((l.start_ns.0 - l.cost_ns.0).max(l.seg_start_ns.0) as f64);
         let _ = write!(
             s,
             r#"<rect x="{a0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}" fill-opacity="0.18"/><rect class="late" x="{c0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{}: last at {} #{}, +{:.1} µs for the others ({what})</title></rect>"#,
@@ -105,9 +106,9 @@ pub(crate) fn chart(a: &Analysis) -> String {
             esc(&l.rank),
             esc(&l.name),
             l.index,
-            l.cost_ns as f64 / 1e3
+            l.cost_ns.as_us()
         );
-        if (l.cost_ns as f64) < 0.01 * p.step_ns {
+        if (l.cost_ns.0 as f64) < 0.01 * p.step_ns {
             continue;
         }
         // Across the lanes of its world: the others wait here.

@@ -16,18 +16,18 @@ use crate::trace::{Discovery, Group};
 /// What `--count` found in one file.
 #[derive(Clone, Debug)]
 pub(crate) struct FileCount {
-    pub events: u64,
-    pub notes: Vec<String>,
+    pub(crate) events: u64,
+    pub(crate) notes: Vec<String>,
     /// Damaged or unreadable.
-    pub damaged: bool,
+    pub(crate) damaged: bool,
 }
 
 /// A discovery and, per group and file, what counting it found (`None` without `--count`).
 pub(crate) struct Listing<'a> {
-    pub dir: &'a Path,
-    pub discovery: &'a Discovery,
+    pub(crate) dir: &'a Path,
+    pub(crate) discovery: &'a Discovery,
     /// One list per group of `discovery`, one entry per file.
-    pub counts: Vec<Vec<Option<FileCount>>>,
+    pub(crate) counts: Vec<Vec<Option<FileCount>>>,
 }
 
 impl Listing<'_> {

@@ -14,16 +14,16 @@ use crate::trace::{Group, Ns};
 /// One profile's merge: the group, its result, the seconds it took, and the exit code the
 /// command gives it.
 pub(crate) struct Merged<'a> {
-    pub group: &'a Group,
-    pub result: &'a MergeResult,
-    pub secs: f64,
-    pub exit_code: i32,
+    pub(crate) group: &'a Group,
+    pub(crate) result: &'a MergeResult,
+    pub(crate) secs: f64,
+    pub(crate) exit_code: i32,
 }
 
 /// The merges of one command, and the notes of the discovery.
 pub(crate) struct MergeReport<'a> {
-    pub merged: Vec<Merged<'a>>,
-    pub notes: &'a [String],
+    pub(crate) merged: Vec<Merged<'a>>,
+    pub(crate) notes: &'a [String],
 }
 
 impl MergeReport<'_> {

@@ -88,8 +88,8 @@ pub(crate) fn f(v: f64) -> Cell {
 }
 
 /// Nanoseconds shown as milliseconds, two decimals.
-pub(crate) fn ms(ns: i64) -> Cell {
-    Cell::Num(ns as f64 / 1e6, 2)
+pub(crate) fn ms(ns: impl Into<i64>) -> Cell {
+    Cell::Num(ns.into() as f64 / 1e6, 2)
 }
 
 /// Nanoseconds shown as microseconds, one decimal.
@@ -106,12 +106,12 @@ pub(crate) fn text(s: impl Into<String>) -> Cell {
 /// `--csv-dir` and `--parquet`.
 #[derive(Debug, Clone)]
 pub(crate) struct Table {
-    pub name: &'static str,
-    pub title: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<Cell>>,
+    pub(crate) name: &'static str,
+    pub(crate) title: String,
+    pub(crate) columns: Vec<String>,
+    pub(crate) rows: Vec<Vec<Cell>>,
     /// Shown in the terminal (long-form tables are only written to files).
-    pub terminal: bool,
+    pub(crate) terminal: bool,
 }
 
 impl Table {

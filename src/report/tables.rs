@@ -69,7 +69,12 @@ fn per_rank_columns(cols: &mut Vec<String>, ranks: &[&str], wide: bool) {
 }
 
 /// `v` per rank, or its min / mean / max.
-fn per_rank_cells(row: &mut Vec<Cell>, v: &[i64], (min, mean, max): (i64, i64, i64), wide: bool) {
+fn per_rank_cells<T: Copy + Into<i64>>(
+    row: &mut Vec<Cell>,
+    v: &[T],
+    (min, mean, max): (i64, i64, i64),
+    wide: bool,
+) {
     if wide {
         row.extend(v.iter().map(|&x| ms(x)));
     } else {

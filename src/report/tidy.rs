@@ -16,6 +16,7 @@ use super::table::{f, i, s, Cell, Table};
 use crate::analyze::explain::attribution::StepWorkRow;
 use crate::analyze::reduce::steps::{StepRow, StepTable};
 use crate::analyze::Analysis;
+use crate::trace::Ns;
 
 /// The tables written as files, one file each, by `--csv-dir` and `--parquet` alike: every tidy
 /// table, then every other table of the report (the verdict, the attribution, …) that has no
@@ -196,7 +197,7 @@ pub(crate) const STEPS_BY_RANK: &[&str] = &[
 
 /// The `steps_by_rank` row of step `r` and the rank at index `x`.
 pub(crate) fn steps_by_rank_row(st: &StepTable, r: &StepRow, x: usize) -> Vec<Cell> {
-    let ns = |v: &[i64]| v.get(x).map_or(Cell::Empty, |n| i(*n));
+    let ns = |v: &[Ns]| v.get(x).map_or(Cell::Empty, |n| i(n.0));
     vec![
         s(&r.step),
         st.ranks.get(x).map_or(Cell::Empty, s),

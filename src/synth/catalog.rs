@@ -193,9 +193,9 @@ kspec!(
 /// A CUDA call on the CPU thread: name, Kineto category and callback id.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Call {
-    pub name: &'static str,
-    pub cat: &'static str,
-    pub cbid: u32,
+    pub(crate) name: &'static str,
+    pub(crate) cat: &'static str,
+    pub(crate) cbid: u32,
 }
 
 pub(crate) const LAUNCH: Call = Call {

@@ -41,19 +41,19 @@ pub(crate) const GPUS_PER_NODE: u32 = 8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RankPos {
     /// Global rank (the planted `--slow-rank` and vLLM's `rank{r}`).
-    pub rank: u32,
-    pub t: u32,
-    pub d: u32,
-    pub p: u32,
-    pub e: u32,
+    pub(crate) rank: u32,
+    pub(crate) t: u32,
+    pub(crate) d: u32,
+    pub(crate) p: u32,
+    pub(crate) e: u32,
 }
 
 /// A process group of one replica's world; `ranks` are replica-local ranks.
 #[derive(Clone, Debug)]
 pub(crate) struct Group {
-    pub name: String,
-    pub desc: &'static str,
-    pub ranks: Vec<u32>,
+    pub(crate) name: String,
+    pub(crate) desc: &'static str,
+    pub(crate) ranks: Vec<u32>,
 }
 
 impl Group {
@@ -82,12 +82,12 @@ impl Stage {
 
 #[derive(Clone, Debug)]
 pub(crate) struct Layout {
-    pub tp: u32,
-    pub dp: u32,
-    pub pp: u32,
-    pub ep: u32,
+    pub(crate) tp: u32,
+    pub(crate) dp: u32,
+    pub(crate) pp: u32,
+    pub(crate) ep: u32,
     /// SGLang DP attention: the DP groups are one TP group (see the module doc).
-    pub dp_attention: bool,
+    pub(crate) dp_attention: bool,
     groups: Vec<Group>,
 }
 
@@ -363,12 +363,12 @@ impl Layout {
 
 /// What the file name of a rank depends on besides its position.
 pub(crate) struct FileNaming<'a> {
-    pub naming: Vendor,
-    pub profile_id: &'a str,
-    pub instance: Option<&'a str>,
+    pub(crate) naming: Vendor,
+    pub(crate) profile_id: &'a str,
+    pub(crate) instance: Option<&'a str>,
     /// vLLM's `time.time_ns()` at export for rank 0; other ranks a little later.
-    pub vllm_ns: u128,
-    pub plain: bool,
+    pub(crate) vllm_ns: u128,
+    pub(crate) plain: bool,
 }
 
 #[cfg(test)]

@@ -127,31 +127,31 @@ pub(crate) enum CollKind {
 /// A collective (or point-to-point) NCCL kernel.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Coll {
-    pub kind: CollKind,
-    pub spec: &'static KSpec,
+    pub(crate) kind: CollKind,
+    pub(crate) spec: &'static KSpec,
     /// Index of its process group in [`Layout::groups`].
-    pub pg: usize,
+    pub(crate) pg: usize,
     /// Replica-local rank of the other side (send/recv only).
-    pub peer: u32,
-    pub nelems: u64,
+    pub(crate) peer: u32,
+    pub(crate) nelems: u64,
 }
 
 /// One CPU call and its GPU work.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Op {
-    pub gpu: Gpu,
+    pub(crate) gpu: Gpu,
     /// The outer `cpu_op`.
-    pub cpu: &'static str,
+    pub(crate) cpu: &'static str,
     /// A nested `cpu_op` that makes the CUDA call (e.g. `aten::mm` inside `aten::linear`).
-    pub inner: Option<&'static str>,
-    pub call: Call,
+    pub(crate) inner: Option<&'static str>,
+    pub(crate) call: Call,
     /// Nominal GPU duration (kernels, copies) in ns; collectives use [`transfer_ns`].
-    pub gpu_ns: i64,
+    pub(crate) gpu_ns: i64,
     /// Nominal duration of the outer CPU op in ns.
-    pub cpu_ns: i64,
+    pub(crate) cpu_ns: i64,
     /// The token dimension M of a GEMM (its input 0 is `[M, HIDDEN]` with `--record-shapes`);
     /// 0 for other ops.
-    pub rows: u64,
+    pub(crate) rows: u64,
 }
 
 impl Op {

@@ -38,11 +38,11 @@ use super::SynthOptions;
 #[derive(Clone, Debug)]
 pub(crate) struct RankState {
     /// When the CPU thread is free.
-    pub cpu_t: i64,
+    pub(crate) cpu_t: i64,
     /// When the compute stream is free.
-    pub gpu_t: i64,
-    pub corr: u64,
-    pub ext: u64,
+    pub(crate) gpu_t: i64,
+    pub(crate) corr: u64,
+    pub(crate) ext: u64,
     /// Next NCCL `seq` per process group.
     seq: Vec<u64>,
     /// Next `seq` per point-to-point pair (src, dst).
@@ -71,36 +71,36 @@ impl RankState {
 /// When one op ran. GPU fields are 0 for [`Gpu::Sync`].
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Rec {
-    pub cpu_start: i64,
-    pub cpu_dur: i64,
-    pub rt_start: i64,
-    pub rt_dur: i64,
-    pub gpu_start: i64,
-    pub gpu_dur: i64,
-    pub corr: u64,
+    pub(crate) cpu_start: i64,
+    pub(crate) cpu_dur: i64,
+    pub(crate) rt_start: i64,
+    pub(crate) rt_dur: i64,
+    pub(crate) gpu_start: i64,
+    pub(crate) gpu_dur: i64,
+    pub(crate) corr: u64,
     /// External id of the outer CPU op (the inner one, if any, has `ext + 1`).
-    pub ext: u64,
+    pub(crate) ext: u64,
     /// NCCL `seq` (collectives only).
-    pub seq: u64,
+    pub(crate) seq: u64,
 }
 
 /// One rank's step: its program and when each op ran.
 #[derive(Clone, Debug)]
 pub(crate) struct RankStep {
-    pub index: u32,
-    pub kind: StepKind,
-    pub ops: Vec<Op>,
-    pub recs: Vec<Rec>,
+    pub(crate) index: u32,
+    pub(crate) kind: StepKind,
+    pub(crate) ops: Vec<Op>,
+    pub(crate) recs: Vec<Rec>,
     /// `ProfilerStep#N` span.
-    pub cpu_start: i64,
-    pub cpu_end: i64,
+    pub(crate) cpu_start: i64,
+    pub(crate) cpu_end: i64,
     /// Forward annotation span.
-    pub fwd_start: i64,
-    pub fwd_end: i64,
-    pub step_ext: u64,
-    pub fwd_ext: u64,
+    pub(crate) fwd_start: i64,
+    pub(crate) fwd_end: i64,
+    pub(crate) step_ext: u64,
+    pub(crate) fwd_ext: u64,
     /// Planted late start: the data-loader annotation before the step (start, duration, ext).
-    pub loader: Option<(i64, i64, u64)>,
+    pub(crate) loader: Option<(i64, i64, u64)>,
 }
 
 /// Identity of one collective: (replica, group, seq, src, dst).

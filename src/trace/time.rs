@@ -4,6 +4,7 @@
 //! writes (absolute epoch µs with ns fractions still fit in an `i64`).
 
 use std::fmt;
+use std::iter::Sum;
 use std::ops::{Add, AddAssign, Sub};
 
 /// A time or duration in integer nanoseconds. Serialized as the bare integer.
@@ -175,6 +176,25 @@ impl Sub for Ns {
     }
 }
 
+impl Sum for Ns {
+    fn sum<I: Iterator<Item = Ns>>(it: I) -> Ns {
+        it.fold(Ns::ZERO, Add::add)
+    }
+}
+
+impl<'a> Sum<&'a Ns> for Ns {
+    fn sum<I: Iterator<Item = &'a Ns>>(it: I) -> Ns {
+        it.copied().sum()
+    }
+}
+
+/// The bare count of nanoseconds (for the statistics over plain integers).
+impl From<Ns> for i64 {
+    fn from(t: Ns) -> i64 {
+        t.0
+    }
+}
+
 impl fmt::Display for Ns {
     /// Human form: picks µs, ms or s.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -310,6 +330,16 @@ mod tests {
         assert_eq!(Ns::parse_us(b"99999999999999999999"), None);
         assert_eq!(Ns::parse_us(b"1."), None);
         assert_eq!(Ns::parse_us(b"abc"), None);
+    }
+
+    #[test]
+    fn sums_saturate_and_convert_to_the_bare_count() {
+        let v = [Ns(1_500), Ns(-500), Ns(2_000)];
+        assert_eq!(v.iter().sum::<Ns>(), Ns(3_000));
+        assert_eq!(v.into_iter().sum::<Ns>(), Ns(3_000));
+        assert_eq!([Ns(i64::MAX), Ns(1)].iter().sum::<Ns>(), Ns(i64::MAX));
+        assert_eq!(std::iter::empty::<Ns>().sum::<Ns>(), Ns::ZERO);
+        assert_eq!(i64::from(Ns(-7)), -7);
     }
 
     #[test]

@@ -93,9 +93,9 @@ fn duration_text(ns: i64) -> String {
 /// A parse error: the 1-based column (in characters) and what was wrong.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ParseError {
-    pub input: String,
-    pub column: usize,
-    pub message: String,
+    pub(crate) input: String,
+    pub(crate) column: usize,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for ParseError {

@@ -159,19 +159,19 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
             let k = row.idx[r];
             let cs = &csteps[k];
             assert_eq!(
-                row.dur_ns[r],
+                row.dur_ns[r].0,
                 i(&cs["dur_ns"]),
                 "{ctx} step {} time",
                 row.step
             );
             assert_eq!(
-                row.busy_ns[r],
+                row.busy_ns[r].0,
                 i(&cs["busy_ns"]),
                 "{ctx} step {} busy",
                 row.step
             );
             assert_eq!(
-                row.work_ns[r],
+                row.work_ns[r].0,
                 i(&cs["work_ns"]),
                 "{ctx} step {} work",
                 row.step

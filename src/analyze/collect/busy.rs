@@ -133,10 +133,10 @@ pub struct RankSummary {
 
 /// The GPU (or CPU) intervals of one rank, split the way the summary needs them.
 pub(crate) struct Timeline {
-    pub all: Union,
-    pub compute: Union,
-    pub comm: Union,
-    pub copy: Union,
+    pub(crate) all: Union,
+    pub(crate) compute: Union,
+    pub(crate) comm: Union,
+    pub(crate) copy: Union,
 }
 
 impl Timeline {

@@ -43,56 +43,56 @@ pub(crate) type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
 /// One GPU op on the timeline (times as in the file, not yet shifted by the base time).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GpuIv {
-    pub start: i64,
-    pub end: i64,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
     /// The launch's correlation id (-1: none); later reused for the step index.
-    pub corr: i64,
-    pub class: u8,
-    pub kind: OpKind,
+    pub(crate) corr: i64,
+    pub(crate) class: u8,
+    pub(crate) kind: OpKind,
     /// `In msg nelems` of a communication kernel (saturated at `u32::MAX`), else 0.
-    pub nelems: u32,
+    pub(crate) nelems: u32,
 }
 
 /// One CPU op on the timeline.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CpuIv {
-    pub start: i64,
-    pub end: i64,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
     /// The thread (`tid`; -1 when it is not an integer).
-    pub tid: i64,
-    pub class: u8,
+    pub(crate) tid: i64,
+    pub(crate) class: u8,
 }
 
 /// One collective: a communication kernel (GPU) or a `c10d::` op (CPU).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct CollEv {
     /// Index into [`Collector::coll_keys`]: `pg` + stream for GPU, op name for CPU.
-    pub key: u32,
+    pub(crate) key: u32,
     /// Index into [`Collector::coll_names`].
-    pub name: u32,
+    pub(crate) name: u32,
     /// Arrival order on the rank (orders collectives with equal times as the file did).
-    pub seq: u32,
-    pub start: i64,
-    pub end: i64,
+    pub(crate) seq: u32,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
     /// The segment before it on its rank ([`super::segments`]): the end of the rank's
     /// previous collective ([`super::segments::NO_PREV`] for the first), its compute within
     /// the segment and the part before the step began; filled after the pass.
-    pub prev_end: i64,
-    pub busy: i64,
-    pub pre: i64,
+    pub(crate) prev_end: i64,
+    pub(crate) busy: i64,
+    pub(crate) pre: i64,
     /// The data it moves, bytes (0: unknown): the larger of `In msg nelems` and `Out msg
     /// nelems` (an all-gather's output, a reduce-scatter's input: NCCL's message size `S`)
     /// times the `dtype`'s size.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// What the collector is told to look for.
 pub(crate) struct Config<'a> {
-    pub classes: &'a Classifier,
-    pub step_marker: Option<&'a Regex>,
+    pub(crate) classes: &'a Classifier,
+    pub(crate) step_marker: Option<&'a Regex>,
     /// Records each spool of a file's own rank keeps in memory ([`super::spill::cap_for`] of
     /// the ranks read at once); a merged trace's labeled ranks keep [`Spool::CAP`].
-    pub spool_cap: usize,
+    pub(crate) spool_cap: usize,
 }
 
 /// Everything one pass keeps about one rank.
@@ -101,47 +101,47 @@ pub(crate) struct Collector<'a> {
     cap: usize,
     cfg: &'a Config<'a>,
     /// GPU ops by raw name.
-    pub gpu_ops: FxMap<Box<str>, Agg>,
+    pub(crate) gpu_ops: FxMap<Box<str>, Agg>,
     /// CPU ops by raw name.
-    pub cpu_ops: FxMap<Box<str>, Agg>,
-    pub gpu: Spool<GpuIv>,
+    pub(crate) cpu_ops: FxMap<Box<str>, Agg>,
+    pub(crate) gpu: Spool<GpuIv>,
     /// CPU ops on the timeline, needed only when the rank turns out to have no GPU op. Kineto
     /// writes every CPU op before the first GPU one, so they are spooled (bounded memory) and
     /// dropped at the first GPU op.
-    pub cpu: Spool<CpuIv>,
+    pub(crate) cpu: Spool<CpuIv>,
     /// (correlation, launch ts) of kernel / memcpy / memset launches.
-    pub launches: Spool<(i64, i64)>,
-    pub profiler_steps: Vec<Mark>,
-    pub sglang_steps: Vec<Mark>,
-    pub custom_steps: Vec<Mark>,
+    pub(crate) launches: Spool<(i64, i64)>,
+    pub(crate) profiler_steps: Vec<Mark>,
+    pub(crate) sglang_steps: Vec<Mark>,
+    pub(crate) custom_steps: Vec<Mark>,
     /// Start times of CUDA-graph launches (steps where nothing else marks them).
-    pub graph_launches: Vec<i64>,
+    pub(crate) graph_launches: Vec<i64>,
     /// Batch annotations (the work of a step).
-    pub work_marks: Vec<WorkMark>,
+    pub(crate) work_marks: Vec<WorkMark>,
     /// (CPU start, tokens) of GEMM ops with `Input Dims` (`record_shapes`).
-    pub shapes: Spool<(i64, i64)>,
+    pub(crate) shapes: Spool<(i64, i64)>,
     /// (CPU start, `In msg nelems`) of `record_param_comms` ops.
-    pub cpu_nelems: Spool<(i64, i64)>,
+    pub(crate) cpu_nelems: Spool<(i64, i64)>,
     /// Tokens routed to the experts: the token dimension of `…fused_moe…` CPU ops' `Input Dims`.
-    pub moe_rows: Option<u64>,
+    pub(crate) moe_rows: Option<u64>,
     /// Communication kernels.
-    pub gpu_colls: Spool<CollEv>,
+    pub(crate) gpu_colls: Spool<CollEv>,
     /// `c10d::` ops, for CPU-only traces (dropped, and no longer collected, from the first GPU
     /// op on, as the CPU intervals are).
-    pub cpu_colls: Spool<CollEv>,
+    pub(crate) cpu_colls: Spool<CollEv>,
     /// (start, end) of Python's `work.wait()` calls, for CPU-only traces: where a gloo
     /// collective's thread waits for the others ([`super::names::is_wait`]).
-    pub cpu_waits: Spool<(i64, i64)>,
-    pub coll_keys: Vec<String>,
-    pub coll_names: Vec<String>,
+    pub(crate) cpu_waits: Spool<(i64, i64)>,
+    pub(crate) coll_keys: Vec<String>,
+    pub(crate) coll_names: Vec<String>,
     coll_key_ids: FxMap<String, u32>,
     coll_name_ids: FxMap<String, u32>,
     /// stream -> (sum of durations, ops)
-    pub streams: FxMap<i64, (i64, u64)>,
+    pub(crate) streams: FxMap<i64, (i64, u64)>,
     /// Device index (pid) of the first GPU op.
-    pub gpu_pid: Option<i64>,
+    pub(crate) gpu_pid: Option<i64>,
     /// Events seen.
-    pub events: u64,
+    pub(crate) events: u64,
     /// The `args` layouts seen, for the lookups the search leaves to the walk
     /// ([`Event::arg_found`]).
     args_memo: Memo,

@@ -30,20 +30,20 @@ use super::spill::{i64_at, Rec, Spool};
 /// One collective as reports and partials show it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub(crate) struct Coll {
-    pub name: String,
-    pub start: i64,
-    pub end: i64,
+    pub(crate) name: String,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
     /// The segment before it ([`super::segments`]); absent in partials written before it
     /// existed (their collectives then explain no lateness).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prev_end: Option<i64>,
+    pub(crate) prev_end: Option<i64>,
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub busy: i64,
+    pub(crate) busy: i64,
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub pre: i64,
+    pub(crate) pre: i64,
     /// The data it moves, bytes (absent: unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
+    pub(crate) bytes: Option<u64>,
 }
 
 fn is_zero(x: &i64) -> bool {

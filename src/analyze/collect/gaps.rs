@@ -36,13 +36,13 @@ const TOP: usize = 5;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct GapOps {
     /// GPU idle time inside the windows, ns.
-    pub idle_ns: i64,
+    pub(crate) idle_ns: i64,
     /// Of it, what no op of the launching thread covers, ns.
-    pub unrecorded_ns: i64,
+    pub(crate) unrecorded_ns: i64,
     /// The ops with the most self time inside the idle parts (name, ns), largest first.
-    pub ops: Vec<(String, i64)>,
+    pub(crate) ops: Vec<(String, i64)>,
     /// More than [`MAX_OPS`] CPU events fell inside the windows: the figures cover the first.
-    pub capped: bool,
+    pub(crate) capped: bool,
 }
 
 struct Op {

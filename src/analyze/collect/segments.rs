@@ -59,7 +59,7 @@ pub(crate) struct Cumulative {
     queries: Box<dyn Iterator<Item = Result<(i64, i64)>>>,
     next: Option<(i64, i64)>,
     /// (id, answer), in the order answered.
-    pub answers: Spool<(i64, i64)>,
+    pub(crate) answers: Spool<(i64, i64)>,
     /// Closed length of the union so far, and its open interval.
     closed: i64,
     open: Option<(i64, i64)>,

@@ -27,11 +27,11 @@ use super::work::{StepWork, WorkMark};
 /// A step annotation as found in the trace (file times).
 #[derive(Debug, Clone)]
 pub(crate) struct Mark {
-    pub start: i64,
-    pub dur: i64,
-    pub name: String,
-    pub number: Option<i64>,
-    pub on_gpu: bool,
+    pub(crate) start: i64,
+    pub(crate) dur: i64,
+    pub(crate) name: String,
+    pub(crate) number: Option<i64>,
+    pub(crate) on_gpu: bool,
 }
 
 /// The steps CUDA-graph launches give where nothing else marks them: a model served with CUDA

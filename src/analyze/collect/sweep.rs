@@ -111,12 +111,12 @@ impl RunningUnion {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct GpuTotals {
     /// From the first op's start to the last end (non-empty ops).
-    pub span: i64,
-    pub busy: i64,
-    pub compute: i64,
-    pub comm: i64,
-    pub exposed_comm: i64,
-    pub copy: i64,
+    pub(crate) span: i64,
+    pub(crate) busy: i64,
+    pub(crate) compute: i64,
+    pub(crate) comm: i64,
+    pub(crate) exposed_comm: i64,
+    pub(crate) copy: i64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

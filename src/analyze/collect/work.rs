@@ -144,10 +144,10 @@ fn vllm_phase(s: &str) -> Option<(u64, u64)> {
 /// A batch annotation as found in a trace (file time of its start).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WorkMark {
-    pub start: i64,
-    pub on_gpu: bool,
-    pub source: WorkSource,
-    pub batch: Batch,
+    pub(crate) start: i64,
+    pub(crate) on_gpu: bool,
+    pub(crate) source: WorkSource,
+    pub(crate) batch: Batch,
 }
 
 /// The work of one step of one rank.

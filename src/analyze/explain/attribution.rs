@@ -198,13 +198,13 @@ fn mean(v: &[Totals]) -> Totals {
 
 /// What the analysis hands over.
 pub(crate) struct Input<'a> {
-    pub labels: &'a [String],
+    pub(crate) labels: &'a [String],
     /// DP replica of each rank, when the file names say.
-    pub dp: &'a [Option<u32>],
-    pub figs: &'a [&'a [StepFig]],
-    pub summaries: &'a [RankSummary],
-    pub steps: &'a StepTable,
-    pub threshold: f64,
+    pub(crate) dp: &'a [Option<u32>],
+    pub(crate) figs: &'a [&'a [StepFig]],
+    pub(crate) summaries: &'a [RankSummary],
+    pub(crate) steps: &'a StepTable,
+    pub(crate) threshold: f64,
 }
 
 /// Attributes every rank's and replica's gap.
@@ -243,7 +243,7 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
             ..Default::default()
         };
         for (s, row) in rows.iter().enumerate().skip(from) {
-            t.time += row.work_ns[r] as f64;
+            t.time += row.work_ns[r].0 as f64;
             let f = fig(r, s);
             t.launches += f.map_or(0, |f| f.work.launches) as f64;
             let w = f.and_then(|f| measure.value(&f.work));
@@ -392,10 +392,10 @@ fn sustained_from(t: &StepTable, r: usize, threshold: f64) -> Option<usize> {
         let m = median(
             &peers
                 .iter()
-                .map(|&p| row.work_ns[p] as f64)
+                .map(|&p| row.work_ns[p].0 as f64)
                 .collect::<Vec<_>>(),
         );
-        m > 0.0 && row.work_ns[r] as f64 > m * (1.0 + threshold)
+        m > 0.0 && row.work_ns[r].0 as f64 > m * (1.0 + threshold)
     };
     let mut s0 = n;
     while s0 > 0 && above(&t.rows[s0 - 1]) {

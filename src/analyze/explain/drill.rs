@@ -86,16 +86,16 @@ pub struct Drill {
 
 /// What the drill-down reads.
 pub(crate) struct Input<'a> {
-    pub results: &'a [RankResult],
-    pub class_names: &'a [String],
-    pub comm_class: usize,
+    pub(crate) results: &'a [RankResult],
+    pub(crate) class_names: &'a [String],
+    pub(crate) comm_class: usize,
     /// Work per rank as the verdict counts it.
-    pub work_ns: &'a [i64],
-    pub steps: &'a StepTable,
-    pub collectives: &'a CollectiveReport,
-    pub verdict_lines: &'a [String],
-    pub threshold: f64,
-    pub top_n: usize,
+    pub(crate) work_ns: &'a [i64],
+    pub(crate) steps: &'a StepTable,
+    pub(crate) collectives: &'a CollectiveReport,
+    pub(crate) verdict_lines: &'a [String],
+    pub(crate) threshold: f64,
+    pub(crate) top_n: usize,
 }
 
 fn by_gap(v: &mut [DrillRow]) {
@@ -234,8 +234,8 @@ pub(crate) fn drill(inp: &Input<'_>, r: usize) -> Drill {
             DrillRow::new(
                 s.step.clone(),
                 None,
-                s.work_ns[r] as f64,
-                &of(&|p| s.work_ns[p] as f64),
+                s.work_ns[r].0 as f64,
+                &of(&|p| s.work_ns[p].0 as f64),
                 "ns",
             )
         })

@@ -24,6 +24,7 @@ use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::reduce::collectives::CollectiveReport;
 use crate::analyze::reduce::path::{self, CriticalPath};
 use crate::analyze::reduce::steps::{excess_among, Onset, StepTable};
+use crate::trace::Ns;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClassShare {
@@ -63,21 +64,21 @@ pub struct Verdict {
 
 /// Inputs per rank: work, class totals (whole profile) and class totals per step.
 pub(crate) struct Input<'a> {
-    pub summaries: &'a [RankSummary],
-    pub class_names: &'a [String],
-    pub comm_class: usize,
+    pub(crate) summaries: &'a [RankSummary],
+    pub(crate) class_names: &'a [String],
+    pub(crate) comm_class: usize,
     /// `class_ns[rank][class]` over the whole profile.
-    pub class_ns: &'a [Vec<i64>],
+    pub(crate) class_ns: &'a [Vec<i64>],
     /// `step_class_ns[rank][row][class]` aligned with the step table's rows.
-    pub step_class_ns: &'a [Vec<Vec<i64>>],
-    pub steps: &'a StepTable,
-    pub collectives: &'a CollectiveReport,
+    pub(crate) step_class_ns: &'a [Vec<Vec<i64>>],
+    pub(crate) steps: &'a StepTable,
+    pub(crate) collectives: &'a CollectiveReport,
     /// The critical path across ranks ([`crate::analyze::reduce::path`]).
-    pub path: &'a CriticalPath,
-    pub attribution: &'a Attribution,
+    pub(crate) path: &'a CriticalPath,
+    pub(crate) attribution: &'a Attribution,
     /// MoE EP splits ([`super::ep`]).
-    pub ep: &'a [EpRecord],
-    pub threshold: f64,
+    pub(crate) ep: &'a [EpRecord],
+    pub(crate) threshold: f64,
 }
 
 // Long on purpose: the verdict's rules in the order the headline states them; each rule is a
@@ -113,7 +114,14 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
             .collect()
     } else {
         (0..n)
-            .map(|r| inp.steps.rows.iter().map(|row| row.work_ns[r]).sum())
+            .map(|r| {
+                inp.steps
+                    .rows
+                    .iter()
+                    .map(|row| row.work_ns[r])
+                    .sum::<Ns>()
+                    .0
+            })
             .collect()
     };
     // Each rank against its peers (its DP replica's other ranks), never across replicas.
@@ -503,9 +511,9 @@ fn path_line(
 /// The ops that filled a host-bound rank's GPU idle time, as shares of it: the largest three
 /// of at least 1 %, and what no op covers.
 fn gap_ops(h: &path::HostOps) -> String {
-    let pct = |ns: i64| {
-        if h.idle_ns > 0 {
-            100.0 * ns as f64 / h.idle_ns as f64
+    let pct = |ns: Ns| {
+        if h.idle_ns > Ns::ZERO {
+            100.0 * ns.0 as f64 / h.idle_ns.0 as f64
         } else {
             0.0
         }

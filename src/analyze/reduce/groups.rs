@@ -27,7 +27,7 @@ use super::steps::{excess_among, StepTable};
 use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;
-use crate::trace::RankId;
+use crate::trace::{Ns, RankId};
 
 /// A dimension ranks are grouped by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,7 +242,7 @@ pub(crate) fn build(
         summaries.iter().map(|s| s.figures.compute_ns.0).collect()
     } else {
         (0..n)
-            .map(|r| steps.rows.iter().map(|row| row.work_ns[r]).sum())
+            .map(|r| steps.rows.iter().map(|row| row.work_ns[r]).sum::<Ns>().0)
             .collect()
     };
     let f = |g: &dyn Fn(usize) -> f64| Dist::of((0..n).map(g));

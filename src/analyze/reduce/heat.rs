@@ -8,6 +8,7 @@
 
 use super::kernels::ClassTable;
 use super::steps::{self, StepRow, StepTable};
+use crate::trace::Ns;
 
 /// Step buckets a step heatmap has at most.
 pub(crate) const MAX_STEP_COLUMNS: usize = 240;
@@ -15,12 +16,12 @@ pub(crate) const MAX_STEP_COLUMNS: usize = 240;
 /// A rank × column grid.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Heatmap {
-    pub rows: Vec<String>,
-    pub cols: Vec<String>,
+    pub(crate) rows: Vec<String>,
+    pub(crate) cols: Vec<String>,
     /// Milliseconds, `[row][col]`.
-    pub ms: Vec<Vec<f64>>,
+    pub(crate) ms: Vec<Vec<f64>>,
     /// Relative deviation from the peers (0 = at the mean, +0.1 = 10 % above), `[row][col]`.
-    pub dev: Vec<Vec<f64>>,
+    pub(crate) dev: Vec<Vec<f64>>,
 }
 
 /// Rank × class (classes with time on some rank only).
@@ -78,11 +79,11 @@ pub(crate) fn steps(st: &StepTable) -> Heatmap {
     let mut ms = vec![Vec::new(); ranks];
     let mut dev = vec![Vec::new(); ranks];
     for b in &buckets {
-        let sums: Vec<i64> = (0..ranks)
+        let sums: Vec<Ns> = (0..ranks)
             .map(|r| b.iter().map(|s| s.work_ns[r]).sum())
             .collect();
         for r in 0..ranks {
-            ms[r].push(sums[r] as f64 / 1e6 / b.len() as f64);
+            ms[r].push(sums[r].as_ms() / b.len() as f64);
             dev[r].push(steps::excess_among(&sums, r, &peers[r]));
         }
     }

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::trace::write::overlay::{Overlay, Slice};
+use crate::trace::Ns;
 
 /// Why the last arriver's segment was longer than the median member's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -64,7 +65,7 @@ pub struct Cause {
     pub world: usize,
     pub kind: Kind,
     /// Step time it cost over the profile, ns.
-    pub cost_ns: i64,
+    pub cost_ns: Ns,
     /// Collectives it was charged at.
     pub collectives: usize,
     /// Per step: what it cost inside the step table's steps over their number (the whole
@@ -80,7 +81,7 @@ pub struct Cause {
     /// For the costliest causes ([`ROW_CAUSES`]): what it cost in each row of the step table,
     /// `None` for a row not measured in full (the verdict's figure from an onset on).
     #[serde(skip)]
-    pub per_row_ns: Vec<Option<i64>>,
+    pub per_row_ns: Vec<Option<Ns>>,
 }
 
 /// Causes that keep their cost per step-table row ([`Cause::per_row_ns`]).
@@ -95,7 +96,7 @@ impl Cause {
             .iter()
             .zip(steps)
             .skip(from)
-            .filter_map(|(c, s)| c.map(|c| (c, s.step_ns)))
+            .filter_map(|(c, s)| c.map(|c| (c.0, s.step_ns.0)))
             .collect();
         if rows.is_empty() {
             return None;
@@ -121,14 +122,14 @@ pub struct Late {
     /// Its segment on the common clock (ns): from the end of its previous collective to its
     /// arrival.
     #[serde(default)]
-    pub seg_start_ns: i64,
+    pub seg_start_ns: Ns,
     #[serde(default)]
-    pub start_ns: i64,
-    pub cost_ns: i64,
-    pub work_ns: i64,
-    pub host_ns: i64,
-    pub late_ns: i64,
-    pub transfer_ns: i64,
+    pub start_ns: Ns,
+    pub cost_ns: Ns,
+    pub work_ns: Ns,
+    pub host_ns: Ns,
+    pub late_ns: Ns,
+    pub transfer_ns: Ns,
 }
 
 /// Transfers of one collective name in one world.
@@ -158,9 +159,9 @@ pub struct HostOps {
     /// Segments looked into (its late arrivals with a host part, the costliest kept).
     pub segments: usize,
     /// GPU idle time inside them, ns.
-    pub idle_ns: i64,
+    pub idle_ns: Ns,
     /// Of it, what no op of the launching thread covers, ns.
-    pub unrecorded_ns: i64,
+    pub unrecorded_ns: Ns,
     /// The ops with the most self time inside the idle time, largest first.
     pub ops: Vec<HostOp>,
     /// The CPU events inside the segments were too many: the figures cover the first.
@@ -172,7 +173,7 @@ pub struct HostOps {
 pub struct HostOp {
     pub name: String,
     /// Self time inside the GPU's idle time, ns.
-    pub ns: i64,
+    pub ns: Ns,
 }
 
 /// One step of the step table: what the late arrivals cost it.
@@ -180,12 +181,12 @@ pub struct HostOp {
 pub struct PathStep {
     pub step: String,
     /// The longest rank's step duration, ns.
-    pub step_ns: i64,
-    pub cost_ns: i64,
+    pub step_ns: Ns,
+    pub cost_ns: Ns,
     /// The (rank, kind) that cost it the most, and how much.
     pub top_who: Option<String>,
     pub top_kind: Option<Kind>,
-    pub top_ns: i64,
+    pub top_ns: Ns,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -234,7 +235,7 @@ impl CriticalPath {
                 ];
                 let why = parts.iter().max_by_key(|p| p.0).map_or("", |p| p.1);
                 let mut args = Map::new();
-                let us = |ns: i64| Value::from((ns as f64 / 1e3 * 1e3).round() / 1e3);
+                let us = |ns: Ns| Value::from((ns.0 as f64 / 1e3 * 1e3).round() / 1e3);
                 args.insert("cost_us".into(), us(l.cost_ns));
                 args.insert("work_us".into(), us(l.work_ns));
                 args.insert("host_us".into(), us(l.host_ns));
@@ -249,10 +250,10 @@ impl CriticalPath {
                         "last at {} #{}: +{:.1} µs ({why})",
                         l.name,
                         l.index,
-                        l.cost_ns as f64 / 1e3
+                        l.cost_ns.as_us()
                     ),
-                    start_ns: l.seg_start_ns,
-                    dur_ns: l.start_ns - l.seg_start_ns,
+                    start_ns: l.seg_start_ns.0,
+                    dur_ns: l.start_ns.0 - l.seg_start_ns.0,
                     args,
                 }
             })

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::collect::steps::StepFig;
 use crate::analyze::stats::{argmax, min_mean_max, spread};
-use crate::trace::RankId;
+use crate::trace::{Ns, RankId};
 
 /// One step across ranks.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -24,9 +24,9 @@ pub struct StepRow {
     /// Start of the step on the earliest rank, from the first step's start, ms.
     pub t_ms: f64,
     pub name: String,
-    pub busy_ns: Vec<i64>,
-    pub work_ns: Vec<i64>,
-    pub dur_ns: Vec<i64>,
+    pub busy_ns: Vec<Ns>,
+    pub work_ns: Vec<Ns>,
+    pub dur_ns: Vec<Ns>,
     /// Work relative to the mean of the other ranks, percent.
     pub excess_pct: Vec<f64>,
     /// Index of this step in each rank's own step list.
@@ -177,13 +177,13 @@ pub(crate) fn table(
         .unwrap_or(0);
     for (key, idx) in &rows {
         let figs: Vec<&StepFig> = idx.iter().zip(per_rank).map(|(&i, s)| &s[i]).collect();
-        let work: Vec<i64> = figs.iter().map(|f| f.work_ns).collect();
+        let work: Vec<Ns> = figs.iter().map(|f| Ns(f.work_ns)).collect();
         t.rows.push(StepRow {
             step: key.clone(),
             t_ms: (figs.iter().map(|f| f.start_ns).min().unwrap_or(origin) - origin) as f64 / 1e6,
             name: figs[0].name.clone(),
-            busy_ns: figs.iter().map(|f| f.busy_ns).collect(),
-            dur_ns: figs.iter().map(|f| f.dur_ns).collect(),
+            busy_ns: figs.iter().map(|f| Ns(f.busy_ns)).collect(),
+            dur_ns: figs.iter().map(|f| Ns(f.dur_ns)).collect(),
             excess_pct: (0..work.len())
                 .map(|r| 100.0 * excess_among(&work, r, &peers[r]))
                 .collect(),
@@ -228,14 +228,15 @@ impl StepTable {
 }
 
 /// `v[r]` relative to the mean of `v` over `peers`, minus one.
-pub(crate) fn excess_among(v: &[i64], r: usize, peers: &[usize]) -> f64 {
+pub(crate) fn excess_among<T: Copy + Into<i64>>(v: &[T], r: usize, peers: &[usize]) -> f64 {
     if peers.is_empty() {
         return 0.0;
     }
-    let mean = peers.iter().map(|&i| v[i]).sum::<i64>() as f64 / peers.len() as f64;
+    let mean = peers.iter().map(|&i| v[i].into()).sum::<i64>() as f64 / peers.len() as f64;
+    let x: i64 = v[r].into();
     if mean > 0.0 {
-        v[r] as f64 / mean - 1.0
-    } else if v[r] > 0 {
+        x as f64 / mean - 1.0
+    } else if x > 0 {
         f64::INFINITY
     } else {
         0.0
@@ -267,11 +268,11 @@ fn onset(
         }
         let (mut mine, mut theirs) = (0f64, 0f64);
         for row in &t.rows[s0..] {
-            mine += row.work_ns[r] as f64;
+            mine += row.work_ns[r].0 as f64;
             if peers[r].is_empty() {
                 continue;
             }
-            let others: i64 = peers[r].iter().map(|&i| row.work_ns[i]).sum();
+            let others: i64 = peers[r].iter().map(|&i| row.work_ns[i]).sum::<Ns>().0;
             theirs += others as f64 / peers[r].len() as f64;
         }
         let ex = if theirs > 0.0 {

@@ -52,24 +52,24 @@ impl Sink {
 
 /// Everything about a rank that its events repeat.
 pub(crate) struct RankInfo {
-    pub pid: u64,
-    pub device: u32,
-    pub process_name: String,
-    pub distributed_info: String,
+    pub(crate) pid: u64,
+    pub(crate) device: u32,
+    pub(crate) process_name: String,
+    pub(crate) distributed_info: String,
     /// This file's `baseTimeNanoseconds`.
-    pub base_ns: i64,
+    pub(crate) base_ns: i64,
     /// Subtracted from shared-clock times to get this file's `ts` (its base minus the common one).
-    pub shift_ns: i64,
-    pub trace_name: String,
-    pub base_first: bool,
+    pub(crate) shift_ns: i64,
+    pub(crate) trace_name: String,
+    pub(crate) base_first: bool,
     /// `Input Dims` on GEMM CPU ops (`--record-shapes`).
-    pub record_shapes: bool,
+    pub(crate) record_shapes: bool,
     /// Batch annotations (`step[…]` / `execute_context_…`) written.
-    pub annotations: bool,
+    pub(crate) annotations: bool,
     /// vLLM's `execute_context_N(T)_generation_M(U)` instead of SGLang's `step[…]`.
-    pub vllm: bool,
+    pub(crate) vllm: bool,
     /// A CPU-only (gloo) run: no device, no GPU events ([`super::cpu`]).
-    pub cpu_only: bool,
+    pub(crate) cpu_only: bool,
 }
 
 /// One rank's trace being written.
@@ -466,10 +466,10 @@ impl TraceWriter {
 
 /// A file in place.
 pub(crate) struct Finished {
-    pub path: PathBuf,
-    pub json_bytes: u64,
-    pub file_bytes: u64,
-    pub events: u64,
+    pub(crate) path: PathBuf,
+    pub(crate) json_bytes: u64,
+    pub(crate) file_bytes: u64,
+    pub(crate) events: u64,
 }
 
 enum MetaVal<'a> {

@@ -11,21 +11,21 @@ use regex::Regex;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct HandlerName {
     /// The worker name as written.
-    pub worker: String,
+    pub(crate) worker: String,
     /// The stamp as written (ms or ns).
-    pub stamp: String,
+    pub(crate) stamp: String,
     /// The stamp in ns.
-    pub ns: u128,
+    pub(crate) ns: u128,
     /// The rank in the worker name, with the pattern the name follows (`worker{r}_step_12`)
     /// and the profile id it gives (`worker_step_12`); `None` for torch's `{host}_{pid}`.
-    pub rank: Option<NamedRank>,
+    pub(crate) rank: Option<NamedRank>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct NamedRank {
-    pub rank: u32,
-    pub pattern: String,
-    pub id: String,
+    pub(crate) rank: u32,
+    pub(crate) pattern: String,
+    pub(crate) id: String,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {

@@ -27,8 +27,8 @@ pub const MAX_DEPTH: usize = 32;
 /// skipped and why.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Listing {
-    pub files: Vec<PathBuf>,
-    pub notes: Vec<String>,
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// (device, inode): a file's identity whatever the path to it.

@@ -195,9 +195,9 @@ pub(super) fn scan_object_with(
 pub(crate) struct ArgMembers {
     /// The members of the event's `args` (its last one, as the decoder takes the last), as
     /// ranges relative to the event's `{`.
-    pub fields: Vec<Field>,
+    pub(crate) fields: Vec<Field>,
     /// Whether `fields` belongs to the event just scanned (it had an `args` object).
-    pub found: bool,
+    pub(crate) found: bool,
     memo: Memo,
 }
 

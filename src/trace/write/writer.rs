@@ -19,10 +19,10 @@ use flate2::{Compress, Compression, FlushCompress, Status};
 /// A piece holds no reference to what precedes it, so one piece may be written many times.
 #[derive(Clone)]
 pub(crate) struct Piece {
-    pub crc: crc32fast::Hasher,
+    pub(crate) crc: crc32fast::Hasher,
     /// Uncompressed length.
-    pub len: u64,
-    pub data: PieceData,
+    pub(crate) len: u64,
+    pub(crate) data: PieceData,
 }
 
 #[derive(Clone)]

@@ -9,6 +9,7 @@ use super::{Cause, CriticalPath, Kind, Late, PathStep, Transfer, MARKS, ROW_CAUS
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::reduce::steps::StepTable;
+use crate::trace::Ns;
 
 /// The lower median (index `(n − 1) / 2` of the sorted values).
 fn lower_median(mut v: Vec<i64>) -> i64 {
@@ -81,7 +82,12 @@ impl Acc {
             rows: steps
                 .rows
                 .iter()
-                .map(|r| (r.step.clone(), r.dur_ns.iter().copied().max().unwrap_or(0)))
+                .map(|r| {
+                    (
+                        r.step.clone(),
+                        r.dur_ns.iter().copied().max().unwrap_or(Ns::ZERO).0,
+                    )
+                })
                 .collect(),
             collectives: 0,
             late: 0,
@@ -194,13 +200,13 @@ impl Acc {
                 name: name.to_string(),
                 rank: self.labels.get(rank).cloned().unwrap_or_default(),
                 t_ms: lr.start as f64,
-                seg_start_ns: lr.prev_end,
-                start_ns: lr.start,
-                cost_ns: cost,
-                work_ns: work,
-                host_ns: host,
-                late_ns: late,
-                transfer_ns: transfer,
+                seg_start_ns: Ns(lr.prev_end),
+                start_ns: Ns(lr.start),
+                cost_ns: Ns(cost),
+                work_ns: Ns(work),
+                host_ns: Ns(host),
+                late_ns: Ns(late),
+                transfer_ns: Ns(transfer),
             };
             if self.worst.wants(cost) {
                 self.worst.push(cost, item.clone());
@@ -331,7 +337,7 @@ impl Acc {
                     who: label(r),
                     world: world_of(r).unwrap_or(0),
                     kind,
-                    cost_ns: ns,
+                    cost_ns: Ns(ns),
                     collectives: n,
                     per_step_ns: mine,
                     step_pct: pct(mine),
@@ -431,7 +437,7 @@ impl Acc {
                         who,
                         world: *w,
                         kind: Kind::Transfer,
-                        cost_ns: extra,
+                        cost_ns: Ns(extra),
                         collectives: n,
                         per_step_ns: each,
                         step_pct: pct(each),
@@ -475,7 +481,9 @@ impl Acc {
                 .row_cost
                 .iter()
                 .zip(&self.row_skipped)
-                .map(|(m, &skipped)| (!skipped).then(|| m.get(&(r, c.kind)).copied().unwrap_or(0)))
+                .map(|(m, &skipped)| {
+                    (!skipped).then(|| Ns(m.get(&(r, c.kind)).copied().unwrap_or(0)))
+                })
                 .collect();
         }
         let per_step = self
@@ -489,9 +497,9 @@ impl Acc {
                     .map(|(&(r, k), &ns)| (label(r), k, ns));
                 PathStep {
                     step: step.clone(),
-                    step_ns: *dur,
-                    cost_ns: m.values().sum(),
-                    top_ns: top.as_ref().map_or(0, |t| t.2),
+                    step_ns: Ns(*dur),
+                    cost_ns: Ns(m.values().sum()),
+                    top_ns: Ns(top.as_ref().map_or(0, |t| t.2)),
                     top_kind: top.as_ref().map(|t| t.1),
                     top_who: top.map(|t| t.0),
                 }

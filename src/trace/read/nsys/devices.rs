@@ -189,9 +189,9 @@ pub(crate) fn split_path(path: &Path) -> (PathBuf, Option<i64>) {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Gpus {
     /// The `deviceId`s, ascending.
-    pub devices: Vec<i64>,
+    pub(crate) devices: Vec<i64>,
     /// The processes driving several of them: (pid, their GPUs ascending).
-    pub drivers: Vec<(i64, Vec<i64>)>,
+    pub(crate) drivers: Vec<(i64, Vec<i64>)>,
 }
 
 /// The GPUs of a report to read as one rank each: `Some` when its kernels ran on two GPUs or

@@ -127,8 +127,8 @@ fn modified(p: &Path) -> Option<std::time::SystemTime> {
 /// One report's export: the SQLite file to read and what to say about it.
 #[derive(Clone, Debug)]
 pub(crate) struct Exported {
-    pub db: PathBuf,
-    pub said: String,
+    pub(crate) db: PathBuf,
+    pub(crate) said: String,
 }
 
 type Cell = Arc<OnceLock<Result<Exported, String>>>;

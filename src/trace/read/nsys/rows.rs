@@ -99,11 +99,11 @@ pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Select {
     /// The GPU's `deviceId`.
-    pub device: i64,
+    pub(crate) device: i64,
     /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).
-    pub global_pid: i64,
+    pub(crate) global_pid: i64,
     /// When that process drives other GPUs too: which of its rows are this GPU's.
-    pub shared: Option<Shared>,
+    pub(crate) shared: Option<Shared>,
 }
 
 /// A process driving several GPUs (a single controller, DataParallel, one process per node):
@@ -116,13 +116,13 @@ pub(crate) struct Select {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Shared {
     /// The process's GPUs (ascending).
-    pub devices: Vec<i64>,
+    pub(crate) devices: Vec<i64>,
     /// The `globalTid`s of the threads given to the selected GPU by their launches.
-    pub mine: Vec<i64>,
+    pub(crate) mine: Vec<i64>,
     /// The `globalTid`s of every thread of the process that launched anything.
-    pub launchers: Vec<i64>,
+    pub(crate) launchers: Vec<i64>,
     /// Of the threads given to the selected GPU, how many also go to another.
-    pub split: usize,
+    pub(crate) split: usize,
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: Kineto's names carry no API version.

@@ -31,15 +31,15 @@ pub(crate) const META: &str = "META_DATA_EXPORT";
 /// A column as `PRAGMA table_info` gives it.
 #[derive(Debug, Clone)]
 pub(crate) struct Column {
-    pub name: String,
+    pub(crate) name: String,
     /// The declared type, upper case (`INTEGER`, `TEXT`, or empty).
-    pub ty: String,
+    pub(crate) ty: String,
 }
 
 /// The tables of an export and their columns.
 #[derive(Debug, Default)]
 pub(crate) struct Schema {
-    pub tables: BTreeMap<String, Vec<Column>>,
+    pub(crate) tables: BTreeMap<String, Vec<Column>>,
 }
 
 /// Quotes an SQL identifier (`end` is a keyword).
@@ -188,6 +188,6 @@ pub(crate) const KERNEL_NAMES: &[&str] = &["demangledName", "shortName", "mangle
 /// An SQL expression giving a name, and the join it needs.
 #[derive(Debug, Clone)]
 pub(crate) struct NameExpr {
-    pub expr: String,
-    pub join: String,
+    pub(crate) expr: String,
+    pub(crate) join: String,
 }
