@@ -670,3 +670,64 @@ fn nsys_run_collects_the_report_nsys_writes() {
     assert_eq!(want.len(), 4);
     assert_eq!(busy(&["analyze", "--json", merged.to_str().unwrap()]), want);
 }
+
+/// `--profiler nsys` against a server that is not running under nsys: no report comes, the
+/// run fails (1) after --flush-timeout with a note saying what to check; a torch `--step`
+/// folder and activities without CUDA_PROFILER are refused before any server is called.
+#[test]
+fn nsys_run_without_nsys_says_what_to_check() {
+    let out = tempfile::tempdir().unwrap();
+    let w = TestWorker::sglang(1);
+    let dir = out.path().to_str().unwrap();
+    let o = run(&[
+        "--worker-url",
+        w.url(),
+        "--profiler",
+        "nsys",
+        "--output-dir",
+        dir,
+        "--requests",
+        "2",
+        "--settle",
+        "0.2",
+        "--flush-timeout",
+        "1",
+    ]);
+    assert_eq!(o.outcome.code(), 1, "{o:#?}");
+    let notes = o.notes.join("\n");
+    assert!(
+        notes.contains("only 0 Nsight Systems reports (of at least 1) appeared")
+            && notes.contains("--capture-range=cudaProfilerApi"),
+        "{notes}"
+    );
+    assert!(o.post.is_none());
+    for bad in [vec!["--step", "3"], vec!["--activities", "CPU,GPU"]] {
+        let mut args = vec![
+            "capture",
+            "run",
+            "--worker-url",
+            w.url(),
+            "--profiler",
+            "nsys",
+            "--output-dir",
+            dir,
+            "--requests",
+            "2",
+        ];
+        args.extend(bad.iter().copied());
+        let before = w.posts("/start_profile").len();
+        let e = match capture(&args) {
+            CaptureCommand::Run(a) => session::run(&run_options(&a)).unwrap_err().to_string(),
+            _ => unreachable!(),
+        };
+        assert!(
+            e.contains("--profiler nsys") || e.contains("nsys's -o"),
+            "{e}"
+        );
+        assert_eq!(
+            w.posts("/start_profile").len(),
+            before,
+            "{bad:?} called a server"
+        );
+    }
+}
