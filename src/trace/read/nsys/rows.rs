@@ -2,7 +2,7 @@
 //! `gpu_memcpy`/`gpu_memset`, `cuda_runtime`, `user_annotation`), one prepared statement per
 //! table, row by row; [`super::read_nsys`] runs them in turn.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -35,6 +35,8 @@ pub(super) struct Rows<'a> {
     pub(super) viewer: bool,
     /// The one GPU of a report holding several read as this rank ([`super::devices`]).
     pub(super) select: Option<Select>,
+    /// The NCCL kernels' sizes and communicators from NCCL's NVTX ranges ([`super::nccl`]).
+    pub(super) nccl: Option<Nccl>,
 }
 
 /// A cell as an integer (`None`: NULL or not a number).
@@ -123,6 +125,24 @@ pub(crate) struct Shared {
     pub launchers: Vec<i64>,
     /// Of the threads given to the selected GPU, how many also go to another.
     pub split: usize,
+}
+
+/// What an NCCL kernel got from its call's range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Found {
+    /// `NCCL communicator ID`.
+    pub comm: Option<u64>,
+    /// `Message size [bytes]`, for the calls whose size is the whole message.
+    pub bytes: Option<u64>,
+}
+
+/// The NCCL kernels' sizes and communicators, by (`globalPid`, `correlationId`), as
+/// [`super::nccl`] reads them from NCCL's NVTX ranges (here, below it: no import cycle).
+#[derive(Debug, Default)]
+pub(super) struct Nccl {
+    pub by_kernel: HashMap<(i64, i64), Found>,
+    /// What the notes say (per file).
+    pub said: Vec<String>,
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: Kineto's names carry no API version.
@@ -239,9 +259,14 @@ impl Rows<'_> {
             String::new()
         };
         let flow = self.work_flow_col(t, "k");
+        // The kernel's process, to look up what NCCL's ranges gave it.
+        let nccl = self.nccl.as_ref().is_some_and(|n| !n.by_kernel.is_empty())
+            && s.column(t, "globalPid").is_some();
+        let gpid_at = if has_dims { 13 } else { 7 };
+        let gpid_sql = if nccl { ", k.\"globalPid\"" } else { "" };
         let sql = format!(
-            "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {}, {flow}{dims_sql} FROM {} \
-             AS k{} WHERE 1{}",
+            "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {}, {flow}{dims_sql}{gpid_sql} \
+             FROM {} AS k{} WHERE 1{}",
             name.expr,
             ident(t),
             name.join,
@@ -283,11 +308,36 @@ impl Rows<'_> {
                         d[0], d[1], d[2], d[3], d[4], d[5]
                     );
                 }
-                b.push_str("}}");
+                if nccl {
+                    me.push_nccl(row, gpid_at);
+                }
+                me.buf.push_str("}}");
                 me.hand_dyn(report, on_event);
                 me.flow_end(row, 6, 4, (dev, stream, start), report, on_event);
             },
         )
+    }
+
+    /// The args NCCL's range gave this kernel (column 4 its `correlationId`, `gpid_at` its
+    /// `globalPid`): its size as `Byte` elements (the element count is the size in bytes) and
+    /// its communicator as the process group.
+    fn push_nccl(&mut self, row: &Row<'_>, gpid_at: usize) {
+        let found = self.nccl.as_ref().and_then(|n| {
+            n.by_kernel
+                .get(&(int(row, gpid_at)?, int(row, 4)?))
+                .copied()
+        });
+        let Some(f) = found else { return };
+        let b = &mut self.buf;
+        if let Some(n) = f.bytes {
+            let _ = write!(
+                b,
+                ", \"In msg nelems\": {n}, \"Out msg nelems\": {n}, \"dtype\": \"Byte\""
+            );
+        }
+        if let Some(c) = f.comm {
+            let _ = write!(b, ", \"Process Group Name\": \"nccl:{c:x}\"");
+        }
     }
 
     /// The finish of the arrow from this GPU row's launch, when column `flag` says the launch
