@@ -21,13 +21,89 @@ and the NVTX ranges of the threads given to it: a thread that launched GPU work 
 that got at least half as many of its launches as the GPU it launched most onto; a thread that
 launched nothing goes to every GPU of the process.
 
+`nccl` (only when the export has NVTX_PAYLOAD_SCHEMAS): what NCCL's own NVTX ranges give the NCCL
+kernels, decoded here on its own: the domain named 'NCCL' (NVTX_EVENTS eventType 75); per NCCL
+kernel, its launch (the runtime call of its correlationId in its process) and the innermost
+push/pop range of that domain on the launching thread enclosing it (the latest start); the
+range's binaryData read as a 32-byte header (<IIIIQQ: domainId, -, schemaId, -, payloadSize,
+totalSize; a third party's layout, see make_nsys_sqlite.py) and the struct, used only when the
+header's domain is the range's, its schema and payload size are NVTX_PAYLOAD_SCHEMAS's and the
+blob holds it; the entries by name and type ('Message size [bytes]' size_t 22, 'NCCL
+communicator ID' uint64 18). ncclAllReduce/Broadcast/Reduce/Send/Recv give bytes and comm,
+ncclAllGather/ReduceScatter the comm only, other ranges (ncclGroupEnd) nothing. `by_corr`:
+correlationId -> {"bytes", "comm" ("nccl:<hex>")} of the kernels that got something; `in_order`:
+every NCCL kernel in start order, that object or null; the counts
+`kernels`, `sized`, `share`, `outside`, `invalid`.
+
 usage: check_nsys.py FILE.sqlite... -> JSON list, one object per file, in the order given
        check_nsys.py --by-device FILE.sqlite -> JSON list, one object per GPU
 """
 
 import json
 import sqlite3
+import struct
 import sys
+
+WHOLE = {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclSend", "ncclRecv"}
+SHARE = {"ncclAllGather", "ncclReduceScatter"}
+
+
+def nccl(db):
+    names = dict(db.execute("SELECT id, value FROM StringIds"))
+    doms = {d for (d,) in db.execute(
+        "SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND text = 'NCCL'")}
+    size = {(d, i): n for d, i, n in db.execute(
+        "SELECT domainId, schemaId, payloadSize FROM NVTX_PAYLOAD_SCHEMAS")}
+    ent = {}
+    for d, i, name, ty, off in db.execute(
+            "SELECT domainId, schemaId, name, type, offset FROM NVTX_PAYLOAD_SCHEMA_ENTRIES"):
+        ent[(d, i, name, ty)] = off
+    ranges = [r for r in db.execute(
+        'SELECT globalTid, start, "end", text, domainId, binaryData FROM NVTX_EVENTS '
+        'WHERE eventType = 59 AND "end" IS NOT NULL') if r[4] in doms]
+    launch = {(g >> 24, c): (g, t) for g, t, c in db.execute(
+        "SELECT globalTid, start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    out = {"kernels": 0, "sized": 0, "share": 0, "outside": 0, "invalid": 0, "by_corr": {}}
+    order = []
+    for c, gpid, n, start in db.execute("SELECT correlationId, globalPid, demangledName, start "
+                                        "FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+        if names[n].startswith("nccl"):
+            order.append((start, str(c)))
+        if not names[n].startswith("nccl") or (gpid >> 24, c) not in launch:
+            continue
+        out["kernels"] += 1
+        g, t = launch[(gpid >> 24, c)]
+        around = [r for r in ranges if r[0] == g and r[1] <= t <= r[2]]
+        if not around:
+            out["outside"] += 1
+            continue
+        _, _, _, text, dom, blob = max(around, key=lambda r: (r[1], -r[2]))
+        if text not in WHOLE | SHARE:
+            out["outside"] += 1
+            continue
+        got = None
+        if blob is not None and len(blob) >= 32:
+            hd, _, sid, _, psize, _ = struct.unpack_from("<IIIIQQ", blob)
+            want = size.get((dom, sid))
+            if hd == dom and want == psize and len(blob) >= 32 + psize:
+                body = blob[32:32 + psize]
+                b = ent.get((dom, sid, "Message size [bytes]", 22))
+                m = ent.get((dom, sid, "NCCL communicator ID", 18))
+                if b is not None and b + 8 <= psize:
+                    got = {"bytes": struct.unpack_from("<Q", body, b)[0],
+                           "comm": (f"nccl:{struct.unpack_from('<Q', body, m)[0]:x}"
+                                    if m is not None and m + 8 <= psize else None)}
+        if got is None:
+            out["invalid"] += 1
+            continue
+        if text in SHARE:
+            got["bytes"] = None
+            out["share"] += 1
+        else:
+            out["sized"] += 1
+        out["by_corr"][str(c)] = got
+    out["in_order"] = [out["by_corr"].get(c) for _, c in sorted(order)]
+    return out
 
 
 def union(ivs):
@@ -72,7 +148,9 @@ def figures(path, dev=None):
         if t in tables(db):
             copies += list(db.execute(f'SELECT start, "end" FROM {t}{gpu_where}'))
     gpu = [(s, e) for s, e, _ in kernels] + copies
+    extra = {"nccl": nccl(db)} if "NVTX_PAYLOAD_SCHEMAS" in tables(db) else {}
     return {
+        **extra,
         "path": path,
         "viewer": viewer(db, gpu_where, host),
         "kernels": len(kernels),

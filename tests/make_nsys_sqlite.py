@@ -39,14 +39,40 @@ cudaDeviceSynchronize per step); a helper thread (tid 4331) launches one 20 us P
 step onto GPU 0 and one onto GPU 1 (evenly: it goes to both) inside its `p2p` range. The
 correlation ids are unique within the process (CUPTI's are per process).
 
+`--nccl-ranges ok|bad` (v3) adds NCCL's own NVTX ranges with their binary payloads, as an
+export of a run under NCCL >= 2.19 holds them (without the flag the outputs are unchanged, byte
+for byte). What is assumed, and from where:
+- NCCL pushes one range per API call, named after the function, in the NVTX domain `NCCL`
+  (NVIDIA/nccl src/include/nvtx.h); its payload structs and their schema entries are NVIDIA/nccl
+  src/include/nvtx_payload_schemas.h: all-reduce {uint64 comm "NCCL communicator ID"; size_t
+  bytes "Message size [bytes]"; ncclRedOp_t op "Reduction operation"} (24 bytes), all-gather
+  {comm; bytes} (16 bytes, the *send* size: one rank's share); entry types from NVTX's
+  nvToolsExtPayload.h (18 uint64, 22 size_t, 5 int).
+- In the export (Nsight Systems 2026.4, schema 3.28.1, as recorded in docs/nsys.md): the domain
+  is named by an NVTX_EVENTS row of eventType 75 and text 'NCCL' whose domainId the ranges
+  carry; the payload is NVTX_EVENTS.binaryData; the schemas are NVTX_PAYLOAD_SCHEMAS(domainId,
+  schemaId, name, type, flags, numEntries, payloadSize, alignTo) and
+  NVTX_PAYLOAD_SCHEMA_ENTRIES(domainId, schemaId, idx, flags, type, name, description,
+  arrayOrUnionDetail, offset). The schema ids here (0x10001, 0x10002) are arbitrary.
+- The blob: a 32-byte little-endian header (domainId u32, u32 0, schemaId u32, u32 0,
+  payloadSize u64, totalSize u64) then the struct. NOT documented by NVIDIA ("see docs for
+  format"): it is how a third-party reader decodes it (GindaChen/nsys-ai,
+  nccl_payload_breakdown.py). Unconfirmed.
+Per step, the all-reduce's launch lies inside an `ncclAllReduce` range of communicator
+COMM_AR with NCCL_BYTES(s) bytes; a 50 us all-gather (communicator COMM_AG, stream 20, before the
+compute) inside an `ncclAllGather` range; the last step's all-reduce is grouped: its
+`ncclAllReduce` range ends before the launch, which lies in `ncclGroupEnd`. `bad`: every blob's
+header gives a payload size 8 bytes short of its schema's (must not be used).
+
 usage: make_nsys_sqlite.py OUT_DIR [--variant v3|v2] [--kineto DIR] [--names rank|profile]
-       [--steps N] [--ranks N] [--multi-gpu NAME] [--one-process NAME]
+       [--steps N] [--ranks N] [--multi-gpu NAME] [--one-process NAME] [--nccl-ranges ok|bad]
 """
 
 import argparse
 import json
 import os
 import sqlite3
+import struct
 
 RANKS, STEPS, SLOW, FROM, FACTOR = 4, 8, 2, 3, 1.5
 STEP_NS, LAG_NS = 10_000_000, 6_000_000
@@ -54,6 +80,20 @@ GEMM_NS, ATTN_NS, NORM_NS, TAIL_NS = 3_000_000, 2_000_000, 500_000, 200_000
 BASE_NS = 1_700_000_000_000_000_000
 COPY_AT, COPY_NS, SET_AT, SET_NS = 1_000_000, 100_000, 1_200_000, 50_000
 GPU_NAME = "NVIDIA H100 80GB HBM3"
+NCCL_RANGES = None  # --nccl-ranges: None, "ok" or "bad"
+NCCL_DOMAIN, AR_SCHEMA, AG_SCHEMA = 3, 0x10001, 0x10002
+COMM_AR, COMM_AG = 0x9E3779B97F4A7C15, 0x2545F4914F6CDD1D
+AG_BYTES = 1 << 16
+
+
+def NCCL_BYTES(s):
+    return (1 << 20) * (s + 1)
+
+
+def nccl_blob(schema, body):
+    """The payload as the export holds it (the third-party header, then the struct)."""
+    size = len(body) - (8 if NCCL_RANGES == "bad" else 0)
+    return struct.pack("<IIIIQQ", NCCL_DOMAIN, 0, schema, 0, size, 32 + len(body)) + body
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"
 ATTN = ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, "
@@ -61,8 +101,9 @@ ATTN = ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, fa
 NORM = ("void vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, "
         "float, int, int)")
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+AG = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 SHORT = {GEMM: GEMM, ATTN: "flash_fwd_kernel", NORM: "rms_norm_kernel",
-         NCCL: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"}
+         NCCL: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", AG: "ncclDevKernel_AllGather_RING_LL"}
 
 
 def gemm(r, s):
@@ -87,7 +128,7 @@ def rank_rows(r, variant):
     pid, tid = 1234 + r, 1234 + r
     gtid = (pid << 24) | tid
     gpid = pid << 24
-    rows = {"kernel": [], "runtime": [], "nvtx": [], "memcpy": [], "memset": []}
+    rows = {"kernel": [], "runtime": [], "nvtx": [], "memcpy": [], "memset": [], "nccl": []}
     corr = 1000
     for s in range(STEPS):
         t0 = s * STEP_NS
@@ -112,7 +153,26 @@ def rank_rows(r, variant):
         a, b = allreduce(r, s)
         rows["runtime"].append((t0 + 200_000, t0 + 205_000, "cudaLaunchKernel_v7000", corr, gtid))
         rows["kernel"].append((a, b, corr, 20, NCCL, gpid))
+        if NCCL_RANGES:
+            nccl_rows(rows, s, t0, gtid, gpid, corr)
     return rows
+
+
+def nccl_rows(rows, s, t0, gtid, gpid, corr):
+    """NCCL's ranges around step s's all-reduce launch (at t0 + 200 us), and an all-gather."""
+    ar = nccl_blob(AR_SCHEMA, struct.pack("<QQiI", COMM_AR, NCCL_BYTES(s), 0, 0))
+    if s < STEPS - 1:
+        rows["nccl"].append((t0 + 195_000, t0 + 208_000, "ncclAllReduce", gtid, ar))
+    else:  # grouped: the kernel is launched in ncclGroupEnd, outside the call's range
+        rows["nccl"].append((t0 + 180_000, t0 + 181_000, "ncclGroupStart", gtid, None))
+        rows["nccl"].append((t0 + 182_000, t0 + 185_000, "ncclAllReduce", gtid, ar))
+        rows["nccl"].append((t0 + 195_000, t0 + 208_000, "ncclGroupEnd", gtid, None))
+    ag = nccl_blob(AG_SCHEMA, struct.pack("<QQ", COMM_AG, AG_BYTES))
+    c = corr + 500_000
+    rows["nccl"].append((t0 + 150_000, t0 + 160_000, "ncclAllGather", gtid, ag))
+    rows["runtime"].append((t0 + 152_000, t0 + 157_000, "cudaLaunchKernel_v7000", c, gtid))
+    g = s * STEP_NS + LAG_NS - 200_000
+    rows["kernel"].append((g, g + 50_000, c, 20, AG, gpid))
 
 
 class Strings:
@@ -166,7 +226,10 @@ def write_export(path, ranks, variant, rows_of=None):
             "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, "
             "eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, color INTEGER, "
             "text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, "
-            "domainId INTEGER, uint64Value INTEGER, jsonTextId INTEGER, jsonText TEXT)")
+            "domainId INTEGER, uint64Value INTEGER, jsonTextId INTEGER, jsonText TEXT"
+            + (", binaryData BLOB)" if NCCL_RANGES else ")"))
+        if NCCL_RANGES:
+            write_nccl_schemas(c)
         c.execute(
             "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, "
             "name TEXT, busLocation TEXT, totalMemory INTEGER, smCount INTEGER, "
@@ -229,8 +292,16 @@ def write_export(path, ranks, variant, rows_of=None):
         # A mark (34, no end) and a domain's creation (75): not ranges, never steps.
         c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
                   "VALUES (5, NULL, 34, 'ProfilerStep#99', ?)", (gtid,))
-        c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
-                  "VALUES (1, NULL, 75, 'NCCL', ?)", (gtid,))
+        if NCCL_RANGES and v3:
+            c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                      "VALUES (1, NULL, 75, 'NCCL', ?, ?)", (gtid, NCCL_DOMAIN))
+            for (a, b, text, g, blob) in rows["nccl"]:
+                c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, "
+                          "domainId, binaryData) VALUES (?, ?, 59, ?, ?, ?, ?)",
+                          (a, b, text, g, NCCL_DOMAIN, blob))
+        else:
+            c.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
+                      "VALUES (1, NULL, 75, 'NCCL', ?)", (gtid,))
         if v3 and rows.get("first", True):
             # The host process's and thread's names (what a viewer labels them with).
             c.execute("INSERT INTO PROCESSES VALUES (?, ?, 'python3')", ((gtid >> 24) << 24,
@@ -239,6 +310,27 @@ def write_export(path, ranks, variant, rows_of=None):
     c.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in sid.ids.items()])
     db.commit()
     db.close()
+
+
+def write_nccl_schemas(c):
+    """NVTX_PAYLOAD_SCHEMAS / _ENTRIES of NCCL's all-reduce and all-gather payloads."""
+    c.execute("CREATE TABLE NVTX_PAYLOAD_SCHEMAS (domainId INTEGER, schemaId INTEGER, name TEXT, "
+              "type INTEGER, flags INTEGER, numEntries INTEGER, payloadSize INTEGER, "
+              "alignTo INTEGER)")
+    c.execute("CREATE TABLE NVTX_PAYLOAD_SCHEMA_ENTRIES (domainId INTEGER, schemaId INTEGER, "
+              "idx INTEGER, flags INTEGER, type INTEGER, name TEXT, description TEXT, "
+              "arrayOrUnionDetail INTEGER, offset INTEGER)")
+    for sid, name, size, entries in [
+            (AR_SCHEMA, "NcclNvtxParamsAllReduce", 24,
+             [(18, "NCCL communicator ID", 0), (22, "Message size [bytes]", 8),
+              (0x10100, "Reduction operation", 16)]),
+            (AG_SCHEMA, "NcclNvtxParamsAllGather", 16,
+             [(18, "NCCL communicator ID", 0), (22, "Message size [bytes]", 8)])]:
+        c.execute("INSERT INTO NVTX_PAYLOAD_SCHEMAS VALUES (?, ?, ?, 1, 0, ?, ?, 8)",
+                  (NCCL_DOMAIN, sid, name, len(entries), size))
+        for i, (ty, en, off) in enumerate(entries):
+            c.execute("INSERT INTO NVTX_PAYLOAD_SCHEMA_ENTRIES VALUES (?, ?, ?, 0, ?, ?, NULL, 0, ?)",
+                      (NCCL_DOMAIN, sid, i, ty, en, off))
 
 
 ONE_PID = 4321
@@ -322,7 +414,7 @@ def write_kineto(path, r, variant):
 
 
 def main():
-    global STEPS, RANKS
+    global STEPS, RANKS, NCCL_RANGES
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--variant", choices=["v3", "v2"], default="v3")
@@ -337,8 +429,11 @@ def main():
                          "rank (a single-node run under one nsys: rank r a process on GPU r)")
     ap.add_argument("--one-process", metavar="NAME",
                     help="one export NAME.sqlite of a single process driving every GPU")
+    ap.add_argument("--nccl-ranges", choices=["ok", "bad"],
+                    help="v3: NCCL's own NVTX ranges with payloads (bad: blobs that must not "
+                         "validate)")
     a = ap.parse_args()
-    STEPS, RANKS = a.steps, a.ranks
+    STEPS, RANKS, NCCL_RANGES = a.steps, a.ranks, a.nccl_ranges
     os.makedirs(a.out, exist_ok=True)
     if a.multi_gpu:
         write_export(os.path.join(a.out, a.multi_gpu + ".sqlite"), list(range(RANKS)), a.variant)

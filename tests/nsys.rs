@@ -486,3 +486,184 @@ fn a_process_driving_several_gpus_is_one_rank_per_gpu() {
     merge(&node, &merged);
     viewer_rows(&merged, &want, "one-process", |r| r);
 }
+
+/// The kernels of rank `r` in a merged trace whose name starts with `nccl`, in start order:
+/// (`In msg nelems`, `Out msg nelems`, `dtype`, `Process Group Name`), each `Null` when absent
+/// (the merge renumbers correlations).
+fn nccl_args(merged: &Path, r: usize) -> Vec<[Value; 4]> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(merged).expect("merged")),
+        &mut text,
+    )
+    .expect("gunzip");
+    let doc: Value = serde_json::from_str(&text).expect("merged JSON");
+    let label = format!("[RANK{r:02}] ");
+    let mut v: Vec<(f64, [Value; 4])> = doc["traceEvents"]
+        .as_array()
+        .expect("traceEvents")
+        .iter()
+        .filter(|e| e["pid"].as_str().is_some_and(|p| p.starts_with(&label)))
+        .filter(|e| {
+            e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.starts_with("nccl"))
+        })
+        .map(|e| {
+            let a = &e["args"];
+            (
+                e["ts"].as_f64().expect("ts"),
+                [
+                    a["In msg nelems"].clone(),
+                    a["Out msg nelems"].clone(),
+                    a["dtype"].clone(),
+                    a["Process Group Name"].clone(),
+                ],
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v.into_iter().map(|x| x.1).collect()
+}
+
+/// The all-reduce's row of the critical path's transfers.
+fn allreduce_transfer(a: &Value) -> Value {
+    a["path"]["transfers"]
+        .as_array()
+        .expect("transfers")
+        .iter()
+        .find(|t| t["name"].as_str().is_some_and(|n| n.contains("AllReduce")))
+        .cloned()
+        .unwrap_or_else(|| panic!("no all-reduce transfer: {}", a["path"]))
+}
+
+/// NCCL's own NVTX ranges (`--nccl-ranges`): each NCCL kernel launched inside its call's range
+/// gets the size and communicator the independent checker decodes from the payload (an
+/// all-gather its communicator only, a grouped all-reduce nothing), the communicator keys the
+/// collectives on every rank alike, and the sizes reach the critical path's bus bandwidth
+/// (NCCL's all-reduce factor 2(n-1)/n over the transfer time); without the ranges, or with
+/// payloads that do not validate, no size, and a note says which. (A slow link is judged only
+/// between worlds, and an export carries no world size, so its ranks are one world: a slow
+/// link between worlds cannot be planted in exports yet.)
+#[test]
+fn nccl_ranges_give_nccl_kernels_their_size_and_communicator() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = |name: &str, extra: &[&str]| -> (PathBuf, Value, String) {
+        let dir = tmp.path().join(name);
+        generate(py, &dir, &tmp.path().join(format!("{name}-kineto")), extra);
+        let (code, a, err) = analyze(&dir);
+        assert_eq!(code, 0, "{name}: {err}");
+        (dir, a, err)
+    };
+    let (ok, a, _) = run("ok", &["--nccl-ranges", "ok"]);
+    let files: Vec<PathBuf> = (0..4).map(|r| ok.join(format!("rank{r}.sqlite"))).collect();
+    let want = checker(py, &files);
+    let merged = tmp.path().join("ok.trace.json.gz");
+    merge(&ok, &merged);
+    let notes = a["notes"].to_string();
+    let mut sizes = Vec::new();
+    for (r, w) in want.iter().enumerate() {
+        let n = &w["nccl"];
+        let order = n["in_order"].as_array().expect("in_order");
+        assert!(n["sized"].as_u64() > Some(0) && n["share"].as_u64() > Some(0));
+        assert_eq!(n["outside"], 1, "the grouped all-reduce");
+        assert_eq!(n["invalid"], 0);
+        assert!(
+            notes.contains(&format!(
+                "rank{r}.sqlite: NCCL's NVTX ranges (domain NCCL): {} of {} NCCL kernels got",
+                n["sized"], n["kernels"]
+            )),
+            "{notes}"
+        );
+        assert!(notes.contains(&format!("; {} all-gather/reduce-scatter", n["share"])));
+        let got = nccl_args(&merged, r);
+        assert_eq!(got.len() as u64, n["kernels"].as_u64().unwrap(), "rank {r}");
+        for (k, ([i, o, dtype, pg], x)) in got.iter().zip(order).enumerate() {
+            let corr = format!("#{k}");
+            match Some(x).filter(|x| !x.is_null()) {
+                Some(x) => {
+                    assert_eq!(pg, &x["comm"], "rank {r} kernel {corr}");
+                    assert_eq!(i, &x["bytes"], "rank {r} kernel {corr}");
+                    assert_eq!(o, &x["bytes"], "rank {r} kernel {corr}");
+                    let bytes_dtype = if x["bytes"].is_null() {
+                        Value::Null
+                    } else {
+                        "Byte".into()
+                    };
+                    assert_eq!(dtype, &bytes_dtype);
+                    if r == 0 && !x["bytes"].is_null() {
+                        sizes.push(x["bytes"].as_f64().unwrap());
+                    }
+                }
+                None => assert!(
+                    [i, o, dtype, pg].iter().all(|v| v.is_null()),
+                    "rank {r} kernel {corr}: {i} {o} {dtype} {pg}"
+                ),
+            }
+        }
+    }
+    // The all-reduce's communicator keys its collectives on every rank alike: each sized one
+    // matched across the four ranks.
+    let comm = want[0]["nccl"]["by_corr"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|x| !x["bytes"].is_null())
+        .map(|x| x["comm"].as_str().unwrap().to_string())
+        .unwrap();
+    let group = a["collectives"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["key"] == format!("pg {comm} stream #0").as_str())
+        .unwrap_or_else(|| panic!("no group of {comm}: {}", a["collectives"]["groups"]));
+    assert_eq!(group["matched"].as_u64(), Some(sizes.len() as u64));
+    // Bus bandwidth: the lower median of bytes × 2(n-1)/n over the 200 µs transfer (the
+    // generator's TAIL_NS), GB/s rounded as the tool does (bytes per ns, three decimals).
+    let t = allreduce_transfer(&a);
+    assert_eq!(t["median_ns"].as_f64(), Some(200_000.0), "{t}");
+    let mut bw: Vec<f64> = sizes
+        .iter()
+        .map(|b| (b * 1.5 / 200_000.0 * 1e3).round() / 1e3)
+        .collect();
+    bw.sort_by(f64::total_cmp);
+    let median = bw[(bw.len() - 1) / 2];
+    assert!(
+        (t["busbw_gbps"].as_f64().expect("busbw") - median).abs() < 1e-9,
+        "{t} vs {median}"
+    );
+
+    // Without the ranges: no size, no bus bandwidth, no note.
+    let (_, plain, _) = run("plain", &[]);
+    let t = allreduce_transfer(&plain);
+    assert!(t["busbw_gbps"].is_null() && t["bytes"].is_null(), "{t}");
+    assert!(!plain["notes"].to_string().contains("NCCL's NVTX ranges"));
+
+    // Payloads whose header disagrees with their schema: not used, and said.
+    let (bad, b, _) = run("bad", &["--nccl-ranges", "bad"]);
+    let files: Vec<PathBuf> = (0..4)
+        .map(|r| bad.join(format!("rank{r}.sqlite")))
+        .collect();
+    let want = checker(py, &files);
+    let notes = b["notes"].to_string();
+    for (r, w) in want.iter().enumerate() {
+        let n = &w["nccl"];
+        assert_eq!(n["sized"], 0);
+        assert!(n["invalid"].as_u64() > Some(0));
+        assert!(
+            notes.contains(&format!(
+                "rank{r}.sqlite: {} NCCL kernels' range payloads did not validate",
+                n["invalid"]
+            )),
+            "{notes}"
+        );
+    }
+    let t = allreduce_transfer(&b);
+    assert!(t["busbw_gbps"].is_null() && t["bytes"].is_null(), "{t}");
+    let merged = tmp.path().join("bad.trace.json.gz");
+    merge(&bad, &merged);
+    for r in 0..4 {
+        assert!(nccl_args(&merged, r)
+            .iter()
+            .all(|v| v.iter().all(|x| x.is_null())));
+    }
+}

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use super::rows::{int, Rows};
-use super::rows::{Select, Shared};
 use super::schema::{ident, Schema, GPUS, KERNEL, MEMCPY, MEMSET, RUNTIME};
+use super::scope::{Select, Shared};
 
 impl Rows<'_> {
     /// ` AND …`: the rows of GPU table `t` (alias `alias`) on the selected device; `""` when

@@ -11,6 +11,10 @@
 //! | `CUPTI_ACTIVITY_KIND_RUNTIME` | `cuda_runtime`, the call without its `_v7000` suffix, pid / tid, `correlation` (the launch side of a kernel) |
 //! | `NVTX_EVENTS` (push/pop and start/end ranges) | `user_annotation`, the range's text, pid / tid |
 //!
+//! An NCCL kernel launched inside NCCL's own NVTX range of its call also gets that call's size
+//! (`In msg nelems`, `Out msg nelems`, `dtype` `Byte`) and communicator (`Process Group Name`
+//! `nccl:<id>`), as Kineto gives them ([`nccl`]).
+//!
 //! Times: the export's nanoseconds from the session start, written as Kineto's relative `ts`
 //! (µs, three decimals: exact); the session start (`TARGET_INFO_SESSION_START_TIME.utcEpochNs`)
 //! is the header's `base_time_ns`, as Kineto's `baseTimeNanoseconds`. Without it the times stay
@@ -25,7 +29,8 @@
 //! threads that launched onto it, [`devices::Shared`]).
 //!
 //! Streamed ([`rows`]): each table is read through one prepared statement, row by row, in the export's
-//! own order (the collector sorts what it keeps: no `ORDER BY`, so SQLite sorts nothing); names
+//! own order (the collector sorts what it keeps: no `ORDER BY`, so SQLite sorts nothing, but for
+//! [`nccl`]'s pre-pass over NCCL's ranges and launches, by thread and start); names
 //! come through a `LEFT JOIN` on `StringIds` (its primary key), never a table in memory. Only
 //! the rows the consumer's [`Want`] takes are formatted. The columns are picked by name after
 //! asking the export ([`schema`]); what cannot be read is refused, naming the missing table or
@@ -33,8 +38,10 @@
 
 pub(crate) mod devices;
 pub(crate) mod export;
+mod nccl;
 mod rows;
 pub(crate) mod schema;
+mod scope;
 mod viewer;
 
 use std::collections::BTreeSet;
@@ -117,6 +124,7 @@ pub(crate) fn read_nsys(
         defaulted: Vec::new(),
         viewer: want.is_none(),
         select,
+        nccl: None,
     };
     let (header, version) = head(&conn, &schema, device);
     let start = header.base_time_ns;
@@ -149,6 +157,10 @@ pub(crate) fn read_nsys(
                 sh.said(s.device, (s.global_pid >> 24) & 0xFF_FFFF)
             ));
         }
+    }
+    r.nccl = nccl::read(path, &conn, &schema, &r.gpu_filter(schema::KERNEL, "k"));
+    if let Some(n) = &mut r.nccl {
+        said.append(&mut n.said);
     }
     r.metadata(&mut report, &mut |e| on_event(e))?;
     r.runtime(&mut report, &mut on_event)?;

@@ -11,6 +11,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 
 use super::schema::{self, ident, Schema, KERNEL, KERNEL_NAMES};
+use super::scope::{Nccl, Select};
 use super::sql_err;
 use crate::trace::read::damage::ReadReport;
 use crate::trace::read::event::{scan_event, Event};
@@ -35,6 +36,8 @@ pub(super) struct Rows<'a> {
     pub(super) viewer: bool,
     /// The one GPU of a report holding several read as this rank ([`super::devices`]).
     pub(super) select: Option<Select>,
+    /// The NCCL kernels' sizes and communicators from NCCL's NVTX ranges ([`super::nccl`]).
+    pub(super) nccl: Option<Nccl>,
 }
 
 /// A cell as an integer (`None`: NULL or not a number).
@@ -93,36 +96,6 @@ pub(super) fn push_flow(buf: &mut String, finish: bool, corr: i64, pid: i64, tid
         buf.push_str(", \"bp\": \"e\"");
     }
     buf.push('}');
-}
-
-/// One GPU of a report and the process that owns it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Select {
-    /// The GPU's `deviceId`.
-    pub(crate) device: i64,
-    /// The owning process's `globalPid` (a `globalTid` with its thread bits clear).
-    pub(crate) global_pid: i64,
-    /// When that process drives other GPUs too: which of its rows are this GPU's.
-    pub(crate) shared: Option<Shared>,
-}
-
-/// A process driving several GPUs (a single controller, DataParallel, one process per node):
-/// which of its host rows go to the selected GPU. Its runtime calls go by what they launched;
-/// its threads by where they launched ([`super::devices`] gives them out): a thread goes to
-/// the GPU it launched most onto, and to any other that got at least half as many of its
-/// launches (a thread launching evenly onto several GPUs goes to each); a thread that
-/// launched nothing (a controller's main thread holding the step ranges) is shared by every
-/// GPU of the process.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Shared {
-    /// The process's GPUs (ascending).
-    pub(crate) devices: Vec<i64>,
-    /// The `globalTid`s of the threads given to the selected GPU by their launches.
-    pub(crate) mine: Vec<i64>,
-    /// The `globalTid`s of every thread of the process that launched anything.
-    pub(crate) launchers: Vec<i64>,
-    /// Of the threads given to the selected GPU, how many also go to another.
-    pub(crate) split: usize,
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`: Kineto's names carry no API version.
@@ -239,9 +212,14 @@ impl Rows<'_> {
             String::new()
         };
         let flow = self.work_flow_col(t, "k");
+        // The kernel's process, to look up what NCCL's ranges gave it.
+        let nccl = self.nccl.as_ref().is_some_and(|n| !n.by_kernel.is_empty())
+            && s.column(t, "globalPid").is_some();
+        let gpid_at = if has_dims { 13 } else { 7 };
+        let gpid_sql = if nccl { ", k.\"globalPid\"" } else { "" };
         let sql = format!(
-            "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {}, {flow}{dims_sql} FROM {} \
-             AS k{} WHERE 1{}",
+            "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {}, {flow}{dims_sql}{gpid_sql} \
+             FROM {} AS k{} WHERE 1{}",
             name.expr,
             ident(t),
             name.join,
@@ -283,11 +261,36 @@ impl Rows<'_> {
                         d[0], d[1], d[2], d[3], d[4], d[5]
                     );
                 }
-                b.push_str("}}");
+                if nccl {
+                    me.push_nccl(row, gpid_at);
+                }
+                me.buf.push_str("}}");
                 me.hand_dyn(report, on_event);
                 me.flow_end(row, 6, 4, (dev, stream, start), report, on_event);
             },
         )
+    }
+
+    /// The args NCCL's range gave this kernel (column 4 its `correlationId`, `gpid_at` its
+    /// `globalPid`): its size as `Byte` elements (the element count is the size in bytes) and
+    /// its communicator as the process group.
+    fn push_nccl(&mut self, row: &Row<'_>, gpid_at: usize) {
+        let found = self.nccl.as_ref().and_then(|n| {
+            n.by_kernel
+                .get(&(int(row, gpid_at)?, int(row, 4)?))
+                .copied()
+        });
+        let Some(f) = found else { return };
+        let b = &mut self.buf;
+        if let Some(n) = f.bytes {
+            let _ = write!(
+                b,
+                ", \"In msg nelems\": {n}, \"Out msg nelems\": {n}, \"dtype\": \"Byte\""
+            );
+        }
+        if let Some(c) = f.comm {
+            let _ = write!(b, ", \"Process Group Name\": \"nccl:{c:x}\"");
+        }
     }
 
     /// The finish of the arrow from this GPU row's launch, when column `flag` says the launch
