@@ -40,6 +40,12 @@ pub(crate) fn argmax<T: Copy + Ord>(v: &[T]) -> Option<usize> {
     best
 }
 
+/// The lower median (index `(n − 1) / 2` of the sorted values); 0 when empty.
+pub(crate) fn lower_median(mut v: Vec<i64>) -> i64 {
+    v.sort_unstable();
+    v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+}
+
 /// Median and 90th percentile (nearest rank) of a list.
 pub(crate) fn median_p90(v: &[i64]) -> (i64, i64) {
     if v.is_empty() {

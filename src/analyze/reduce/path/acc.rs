@@ -9,13 +9,8 @@ use super::{Cause, CriticalPath, Kind, Late, PathStep, Transfer, MARKS, ROW_CAUS
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::reduce::steps::StepTable;
+use crate::analyze::stats::lower_median;
 use crate::trace::Ns;
-
-/// The lower median (index `(n − 1) / 2` of the sorted values).
-fn lower_median(mut v: Vec<i64>) -> i64 {
-    v.sort_unstable();
-    v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0)
-}
 
 /// A member's segment split: (seg, busy, host, late).
 fn split(r: &CollEv) -> (i64, i64, i64, i64) {
@@ -85,7 +80,7 @@ impl Acc {
                 .map(|r| {
                     (
                         r.step.clone(),
-                        r.dur_ns.iter().copied().max().unwrap_or(Ns::ZERO).0,
+                        r.dur_ns.iter().map(|d| d.0).max().unwrap_or(0),
                     )
                 })
                 .collect(),
