@@ -286,6 +286,8 @@ fn viewer_rows(merged: &Path, want: &[Value], variant: &str, gpu: impl Fn(usize)
         // v2's layout has no PROCESSES table: the process is named by its pid.
         let want_host = match variant {
             "v2" => format!("{label}process {}", 1234 + r),
+            // fixtures/nsys-real: nvFuser's C++ test binary, as PROCESSES names it.
+            "real" => format!("{label}./bin/test_matmul"),
             _ => format!("{label}python3"),
         };
         assert_eq!(host, [want_host], "{variant}");
@@ -666,4 +668,42 @@ fn nccl_ranges_give_nccl_kernels_their_size_and_communicator() {
             .iter()
             .all(|v| v.iter().all(|x| x.is_null())));
     }
+}
+
+/// A real export (fixtures/nsys-real: Nsight Systems 2024.6.2, schema 3.16.1, one H200, from
+/// NVIDIA/Fuser): read with the columns a real release writes, every figure as the checker
+/// computes it with Python's sqlite3, the version named without its parts, and its merged
+/// trace holding what a viewer shows (slices, launch arrows, the stream and the named thread).
+#[test]
+fn a_real_export_matches_the_checker() {
+    let Some(py) = python() else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nsys-real");
+    let file = dir.join("report1.sqlite");
+    let want = checker(py, std::slice::from_ref(&file));
+    assert_eq!(want.len(), 1);
+    let w = &want[0];
+    assert_eq!(w["kernels"], 19, "the fixture changed: {w}");
+    let (code, a, err) = analyze(&dir);
+    assert_eq!(code, 0, "analyze failed: {err}");
+    let r = &a["ranks"][0];
+    for k in [
+        "kernels",
+        "kernel_sum_ns",
+        "busy_ns",
+        "comm_ns",
+        "memcpy_memset_ns",
+        "span_ns",
+    ] {
+        assert_eq!(r[k], w[k], "{k}");
+    }
+    assert_eq!(r["device"], "NVIDIA H200");
+    let notes = a["notes"].to_string();
+    assert!(
+        notes.contains("(EXPORT_PRODUCT_VERSION 2024.6.2.25, EXPORT_SCHEMA_VERSION 3.16.1)"),
+        "{notes}"
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    merge(&dir, tmp.path());
+    let merged = tmp.path().join("merged-report1.trace.json.gz");
+    viewer_rows(&merged, &want, "real", |_| 0);
 }

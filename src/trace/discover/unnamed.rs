@@ -77,7 +77,7 @@ fn finish(dir: PathBuf, id: String, mut files: Vec<RankFile>, notes: &mut Vec<St
 }
 
 /// The profile id of files whose names carry no rank: one file's own name without its
-/// extensions (`run42` for `run42.trace.json.gz`), else their directory's name (the current
+/// extensions (`run42` for `run42.trace.json.gz`, `report1` for `report1.sqlite`), else their directory's name (the current
 /// directory's for bare file names), else `trace`.
 fn profile_id(dir: &Path, files: &[RankFile]) -> String {
     if let [one] = files {
@@ -85,6 +85,11 @@ fn profile_id(dir: &Path, files: &[RankFile]) -> String {
         let stem = ["gz", "json", "trace", "pt"].iter().fold(name, |n, ext| {
             n.strip_suffix(&format!(".{ext}")[..]).unwrap_or(n)
         });
+        // An Nsight Systems export or report: `report1` for `report1.sqlite`.
+        let stem = [".sqlite", ".nsys-rep"]
+            .iter()
+            .find_map(|ext| stem.strip_suffix(ext))
+            .unwrap_or(stem);
         if !stem.is_empty() {
             return stem.to_string();
         }

@@ -245,13 +245,16 @@ pub(crate) fn read_head(path: &Path) -> io::Result<Option<Header>> {
 }
 
 /// `META_DATA_EXPORT`'s version rows, `name value` joined.
+/// The export's versions as `META_DATA_EXPORT` names them (`EXPORT_PRODUCT_VERSION 2024.6.2.25,
+/// EXPORT_SCHEMA_VERSION 3.16.1`), without their parts (`EXPORT_SCHEMA_VERSION_MAJOR`, …).
 fn version(conn: &Connection, s: &Schema) -> Option<String> {
     if s.column(schema::META, "name").is_none() || s.column(schema::META, "value").is_none() {
         return None;
     }
     let mut st = conn
         .prepare(&format!(
-            "SELECT name, value FROM {} WHERE name LIKE '%VERSION%'",
+            "SELECT name, value FROM {} WHERE name LIKE '%VERSION%' \
+             AND name NOT LIKE '%VERSION\\_%' ESCAPE '\\'",
             ident(schema::META)
         ))
         .ok()?;
