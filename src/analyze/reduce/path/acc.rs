@@ -507,7 +507,8 @@ impl Acc {
                 "per-step costs are over the {steps} steps measured in full: {partial} step(s) hold a collective that some rank had no collective before (its first), which cannot be charged"
             ));
         }
-        if self.collectives == 0 {
+        // (One rank has nothing to wait for: nothing to say.)
+        if self.collectives == 0 && self.labels.len() > 1 {
             notes.push(
                 "no matched collective has a collective before it on every rank: the critical path needs at least two per rank"
                     .to_string(),
