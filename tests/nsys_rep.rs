@@ -600,7 +600,28 @@ fn reports_of_several_nodes_recorded_together_are_one_profile() {
     assert_eq!(figs(&a), figs(&want));
     let notes = a["notes"].to_string();
     assert!(notes.contains("one profile \\\"node\\\""), "{notes}");
-    assert!(notes.contains("ranks 4–7 are node_b's GPUs 0–3"), "{notes}");
+    assert!(
+        notes.contains("DP01 is node_b's GPUs 0–3 (ranks 4–7)"),
+        "{notes}"
+    );
+    // Each report a replica: its collectives matched within it, not against the other's.
+    assert!(
+        notes.contains("collectives are matched within each of the 2 DP replicas"),
+        "{notes}"
+    );
+    // How each report was exported, said once (by its first GPU's rank).
+    assert_eq!(
+        notes.matches("exported by `nsys export").count(),
+        2,
+        "{notes}"
+    );
+    let worlds: std::collections::BTreeSet<String> = a["collectives"]["worlds"]
+        .as_array()
+        .expect("worlds")
+        .iter()
+        .map(|w| w["world"].to_string())
+        .collect();
+    assert_eq!(worlds.len(), 2, "{}", a["collectives"]["worlds"]);
     let files = a["files"].to_string();
     assert!(files.contains("node_b.nsys-rep#gpu3"), "{files}");
 

@@ -173,33 +173,42 @@ fn profile(dir: &Path, run: Vec<Split>, notes: &mut Vec<String>) -> Group {
     };
     let mut files: Vec<RankFile> = Vec::new();
     let mut parts = Vec::new();
-    for s in &run {
+    let several = run.len() > 1;
+    for (i, s) in run.iter().enumerate() {
         let size = std::fs::metadata(&s.path).map(|m| m.len()).unwrap_or(0);
         let first = files.len();
-        for &d in &s.devices {
-            let mut f = rank_file(
-                device_path(&s.path, d),
+        for (k, &d) in s.devices.iter().enumerate() {
+            // Several reports: each a replica (DP) of its GPUs (TP), so each is matched
+            // within itself (its GPUs are its world: the reader's `distributedInfo`).
+            let id = if several {
+                RankId {
+                    tp: Some(k as u32),
+                    dp: Some(i as u32),
+                    ..Default::default()
+                }
+            } else {
                 RankId {
                     rank: Some(files.len() as u32),
                     ..Default::default()
-                },
-                Naming::Gpu,
-            );
+                }
+            };
+            let mut f = rank_file(device_path(&s.path, d), id, Naming::Gpu);
             f.size = size / s.devices.len().max(1) as u64;
             files.push(f);
         }
         parts.push(format!(
-            "ranks {}–{} are {}'s GPUs {}",
+            "DP{i:02} is {}'s GPUs {} (ranks {}–{})",
+            stem(&s.path),
+            gpu_words(&s.devices),
             first,
             files.len().saturating_sub(1),
-            stem(&s.path),
-            gpu_words(&s.devices)
         ));
     }
     if run.len() > 1 {
         notes.push(format!(
             "{}: {} Nsight Systems reports of several GPUs each whose kernels ran at the same \
-             time: one profile {profile_id:?} ({})",
+             time: one profile {profile_id:?}, each report a replica whose collectives are \
+             matched within it ({})",
             super::group::shown_dir(dir),
             run.len(),
             parts.join("; ")
@@ -253,8 +262,9 @@ mod tests {
         assert_eq!(g.files.len(), 6);
         assert!(g.files[5].path.ends_with("node_c.nsys-rep#gpu1"));
         assert!(
-            notes[0].contains("ranks 2–3 are node_b's GPUs 0, 1"),
+            notes[0].contains("DP01 is node_b's GPUs 0, 1 (ranks 2–3)"),
             "{notes:?}"
         );
+        assert_eq!((g.files[2].id.dp, g.files[2].id.tp), (Some(1), Some(0)));
     }
 }

@@ -242,6 +242,14 @@ pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Gpus>> {
     }))
 }
 
+/// The lowest `deviceId` of the export's kernels (its first rank when read one rank per GPU).
+pub(crate) fn first_device(path: &Path) -> Option<i64> {
+    let (conn, schema, _) = super::open_export(path).ok()?;
+    schema.column(KERNEL, "deviceId")?;
+    let sql = format!("SELECT MIN(deviceId) FROM {}", ident(KERNEL));
+    conn.query_row(&sql, [], |r| Ok(int(r, 0))).ok()?
+}
+
 /// When the export's kernels ran on the wall clock: (first start, last end), ns since the
 /// epoch; `None` without the session start (`TARGET_INFO_SESSION_START_TIME`: the times are
 /// then relative to a start nobody knows) or without kernels. One pass over the kernels

@@ -426,7 +426,7 @@ pub(crate) fn read_rep(
     on_event: impl FnMut(&super::Event<'_>),
 ) -> io::Result<super::ReadReport> {
     let (db, e) = exported_path(rep)?;
-    let (file, _) = super::devices::split_path(rep);
+    let (file, device) = super::devices::split_path(rep);
     let shown = |s: &str| s.replace(&e.db.display().to_string(), &file.display().to_string());
     let mut r = super::read_nsys(&db, want, on_event)
         .map_err(|err| io::Error::new(err.kind(), shown(&err.to_string())))?;
@@ -434,7 +434,11 @@ pub(crate) fn read_rep(
     for s in &mut r.said {
         *s = shown(s);
     }
-    r.said.insert(0, e.said);
+    // How the report was exported is said once: by its first GPU's rank when it is read one
+    // rank per GPU.
+    if device.is_none() || device == super::devices::first_device(&e.db) {
+        r.said.insert(0, e.said);
+    }
     Ok(r)
 }
 

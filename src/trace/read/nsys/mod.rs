@@ -231,9 +231,24 @@ fn head(conn: &Connection, schema: &Schema, device: Option<i64>) -> (Header, Opt
         device_properties: device
             .and_then(|d| gpus(conn, schema, Some(d)))
             .or_else(|| gpus(conn, schema, None)),
+        distributed_info: device.and_then(|_| world(conn, schema)),
         ..Header::default()
     };
     (header, version(conn, schema))
+}
+
+/// One GPU of a report read one rank per GPU: the report's GPUs are its world, as Kineto's
+/// `distributedInfo` (`{"world_size": N}`, N the GPUs its kernels ran on) says it; several
+/// reports of one profile are then matched each within itself, as DP replicas are
+/// (`analyze::reduce::collectives::worlds`), not against each other's unrelated collectives.
+fn world(conn: &Connection, s: &Schema) -> Option<String> {
+    s.column(schema::KERNEL, "deviceId")?;
+    let sql = format!(
+        "SELECT COUNT(DISTINCT deviceId) FROM {}",
+        ident(schema::KERNEL)
+    );
+    let n = conn.query_row(&sql, [], |r| Ok(int(r, 0))).ok()??;
+    (n > 0).then(|| format!("{{\"world_size\": {n}}}"))
 }
 
 /// [`super::reader::read_head`] for an export: its header, without reading its rows; `Err`
@@ -244,7 +259,6 @@ pub(crate) fn read_head(path: &Path) -> io::Result<Option<Header>> {
     Ok(Some(head(&conn, &schema, device).0))
 }
 
-/// `META_DATA_EXPORT`'s version rows, `name value` joined.
 /// The export's versions as `META_DATA_EXPORT` names them (`EXPORT_PRODUCT_VERSION 2024.6.2.25,
 /// EXPORT_SCHEMA_VERSION 3.16.1`), without their parts (`EXPORT_SCHEMA_VERSION_MAJOR`, …).
 fn version(conn: &Connection, s: &Schema) -> Option<String> {
