@@ -4,9 +4,10 @@
 //! and [`super::viewer`] add to their statements; which reports split so ([`gpus_of`], for
 //! discovery), and how a rank's path names its GPU ([`device_path`], [`split_path`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rusqlite::Connection;
 
@@ -194,11 +195,66 @@ pub(crate) struct Gpus {
     pub(crate) drivers: Vec<(i64, Vec<i64>)>,
 }
 
+/// What one pass over an export's kernels says of its GPUs: each (`deviceId`, `globalPid`)
+/// pair that ran kernels (the pid `None` where the export has no `globalPid`), with the first
+/// kernel's start and the last one's end over all of them. Discovery (the GPUs, when the report
+/// ran) and every rank read of a report split by GPU (its world, its first GPU) ask it: it is
+/// made once per file and command ([`census`]), so the kernel table is scanned once for all.
+#[derive(Debug)]
+struct Census {
+    pairs: Vec<(i64, Option<i64>)>,
+    span: Option<(i64, i64)>,
+}
+
+type CensusKey = (PathBuf, u64, Option<std::time::SystemTime>);
+
+/// The [`Census`] of the export at `path`: one `GROUP BY` over its kernels, cached by the
+/// file's path, size and modification time (a file rewritten is counted again).
+fn census(path: &Path) -> io::Result<Arc<Census>> {
+    static CACHE: OnceLock<Mutex<HashMap<CensusKey, Arc<Census>>>> = OnceLock::new();
+    let md = std::fs::metadata(path)?;
+    let key = (path.to_path_buf(), md.len(), md.modified().ok());
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(c) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(c.clone());
+    }
+    let (conn, schema, _) = super::open_export(path)?;
+    let mut pairs = Vec::new();
+    let mut span: Option<(i64, i64)> = None;
+    if schema.column(KERNEL, "deviceId").is_some() {
+        let pid = if schema.column(KERNEL, "globalPid").is_some() {
+            "globalPid"
+        } else {
+            "NULL"
+        };
+        let sql = format!(
+            "SELECT deviceId, {pid}, MIN(start), MAX(\"end\") FROM {} GROUP BY 1, 2 ORDER BY 1",
+            ident(KERNEL)
+        );
+        let err = super::sql_err(path, "the kernels' GPUs");
+        let mut st = conn.prepare(&sql).map_err(&err)?;
+        let mut rows = st.query([]).map_err(&err)?;
+        while let Some(r) = rows.next().map_err(&err)? {
+            let Some(d) = int(r, 0) else { continue };
+            pairs.push((d, int(r, 1)));
+            if let (Some(lo), Some(hi)) = (int(r, 2), int(r, 3)) {
+                span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            }
+        }
+    }
+    let c = Arc::new(Census { pairs, span });
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, c.clone());
+    Ok(c)
+}
+
 /// The GPUs of a report to read as one rank each: `Some` when its kernels ran on two GPUs or
 /// more and each GPU's kernels come from one process (a process owning one GPU gives it its
 /// runtime calls and NVTX ranges; one driving several shares them out, [`Shared`]); `None`
 /// when the report is one rank (one GPU, or a GPU shared by processes: read whole, noted by
-/// the reader). One `GROUP BY` over the kernels, skipped when `TARGET_INFO_GPU` lists one GPU.
+/// the reader). The export's [`census`], skipped when `TARGET_INFO_GPU` lists one GPU.
 pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Gpus>> {
     let (conn, schema, _) = super::open_export(path)?;
     if schema.column(KERNEL, "deviceId").is_none() || schema.column(KERNEL, "globalPid").is_none() {
@@ -214,18 +270,11 @@ pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Gpus>> {
             return Ok(None);
         }
     }
-    let sql = format!(
-        "SELECT deviceId, globalPid FROM {} GROUP BY deviceId, globalPid ORDER BY 1",
-        ident(KERNEL)
-    );
-    let err = super::sql_err(path, "the kernels' GPUs");
-    let mut st = conn.prepare(&sql).map_err(&err)?;
-    let mut rows = st.query([]).map_err(&err)?;
     let mut pairs: Vec<(i64, i64)> = Vec::new();
-    while let Some(r) = rows.next().map_err(&err)? {
-        match (int(r, 0), int(r, 1)) {
-            (Some(d), Some(p)) => pairs.push((d, p)),
-            _ => return Ok(None),
+    for &(d, p) in &census(path)?.pairs {
+        match p {
+            Some(p) => pairs.push((d, p)),
+            None => return Ok(None),
         }
     }
     let devices: BTreeSet<i64> = pairs.iter().map(|p| p.0).collect();
@@ -244,30 +293,26 @@ pub(crate) fn gpus_of(path: &Path) -> io::Result<Option<Gpus>> {
 
 /// The lowest `deviceId` of the export's kernels (its first rank when read one rank per GPU).
 pub(crate) fn first_device(path: &Path) -> Option<i64> {
-    let (conn, schema, _) = super::open_export(path).ok()?;
-    schema.column(KERNEL, "deviceId")?;
-    let sql = format!("SELECT MIN(deviceId) FROM {}", ident(KERNEL));
-    conn.query_row(&sql, [], |r| Ok(int(r, 0))).ok()?
+    census(path).ok()?.pairs.iter().map(|p| p.0).min()
+}
+
+/// How many GPUs the export's kernels ran on (`None`: none, or no `deviceId`).
+pub(crate) fn gpu_count(path: &Path) -> Option<usize> {
+    let c = census(path).ok()?;
+    let n = c.pairs.iter().map(|p| p.0).collect::<BTreeSet<_>>().len();
+    (n > 0).then_some(n)
 }
 
 /// When the export's kernels ran on the wall clock: (first start, last end), ns since the
 /// epoch; `None` without the session start (`TARGET_INFO_SESSION_START_TIME`: the times are
-/// then relative to a start nobody knows) or without kernels. One pass over the kernels
-/// (`MIN`/`MAX`), for discovery to tell whether reports were recorded together.
+/// then relative to a start nobody knows) or without kernels. From the export's [`census`],
+/// for discovery to tell whether reports were recorded together.
 pub(crate) fn span_of(path: &Path) -> io::Result<Option<(i64, i64)>> {
     let (conn, schema, _) = super::open_export(path)?;
     let Some(base) = super::session_start(&conn, &schema) else {
         return Ok(None);
     };
-    if schema.column(KERNEL, "start").is_none() || schema.column(KERNEL, "end").is_none() {
-        return Ok(None);
-    }
-    let sql = format!("SELECT MIN(start), MAX(\"end\") FROM {}", ident(KERNEL));
-    let err = super::sql_err(path, "the kernels' span");
-    let (lo, hi) = conn
-        .query_row(&sql, [], |r| Ok((int(r, 0), int(r, 1))))
-        .map_err(&err)?;
-    Ok(lo.zip(hi).map(|(lo, hi)| (base + lo, base + hi)))
+    Ok(census(path)?.span.map(|(lo, hi)| (base + lo, base + hi)))
 }
 
 /// GPU `device` of the export and the process that owns it (the first kernel's); when that

@@ -126,7 +126,7 @@ pub(crate) fn read_nsys(
         select,
         nccl: None,
     };
-    let (header, version) = head(&conn, &schema, device);
+    let (header, version) = head(&file, &conn, &schema, device);
     let start = header.base_time_ns;
     report.header = header;
     report.devices = report.header.lists_devices();
@@ -224,14 +224,19 @@ fn open_export(path: &Path) -> io::Result<(Connection, Schema, u64)> {
 
 /// The header of an export (its GPUs as `deviceProperties`, its session start as
 /// `base_time_ns`), and its version in words.
-fn head(conn: &Connection, schema: &Schema, device: Option<i64>) -> (Header, Option<String>) {
+fn head(
+    path: &Path,
+    conn: &Connection,
+    schema: &Schema,
+    device: Option<i64>,
+) -> (Header, Option<String>) {
     let header = Header {
         object_form: true,
         base_time_ns: session_start(conn, schema),
         device_properties: device
             .and_then(|d| gpus(conn, schema, Some(d)))
             .or_else(|| gpus(conn, schema, None)),
-        distributed_info: device.and_then(|_| world(conn, schema)),
+        distributed_info: device.and_then(|_| world(path)),
         ..Header::default()
     };
     (header, version(conn, schema))
@@ -241,14 +246,9 @@ fn head(conn: &Connection, schema: &Schema, device: Option<i64>) -> (Header, Opt
 /// `distributedInfo` (`{"world_size": N}`, N the GPUs its kernels ran on) says it; several
 /// reports of one profile are then matched each within itself, as DP replicas are
 /// (`analyze::reduce::collectives::worlds`), not against each other's unrelated collectives.
-fn world(conn: &Connection, s: &Schema) -> Option<String> {
-    s.column(schema::KERNEL, "deviceId")?;
-    let sql = format!(
-        "SELECT COUNT(DISTINCT deviceId) FROM {}",
-        ident(schema::KERNEL)
-    );
-    let n = conn.query_row(&sql, [], |r| Ok(int(r, 0))).ok()??;
-    (n > 0).then(|| format!("{{\"world_size\": {n}}}"))
+fn world(path: &Path) -> Option<String> {
+    let n = devices::gpu_count(path)?;
+    Some(format!("{{\"world_size\": {n}}}"))
 }
 
 /// [`super::reader::read_head`] for an export: its header, without reading its rows; `Err`
@@ -256,7 +256,7 @@ fn world(conn: &Connection, s: &Schema) -> Option<String> {
 pub(crate) fn read_head(path: &Path) -> io::Result<Option<Header>> {
     let (file, device) = devices::split_path(path);
     let (conn, schema, _) = open_export(&file)?;
-    Ok(Some(head(&conn, &schema, device).0))
+    Ok(Some(head(&file, &conn, &schema, device).0))
 }
 
 /// The export's versions as `META_DATA_EXPORT` names them (`EXPORT_PRODUCT_VERSION 2024.6.2.25,
