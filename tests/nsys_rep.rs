@@ -414,6 +414,31 @@ fn nsys_stop_analyze_reads_the_reports_written() {
     assert_eq!(run.exports().len(), 8);
 }
 
+/// Writes `dir/node.sqlite`, one report of every GPU (`make_nsys_sqlite.py --multi-gpu node`,
+/// `extra` added), and returns its analysis (JSON).
+fn one_report(py: &str, run: &Run, dir: &Path, extra: &[&str]) -> Value {
+    let out = Command::new(py)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/make_nsys_sqlite.py"))
+        .arg(dir)
+        .args(["--multi-gpu", "node"])
+        .args(extra)
+        .output()
+        .expect("run make_nsys_sqlite.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let node = dir.join("node.sqlite");
+    let a = run.rankprof(
+        true,
+        &[],
+        &["analyze", "--json", node.to_str().expect("utf-8")],
+    );
+    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    json(&a)
+}
+
 /// A report of a single-node run under one nsys (every rank's process, each on its own GPU):
 /// read (and listed) as one rank per GPU, as its export is, the report exported once per
 /// command for discovery and every rank, the folder left as it was.
@@ -422,28 +447,7 @@ fn a_report_of_several_gpus_is_one_rank_per_gpu_through_its_export() {
     let Some(py) = python() else { return };
     let run = Run::new(py);
     let node = run.tmp.path().join("node");
-    let out = Command::new(py)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/make_nsys_sqlite.py"))
-        .arg(&node)
-        .args(["--multi-gpu", "node"])
-        .output()
-        .expect("run make_nsys_sqlite.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let want = run.rankprof(
-        true,
-        &[],
-        &[
-            "analyze",
-            "--json",
-            node.join("node.sqlite").to_str().expect("utf-8"),
-        ],
-    );
-    assert_eq!(want.status.code(), Some(0), "{}", stderr(&want));
-    let want = json(&want);
+    let want = one_report(py, &run, &node, &[]);
     assert_eq!(want["ranks"].as_array().map(Vec::len), Some(4));
 
     let reps = run.tmp.path().join("noderep");
@@ -539,28 +543,7 @@ fn reports_of_several_nodes_recorded_together_are_one_profile() {
     let Some(py) = python() else { return };
     let run = Run::new(py);
     let whole = run.tmp.path().join("whole");
-    let out = Command::new(py)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/make_nsys_sqlite.py"))
-        .arg(&whole)
-        .args(["--multi-gpu", "node", "--ranks", "8"])
-        .output()
-        .expect("run make_nsys_sqlite.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let want = run.rankprof(
-        true,
-        &[],
-        &[
-            "analyze",
-            "--json",
-            whole.join("node.sqlite").to_str().expect("utf-8"),
-        ],
-    );
-    assert_eq!(want.status.code(), Some(0), "{}", stderr(&want));
-    let want = json(&want);
+    let want = one_report(py, &run, &whole, &["--ranks", "8"]);
 
     let nodes = run.tmp.path().join("nodes");
     std::fs::create_dir(&nodes).expect("mkdir");

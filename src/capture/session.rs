@@ -369,19 +369,7 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                 ));
                 continue;
             }
-            let awaited = flush::Awaited {
-                files: w.files,
-                counts: |_: &Path| true,
-            };
-            let f = flush::wait_until(
-                &w.dir,
-                &w.before,
-                expect,
-                settle,
-                flush_timeout,
-                &awaited,
-                &|| false,
-            );
+            let f = w.wait(expect, (settle, flush_timeout), |_: &Path| true, &|| false);
             if !f.complete {
                 let what = match w.files {
                     flush::Files::Traces => "trace files",

@@ -25,6 +25,30 @@ impl Watch {
         self.dialect.is_none_or(|d| row.backend == Some(d))
     }
 
+    /// Waits for at least `expect` of this capture's files here ([`flush::wait_until`]), the
+    /// ones `counts` takes.
+    pub(super) fn wait(
+        &self,
+        expect: usize,
+        (settle, timeout): (Duration, Duration),
+        counts: impl Fn(&std::path::Path) -> bool,
+        interrupted: &dyn Fn() -> bool,
+    ) -> flush::Flushed {
+        let awaited = Awaited {
+            files: self.files,
+            counts,
+        };
+        flush::wait_until(
+            &self.dir,
+            &self.before,
+            expect,
+            settle,
+            timeout,
+            &awaited,
+            interrupted,
+        )
+    }
+
     /// What to check when the files do not come (`; …`, or empty).
     pub(super) fn missing_hint(&self) -> String {
         match (self.files, self.dialect) {
@@ -82,17 +106,10 @@ impl NumSteps {
                 watched.push(w.dialect);
                 let by_stage =
                     self.by_stage && w.dialect == Some(Dialect::Sglang) && w.files == Files::Traces;
-                let awaited = Awaited {
-                    files: w.files,
-                    counts: flush::ends_profile(by_stage),
-                };
-                let f = flush::wait_until(
-                    &w.dir,
-                    &w.before,
+                let f = w.wait(
                     expect,
-                    settle,
-                    flush_timeout,
-                    &awaited,
+                    (settle, flush_timeout),
+                    flush::ends_profile(by_stage),
                     interrupted,
                 );
                 if !f.complete && !interrupted() {
