@@ -193,6 +193,54 @@ fn merge(dir: &Path, out: &Path) {
     );
 }
 
+/// The analysis of `dir/node.sqlite`, a report of four GPUs, against `check_nsys.py
+/// --by-device` (returned too): every GPU's figures and GEMM time equal the checker's, and the
+/// planted GPU 2 leads the verdict.
+fn by_device(py: &str, node: &Path) -> (Value, Vec<Value>) {
+    let out = Command::new(py)
+        .arg(script("check_nsys.py"))
+        .arg("--by-device")
+        .arg(node.join("node.sqlite"))
+        .output()
+        .expect("run check_nsys.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
+        .expect("checker JSON")
+        .as_array()
+        .expect("a list")
+        .clone();
+    assert_eq!(want.len(), 4);
+
+    let (code, a, err) = analyze(node);
+    assert_eq!(code, 0, "analyze failed: {err}");
+    let ranks = a["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 4, "{err}");
+    for (r, (row, w)) in ranks.iter().zip(&want).enumerate() {
+        for k in [
+            "kernels",
+            "kernel_sum_ns",
+            "busy_ns",
+            "comm_ns",
+            "memcpy_memset_ns",
+            "span_ns",
+        ] {
+            assert_eq!(row[k], w[k], "GPU {r} {k}");
+        }
+        let label = format!("RANK{r:02}");
+        assert_eq!(
+            class_total(&a, &label, "gemm"),
+            w["gemm_ns"],
+            "GPU {r} gemm"
+        );
+    }
+    assert_eq!(a["verdict"]["lead"], "RANK02", "{}", a["verdict"]);
+    (a, want)
+}
+
 /// What a viewer shows of each rank in the merged trace, against the checker's count over each
 /// export: the slices, the flow arrows' starts and finishes (`ac2g`, every id paired within
 /// the rank), the GPU process with its streams and the host threads with their names.
@@ -371,48 +419,7 @@ fn a_report_of_several_gpus_is_one_rank_per_gpu() {
     generate(py, &per, &kineto, &[]);
     generate(py, &node, &kineto, &["--multi-gpu", "node"]);
     assert!(!node.join("rank0.sqlite").exists());
-    let report = node.join("node.sqlite");
-    let out = Command::new(py)
-        .arg(script("check_nsys.py"))
-        .arg("--by-device")
-        .arg(&report)
-        .output()
-        .expect("run check_nsys.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let want: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
-        .expect("checker JSON")
-        .as_array()
-        .expect("a list")
-        .clone();
-    assert_eq!(want.len(), 4);
-
-    let (code, a, err) = analyze(&node);
-    assert_eq!(code, 0, "analyze failed: {err}");
-    let ranks = a["ranks"].as_array().expect("ranks");
-    assert_eq!(ranks.len(), 4, "{err}");
-    for (r, (row, w)) in ranks.iter().zip(&want).enumerate() {
-        for k in [
-            "kernels",
-            "kernel_sum_ns",
-            "busy_ns",
-            "comm_ns",
-            "memcpy_memset_ns",
-            "span_ns",
-        ] {
-            assert_eq!(row[k], w[k], "GPU {r} {k}");
-        }
-        let label = format!("RANK{r:02}");
-        assert_eq!(
-            class_total(&a, &label, "gemm"),
-            w["gemm_ns"],
-            "GPU {r} gemm"
-        );
-    }
-    assert_eq!(a["verdict"]["lead"], "RANK02", "{}", a["verdict"]);
+    let (a, want) = by_device(py, &node);
     let notes = a["notes"].to_string();
     assert!(notes.contains("holding 4 GPUs"), "{notes}");
     let (code, p, err) = analyze(&per);
@@ -435,47 +442,7 @@ fn a_process_driving_several_gpus_is_one_rank_per_gpu() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (node, kineto) = (tmp.path().join("node"), tmp.path().join("kineto"));
     generate(py, &node, &kineto, &["--one-process", "node"]);
-    let out = Command::new(py)
-        .arg(script("check_nsys.py"))
-        .arg("--by-device")
-        .arg(node.join("node.sqlite"))
-        .output()
-        .expect("run check_nsys.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let want: Vec<Value> = serde_json::from_slice::<Value>(&out.stdout)
-        .expect("checker JSON")
-        .as_array()
-        .expect("a list")
-        .clone();
-    assert_eq!(want.len(), 4);
-
-    let (code, a, err) = analyze(&node);
-    assert_eq!(code, 0, "analyze failed: {err}");
-    let ranks = a["ranks"].as_array().expect("ranks");
-    assert_eq!(ranks.len(), 4, "{err}");
-    for (r, (row, w)) in ranks.iter().zip(&want).enumerate() {
-        for k in [
-            "kernels",
-            "kernel_sum_ns",
-            "busy_ns",
-            "comm_ns",
-            "memcpy_memset_ns",
-            "span_ns",
-        ] {
-            assert_eq!(row[k], w[k], "GPU {r} {k}");
-        }
-        let label = format!("RANK{r:02}");
-        assert_eq!(
-            class_total(&a, &label, "gemm"),
-            w["gemm_ns"],
-            "GPU {r} gemm"
-        );
-    }
-    assert_eq!(a["verdict"]["lead"], "RANK02", "{}", a["verdict"]);
+    let (a, want) = by_device(py, &node);
     assert!(a["verdict"]["lines"].to_string().contains("from step 3"));
     // The main thread's `ProfilerStep#N` ranges reach every GPU.
     assert_eq!(a["steps"]["rows"].as_array().map(Vec::len), Some(8));
