@@ -273,12 +273,14 @@ fn real_sglang_fixtures_ran_the_same_batches() {
                 "{dir} {r:?}"
             );
         }
-        // Over the whole profile no rank and no replica is off its peers by 5 %.
+        // Over the whole profile no replica is off its peers by 5 % (the same batches); in
+        // TP2 no rank either. (In TP2 x DP2 a rank is: its peers' waiting in gloo is
+        // communication, not work, below.)
         for r in a
             .attribution
             .records
             .iter()
-            .filter(|r| r.scope != "rank from onset")
+            .filter(|r| r.scope == "replica" || dir.ends_with("tp2"))
         {
             assert_eq!(r.cause, Cause::Balanced, "{dir}: {r:?}");
         }
@@ -288,16 +290,22 @@ fn real_sglang_fixtures_ran_the_same_batches() {
     // steps).
     let a = analyze_files(&files_in(&shared("sglang-cpu/tp2")), |_| {});
     assert!(first(&a).starts_with("Balanced"), "{:#?}", a.verdict.lines);
-    // TP2 x DP2: the same batches everywhere; TP01-DP01 took 7 % longer than TP00-DP01 in the
-    // two decode steps (CPU contention on the host that recorded it): the device/host, and
-    // only against its own replica's rank.
+    // TP2 x DP2: the same batches everywhere; TP01-DP01's GEMMs took longer in the two decode
+    // steps (CPU contention on the host that recorded it): the device/host, and only against
+    // its own replica's rank. Its peer spent that time waiting in gloo, which is
+    // communication: TP01-DP01 did about 3× its peer's work time from step 1 on (before, the
+    // peer's waiting counted as its work and the ratio read 1.07×).
     let a = analyze_files(&files_in(&shared("sglang-cpu/tp2dp2")), |_| {});
-    assert_first(&a, "rank TP01-DP01", "slower device or host");
+    assert_first(&a, "TP01-DP01", "slower device or host");
     assert!(first(&a).contains("from step 1 on"), "{}", first(&a));
-    let lead = a.attribution.gaps().next().unwrap();
+    let lead = a
+        .attribution
+        .gaps()
+        .find(|g| g.who == "TP01-DP01" && g.scope == "rank from onset")
+        .unwrap();
     assert_eq!(lead.peers, ["TP00-DP01"]);
     assert_eq!(lead.work_ratio, Some(1.0));
-    assert!((1.05..1.10).contains(&lead.time_ratio), "{lead:?}");
+    assert!(lead.time_ratio > 2.0, "{lead:?}");
     let replicas: Vec<&str> = a
         .attribution
         .records

@@ -13,7 +13,10 @@ analysis reports, so the Rust tests can compare against them:
              busy and work (busy without communication) time, ops put in the step whose
              window holds their CPU launch (by correlation), else their own start;
              CPU-only traces: the same from `cpu_op` events, step time = annotation duration,
-             work = duration minus the time covered by communication ops inside the step.
+             work = duration minus the time covered by communication inside the step:
+             communication ops, and each `c10d::` op extended to the end of the waits after it
+             (Python's `<built-in method wait of …>`, gloo's `gloo:…` ranges: each starting at
+             or after the op, within 1 ms of its end, before the next `c10d::` op).
   across the given ranks (one world): collectives matched by key and position, arrival skew,
              per-rank wait and last arrivals; a collective whose two latest starts are
              less than TIE_NS (1 µs) apart has no last arrival and counts as a tie.
@@ -96,7 +99,7 @@ def rank_figures(events, base, args):
     gpu_comm = re.compile(args.comm_regex or GPU_COMM, re.I)
     cpu_comm = re.compile(args.cpu_comm_regex or CPU_COMM, re.I)
     marker = re.compile(args.step_marker) if args.step_marker else None
-    gpu, cpu, launches, graphs = [], [], {}, []
+    gpu, cpu, launches, graphs, waits = [], [], {}, [], []
     ops = {}
     marks = {"custom": [], "profiler": [], "sglang": []}
     for e in events:
@@ -122,6 +125,9 @@ def rank_figures(events, base, args):
                 graphs.append(ts)
         elif cat == "cpu_op":
             cpu.append(dict(start=ts, end=ts + dur, comm=bool(cpu_comm.search(name)), name=name))
+        elif (cat == "python_function" and name.startswith("<built-in method wait of ")) or (
+                cat == "user_annotation" and name.startswith("gloo:")):
+            waits.append((ts, ts + dur))
         if cat in ("user_annotation", "gpu_user_annotation") or (cat == "cpu_op" and name.startswith("ProfilerStep#")):
             m = dict(start=ts, dur=dur, name=name, gpu=cat == "gpu_user_annotation")
             if marker is not None:
@@ -165,7 +171,24 @@ def rank_figures(events, base, args):
         items = cpu
         allu = union([(c["start"], c["end"]) for c in cpu])
         comp = union([(c["start"], c["end"]) for c in cpu if not c["comm"]])
-        comm = union([(c["start"], c["end"]) for c in cpu if c["comm"]])
+        # gloo: a c10d:: op returns once queued; the waits after it (Work.wait(), gloo's own
+        # gloo:<op> range; each starting at or after the op, within 1 ms of its end, before the
+        # next c10d:: op) are communication too, up to the last one's end.
+        waited = []
+        c10d = sorted((c["start"], c["end"]) for c in cpu if c["name"].startswith("c10d::"))
+        ws = sorted(waits)
+        wi = 0
+        for i, (a, b) in enumerate(c10d):
+            nxt = c10d[i + 1][0] if i + 1 < len(c10d) else float("inf")
+            end = b
+            while wi < len(ws) and ws[wi][0] < a:
+                wi += 1
+            while wi < len(ws) and ws[wi][0] <= b + 1_000_000 and ws[wi][0] < nxt:
+                end = max(end, ws[wi][1])
+                wi += 1
+            waited.append((a, end))
+        comm = union([(c["start"], c["end"]) for c in cpu if c["comm"]] + waited)
+        allu = union([(c["start"], c["end"]) for c in cpu] + waited)
         copy = []
         out["kernel_count"] = len(cpu)
         out["kernel_total_ns"] = sum(c["end"] - c["start"] for c in cpu)

@@ -13,19 +13,28 @@ Per rank (times in integer ns, ns = round(us * 1000)):
   kernel at all) a collective is a "c10d::" cpu_op, keyed by its name;
 - compute: the union of the rank's non-communication kernels (memcpy/memset are not kernels);
   CPU-only: the union of its cpu_ops that are not "c10d::" ops, over all threads; a gloo
-  collective ends where the Python `<built-in method wait of …>` python_function that follows
-  it ends (the first starting at or after the op's start, within 1 ms of its end and before the
-  next collective's start; each wait extends one collective);
-- step marks: ProfilerStep#N user annotations (their start).
+  collective ends where the waits that follow it end: Python `<built-in method wait of …>`
+  python_functions and gloo's `gloo:…` user_annotations (every one starting at or after the
+  op's start, within 1 ms of its end and before the next collective's start);
+- step marks: ProfilerStep#N user annotations (their start); in a CPU-only trace each mark's
+  host start is its first cpu_op starting inside it (not one spanning exactly the mark), else
+  its start (torch opens ProfilerStep#N at the previous iteration's prof.step(): a rank that
+  begins an iteration late shows it before its first op).
 - Collectives sorted by (start, end, file order); prev_end(c) = the largest end among those
   before c. Segment [prev_end, start], seg = max(0, start - prev_end); busy = compute inside the
-  segment; pre = (first step mark t0 with prev_end < t0 <= start) - prev_end, else 0;
-  late = min(pre, seg - busy); host = seg - busy - late.
+  segment; pre = min(host start of the first step mark t0 with prev_end < t0 <= start, start)
+  - prev_end, else 0; late = min(pre, seg - busy); host = seg - busy - late. The rank's first
+  collective: prev_end = the start of the step mark open at its arrival (else the latest mark
+  starting at or before it; none without one), "from_step", pre = min(that mark's host start,
+  start) - prev_end.
 
 Across ranks, per world (one per DP replica when distributedInfo.world_size < number of files
 and every file has a DP id; else all files; files of different SGLang stages never match):
 the n-th collective of a key on each rank having it forms one instance. Instances where a
-member has no prev_end are skipped. L = the latest start; a tie (another member starting less
+member has no prev_end are skipped. Members "from_step" start their segment at the earliest
+"from_step" member's prev_end (t_c) instead: seg = start - t_c, late = their own prev_end - t_c
+plus their own pre (clamped to seg - busy), busy as before (inside [own prev_end, start]).
+L = the latest start; a tie (another member starting less
 than 1000 ns before L) costs nothing. cost = seg_L - lowermedian(seg); when > 0 it is split over
 work/host/late by the excesses e_k = max(0, x_k(L) - lowermedian(x_k)) (floor for work and late,
 host the rest; all host when every excess is 0). transfer = end_L - start_L.
@@ -172,6 +181,7 @@ def read_rank(path):
     gpu_ivs = []  # (start, end): kernels, copies, sets
     host = []  # (start, end, tid, cat, name)
     marks = []  # (start, dur)
+    gloo_ranges = []  # (start, end): gloo's own range around a transfer
     for order, e in enumerate(doc.get("traceEvents", [])):
         if e.get("ph") != "X" or "ts" not in e:
             continue
@@ -191,6 +201,9 @@ def read_rank(path):
             cpu_ops.append((start, start + ns(e.get("dur", 0)), order, nm))
         elif cat == "user_annotation" and STEP.match(nm):
             marks.append((ns(e["ts"]), ns(e.get("dur", 0))))
+        elif cat == "user_annotation" and nm.startswith("gloo:"):
+            start = ns(e["ts"])
+            gloo_ranges.append((start, start + max(0, ns(e.get("dur", 0)))))
     gpu = bool(kernels)
     colls = []  # (start, end, order, key, name)
     if gpu:
@@ -218,30 +231,50 @@ def read_rank(path):
         # gloo: the op returns once queued; Python's work.wait() right after it (starting at
         # or after the op, within 1 ms of its end, before the next collective) is where the
         # thread waits for the others: the collective ends with it. Each wait extends one.
-        waits = sorted((h[0], h[1]) for h in host if h[3] == "python_function" and h[4].startswith("<built-in method wait of "))
+        waits = sorted([(h[0], h[1]) for h in host if h[3] == "python_function" and h[4].startswith("<built-in method wait of ")] + gloo_ranges)
         colls.sort(key=lambda c: (c[0], c[2]))
         wi = 0
         for i, c in enumerate(colls):
             nxt = colls[i + 1][0] if i + 1 < len(colls) else float("inf")
             while wi < len(waits) and waits[wi][0] < c[0]:
                 wi += 1
-            if wi < len(waits) and waits[wi][0] <= c[1] + WAIT_SLACK_NS and waits[wi][0] < nxt:
-                colls[i] = (c[0], max(c[1], waits[wi][1])) + c[2:]
+            queued = c[1]
+            while wi < len(waits) and waits[wi][0] <= queued + WAIT_SLACK_NS and waits[wi][0] < nxt:
+                colls[i] = (c[0], max(colls[i][1], waits[wi][1])) + c[2:]
                 wi += 1
     colls.sort(key=lambda c: (c[0], c[1], c[2]))
     mark_starts = sorted(m[0] for m in marks)
+    op_starts = sorted((c[0], c[1]) for c in cpu_ops) if not gpu else []
+
+    def host_start(t0):
+        if gpu:
+            return t0
+        dur = next(m[1] for m in marks if m[0] == t0)
+        end = t0 + max(1, dur)
+        first = next((o[0] for o in op_starts if t0 <= o[0] < end and not (o[0] == t0 and o[1] == end)), None)
+        return first if first is not None else t0
+
     segs = []  # per collective: dict
     prev_end = None
     for c in colls:
         start, end = c[0], c[1]
-        rec = {"start": start, "end": end, "key": c[3], "name": c[4], "prev_end": prev_end, "bytes": c[5]}
-        if prev_end is not None:
-            seg = max(0, start - prev_end)
-            busy = covered(compute, prev_end, start) if start > prev_end else 0
-            t0 = next((t for t in mark_starts if prev_end < t <= start), None)
-            pre = t0 - prev_end if t0 is not None else 0
+        from_step = None
+        if prev_end is None:
+            open_ = [m[0] for m in sorted(marks) if m[0] <= start < m[0] + max(1, m[1])]
+            before = [m[0] for m in marks if m[0] <= start]
+            from_step = open_[-1] if open_ else (max(before) if before else None)
+        p = prev_end if prev_end is not None else from_step
+        rec = {"start": start, "end": end, "key": c[3], "name": c[4], "prev_end": p, "bytes": c[5], "from_step": from_step is not None}
+        if p is not None:
+            seg = max(0, start - p)
+            busy = covered(compute, p, start) if start > p else 0
+            if from_step is None:
+                t0 = next((t for t in mark_starts if p < t <= start), None)
+                pre = min(host_start(t0), start) - p if t0 is not None else 0
+            else:
+                pre = max(0, min(host_start(from_step), start) - from_step)
             late = min(pre, seg - busy)
-            rec.update(seg=seg, work=busy, late=late, host=seg - busy - late)
+            rec.update(seg=seg, work=busy, late=late, host=seg - busy - late, pre=pre)
         segs.append(rec)
         prev_end = end if prev_end is None else max(prev_end, end)
     by_key = {}
@@ -370,6 +403,17 @@ def main():
                 if any(r["prev_end"] is None for _, r in inst):
                     w["skipped"] += 1
                     continue
+                firsts = [r["prev_end"] for _, r in inst if r["from_step"]]
+                if firsts:
+                    t_c = min(firsts)
+                    aligned = []
+                    for m, r in inst:
+                        if r["from_step"]:
+                            seg = max(0, r["start"] - t_c)
+                            late = min(r["prev_end"] - t_c + r["pre"], seg - r["work"])
+                            r = dict(r, seg=seg, late=late, host=seg - r["work"] - late, prev_end=t_c)
+                        aligned.append((m, r))
+                    inst = aligned
                 # The last arriver: the latest start (the first such member on equal starts).
                 li = max(range(len(inst)), key=lambda i: (inst[i][1]["start"], -i))
                 lm, lr = inst[li]

@@ -93,14 +93,27 @@ pub struct PathSummary {
     /// the threshold of the step time (`None`: none does).
     pub lead: Option<String>,
     pub cause: Option<String>,
-    /// The wait that lead imposes on the other ranks per step, ns (0 without a lead).
+    /// What the lead's rank costs the step, all its causes, per step, ns (0 without a lead):
+    /// the figure the verdict's first line states.
     pub imposed_per_step_ns: Ns,
     pub ranks: Vec<PathRank>,
+    /// Every (rank, cause) charged, per step, as the critical-path table states them (absent
+    /// in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<PathCause>,
     /// Per collective name, the slowest group's transfer time per GB of bus traffic (the
     /// inverse of its median bus bandwidth), ns: higher is worse, as for every time `compare`
     /// gates on. Only collectives whose size the trace gives.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub bus_ns_per_gb: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PathCause {
+    pub rank: String,
+    /// `work`, `host`, `late start` or `transfer`.
+    pub cause: String,
+    pub per_step_ns: Ns,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -126,7 +139,21 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
         step_ns: Ns(p.step_ns.round() as i64),
         lead: lead.map(|c| c.who.clone()),
         cause: lead.map(|c| c.kind.as_str().to_string()),
-        imposed_per_step_ns: Ns(lead.map_or(0, |c| c.net_per_step_ns.round() as i64)),
+        imposed_per_step_ns: Ns(lead
+            .map(|c| match c.kind {
+                PathKind::Transfer => c.per_step_ns,
+                _ => ranks.get(c.who.as_str()).copied().unwrap_or(0.0),
+            })
+            .map_or(0, |ns| ns.round() as i64)),
+        causes: p
+            .causes
+            .iter()
+            .map(|c| PathCause {
+                rank: c.who.clone(),
+                cause: c.kind.as_str().to_string(),
+                per_step_ns: Ns(c.per_step_ns.round() as i64),
+            })
+            .collect(),
         bus_ns_per_gb: {
             let mut m: BTreeMap<String, i64> = BTreeMap::new();
             for t in &p.transfers {

@@ -219,7 +219,8 @@ pub(crate) fn chart(a: &Analysis) -> String {
         .max(1.0);
     let (label_w, strip_h, gap) = (130.0, 36.0, 6.0);
     let slot = (720.0 / rows.len() as f64).clamp(2.0, 24.0);
-    let width = label_w + slot * rows.len() as f64 + 10.0;
+    // Never narrower than its legend (one step is one 24 px slot).
+    let width = (label_w + slot * rows.len() as f64 + 10.0).max(640.0);
     let height = (strip_h + gap) * n as f64 + 24.0;
     let mut s = format!(
         r##"<svg id="work-chart" class="chart" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}"><title>work ({}) vs time per rank per step</title>"##,

@@ -43,12 +43,21 @@ pub(crate) fn chart(a: &Analysis) -> String {
     let Some(first) = p.marks.first() else {
         return String::new();
     };
-    let span = if p.step_ns > 0.0 {
-        3.0 * p.step_ns
-    } else {
-        1e9
-    };
     let t0 = first.seg_start_ns.0 as f64;
+    // Three steps, or less when the late arrivals end sooner (a one-step profile): the chart
+    // spans what there is to draw, never empty lanes.
+    let extent = p
+        .marks
+        .iter()
+        .map(|l| l.start_ns.0 as f64 - t0)
+        .fold(0.0, f64::max)
+        * 1.05;
+    let span = match (p.step_ns > 0.0, extent > 0.0) {
+        (true, true) => (3.0 * p.step_ns).min(extent),
+        (true, false) => 3.0 * p.step_ns,
+        (false, true) => extent,
+        (false, false) => 1e6,
+    };
     let t1 = t0 + span;
     let shown: Vec<&Late> = p
         .marks

@@ -29,13 +29,18 @@ pub fn analyze_files(files: &[PathBuf], tweak: impl FnOnce(&mut AnalyzeOptions))
     rankprof::analyze::analyze(&args).unwrap_or_else(|e| panic!("analyze {files:?}: {e:#}"))
 }
 
-/// Whether python3 runs; when not, says loudly that `what` is skipped.
+/// Whether python3 runs; when not, says loudly that `what` is skipped — and fails under
+/// `CI=true`, where a missing checker must not pass as `ok`.
 pub fn have_python(what: &str) -> bool {
     let ok = Command::new("python3")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "python3 not found under CI=true: {what} cannot be checked"
+        );
         eprintln!("**** python3 not found: {what} skipped ****");
     }
     ok

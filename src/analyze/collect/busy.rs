@@ -159,6 +159,19 @@ impl Timeline {
         }
     }
 
+    /// Adds communication intervals (sorted by start) that no op covers: a CPU-only trace's
+    /// waits inside its collectives.
+    pub(crate) fn add_comm(&mut self, ivs: Vec<(i64, i64)>) {
+        let merge = |u: &Union| {
+            let mut v = u.0.clone();
+            v.extend(ivs.iter().copied());
+            v.sort_unstable();
+            Union::from_sorted(v)
+        };
+        self.comm = merge(&self.comm);
+        self.all = merge(&self.all);
+    }
+
     /// Communication time not covered by compute.
     pub(crate) fn exposed_comm(&self) -> i64 {
         self.comm.len() - self.comm.overlap(&self.compute)

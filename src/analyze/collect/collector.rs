@@ -23,9 +23,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::names::{
-    is_gemm, is_graph_launch, is_launch, is_moe, is_wait, COMM_SIZE_OP, CPU_OP, CUDA_DRIVER,
-    CUDA_RUNTIME, GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL, PYTHON_FUNCTION,
-    USER_ANNOTATION,
+    is_gemm, is_gloo_range, is_graph_launch, is_launch, is_moe, is_wait, COMM_SIZE_OP, CPU_OP,
+    CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL,
+    PYTHON_FUNCTION, USER_ANNOTATION,
 };
 use super::ops::{short_name, Agg, OpKind};
 use super::spill::Spool;
@@ -84,6 +84,11 @@ pub(crate) struct CollEv {
     /// nelems` (an all-gather's output, a reduce-scatter's input: NCCL's message size `S`)
     /// times the `dtype`'s size.
     pub(crate) bytes: u64,
+    /// The rank's first collective in a step: its segment starts at that step's start
+    /// (`prev_end`), not at an earlier collective's end; the reduce stage puts the members'
+    /// segments on a common start (the earliest member's step start), so that a rank that
+    /// begins the step late is charged at the step's first collective.
+    pub(crate) from_step: bool,
 }
 
 /// What the collector is told to look for.
@@ -325,6 +330,7 @@ impl<'a> Collector<'a> {
                             busy: 0,
                             pre: 0,
                             bytes: 0,
+                            from_step: false,
                         });
                     }
                 } else if self.cfg.step_marker.is_none()
@@ -333,7 +339,12 @@ impl<'a> Collector<'a> {
                     self.mark(ev, start, dur, false);
                 }
             }
-            USER_ANNOTATION => self.mark(ev, start, dur, false),
+            USER_ANNOTATION => {
+                if self.gpu.is_empty() && is_gloo_range(ev.name.raw().as_bytes()) {
+                    self.cpu_waits.push((start, start + dur));
+                }
+                self.mark(ev, start, dur, false)
+            }
             GPU_USER_ANNOTATION => self.mark(ev, start, dur, true),
             PYTHON_FUNCTION if self.gpu.is_empty() && is_wait(ev.name.raw().as_bytes()) => {
                 self.cpu_waits.push((start, start + dur));
@@ -348,6 +359,7 @@ impl<'a> Collector<'a> {
             if let Some((source, batch)) = parse(raw) {
                 self.work_marks.push(WorkMark {
                     start,
+                    dur,
                     on_gpu,
                     source,
                     batch,
@@ -360,6 +372,7 @@ impl<'a> Collector<'a> {
             name: ev.name.get().into_owned(),
             number,
             on_gpu,
+            begin: None,
         };
         if let Some(re) = self.cfg.step_marker {
             if re.is_match(&ev.name.get()) {
@@ -446,6 +459,7 @@ impl<'a> Collector<'a> {
                 busy: 0,
                 pre: 0,
                 bytes,
+                from_step: false,
             });
         }
     }

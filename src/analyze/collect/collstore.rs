@@ -2,7 +2,7 @@
 //! the reduce stage (`reduce::collectives`).
 //!
 //! A rank's collectives are kept as fixed-size records (key, name, arrival, start, end and
-//! the segment before it, [`super::segments`]: 52 bytes) sorted by (key, start, end, arrival), keys in the sorted order of their labels. The
+//! the segment before it, [`super::segments`]: 61 bytes) sorted by (key, start, end, arrival), keys in the sorted order of their labels. The
 //! first [`mem_records`] of a rank stay in memory; the rest go, in segments of
 //! [`SEGMENT`] records, to one temporary file that every rank of the process shares (one file
 //! descriptor however many ranks; anonymous, so deleted when the last rank holding it is
@@ -44,6 +44,13 @@ pub(crate) struct Coll {
     /// The data it moves, bytes (absent: unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) bytes: Option<u64>,
+    /// Its segment starts at its step's start ([`CollEv::from_step`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub(crate) from_step: bool,
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 fn is_zero(x: &i64) -> bool {
@@ -62,7 +69,7 @@ impl Coll {
 }
 
 impl Rec for CollEv {
-    const SIZE: usize = 60;
+    const SIZE: usize = 61;
     fn put(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.key.to_le_bytes());
         out.extend_from_slice(&self.name.to_le_bytes());
@@ -73,6 +80,7 @@ impl Rec for CollEv {
         out.extend_from_slice(&self.busy.to_le_bytes());
         out.extend_from_slice(&self.pre.to_le_bytes());
         out.extend_from_slice(&self.bytes.to_le_bytes());
+        out.push(u8::from(self.from_step));
     }
     fn get(b: &[u8]) -> Self {
         let u32_at = |at: usize| {
@@ -90,6 +98,7 @@ impl Rec for CollEv {
             busy: i64_at(b, 36),
             pre: i64_at(b, 44),
             bytes: i64_at(b, 52) as u64,
+            from_step: b.get(60).is_some_and(|&x| x != 0),
         }
     }
 }
@@ -358,6 +367,7 @@ impl RankColls {
                     busy,
                     pre,
                     bytes: c.bytes.unwrap_or(0),
+                    from_step: c.from_step,
                 })?;
                 seq = seq.wrapping_add(1);
             }

@@ -98,6 +98,16 @@ pub(super) fn is_wait(name: &[u8]) -> bool {
     name.starts_with(b"<built-in method wait of ")
 }
 
+/// gloo's own range around a collective's transfer (`gloo:all_reduce`, `gloo:send`, …, a
+/// `user_annotation`): on a gloo worker thread for collectives, on the calling thread for
+/// send/recv. It lasts until the members have exchanged their data, so the time the calling
+/// thread spends after the `c10d::` op returned — in `work.wait()`, recorded only with stacks
+/// — is inside it: the trace's own record of gloo's waiting, whatever torch or pybind11 call
+/// the wait itself.
+pub(super) fn is_gloo_range(name: &[u8]) -> bool {
+    name.starts_with(b"gloo:")
+}
+
 /// A CUDA (or HIP) graph launch (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`, with
 /// or without a version suffix): a forward step replayed as one graph, where a trace has no
 /// step markers ([`super::steps::choose`]).

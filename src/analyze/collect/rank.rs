@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::busy::{pct, Kind, RankFigures, RankSummary, Timeline};
-use super::collector::{Collector, CpuIv};
+use super::collector::{CollEv, Collector, CpuIv};
 use super::collstore::RankColls;
 use super::ops::{NameAgg, OpKind};
 use super::segments;
+use super::spill::Spool;
 use super::steps::{self, StepFig};
 use super::sweep::GpuTotals;
 use super::work::StepWork;
@@ -175,7 +176,7 @@ pub(crate) fn finish(
         .sum();
     let comm = classes.comm();
 
-    let (source, marks) = steps::choose(
+    let (source, mut marks) = steps::choose(
         custom_steps,
         profiler_steps,
         sglang_steps,
@@ -209,7 +210,7 @@ pub(crate) fn finish(
     let mut coll_evs = if gpu { gpu_colls } else { cpu_colls };
     let totals = if gpu {
         drop(cpu_spool);
-        let (with_prev, queries) = segments::prepare(coll_evs)?;
+        let (with_prev, queries) = segments::prepare(coll_evs, &marks)?;
         let mut cum = segments::Cumulative::new(queries)?;
         let totals = super::sweep::fold(gpu_ivs, launches, &marks, comm, &mut figs, &mut cum)?;
         coll_evs = segments::finish(with_prev, cum.finish()?, &marks)?;
@@ -235,7 +236,7 @@ pub(crate) fn finish(
         }
         drop(selfs);
         cpu_ivs.sort_unstable_by_key(|c| (c.start, c.end));
-        let timeline = Timeline::build(&cpu_ivs, |c| {
+        let mut timeline = Timeline::build(&cpu_ivs, |c| {
             (
                 c.start,
                 c.end,
@@ -246,11 +247,22 @@ pub(crate) fn finish(
                 },
             )
         });
+        let ops: Vec<(i64, i64)> = cpu_ivs.iter().map(|c| (c.start, c.end)).collect();
+        drop(cpu_ivs);
+        steps::host_begins(&mut marks, &ops);
+        drop(ops);
+        // A collective lasts until its waits end (gloo's range, `work.wait()`): that time is
+        // communication, in the step's work and the rank's totals as in the segments.
+        let (extended, waited) = waited(segments::extend_by_waits(
+            coll_evs,
+            cpu_waits.sorted_by(|w: &(i64, i64)| *w)?,
+        )?)?;
+        coll_evs = extended;
+        timeline.add_comm(waited);
         for (f, m) in figs.iter_mut().zip(&marks) {
             f.busy_ns = m.dur;
             f.work_ns = m.dur - timeline.comm.len_within(m.start, m.start + m.dur);
         }
-        coll_evs = segments::extend_by_waits(coll_evs, cpu_waits.sorted_by(|w: &(i64, i64)| *w)?)?;
         coll_evs = segments::fill_in_memory(
             coll_evs,
             |lo, hi| timeline.compute.len_within(lo, hi),
@@ -339,6 +351,19 @@ pub(crate) fn finish(
         moe_rows,
         stopped_early: None,
     })
+}
+
+/// The collectives again, and their intervals (start to the end of their waits) sorted by
+/// start: a CPU-only trace's communication.
+fn waited(colls: Spool<CollEv>) -> Result<(Spool<CollEv>, Vec<(i64, i64)>)> {
+    let mut out = Spool::default();
+    let mut ivs = Vec::new();
+    for c in colls.sorted_by(|c: &CollEv| (c.start, c.seq))? {
+        let c = c?;
+        ivs.push((c.start, c.end));
+        out.push(c);
+    }
+    Ok((out, ivs))
 }
 
 /// Sorts CPU ops by thread and start (outer ops first) and returns each op's self time: its

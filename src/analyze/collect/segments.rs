@@ -5,7 +5,11 @@
 //! (`reduce::path`) compares the last arriver's segment with its peers' to say why it was late.
 //!
 //! For a collective `c` of the rank, its collectives sorted by (start, end, order in the file):
-//! - `prev_end` = the latest end among the collectives before `c` (none for the first);
+//! - `prev_end` = the latest end among the collectives before `c`; for the rank's first
+//!   collective, the start of the step it arrives in (`from_step`: the reduce stage puts the
+//!   members of such a collective on the earliest member's step start, so a late step start
+//!   before the first collective — all there is in a one-step profile — is charged), and none
+//!   when it arrives outside any step;
 //! - `busy` = the compute union's length within `[prev_end, start]`;
 //! - `pre` = from `prev_end` to the first step mark starting in `(prev_end, start]` (0 when none).
 //!
@@ -26,22 +30,40 @@ pub(crate) const NO_PREV: i64 = i64::MIN;
 pub(crate) type Prepared = (Spool<CollEv>, Spool<(i64, i64)>);
 
 /// The collectives with `prev_end` set, and the query points of the segments that are not
-/// empty: (time, `2·seq` for the segment's start, `2·seq + 1` for its end).
-pub(crate) fn prepare(colls: Spool<CollEv>) -> Result<Prepared> {
-    with_prev(colls, true)
+/// empty: (time, `2·seq` for the segment's start, `2·seq + 1` for its end). `marks`: the
+/// rank's step marks, sorted by start.
+pub(crate) fn prepare(colls: Spool<CollEv>, marks: &[Mark]) -> Result<Prepared> {
+    with_prev(colls, marks, true)
+}
+
+/// The start of the step a rank's first collective arrives in: the step open at its arrival,
+/// else the latest to start before it (a GPU kernel can start after its host step ended).
+fn step_start(marks: &[Mark], start: i64) -> Option<i64> {
+    super::steps::window_of(marks, start)
+        .or_else(|| marks.partition_point(|m| m.start <= start).checked_sub(1))
+        .and_then(|i| marks.get(i))
+        .map(|m| m.start)
 }
 
 /// [`prepare`]; the query points only when `want` (an in-memory union needs none).
-fn with_prev(colls: Spool<CollEv>, want: bool) -> Result<Prepared> {
+fn with_prev(colls: Spool<CollEv>, marks: &[Mark], want: bool) -> Result<Prepared> {
     let mut out = Spool::default();
     let mut queries = Spool::default();
     let mut prev: Option<i64> = None;
+    let mut first = true;
     for c in colls.sorted_by(|c: &CollEv| (c.start, c.end, c.seq))? {
         let mut c = c?;
-        c.prev_end = prev.unwrap_or(NO_PREV);
+        let from_step = if first {
+            step_start(marks, c.start)
+        } else {
+            None
+        };
+        c.from_step = from_step.is_some();
+        c.prev_end = prev.or(from_step).unwrap_or(NO_PREV);
         c.busy = 0;
         c.pre = 0;
-        if let Some(p) = prev.filter(|&p| want && p < c.start) {
+        first = false;
+        if let Some(p) = prev.or(from_step).filter(|&p| want && p < c.start) {
             queries.push((p, 2 * i64::from(c.seq)));
             queries.push((c.start, 2 * i64::from(c.seq) + 1));
         }
@@ -149,19 +171,39 @@ pub(crate) fn finish(
             if let [Some(a), Some(b)] = at {
                 c.busy = (b - a).clamp(0, c.start - c.prev_end);
             }
-            c.pre = pre_of(marks, c.prev_end, c.start);
+            c.pre = pre_for(&c, marks);
         }
         out.push(c);
     }
     Ok(out)
 }
 
-/// From `prev_end` to the first mark starting in `(prev_end, start]`; 0 when none does.
+/// From `prev_end` to the host's start of the first mark starting in `(prev_end, start]`
+/// ([`Mark::host_start`], at most `start`); 0 when none does.
 pub(crate) fn pre_of(marks: &[Mark], prev_end: i64, start: i64) -> i64 {
     let k = marks.partition_point(|m| m.start <= prev_end);
     match marks.get(k) {
-        Some(m) if m.start <= start => m.start - prev_end,
+        Some(m) if m.start <= start => m.host_start().min(start) - prev_end,
         _ => 0,
+    }
+}
+
+/// The late part of a step's first segment ([`CollEv::from_step`], starting at the mark's
+/// start `step_start`): from the mark's start to the host's start of its work.
+fn late_in_step(marks: &[Mark], step_start: i64, start: i64) -> i64 {
+    let k = marks.partition_point(|m| m.start < step_start);
+    match marks.get(k) {
+        Some(m) if m.start == step_start => (m.host_start().min(start) - step_start).max(0),
+        _ => 0,
+    }
+}
+
+/// `pre` of a collective whose segment is set.
+fn pre_for(c: &CollEv, marks: &[Mark]) -> i64 {
+    if c.from_step {
+        late_in_step(marks, c.prev_end, c.start)
+    } else {
+        pre_of(marks, c.prev_end, c.start)
     }
 }
 
@@ -172,13 +214,13 @@ pub(crate) fn fill_in_memory(
     busy_within: impl Fn(i64, i64) -> i64,
     marks: &[Mark],
 ) -> Result<Spool<CollEv>> {
-    let (ordered, _) = with_prev(colls, false)?;
+    let (ordered, _) = with_prev(colls, marks, false)?;
     let mut out = Spool::default();
     for c in ordered.sorted_by(|c: &CollEv| c.seq)? {
         let mut c = c?;
         if c.prev_end != NO_PREV && c.prev_end < c.start {
             c.busy = busy_within(c.prev_end, c.start).clamp(0, c.start - c.prev_end);
-            c.pre = pre_of(marks, c.prev_end, c.start);
+            c.pre = pre_for(&c, marks);
         }
         out.push(c);
     }
@@ -190,11 +232,13 @@ pub(crate) fn fill_in_memory(
 pub(crate) const WAIT_SLACK_NS: i64 = 1_000_000;
 
 /// A CPU-only (gloo) trace's collectives end where the thread stops waiting for them: each
-/// `c10d::` op returns once its collective is queued, and Python's `work.wait()` that follows
-/// (within [`WAIT_SLACK_NS`] of its end, before the next collective starts) waits for every
-/// member. Each wait extends one collective, the one just before it, so that an early rank's
-/// wait is part of the collective it waited in — as an NCCL kernel's spinning is — and not
-/// of the work before its next collective. `waits` sorted by start.
+/// `c10d::` op returns once its collective is queued, and the waits that follow it (starting
+/// at or after the op, within [`WAIT_SLACK_NS`] of its end, before the next collective starts)
+/// last until every member has arrived: gloo's own `gloo:<op>` range (on a gloo worker thread
+/// for all-reduce and the like, on the calling thread for send/recv) and, with stacks, Python's
+/// `work.wait()`. They extend the collective just before them, so that an early rank's wait is
+/// part of the collective it waited in — as an NCCL kernel's spinning is — and not of the work
+/// before its next collective. `waits` sorted by start.
 pub(crate) fn extend_by_waits(
     colls: Spool<CollEv>,
     mut waits: impl Iterator<Item = Result<(i64, i64)>>,
@@ -212,11 +256,13 @@ pub(crate) fn extend_by_waits(
         while next_wait.is_some_and(|w| w.0 < c.start) {
             next_wait = waits.next().transpose()?;
         }
-        if let Some(w) = next_wait {
-            if w.0 <= c.end.saturating_add(WAIT_SLACK_NS) && w.0 < next_start {
-                c.end = c.end.max(w.1);
-                next_wait = waits.next().transpose()?;
+        let queued = c.end;
+        while let Some(w) = next_wait {
+            if w.0 > queued.saturating_add(WAIT_SLACK_NS) || w.0 >= next_start {
+                break;
             }
+            c.end = c.end.max(w.1);
+            next_wait = waits.next().transpose()?;
         }
         out.push(c);
     }
@@ -256,6 +302,7 @@ mod tests {
             busy: 0,
             pre: 0,
             bytes: 0,
+            from_step: false,
         }
     }
 
@@ -266,6 +313,7 @@ mod tests {
             name: String::new(),
             number: None,
             on_gpu: false,
+            begin: None,
         }
     }
 
@@ -292,7 +340,7 @@ mod tests {
         for cap in [1, 2, 1 << 10] {
             let mut sp = Spool::with_cap(cap);
             colls.iter().for_each(|c| sp.push(*c));
-            let (with_prev, queries) = prepare(sp).unwrap();
+            let (with_prev, queries) = prepare(sp, &marks).unwrap();
             let mut cum = Cumulative::new(queries).unwrap();
             for &(s, e) in &compute {
                 cum.reach(s).unwrap();

@@ -32,6 +32,33 @@ pub(crate) struct Mark {
     pub(crate) name: String,
     pub(crate) number: Option<i64>,
     pub(crate) on_gpu: bool,
+    /// When the host began the step's work: its first op in the step, where the trace says
+    /// (CPU-only traces, [`host_begins`]). torch's `ProfilerStep#N` opens at the previous
+    /// iteration's `prof.step()`, so a rank that starts an iteration late shows it as time
+    /// between the mark's start and its first op, not as a later mark.
+    pub(crate) begin: Option<i64>,
+}
+
+impl Mark {
+    /// When the host began the step's work (the mark's start where unknown).
+    pub(crate) fn host_start(&self) -> i64 {
+        self.begin.unwrap_or(self.start).max(self.start)
+    }
+}
+
+/// Sets each mark's [`Mark::begin`] from the rank's ops (`ops`: (start, end), sorted by start):
+/// the first op starting inside the mark, other than one spanning exactly the mark (a
+/// `ProfilerStep#` recorded as an op).
+pub(crate) fn host_begins(marks: &mut [Mark], ops: &[(i64, i64)]) {
+    for m in marks.iter_mut() {
+        let end = m.start + m.dur.max(1);
+        let k = ops.partition_point(|o| o.0 < m.start);
+        m.begin = ops[k..]
+            .iter()
+            .take_while(|o| o.0 < end)
+            .find(|o| !(o.0 == m.start && o.1 == end))
+            .map(|o| o.0);
+    }
 }
 
 /// The steps CUDA-graph launches give where nothing else marks them: a model served with CUDA
@@ -51,6 +78,7 @@ pub(crate) fn graph_marks(mut launches: Vec<i64>) -> Vec<Mark> {
             name: format!("graph launch {}", i + 1),
             number: None,
             on_gpu: false,
+            begin: None,
         })
         .collect()
 }
@@ -89,8 +117,26 @@ pub(crate) fn choose(
         .into_iter()
         .filter(|m| !any_cpu || !m.on_gpu)
         .collect();
-    marks.sort_by_key(|m| (m.start, m.dur));
-    (source.to_string(), marks)
+    marks.sort_by_key(|m| (m.start, std::cmp::Reverse(m.dur)));
+    (source.to_string(), outermost(marks, |m| (m.start, m.dur)))
+}
+
+/// One step per iteration: what lies inside an earlier kept one is the same iteration (SGLang
+/// nests its `step[…]` annotation inside a forward span; vLLM's `execute_…` can hold another),
+/// not a step of its own. `items` sorted by start (longest first on equal starts); `span`
+/// gives (start, duration).
+pub(crate) fn outermost<T>(items: Vec<T>, span: impl Fn(&T) -> (i64, i64)) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(items.len());
+    let mut open_end = i64::MIN;
+    for it in items {
+        let (s, d) = span(&it);
+        let e = s.saturating_add(d.max(0));
+        if s >= open_end || e > open_end {
+            open_end = e;
+            out.push(it);
+        }
+    }
+    out
 }
 
 /// Index of the window (sorted by start) that contains `t`, if any.
@@ -173,7 +219,9 @@ pub(crate) fn assign_nelems(
 /// annotations that start in it. CPU-side annotations win over GPU-side copies.
 pub(crate) fn assign(marks: &[WorkMark], windows: &[Mark], work: &mut [StepWork]) {
     let any_cpu = marks.iter().any(|m| !m.on_gpu);
-    for m in marks.iter().filter(|m| !any_cpu || !m.on_gpu) {
+    let mut sorted: Vec<&WorkMark> = marks.iter().filter(|m| !any_cpu || !m.on_gpu).collect();
+    sorted.sort_by_key(|m| (m.start, std::cmp::Reverse(m.dur)));
+    for m in outermost(sorted, |m| (m.start, m.dur)) {
         if let Some(i) = window_of(windows, m.start) {
             if let Some(w) = work.get_mut(i) {
                 w.add(m.source, m.batch);
@@ -195,6 +243,7 @@ mod tests {
             name: String::new(),
             number: None,
             on_gpu: false,
+            begin: None,
         };
         let marks = vec![m(0, 10), m(10, 10), m(30, 5)];
         assert_eq!(window_of(&marks, 0), Some(0));
@@ -212,10 +261,12 @@ mod tests {
             name: String::new(),
             number: None,
             on_gpu: false,
+            begin: None,
         };
         let windows = vec![w(0), w(100)];
         let m = |start, on_gpu, seqs, tokens| WorkMark {
             start,
+            dur: 5,
             on_gpu,
             source: WorkSource::Sglang,
             batch: Batch { seqs, tokens },
@@ -230,5 +281,41 @@ mod tests {
         assign(&marks, &windows, &mut work);
         assert_eq!((work[0].seqs, work[0].tokens), (Some(3), Some(25)));
         assert_eq!((work[1].seqs, work[1].tokens), (Some(4), Some(4)));
+        // An annotation inside another (a `step[…]` inside a forward span) is the same
+        // iteration: its batch counts once.
+        let nested = vec![
+            WorkMark {
+                dur: 40,
+                ..m(10, false, 2, Some(20))
+            },
+            m(12, false, 2, Some(20)),
+            m(120, false, 4, Some(4)),
+        ];
+        let mut work = vec![StepWork::default(); 2];
+        assign(&nested, &windows, &mut work);
+        assert_eq!((work[0].seqs, work[0].tokens), (Some(2), Some(20)));
+    }
+
+    #[test]
+    fn nested_marks_are_one_step() {
+        let m = |s, d| Mark {
+            start: s,
+            dur: d,
+            name: String::new(),
+            number: None,
+            on_gpu: false,
+            begin: None,
+        };
+        // Two iterations, each a forward span with a step annotation inside; a step that
+        // only overlaps the previous one's end is its own.
+        let (_, marks) = choose(
+            vec![],
+            vec![],
+            vec![m(0, 100), m(10, 50), m(200, 100), m(205, 90), m(290, 50)],
+            vec![],
+            false,
+        );
+        let kept: Vec<(i64, i64)> = marks.iter().map(|m| (m.start, m.dur)).collect();
+        assert_eq!(kept, vec![(0, 100), (200, 100), (290, 50)]);
     }
 }

@@ -263,6 +263,7 @@ mod tests {
             name: String::new(),
             number: None,
             on_gpu,
+            begin: None,
         }
     }
 

@@ -145,6 +145,9 @@ fn vllm_phase(s: &str) -> Option<(u64, u64)> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WorkMark {
     pub(crate) start: i64,
+    /// Its duration: an annotation inside another of the same step is the same iteration
+    /// ([`super::steps::assign`] counts its batch once).
+    pub(crate) dur: i64,
     pub(crate) on_gpu: bool,
     pub(crate) source: WorkSource,
     pub(crate) batch: Batch,

@@ -272,12 +272,12 @@ impl CriticalPath {
             .filter(|c| c.net_per_step_ns > 0.0 && c.net_per_step_ns >= 0.5 * c.per_step_ns)
     }
 
-    /// What a rank costs in all, per step, ns.
+    /// What a rank costs in all, per step, ns (0, never −0, for a rank charged nothing: a
+    /// float `sum` of nothing is −0.0 and would print as "-0.00").
     pub fn rank_per_step(&self, who: &str) -> f64 {
         self.causes
             .iter()
             .filter(|c| c.who == who)
-            .map(|c| c.per_step_ns)
-            .sum()
+            .fold(0.0, |sum, c| sum + c.per_step_ns)
     }
 }

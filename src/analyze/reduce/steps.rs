@@ -252,10 +252,11 @@ fn onset(
     threshold: f64,
 ) -> Option<Onset> {
     let n = t.rows.len();
-    if n == 0 || t.ranks.len() < 2 {
+    // One step has no "from then on": an onset needs a run of at least two steps.
+    if n < 2 || t.ranks.len() < 2 {
         return None;
     }
-    let min_run = n.min(2);
+    let min_run = 2;
     let mut best: Option<Onset> = None;
     for r in 0..t.ranks.len() {
         // Walk back from the last step while the rank stays above.

@@ -13,6 +13,7 @@ fn ev(key: u32, name: u32, seq: u32, start: i64) -> CollEv {
         busy: 0,
         pre: 0,
         bytes: 7,
+        from_step: false,
     }
 }
 

@@ -26,6 +26,12 @@ struct CollRef<'a> {
     pre: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     bytes: Option<u64>,
+    #[serde(skip_serializing_if = "is_false")]
+    from_step: bool,
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 fn is_zero(x: &i64) -> bool {
@@ -57,6 +63,7 @@ impl Serialize for List<'_, '_> {
                 busy: r.busy,
                 pre: r.pre,
                 bytes: (r.bytes > 0).then_some(r.bytes),
+                from_step: r.from_step,
             })?;
         }
         seq.end()
@@ -120,6 +127,7 @@ impl Incoming {
             busy,
             pre,
             bytes: c.bytes.unwrap_or(0),
+            from_step: c.from_step,
         });
         self.seq = self.seq.wrapping_add(1);
     }

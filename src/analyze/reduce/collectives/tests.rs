@@ -19,6 +19,7 @@ fn colls(key: &str, starts: &[i64]) -> RankColls {
                 busy: 0,
                 pre: 0,
                 bytes: None,
+                from_step: false,
             })
             .collect(),
     );
@@ -187,6 +188,7 @@ fn lockstep_reading_skips_surplus_and_missing_keys() {
                         busy: 0,
                         pre: 0,
                         bytes: None,
+                        from_step: false,
                     })
                     .collect();
                 (k.to_string(), v)

@@ -12,12 +12,38 @@ use crate::analyze::reduce::steps::StepTable;
 use crate::analyze::stats::lower_median;
 use crate::trace::Ns;
 
-/// A member's segment split: (seg, busy, host, late).
-fn split(r: &CollEv) -> (i64, i64, i64, i64) {
-    let seg = (r.start - r.prev_end).max(0);
+/// A member's segment split: (seg, busy, host, late), its segment starting at `from` (its own
+/// `prev_end`, or the common start of a step's first collective: [`common_start`]); the time
+/// from `from` to its own step start is late start.
+fn split(r: &CollEv, from: i64) -> (i64, i64, i64, i64) {
+    let seg = (r.start - from).max(0);
     let busy = r.busy.clamp(0, seg);
-    let late = r.pre.clamp(0, seg - busy);
+    let pre = r.pre
+        + if r.from_step {
+            (r.prev_end - from).max(0)
+        } else {
+            0
+        };
+    let late = pre.clamp(0, seg - busy);
     (seg, busy, seg - busy - late, late)
+}
+
+/// Where the members' segments start: their own `prev_end`, except that the members whose
+/// segment starts at their step's start ([`CollEv::from_step`]: the first collective of a
+/// profile) all start at the earliest of those step starts, so that a rank which began the
+/// step after the others has that much more segment, as late start.
+fn common_start(recs: &[CollEv]) -> Vec<i64> {
+    let first = recs
+        .iter()
+        .filter(|r| r.from_step)
+        .map(|r| r.prev_end)
+        .min();
+    recs.iter()
+        .map(|r| match first {
+            Some(t) if r.from_step => t,
+            _ => r.prev_end,
+        })
+        .collect()
 }
 
 /// Accumulates the matched collectives as the matching reads them.
@@ -151,7 +177,9 @@ impl Acc {
         if tie {
             return;
         }
-        let parts: Vec<(i64, i64, i64, i64)> = recs.iter().map(split).collect();
+        let from = common_start(recs);
+        let parts: Vec<(i64, i64, i64, i64)> =
+            recs.iter().zip(&from).map(|(r, &f)| split(r, f)).collect();
         let med = |f: fn(&(i64, i64, i64, i64)) -> i64| lower_median(parts.iter().map(f).collect());
         let mine = parts[l];
         let cost = mine.0 - med(|p| p.0);
@@ -195,7 +223,7 @@ impl Acc {
                 name: name.to_string(),
                 rank: self.labels.get(rank).cloned().unwrap_or_default(),
                 t_ms: lr.start as f64,
-                seg_start_ns: Ns(lr.prev_end),
+                seg_start_ns: Ns(from[l]),
                 start_ns: Ns(lr.start),
                 cost_ns: Ns(cost),
                 work_ns: Ns(work),
