@@ -277,3 +277,144 @@ fn every_recording_is_tested() {
         ]
     );
 }
+
+/// The DLRM step with ranks 0, 2 and 6 as if recorded on a clock 3 ms ahead (another host,
+/// NTP), written into `dir`.
+fn dlrm_on_two_clocks(dir: &Path) {
+    let src = shared("param-dlrm-v100x8");
+    for e in std::fs::read_dir(&src).unwrap() {
+        let f = e.unwrap().path();
+        if !f.to_string_lossy().ends_with(".pt.trace.json") {
+            continue;
+        }
+        let mut doc: Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+        let rank = doc["distributedInfo"]["rank"].as_u64().unwrap();
+        if [0, 2, 6].contains(&rank) {
+            for e in doc["traceEvents"].as_array_mut().unwrap() {
+                if let Some(ts) = e.get("ts").and_then(Value::as_f64) {
+                    e["ts"] = Value::from(ts + 3000.0);
+                }
+            }
+        }
+        std::fs::write(
+            dir.join(f.file_name().unwrap()),
+            serde_json::to_vec(&doc).unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+/// Two clocks: the collectives' ends say so, the ranks are aligned, and the verdict is the
+/// one-host verdict. Without alignment the offset reads as RANK06 starting the step late.
+#[test]
+fn a_host_clock_offset_is_aligned_from_the_collectives() {
+    let tmp = tempfile::tempdir().unwrap();
+    dlrm_on_two_clocks(tmp.path());
+    let one_host = analyze_dir(&shared("param-dlrm-v100x8"));
+    let two_hosts = analyze_dir(tmp.path());
+    assert_eq!(two_hosts.verdict.lines[0], one_host.verdict.lines[0]);
+    let moved: Vec<(&str, f64)> = two_hosts
+        .clocks
+        .iter()
+        .map(|c| (c.rank.as_str(), c.offset_ns.0 as f64 / 1e6))
+        .collect();
+    assert_eq!(moved.len(), 3, "{moved:?}");
+    for (r, (who, ms)) in ["RANK00", "RANK02", "RANK06"].iter().zip(&moved) {
+        assert_eq!(r, who);
+        assert!((ms - 3.0).abs() < 0.01, "{moved:?}");
+    }
+    assert!(two_hosts
+        .notes
+        .iter()
+        .any(|n| n.starts_with("clock of RANK06 is +3.00")));
+    // The skew the tables report is the one-host skew (within the estimate's µs), not the
+    // offset.
+    for (a, b) in two_hosts
+        .collectives
+        .groups
+        .iter()
+        .zip(&one_host.collectives.groups)
+    {
+        assert!(
+            (a.max_skew_ns - b.max_skew_ns).abs() < 10_000,
+            "{}: max skew {} ns vs {} ns on one host",
+            a.key,
+            a.max_skew_ns,
+            b.max_skew_ns
+        );
+    }
+    let unaligned = rankprof::analyze::analyze(&AnalyzeOptions {
+        profile_dir: Some(tmp.path().to_path_buf()),
+        align: false,
+        ..Default::default()
+    })
+    .unwrap();
+    assert_ne!(unaligned.verdict.lines[0], one_host.verdict.lines[0]);
+    assert!(unaligned.clocks.is_empty());
+}
+
+/// The n-th NCCL kernel's end on every rank of a merged trace: the largest spread over n, µs
+/// (read from the merged file's raw events).
+fn nccl_end_spread_us(merged: &Path) -> f64 {
+    let f = std::fs::File::open(merged).unwrap();
+    let doc: Value = serde_json::from_reader(flate2::read::GzDecoder::new(f)).unwrap();
+    let mut ends: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for e in doc["traceEvents"].as_array().unwrap() {
+        let name = e["name"].as_str().unwrap_or("");
+        if e["cat"] == "kernel" && name.starts_with("ncclKernel") {
+            let pid = e["pid"].as_str().unwrap_or("").to_string();
+            let rank = pid.split(']').next().unwrap_or("").to_string();
+            let end = e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap_or(0.0);
+            ends.entry(rank).or_default().push(end);
+        }
+    }
+    assert_eq!(ends.len(), 8, "{:?}", ends.keys());
+    let n = ends.values().map(Vec::len).min().unwrap();
+    for v in ends.values_mut() {
+        v.sort_by(f64::total_cmp);
+    }
+    (0..n)
+        .map(|i| {
+            let at: Vec<f64> = ends.values().map(|v| v[i]).collect();
+            at.iter().copied().fold(f64::MIN, f64::max)
+                - at.iter().copied().fold(f64::MAX, f64::min)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// `merge --align collectives` moves the ranks of the other clock back: every NCCL kernel of
+/// the merged trace ends within microseconds on every rank, as on one host; the base alignment
+/// leaves them 3 ms apart.
+#[test]
+fn merge_aligns_a_host_clock_offset_from_the_collectives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ranks");
+    std::fs::create_dir(&dir).unwrap();
+    dlrm_on_two_clocks(&dir);
+    let merge = |align: &str| {
+        let out = tmp.path().join(format!("{align}.trace.json.gz"));
+        let st = std::process::Command::new(env!("CARGO_BIN_EXE_rankprof"))
+            .args(["merge", "--profile-dir"])
+            .arg(&dir)
+            .args(["--align", align, "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        nccl_end_spread_us(&out)
+    };
+    let aligned = merge("collectives");
+    let base = merge("base");
+    assert!(
+        aligned < 20.0,
+        "NCCL ends {aligned} µs apart after alignment"
+    );
+    assert!(
+        base > 2_900.0,
+        "NCCL ends {base} µs apart on the base clock"
+    );
+}

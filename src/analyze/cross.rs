@@ -21,7 +21,7 @@ use super::rankset;
 use super::reduce::kernels::{self, ClassTable};
 use super::reduce::path::acc::Acc;
 use super::reduce::path::{CriticalPath, HostOp, HostOps, Kind as PathKind};
-use super::reduce::{collectives, groups, steps};
+use super::reduce::{clocks, collectives, groups, steps};
 use super::summary;
 use crate::trace::Ns;
 
@@ -30,7 +30,7 @@ use crate::trace::Ns;
 /// (attribution, EP split, verdict), with the saved summary.
 // Long on purpose: every stage in the order each needs the others' results.
 pub(super) fn cross_rank(
-    results: Vec<RankResult>,
+    mut results: Vec<RankResult>,
     classifier: &Classifier,
     args: &AnalyzeOptions,
     threshold: f64,
@@ -79,6 +79,11 @@ pub(super) fn cross_rank(
     };
     let (w, wnote) = collectives::worlds(&results);
     notes.extend(wnote);
+    let clocks = if args.align && results.iter().all(|r| r.gpu) {
+        align_clocks(&mut results, &w, &mut notes)?
+    } else {
+        Vec::new()
+    };
     let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
     let mut steps = steps::table(&labels, &figs, &w, &step_source, basis, threshold);
     if let Some(o) = steps.onset.as_mut() {
@@ -203,6 +208,7 @@ pub(super) fn cross_rank(
         drill,
         groups,
         notes,
+        clocks,
         damaged: false,
         stopped_early: None,
         merged_trace: None,
@@ -214,6 +220,40 @@ pub(super) fn cross_rank(
 /// reads each one's file again to name what its host did while its GPU sat idle before the
 /// collectives it arrived last at ([`super::collect::gaps`]). Only per-rank GPU traces: a
 /// merged trace holds every rank, a CPU-only trace has no GPU to idle.
+/// Puts a rank whose clock is off its world's by a constant ([`clocks`]) on the others', and
+/// says so with the offset and its spread: an offset is never waiting or skew.
+fn align_clocks(
+    results: &mut [RankResult],
+    worlds: &[Vec<usize>],
+    notes: &mut Vec<String>,
+) -> Result<Vec<clocks::ClockOffset>> {
+    let colls: Vec<RankColls> = results.iter().map(|r| r.colls.clone()).collect();
+    let found = clocks::estimate(worlds, &colls)?;
+    drop(colls);
+    let mut out = Vec::new();
+    for o in &found {
+        let Some(r) = results.get_mut(o.rank) else {
+            continue;
+        };
+        r.add_base(-o.offset_ns);
+        notes.push(format!(
+            "clock of {} is {:+.3} ms off its world's (its collectives end that much {} the others' at every one of {}; spread {:.1} µs): aligned (--align none keeps it)",
+            r.label,
+            o.offset_ns as f64 / 1e6,
+            if o.offset_ns > 0 { "after" } else { "before" },
+            o.collectives,
+            o.spread_ns as f64 / 1e3
+        ));
+        out.push(clocks::ClockOffset {
+            rank: r.label.clone(),
+            offset_ns: Ns(o.offset_ns),
+            spread_ns: Ns(o.spread_ns),
+            collectives: o.collectives,
+        });
+    }
+    Ok(out)
+}
+
 fn name_host_gaps(
     path: &mut CriticalPath,
     results: &[RankResult],

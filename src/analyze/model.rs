@@ -92,6 +92,10 @@ pub struct Analysis {
     #[serde(default)]
     pub groups: Groups,
     pub notes: Vec<String>,
+    /// Ranks whose clock was off their world's by a constant, aligned from the collectives
+    /// ([`crate::analyze::reduce::clocks`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clocks: Vec<crate::analyze::reduce::clocks::ClockOffset>,
     /// Some input was damaged: figures cover what could be read.
     pub damaged: bool,
     /// The ranks whose data stops early, each with its file, damage and byte offset

@@ -78,6 +78,10 @@ pub struct AnalyzeOptions {
     /// Compare the ranks whose trace stops early (truncated, broken) with the others anyway;
     /// by default they are left out of the comparison while a complete rank remains.
     pub keep_partial: bool,
+    /// Align the ranks' clocks from their collectives' ends (GPU traces;
+    /// [`crate::analyze::reduce::clocks`]): `--align collectives`, the default. `false`:
+    /// `--align none`, every rank on its own clock.
+    pub align: bool,
 }
 
 impl Default for AnalyzeOptions {
@@ -96,6 +100,7 @@ impl Default for AnalyzeOptions {
             summary_kernels: 200,
             jobs: None,
             keep_partial: false,
+            align: true,
         }
     }
 }

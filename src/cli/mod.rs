@@ -253,6 +253,10 @@ pub struct AnalyzeArgs {
     /// default they are left out of the comparison, named on the report's first line.
     #[arg(long = "keep-partial")]
     pub keep_partial: bool,
+    /// Clocks: `collectives` aligns a rank whose collectives all end a constant time off its
+    /// world's (another host's clock; GPU traces), and says so; `none` keeps every rank's own.
+    #[arg(long, value_enum, value_name = "HOW", default_value = "collectives")]
+    pub align: AlignArg,
     /// Keep the SQLite export of each Nsight Systems report read (`x.nsys-rep` → `x.sqlite`,
     /// beside it; an existing one newer than the report is read instead of exporting again).
     /// By default the exports are temporary.
@@ -331,6 +335,15 @@ fn shard(s: &str) -> Result<(usize, usize), String> {
         return Err(bad());
     }
     Ok((k, n))
+}
+
+/// How `analyze` puts the ranks' clocks together (`--align`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlignArg {
+    /// Align a rank whose collectives all end a constant time off its world's.
+    Collectives,
+    /// Every rank on its own clock.
+    None,
 }
 
 /// Where ranks come from (`--rank-from`).

@@ -31,6 +31,7 @@ pub(crate) fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
         summary_kernels: a.summary_kernels,
         jobs: a.jobs,
         keep_partial: a.keep_partial,
+        align: a.align == crate::cli::AlignArg::Collectives,
     }
 }
 

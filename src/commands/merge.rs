@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::analyze::{analyze, AnalyzeOptions};
+use crate::analyze::{analyze, Analysis, AnalyzeOptions};
 use crate::cli::MergeArgs;
 use crate::exit;
-use crate::merge::{filter, gather_with, merge_group, MergeOptions, MergeResult};
+use crate::merge::{filter, gather_with, merge_group, Align, MergeOptions, MergeResult};
 use crate::report::merged::{MergeReport, Merged};
 use crate::report::Format;
 use crate::trace::discover::split_run;
@@ -30,6 +30,7 @@ pub(crate) fn options(a: &MergeArgs) -> Result<MergeOptions> {
         strict: a.strict,
         level: a.level,
         overlay: None,
+        clock_offsets: None,
     };
     o.validate()?;
     Ok(o)
@@ -121,8 +122,28 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
     for (g, out) in d.groups.iter().zip(&outs) {
         let t = Instant::now();
         let mut opts = opts.clone();
-        if args.critical_path {
-            opts.overlay = pool.install(|| critical_path(g));
+        if args.critical_path || opts.align == Align::Collectives {
+            let a = pool.install(|| analyzed(g));
+            if args.critical_path {
+                opts.overlay = a.as_ref().and_then(|a| overlay(g, a));
+            }
+            if let Some(a) = a.as_ref().filter(|_| opts.align == Align::Collectives) {
+                opts.clock_offsets = Some(Arc::new(
+                    a.clocks
+                        .iter()
+                        .map(|c| (c.rank.clone(), c.offset_ns))
+                        .collect(),
+                ));
+                for c in &a.clocks {
+                    eprintln!(
+                        "note: {}: clock of {} moved by {:+.3} ms (its collectives end that much off its world's; spread {:.1} µs)",
+                        g.merged_name(),
+                        c.rank,
+                        -c.offset_ns.0 as f64 / 1e6,
+                        c.spread_ns.0 as f64 / 1e3
+                    );
+                }
+            }
         }
         let res = pool.install(|| merge_group(g, out, &opts))?;
         let secs = t.elapsed().as_secs_f64();
@@ -150,30 +171,37 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
     Ok(code)
 }
 
-/// The critical path of the group's ranks as merged-trace tracks, or `None` (said on stderr)
-/// when they cannot be analyzed: the merge goes on without it.
-fn critical_path(g: &Group) -> Option<Arc<Overlay>> {
+/// The analysis of the group's ranks (for the critical path's tracks and the clock offsets of
+/// `--align collectives`), or `None` (said on stderr) when they cannot be analyzed: the merge
+/// goes on without it.
+fn analyzed(g: &Group) -> Option<Analysis> {
     let opts = AnalyzeOptions {
         files: g.files.iter().map(|f| f.path.clone()).collect(),
         ..Default::default()
     };
     match analyze(&opts) {
-        Ok(a) if a.path.collectives > 0 => Some(Arc::new(a.path.overlay())),
-        Ok(_) => {
-            eprintln!(
-                "note: {}: no collective matched across ranks, so no critical path to draw",
-                g.merged_name()
-            );
-            None
-        }
+        Ok(a) => Some(a),
         Err(e) => {
             eprintln!(
-                "note: {}: cannot analyze for the critical path ({e:#}); merged without it",
+                "note: {}: cannot analyze ({e:#}); merged without the critical path or clock offsets",
                 g.merged_name()
             );
             None
         }
     }
+}
+
+/// The critical path of the group's ranks as merged-trace tracks, or `None` (said on stderr)
+/// when no collective matched.
+fn overlay(g: &Group, a: &Analysis) -> Option<Arc<Overlay>> {
+    if a.path.collectives > 0 {
+        return Some(Arc::new(a.path.overlay()));
+    }
+    eprintln!(
+        "note: {}: no collective matched across ranks, so no critical path to draw",
+        g.merged_name()
+    );
+    None
 }
 
 /// Where `-o` sends the merged traces.

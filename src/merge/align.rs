@@ -13,7 +13,9 @@
 //! and every rank with a base moves by its whole base (`shift_r = b_r`), so all are absolute.
 //! `first-step` then adds, per rank, the amount that makes its first step start when the
 //! earliest rank's first step starts (after the base shift): `shift_r += T - (f_r + shift_r)`
-//! with `T = min_r (f_r + shift_r)`. `none` leaves every `ts` as written.
+//! with `T = min_r (f_r + shift_r)`. `collectives` subtracts, after the base shift, each rank's
+//! clock offset as the analysis estimates it from the collectives' ends. `none` leaves every
+//! `ts` as written.
 
 use crate::trace::Ns;
 
@@ -26,6 +28,10 @@ pub enum Align {
     Base,
     /// As `base`, then shift each rank so its first step starts when the earliest rank's does.
     FirstStep,
+    /// As `base`, then move each rank whose collectives all end a constant time off its
+    /// world's (another host's clock; GPU traces): the offsets `analyze` finds
+    /// ([`crate::analyze::reduce::clocks`]), at the cost of analyzing the ranks first.
+    Collectives,
 }
 
 /// What the merge knows of one rank's clock.

@@ -59,8 +59,11 @@ pub struct MergeOptions {
     pub strict: bool,
     pub level: u32,
     /// Annotations to draw on extra tracks per rank (`--critical-path`); times on the common
-    /// clock, so only with [`Align::Base`].
+    /// clock, so only with [`Align::Base`] (or [`Align::Collectives`], the analysis' clock).
     pub overlay: Option<std::sync::Arc<Overlay>>,
+    /// With [`Align::Collectives`]: each rank's clock offset by label (what to subtract), from
+    /// the analysis.
+    pub clock_offsets: Option<std::sync::Arc<Vec<(String, Ns)>>>,
 }
 
 impl Default for MergeOptions {
@@ -76,6 +79,7 @@ impl Default for MergeOptions {
             strict: false,
             level: 1,
             overlay: None,
+            clock_offsets: None,
         }
     }
 }
@@ -205,6 +209,18 @@ pub fn gather_with(
     Ok(d)
 }
 
+/// The clock offset to take off a rank (its label, `[TP00]` or `TP00`) under
+/// [`Align::Collectives`]; zero otherwise or when the analysis found none.
+fn clock_offset(opts: &MergeOptions, label: &str) -> Ns {
+    let bare = |l: &str| l.trim_start_matches('[').trim_end_matches(']').to_string();
+    let me = bare(label);
+    opts.clock_offsets
+        .as_ref()
+        .filter(|_| opts.align == Align::Collectives)
+        .and_then(|v| v.iter().find(|(l, _)| bare(l) == me).map(|x| x.1))
+        .unwrap_or(Ns::ZERO)
+}
+
 /// Merges one group into `out`: choose the ranks, scan (when the plan needs steps first), write
 /// every rank's piece with its assumed shift, re-write the ranks whose shift or `--steps`
 /// window turned out different, then the notes and the output ([`output`]).
@@ -257,7 +273,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
     let alignment = align::plan(opts.align, &ranks.written_clocks(&live));
     let mut shifts = vec![Ns::ZERO; ranks.chosen.len()];
     for (&k, &s) in live.iter().zip(&alignment.shifts) {
-        shifts[k] = s;
+        shifts[k] = s - clock_offset(opts, &g.files[ranks.chosen[k]].label);
     }
     let redo: Vec<usize> = live
         .iter()
@@ -295,7 +311,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
     let mut extra = load.json;
     let mut extra_events = load.events;
     if let Some(ov) = &opts.overlay {
-        if opts.align == Align::Base {
+        if matches!(opts.align, Align::Base | Align::Collectives) {
             let mut missing = Vec::new();
             let sort_base = |label: &str| {
                 g.files

@@ -89,6 +89,7 @@ pub fn shell(a: &Analysis) -> Result<Value> {
         drill,
         groups,
         notes,
+        clocks,
         damaged,
         stopped_early,
         merged_trace,
@@ -148,6 +149,9 @@ pub fn shell(a: &Analysis) -> Result<Value> {
     }
     o.insert("groups".into(), to(groups)?);
     o.insert("notes".into(), to(notes)?);
+    if !clocks.is_empty() {
+        o.insert("clocks".into(), to(clocks)?);
+    }
     o.insert("damaged".into(), to(damaged)?);
     if stopped_early.is_some() {
         o.insert("stopped_early".into(), to(stopped_early)?);

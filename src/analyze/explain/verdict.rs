@@ -81,8 +81,9 @@ pub(crate) struct Input<'a> {
     pub(crate) threshold: f64,
 }
 
-// Long on purpose: the verdict's rules in the order the headline states them; each rule is a
-// short block.
+/// The verdict, in the order its lines state it: who leads the first line ([`Leads`]), the
+/// slowest rank by work, the classes that explain its gap, the onset and the straggler. Each
+/// step is a small function below.
 pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     let n = inp.summaries.len();
     let mut v = Verdict {
@@ -105,25 +106,7 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
             .push(format!("{n} rank: nothing to compare across ranks."));
         return v;
     }
-    // Work inside the steps when there are steps (what runs outside them — an idle scheduler
-    // loop, warm-up — is no load of the profiled batches), else over the whole profile.
-    let work: Vec<i64> = if inp.steps.rows.is_empty() {
-        inp.summaries
-            .iter()
-            .map(|s| s.figures.compute_ns.0)
-            .collect()
-    } else {
-        (0..n)
-            .map(|r| {
-                inp.steps
-                    .rows
-                    .iter()
-                    .map(|row| row.work_ns[r])
-                    .sum::<Ns>()
-                    .0
-            })
-            .collect()
-    };
+    let work = work_per_rank(inp);
     // Each rank against its peers (its DP replica's other ranks), never across replicas.
     let peers_of = |r: usize| inp.steps.peers_of(r, n);
     let excess: Vec<f64> = (0..n)
@@ -135,7 +118,6 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     let slow_peers = peers_of(slow);
     let others =
         slow_peers.iter().map(|&i| work[i]).sum::<i64>() as f64 / slow_peers.len().max(1) as f64;
-    let all_others = slow_peers.len() + 1 == n;
     v.slowest = Some(inp.summaries[slow].figures.rank.clone());
     v.slowest_index = Some(slow);
     v.slowest_work_ns = work[slow];
@@ -145,66 +127,166 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     } else {
         0.0
     };
-    // An EP rank's gap is told by its EP split (hot experts or dispatch/combine) before the
-    // attribution of the same rank, which sees only non-communication time and batches.
-    // Every EP gap, the largest first: two plants (a hot-expert rank and a slow link) are both
-    // told, each by its own split.
-    let mut ep_gaps: Vec<&EpRecord> = inp.ep.iter().filter(|e| e.is_gap()).collect();
-    ep_gaps.sort_by(|a, b| b.total_ratio.total_cmp(&a.total_ratio));
-    let ep_lead = ep_gaps.first().copied();
-    // Records the EP split already tells (the rank, or its replica: hot experts) are not repeated.
-    let is_ep_gap =
-        |g: &Record| g.cause == Cause::HotExperts || ep_gaps.iter().any(|e| e.rank == g.who);
-    let lead = inp.attribution.gaps().find(|g| !is_ep_gap(g));
-    v.balanced = v.excess_pct <= 100.0 * inp.threshold
+    let leads = Leads::choose(inp, &v);
+    v.balanced = leads.path.is_none()
+        && v.excess_pct <= 100.0 * inp.threshold
         && v.onset.is_none()
-        && lead.is_none()
-        && ep_lead.is_none();
-    // The critical path leads when its largest cause costs the step more than the
-    // attribution's lead gap does, and at least the threshold of the step time; or when it is
-    // the work of the very rank the attribution leads with (the line then carries both: what
-    // the rank costs the step, and why its work is longer). In CPU-only traces a rank's
-    // attribution time is its step less its `c10d::` ops, so the time its thread records no op
-    // counts there too: the same rank named by both is the same time seen twice, and the path
-    // leads whatever its kind, since its split says what that time was.
-    let cpu_only = v.metric == "cpu work";
-    let path_lead = inp.path.lead().filter(|c| {
-        inp.path.steps > 0
-            && c.net_step_pct >= 100.0 * inp.threshold
-            && lead.is_none_or(|g| {
-                c.net_per_step_ns > gap_per_step(g)
-                    || ((c.kind == path::Kind::Work || cpu_only) && g.who == c.who)
-            })
-    });
-    // A `work` lead is told with that rank's EP split (hot experts, slow dispatch/combine) or
-    // else its attribution cause, when it has one.
-    let work_lead = path_lead.filter(|c| c.kind == path::Kind::Work);
-    let path_ep = work_lead.and_then(|c| ep_gaps.iter().copied().find(|e| e.rank == c.who));
-    let path_record = work_lead.filter(|_| path_ep.is_none()).and_then(|c| {
-        inp.attribution
-            .gaps()
-            .find(|g| g.who == c.who && !is_ep_gap(g))
-    });
-    let told: Option<(&str, &str)> = match (path_ep, path_record) {
-        (Some(e), _) => Some((e.cause.as_str(), e.sentence.as_str())),
-        (None, Some(g)) => Some((g.cause.as_str(), g.sentence.as_str())),
-        _ => None,
-    };
-    if let Some(c) = path_lead {
-        v.balanced = false;
-        v.lead = Some(c.who.clone());
-        v.cause = Some(told.map_or(path_cause(c.kind), |t| t.0).to_string());
-    } else if let Some(e) = ep_lead {
-        v.lead = Some(e.rank.clone());
-        v.cause = Some(e.cause.clone());
-    } else if let Some(g) = lead {
-        v.lead = Some(g.who.clone());
-        v.cause = Some(g.cause.as_str().to_string());
-    }
-
+        && leads.gap.is_none()
+        && leads.ep_lead().is_none();
+    (v.lead, v.cause) = leads.subject();
     // The rank the gap is explained for: the onset's rank when there is one.
     let who = v.onset.as_ref().map_or(slow, |o| o.rank_index);
-    let per_class: Vec<Vec<i64>> = match &v.onset {
+    v.classes = class_shares(inp, who, v.onset.as_ref(), &peers_of(who));
+
+    v.lines = lead_lines(inp, &leads, &v);
+    v.lines.extend(early_arrivers(inp, &leads));
+    let all_others = slow_peers.len() + 1 == n;
+    v.lines.push(balance_line(
+        inp, &v, slow, who, work[slow], others, all_others,
+    ));
+    v.lines.extend(link_line(inp, &leads, v.balanced));
+    v.lines.extend(classes_line(inp, &v, who));
+    v.lines.extend(onset_line(inp, &v));
+    if let Some(s) = &v.straggler {
+        v.lines.push(format!(
+            "Collectives: rank {s} arrived last at {:.0} % of the {} matched collectives.",
+            v.straggler_pct, inp.collectives.matched
+        ));
+    }
+    v
+}
+
+/// Each rank's work: inside the steps when there are steps (what runs outside them — an idle
+/// scheduler loop, warm-up — is no load of the profiled batches), else over the whole profile.
+fn work_per_rank(inp: &Input<'_>) -> Vec<i64> {
+    if inp.steps.rows.is_empty() {
+        return inp
+            .summaries
+            .iter()
+            .map(|s| s.figures.compute_ns.0)
+            .collect();
+    }
+    (0..inp.summaries.len())
+        .map(|r| {
+            inp.steps
+                .rows
+                .iter()
+                .map(|row| row.work_ns[r])
+                .sum::<Ns>()
+                .0
+        })
+        .collect()
+}
+
+/// The candidates for the first line and the one that leads it.
+///
+/// - the critical path's lead ([`CriticalPath::lead`]) when it costs at least the threshold of
+///   the step ([`lead_pct`]) and more per step than the attribution's lead gap — or is the work of the very
+///   rank the attribution leads with (the line then carries both: what the rank costs the
+///   step, and why its work is longer). In CPU-only traces a rank's attribution time is its
+///   step less its collectives, so the time its thread records no op counts there too: the
+///   same rank named by both is the same time seen twice, and the path leads whatever its
+///   kind, since its split says what that time was;
+/// - else an EP split's gap (hot experts, slow dispatch/combine), the largest first;
+/// - else the attribution's largest gap not told by an EP split.
+struct Leads<'a> {
+    /// EP gaps, the largest first.
+    ep_gaps: Vec<&'a EpRecord>,
+    /// The attribution's largest gap that no EP split tells.
+    gap: Option<&'a Record>,
+    /// The critical path's lead, when it leads.
+    path: Option<&'a path::Cause>,
+    /// For a `work` path lead: the rank's EP split, else its attribution record, whose cause
+    /// and sentence the line carries.
+    path_ep: Option<&'a EpRecord>,
+    path_record: Option<&'a Record>,
+}
+
+impl<'a> Leads<'a> {
+    fn choose(inp: &Input<'a>, v: &Verdict) -> Leads<'a> {
+        let mut ep_gaps: Vec<&EpRecord> = inp.ep.iter().filter(|e| e.is_gap()).collect();
+        ep_gaps.sort_by(|a, b| b.total_ratio.total_cmp(&a.total_ratio));
+        let mut l = Leads {
+            ep_gaps,
+            gap: None,
+            path: None,
+            path_ep: None,
+            path_record: None,
+        };
+        l.gap = inp.attribution.gaps().find(|g| !l.is_ep_gap(g));
+        let cpu_only = v.metric == "cpu work";
+        l.path = inp.path.lead().filter(|c| {
+            inp.path.steps > 0
+                && lead_pct(c, inp.path, v.onset.as_ref()) >= 100.0 * inp.threshold
+                && l.gap.is_none_or(|g| {
+                    c.net_per_step_ns > gap_per_step(g)
+                        || ((c.kind == path::Kind::Work || cpu_only) && g.who == c.who)
+                })
+        });
+        let work_lead = l.path.filter(|c| c.kind == path::Kind::Work);
+        l.path_ep = work_lead.and_then(|c| l.ep_gaps.iter().copied().find(|e| e.rank == c.who));
+        l.path_record = work_lead.filter(|_| l.path_ep.is_none()).and_then(|c| {
+            inp.attribution
+                .gaps()
+                .find(|g| g.who == c.who && !l.is_ep_gap(g))
+        });
+        l
+    }
+
+    /// Records an EP split already tells (the rank, or its replica: hot experts): not repeated.
+    fn is_ep_gap(&self, g: &Record) -> bool {
+        g.cause == Cause::HotExperts || self.ep_gaps.iter().any(|e| e.rank == g.who)
+    }
+
+    fn ep_lead(&self) -> Option<&'a EpRecord> {
+        self.ep_gaps.first().copied()
+    }
+
+    /// The cause and sentence of the rank's own explanation a `work` path lead carries.
+    fn told(&self) -> Option<(&'a str, &'a str)> {
+        match (self.path_ep, self.path_record) {
+            (Some(e), _) => Some((e.cause.as_str(), e.sentence.as_str())),
+            (None, Some(g)) => Some((g.cause.as_str(), g.sentence.as_str())),
+            _ => None,
+        }
+    }
+
+    /// The first line's subject and cause.
+    fn subject(&self) -> (Option<String>, Option<String>) {
+        if let Some(c) = self.path {
+            let cause = self.told().map_or(path_cause(c.kind), |t| t.0);
+            (Some(c.who.clone()), Some(cause.to_string()))
+        } else if let Some(e) = self.ep_lead() {
+            (Some(e.rank.clone()), Some(e.cause.clone()))
+        } else if let Some(g) = self.gap {
+            (Some(g.who.clone()), Some(g.cause.as_str().to_string()))
+        } else {
+            (None, None)
+        }
+    }
+}
+
+/// What a path cause costs as a share of the step, as its line states it: from the onset on
+/// for the rank that became slower there (the steps before it do not dilute it), else its cost
+/// over the typical rank's.
+fn lead_pct(c: &path::Cause, p: &CriticalPath, onset: Option<&Onset>) -> f64 {
+    onset
+        .filter(|o| o.rank == c.who && o.step_index > 0)
+        .and_then(|o| c.per_step_from(o.step_index, &p.per_step))
+        .filter(|&(_, step)| step > 0.0)
+        .map_or(c.net_step_pct, |(ns, step)| 100.0 * ns / step)
+}
+
+/// The classes that explain `who`'s gap against its peers: for each non-communication class,
+/// its time minus the peers' mean (from the onset on when there is one, else over the whole
+/// profile); the largest positive ones, up to 80 % of the positive total (at most three).
+fn class_shares(
+    inp: &Input<'_>,
+    who: usize,
+    onset: Option<&Onset>,
+    peers: &[usize],
+) -> Vec<ClassShare> {
+    let per_class: Vec<Vec<i64>> = match onset {
         Some(o) => inp
             .step_class_ns
             .iter()
@@ -220,16 +302,15 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
             .collect(),
         None => inp.class_ns.to_vec(),
     };
-    let who_peers = peers_of(who);
     let mut gaps: Vec<(usize, f64)> = (0..inp.class_names.len())
         .filter(|&c| c != inp.comm_class)
         .map(|c| {
             let mine = per_class[who].get(c).copied().unwrap_or(0) as f64;
-            let rest: f64 = who_peers
+            let rest: f64 = peers
                 .iter()
                 .map(|&r| per_class[r].get(c).copied().unwrap_or(0) as f64)
                 .sum::<f64>()
-                / who_peers.len().max(1) as f64;
+                / peers.len().max(1) as f64;
             (c, mine - rest)
         })
         .filter(|&(_, g)| g > 0.0)
@@ -237,12 +318,13 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     gaps.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let positive: f64 = gaps.iter().map(|g| g.1).sum();
     let mut covered = 0.0;
+    let mut out = Vec::new();
     for &(c, g) in &gaps {
-        if v.classes.len() == 3 || (positive > 0.0 && covered >= 0.8 * positive) {
+        if out.len() == 3 || (positive > 0.0 && covered >= 0.8 * positive) {
             break;
         }
         covered += g;
-        v.classes.push(ClassShare {
+        out.push(ClassShare {
             class: inp.class_names[c].clone(),
             gap_ns: g.round() as i64,
             share_pct: if positive > 0.0 {
@@ -252,169 +334,197 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
             },
         });
     }
+    out
+}
 
+/// The first line and the causes below it: the path's line, the EP gaps not told by it (the
+/// largest first, at most three), the attribution's lead gap unless the path's line carries it,
+/// and its other gaps (three subjects in all).
+fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(c) = leads.path {
+        lines.push(path_line(
+            c,
+            leads.told(),
+            inp.path,
+            &v.metric,
+            v.onset.as_ref(),
+        ));
+    }
+    let ep_told = |e: &EpRecord| leads.path_ep.is_some_and(|t| std::ptr::eq(t, e));
+    if let Some(e) = leads.ep_lead().filter(|e| !ep_told(e)) {
+        lines.push(if leads.path.is_some() {
+            format!("Also {}: {}.", e.cause, e.sentence)
+        } else {
+            format!("Imbalanced, {}: {}.", e.cause, e.sentence)
+        });
+    }
+    for e in leads.ep_gaps.iter().skip(1).filter(|e| !ep_told(e)).take(2) {
+        lines.push(format!("Also {}: {}.", e.cause, e.sentence));
+    }
+    let Some(g) = leads.gap else {
+        return lines;
+    };
+    let cause = match g.cause {
+        Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
+        c => c.as_str(),
+    };
+    if !leads.path_record.is_some_and(|r| std::ptr::eq(r, g)) {
+        lines.push(if leads.ep_lead().is_some() || leads.path.is_some() {
+            format!("Also {cause}: {}.", g.sentence)
+        } else {
+            format!("Imbalanced, {cause}: {}.", g.sentence)
+        });
+    }
+    let mut said = vec![(g.who.as_str(), g.cause)];
+    if let Some(r) = leads.path_record {
+        said.push((r.who.as_str(), r.cause));
+    }
+    for o in inp.attribution.gaps() {
+        if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) || leads.is_ep_gap(o) {
+            continue;
+        }
+        said.push((o.who.as_str(), o.cause));
+        let what = if o.cause == Cause::NotEnoughEvidence {
+            "cause unclear"
+        } else {
+            o.cause.as_str()
+        };
+        lines.push(format!("Also {what}: {}.", o.sentence));
+    }
+    lines
+}
+
+/// A rank the attribution names that costs the step little at the collectives: it arrives
+/// early (its extra time is spent while the others are still busy).
+fn early_arrivers(inp: &Input<'_>, leads: &Leads<'_>) -> Vec<String> {
+    if inp.path.collectives == 0 || inp.path.steps == 0 {
+        return Vec::new();
+    }
+    inp.attribution
+        .gaps()
+        .filter(|g| g.scope != "replica")
+        .take(3)
+        .filter_map(|g| {
+            let gap = gap_per_step(g);
+            let cost = inp.path.rank_per_step(&g.who);
+            (gap > 0.0 && cost < 0.25 * gap && leads.path.is_none_or(|c| c.who != g.who)).then(|| {
+                format!(
+                    "{} costs the step only {:.2} ms at the collectives (its gap is {:.2} ms a step): it does not arrive last, so the others do not wait for it.",
+                    g.who,
+                    cost / 1e6,
+                    gap / 1e6
+                )
+            })
+        })
+        .collect()
+}
+
+/// Balanced, or which rank has the most work and by how much.
+fn balance_line(
+    inp: &Input<'_>,
+    v: &Verdict,
+    slow: usize,
+    who: usize,
+    slow_work: i64,
+    others: f64,
+    all_others: bool,
+) -> String {
     let ms = |x: f64| x / 1e6;
     let mine = if all_others {
         "the others' mean"
     } else {
         "its replica's other ranks' mean"
     };
-    if let Some(c) = path_lead {
-        v.lines
-            .push(path_line(c, told, inp.path, &v.metric, v.onset.as_ref()));
+    let name = |r: usize| &inp.summaries[r].figures.rank;
+    let (slow_ms, others_ms) = (ms(slow_work as f64), ms(others));
+    if v.balanced {
+        format!(
+            "Balanced: the busiest rank ({}) has {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms), within the {:.0} % threshold.",
+            name(slow), v.excess_pct, v.metric, v.threshold_pct
+        )
+    } else if who != slow {
+        // The rank that became slower is not the one with the most work over the profile.
+        format!(
+            "Imbalanced: rank {} became slower (see the onset); over the whole profile rank {} has the most {}, {:.1} % above {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms).",
+            name(who), name(slow), v.metric, v.excess_pct
+        )
+    } else if v.excess_pct <= v.threshold_pct {
+        // The gap is elsewhere (between replicas, or an onset): ranks are even against peers.
+        format!(
+            "Against its peers the busiest rank ({}) has only {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms).",
+            name(slow), v.excess_pct, v.metric
+        )
+    } else {
+        format!(
+            "Imbalanced: rank {} is the slowest, with {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms).",
+            name(slow), v.excess_pct, v.metric
+        )
     }
-    let ep_told = |e: &EpRecord| path_ep.is_some_and(|t| std::ptr::eq(t, e));
-    if let Some(e) = ep_lead.filter(|e| !ep_told(e)) {
-        v.lines.push(if path_lead.is_some() {
-            format!("Also {}: {}.", e.cause, e.sentence)
+}
+
+/// A slow link that does not lead: a fault of the hardware all the same, said with its
+/// figures (under the threshold when the profile is otherwise balanced).
+fn link_line(inp: &Input<'_>, leads: &Leads<'_>, balanced: bool) -> Option<String> {
+    let c = inp.path.causes.iter().find(|c| {
+        c.kind == path::Kind::Transfer
+            && c.per_step_ns > 0.0
+            && leads.path.is_none_or(|l| !std::ptr::eq(l, *c))
+    })?;
+    Some(format!(
+        "{}: the group of {} costs every step {:.3} ms ({:.1} % of the step): {}.",
+        if balanced {
+            "Slow link, under the threshold"
         } else {
-            format!("Imbalanced, {}: {}.", e.cause, e.sentence)
-        });
+            "Also slow link"
+        },
+        c.who,
+        c.per_step_ns / 1e6,
+        c.step_pct,
+        link_why(c, inp.path)
+    ))
+}
+
+/// The classes the gap of `who` is mostly in, when there is a gap to explain.
+fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
+    let even = v.excess_pct <= v.threshold_pct && v.onset.is_none();
+    if v.balanced || even || v.classes.is_empty() {
+        return None;
     }
-    for e in ep_gaps.iter().skip(1).filter(|e| !ep_told(e)).take(2) {
-        v.lines.push(format!("Also {}: {}.", e.cause, e.sentence));
-    }
-    if let Some(g) = lead {
-        let cause = match g.cause {
-            Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
-            c => c.as_str(),
-        };
-        let told = path_record.is_some_and(|r| std::ptr::eq(r, g));
-        if !told {
-            v.lines.push(if ep_lead.is_some() || path_lead.is_some() {
-                format!("Also {cause}: {}.", g.sentence)
-            } else {
-                format!("Imbalanced, {cause}: {}.", g.sentence)
-            });
-        }
-        let mut said = vec![(g.who.as_str(), g.cause)];
-        if let Some(r) = path_record {
-            said.push((r.who.as_str(), r.cause));
-        }
-        for o in inp.attribution.gaps() {
-            if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) || is_ep_gap(o) {
-                continue;
-            }
-            said.push((o.who.as_str(), o.cause));
-            let what = if o.cause == Cause::NotEnoughEvidence {
-                "cause unclear"
-            } else {
-                o.cause.as_str()
-            };
-            v.lines.push(format!("Also {what}: {}.", o.sentence));
-        }
-    }
-    // A slow link that costs less than the threshold of the step is still a fault of the
-    // hardware: said lower down, with its figures.
-    // (After the line that says balanced or not: pushed below.)
-    let link_line = inp
-        .path
-        .causes
+    let parts: Vec<String> = v
+        .classes
         .iter()
-        .find(|c| {
-            c.kind == path::Kind::Transfer
-                && c.per_step_ns > 0.0
-                && path_lead.is_none_or(|l| !std::ptr::eq(l, *c))
-        })
         .map(|c| {
             format!(
-                "{}: the group of {} costs every step {:.3} ms ({:.1} % of the step): {}.",
-                if v.balanced {
-                    "Slow link, under the threshold"
-                } else {
-                    "Also slow link"
-                },
-                c.who,
-                c.per_step_ns / 1e6,
-                c.step_pct,
-                link_why(c, inp.path)
+                "{} {:.0} % (+{:.2} ms)",
+                c.class,
+                c.share_pct,
+                c.gap_ns as f64 / 1e6
             )
-        });
-    // A rank the attribution names that costs the step little at the collectives: it arrives
-    // early (its extra time is spent while the others are still busy).
-    if inp.path.collectives > 0 && inp.path.steps > 0 {
-        for g in inp
-            .attribution
-            .gaps()
-            .filter(|g| g.scope != "replica")
-            .take(3)
-        {
-            let gap = gap_per_step(g);
-            let cost = inp.path.rank_per_step(&g.who);
-            if gap > 0.0 && cost < 0.25 * gap && path_lead.is_none_or(|c| c.who != g.who) {
-                v.lines.push(format!(
-                    "{} costs the step only {:.2} ms at the collectives (its gap is {:.2} ms a step): it does not arrive last, so the others do not wait for it.",
-                    g.who,
-                    cost / 1e6,
-                    gap / 1e6
-                ));
-            }
+        })
+        .collect();
+    Some(format!(
+        "The gap of rank {} is mostly {}{}.",
+        inp.summaries[who].figures.rank,
+        parts.join(", "),
+        if v.onset.is_some() {
+            " (steps from the onset on)"
+        } else {
+            ""
         }
-    }
-    if v.balanced {
-        v.lines.push(format!(
-            "Balanced: the busiest rank ({}) has {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms), within the {:.0} % threshold.",
-            inp.summaries[slow].figures.rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others), v.threshold_pct
-        ));
-    } else if who != slow {
-        // The rank that became slower is not the one with the most work over the whole profile.
-        v.lines.push(format!(
-            "Imbalanced: rank {} became slower (see the onset); over the whole profile rank {} has the most {}, {:.1} % above {mine} ({:.2} ms vs {:.2} ms).",
-            inp.summaries[who].figures.rank, inp.summaries[slow].figures.rank, v.metric, v.excess_pct, ms(work[slow] as f64), ms(others)
-        ));
-    } else if v.excess_pct <= 100.0 * inp.threshold {
-        // The gap is elsewhere (between replicas, or an onset): ranks are even against peers.
-        v.lines.push(format!(
-            "Against its peers the busiest rank ({}) has only {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms).",
-            inp.summaries[slow].figures.rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
-        ));
-    } else {
-        v.lines.push(format!(
-            "Imbalanced: rank {} is the slowest, with {:.1} % more {} than {mine} ({:.2} ms vs {:.2} ms).",
-            inp.summaries[slow].figures.rank, v.excess_pct, v.metric, ms(work[slow] as f64), ms(others)
-        ));
-    }
-    v.lines.extend(link_line);
-    let even = v.excess_pct <= 100.0 * inp.threshold && v.onset.is_none();
-    if !v.balanced && !even && !v.classes.is_empty() {
-        let parts: Vec<String> = v
-            .classes
-            .iter()
-            .map(|c| {
-                format!(
-                    "{} {:.0} % (+{:.2} ms)",
-                    c.class,
-                    c.share_pct,
-                    ms(c.gap_ns as f64)
-                )
-            })
-            .collect();
-        v.lines.push(format!(
-            "The gap of rank {} is mostly {}{}.",
-            inp.summaries[who].figures.rank,
-            parts.join(", "),
-            if v.onset.is_some() {
-                " (steps from the onset on)"
-            } else {
-                ""
-            }
-        ));
-    }
+    ))
+}
+
+/// The onset, or that there is none (when there are steps to have one).
+fn onset_line(inp: &Input<'_>, v: &Verdict) -> Option<String> {
     match &v.onset {
-        Some(o) => v.lines.push(format!("Onset: {}.", o.sentence())),
-        None if !inp.steps.rows.is_empty() => v.lines.push(format!(
+        Some(o) => Some(format!("Onset: {}.", o.sentence())),
+        None if !inp.steps.rows.is_empty() => Some(format!(
             "No onset: no rank stays more than {:.0} % above the others from some step to the end.",
             v.threshold_pct
         )),
-        None => {}
+        None => None,
     }
-    if let Some(s) = &v.straggler {
-        v.lines.push(format!(
-            "Collectives: rank {s} arrived last at {:.0} % of the {} matched collectives.",
-            v.straggler_pct, inp.collectives.matched
-        ));
-    }
-    v
 }
 
 /// The attribution record's gap per step: its time over the peers', ns.
@@ -525,8 +635,13 @@ fn rank_cost(c: &path::Cause, p: &CriticalPath, metric: &str) -> String {
     parts.sort_by(|a, b| b.per_step_ns.total_cmp(&a.per_step_ns));
     let total: f64 = parts.iter().fold(0.0, |t, x| t + x.per_step_ns);
     let pct: f64 = parts.iter().fold(0.0, |t, x| t + x.step_pct);
-    let split = if parts.len() > 1 {
-        let each: Vec<String> = parts
+    // The parts worth a word: at least 1 % of the total (the rest is in the table).
+    let shown: Vec<&&path::Cause> = parts
+        .iter()
+        .filter(|x| x.per_step_ns >= 0.01 * total)
+        .collect();
+    let split = if shown.len() > 1 {
+        let each: Vec<String> = shown
             .iter()
             .map(|x| {
                 format!(

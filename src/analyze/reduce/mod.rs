@@ -4,6 +4,8 @@
 //!
 //! - [`kernels`]: class × rank totals and the top kernels with their imbalance.
 //! - [`steps`]: the step × rank table and the onset of an imbalance.
+//! - [`clocks`]: ranks whose clock is off their world's by a constant, from the collectives'
+//!   ends (aligned before the other tables).
 //! - [`collectives`]: the worlds ranks are matched in, matched collectives, skews, waits and
 //!   the straggler.
 //! - [`path`]: the critical path across ranks: what each late arrival at a collective cost
@@ -16,6 +18,7 @@
 //! statistics); inside, `heat` imports `kernels` and `steps`, `groups` imports `steps`,
 //! `path` imports `steps` and `collectives` imports `path`.
 
+pub mod clocks;
 pub(crate) mod collectives;
 pub mod groups;
 pub(crate) mod heat;
