@@ -284,7 +284,7 @@ fn cpu_only_plants_keep_their_meaning() {
     let (_t, v) = ck(&["--tp", "4", "--late-start-rank", "1", "--delay-us", "2000"]);
     assert_near(
         total(&v, "TP01", "late"),
-        (STEPS - 1.0) * D_NS,
+        STEPS * D_NS,
         0.05,
         "TP01 late",
     );

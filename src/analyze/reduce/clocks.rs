@@ -146,10 +146,11 @@ mod tests {
     fn a_constant_offset_is_found_and_jitter_is_not() {
         let base = [1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000];
         let shifted: Vec<i64> = base.iter().map(|e| e + 1_500_000 + e % 7).collect();
+        // Jitter of ±30 µs around the others' ends: its median is 5 µs, no offset.
         let jitter: Vec<i64> = base
             .iter()
-            .enumerate()
-            .map(|(i, e)| e + if i % 2 == 0 { 30_000 } else { -30_000 })
+            .zip([30_000, -25_000, 5_000, -30_000, 20_000])
+            .map(|(e, j)| e + j)
             .collect();
         let ranks = vec![rank(&base), rank(&base), rank(&shifted), rank(&jitter)];
         let found = estimate(&[vec![0, 1, 2, 3]], &ranks).unwrap();
