@@ -282,12 +282,7 @@ fn cpu_only_plants_keep_their_meaning() {
     );
     assert_quiet(&v, Some(("TP02", "host")), 0.10 * D_NS);
     let (_t, v) = ck(&["--tp", "4", "--late-start-rank", "1", "--delay-us", "2000"]);
-    assert_near(
-        total(&v, "TP01", "late"),
-        STEPS * D_NS,
-        0.05,
-        "TP01 late",
-    );
+    assert_near(total(&v, "TP01", "late"), STEPS * D_NS, 0.05, "TP01 late");
     assert_quiet(&v, Some(("TP01", "late")), 0.10 * D_NS);
     let (_t, c) = ck(&["--dp", "2", "--tp", "2"]);
     let (_t, v) = ck(&[

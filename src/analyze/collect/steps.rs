@@ -235,16 +235,20 @@ mod tests {
     use super::*;
     use crate::analyze::collect::work::{Batch, WorkSource};
 
-    #[test]
-    fn windows_find_their_step() {
-        let m = |s, d| Mark {
-            start: s,
-            dur: d,
+    fn mark(start: i64, dur: i64) -> Mark {
+        Mark {
+            start,
+            dur,
             name: String::new(),
             number: None,
             on_gpu: false,
             begin: None,
-        };
+        }
+    }
+
+    #[test]
+    fn windows_find_their_step() {
+        let m = mark;
         let marks = vec![m(0, 10), m(10, 10), m(30, 5)];
         assert_eq!(window_of(&marks, 0), Some(0));
         assert_eq!(window_of(&marks, 10), Some(1));
@@ -255,14 +259,7 @@ mod tests {
 
     #[test]
     fn batches_add_up_in_their_step() {
-        let w = |start| Mark {
-            start,
-            dur: 100,
-            name: String::new(),
-            number: None,
-            on_gpu: false,
-            begin: None,
-        };
+        let w = |start| mark(start, 100);
         let windows = vec![w(0), w(100)];
         let m = |start, on_gpu, seqs, tokens| WorkMark {
             start,
@@ -298,14 +295,7 @@ mod tests {
 
     #[test]
     fn nested_marks_are_one_step() {
-        let m = |s, d| Mark {
-            start: s,
-            dur: d,
-            name: String::new(),
-            number: None,
-            on_gpu: false,
-            begin: None,
-        };
+        let m = mark;
         // Two iterations, each a forward span with a step annotation inside; a step that
         // only overlaps the previous one's end is its own.
         let (_, marks) = choose(

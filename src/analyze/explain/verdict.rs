@@ -615,8 +615,9 @@ fn path_line(
 
 /// What the lead's rank costs every step in all — the sum of its causes on the critical path
 /// (what fixing the rank would give back), each part as the critical-path table states it:
-/// "TP07 costs every step 6.10 ms (31 % of the 19.90 ms step: 4.58 ms late start, 1.49 ms host
-/// gaps, 0.04 ms more gpu work)". A slow link is its group's alone.
+/// "RANK07 costs every step 6.10 ms (31 % of the 19.90 ms step: 4.58 ms late start, 1.49 ms
+/// host gaps)": the parts of at least a fifth of the total are named. A slow link is its
+/// group's alone.
 fn rank_cost(c: &path::Cause, p: &CriticalPath, metric: &str) -> String {
     let who = if c.kind == path::Kind::Transfer {
         format!("the group of {}", c.who)
@@ -635,10 +636,10 @@ fn rank_cost(c: &path::Cause, p: &CriticalPath, metric: &str) -> String {
     parts.sort_by(|a, b| b.per_step_ns.total_cmp(&a.per_step_ns));
     let total: f64 = parts.iter().fold(0.0, |t, x| t + x.per_step_ns);
     let pct: f64 = parts.iter().fold(0.0, |t, x| t + x.step_pct);
-    // The parts worth a word: at least 1 % of the total (the rest is in the table).
+    // The parts worth a word: at least a fifth of the total (every part is in the table).
     let shown: Vec<&&path::Cause> = parts
         .iter()
-        .filter(|x| x.per_step_ns >= 0.01 * total)
+        .filter(|x| x.per_step_ns >= 0.2 * total)
         .collect();
     let split = if shown.len() > 1 {
         let each: Vec<String> = shown

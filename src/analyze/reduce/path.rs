@@ -14,8 +14,9 @@
 //! the difference); split over the kinds in proportion to the last arriver's excess over the
 //! median member in each (busy, host, late), all integer ns, so the parts add up to the cost.
 //! Ties (two arrivals less than the tie tolerance apart) cost nothing: no one arrived last.
-//! Collectives whose members include one with no earlier collective (the first of a rank) are
-//! not charged. Also per collective: the **transfer**, its duration on the last arriver (it
+//! A rank's first collective has its segment from the start of the step it arrives in, the
+//! members' segments on one start (the earliest member's step start), so a late step start
+//! before it is charged; a first collective outside any step is not charged. Also per collective: the **transfer**, its duration on the last arriver (it
 //! waited for no one), per world and collective name; a world whose median transfer is out of
 //! line with the same collective's in the other worlds (a slow link) is charged the difference.
 //!
