@@ -51,8 +51,16 @@ pub(crate) fn run(args: &DemoArgs) -> Result<i32> {
     };
     opts.analyze.top_n = 8;
     let mut runs = Vec::new();
+    let mut used = std::collections::HashSet::new();
     for g in &found.groups {
-        let dest = out.join(g.merged_name());
+        // Profiles of one name in several folders (the real-gloo recordings) each get their
+        // folder's name as a subfolder, so that none overwrites another's outputs.
+        let mut dest = out.join(g.merged_name());
+        if !used.insert(dest.clone()) {
+            let sub = out.join(g.dir.file_name().unwrap_or_default());
+            std::fs::create_dir_all(&sub)?;
+            dest = sub.join(g.merged_name());
+        }
         super::outln!(
             "\n== rankprof merge --profile-dir {} --profile-id {} -o {}\n",
             g.dir.display(),
@@ -60,6 +68,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<i32> {
             dest.display()
         )?;
         let run = run_group(g, &dest, &opts);
+        let html = dest.with_file_name(g.merged_name().replace(".trace.json.gz", ".html"));
         let res = run.merge.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let one = MergeReport {
             merged: vec![super::merge::merged(g, res, run.merge_secs)],
@@ -67,11 +76,10 @@ pub(crate) fn run(args: &DemoArgs) -> Result<i32> {
         };
         crate::report::print(&one, Format::Terminal)?;
         code = exit::worst(code, res.outcome().code());
-        runs.push(run);
+        runs.push((run, html));
     }
-    for run in runs {
+    for (run, html) in runs {
         let g = &run.group;
-        let html = out.join(g.merged_name().replace(".trace.json.gz", ".html"));
         super::outln!(
             "\n== analyze-profile --profile-dir {} --profile-id {} --all-ranks --html {}\n",
             g.dir.display(),
