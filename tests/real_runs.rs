@@ -418,3 +418,19 @@ fn merge_aligns_a_host_clock_offset_from_the_collectives() {
         "NCCL ends {base} µs apart on the base clock"
     );
 }
+
+/// One rank of a 300-rank world (HTA's CPU-only rank 34): the verdict says what is missing
+/// instead of comparing nothing.
+#[test]
+fn one_rank_of_a_larger_world_says_so() {
+    let a = rankprof::analyze::analyze(&AnalyzeOptions {
+        files: vec![shared("hta/cpu-only-rank-34.pt.trace.json.gz")],
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(
+        a.verdict.lines[0].starts_with("1 rank of a world of 300"),
+        "{:#?}",
+        a.verdict.lines
+    );
+}

@@ -148,6 +148,7 @@ pub(super) fn cross_rank(
         attribution: &attribution,
         ep: &ep,
         threshold,
+        world: results.iter().filter_map(|r| r.world_size).max(),
     });
     let summary = summary::build(
         id,

@@ -79,6 +79,8 @@ pub(crate) struct Input<'a> {
     /// MoE EP splits ([`super::ep`]).
     pub(crate) ep: &'a [EpRecord],
     pub(crate) threshold: f64,
+    /// The world the traces say they belong to (`distributedInfo.world_size`, the largest).
+    pub(crate) world: Option<i64>,
 }
 
 /// The verdict, in the order its lines state it: who leads the first line ([`Leads`]), the
@@ -102,8 +104,12 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
         ..Default::default()
     };
     if n < 2 {
-        v.lines
-            .push(format!("{n} rank: nothing to compare across ranks."));
+        v.lines.push(match inp.world.filter(|&w| w > n as i64) {
+            Some(w) => format!(
+                "{n} rank of a world of {w} (the trace's distributedInfo): nothing to compare until the others' traces are given (all of them in one folder: --profile-dir DIR)."
+            ),
+            None => format!("{n} rank: nothing to compare across ranks."),
+        });
         return v;
     }
     let work = work_per_rank(inp);
