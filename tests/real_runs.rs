@@ -20,6 +20,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{have_python, manifest, python, shared};
+use rankprof::analyze::explain::attribution::Cause;
 use rankprof::analyze::{Analysis, AnalyzeOptions};
 use serde_json::Value;
 
@@ -433,4 +434,140 @@ fn one_rank_of_a_larger_world_says_so() {
         "{:#?}",
         a.verdict.lines
     );
+}
+
+/// `fixtures/real-sglang/`: a real SGLang server (TP1 × DP2, CPU) with 8× the requests routed
+/// to replica 1, and the even control. Truth from `tests/truth_sglang_dp.py`: each replica's
+/// tokens and sequences from its own `step[…]` annotations (and checked there against what
+/// the load generator sent, `plant.json`).
+fn sglang_dp_truth(name: &str) -> (Value, PathBuf) {
+    let dir = manifest("fixtures/real-sglang").join(name);
+    let v = python("truth_sglang_dp.py", &[&dir], &["--json"]);
+    (v, dir)
+}
+
+/// The number after `key` in `line` (`got 8.00×` → 8.0 for key `got `).
+fn number_after(line: &str, key: &str) -> f64 {
+    line.split_once(key)
+        .and_then(|x| {
+            x.1.trim_start()
+                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .next()
+        })
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {key:?} in: {line}"))
+}
+
+#[test]
+fn sglang_dp_replica_with_8x_the_requests_is_uneven_load() {
+    let (truth, dir) = sglang_dp_truth("dp2-skew-8x");
+    let r = &truth["replicas"];
+    let tok = |d: &str| r[d]["tokens"].as_f64().expect("tokens");
+    let seq = |d: &str| r[d]["sequences"].as_f64().expect("sequences");
+    assert_eq!(truth["most_tokens"], "DP1", "{truth}");
+    let a = analyze_dir(&dir);
+    let line = &a.verdict.lines[0];
+    assert!(
+        line.starts_with("Imbalanced, uneven load: replica DP01"),
+        "{:#?}",
+        a.verdict.lines
+    );
+    // The ratios and the counts it states, against the raw annotations of each replica's own
+    // steps (a replica's steps are not the other's: none is left out for want of a peer).
+    let want = tok("DP1") / tok("DP0");
+    let got = number_after(line, "got ");
+    assert!((got - want).abs() <= 0.10 * want, "{got} vs {want}: {line}");
+    assert!(
+        line.contains(&format!("({:.0} vs {:.0}", tok("DP1"), tok("DP0"))),
+        "tokens {} vs {}: {line}",
+        tok("DP1"),
+        tok("DP0")
+    );
+    let seqs = seq("DP1") / seq("DP0");
+    assert!(
+        (number_after(line, "and ") - seqs).abs() <= 0.10 * seqs,
+        "sequences {seqs}: {line}"
+    );
+    let share = 100.0 * tok("DP1") / (tok("DP0") + tok("DP1"));
+    assert!(
+        (number_after(line, "; ") - share).abs() <= 1.0,
+        "share {share:.1} %: {line}"
+    );
+}
+
+#[test]
+fn sglang_dp_even_load_is_not_uneven_load() {
+    let (truth, dir) = sglang_dp_truth("dp2-even");
+    let ratio = truth["tokens_ratio_max_over_min"].as_f64().expect("ratio");
+    assert!((ratio - 1.0).abs() < 0.01, "the control is even: {truth}");
+    let a = analyze_dir(&dir);
+    // Step times on a 2-core CPU differ between the replicas' cores (see README there): the
+    // control may read slower, never uneven load.
+    assert!(
+        a.attribution.gaps().all(|g| g.cause != Cause::UnevenLoad),
+        "{:#?}",
+        a.verdict.lines
+    );
+}
+
+/// HTA's folder holds unrelated single-rank runs (an A100 AlexNet in 2023, a Triton example
+/// in 2024, an MI250 in 2025, …): never one profile.
+#[test]
+fn files_of_different_runs_are_never_one_profile() {
+    let d = rankprof::trace::discover(&shared("hta"), false).unwrap();
+    let ids: Vec<&str> = d.groups.iter().map(|g| g.profile_id.as_str()).collect();
+    // The MI250's GPUs differ from the A100 files': a profile of its own, with the reason.
+    assert!(ids.contains(&"rocm-mi250"), "{ids:?}");
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("not one run") && n.contains("AMD Radeon Graphics")),
+        "{:#?}",
+        d.notes
+    );
+    // The two A100 files agree on their GPUs but recorded a year apart: refused, with when.
+    let both = d
+        .groups
+        .iter()
+        .find(|g| g.files.len() == 2 && g.profile_id.starts_with("hta"))
+        .unwrap_or_else(|| panic!("{ids:?}"));
+    let err = rankprof::analyze::analyze(&AnalyzeOptions {
+        profile_dir: Some(shared("hta")),
+        profile_id: Some(both.profile_id.clone()),
+        ..Default::default()
+    })
+    .expect_err("two runs a year apart");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("not one run"), "{msg}");
+    assert!(msg.contains("days after"), "{msg}");
+}
+
+/// A JSON array that holds no trace event beside a real rank file is no rank.
+#[test]
+fn a_json_array_of_no_events_is_no_rank() {
+    let dir = std::env::temp_dir().join(format!("rankprof-bare-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = gloo("tp4-control");
+    let rank0 = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("rank0."))
+        .expect("rank0 file");
+    std::fs::copy(&rank0, dir.join("run.trace.json.gz")).unwrap();
+    std::fs::write(dir.join("results.json"), "[1, 2, {\"a\": 3}]").unwrap();
+    std::fs::write(dir.join("empty.json"), "[ ]").unwrap();
+    let d = rankprof::trace::discover(&dir, false).unwrap();
+    let files: Vec<usize> = d.groups.iter().map(|g| g.files.len()).collect();
+    assert_eq!(files, [1], "{:#?}", d.notes);
+    for f in ["results.json", "empty.json"] {
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains(f) && n.contains("holds no trace event")),
+            "{f}: {:#?}",
+            d.notes
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -84,6 +84,35 @@ fn merge_into(out: &Path, name: &str, dir: Option<&Path>, files: &[PathBuf]) -> 
         .collect()
 }
 
+/// Every fixture set under `root`: a folder of traces is one set; a folder of folders
+/// (`real-gloo/`, one recording per subfolder) gives one set per subfolder, named `parent-sub`.
+fn fixture_sets(root: &Path) -> Vec<(String, PathBuf)> {
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        v
+    };
+    let name = |p: &Path| p.file_name().unwrap().to_string_lossy().to_string();
+    let mut sets = Vec::new();
+    for dir in dirs(root) {
+        let subs = dirs(&dir);
+        if std::fs::read_dir(&dir).unwrap().next().is_none() {
+            continue; // an empty folder holds no set
+        } else if subs.is_empty() {
+            sets.push((name(&dir), dir));
+        } else {
+            for sub in subs {
+                sets.push((format!("{}-{}", name(&dir), name(&sub)), sub));
+            }
+        }
+    }
+    sets
+}
+
 /// "[TP01-DP00]" -> its SGLang sort key (dp, ep, pp, tp, plain rank), worked out from the label.
 fn rank_key(label: &str) -> [u32; 5] {
     let mut k = [0; 5];
@@ -311,16 +340,10 @@ fn merged_traces_load_in_catapult_and_devtools() {
     std::fs::create_dir_all(&out).unwrap();
 
     let mut merged = Vec::new();
-    let mut sets: Vec<PathBuf> = std::fs::read_dir(manifest().join("fixtures"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    sets.sort();
+    let sets = fixture_sets(&manifest().join("fixtures"));
     assert!(sets.len() >= 5, "fixture sets: {sets:?}");
-    for dir in &sets {
-        let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        merged.extend(merge_into(&out, &name, Some(dir), &[]));
+    for (name, dir) in &sets {
+        merged.extend(merge_into(&out, name, Some(dir), &[]));
     }
     for set in ["tp2", "tp2dp2"] {
         let dir = shared(&format!("sglang-cpu/{set}"));

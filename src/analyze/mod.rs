@@ -84,6 +84,7 @@ pub mod partial;
 mod cross;
 pub mod phases;
 pub(crate) mod rankset;
+mod runs;
 // not API: for tests
 #[doc(hidden)]
 pub mod reduce;

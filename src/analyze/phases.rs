@@ -368,6 +368,9 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             ));
         }
     }
+    if let Some(why) = super::runs::not_one_run(&results, &read.profile_id) {
+        bail!("{why}");
+    }
     let mut seen = std::collections::BTreeSet::new();
     for r in &results {
         if !seen.insert(r.label.clone()) {

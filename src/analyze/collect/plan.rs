@@ -125,6 +125,8 @@ pub fn stages(args: &AnalyzeOptions) -> Result<Vec<String>> {
 /// Finds the files to read: rank files win over a merged trace in the same directory.
 pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     let (mut disc, merged, listing_notes) = discovery(args)?;
+    let mut profiles: Vec<String> = disc.groups.iter().map(|g| g.profile_id.clone()).collect();
+    profiles.dedup();
     disc.select(args.profile_id.as_deref(), args.stage.as_deref());
     let mut notes: Vec<String> = listing_notes;
     notes.extend(
@@ -163,6 +165,16 @@ pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
             };
             let picked: Vec<PathBuf> = merged.into_iter().filter(|p| want(p)).collect();
             match picked.len() {
+                0 if !profiles.is_empty() => bail!(
+                    "no profile {}{} here; the profiles are: {} (choose one with --profile-id; \
+                     `rankprof ls` lists them)",
+                    args.profile_id.as_deref().unwrap_or(""),
+                    args.stage
+                        .as_deref()
+                        .map(|s| format!(" with stage {s}"))
+                        .unwrap_or_default(),
+                    profiles.join(", ")
+                ),
                 0 => bail!("no rank traces found (looked for *.json / *.json.gz rank files, Nsight Systems exports *.sqlite, reports *.nsys-rep and merged-*.trace.json.gz)"),
                 1 => {
                     let p = picked[0].clone();

@@ -64,6 +64,10 @@ pub struct RankResult {
     /// merge noted of its file): it is then left out of the comparison unless asked for.
     #[serde(default)]
     pub stopped_early: Option<String>,
+    /// When the rank was active: its first op's start and last op's end on the common clock
+    /// (the file's base added), when it had an op. Ranks of one run overlap in time.
+    #[serde(default)]
+    pub active: Option<(Ns, Ns)>,
 }
 
 impl RankResult {
@@ -73,6 +77,7 @@ impl RankResult {
             s.start_ns += ns;
         }
         self.colls.add_base(ns);
+        self.active = self.active.map(|(a, b)| (Ns(a.0 + ns), Ns(b.0 + ns)));
         self.lost_base = false;
         // The base the rank's clock carries now (what a second read of its file adds).
         self.base_ns = Some(self.base_ns.unwrap_or(0) + ns);
@@ -273,6 +278,7 @@ pub(crate) fn finish(
                 (Some(a), Some(b)) => b - a,
                 _ => 0,
             },
+            window: timeline.all.first().zip(timeline.all.last()),
             busy: timeline.all.len(),
             compute: timeline.compute.len(),
             comm: timeline.comm.len(),
@@ -350,6 +356,7 @@ pub(crate) fn finish(
         base_ns: header.base_time_ns,
         moe_rows,
         stopped_early: None,
+        active: totals.window.map(|(a, b)| (Ns(a + base), Ns(b + base))),
     })
 }
 

@@ -112,6 +112,8 @@ impl RunningUnion {
 pub(crate) struct GpuTotals {
     /// From the first op's start to the last end (non-empty ops).
     pub(crate) span: i64,
+    /// That first start and last end, when there was an op.
+    pub(crate) window: Option<(i64, i64)>,
     pub(crate) busy: i64,
     pub(crate) compute: i64,
     pub(crate) comm: i64,
@@ -212,6 +214,7 @@ pub(crate) fn fold(
             (Some(a), Some(b)) => b - a,
             _ => 0,
         },
+        window: first.zip(last),
         busy: all.len(),
         compute: compute.len(),
         comm: comm_u.len(),

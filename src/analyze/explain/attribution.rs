@@ -169,7 +169,30 @@ impl Attribution {
 struct Totals {
     time: f64,
     work: Option<f64>,
+    /// Sequences (requests), when every step says: told beside tokens for uneven load.
+    seqs: Option<f64>,
     launches: f64,
+}
+
+impl Totals {
+    /// Nothing yet, with work and sequences known until a step lacks them.
+    fn zero() -> Totals {
+        Totals {
+            work: Some(0.0),
+            seqs: Some(0.0),
+            ..Default::default()
+        }
+    }
+
+    /// Adds one step: its work time (ns) and figures (`None`: a step the rank does not have).
+    fn add(&mut self, time_ns: i64, f: Option<&StepFig>, measure: Measure) {
+        self.time += time_ns as f64;
+        self.launches += f.map_or(0, |f| f.work.launches) as f64;
+        let w = f.and_then(|f| measure.value(&f.work));
+        self.work = self.work.zip(w).map(|(a, b)| a + b as f64);
+        let q = f.and_then(|f| f.work.seqs);
+        self.seqs = self.seqs.zip(q).map(|(a, b)| a + b as f64);
+    }
 }
 
 /// The typical peer: the median of each figure over the peers (one outlier among them, say a
@@ -182,6 +205,10 @@ fn typical(v: &[Totals]) -> Totals {
             .iter()
             .all(|t| t.work.is_some())
             .then(|| f(&|t| t.work.unwrap_or(0.0))),
+        seqs: v
+            .iter()
+            .all(|t| t.seqs.is_some())
+            .then(|| f(&|t| t.seqs.unwrap_or(0.0))),
         launches: f(&|t| t.launches),
     }
 }
@@ -192,6 +219,7 @@ fn mean(v: &[Totals]) -> Totals {
     Totals {
         time: v.iter().map(|t| t.time).sum::<f64>() / n,
         work: v.iter().map(|t| t.work).sum::<Option<f64>>().map(|w| w / n),
+        seqs: v.iter().map(|t| t.seqs).sum::<Option<f64>>().map(|w| w / n),
         launches: v.iter().map(|t| t.launches).sum::<f64>() / n,
     }
 }
@@ -235,19 +263,25 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
             return Totals {
                 time: s.figures.compute_ns.0 as f64,
                 work: None,
+                seqs: None,
                 launches: s.figures.kernels as f64,
             };
         }
-        let mut t = Totals {
-            work: Some(0.0),
-            ..Default::default()
-        };
+        let mut t = Totals::zero();
         for (s, row) in rows.iter().enumerate().skip(from) {
-            t.time += row.work_ns[r].0 as f64;
-            let f = fig(r, s);
-            t.launches += f.map_or(0, |f| f.work.launches) as f64;
-            let w = f.and_then(|f| measure.value(&f.work));
-            t.work = t.work.zip(w).map(|(a, b)| a + b as f64);
+            t.add(row.work_ns[r].0, fig(r, s), measure);
+        }
+        t
+    };
+    // A rank over all its own steps, those outside the table included: what a replica is
+    // compared on (see `replica_totals`).
+    let own = |r: usize| -> Totals {
+        if rows.is_empty() {
+            return totals(r, 0);
+        }
+        let mut t = Totals::zero();
+        for f in inp.figs[r] {
+            t.add(f.work_ns, Some(f), measure);
         }
         t
     };
@@ -325,7 +359,10 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
         let rep: Vec<(u32, Totals, String)> = replicas
             .iter()
             .map(|(d, members)| {
-                let t: Vec<Totals> = members.iter().map(|&r| whole[r]).collect();
+                // Replicas each run their own iterations in the profile's window (serving), or
+                // the same steps (lockstep training, where own steps are the table's): each is
+                // compared over all its own steps, none left out for want of a peer's step.
+                let t: Vec<Totals> = members.iter().map(|&r| own(r)).collect();
                 let names: Vec<&str> = members.iter().map(|&r| inp.labels[r].as_str()).collect();
                 (*d, mean(&t), rankset::compact(&names))
             })
@@ -357,13 +394,20 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
     }
     // Every rank that stays above its peers from some step (after the first) to the end.
     for r in 0..n {
-        let Some(s0) = sustained_from(inp.steps, r, inp.threshold) else {
+        // Never a rank of one replica against a rank of another: their steps are not the
+        // same iterations.
+        let peers: Vec<usize> = inp
+            .steps
+            .peers
+            .get(r)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&p| inp.dp[p] == inp.dp[r])
+            .collect();
+        let Some(s0) = sustained_from(inp.steps, r, &peers, inp.threshold) else {
             continue;
         };
-        let peers = inp.steps.peers.get(r).cloned().unwrap_or_default();
-        if peers.is_empty() {
-            continue;
-        }
         let pt: Vec<Totals> = peers.iter().map(|&p| totals(p, s0)).collect();
         let names = peers.iter().map(|&p| inp.labels[p].clone()).collect();
         out.records.push(ctx.record(
@@ -382,12 +426,37 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
     out
 }
 
+/// `; 89 % of all, where an even split of N gives 50 %`: the subject's share of the group's
+/// work against the fair one (empty when unknown).
+fn work_share(me: Option<f64>, group: Option<f64>, n: usize) -> String {
+    match me.zip(group) {
+        Some((a, g)) if g > 0.0 && n > 1 => format!(
+            "; {:.0} % of all, where an even split of {n} gives {:.0} %",
+            100.0 * a / g,
+            100.0 / n as f64
+        ),
+        _ => String::new(),
+    }
+}
+
+/// ` and 8.00× the sequences (96 vs 12)` beside tokens (requests are what a router routes).
+fn seqs_too(unit: &str, me: Option<f64>, peer: Option<f64>) -> String {
+    match me.zip(peer) {
+        Some((a, b)) if unit == "token" && b > 0.0 => {
+            format!(" and {:.2}× the sequences ({a:.0} vs {b:.0})", a / b)
+        }
+        _ => String::new(),
+    }
+}
+
 /// The first step (not the first of the profile) from which rank `r` stays above its typical
 /// peer (median) by more than the threshold to the end, at least two steps (the step table's
 /// onset rule, against the median).
-fn sustained_from(t: &StepTable, r: usize, threshold: f64) -> Option<usize> {
+fn sustained_from(t: &StepTable, r: usize, peers: &[usize], threshold: f64) -> Option<usize> {
     let n = t.rows.len();
-    let peers = t.peers.get(r)?;
+    if peers.is_empty() {
+        return None;
+    }
     let above = |row: &StepRow| {
         let m = median(
             &peers
@@ -440,6 +509,19 @@ struct Ctx<'a> {
     nsteps: usize,
 }
 
+/// The cause of a replica's gap: [`cause`], except that more work than the typical replica
+/// beyond the threshold is **uneven load** even in the same time — replicas of one server
+/// that take equal step times while one serves 8× the tokens are the imbalance, not balance
+/// (a GPU's decode step takes about as long for 8 sequences as for 1).
+pub(crate) fn replica_cause(t: f64, w: Option<f64>, l: f64, threshold: f64) -> Cause {
+    match w {
+        Some(w) if w - 1.0 > threshold && (t - 1.0 <= threshold || w.ln() >= 0.5 * t.ln()) => {
+            Cause::UnevenLoad
+        }
+        _ => cause(t, w, l, threshold),
+    }
+}
+
 /// The cause of a gap from its ratios (see the module doc).
 pub(crate) fn cause(t: f64, w: Option<f64>, l: f64, threshold: f64) -> Cause {
     if t - 1.0 <= threshold {
@@ -475,7 +557,11 @@ impl Ctx<'_> {
         let w = me.work.zip(m.work).map(|(a, b)| ratio(a, b));
         let l = ratio(me.launches, m.launches);
         let u = w.map(|w| t / w);
-        let c = cause(t, w, l, self.threshold);
+        let c = if scope == "replica" {
+            replica_cause(t, w, l, self.threshold)
+        } else {
+            cause(t, w, l, self.threshold)
+        };
         let share = self.nsteps.max(1) as f64;
         let certainty = if c == Cause::NotEnoughEvidence {
             0.5
@@ -489,7 +575,12 @@ impl Ctx<'_> {
                 f64::MAX
             }
         } else {
-            t.ln() * (steps as f64 / share).min(1.0) * certainty
+            // Uneven load in about the same time is as large as the load's ratio.
+            let size = match (c, w) {
+                (Cause::UnevenLoad, Some(w)) if w.is_finite() => t.max(w).ln(),
+                _ => t.ln(),
+            };
+            size * (steps as f64 / share).min(1.0) * certainty
         };
         let group_time = me.time + others.iter().map(|o| o.time).sum::<f64>();
         let group_work = others
@@ -523,8 +614,19 @@ impl Ctx<'_> {
                 100.0 * self.threshold
             ),
             Cause::UnevenLoad => format!(
-                "{name} got {:.2}× the {units} of {peer_txt}{from} ({:.0} vs {:.0}) and took {t:.2}× the time, {:.2}× the time per {unit}: a routing/scheduling imbalance",
-                w.unwrap_or(1.0), me.work.unwrap_or(0.0), m.work.unwrap_or(0.0), u.unwrap_or(1.0)
+                "{name} got {:.2}× the {units} of {peer_txt}{from} ({:.0} vs {:.0}{}){} and took \
+                 {}, {:.2}× the time per {unit}: a routing/scheduling imbalance",
+                w.unwrap_or(1.0),
+                me.work.unwrap_or(0.0),
+                m.work.unwrap_or(0.0),
+                work_share(me.work, group_work, others.len() + 1),
+                seqs_too(unit, me.seqs, m.seqs),
+                if t - 1.0 <= self.threshold {
+                    format!("about the same time ({t:.2}×)")
+                } else {
+                    format!("{t:.2}× the time")
+                },
+                u.unwrap_or(1.0)
             ),
             Cause::SlowerDevice | Cause::HotExperts => format!(
                 "{name}: the same batches as {peer_txt}{from} ({:.2}× the {units}, {l:.2}× the launches) in {t:.2}× the time: {:.2}× the time per {unit}",
@@ -586,5 +688,18 @@ mod tests {
         assert_eq!(cause(1.5, Some(0.8), 1.0, th), Cause::SlowerDevice);
         assert_eq!(cause(3.6, None, 3.6, th), Cause::MoreKernels);
         assert_eq!(cause(1.5, None, 1.0, th), Cause::NotEnoughEvidence);
+    }
+
+    #[test]
+    fn a_replica_with_more_load_in_the_same_time_is_uneven_load() {
+        let th = 0.05;
+        // A GPU decode step of 8 sequences takes about as long as one of 1.
+        assert_eq!(replica_cause(1.0, Some(8.0), 8.0, th), Cause::UnevenLoad);
+        assert_eq!(cause(1.0, Some(8.0), 8.0, th), Cause::Balanced);
+        // Within the threshold: balanced; less load: not this replica's imbalance.
+        assert_eq!(replica_cause(1.0, Some(1.04), 1.0, th), Cause::Balanced);
+        assert_eq!(replica_cause(1.0, Some(0.125), 1.0, th), Cause::Balanced);
+        // More load, but most of a large gap is time per unit: the device.
+        assert_eq!(replica_cause(3.0, Some(1.1), 1.0, th), Cause::SlowerDevice);
     }
 }

@@ -294,9 +294,7 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
     }
     note_stageless_beside_stages(&d.groups, &mut d.notes);
     for (dir, paths) in unnamed {
-        if let Some(g) = unnamed::group(dir, paths, &mut d.notes) {
-            d.groups.push(g);
-        }
+        d.groups.extend(unnamed::groups(dir, paths, &mut d.notes));
     }
     d.groups.extend(nsys_gpus::groups(gpu_groups, &mut d.notes));
     rank_from::apply(&mut d.groups, rank_from, &mut d.notes);

@@ -27,6 +27,9 @@ pub struct Header {
     pub distributed_info: Option<String>,
     /// Every other key with its raw JSON value, in input order.
     pub other: Vec<(String, String)>,
+    /// Set by [`super::reader::read_head`]: the event array is empty or does not start with
+    /// a JSON object (`[]`, `[1, 2]`: a JSON array that is no trace).
+    pub no_events: bool,
 }
 
 impl Header {

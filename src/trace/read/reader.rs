@@ -143,7 +143,11 @@ pub fn read_head(path: &Path) -> io::Result<Option<Header>> {
     s.head_only = true;
     let mut report = ReadReport::new(path, gzip);
     s.run(&mut report, &mut |_| {});
-    Ok(s.reached_events.then_some(report.header))
+    if !s.reached_events {
+        return Ok(None);
+    }
+    report.header.no_events = s.next_byte() != Some(b'{');
+    Ok(Some(report.header))
 }
 
 /// Reads a trace from any byte stream (`gzip` only labels the report).
@@ -257,6 +261,22 @@ impl Scanner {
             report.damage = Some(Damage::NotATrace);
         }
         report
+    }
+
+    /// The next byte that is not white space, without taking it (`None` at the end).
+    fn next_byte(&mut self) -> Option<u8> {
+        loop {
+            let rest = &self.data[self.pos..self.end];
+            match rest.iter().position(|c| !c.is_ascii_whitespace()) {
+                Some(k) => return Some(rest[k]),
+                None => {
+                    self.pos = self.end;
+                    if !self.fill() {
+                        return None;
+                    }
+                }
+            }
+        }
     }
 
     /// Moves unconsumed bytes to the front and reads more. False when no byte was added.
