@@ -368,33 +368,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
             ));
         }
     }
-    if let Some(why) = super::runs::not_one_run(&results, &read.profile_id) {
-        bail!("{why}");
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for r in &results {
-        if !seen.insert(r.label.clone()) {
-            bail!("rank {} appears twice in the input", r.label);
-        }
-        if r.summary.figures.kernels == 0 && r.summary.figures.busy_ns.0 == 0 {
-            notes.push(format!(
-                "rank {}: no GPU kernels and no CPU ops in {}",
-                r.label,
-                r.path.display()
-            ));
-        }
-    }
-    if results.iter().any(|r| r.gpu) && results.iter().any(|r| !r.gpu) {
-        let cpu: Vec<&str> = results
-            .iter()
-            .filter(|r| !r.gpu)
-            .map(|r| r.label.as_str())
-            .collect();
-        notes.push(format!(
-            "ranks {} have no GPU events: their figures come from CPU ops and do not compare with the GPU ranks'",
-            rankset::compact(&cpu)
-        ));
-    }
+    check_ranks(&results, &read.profile_id, &mut notes)?;
     // A rank of a merged trace whose file stopped early when merged: partial data too.
     let damaged = files.iter().any(|f| f.damaged) || partial_line.is_some();
     // Where the step times start (as the step table counts them), to place the onset in time.
@@ -428,4 +402,37 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         ));
     }
     Ok(a)
+}
+
+/// The ranks read are one profile: one run ([`super::runs`]), each rank once; notes for a
+/// rank with nothing in it and for CPU-only ranks beside GPU ones.
+fn check_ranks(results: &[RankResult], profile: &str, notes: &mut Vec<String>) -> Result<()> {
+    if let Some(why) = super::runs::not_one_run(results, profile) {
+        bail!("{why}");
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for r in results {
+        if !seen.insert(r.label.clone()) {
+            bail!("rank {} appears twice in the input", r.label);
+        }
+        if r.summary.figures.kernels == 0 && r.summary.figures.busy_ns.0 == 0 {
+            notes.push(format!(
+                "rank {}: no GPU kernels and no CPU ops in {}",
+                r.label,
+                r.path.display()
+            ));
+        }
+    }
+    if results.iter().any(|r| r.gpu) && results.iter().any(|r| !r.gpu) {
+        let cpu: Vec<&str> = results
+            .iter()
+            .filter(|r| !r.gpu)
+            .map(|r| r.label.as_str())
+            .collect();
+        notes.push(format!(
+            "ranks {} have no GPU events: their figures come from CPU ops and do not compare with the GPU ranks'",
+            rankset::compact(&cpu)
+        ));
+    }
+    Ok(())
 }

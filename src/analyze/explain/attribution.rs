@@ -235,11 +235,44 @@ pub(crate) struct Input<'a> {
     pub(crate) threshold: f64,
 }
 
-/// Attributes every rank's and replica's gap.
+/// Attributes every rank's and replica's gap: the measure of work, each rank's sums and
+/// per-step work, then the comparisons (ranks within their group, replicas with replicas,
+/// ranks from an onset), largest effect first.
 pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
-    let n = inp.labels.len();
+    let (measure, source) = pick_measure(inp);
+    let sums = Sums { inp, measure };
+    let nsteps = inp.steps.rows.len();
+    let mut out = Attribution {
+        unit: measure.unit().to_string(),
+        source,
+        same_work_pct: 100.0 * SAME_WORK,
+        threshold_pct: 100.0 * inp.threshold,
+        ..Default::default()
+    };
+    out.ranks = (0..inp.labels.len())
+        .map(|r| rank_work(inp, r, &sums.totals(r, 0), nsteps, measure))
+        .collect();
+    out.per_step = (0..nsteps).map(|s| sums.step_row(s)).collect();
+    let ctx = Ctx {
+        unit: measure.unit(),
+        threshold: inp.threshold,
+        nsteps,
+    };
+    let replicas = replicas(inp.dp);
+    out.records.extend(rank_records(&ctx, &sums, &replicas));
+    if replicas.len() >= 2 {
+        out.records.extend(replica_records(&ctx, &sums, &replicas));
+    }
+    out.records.extend(onset_records(&ctx, &sums));
+    out.records
+        .sort_by(|a, b| b.effect.total_cmp(&a.effect).then(a.who.cmp(&b.who)));
+    out
+}
+
+/// The work compared (see the module doc) and where its figures come from, in words.
+fn pick_measure(inp: &Input<'_>) -> (Measure, String) {
     let rows = &inp.steps.rows;
-    let fig = |r: usize, row: usize| inp.figs[r].get(rows[row].idx[r]);
+    let n = inp.labels.len();
     let annotation = (0..n)
         .flat_map(|r| inp.figs[r].iter().map(|f| f.work.source))
         .find(|s| {
@@ -250,16 +283,34 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
         })
         .unwrap_or_default();
     let cells = (0..n).flat_map(|r| (0..rows.len()).map(move |s| (r, s)));
+    let fig = |r: usize, s: usize| inp.figs[r].get(rows[s].idx[r]);
     let (measure, src) = Measure::pick(cells.map(|(r, s)| fig(r, s).map(|f| &f.work)), annotation);
-    let unit = measure.unit();
     let source = if rows.is_empty() {
         "kernel launches over the whole profile (no steps)".to_string()
     } else {
         src.describe().to_string()
     };
-    let totals = |r: usize, from: usize| -> Totals {
+    (measure, source)
+}
+
+/// Each rank's sums of work and time, in the compared measure.
+struct Sums<'a> {
+    inp: &'a Input<'a>,
+    measure: Measure,
+}
+
+impl Sums<'_> {
+    /// Rank `r`'s figures in row `s` of the step table, when it has that step.
+    fn fig(&self, r: usize, s: usize) -> Option<&StepFig> {
+        self.inp.figs[r].get(self.inp.steps.rows[s].idx[r])
+    }
+
+    /// Rank `r` over the step table's steps from row `from` (the whole profile's kernels
+    /// without steps).
+    fn totals(&self, r: usize, from: usize) -> Totals {
+        let rows = &self.inp.steps.rows;
         if rows.is_empty() {
-            let s = &inp.summaries[r];
+            let s = &self.inp.summaries[r];
             return Totals {
                 time: s.figures.compute_ns.0 as f64,
                 work: None,
@@ -269,133 +320,136 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
         }
         let mut t = Totals::zero();
         for (s, row) in rows.iter().enumerate().skip(from) {
-            t.add(row.work_ns[r].0, fig(r, s), measure);
+            t.add(row.work_ns[r].0, self.fig(r, s), self.measure);
         }
         t
-    };
-    // A rank over all its own steps, those outside the table included: what a replica is
-    // compared on (see `replica_totals`).
-    let own = |r: usize| -> Totals {
-        if rows.is_empty() {
-            return totals(r, 0);
+    }
+
+    /// Rank `r` over all its own steps, those outside the table included: what a replica is
+    /// compared on ([`replica_records`]).
+    fn own(&self, r: usize) -> Totals {
+        if self.inp.steps.rows.is_empty() {
+            return self.totals(r, 0);
         }
         let mut t = Totals::zero();
-        for f in inp.figs[r] {
-            t.add(f.work_ns, Some(f), measure);
+        for f in self.inp.figs[r] {
+            t.add(f.work_ns, Some(f), self.measure);
         }
         t
-    };
-    let nsteps = rows.len();
-    let mut out = Attribution {
-        unit: unit.to_string(),
-        source,
-        same_work_pct: 100.0 * SAME_WORK,
-        threshold_pct: 100.0 * inp.threshold,
-        ..Default::default()
-    };
-    out.ranks = (0..n)
-        .map(|r| rank_work(inp, r, &totals(r, 0), nsteps, measure))
-        .collect();
-    out.per_step = (0..nsteps)
-        .map(|s| StepWorkRow {
-            step: rows[s].step.clone(),
-            tokens: (0..n)
-                .map(|r| fig(r, s).and_then(|f| f.work.tokens))
-                .collect(),
-            seqs: (0..n)
-                .map(|r| fig(r, s).and_then(|f| f.work.seqs))
-                .collect(),
-            shape_tokens: (0..n)
-                .map(|r| fig(r, s).and_then(|f| f.work.shape_tokens))
-                .collect(),
-            nelems: (0..n)
-                .map(|r| fig(r, s).and_then(|f| f.work.nelems))
-                .collect(),
-            work: (0..n)
-                .map(|r| fig(r, s).and_then(|f| measure.value(&f.work)))
-                .collect(),
-            launches: (0..n)
-                .map(|r| fig(r, s).map_or(0, |f| f.work.launches))
-                .collect(),
-        })
-        .collect();
+    }
 
-    let ctx = Ctx {
-        unit,
-        threshold: inp.threshold,
-        nsteps,
-    };
-    let whole: Vec<Totals> = (0..n).map(|r| totals(r, 0)).collect();
-    // Groups: DP replicas when every rank has one and there are two or more, else one group.
-    let mut replicas: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
-    if inp.dp.iter().all(|d| d.is_some()) {
-        for (r, d) in inp.dp.iter().enumerate() {
-            replicas.entry(d.unwrap_or(0)).or_default().push(r);
+    /// Every rank's work in row `s` of the step table.
+    fn step_row(&self, s: usize) -> StepWorkRow {
+        let n = self.inp.labels.len();
+        let each = |get: &dyn Fn(&StepFig) -> Option<u64>| -> Vec<Option<u64>> {
+            (0..n).map(|r| self.fig(r, s).and_then(get)).collect()
+        };
+        StepWorkRow {
+            step: self.inp.steps.rows[s].step.clone(),
+            tokens: each(&|f| f.work.tokens),
+            seqs: each(&|f| f.work.seqs),
+            shape_tokens: each(&|f| f.work.shape_tokens),
+            nelems: each(&|f| f.work.nelems),
+            work: each(&|f| self.measure.value(&f.work)),
+            launches: (0..n)
+                .map(|r| self.fig(r, s).map_or(0, |f| f.work.launches))
+                .collect(),
         }
     }
+}
+
+/// The ranks of each DP replica, when every rank has one (empty otherwise).
+fn replicas(dp: &[Option<u32>]) -> std::collections::BTreeMap<u32, Vec<usize>> {
+    let mut out: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    if dp.iter().all(|d| d.is_some()) {
+        for (r, d) in dp.iter().enumerate() {
+            out.entry(d.unwrap_or(0)).or_default().push(r);
+        }
+    }
+    out
+}
+
+/// Every rank against the other ranks of its group: its DP replica when there are two or
+/// more, else all ranks.
+fn rank_records(
+    ctx: &Ctx<'_>,
+    sums: &Sums<'_>,
+    replicas: &std::collections::BTreeMap<u32, Vec<usize>>,
+) -> Vec<Record> {
+    let inp = sums.inp;
+    let n = inp.labels.len();
     let groups: Vec<Vec<usize>> = if replicas.len() >= 2 {
         replicas.values().cloned().collect()
     } else {
         vec![(0..n).collect()]
     };
+    let whole: Vec<Totals> = (0..n).map(|r| sums.totals(r, 0)).collect();
+    let mut out = Vec::new();
     for g in groups.iter().filter(|g| g.len() >= 2) {
         for &r in g {
             let peers: Vec<usize> = g.iter().copied().filter(|&p| p != r).collect();
             let pt: Vec<Totals> = peers.iter().map(|&p| whole[p]).collect();
             let names = peers.iter().map(|&p| inp.labels[p].clone()).collect();
-            out.records.push(ctx.record(
+            out.push(ctx.record(
                 "rank",
                 format!("rank {}", inp.labels[r]),
                 inp.labels[r].clone(),
                 names,
                 None,
-                nsteps,
+                ctx.nsteps,
                 whole[r],
                 &pt,
             ));
         }
     }
-    if replicas.len() >= 2 {
-        let rep: Vec<(u32, Totals, String)> = replicas
-            .iter()
-            .map(|(d, members)| {
-                // Replicas each run their own iterations in the profile's window (serving), or
-                // the same steps (lockstep training, where own steps are the table's): each is
-                // compared over all its own steps, none left out for want of a peer's step.
-                let t: Vec<Totals> = members.iter().map(|&r| own(r)).collect();
-                let names: Vec<&str> = members.iter().map(|&r| inp.labels[r].as_str()).collect();
-                (*d, mean(&t), rankset::compact(&names))
-            })
-            .collect();
-        for (i, (d, t, members)) in rep.iter().enumerate() {
-            let peers: Vec<Totals> = rep
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| j != i)
-                .map(|(_, x)| x.1)
-                .collect();
-            let names = rep
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| j != i)
-                .map(|(_, x)| format!("DP{:02}", x.0))
-                .collect();
-            out.records.push(ctx.record(
-                "replica",
-                format!("replica DP{d:02} ({members})"),
-                format!("DP{d:02}"),
-                names,
-                None,
-                nsteps,
-                *t,
-                &peers,
-            ));
-        }
+    out
+}
+
+/// Every replica against the other replicas, on the mean of its ranks. Replicas each run
+/// their own iterations in the profile's window (serving), or the same steps (lockstep
+/// training, where own steps are the table's): each is compared over all its own steps, none
+/// left out for want of a peer's step.
+fn replica_records(
+    ctx: &Ctx<'_>,
+    sums: &Sums<'_>,
+    replicas: &std::collections::BTreeMap<u32, Vec<usize>>,
+) -> Vec<Record> {
+    let inp = sums.inp;
+    let rep: Vec<(u32, Totals, String)> = replicas
+        .iter()
+        .map(|(d, members)| {
+            let t: Vec<Totals> = members.iter().map(|&r| sums.own(r)).collect();
+            let names: Vec<&str> = members.iter().map(|&r| inp.labels[r].as_str()).collect();
+            (*d, mean(&t), rankset::compact(&names))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (i, (d, t, members)) in rep.iter().enumerate() {
+        let others = || rep.iter().enumerate().filter(move |&(j, _)| j != i);
+        let peers: Vec<Totals> = others().map(|(_, x)| x.1).collect();
+        let names = others().map(|(_, x)| format!("DP{:02}", x.0)).collect();
+        out.push(ctx.record(
+            "replica",
+            format!("replica DP{d:02} ({members})"),
+            format!("DP{d:02}"),
+            names,
+            None,
+            ctx.nsteps,
+            *t,
+            &peers,
+        ));
     }
-    // Every rank that stays above its peers from some step (after the first) to the end.
-    for r in 0..n {
-        // Never a rank of one replica against a rank of another: their steps are not the
-        // same iterations.
+    out
+}
+
+/// Every rank that stays above its peers from some step (after the first) to the end, from
+/// that step on. Never a rank of one replica against a rank of another: their steps are not
+/// the same iterations.
+fn onset_records(ctx: &Ctx<'_>, sums: &Sums<'_>) -> Vec<Record> {
+    let inp = sums.inp;
+    let rows = &inp.steps.rows;
+    let mut out = Vec::new();
+    for r in 0..inp.labels.len() {
         let peers: Vec<usize> = inp
             .steps
             .peers
@@ -408,21 +462,19 @@ pub(crate) fn attribute(inp: &Input<'_>) -> Attribution {
         let Some(s0) = sustained_from(inp.steps, r, &peers, inp.threshold) else {
             continue;
         };
-        let pt: Vec<Totals> = peers.iter().map(|&p| totals(p, s0)).collect();
+        let pt: Vec<Totals> = peers.iter().map(|&p| sums.totals(p, s0)).collect();
         let names = peers.iter().map(|&p| inp.labels[p].clone()).collect();
-        out.records.push(ctx.record(
+        out.push(ctx.record(
             "rank from onset",
             format!("rank {}", inp.labels[r]),
             inp.labels[r].clone(),
             names,
             Some(rows[s0].step.clone()),
-            nsteps - s0,
-            totals(r, s0),
+            ctx.nsteps - s0,
+            sums.totals(r, s0),
             &pt,
         ));
     }
-    out.records
-        .sort_by(|a, b| b.effect.total_cmp(&a.effect).then(a.who.cmp(&b.who)));
     out
 }
 

@@ -191,20 +191,7 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
     let (paths, reports) = crate::trace::read::nsys::export::prefer_exports(paths);
     d.notes.extend(reports);
     let paths = &paths[..];
-    // Reports are read through their exports (their heads, their GPUs: `nsys_gpus`): all
-    // exported at once here, not one by one in the loop below (cached for the readers).
-    {
-        use rayon::prelude::*;
-        let reports: Vec<&PathBuf> = paths
-            .iter()
-            .filter(|p| crate::trace::read::nsys::export::is_rep_path(p))
-            .collect();
-        if reports.len() > 1 {
-            reports.par_iter().for_each(|p| {
-                let _ = crate::trace::read::nsys::export::export(p);
-            });
-        }
-    }
+    export_reports(paths);
     // (dir, naming, key, stage) -> files
     let mut by_key: BTreeMap<GroupKey, Vec<(Parsed, PathBuf)>> = BTreeMap::new();
     let mut unnamed: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
@@ -309,6 +296,22 @@ pub fn discover_files_with(paths: &[PathBuf], rank_from: RankFrom) -> Discovery 
         d.notes.push(n);
     }
     d
+}
+
+/// Reports are read through their exports (their heads, their GPUs: `nsys_gpus`): all
+/// exported at once, in parallel, before discovery reads them one by one (cached for the
+/// readers).
+fn export_reports(paths: &[PathBuf]) {
+    use rayon::prelude::*;
+    let reports: Vec<&PathBuf> = paths
+        .iter()
+        .filter(|p| crate::trace::read::nsys::export::is_rep_path(p))
+        .collect();
+    if reports.len() > 1 {
+        reports.par_iter().for_each(|p| {
+            let _ = crate::trace::read::nsys::export::export(p);
+        });
+    }
 }
 
 /// A by-stage SGLang profile stopped by hand (`/stop_profile` before `num_steps` ended each
