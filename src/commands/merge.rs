@@ -72,51 +72,8 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
         .build()
         .context("starting worker threads")?;
     let format = super::format(args.format, args.json);
-    // A default name another writer's merged trace holds (SGLang's own) is left to it.
-    let outs: Vec<PathBuf> = d
-        .groups
-        .iter()
-        .map(|g| {
-            let (out, note) = match &target {
-                Target::Beside => g.merged_path(&g.dir),
-                Target::Dir(dir) => g.merged_path(dir),
-                Target::File(f) => (f.to_path_buf(), None),
-            };
-            if let Some(n) = note {
-                eprintln!("{}", crate::report::note(&n));
-            }
-            out
-        })
-        .collect();
-    // Every output folder is written in (the merged file and its temporary pieces) before any
-    // rank is read: a read-only trace folder (NFS, a shared archive) fails now, with the fix.
-    if matches!(target, Target::Beside) {
-        let mut seen: Vec<&Path> = Vec::new();
-        for g in &d.groups {
-            if !seen.contains(&g.dir.as_path()) {
-                seen.push(&g.dir);
-                super::probe_dir(
-                    &format!("merging {}", g.merged_name()),
-                    &g.dir,
-                    "write the merged trace elsewhere with -o DIR",
-                )?;
-            }
-        }
-    }
-    // Profiles of the same id in several folders (`-r` over per-step folders) would write
-    // one file into `-o DIR`: the later would replace the earlier.
-    for (k, out) in outs.iter().enumerate() {
-        if let Some(j) = outs[..k].iter().position(|o| o == out) {
-            bail!(
-                "-o {}: the profiles in {} and {} would both be written as {}; \
-                 leave out -o to write each beside its ranks",
-                args.output.as_deref().unwrap_or(Path::new(".")).display(),
-                d.groups[j].dir.display(),
-                d.groups[k].dir.display(),
-                out.display()
-            );
-        }
-    }
+    let outs = output_paths(&d.groups, &target);
+    check_outputs(args, &d.groups, &outs, &target)?;
     let mut code = exit::OK;
     let mut done = Vec::new();
     for (g, out) in d.groups.iter().zip(&outs) {
@@ -124,26 +81,7 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
         let mut opts = opts.clone();
         if args.critical_path || opts.align == Align::Collectives {
             let a = pool.install(|| analyzed(g));
-            if args.critical_path {
-                opts.overlay = a.as_ref().and_then(|a| overlay(g, a));
-            }
-            if let Some(a) = a.as_ref().filter(|_| opts.align == Align::Collectives) {
-                opts.clock_offsets = Some(Arc::new(
-                    a.clocks
-                        .iter()
-                        .map(|c| (c.rank.clone(), c.offset_ns))
-                        .collect(),
-                ));
-                for c in &a.clocks {
-                    eprintln!(
-                        "note: {}: clock of {} moved by {:+.3} ms (its collectives end that much off its world's; spread {:.1} µs)",
-                        g.merged_name(),
-                        c.rank,
-                        -c.offset_ns.0 as f64 / 1e6,
-                        c.spread_ns.0 as f64 / 1e3
-                    );
-                }
-            }
+            from_analysis(g, a.as_ref(), args.critical_path, &mut opts);
         }
         let res = pool.install(|| merge_group(g, out, &opts))?;
         let secs = t.elapsed().as_secs_f64();
@@ -169,6 +107,89 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
         crate::report::print(&all, format)?;
     }
     Ok(code)
+}
+
+/// Where each profile's merged trace goes. A default name another writer's merged trace holds
+/// (SGLang's own) is left to it, with a note.
+fn output_paths(groups: &[Group], target: &Target) -> Vec<PathBuf> {
+    groups
+        .iter()
+        .map(|g| {
+            let (out, note) = match target {
+                Target::Beside => g.merged_path(&g.dir),
+                Target::Dir(dir) => g.merged_path(dir),
+                Target::File(f) => (f.to_path_buf(), None),
+            };
+            if let Some(n) = note {
+                eprintln!("{}", crate::report::note(&n));
+            }
+            out
+        })
+        .collect()
+}
+
+/// Before any rank is read: every output folder is written in (the merged file and its
+/// temporary pieces), so a read-only trace folder (NFS, a shared archive) fails now, with the
+/// fix; and no two profiles go to one file (profiles of one id in several folders, `-r` over
+/// per-step folders, into `-o DIR`: the later would replace the earlier).
+fn check_outputs(
+    args: &MergeArgs,
+    groups: &[Group],
+    outs: &[PathBuf],
+    target: &Target,
+) -> Result<()> {
+    if matches!(target, Target::Beside) {
+        let mut seen: Vec<&Path> = Vec::new();
+        for g in groups {
+            if !seen.contains(&g.dir.as_path()) {
+                seen.push(&g.dir);
+                super::probe_dir(
+                    &format!("merging {}", g.merged_name()),
+                    &g.dir,
+                    "write the merged trace elsewhere with -o DIR",
+                )?;
+            }
+        }
+    }
+    for (k, out) in outs.iter().enumerate() {
+        if let Some(j) = outs[..k].iter().position(|o| o == out) {
+            bail!(
+                "-o {}: the profiles in {} and {} would both be written as {}; \
+                 leave out -o to write each beside its ranks",
+                args.output.as_deref().unwrap_or(Path::new(".")).display(),
+                groups[j].dir.display(),
+                groups[k].dir.display(),
+                out.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What the merge takes from the group's analysis: the critical path's tracks
+/// (`--critical-path`) and, with `--align collectives`, each rank's clock offset (noted).
+fn from_analysis(g: &Group, a: Option<&Analysis>, critical_path: bool, opts: &mut MergeOptions) {
+    if critical_path {
+        opts.overlay = a.and_then(|a| overlay(g, a));
+    }
+    let Some(a) = a.filter(|_| opts.align == Align::Collectives) else {
+        return;
+    };
+    opts.clock_offsets = Some(Arc::new(
+        a.clocks
+            .iter()
+            .map(|c| (c.rank.clone(), c.offset_ns))
+            .collect(),
+    ));
+    for c in &a.clocks {
+        eprintln!(
+            "note: {}: clock of {} moved by {:+.3} ms (its collectives end that much off its world's; spread {:.1} µs)",
+            g.merged_name(),
+            c.rank,
+            -c.offset_ns.0 as f64 / 1e6,
+            c.spread_ns.0 as f64 / 1e3
+        );
+    }
 }
 
 /// The analysis of the group's ranks (for the critical path's tracks and the clock offsets of

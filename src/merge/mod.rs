@@ -311,40 +311,13 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
     let mut extra = load.json;
     let mut extra_events = load.events;
     if let Some(ov) = &opts.overlay {
-        if matches!(opts.align, Align::Base | Align::Collectives) {
-            let mut missing = Vec::new();
-            let sort_base = |label: &str| {
-                g.files
-                    .iter()
-                    .find(|f| f.label.trim_start_matches('[').trim_end_matches(']') == label)
-                    .map(|f| f.id.sort_index_base())
-            };
-            let (json, n) = ov.events(sort_base, alignment.base_ns.unwrap_or(0), &mut missing);
-            if !json.is_empty() {
-                if !extra.is_empty() {
-                    extra.extend_from_slice(b",\n");
-                }
-                extra.extend_from_slice(&json);
-                extra_events += n;
-                notes.push(format!(
-                    "{}: {} slices on the ranks' \"{}\" tracks",
-                    ov.track,
-                    ov.slices.len() - missing.len().min(ov.slices.len()),
-                    ov.track
-                ));
+        let (json, n) = overlay_events(g, ov, opts.align, alignment.base_ns, &mut notes);
+        if !json.is_empty() {
+            if !extra.is_empty() {
+                extra.extend_from_slice(b",\n");
             }
-            if !missing.is_empty() {
-                notes.push(format!(
-                    "{}: no rank {} in this merge; its slices are left out",
-                    ov.track,
-                    missing.join(", ")
-                ));
-            }
-        } else {
-            notes.push(format!(
-                "{}: its tracks are on the common clock and need --align base; not drawn",
-                ov.track
-            ));
+            extra.extend_from_slice(&json);
+            extra_events += n;
         }
     }
     let outs = || ranks.outs.iter().flatten();
@@ -366,6 +339,48 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
     result.uncompressed_out = output::write(out, opts.level, pieces, &extra, &tail)?;
     result.output = Some(out.to_path_buf());
     Ok(result)
+}
+
+/// The critical path's slices as events on each rank's track (with a note of how many), when
+/// the ranks are on the common clock; else a note that they are not drawn.
+fn overlay_events(
+    g: &Group,
+    ov: &Overlay,
+    align: Align,
+    base_ns: Option<i64>,
+    notes: &mut Vec<String>,
+) -> (Vec<u8>, u64) {
+    if !matches!(align, Align::Base | Align::Collectives) {
+        notes.push(format!(
+            "{}: its tracks are on the common clock and need --align base; not drawn",
+            ov.track
+        ));
+        return (Vec::new(), 0);
+    }
+    let mut missing = Vec::new();
+    let sort_base = |label: &str| {
+        g.files
+            .iter()
+            .find(|f| f.label.trim_start_matches('[').trim_end_matches(']') == label)
+            .map(|f| f.id.sort_index_base())
+    };
+    let (json, n) = ov.events(sort_base, base_ns.unwrap_or(0), &mut missing);
+    if !json.is_empty() {
+        notes.push(format!(
+            "{}: {} slices on the ranks' \"{}\" tracks",
+            ov.track,
+            ov.slices.len() - missing.len().min(ov.slices.len()),
+            ov.track
+        ));
+    }
+    if !missing.is_empty() {
+        notes.push(format!(
+            "{}: no rank {} in this merge; its slices are left out",
+            ov.track,
+            missing.join(", ")
+        ));
+    }
+    (json, n)
 }
 
 /// The ranks `--ranks` names (indices into the group), or all.
