@@ -100,9 +100,7 @@ fn fixture_sets(root: &Path) -> Vec<(String, PathBuf)> {
     let mut sets = Vec::new();
     for dir in dirs(root) {
         let subs = dirs(&dir);
-        if std::fs::read_dir(&dir).unwrap().next().is_none() {
-            continue; // an empty folder holds no set
-        } else if subs.is_empty() {
+        if subs.is_empty() {
             sets.push((name(&dir), dir));
         } else {
             for sub in subs {

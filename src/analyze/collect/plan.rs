@@ -125,8 +125,12 @@ pub fn stages(args: &AnalyzeOptions) -> Result<Vec<String>> {
 /// Finds the files to read: rank files win over a merged trace in the same directory.
 pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
     let (mut disc, merged, listing_notes) = discovery(args)?;
-    let mut profiles: Vec<String> = disc.groups.iter().map(|g| g.profile_id.clone()).collect();
-    profiles.dedup();
+    let mut profiles: Vec<String> = Vec::new();
+    for g in &disc.groups {
+        if !profiles.contains(&g.profile_id) {
+            profiles.push(g.profile_id.clone());
+        }
+    }
     disc.select(args.profile_id.as_deref(), args.stage.as_deref());
     let mut notes: Vec<String> = listing_notes;
     notes.extend(

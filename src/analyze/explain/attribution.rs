@@ -358,9 +358,12 @@ impl Sums<'_> {
     }
 }
 
+/// The ranks of each DP replica, by replica.
+type Replicas = std::collections::BTreeMap<u32, Vec<usize>>;
+
 /// The ranks of each DP replica, when every rank has one (empty otherwise).
-fn replicas(dp: &[Option<u32>]) -> std::collections::BTreeMap<u32, Vec<usize>> {
-    let mut out: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+fn replicas(dp: &[Option<u32>]) -> Replicas {
+    let mut out = Replicas::new();
     if dp.iter().all(|d| d.is_some()) {
         for (r, d) in dp.iter().enumerate() {
             out.entry(d.unwrap_or(0)).or_default().push(r);
@@ -371,11 +374,7 @@ fn replicas(dp: &[Option<u32>]) -> std::collections::BTreeMap<u32, Vec<usize>> {
 
 /// Every rank against the other ranks of its group: its DP replica when there are two or
 /// more, else all ranks.
-fn rank_records(
-    ctx: &Ctx<'_>,
-    sums: &Sums<'_>,
-    replicas: &std::collections::BTreeMap<u32, Vec<usize>>,
-) -> Vec<Record> {
+fn rank_records(ctx: &Ctx<'_>, sums: &Sums<'_>, replicas: &Replicas) -> Vec<Record> {
     let inp = sums.inp;
     let n = inp.labels.len();
     let groups: Vec<Vec<usize>> = if replicas.len() >= 2 {
@@ -409,11 +408,7 @@ fn rank_records(
 /// their own iterations in the profile's window (serving), or the same steps (lockstep
 /// training, where own steps are the table's): each is compared over all its own steps, none
 /// left out for want of a peer's step.
-fn replica_records(
-    ctx: &Ctx<'_>,
-    sums: &Sums<'_>,
-    replicas: &std::collections::BTreeMap<u32, Vec<usize>>,
-) -> Vec<Record> {
+fn replica_records(ctx: &Ctx<'_>, sums: &Sums<'_>, replicas: &Replicas) -> Vec<Record> {
     let inp = sums.inp;
     let rep: Vec<(u32, Totals, String)> = replicas
         .iter()
