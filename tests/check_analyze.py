@@ -16,7 +16,8 @@ analysis reports, so the Rust tests can compare against them:
              work = duration minus the time covered by communication inside the step:
              communication ops, and each `c10d::` op extended to the end of the waits after it
              (Python's `<built-in method wait of …>`, gloo's `gloo:…` ranges: each starting at
-             or after the op, within 1 ms of its end, before the next `c10d::` op).
+             or after the op, before the next `c10d::` op, and within 1 ms of its end or with
+             no non-communication op started in between).
   across the given ranks (one world): collectives matched by key and position, arrival skew,
              per-rank wait and last arrivals; a collective whose two latest starts are
              less than TIE_NS (1 µs) apart has no last arrival and counts as a tie.
@@ -26,6 +27,7 @@ A merged trace (pids like "[TP01] 1234") is split into its ranks. Output: JSON o
 ranks keyed by file path (or by label for merged traces). Times are integer nanoseconds.
 """
 
+import bisect
 import argparse
 import gzip
 import json
@@ -172,9 +174,11 @@ def rank_figures(events, base, args):
         allu = union([(c["start"], c["end"]) for c in cpu])
         comp = union([(c["start"], c["end"]) for c in cpu if not c["comm"]])
         # gloo: a c10d:: op returns once queued; the waits after it (Work.wait(), gloo's own
-        # gloo:<op> range; each starting at or after the op, within 1 ms of its end, before the
-        # next c10d:: op) are communication too, up to the last one's end.
+        # gloo:<op> range; each starting at or after the op, before the next c10d:: op, and
+        # within 1 ms of its end or with the thread idle since: no non-communication op started
+        # in between) are communication too, up to the last one's end.
         waited = []
+        comp_starts = sorted(c["start"] for c in cpu if not c["comm"])
         c10d = sorted((c["start"], c["end"]) for c in cpu if c["name"].startswith("c10d::"))
         ws = sorted(waits)
         wi = 0
@@ -183,7 +187,11 @@ def rank_figures(events, base, args):
             end = b
             while wi < len(ws) and ws[wi][0] < a:
                 wi += 1
-            while wi < len(ws) and ws[wi][0] <= b + 1_000_000 and ws[wi][0] < nxt:
+            def idle_until(w, b=b):
+                k = bisect.bisect_right(comp_starts, b)
+                return k == len(comp_starts) or comp_starts[k] >= w
+
+            while wi < len(ws) and ws[wi][0] < nxt and (ws[wi][0] <= b + 1_000_000 or idle_until(ws[wi][0])):
                 end = max(end, ws[wi][1])
                 wi += 1
             waited.append((a, end))

@@ -61,6 +61,7 @@ Prints one JSON object, asserts nothing:
   all-reduce 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n, else 1).
 """
 
+import bisect
 import gzip
 import json
 import os
@@ -228,9 +229,11 @@ def read_rank(path):
         for c in cpu_ops:
             if c[3].startswith("c10d::"):
                 colls.append((c[0], c[1], c[2], c[3], c[3], 0))
-        # gloo: the op returns once queued; Python's work.wait() right after it (starting at
-        # or after the op, within 1 ms of its end, before the next collective) is where the
-        # thread waits for the others: the collective ends with it. Each wait extends one.
+        # gloo: the op returns once queued; Python's work.wait() and gloo's range after it
+        # (starting at or after the op, before the next collective, and either within 1 ms of
+        # its end or with no compute op started in between) is where the thread waits for the
+        # others: the collective ends with it. Each wait extends one.
+        compute_starts = sorted(c[0] for c in cpu_ops if not c[3].startswith("c10d::") and "record_param_comms" not in c[3])
         waits = sorted([(h[0], h[1]) for h in host if h[3] == "python_function" and h[4].startswith("<built-in method wait of ")] + gloo_ranges)
         colls.sort(key=lambda c: (c[0], c[2]))
         wi = 0
@@ -239,7 +242,11 @@ def read_rank(path):
             while wi < len(waits) and waits[wi][0] < c[0]:
                 wi += 1
             queued = c[1]
-            while wi < len(waits) and waits[wi][0] <= queued + WAIT_SLACK_NS and waits[wi][0] < nxt:
+            def attached(w):
+                nc = bisect.bisect_right(compute_starts, queued)
+                idle = nc == len(compute_starts) or compute_starts[nc] >= w
+                return w < nxt and (w <= queued + WAIT_SLACK_NS or idle)
+            while wi < len(waits) and attached(waits[wi][0]):
                 colls[i] = (c[0], max(colls[i][1], waits[wi][1])) + c[2:]
                 wi += 1
     colls.sort(key=lambda c: (c[0], c[1], c[2]))

@@ -220,6 +220,207 @@ fn gloo_waiting_is_never_work() {
     }
 }
 
+/// Each rank's own time over its peers' (the median of the others), as the attribution
+/// measures it and as the raw events give it: truth_gloo.py's steps less, for every
+/// collective, the time from the `c10d::` op's start to the end of its wait (the calling
+/// thread's next op, whatever gloo's worker did meanwhile).
+fn own_time_ratios(dir: &Path, a: &Analysis) -> Vec<(String, f64, f64)> {
+    let v = python("truth_gloo.py", &[dir], &[]);
+    let ranks = v["ranks"].as_array().expect("truth ranks");
+    let truth: Vec<f64> = ranks
+        .iter()
+        .map(|r| {
+            let steps = r["steps"].as_array().expect("steps");
+            steps
+                .iter()
+                .map(|s| {
+                    let f = |k: &str| s[k].as_f64().expect("step times");
+                    let waits: f64 = s["collectives"]
+                        .as_array()
+                        .expect("collectives")
+                        .iter()
+                        .map(|c| {
+                            c["wait_end"].as_f64().unwrap_or(0.0)
+                                - c["arrival"].as_f64().unwrap_or(0.0)
+                        })
+                        .sum();
+                    f("end") - f("start") - waits
+                })
+                .sum()
+        })
+        .collect();
+    let model: Vec<f64> = (0..ranks.len())
+        .map(|r| {
+            let label = format!("RANK{r:02}");
+            a.attribution
+                .records
+                .iter()
+                .find(|x| x.scope == "rank" && x.who == label)
+                .map_or(0.0, |x| x.time_ns)
+        })
+        .collect();
+    let over_peers = |xs: &[f64], r: usize| {
+        let mut others: Vec<f64> = (0..xs.len()).filter(|&o| o != r).map(|o| xs[o]).collect();
+        others.sort_by(f64::total_cmp);
+        xs[r] / others[others.len() / 2]
+    };
+    (0..ranks.len())
+        .map(|r| {
+            (
+                format!("RANK{r:02}"),
+                over_peers(&model, r),
+                over_peers(&truth, r),
+            )
+        })
+        .collect()
+}
+
+/// gloo's worker thread can start a collective's transfer milliseconds after the `c10d::` op
+/// returned when the cores are busy (torch 2.4.1's recording: 2–4 ms on rank 2, whose thread
+/// records nothing meanwhile: it sits in `Work.wait()`). That time is still waiting. Before, a
+/// fixed 1 ms slack dropped those waits, and rank 2 of the control read 1.49× its peers'
+/// time ("slower device or host") where the raw events give 1.11×.
+#[test]
+fn gloo_a_late_scheduled_worker_is_still_waiting() {
+    if !have_python("gloo late worker") {
+        return;
+    }
+    let dir = gloo("tp4-control-torch2.4.1");
+    let a = analyze_dir(&dir);
+    for (who, model, truth) in own_time_ratios(&dir, &a) {
+        // The truth counts the calling thread's wake-up after gloo's range as waiting, the
+        // model as the rank's time: they differ by that lag (under 0.1 here).
+        assert!(
+            (model - truth).abs() <= 0.12,
+            "{who}: own time {model:.2}× its peers' median, the raw events {truth:.2}×"
+        );
+    }
+}
+
+/// truth_gloo.py's per-step imposed wait of every rank (ms): how long the others waited for
+/// it at the collectives it arrived last at, each profiled step in order.
+fn imposed_per_step(dir: &Path) -> Vec<(String, Vec<f64>)> {
+    let v = python("truth_gloo.py", &[dir], &[]);
+    let per = v["imposed_net_ms"].as_object().expect("imposed_net_ms");
+    per.iter()
+        .map(|(r, steps)| {
+            let mut s: Vec<(u64, f64)> = steps
+                .as_object()
+                .expect("steps")
+                .iter()
+                .map(|(k, x)| (k.parse().unwrap_or(0), x.as_f64().unwrap_or(0.0)))
+                .collect();
+            s.sort_by_key(|x| x.0);
+            (
+                format!("RANK{:02}", r.parse::<u32>().unwrap_or(99)),
+                s.into_iter().map(|x| x.1).collect(),
+            )
+        })
+        .collect()
+}
+
+/// The control recording (nothing planted): the busiest rank (RANK03, 13 % more of its own
+/// time on 2 shared cores) never arrives last in the raw events, so its extra time costs the
+/// step nothing, and no rank holds the others up in every step. Before, it was "Imbalanced,
+/// slower device or host" with no cost. The verdict is Balanced and says why.
+#[test]
+fn gloo_control_extra_time_nobody_waits_for_is_balanced() {
+    if !have_python("gloo control") {
+        return;
+    }
+    let dir = gloo("tp4-control");
+    let a = analyze_dir(&dir);
+    let imposed = imposed_per_step(&dir);
+    let busiest = a.verdict.slowest.clone().expect("a busiest rank");
+    let (_, theirs) = imposed
+        .iter()
+        .find(|(r, _)| *r == busiest)
+        .expect("the busiest rank in the truth");
+    assert!(
+        theirs.iter().all(|&ms| ms == 0.0),
+        "{busiest} held the others up: {theirs:?}"
+    );
+    for (r, steps) in &imposed {
+        assert!(
+            steps.contains(&0.0),
+            "{r} holds the others up in every step: {steps:?}"
+        );
+    }
+    assert!(a.verdict.balanced, "{:#?}", a.verdict.lines);
+    assert!(
+        a.verdict
+            .lines
+            .iter()
+            .any(|l| l.contains(&format!("The busiest rank ({busiest})"))
+                && l.contains("the others do not wait for it")),
+        "{:#?}",
+        a.verdict.lines
+    );
+}
+
+/// The torch 2.4.1 control: its costliest rank (RANK00) held the others up 0, 7.1 and 18.4 ms
+/// in the three steps (the raw events). That is within its own step-to-step spread of zero
+/// (the one-sided t-test at 95 %: a rule this test shares with the tool, on the raw events'
+/// figures): the verdict says it cannot tell, and names no culprit.
+#[test]
+fn gloo_control_noise_over_three_steps_is_inconclusive() {
+    if !have_python("gloo control") {
+        return;
+    }
+    let dir = gloo("tp4-control-torch2.4.1");
+    let imposed = imposed_per_step(&dir);
+    let t95_df2 = 2.920;
+    for (r, steps) in &imposed {
+        let n = steps.len() as f64;
+        let mean = steps.iter().sum::<f64>() / n;
+        let sd = (steps.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        assert!(
+            mean <= t95_df2 * sd / n.sqrt(),
+            "{r} holds the others up beyond noise: {steps:?}"
+        );
+    }
+    let a = analyze_dir(&dir);
+    assert!(a.verdict.inconclusive, "{:#?}", a.verdict.lines);
+    assert!(!a.verdict.balanced);
+    assert_eq!(a.verdict.lead, None);
+    assert!(
+        a.verdict.lines[0].starts_with("Inconclusive: ")
+            && a.verdict.lines[0].contains("capture more steps"),
+        "{:#?}",
+        a.verdict.lines
+    );
+}
+
+/// The pipeline with a slow stage (stage 2 does 2× the matmuls): its sends and receives carry
+/// no peer in a CPU trace, and every stage has its own count of them, so matching the n-th
+/// `c10d::send` of each rank would pair transfers of different stage pairs and charge the
+/// wrong stage (RANK00, "more work before the collectives", before). They are left unmatched,
+/// with a note, and the verdict names the stage the raw events name.
+#[test]
+fn gloo_pipeline_slow_stage_pairs_no_transfers_by_position() {
+    if !have_python("gloo pipeline") {
+        return;
+    }
+    let dir = gloo("pp4-slow-stage");
+    let (rank, cause, _, _) = gloo_truth(&dir);
+    let a = analyze_dir(&dir);
+    assert_eq!(
+        a.verdict.lead.as_deref(),
+        Some(rank.as_str()),
+        "{:#?}",
+        a.verdict.lines
+    );
+    assert_eq!(a.verdict.cause.as_deref(), Some(words(&cause)));
+    assert!(
+        a.collectives
+            .notes
+            .iter()
+            .any(|n| n.contains("point-to-point transfers are not matched")),
+        "{:#?}",
+        a.collectives.notes
+    );
+}
+
 #[test]
 fn dlrm_nccl_step_late_start_of_rank_7() {
     if !have_python("the DLRM truth") {
@@ -243,12 +444,15 @@ fn dlrm_nccl_step_late_start_of_rank_7() {
 #[test]
 fn every_recording_is_tested() {
     let tested = [
+        "tp4-control",
+        "tp4-control-torch2.4.1",
         "tp4-late-start",
         "tp4-late-start-1step",
         "tp4-host-sleep",
         "tp4-host-sleep-torch2.4.1",
         "tp4-extra-ops",
         "dp2tp2-extra-ops",
+        "pp4-slow-stage",
     ];
     let mut untested = Vec::new();
     for e in std::fs::read_dir(manifest("fixtures/real-gloo")).expect("fixtures/real-gloo") {
@@ -267,16 +471,9 @@ fn every_recording_is_tested() {
         }
     }
     untested.sort();
-    // Controls and the runs whose truth is not one rank's cost per step (see README.md there).
-    assert_eq!(
-        untested,
-        [
-            "pp4-control",
-            "pp4-slow-stage",
-            "tp4-control",
-            "tp4-control-torch2.4.1"
-        ]
-    );
+    // The pipeline control, whose truth is the pipeline's bubbles, not one rank's cost per
+    // step (see README.md there).
+    assert_eq!(untested, ["pp4-control"]);
 }
 
 /// The DLRM step with ranks 0, 2 and 6 as if recorded on a clock 3 ms ahead (another host,

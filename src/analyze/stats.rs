@@ -1,7 +1,8 @@
 //! Small statistics over per-rank (or per-step) figures, shared by the stages: smallest, mean
 //! and largest ([`min_mean_max`]), max over mean and the coefficient of variation ([`spread`]),
 //! the largest one ([`argmax`]), median and 90th percentile by nearest rank ([`median_p90`]), the
-//! interpolated median of floats ([`median`]) and a ratio that survives zeros ([`ratio`]).
+//! interpolated median of floats ([`median`]), a ratio that survives zeros ([`ratio`]) and
+//! whether per-step samples are above zero beyond their own noise ([`above_zero`]).
 
 /// Smallest, mean (integer division) and largest value; zeros when empty.
 pub(crate) fn min_mean_max<T: Copy + Into<i64>>(v: &[T]) -> (i64, i64, i64) {
@@ -82,9 +83,47 @@ pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// One-sided 95 % critical values of Student's t for 1 to 30 degrees of freedom; beyond,
+/// the normal's 1.645.
+const T95: [f64; 30] = [
+    6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771,
+    1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706,
+    1.703, 1.701, 1.699, 1.697,
+];
+
+/// Whether the mean of per-step samples is above zero beyond their step-to-step spread: the
+/// one-sided t-test at 95 % (mean > t · sd / √n). `None` for fewer than two samples: one step
+/// cannot tell a cause from noise. Samples that never vary are above zero when positive.
+pub(crate) fn above_zero(samples: &[f64]) -> Option<bool> {
+    let n = samples.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = samples.iter().sum::<f64>() / n as f64;
+    let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let t = T95.get(n - 2).copied().unwrap_or(1.645);
+    Some(mean > 0.0 && mean > t * var.sqrt() / (n as f64).sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn above_zero_by_hand() {
+        // A planted 40 ms late start, three steps: 40.8, 44.1, 36.3 (t = 16.6 > 2.92).
+        assert_eq!(above_zero(&[40.8, 44.1, 36.3]), Some(true));
+        // A control's costliest rank: 0, 7.1, 18.4 (mean 8.5, sd 9.3: t = 1.58 < 2.92).
+        assert_eq!(above_zero(&[0.0, 7.1, 18.4]), Some(false));
+        assert_eq!(above_zero(&[5.0, 5.0]), Some(true));
+        assert_eq!(above_zero(&[-1.0, -1.0, -1.0]), Some(false));
+        assert_eq!(above_zero(&[3.0]), None);
+        // 40 samples: the normal's 1.645 (mean 1, sd ≈ 1.01: t ≈ 6.3).
+        let many: Vec<f64> = (0..40)
+            .map(|i| if i % 2 == 0 { 0.0 } else { 2.0 })
+            .collect();
+        assert_eq!(above_zero(&many), Some(true));
+    }
 
     #[test]
     fn spread_by_hand() {

@@ -253,6 +253,12 @@ pub(crate) fn finish(
             )
         });
         let ops: Vec<(i64, i64)> = cpu_ivs.iter().map(|c| (c.start, c.end)).collect();
+        let mut compute_starts: Vec<i64> = cpu_ivs
+            .iter()
+            .filter(|c| c.class != comm)
+            .map(|c| c.start)
+            .collect();
+        compute_starts.sort_unstable();
         drop(cpu_ivs);
         steps::host_begins(&mut marks, &ops);
         drop(ops);
@@ -261,7 +267,9 @@ pub(crate) fn finish(
         let (extended, waited) = waited(segments::extend_by_waits(
             coll_evs,
             cpu_waits.sorted_by(|w: &(i64, i64)| *w)?,
+            &compute_starts,
         )?)?;
+        drop(compute_starts);
         coll_evs = extended;
         timeline.add_comm(waited);
         for (f, m) in figs.iter_mut().zip(&marks) {

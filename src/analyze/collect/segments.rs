@@ -228,20 +228,24 @@ pub(crate) fn fill_in_memory(
 }
 
 /// Longest gap between a `c10d::` op's end and the start of the `work.wait()` that belongs to
-/// it, ns.
+/// it when the calling thread did something in between, ns.
 pub(crate) const WAIT_SLACK_NS: i64 = 1_000_000;
 
 /// A CPU-only (gloo) trace's collectives end where the thread stops waiting for them: each
-/// `c10d::` op returns once its collective is queued, and the waits that follow it (starting
-/// at or after the op, within [`WAIT_SLACK_NS`] of its end, before the next collective starts)
-/// last until every member has arrived: gloo's own `gloo:<op>` range (on a gloo worker thread
-/// for all-reduce and the like, on the calling thread for send/recv) and, with stacks, Python's
-/// `work.wait()`. They extend the collective just before them, so that an early rank's wait is
-/// part of the collective it waited in — as an NCCL kernel's spinning is — and not of the work
-/// before its next collective. `waits` sorted by start.
+/// `c10d::` op returns once its collective is queued, and the waits that follow it last until
+/// every member has arrived: gloo's own `gloo:<op>` range (on a gloo worker thread for
+/// all-reduce and the like, on the calling thread for send/recv) and, with stacks, Python's
+/// `work.wait()`. A wait belongs to the collective before it when it starts at or after the
+/// op and before the next collective, and either no compute op started between the op's
+/// return and the wait (the thread sat idle in `Work.wait()`, however late the gloo worker was
+/// scheduled), or it starts within [`WAIT_SLACK_NS`] of the return. It extends that
+/// collective, so that an early rank's wait is part of the collective it waited in — as an
+/// NCCL kernel's spinning is — and not of the work before its next collective. `waits` sorted
+/// by start; `compute_starts`: the starts of the rank's non-communication CPU ops, sorted.
 pub(crate) fn extend_by_waits(
     colls: Spool<CollEv>,
     mut waits: impl Iterator<Item = Result<(i64, i64)>>,
+    compute_starts: &[i64],
 ) -> Result<Spool<CollEv>> {
     let mut out = Spool::default();
     let mut sorted = colls.sorted_by(|c: &CollEv| (c.start, c.seq))?.peekable();
@@ -258,7 +262,12 @@ pub(crate) fn extend_by_waits(
         }
         let queued = c.end;
         while let Some(w) = next_wait {
-            if w.0 > queued.saturating_add(WAIT_SLACK_NS) || w.0 >= next_start {
+            let idle_until_wait = {
+                let next_compute = compute_starts.partition_point(|&s| s <= queued);
+                compute_starts.get(next_compute).is_none_or(|&s| s >= w.0)
+            };
+            let soon = w.0 <= queued.saturating_add(WAIT_SLACK_NS);
+            if w.0 >= next_start || !(soon || idle_until_wait) {
                 break;
             }
             c.end = c.end.max(w.1);
@@ -281,7 +290,9 @@ mod tests {
         colls.push(coll(2, 3_000_000, 3_000_010));
         // The first waits until 400; one wait before any collective and one too late.
         let waits = vec![(50, 60), (112, 400), (506, 900), (2_000_000, 2_500_000)];
-        let out: Vec<CollEv> = extend_by_waits(colls, waits.into_iter().map(Ok))
+        // Compute at 1_500_000 separates the last collective from the late wait after it.
+        let compute = [1_500_000];
+        let out: Vec<CollEv> = extend_by_waits(colls, waits.into_iter().map(Ok), &compute)
             .unwrap()
             .sorted_by(|c: &CollEv| c.seq)
             .unwrap()
@@ -289,6 +300,25 @@ mod tests {
             .collect();
         let ends: Vec<i64> = out.iter().map(|c| c.end).collect();
         assert_eq!(ends, vec![400, 900, 3_000_010]);
+    }
+
+    #[test]
+    fn a_late_wait_with_nothing_before_it_is_the_collective_s() {
+        // A gloo worker scheduled 3 ms after the op returned, the thread idle meanwhile (real
+        // torch 2.4.1 on 2 busy cores): still that collective's wait.
+        let mut colls = Spool::default();
+        colls.push(coll(0, 100, 110));
+        colls.push(coll(1, 10_000_000, 10_000_010));
+        let waits = vec![(3_000_110, 5_000_000)];
+        let compute = [5_100_000];
+        let out: Vec<CollEv> = extend_by_waits(colls, waits.into_iter().map(Ok), &compute)
+            .unwrap()
+            .sorted_by(|c: &CollEv| c.seq)
+            .unwrap()
+            .map(|c| c.unwrap())
+            .collect();
+        let ends: Vec<i64> = out.iter().map(|c| c.end).collect();
+        assert_eq!(ends, vec![5_000_000, 10_000_010]);
     }
 
     fn coll(seq: u32, start: i64, end: i64) -> CollEv {

@@ -120,10 +120,10 @@ fn names(line: &str, label: &str) -> bool {
 /// The drill-down of rank `r`.
 pub(crate) fn drill(inp: &Input<'_>, r: usize) -> Drill {
     let n = inp.results.len();
-    let peers = if n > 1 {
-        inp.steps.peers_of(r, n)
-    } else {
-        Vec::new()
+    // A replica of one rank has no peer in its replica: it is drilled against the others.
+    let peers = match inp.steps.peers_of(r, n) {
+        p if p.is_empty() && n > 1 => (0..n).filter(|&i| i != r).collect(),
+        p => p,
     };
     let me = &inp.results[r];
     let of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { peers.iter().map(|&p| f(p)).collect() };

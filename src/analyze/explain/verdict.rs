@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::attribution::{Attribution, Cause, Record};
 use super::ep::EpRecord;
+use super::evidence::Steps;
 use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::reduce::collectives::CollectiveReport;
 use crate::analyze::reduce::path::{self, CriticalPath};
@@ -58,6 +59,10 @@ pub struct Verdict {
     pub onset: Option<Onset>,
     pub straggler: Option<String>,
     pub straggler_pct: f64,
+    /// No cause holds from step to step, but some would lead if it did: too few steps to
+    /// tell them from noise ([`super::evidence`]).
+    #[serde(default)]
+    pub inconclusive: bool,
     /// The verdict in sentences.
     pub lines: Vec<String>,
 }
@@ -134,12 +139,26 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
         0.0
     };
     let leads = Leads::choose(inp, &v);
+    let slow_label = &inp.summaries[slow].figures.rank;
+    let slow_from = onset_row(v.onset.as_ref(), slow_label);
+    let slow_even = v.excess_pct <= 100.0 * inp.threshold
+        || hidden(inp, slow_label, slow_from)
+        || work_steps(inp, slow, slow_from).varies();
+    let onset_even = v
+        .onset
+        .as_ref()
+        .is_none_or(|o| hidden(inp, &o.rank, o.step_index));
     v.balanced = leads.path.is_none()
-        && v.excess_pct <= 100.0 * inp.threshold
-        && v.onset.is_none()
+        && slow_even
+        && onset_even
         && leads.gap.is_none()
         && leads.ep_lead().is_none();
+    v.inconclusive = v.balanced && !leads.noisy.is_empty();
+    v.balanced &= !v.inconclusive;
     (v.lead, v.cause) = leads.subject();
+    if v.inconclusive {
+        v.cause = Some("inconclusive".to_string());
+    }
     // The rank the gap is explained for: the onset's rank when there is one.
     let who = v.onset.as_ref().map_or(slow, |o| o.rank_index);
     v.classes = class_shares(inp, who, v.onset.as_ref(), &peers_of(who));
@@ -206,6 +225,17 @@ struct Leads<'a> {
     /// and sentence the line carries.
     path_ep: Option<&'a EpRecord>,
     path_record: Option<&'a Record>,
+    /// Candidates left out because their per-step figure varies within noise.
+    noisy: Vec<Noisy>,
+}
+
+/// A candidate whose per-step figure does not hold from step to step.
+struct Noisy {
+    who: String,
+    cause: String,
+    /// What varies: "cost at the collectives" or "work over its peers'".
+    what: &'static str,
+    steps: Steps,
 }
 
 impl<'a> Leads<'a> {
@@ -218,8 +248,24 @@ impl<'a> Leads<'a> {
             path: None,
             path_ep: None,
             path_record: None,
+            noisy: Vec::new(),
         };
-        l.gap = inp.attribution.gaps().find(|g| !l.is_ep_gap(g));
+        let mut noisy = Vec::new();
+        l.gap = inp.attribution.gaps().find(|g| {
+            if l.is_ep_gap(g) || hidden_gap(inp, g) {
+                return false;
+            }
+            let steps = gap_steps(inp, g);
+            if steps.varies() {
+                noisy.push(Noisy {
+                    who: g.who.clone(),
+                    cause: g.cause.as_str().to_string(),
+                    what: "work over its peers'",
+                    steps,
+                });
+            }
+            !steps.varies()
+        });
         let cpu_only = v.metric == "cpu work";
         l.path = inp.path.lead().filter(|c| {
             inp.path.steps > 0
@@ -229,6 +275,19 @@ impl<'a> Leads<'a> {
                         || ((c.kind == path::Kind::Work || cpu_only) && g.who == c.who)
                 })
         });
+        if let Some(c) = l.path {
+            let steps = path_steps(c, inp.path, v.onset.as_ref());
+            if steps.varies() {
+                noisy.push(Noisy {
+                    who: c.who.clone(),
+                    cause: path_cause(c.kind).to_string(),
+                    what: "cost at the collectives",
+                    steps,
+                });
+                l.path = None;
+            }
+        }
+        l.noisy = noisy;
         let work_lead = l.path.filter(|c| c.kind == path::Kind::Work);
         l.path_ep = work_lead.and_then(|c| l.ep_gaps.iter().copied().find(|e| e.rank == c.who));
         l.path_record = work_lead.filter(|_| l.path_ep.is_none()).and_then(|c| {
@@ -281,6 +340,132 @@ fn lead_pct(c: &path::Cause, p: &CriticalPath, onset: Option<&Onset>) -> f64 {
         .and_then(|o| c.per_step_from(o.step_index, &p.per_step))
         .filter(|&(_, step)| step > 0.0)
         .map_or(c.net_step_pct, |(ns, step)| 100.0 * ns / step)
+}
+
+/// What a rank costs the step at the collectives, per step, and the step it is a share of
+/// (ns), from row `from` of the step table on — when the critical path measured it: its
+/// world's collectives were matched and charged per step. `None` when the path cannot say
+/// (no matched collective of that rank, no steps): the rank's own gap then stands.
+fn path_cost(inp: &Input<'_>, who: &str, from: usize) -> Option<(f64, f64)> {
+    let p = inp.path;
+    let matched = inp
+        .collectives
+        .ranks
+        .iter()
+        .any(|r| r.rank == who && r.matched > 0);
+    if p.collectives == 0 || p.steps == 0 || p.step_ns <= 0.0 || !matched {
+        return None;
+    }
+    let (mut ns, mut step) = (0.0, p.step_ns);
+    for c in p.causes.iter().filter(|c| c.who == who) {
+        match c.per_step_from(from, &p.per_step).filter(|_| from > 0) {
+            Some((x, s)) if s > 0.0 => {
+                ns += x;
+                step = s;
+            }
+            _ => ns += c.per_step_ns,
+        }
+    }
+    Some((ns, step))
+}
+
+/// [`path_cost`] as a percentage of the step.
+fn path_cost_pct(inp: &Input<'_>, who: &str, from: usize) -> Option<f64> {
+    path_cost(inp, who, from).map(|(ns, step)| 100.0 * ns / step)
+}
+
+/// A rank whose extra work the others do not wait for: the critical path measured it and it
+/// costs the step less than the threshold. Its work may be longer, but the step is not
+/// (it arrives early, or waits for someone else anyway); it is said, never the verdict.
+fn hidden(inp: &Input<'_>, who: &str, from: usize) -> bool {
+    path_cost_pct(inp, who, from).is_some_and(|pct| pct < 100.0 * inp.threshold)
+}
+
+/// An attribution gap of a rank (not a replica: replicas share no collective) that
+/// [`hidden`] says costs the step little.
+fn hidden_gap(inp: &Input<'_>, g: &Record) -> bool {
+    if g.scope == "replica" {
+        return false;
+    }
+    hidden(inp, &g.who, from_row(inp, g))
+}
+
+/// The step table's row a record counts from (0: all of them).
+fn from_row(inp: &Input<'_>, g: &Record) -> usize {
+    g.from_step
+        .as_ref()
+        .and_then(|s| inp.steps.rows.iter().position(|r| &r.step == s))
+        .unwrap_or(0)
+}
+
+/// The onset's row when `who` is the rank that became slower there, else 0 (all rows).
+fn onset_row(onset: Option<&Onset>, who: &str) -> usize {
+    onset
+        .filter(|o| o.rank == who && o.step_index > 0)
+        .map_or(0, |o| o.step_index)
+}
+
+/// A path cause's cost in each row of the step table (from the onset on for the rank that
+/// became slower there), as [`Steps`] judges it.
+fn path_steps(c: &path::Cause, p: &CriticalPath, onset: Option<&Onset>) -> Steps {
+    let from = onset_row(onset, &c.who);
+    let samples: Vec<f64> = c
+        .per_row_ns
+        .iter()
+        .skip(from)
+        .take(p.per_step.len().max(c.per_row_ns.len()))
+        .filter_map(|x| x.map(|ns| ns.0 as f64))
+        .collect();
+    Steps::of(&samples)
+}
+
+/// A rank's work over its peers' mean in each row of the step table from `from` on.
+fn work_steps(inp: &Input<'_>, r: usize, from: usize) -> Steps {
+    let peers = inp.steps.peers_of(r, inp.summaries.len());
+    if peers.is_empty() {
+        return Steps::Holds;
+    }
+    let samples: Vec<f64> = inp
+        .steps
+        .rows
+        .iter()
+        .skip(from)
+        .map(|row| {
+            let theirs = peers.iter().map(|&i| row.work_ns[i].0 as f64).sum::<f64>();
+            row.work_ns[r].0 as f64 - theirs / peers.len() as f64
+        })
+        .collect();
+    Steps::of(&samples)
+}
+
+/// A rank gap's [`work_steps`] from its record's first step; a replica's holds (replicas'
+/// steps are not one another's).
+fn gap_steps(inp: &Input<'_>, g: &Record) -> Steps {
+    if g.scope == "replica" {
+        return Steps::Holds;
+    }
+    match inp.summaries.iter().position(|s| s.figures.rank == g.who) {
+        Some(r) => work_steps(inp, r, from_row(inp, g)),
+        None => Steps::Holds,
+    }
+}
+
+/// What a leading rank gap costs the step, as its line ends: "; it costs every step 4.11 ms
+/// (6.1 % of the 67.44 ms step) at the collectives" — when the critical path measured it.
+fn gap_cost(inp: &Input<'_>, g: &Record) -> String {
+    if g.scope == "replica" {
+        return String::new();
+    }
+    path_cost(inp, &g.who, from_row(inp, g))
+        .filter(|&(_, step)| step > 0.0)
+        .map_or(String::new(), |(ns, step)| {
+            format!(
+                "; it costs every step {:.2} ms ({:.1} % of the {:.2} ms step) at the collectives",
+                ns / 1e6,
+                100.0 * ns / step,
+                step / 1e6
+            )
+        })
 }
 
 /// The classes that explain `who`'s gap against its peers: for each non-communication class,
@@ -348,6 +533,9 @@ fn class_shares(
 /// and its other gaps (three subjects in all).
 fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
     let mut lines = Vec::new();
+    if v.inconclusive {
+        lines.extend(inconclusive_line(&leads.noisy));
+    }
     if let Some(c) = leads.path {
         lines.push(path_line(
             c,
@@ -379,7 +567,7 @@ fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
         lines.push(if leads.ep_lead().is_some() || leads.path.is_some() {
             format!("Also {cause}: {}.", g.sentence)
         } else {
-            format!("Imbalanced, {cause}: {}.", g.sentence)
+            format!("Imbalanced, {cause}: {}{}.", g.sentence, gap_cost(inp, g))
         });
     }
     let mut said = vec![(g.who.as_str(), g.cause)];
@@ -399,6 +587,34 @@ fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
         lines.push(format!("Also {what}: {}.", o.sentence));
     }
     lines
+}
+
+/// The first line when every candidate varies within its noise: the largest, and the others'
+/// names.
+fn inconclusive_line(noisy: &[Noisy]) -> Option<String> {
+    let first = noisy.first()?;
+    let others: Vec<&str> = noisy
+        .iter()
+        .skip(1)
+        .filter(|n| n.who != first.who)
+        .map(|n| n.who.as_str())
+        .collect();
+    let n = match first.steps {
+        Steps::Varies { n, .. } => n,
+        Steps::Holds => 0,
+    };
+    Some(format!(
+        "Inconclusive: {}'s {} ({}) goes {}{}: it does not hold from step to step, and {n} steps cannot tell it from noise — capture more steps to decide.",
+        first.who,
+        first.what,
+        first.cause,
+        first.steps.range(),
+        if others.is_empty() {
+            String::new()
+        } else {
+            format!(", and so does {}'s", others.join(", "))
+        }
+    ))
 }
 
 /// A rank the attribution names that costs the step little at the collectives: it arrives
@@ -444,7 +660,22 @@ fn balance_line(
     };
     let name = |r: usize| &inp.summaries[r].figures.rank;
     let (slow_ms, others_ms) = (ms(slow_work as f64), ms(others));
-    if v.balanced {
+    if inp.steps.peers_of(slow, inp.summaries.len()).is_empty() {
+        return "Each replica is one rank: no rank has a peer in its replica, so ranks are compared only as replicas.".to_string();
+    }
+    let but = (v.excess_pct > v.threshold_pct)
+        .then(|| slow_but(inp, slow, onset_row(v.onset.as_ref(), name(slow))))
+        .flatten();
+    if let Some((why, but)) = &but {
+        // More work, but the step does not wait for it, or not in every step.
+        format!(
+            "{}The busiest rank ({}) has {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms), {but}.",
+            if v.balanced { why.as_str() } else { "" },
+            name(slow),
+            v.excess_pct,
+            v.metric,
+        )
+    } else if v.balanced {
         format!(
             "Balanced: the busiest rank ({}) has {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms), within the {:.0} % threshold.",
             name(slow), v.excess_pct, v.metric, v.threshold_pct
@@ -469,6 +700,32 @@ fn balance_line(
     }
 }
 
+/// Why the busiest rank's extra work is no imbalance: ("Balanced: …", "but …"). It costs the
+/// step little at the collectives ([`hidden`]), or its excess does not hold from step to
+/// step ([`work_steps`]).
+fn slow_but(inp: &Input<'_>, slow: usize, from: usize) -> Option<(String, String)> {
+    let who = &inp.summaries[slow].figures.rank;
+    if let Some(pct) = path_cost_pct(inp, who, from).filter(|&p| p < 100.0 * inp.threshold) {
+        return Some((
+            format!(
+                "Balanced: no rank costs the step {:.0} % or more at the collectives. ",
+                100.0 * inp.threshold
+            ),
+            format!("but it costs the step only {pct:.1} %: the others do not wait for it"),
+        ));
+    }
+    let steps = work_steps(inp, slow, from);
+    steps.varies().then(|| {
+        (
+            "Balanced within step-to-step noise: ".to_string(),
+            format!(
+                "but not from step to step (its excess goes {})",
+                steps.range()
+            ),
+        )
+    })
+}
+
 /// A slow link that does not lead: a fault of the hardware all the same, said with its
 /// figures (under the threshold when the profile is otherwise balanced).
 fn link_line(inp: &Input<'_>, leads: &Leads<'_>, balanced: bool) -> Option<String> {
@@ -491,10 +748,11 @@ fn link_line(inp: &Input<'_>, leads: &Leads<'_>, balanced: bool) -> Option<Strin
     ))
 }
 
-/// The classes the gap of `who` is mostly in, when there is a gap to explain.
+/// The classes the gap of `who` is mostly in, when there is a gap to explain (not when
+/// nothing holds from step to step).
 fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
     let even = v.excess_pct <= v.threshold_pct && v.onset.is_none();
-    if v.balanced || even || v.classes.is_empty() {
+    if v.balanced || v.inconclusive || even || v.classes.is_empty() {
         return None;
     }
     let parts: Vec<String> = v
@@ -524,13 +782,24 @@ fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
 /// The onset, or that there is none (when there are steps to have one).
 fn onset_line(inp: &Input<'_>, v: &Verdict) -> Option<String> {
     match &v.onset {
+        Some(o) if hidden(inp, &o.rank, o.step_index) => Some(format!(
+            "Onset: {}, but it costs the step only {:.1} % at the collectives.",
+            o.sentence(),
+            path_cost_pct(inp, &o.rank, o.step_index).unwrap_or(0.0)
+        )),
         Some(o) => Some(format!("Onset: {}.", o.sentence())),
-        None if !inp.steps.rows.is_empty() => Some(format!(
+        None if !inp.steps.rows.is_empty() && any_peers(inp) => Some(format!(
             "No onset: no rank stays more than {:.0} % above the others from some step to the end.",
             v.threshold_pct
         )),
         None => None,
     }
+}
+
+/// Whether some rank has a peer to be compared with (not when each replica is one rank).
+fn any_peers(inp: &Input<'_>) -> bool {
+    let n = inp.summaries.len();
+    (0..n).any(|r| !inp.steps.peers_of(r, n).is_empty())
 }
 
 /// The attribution record's gap per step: its time over the peers', ns.

@@ -133,6 +133,15 @@ type Worst = (i64, usize, String, usize, String, Vec<usize>, i64);
 
 /// The member positions whose start is less than the tolerance before the latest, latest first (equal
 /// starts by position). One entry: that member arrived last; more: a tie.
+/// A CPU-only trace's point-to-point op (`c10d::send`, `c10d::recv_`,
+/// `c10d::recv_any_source_`): its key is the op's name, which every stage of a pipeline
+/// shares, while its partner is one peer the trace does not name. Matching it by position
+/// across the world's ranks would pair transfers with the wrong peers.
+fn point_to_point(key: &str) -> bool {
+    key.strip_prefix("c10d::")
+        .is_some_and(|op| op.starts_with("send") || op.starts_with("recv"))
+}
+
 fn latest(starts: &[i64]) -> Vec<usize> {
     let hi = starts.iter().copied().max().unwrap_or(0);
     let mut late: Vec<usize> = (0..starts.len())
@@ -271,6 +280,18 @@ pub(crate) fn analyze_into(
         let mut subset_keys = 0usize;
         for key in keys {
             let lens: Vec<usize> = all.iter().map(|&r| per_rank[r].len_of(key)).collect();
+            if point_to_point(key) {
+                for (c, &l) in curs.iter_mut().zip(&lens) {
+                    c.skip(l)?;
+                }
+                let note = format!(
+                    "{key}: point-to-point transfers are not matched across ranks (the trace names no peer, and the n-th send of one rank is no other rank's n-th)"
+                );
+                if !rep.notes.contains(&note) {
+                    rep.notes.push(note);
+                }
+                continue;
+            }
             // The ranks that have the key, and their counts.
             let (members, plens): (Vec<usize>, Vec<usize>) = all
                 .iter()

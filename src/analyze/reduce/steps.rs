@@ -200,23 +200,24 @@ pub(crate) fn table(
 /// two or more ranks, else every other rank.
 pub(crate) fn peers(worlds: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
     (0..n)
-        .map(|r| {
-            let world = worlds.iter().find(|w| w.contains(&r) && w.len() >= 2);
-            match world {
-                Some(w) => w.iter().copied().filter(|&i| i != r).collect(),
-                None => (0..n).filter(|&i| i != r).collect(),
-            }
+        .map(|r| match worlds.iter().find(|w| w.contains(&r)) {
+            Some(w) if w.len() >= 2 => w.iter().copied().filter(|&i| i != r).collect(),
+            // A replica of one rank among several replicas: no peer. Its steps are not the
+            // other replicas' (other batches, other times); replicas are compared as replicas.
+            Some(_) if worlds.len() >= 2 => Vec::new(),
+            _ => (0..n).filter(|&i| i != r).collect(),
         })
         .collect()
 }
 
 impl StepTable {
-    /// The ranks rank `r` (of `n`) is compared with: its [`peers`] when the table has them,
-    /// else every other rank. The verdict, the outliers and the drill-down all use these.
+    /// The ranks rank `r` (of `n`) is compared with: its [`peers`] when the table has them
+    /// (none for a replica of one rank), else every other rank. The verdict, the outliers and
+    /// the drill-down all use these.
     pub fn peers_of(&self, r: usize, n: usize) -> Vec<usize> {
         match self.peers.get(r) {
-            Some(p) if !p.is_empty() => p.clone(),
-            _ => (0..n).filter(|&i| i != r).collect(),
+            Some(p) => p.clone(),
+            None => (0..n).filter(|&i| i != r).collect(),
         }
     }
 
