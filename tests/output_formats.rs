@@ -395,3 +395,95 @@ fn exit_codes_are_in_every_help() {
         assert!(stdout(&o).contains("Exit codes: 0 ok"), "{bin}");
     }
 }
+
+/// Every table `--csv-dir` writes is tidy, whatever the traces hold: snake_case headers (a
+/// unit in the name, no spaces, `%`, `/` or `µ`), and every cell that starts like a number is
+/// a bare number (no "12.3 ms", no "1.5×"). Checked on the planted GPU set, a real NCCL step
+/// (critical path, host gaps) and a real gloo run (attribution, critical path per step) — the
+/// attribution, critical-path and work tables once regressed to display headers.
+#[test]
+fn every_csv_dir_table_is_tidy() {
+    let (planted, _) = planted_dir(true);
+    let dirs = [
+        planted.path().to_path_buf(),
+        common::shared("param-dlrm-v100x8"),
+        common::manifest("fixtures/real-gloo/tp4-extra-ops"),
+    ];
+    for dir in dirs {
+        let out = tempfile::tempdir().unwrap();
+        let csv = out.path().join("tables");
+        let o = run(&[
+            "analyze",
+            "--profile-dir",
+            dir.to_str().unwrap(),
+            "--csv-dir",
+            csv.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let mut names = Vec::new();
+        for e in std::fs::read_dir(&csv).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&p).unwrap();
+            let mut lines = text.lines().map(csv_fields);
+            let headers = lines.next().unwrap_or_default();
+            for h in &headers {
+                let snake = h.starts_with(|c: char| c.is_ascii_lowercase())
+                    && h.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                assert!(snake, "{}: {name}.csv has the column {h:?}", dir.display());
+            }
+            for rec in lines {
+                for (h, cell) in headers.iter().zip(rec.iter()) {
+                    let numeric = cell
+                        .strip_prefix('-')
+                        .unwrap_or(cell)
+                        .starts_with(|c: char| c.is_ascii_digit());
+                    assert!(
+                        !numeric || cell.parse::<f64>().is_ok() || h == "step" || h == "key",
+                        "{}: {name}.csv {h} = {cell:?} is not a bare number",
+                        dir.display()
+                    );
+                }
+            }
+            names.push(name);
+        }
+        for want in [
+            "attribution",
+            "work",
+            "critical_path",
+            "critical_path_steps",
+        ] {
+            assert!(
+                names.iter().any(|n| n == want),
+                "{}: no {want}.csv in {names:?}",
+                dir.display()
+            );
+        }
+    }
+}
+
+/// The fields of one CSV line as `report::table` writes them (RFC 4180 quoting; the tables
+/// hold no newline in a field).
+fn csv_fields(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}

@@ -270,6 +270,9 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         bail!(msg);
     }
     ranks.settle_after_write(&mut notes);
+    if let Some(why) = ranks.not_one_run(&live) {
+        bail!(why);
+    }
     let alignment = align::plan(opts.align, &ranks.written_clocks(&live));
     let mut shifts = vec![Ns::ZERO; ranks.chosen.len()];
     for (&k, &s) in live.iter().zip(&alignment.shifts) {

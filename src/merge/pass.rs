@@ -214,6 +214,23 @@ impl<'a> Ranks<'a> {
     }
 
     /// The clocks of the ranks written so far (`live`, in order).
+    /// `Some(why)` when the ranks written are not one run ([`crate::trace::runs`]): each
+    /// rank's first and last event on the common base (whatever `--align` asks: aligning first
+    /// steps would put runs a day apart on top of each other).
+    pub(super) fn not_one_run(&self, live: &[usize]) -> Option<String> {
+        let base = super::align::plan(super::align::Align::Base, &self.written_clocks(live));
+        let active = live.iter().zip(&base.shifts).map(|(&k, &shift)| {
+            let f = &self.g.files[self.chosen[k]];
+            let name = f.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let window = self.outs[k]
+                .as_ref()
+                .and_then(|o| o.min_ts.zip(o.max_ts))
+                .map(|(a, b)| (a + shift, b + shift));
+            (f.label.as_str(), name, window)
+        });
+        crate::trace::runs::apart(active, &self.g.profile_id, &short_list)
+    }
+
     pub(super) fn written_clocks(&self, live: &[usize]) -> Vec<RankClock> {
         live.iter()
             .map(|&k| {
@@ -337,5 +354,15 @@ impl<'a> Ranks<'a> {
                 (i, r)
             })
             .collect()
+    }
+}
+
+/// Labels as a short list: all of them up to six, else the first three, "…" and the last.
+fn short_list(labels: &[&str]) -> String {
+    match labels {
+        [a, b, c, .., z] if labels.len() > 6 => {
+            format!("{a}, {b}, {c}, …, {z} ({} ranks)", labels.len())
+        }
+        _ => labels.join(", "),
     }
 }

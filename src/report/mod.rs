@@ -7,7 +7,8 @@
 //! - [`table`] is the one table model (typed cells) and its CSV, markdown and JSON forms; the
 //!   terminal draws it ([`terminal`]) and Parquet writes it ([`parquet`]).
 //! - The renderers, one per result: the analysis ([`analysis`]: its tables in [`tables`],
-//!   [`attribution`], [`collective_tables`], [`groups`], [`tidy`], one rank's drill-down in
+//!   [`attribution`], [`collective_tables`], [`groups`], [`tidy`] (the explaining tables' tidy forms in
+//!   [`tidy_explain`]), one rank's drill-down in
 //!   [`drill`]; JSON streamed by [`json`];
 //!   CSV and markdown in [`formats`]; HTML in [`html`], its lane chart in [`html_lanes`]), a comparison ([`compare`]), a listing
 //!   of rank files ([`listing`]), merge results ([`merged`]), capture outcomes ([`capture`]) and
@@ -47,6 +48,7 @@ pub(crate) mod tables;
 pub mod terminal;
 pub(crate) mod text;
 pub(crate) mod tidy;
+pub(crate) mod tidy_explain;
 pub(crate) mod watch;
 
 use std::io::Write;

@@ -37,6 +37,7 @@ pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
     out.extend([steps(a), steps_by_rank(a)]);
     out.extend(collectives(a));
     out.push(super::groups::tidy(a));
+    out.extend(super::tidy_explain::tables(a));
     if let Some(d) = &a.depth {
         out.extend(depth(d));
     }

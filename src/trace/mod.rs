@@ -20,6 +20,7 @@ pub(crate) mod rankid;
 // not API: for tests/fuzz/benches
 #[doc(hidden)]
 pub mod read;
+pub(crate) mod runs;
 pub(crate) mod time;
 pub(crate) mod write;
 

@@ -661,7 +661,14 @@ fn balance_line(
     let name = |r: usize| &inp.summaries[r].figures.rank;
     let (slow_ms, others_ms) = (ms(slow_work as f64), ms(others));
     if inp.steps.peers_of(slow, inp.summaries.len()).is_empty() {
-        return "Each replica is one rank: no rank has a peer in its replica, so ranks are compared only as replicas.".to_string();
+        return if v.balanced {
+            format!(
+                "Balanced: each replica is one rank, so ranks are compared only as replicas, and no replica differs from the others by more than the {:.0} % threshold.",
+                v.threshold_pct
+            )
+        } else {
+            "Each replica is one rank: no rank has a peer in its replica, so ranks are compared only as replicas.".to_string()
+        };
     }
     let but = (v.excess_pct > v.threshold_pct)
         .then(|| slow_but(inp, slow, onset_row(v.onset.as_ref(), name(slow))))

@@ -74,7 +74,7 @@ pub(crate) fn steps(st: &StepTable) -> Heatmap {
     let peers = if st.peers.len() == ranks {
         st.peers.clone()
     } else {
-        steps::peers(&[], ranks)
+        steps::peers(&[], ranks, true)
     };
     let mut ms = vec![Vec::new(); ranks];
     let mut dev = vec![Vec::new(); ranks];

@@ -112,7 +112,6 @@ pub(crate) fn table(
     basis: &str,
     threshold: f64,
 ) -> StepTable {
-    let peers = peers(worlds, ranks.len());
     let mut t = StepTable {
         source: source.to_string(),
         basis: basis.to_string(),
@@ -126,6 +125,7 @@ pub(crate) fn table(
     let numbered = per_rank
         .iter()
         .all(|s| !s.is_empty() && s.iter().all(|f| f.number.is_some()));
+    let peers = peers(worlds, ranks.len(), numbered);
     let mut rows: Vec<(String, Vec<usize>)> = Vec::new();
     if numbered {
         let mut nums: Vec<i64> = per_rank[0].iter().filter_map(|f| f.number).collect();
@@ -197,14 +197,17 @@ pub(crate) fn table(
 }
 
 /// For each rank, the ranks it is compared with: the others of its world when that world has
-/// two or more ranks, else every other rank.
-pub(crate) fn peers(worlds: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
+/// two or more ranks; none for a replica of one rank whose steps are positions, not numbers;
+/// else every other rank.
+pub(crate) fn peers(worlds: &[Vec<usize>], n: usize, numbered: bool) -> Vec<Vec<usize>> {
     (0..n)
         .map(|r| match worlds.iter().find(|w| w.contains(&r)) {
             Some(w) if w.len() >= 2 => w.iter().copied().filter(|&i| i != r).collect(),
-            // A replica of one rank among several replicas: no peer. Its steps are not the
-            // other replicas' (other batches, other times); replicas are compared as replicas.
-            Some(_) if worlds.len() >= 2 => Vec::new(),
+            // A replica of one rank among several replicas, its steps only positions (SGLang's
+            // `step[…]`, vLLM's `execute_…`): no peer. The n-th step of one serving replica is
+            // not the n-th of another (other batches, other times); replicas are compared as
+            // replicas. Numbered steps (`ProfilerStep#N`) are one iteration on every rank.
+            Some(_) if worlds.len() >= 2 && !numbered => Vec::new(),
             _ => (0..n).filter(|&i| i != r).collect(),
         })
         .collect()
