@@ -15,7 +15,7 @@ use super::measure::count;
 use crate::analyze::collect::ops::short_name;
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;
-use crate::analyze::reduce::collectives::CollectiveReport;
+use crate::analyze::reduce::collectives::{CollectiveReport, RankRow};
 use crate::analyze::reduce::steps::StepTable;
 use crate::analyze::stats::median;
 
@@ -117,14 +117,10 @@ fn names(line: &str, label: &str) -> bool {
     })
 }
 
-/// The drill-down of rank `r`.
+/// The drill-down of rank `r`: its peers, then its rows (work, classes, kernels and
+/// collectives, steps), the verdict's lines about it and a one-line summary.
 pub(crate) fn drill(inp: &Input<'_>, r: usize) -> Drill {
-    let n = inp.results.len();
-    // A replica of one rank has no peer in its replica: it is drilled against the others.
-    let peers = match inp.steps.peers_of(r, n) {
-        p if p.is_empty() && n > 1 => (0..n).filter(|&i| i != r).collect(),
-        p => p,
-    };
+    let peers = drill_peers(inp, r);
     let me = &inp.results[r];
     let of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { peers.iter().map(|&p| f(p)).collect() };
     let work = DrillRow::new(
@@ -134,26 +130,81 @@ pub(crate) fn drill(inp: &Input<'_>, r: usize) -> Drill {
         &of(&|p| inp.work_ns[p] as f64),
         "ns",
     );
+    let comm = inp.class_names.get(inp.comm_class).cloned();
+    let classes = class_rows(inp, r, &peers, comm.as_ref());
+    let (kernels, mut collectives) = kernel_rows(inp, r, &peers, comm.as_ref());
+    collectives.extend(wait_rows(inp, r, &peers));
+    let steps = step_rows(inp, r, &peers);
+    // Lines about the rank (`rank TP01 …`), not those naming it among the peers of another.
+    let subject = format!("rank {}", me.label);
+    let verdict: Vec<String> = inp
+        .verdict_lines
+        .iter()
+        .filter(|l| names(l, &subject))
+        .cloned()
+        .collect();
+    let (in_line, summary) = summary(inp, r, &peers, &work, &classes, comm.as_ref(), &verdict);
+    Drill {
+        rank: me.label.clone(),
+        index: r,
+        peers: rankset::compact(
+            &peers
+                .iter()
+                .map(|&p| inp.results[p].label.as_str())
+                .collect::<Vec<_>>(),
+        ),
+        peer_count: peers.len(),
+        work,
+        classes,
+        kernels,
+        steps,
+        collectives,
+        verdict,
+        in_line,
+        summary,
+    }
+}
+
+/// The ranks `r` is drilled against: its peers ([`StepTable::peers_of`]); a replica of one
+/// rank, with no peer in its replica, against the others.
+fn drill_peers(inp: &Input<'_>, r: usize) -> Vec<usize> {
+    let n = inp.results.len();
+    match inp.steps.peers_of(r, n) {
+        p if p.is_empty() && n > 1 => (0..n).filter(|&i| i != r).collect(),
+        p => p,
+    }
+}
+
+/// One row per kernel class either side has, the largest gap first, communication last (its
+/// time is mostly waiting: the slow rank's peers wait for it; the collectives rows tell it).
+fn class_rows(inp: &Input<'_>, r: usize, peers: &[usize], comm: Option<&String>) -> Vec<DrillRow> {
     let class_at = |p: usize, c: usize| inp.results[p].class_ns.get(c).copied().unwrap_or(0) as f64;
     let mut classes: Vec<DrillRow> = (0..inp.class_names.len())
         .map(|c| {
+            let theirs: Vec<f64> = peers.iter().map(|&p| class_at(p, c)).collect();
             DrillRow::new(
                 inp.class_names[c].clone(),
                 None,
                 class_at(r, c),
-                &of(&|p| class_at(p, c)),
+                &theirs,
                 "ns",
             )
         })
         .filter(|d| d.rank > 0.0 || d.peers_median > 0.0)
         .collect();
     by_gap(&mut classes);
-    // Communication last: its time is mostly waiting (the slow rank's peers wait for it); the
-    // collectives rows tell it.
-    let comm = inp.class_names.get(inp.comm_class).cloned();
-    classes.sort_by_key(|c| Some(&c.name) == comm.as_ref());
+    classes.sort_by_key(|c| Some(&c.name) == comm);
+    classes
+}
 
-    // Kernels: every name on the rank or a peer; a peer without it counts 0.
+/// Every kernel name on the rank or a peer (a peer without it counts 0), the largest gap
+/// first: (compute kernels, collective kernels), each cut to `top_n`.
+fn kernel_rows(
+    inp: &Input<'_>,
+    r: usize,
+    peers: &[usize],
+    comm: Option<&String>,
+) -> (Vec<DrillRow>, Vec<DrillRow>) {
     let mut names_seen: Vec<(&str, u8)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for i in std::iter::once(r).chain(peers.iter().copied()) {
@@ -174,104 +225,107 @@ pub(crate) fn drill(inp: &Input<'_>, r: usize) -> Drill {
         })
         .collect();
     let total = |p: usize, name: &str| totals[p].get(name).copied().unwrap_or(0) as f64;
-    let class_name = |c: u8| inp.class_names.get(c as usize).cloned();
-    let kernels: Vec<DrillRow> = names_seen
+    let mut kernels: Vec<DrillRow> = names_seen
         .iter()
         .map(|&(name, c)| {
-            DrillRow::new(
+            let theirs: Vec<f64> = peers.iter().map(|&p| total(p, name)).collect();
+            let mut k = DrillRow::new(
                 name.to_string(),
-                class_name(c),
+                inp.class_names.get(c as usize).cloned(),
                 total(r, name),
-                &of(&|p| total(p, name)),
+                &theirs,
                 "ns",
-            )
+            );
+            k.short = short_name(&k.name);
+            k
         })
         .collect();
-    let mut kernels = kernels;
-    for k in &mut kernels {
-        k.short = short_name(&k.name);
-    }
     by_gap(&mut kernels);
-    // Collective kernels go to the collectives rows, the others stay kernels.
     let (mut collectives, mut kernels): (Vec<DrillRow>, Vec<DrillRow>) = kernels
         .into_iter()
-        .partition(|k| k.class.is_some() && k.class == comm);
+        .partition(|k| k.class.is_some() && k.class.as_ref() == comm);
     collectives.truncate(inp.top_n);
     kernels.truncate(inp.top_n);
+    (kernels, collectives)
+}
+
+/// The rank's wait for the last arrival and its last arrivals, against its peers'.
+fn wait_rows(inp: &Input<'_>, r: usize, peers: &[usize]) -> Vec<DrillRow> {
     let row = |label: &str| inp.collectives.ranks.iter().find(|x| x.rank == label);
-    if let Some(mine) = row(&me.label) {
-        let peer_rows: Vec<_> = peers
-            .iter()
-            .filter_map(|&p| row(&inp.results[p].label))
-            .collect();
-        collectives.push(DrillRow::new(
+    let Some(mine) = row(&inp.results[r].label) else {
+        return Vec::new();
+    };
+    let peer_rows: Vec<_> = peers
+        .iter()
+        .filter_map(|&p| row(&inp.results[p].label))
+        .collect();
+    let theirs = |f: &dyn Fn(&&RankRow) -> f64| peer_rows.iter().map(f).collect::<Vec<f64>>();
+    vec![
+        DrillRow::new(
             "wait for the last arrival".into(),
             None,
             mine.wait_ns as f64,
-            &peer_rows
-                .iter()
-                .map(|x| x.wait_ns as f64)
-                .collect::<Vec<_>>(),
+            &theirs(&|x| x.wait_ns as f64),
             "ns",
-        ));
-        collectives.push(DrillRow::new(
+        ),
+        DrillRow::new(
             format!("arrived last (of {} matched)", mine.matched),
             None,
             mine.arrived_last as f64,
-            &peer_rows
-                .iter()
-                .map(|x| x.arrived_last as f64)
-                .collect::<Vec<_>>(),
+            &theirs(&|x| x.arrived_last as f64),
             "count",
-        ));
-    }
+        ),
+    ]
+}
 
+/// The steps where the rank's work differs most from its peers', `top_n` of them.
+fn step_rows(inp: &Input<'_>, r: usize, peers: &[usize]) -> Vec<DrillRow> {
     let mut steps: Vec<DrillRow> = inp
         .steps
         .rows
         .iter()
         .map(|s| {
-            DrillRow::new(
-                s.step.clone(),
-                None,
-                s.work_ns[r].0 as f64,
-                &of(&|p| s.work_ns[p].0 as f64),
-                "ns",
-            )
+            let theirs: Vec<f64> = peers.iter().map(|&p| s.work_ns[p].0 as f64).collect();
+            DrillRow::new(s.step.clone(), None, s.work_ns[r].0 as f64, &theirs, "ns")
         })
         .collect();
     by_gap(&mut steps);
     steps.truncate(inp.top_n);
+    steps
+}
 
-    // Lines about the rank (`rank TP01 …`), not those naming it among the peers of another.
-    let subject = format!("rank {}", me.label);
-    let verdict: Vec<String> = inp
-        .verdict_lines
-        .iter()
-        .filter(|l| names(l, &subject))
-        .cloned()
-        .collect();
+/// Whether the rank is in line with its peers (work and every sizeable class within the
+/// threshold, no verdict line about it), and the sentence that says so or where it differs.
+fn summary(
+    inp: &Input<'_>,
+    r: usize,
+    peers: &[usize],
+    work: &DrillRow,
+    classes: &[DrillRow],
+    comm: Option<&String>,
+    verdict: &[String],
+) -> (bool, String) {
+    let label = &inp.results[r].label;
     let off = |d: &DrillRow| d.ratio.is_some_and(|x| (x - 1.0).abs() > inp.threshold);
     let busy: f64 = classes.iter().map(|c| c.rank).sum();
     let worst = classes
         .iter()
-        .filter(|c| c.rank >= 0.01 * busy && Some(&c.name) != comm.as_ref())
+        .filter(|c| c.rank >= 0.01 * busy && Some(&c.name) != comm)
         .find(|c| off(c));
-    let in_line = !peers.is_empty() && !off(&work) && worst.is_none() && verdict.is_empty();
+    let in_line = !peers.is_empty() && !off(work) && worst.is_none() && verdict.is_empty();
     let peer_words = if inp.steps.peers_by_replica() {
         format!("the {} of its replica", count(peers.len(), "other rank"))
     } else {
         format!("the {}", count(peers.len(), "other rank"))
     };
     let x = |d: &DrillRow| d.ratio.map_or("—".to_string(), |v| format!("{v:.2}×"));
-    let summary = if peers.is_empty() {
-        format!("{}: no other rank to compare with.", me.label)
+    let line = if peers.is_empty() {
+        format!("{label}: no other rank to compare with.")
     } else if in_line {
         format!(
-            "{} is in line with its peers ({peer_words}): work {} their median, every kernel \
+            "{label} is in line with its peers ({peer_words}): work {} their median, every kernel \
              class within {:.0} %.",
-            me.label,
-            x(&work),
+            x(work),
             100.0 * inp.threshold
         )
     } else {
@@ -285,30 +339,11 @@ pub(crate) fn drill(inp: &Input<'_>, r: usize) -> Drill {
             )
         });
         format!(
-            "{} differs from its peers ({peer_words}): work {} their median{most}.",
-            me.label,
-            x(&work)
+            "{label} differs from its peers ({peer_words}): work {} their median{most}.",
+            x(work)
         )
     };
-    Drill {
-        rank: me.label.clone(),
-        index: r,
-        peers: rankset::compact(
-            &peers
-                .iter()
-                .map(|&p| inp.results[p].label.as_str())
-                .collect::<Vec<_>>(),
-        ),
-        peer_count: peers.len(),
-        work,
-        classes,
-        kernels,
-        steps,
-        collectives,
-        verdict,
-        in_line,
-        summary,
-    }
+    (in_line, line)
 }
 
 #[cfg(test)]

@@ -164,11 +164,17 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     v.classes = class_shares(inp, who, v.onset.as_ref(), &peers_of(who));
 
     v.lines = lead_lines(inp, &leads, &v);
-    v.lines.extend(early_arrivers(inp, &leads));
     let all_others = slow_peers.len() + 1 == n;
-    v.lines.push(balance_line(
-        inp, &v, slow, who, work[slow], others, all_others,
-    ));
+    let balance = balance_line(inp, &v, slow, who, work[slow], others, all_others);
+    // A balanced verdict says so first; the ranks that cost the step little follow it.
+    let early = early_arrivers(inp, &leads);
+    if v.balanced {
+        v.lines.push(balance);
+        v.lines.extend(early);
+    } else {
+        v.lines.extend(early);
+        v.lines.push(balance);
+    }
     v.lines.extend(link_line(inp, &leads, v.balanced));
     v.lines.extend(classes_line(inp, &v, who));
     v.lines.extend(onset_line(inp, &v));
