@@ -213,7 +213,6 @@ impl<'a> Ranks<'a> {
         }
     }
 
-    /// The clocks of the ranks written so far (`live`, in order).
     /// `Some(why)` when the ranks written are not one run ([`crate::trace::runs`]): each
     /// rank's first and last event on the common base (whatever `--align` asks: aligning first
     /// steps would put runs a day apart on top of each other).
@@ -231,6 +230,7 @@ impl<'a> Ranks<'a> {
         crate::trace::runs::apart(active, &self.g.profile_id, &short_list)
     }
 
+    /// The clocks of the ranks written so far (`live`, in order).
     pub(super) fn written_clocks(&self, live: &[usize]) -> Vec<RankClock> {
         live.iter()
             .map(|&k| {

@@ -261,11 +261,12 @@ pub(crate) fn extend_by_waits(
             next_wait = waits.next().transpose()?;
         }
         let queued = c.end;
+        // The first compute op after the return: a wait before it found the thread idle.
+        let next_compute = compute_starts
+            .get(compute_starts.partition_point(|&s| s <= queued))
+            .copied();
         while let Some(w) = next_wait {
-            let idle_until_wait = {
-                let next_compute = compute_starts.partition_point(|&s| s <= queued);
-                compute_starts.get(next_compute).is_none_or(|&s| s >= w.0)
-            };
+            let idle_until_wait = next_compute.is_none_or(|s| s >= w.0);
             let soon = w.0 <= queued.saturating_add(WAIT_SLACK_NS);
             if w.0 >= next_start || !(soon || idle_until_wait) {
                 break;

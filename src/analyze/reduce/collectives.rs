@@ -131,8 +131,6 @@ pub struct CollectiveReport {
 /// last; more: a tie), earliest start) of one matched collective.
 type Worst = (i64, usize, String, usize, String, Vec<usize>, i64);
 
-/// The member positions whose start is less than the tolerance before the latest, latest first (equal
-/// starts by position). One entry: that member arrived last; more: a tie.
 /// A CPU-only trace's point-to-point op (`c10d::send`, `c10d::recv_`,
 /// `c10d::recv_any_source_`): its key is the op's name, which every stage of a pipeline
 /// shares, while its partner is one peer the trace does not name. Matching it by position
@@ -142,6 +140,8 @@ fn point_to_point(key: &str) -> bool {
         .is_some_and(|op| op.starts_with("send") || op.starts_with("recv"))
 }
 
+/// The member positions whose start is less than the tolerance before the latest, latest first (equal
+/// starts by position). One entry: that member arrived last; more: a tie.
 fn latest(starts: &[i64]) -> Vec<usize> {
     let hi = starts.iter().copied().max().unwrap_or(0);
     let mut late: Vec<usize> = (0..starts.len())
