@@ -389,6 +389,9 @@ fn gloo_control_noise_over_three_steps_is_inconclusive() {
         "{:#?}",
         a.verdict.lines
     );
+    // The HTML report shows it as neither balanced nor imbalanced.
+    let html = rankprof::report::html::render(&a);
+    assert!(html.contains("id=\"verdict\" class=\"inconclusive\""));
 }
 
 /// The pipeline with a slow stage (stage 2 does 2× the matmuls): its sends and receives carry

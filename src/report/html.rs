@@ -57,6 +57,7 @@ h2 { font-size: 16px; margin: 28px 0 8px; }
 #verdict { padding: 10px 14px; border-radius: 6px; margin: 12px 0; }
 #verdict.balanced { background: #e6f4ea; border: 1px solid #9cd3ac; }
 #verdict.imbalanced { background: #fdecea; border: 1px solid #f1a39b; }
+#verdict.inconclusive { background: #fff8e1; border: 1px solid #e6c96b; }
 #verdict p { margin: 4px 0; }
 table { border-collapse: collapse; margin: 6px 0 12px; font-size: 12px; }
 th, td { border: 1px solid #d0d7de; padding: 3px 7px; }
@@ -330,6 +331,8 @@ pub(crate) fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> St
     }
     let cls = if a.verdict.balanced {
         "balanced"
+    } else if a.verdict.inconclusive {
+        "inconclusive"
     } else {
         "imbalanced"
     };
