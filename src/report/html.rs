@@ -302,17 +302,37 @@ const LONG_TABLES: [&str; 5] = [
 /// come first and the long per-rank × step / kernel tables are left to the CSV and JSON.
 pub(crate) fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> String {
     let grouped = super::groups::grouped(a, view);
-    let mut s = String::new();
+    let mut s = head(a);
+    s.push_str(&verdict_block(a));
+    s.push_str(&lanes_block(a));
+    heatmaps(&mut s, a, grouped);
+    for t in &report_tables(a, grouped, group_by) {
+        s.push_str(&table_html(t, a.source == "cpu"));
+    }
+    s.push_str(&notes_block(a));
+    s.push_str(&format!("<script>{SORT_JS}</script>\n"));
+    if grouped {
+        s.push_str(&format!(
+            "<script>{}</script>\n",
+            super::html_grid::CANVAS_JS
+        ));
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// The document's head, its title and the line of what the figures are from (and the merged
+/// trace beside it, when there is one).
+fn head(a: &Analysis) -> String {
     let title = match &a.stage {
         Some(st) => format!("rankprof analyze: {} (stage {st})", a.profile_id),
         None => format!("rankprof analyze: {}", a.profile_id),
     };
-    s.push_str(&format!(
+    let mut s = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n",
         esc(&title)
-    ));
+    );
     s.push_str(&format!("<h1>{}</h1>\n", esc(&title)));
-    let cpu = a.source == "cpu";
     let source = match a.source.as_str() {
         "cpu" => "CPU-only trace: figures from CPU ops (self time)",
         "gpu" => "figures from GPU kernels",
@@ -329,6 +349,11 @@ pub(crate) fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> St
         s.push_str(&merged_trace(p));
         s.push('\n');
     }
+    s
+}
+
+/// The verdict's lines, styled balanced, inconclusive or imbalanced.
+fn verdict_block(a: &Analysis) -> String {
     let cls = if a.verdict.balanced {
         "balanced"
     } else if a.verdict.inconclusive {
@@ -336,27 +361,29 @@ pub(crate) fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> St
     } else {
         "imbalanced"
     };
-    s.push_str(&format!("<div id=\"verdict\" class=\"{cls}\">"));
+    let mut s = format!("<div id=\"verdict\" class=\"{cls}\">");
     for l in &a.verdict.lines {
         s.push_str(&format!("<p>{}</p>", esc(l)));
     }
     s.push_str("</div>\n");
+    s
+}
+
+/// The critical path's lane chart, when there are late arrivals to draw.
+fn lanes_block(a: &Analysis) -> String {
     let lanes = super::html_lanes::chart(a);
-    if !lanes.is_empty() {
-        s.push_str("\n<h2>Critical path: who the others waited for (ranks as lanes; three steps from the first late arrival)</h2>\n");
-        s.push_str(&lanes);
-        s.push('\n');
+    if lanes.is_empty() {
+        return lanes;
     }
-    let words = |t: &str| {
-        if cpu {
-            ops_for_kernels(t)
-        } else {
-            t.to_string()
-        }
-    };
+    format!("\n<h2>Critical path: who the others waited for (ranks as lanes; three steps from the first late arrival)</h2>\n{lanes}\n")
+}
+
+/// The class × rank map, then the grouped maps, or the step × rank map and the work-vs-time
+/// chart.
+fn heatmaps(s: &mut String, a: &Analysis, grouped: bool) {
     s.push_str(&format!(
         "<h2>{} × rank (ms; colour: vs the class's mean over ranks)</h2>\n",
-        if cpu {
+        if a.source == "cpu" {
             "CPU op classes"
         } else {
             "Kernel classes"
@@ -365,7 +392,7 @@ pub(crate) fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> St
     s.push_str(&legend("heat-classes", "the class's mean over ranks"));
     if grouped {
         s.push_str(&super::html_grid::class_map(a));
-        grouped_maps(&mut s, a);
+        grouped_maps(s, a);
     } else {
         s.push_str(&class_heatmap(a));
     }
@@ -376,6 +403,11 @@ pub(crate) fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> St
         s.push_str("\n<h2>Work vs time per rank per step</h2>\n");
         s.push_str(&super::attribution::chart(a));
     }
+}
+
+/// The tables shown: the grouped ones first in the grouped form, then the report's (not the
+/// verdict, nor in the grouped form the long per-rank ones).
+fn report_tables(a: &Analysis, grouped: bool, group_by: Option<Dim>) -> Vec<Table> {
     let mut tables: Vec<Table> = Vec::new();
     if grouped {
         tables.extend(
@@ -389,49 +421,57 @@ pub(crate) fn render_view(a: &Analysis, view: View, group_by: Option<Dim>) -> St
             .into_iter()
             .filter(|t| t.name != "verdict" && !(grouped && LONG_TABLES.contains(&t.name))),
     );
-    for t in &tables {
+    tables
+}
+
+/// One sortable table, its title and headers in the trace's words (ops for a CPU-only one).
+fn table_html(t: &Table, cpu: bool) -> String {
+    let words = |x: &str| {
+        if cpu {
+            ops_for_kernels(x)
+        } else {
+            x.to_string()
+        }
+    };
+    let mut s = format!(
+        "\n<h2>{}</h2>\n<table id=\"t-{}\" class=\"sortable\"><thead><tr>",
+        esc(&words(&t.title)),
+        t.name
+    );
+    for c in &t.columns {
         s.push_str(&format!(
-            "\n<h2>{}</h2>\n<table id=\"t-{}\" class=\"sortable\"><thead><tr>",
-            esc(&words(&t.title)),
-            t.name
+            "<th title=\"click to sort\">{}</th>",
+            esc(&words(c))
         ));
-        for c in &t.columns {
+    }
+    s.push_str("</tr></thead><tbody>\n");
+    for row in &t.rows {
+        s.push_str("<tr>");
+        for c in row {
+            let num = matches!(c, Cell::Int(_) | Cell::Num(..));
             s.push_str(&format!(
-                "<th title=\"click to sort\">{}</th>",
-                esc(&words(c))
+                "<td{}>{}</td>",
+                if num { " class=\"n\"" } else { "" },
+                esc(&c.show())
             ));
         }
-        s.push_str("</tr></thead><tbody>\n");
-        for row in &t.rows {
-            s.push_str("<tr>");
-            for c in row {
-                let num = matches!(c, Cell::Int(_) | Cell::Num(..));
-                s.push_str(&format!(
-                    "<td{}>{}</td>",
-                    if num { " class=\"n\"" } else { "" },
-                    esc(&c.show())
-                ));
-            }
-            s.push_str("</tr>\n");
-        }
-        s.push_str("</tbody></table>\n");
+        s.push_str("</tr>\n");
     }
+    s.push_str("</tbody></table>\n");
+    s
+}
+
+/// Every note of the analysis, when there are any.
+fn notes_block(a: &Analysis) -> String {
     let notes = a.all_notes();
-    if !notes.is_empty() {
-        s.push_str("<h2>Notes</h2><ul class=\"notes\">");
-        for n in notes {
-            s.push_str(&format!("<li>{}</li>", esc(n)));
-        }
-        s.push_str("</ul>\n");
+    if notes.is_empty() {
+        return String::new();
     }
-    s.push_str(&format!("<script>{SORT_JS}</script>\n"));
-    if grouped {
-        s.push_str(&format!(
-            "<script>{}</script>\n",
-            super::html_grid::CANVAS_JS
-        ));
+    let mut s = "<h2>Notes</h2><ul class=\"notes\">".to_string();
+    for n in notes {
+        s.push_str(&format!("<li>{}</li>", esc(n)));
     }
-    s.push_str("</body></html>\n");
+    s.push_str("</ul>\n");
     s
 }
 
