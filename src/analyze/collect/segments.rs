@@ -283,43 +283,41 @@ pub(crate) fn extend_by_waits(
 mod tests {
     use super::*;
 
-    #[test]
-    fn waits_extend_the_collective_before_them() {
-        let mut colls = Spool::default();
-        colls.push(coll(0, 100, 110));
-        colls.push(coll(1, 500, 505));
-        colls.push(coll(2, 3_000_000, 3_000_010));
-        // The first waits until 400; one wait before any collective and one too late.
-        let waits = vec![(50, 60), (112, 400), (506, 900), (2_000_000, 2_500_000)];
-        // Compute at 1_500_000 separates the last collective from the late wait after it.
-        let compute = [1_500_000];
-        let out: Vec<CollEv> = extend_by_waits(colls, waits.into_iter().map(Ok), &compute)
+    /// The ends of collectives `(start, end)` once [`extend_by_waits`] has run, in order.
+    fn extended_ends(colls: &[(i64, i64)], waits: &[(i64, i64)], compute: &[i64]) -> Vec<i64> {
+        let mut spool = Spool::default();
+        for (seq, &(start, end)) in colls.iter().enumerate() {
+            spool.push(coll(seq as u32, start, end));
+        }
+        extend_by_waits(spool, waits.iter().copied().map(Ok), compute)
             .unwrap()
             .sorted_by(|c: &CollEv| c.seq)
             .unwrap()
-            .map(|c| c.unwrap())
-            .collect();
-        let ends: Vec<i64> = out.iter().map(|c| c.end).collect();
-        assert_eq!(ends, vec![400, 900, 3_000_010]);
+            .map(|c| c.unwrap().end)
+            .collect()
+    }
+
+    #[test]
+    fn waits_extend_the_collective_before_them() {
+        let colls = [(100, 110), (500, 505), (3_000_000, 3_000_010)];
+        // The first waits until 400; one wait before any collective and one too late.
+        let waits = [(50, 60), (112, 400), (506, 900), (2_000_000, 2_500_000)];
+        // Compute at 1_500_000 separates the last collective from the late wait after it.
+        assert_eq!(
+            extended_ends(&colls, &waits, &[1_500_000]),
+            vec![400, 900, 3_000_010]
+        );
     }
 
     #[test]
     fn a_late_wait_with_nothing_before_it_is_the_collective_s() {
         // A gloo worker scheduled 3 ms after the op returned, the thread idle meanwhile (real
         // torch 2.4.1 on 2 busy cores): still that collective's wait.
-        let mut colls = Spool::default();
-        colls.push(coll(0, 100, 110));
-        colls.push(coll(1, 10_000_000, 10_000_010));
-        let waits = vec![(3_000_110, 5_000_000)];
-        let compute = [5_100_000];
-        let out: Vec<CollEv> = extend_by_waits(colls, waits.into_iter().map(Ok), &compute)
-            .unwrap()
-            .sorted_by(|c: &CollEv| c.seq)
-            .unwrap()
-            .map(|c| c.unwrap())
-            .collect();
-        let ends: Vec<i64> = out.iter().map(|c| c.end).collect();
-        assert_eq!(ends, vec![5_000_000, 10_000_010]);
+        let colls = [(100, 110), (10_000_000, 10_000_010)];
+        assert_eq!(
+            extended_ends(&colls, &[(3_000_110, 5_000_000)], &[5_100_000]),
+            vec![5_000_000, 10_000_010]
+        );
     }
 
     fn coll(seq: u32, start: i64, end: i64) -> CollEv {
