@@ -41,7 +41,7 @@ pub struct EpParts {
 }
 
 impl EpParts {
-    fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.dispatch_ns + self.expert_ns + self.rest_ns
     }
 }

@@ -2,8 +2,8 @@
 //! [`super::attribution`]: uneven load, slower device or host, more kernels), the slowest rank,
 //! the kernel classes that explain most of its gap, the onset, and the collective straggler.
 //!
-//! The first line names the largest, most certain gap (see the attribution's order) and its
-//! cause; smaller gaps and the onset follow. A rank is compared with the other ranks of its DP
+//! The first line names the cause that costs the step the most ([`Leads`]); the other causes
+//! follow, costliest first, each with its cost per step ([`Also`]), then the onset. A rank is compared with the other ranks of its DP
 //! replica (the step table's peers), never with another replica's; replicas are compared with
 //! each other by the attribution, on per-replica figures.
 //!
@@ -257,10 +257,13 @@ impl<'a> Leads<'a> {
             noisy: Vec::new(),
         };
         let mut noisy = Vec::new();
-        l.gap = inp.attribution.gaps().find(|g| {
-            if l.is_ep_gap(g) || hidden_gap(inp, g) {
-                return false;
-            }
+        let mut gaps: Vec<&Record> = inp
+            .attribution
+            .gaps()
+            .filter(|g| !l.is_ep_gap(g) && !hidden_gap(inp, g))
+            .collect();
+        rank_gaps(inp, &mut gaps);
+        l.gap = gaps.into_iter().find(|g| {
             let steps = gap_steps(inp, g);
             if steps.varies() {
                 noisy.push(Noisy {
@@ -456,22 +459,29 @@ fn gap_steps(inp: &Input<'_>, g: &Record) -> Steps {
     }
 }
 
-/// What a leading rank gap costs the step, as its line ends: "; it costs every step 4.11 ms
-/// (6.1 % of the 67.44 ms step) at the collectives" — when the critical path measured it.
+/// What a gap costs the step, as its line ends: "; it costs every step 4.11 ms (6.1 % of the
+/// 67.44 ms step) at the collectives" when the critical path measured its rank, else its own
+/// time over its peers' per step ("; its work takes 3.10 ms a step more than its peers'": a
+/// replica, or a rank no matched collective tells about), the figure it is ranked by
+/// ([`gap_cost_ns`]).
 fn gap_cost(inp: &Input<'_>, g: &Record) -> String {
-    if g.scope == "replica" {
-        return String::new();
+    let measured = (g.scope != "replica")
+        .then(|| path_cost(inp, &g.who, from_row(inp, g)))
+        .flatten()
+        .filter(|&(_, step)| step > 0.0);
+    match measured {
+        Some((ns, step)) => format!(
+            "; it costs every step {:.2} ms ({:.1} % of the {:.2} ms step) at the collectives",
+            ns / 1e6,
+            100.0 * ns / step,
+            step / 1e6
+        ),
+        None if gap_per_step(g) > 0.0 => format!(
+            "; its work takes {:.2} ms a step more than its peers'",
+            gap_per_step(g) / 1e6
+        ),
+        None => String::new(),
     }
-    path_cost(inp, &g.who, from_row(inp, g))
-        .filter(|&(_, step)| step > 0.0)
-        .map_or(String::new(), |(ns, step)| {
-            format!(
-                "; it costs every step {:.2} ms ({:.1} % of the {:.2} ms step) at the collectives",
-                ns / 1e6,
-                100.0 * ns / step,
-                step / 1e6
-            )
-        })
 }
 
 /// The classes that explain `who`'s gap against its peers: for each non-communication class,
@@ -534,9 +544,10 @@ fn class_shares(
     out
 }
 
-/// The first line and the causes below it: the path's line, the EP gaps not told by it (the
-/// largest first, at most three), the attribution's lead gap unless the path's line carries it,
-/// and its other gaps (three subjects in all).
+/// The first line and the causes below it: the first line ([`Leads`]), then every other cause
+/// in the order of what it costs the step ([`Also`]): the EP gaps not told by the first line
+/// (at most three), the attribution's gaps (three subjects in all, the first line's included)
+/// and, when the profile is imbalanced, a slow link.
 fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
     let mut lines = Vec::new();
     if v.inconclusive {
@@ -552,47 +563,139 @@ fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
         ));
     }
     let ep_told = |e: &EpRecord| leads.path_ep.is_some_and(|t| std::ptr::eq(t, e));
-    if let Some(e) = leads.ep_lead().filter(|e| !ep_told(e)) {
-        lines.push(if leads.path.is_some() {
-            format!("Also {}: {}.", e.cause, e.sentence)
-        } else {
-            format!("Imbalanced, {}: {}.", e.cause, e.sentence)
-        });
+    let mut also: Vec<Also> = Vec::new();
+    let mut ep_left = leads.ep_gaps.iter().filter(|e| !ep_told(e)).take(3);
+    if leads.path.is_none() {
+        if let Some(e) = ep_left.next() {
+            lines.push(format!("Imbalanced, {}: {}.", e.cause, e.sentence));
+        }
     }
-    for e in leads.ep_gaps.iter().skip(1).filter(|e| !ep_told(e)).take(2) {
-        lines.push(format!("Also {}: {}.", e.cause, e.sentence));
+    also.extend(ep_left.map(|e| Also::ep(inp, e)));
+    let headline_gap = leads
+        .gap
+        .filter(|_| leads.path.is_none() && leads.ep_lead().is_none());
+    if let Some(g) = headline_gap {
+        lines.push(format!(
+            "Imbalanced, {}: {}{}.",
+            gap_word(g.cause, true),
+            g.sentence,
+            gap_cost(inp, g)
+        ));
     }
+    also.extend(
+        other_gaps(inp, leads)
+            .into_iter()
+            .map(|g| Also::gap(inp, leads, g)),
+    );
+    if !v.balanced {
+        also.extend(slow_link(inp, leads).map(|c| Also::link(c, inp.path)));
+    }
+    also.sort_by(|a, b| b.cost_ns.total_cmp(&a.cost_ns));
+    lines.extend(also.into_iter().map(|a| a.line));
+    lines
+}
+
+/// A cause stated below the first line, with what it costs the step (ns per step): the
+/// verdict lists them costliest first.
+struct Also {
+    cost_ns: f64,
+    line: String,
+}
+
+impl Also {
+    /// An EP rank's gap: its kernel time over its EP peers' median, per step.
+    fn ep(inp: &Input<'_>, e: &EpRecord) -> Also {
+        let steps = inp.steps.rows.len().max(1) as f64;
+        let cost_ns = (e.parts.total() - e.peers_parts.total()) / steps;
+        Also {
+            cost_ns,
+            line: format!("Also {}: {}.", e.cause, e.sentence),
+        }
+    }
+
+    /// An attribution gap, with its cost at the collectives when the critical path measured
+    /// it ([`gap_cost`]) — unless the first line charges its rank already: the same time, seen
+    /// from the rank's own work, said once.
+    fn gap(inp: &Input<'_>, leads: &Leads<'_>, g: &Record) -> Also {
+        let cost_ns = gap_cost_ns(inp, g);
+        let cost = match leads.path.filter(|c| c.who == g.who) {
+            Some(_) => "; it is the time the first line charges".to_string(),
+            None => gap_cost(inp, g),
+        };
+        Also {
+            cost_ns,
+            line: format!("Also {}: {}{cost}.", gap_word(g.cause, false), g.sentence),
+        }
+    }
+
+    /// A slow link: what its group's transfers cost every step.
+    fn link(c: &path::Cause, p: &CriticalPath) -> Also {
+        Also {
+            cost_ns: c.per_step_ns,
+            line: link_sentence("Also slow link", c, p),
+        }
+    }
+}
+
+/// The attribution's gaps stated below the first line, when one leads ([`Leads::gap`]): the
+/// lead gap unless the first line is it or carries it, then the others not told by an EP
+/// split, three subjects in all.
+fn other_gaps<'a>(inp: &Input<'a>, leads: &Leads<'a>) -> Vec<&'a Record> {
+    let headline = leads.path.is_none() && leads.ep_lead().is_none();
+    let carried = |g: &Record| leads.path_record.is_some_and(|r| std::ptr::eq(r, g));
+    // Without a gap that holds, the others are hidden or noise: the lines after the balance
+    // line say so ([`early_arrivers`], [`inconclusive_line`]).
     let Some(g) = leads.gap else {
-        return lines;
+        return Vec::new();
     };
-    let cause = match g.cause {
-        Cause::NotEnoughEvidence => "cause unclear (not enough evidence)",
-        c => c.as_str(),
-    };
-    if !leads.path_record.is_some_and(|r| std::ptr::eq(r, g)) {
-        lines.push(if leads.ep_lead().is_some() || leads.path.is_some() {
-            format!("Also {cause}: {}.", g.sentence)
-        } else {
-            format!("Imbalanced, {cause}: {}{}.", g.sentence, gap_cost(inp, g))
-        });
-    }
     let mut said = vec![(g.who.as_str(), g.cause)];
-    if let Some(r) = leads.path_record {
+    let mut out = Vec::new();
+    if !headline && !carried(g) {
+        out.push(g);
+    }
+    if let Some(r) = leads.path_record.filter(|r| !std::ptr::eq(*r, g)) {
         said.push((r.who.as_str(), r.cause));
     }
     for o in inp.attribution.gaps() {
-        if said.len() == 3 || said.contains(&(o.who.as_str(), o.cause)) || leads.is_ep_gap(o) {
+        let told = said.contains(&(o.who.as_str(), o.cause)) || leads.is_ep_gap(o);
+        if said.len() >= 3 || told || arrives_early(inp, leads, o) {
             continue;
         }
         said.push((o.who.as_str(), o.cause));
-        let what = if o.cause == Cause::NotEnoughEvidence {
-            "cause unclear"
-        } else {
-            o.cause.as_str()
-        };
-        lines.push(format!("Also {what}: {}.", o.sentence));
+        out.push(o);
     }
-    lines
+    out
+}
+
+/// The verdict's words for an attribution cause, on the first line or below it.
+fn gap_word(c: Cause, first: bool) -> &'static str {
+    match c {
+        Cause::NotEnoughEvidence if first => "cause unclear (not enough evidence)",
+        Cause::NotEnoughEvidence => "cause unclear",
+        c => c.as_str(),
+    }
+}
+
+/// What a gap costs the step, ns per step: at the collectives when the critical path
+/// measured its rank ([`path_cost`]), else its own time over its peers' ([`gap_per_step`]:
+/// a replica, or a rank no matched collective tells about).
+fn gap_cost_ns(inp: &Input<'_>, g: &Record) -> f64 {
+    let measured = (g.scope != "replica")
+        .then(|| path_cost(inp, &g.who, from_row(inp, g)))
+        .flatten();
+    measured.map_or_else(|| gap_per_step(g), |(ns, _)| ns)
+}
+
+/// The order the attribution's gaps lead in: a gap with evidence before one without (its
+/// cause unclear), then the costliest per step ([`gap_cost_ns`]); ties keep the
+/// attribution's order (by effect).
+fn rank_gaps(inp: &Input<'_>, gaps: &mut [&Record]) {
+    gaps.sort_by(|a, b| {
+        let unclear = |g: &Record| g.cause == Cause::NotEnoughEvidence;
+        unclear(a)
+            .cmp(&unclear(b))
+            .then(gap_cost_ns(inp, b).total_cmp(&gap_cost_ns(inp, a)))
+    });
 }
 
 /// The first line when every candidate varies within its noise: the largest, and the others'
@@ -633,19 +736,31 @@ fn early_arrivers(inp: &Input<'_>, leads: &Leads<'_>) -> Vec<String> {
         .gaps()
         .filter(|g| g.scope != "replica")
         .take(3)
-        .filter_map(|g| {
-            let gap = gap_per_step(g);
-            let cost = inp.path.rank_per_step(&g.who);
-            (gap > 0.0 && cost < 0.25 * gap && leads.path.is_none_or(|c| c.who != g.who)).then(|| {
-                format!(
-                    "{} costs the step only {:.2} ms at the collectives (its gap is {:.2} ms a step): it does not arrive last, so the others do not wait for it.",
-                    g.who,
-                    cost / 1e6,
-                    gap / 1e6
-                )
-            })
+        .filter(|g| arrives_early(inp, leads, g))
+        .map(|g| {
+            format!(
+                "{}'s {}{} costs the step only {:.2} ms at the collectives (its gap is {:.2} ms a step): it does not arrive last, so the others do not wait for it.",
+                g.who,
+                gap_word(g.cause, false),
+                g.from_step
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(" from step {s} on")),
+                path_cost(inp, &g.who, from_row(inp, g)).map_or(0.0, |c| c.0) / 1e6,
+                gap_per_step(g) / 1e6
+            )
         })
         .collect()
+}
+
+/// A rank gap that costs the step less than a quarter of itself at the collectives, when the
+/// first line does not name the rank: [`early_arrivers`] says it.
+fn arrives_early(inp: &Input<'_>, leads: &Leads<'_>, g: &Record) -> bool {
+    let gap = gap_per_step(g);
+    let cost = (g.scope != "replica")
+        .then(|| path_cost(inp, &g.who, from_row(inp, g)))
+        .flatten();
+    cost.is_some_and(|(ns, _)| gap > 0.0 && ns < 0.25 * gap)
+        && leads.path.is_none_or(|c| c.who != g.who)
 }
 
 /// Balanced, or which rank has the most work and by how much.
@@ -740,25 +855,31 @@ fn slow_but(inp: &Input<'_>, slow: usize, from: usize) -> Option<(String, String
 }
 
 /// A slow link that does not lead: a fault of the hardware all the same, said with its
-/// figures (under the threshold when the profile is otherwise balanced).
-fn link_line(inp: &Input<'_>, leads: &Leads<'_>, balanced: bool) -> Option<String> {
-    let c = inp.path.causes.iter().find(|c| {
+/// figures — ranked with the other causes when the profile is imbalanced ([`lead_lines`]),
+/// after the balance line when it is balanced ([`link_line`]).
+fn slow_link<'a>(inp: &Input<'a>, leads: &Leads<'_>) -> Option<&'a path::Cause> {
+    inp.path.causes.iter().find(|c| {
         c.kind == path::Kind::Transfer
             && c.per_step_ns > 0.0
             && leads.path.is_none_or(|l| !std::ptr::eq(l, *c))
-    })?;
-    Some(format!(
-        "{}: the group of {} costs every step {:.3} ms ({:.1} % of the step): {}.",
-        if balanced {
-            "Slow link, under the threshold"
-        } else {
-            "Also slow link"
-        },
+    })
+}
+
+/// A slow link's line: "{head}: the group of … costs every step …".
+fn link_sentence(head: &str, c: &path::Cause, p: &CriticalPath) -> String {
+    format!(
+        "{head}: the group of {} costs every step {:.3} ms ({:.1} % of the step): {}.",
         c.who,
         c.per_step_ns / 1e6,
         c.step_pct,
-        link_why(c, inp.path)
-    ))
+        link_why(c, p)
+    )
+}
+
+/// A slow link under the threshold in a balanced profile, after the balance line.
+fn link_line(inp: &Input<'_>, leads: &Leads<'_>, balanced: bool) -> Option<String> {
+    let c = slow_link(inp, leads).filter(|_| balanced)?;
+    Some(link_sentence("Slow link, under the threshold", c, inp.path))
 }
 
 /// The classes the gap of `who` is mostly in, when there is a gap to explain (not when

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""What each rank's late arrivals cost the others, from the raw NCCL kernels alone.
+
+    truth_arrivals.py DIR STEPS  ->  {"TP01-DP00": ms_per_step, ...} on stdout
+
+For SGLang-named GPU traces (`…-TP-{t}[-DP-{d}].trace.json.gz`) whose ranks meet at the same
+collectives in the same order within each DP replica. A collective's kernel ends within µs on
+every member (the early ones spin inside it), so a member that *starts* its kernel last holds
+the others up by its start minus theirs. Per collective: the last starter is charged its start
+minus the median start of the other members; the charges are summed per rank and divided by
+STEPS. Nothing here uses the analyzer's segments, ties or slack: only kernel start times.
+"""
+
+import gzip
+import json
+import os
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+
+def label(name):
+    m = re.search(r"-TP-(\d+)(?:-DP-(\d+))?\.trace\.json", name)
+    if not m:
+        return None, None
+    tp, dp = int(m.group(1)), m.group(2)
+    if dp is None:
+        return f"TP{tp:02d}", 0
+    return f"TP{tp:02d}-DP{int(dp):02d}", int(dp)
+
+
+def starts(path):
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return sorted(
+        float(e["ts"])
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") == "kernel" and e.get("name", "").startswith("nccl")
+    )
+
+
+def main():
+    folder, steps = sys.argv[1], int(sys.argv[2])
+    replicas = defaultdict(dict)
+    for name in sorted(os.listdir(folder)):
+        who, dp = label(name)
+        if who is not None:
+            replicas[dp][who] = starts(os.path.join(folder, name))
+    cost = defaultdict(float)
+    for members in replicas.values():
+        counts = {len(s) for s in members.values()}
+        if len(counts) != 1:
+            sys.exit(f"members have different numbers of collectives: {counts}")
+        for i in range(counts.pop()):
+            at = {who: s[i] for who, s in members.items()}
+            last = max(at, key=lambda w: (at[w], w))
+            others = [t for w, t in at.items() if w != last]
+            cost[last] += at[last] - statistics.median(others)
+    print(json.dumps({who: us / 1e3 / steps for who, us in sorted(cost.items())}))
+
+
+if __name__ == "__main__":
+    main()
