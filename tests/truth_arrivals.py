@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What each rank's late arrivals cost the others, from the raw NCCL kernels alone.
 
-    truth_arrivals.py DIR STEPS  ->  {"TP01-DP00": ms_per_step, ...} on stdout
+    truth_arrivals.py DIR STEPS            ->  {"TP01-DP00": ms_per_step, ...} on stdout
+    truth_arrivals.py DIR STEPS --what-if  ->  what each rank gives back if it came on time
 
 For SGLang-named GPU traces (`…-TP-{t}[-DP-{d}].trace.json.gz`) whose ranks meet at the same
 collectives in the same order within each DP replica. A collective's kernel ends within µs on
@@ -9,6 +10,10 @@ every member (the early ones spin inside it), so a member that *starts* its kern
 the others up by its start minus theirs. Per collective: the last starter is charged its start
 minus the median start of the other members; the charges are summed per rank and divided by
 STEPS. Nothing here uses the analyzer's segments, ties or slack: only kernel start times.
+
+With --what-if, the counterfactual instead: had the last starter started with the median of
+the others, the collective would have begun at the next-latest start (or that median, if
+later), so it gives back only its lead over the next starter; summed per rank over STEPS.
 """
 
 import gzip
@@ -43,6 +48,7 @@ def starts(path):
 
 def main():
     folder, steps = sys.argv[1], int(sys.argv[2])
+    what_if = "--what-if" in sys.argv[3:]
     replicas = defaultdict(dict)
     for name in sorted(os.listdir(folder)):
         who, dp = label(name)
@@ -57,7 +63,10 @@ def main():
             at = {who: s[i] for who, s in members.items()}
             last = max(at, key=lambda w: (at[w], w))
             others = [t for w, t in at.items() if w != last]
-            cost[last] += at[last] - statistics.median(others)
+            if what_if:
+                cost[last] += at[last] - max(max(others), statistics.median(others))
+            else:
+                cost[last] += at[last] - statistics.median(others)
     print(json.dumps({who: us / 1e3 / steps for who, us in sorted(cost.items())}))
 
 

@@ -250,3 +250,73 @@ pub(super) fn steps(a: &Analysis) -> Table {
 
 /// Most steps the per-step table shows on the terminal.
 const TERMINAL_STEPS: usize = 24;
+
+/// A cause removed, as the what-if table says it.
+fn without(k: Kind, cpu: bool) -> &'static str {
+    match k {
+        Kind::Work => "no extra work",
+        Kind::Host if cpu => "no unrecorded host time",
+        Kind::Host => "no host gaps",
+        Kind::LateStart => "no late starts",
+        Kind::Transfer => "no slow transfers",
+    }
+}
+
+/// Rows of the what-if table: the ranks that give back the most, then every cause.
+const WHAT_IF_RANKS: usize = 8;
+
+/// What if: the step time each rank would give back if it were typical, and each cause if it
+/// were removed, re-simulated on the matched collectives, beside the local charge of the
+/// causes table; the title carries the slowdown and the model error.
+pub(super) fn what_if(a: &Analysis) -> Table {
+    let p = &a.path;
+    let w = &p.what_if;
+    let cpu = a.source == "cpu";
+    let trust = if w.trusted() {
+        String::new()
+    } else {
+        "; the replay misses the recording by more than 5 %: do not trust these figures".into()
+    };
+    let mut rows: Vec<Vec<Cell>> = w
+        .ranks
+        .iter()
+        .filter(|r| r.step_pct >= 0.1)
+        .take(WHAT_IF_RANKS)
+        .map(|r| {
+            vec![
+                text(format!("{} typical", r.who)),
+                ms(r.saved),
+                Cell::Num(r.step_pct, 1),
+                Cell::Num(p.rank_per_step(&r.who) / 1e6, 3),
+            ]
+        })
+        .collect();
+    rows.extend(w.kinds.iter().filter(|k| k.saved > Ns::ZERO).map(|k| {
+        vec![
+            text(without(k.kind, cpu).to_string()),
+            ms(k.saved),
+            Cell::Num(k.step_pct, 1),
+            Cell::Num(
+                p.causes
+                    .iter()
+                    .filter(|c| c.kind == k.kind)
+                    .fold(0.0, |t, c| t + c.per_step_ns)
+                    / 1e6,
+                3,
+            ),
+        ]
+    }));
+    Table {
+        name: "what_if",
+        title: format!(
+            "What if: step time given back, re-simulated at the collectives (slowdown {:.2}×, model error {:.1} %{trust})",
+            w.slowdown, w.error_pct
+        ),
+        columns: ["if", "ms / step", "% of step", "local charge ms"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        rows,
+        terminal: true,
+    }
+}

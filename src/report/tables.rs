@@ -32,6 +32,9 @@ pub(crate) fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
         out.push(super::critical_path::worst(a));
         out.push(super::critical_path::transfers(a));
         out.push(super::critical_path::steps(a));
+        if !a.path.what_if.worlds.is_empty() {
+            out.push(super::critical_path::what_if(a));
+        }
     }
     if !a.kernels.is_empty() {
         out.push(kernels(a, &ranks, wide));

@@ -52,9 +52,70 @@ pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
             critical_path_worst(a),
             critical_path_transfers(a),
             critical_path_steps(a),
+            what_if(a),
+            what_if_worlds(a),
         ]);
     }
     out
+}
+
+/// The what-if, one row per rank made typical and per cause removed.
+fn what_if(a: &Analysis) -> Table {
+    let mut t = Table::data(
+        "what_if",
+        &["subject", "who", "cause", "saved_ns_per_step", "step_pct"],
+    );
+    let w = &a.path.what_if;
+    for r in &w.ranks {
+        t.rows.push(vec![
+            s("rank"),
+            s(&r.who),
+            Cell::Empty,
+            i(r.saved.0),
+            f(r.step_pct),
+        ]);
+    }
+    for k in &w.kinds {
+        t.rows.push(vec![
+            s("cause"),
+            Cell::Empty,
+            s(kind(k.kind)),
+            i(k.saved.0),
+            f(k.step_pct),
+        ]);
+    }
+    t
+}
+
+/// Each world replayed: recorded, replayed and ideal time per step, the slowdown and the
+/// model error.
+fn what_if_worlds(a: &Analysis) -> Table {
+    let mut t = Table::data(
+        "what_if_worlds",
+        &[
+            "world",
+            "ranks",
+            "collectives",
+            "recorded_ns_per_step",
+            "replayed_ns_per_step",
+            "ideal_ns_per_step",
+            "slowdown_ratio",
+            "model_error_pct",
+        ],
+    );
+    for w in &a.path.what_if.worlds {
+        t.rows.push(vec![
+            i(w.world as i64),
+            s(&w.who),
+            i(w.collectives as i64),
+            i(w.recorded.0),
+            i(w.replayed.0),
+            i(w.ideal.0),
+            f(w.slowdown),
+            f(w.error_pct),
+        ]);
+    }
+    t
 }
 
 fn attribution(a: &Analysis) -> Table {

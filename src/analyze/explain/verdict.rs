@@ -164,6 +164,10 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     v.classes = class_shares(inp, who, v.onset.as_ref(), &peers_of(who));
 
     v.lines = lead_lines(inp, &leads, &v);
+    // Right below the first line, which it qualifies (the path's line is first when it leads).
+    if let Some(w) = what_if_line(inp, &leads) {
+        v.lines.insert(1.min(v.lines.len()), w);
+    }
     let all_others = slow_peers.len() + 1 == n;
     let balance = balance_line(inp, &v, slow, who, work[slow], others, all_others);
     // A balanced verdict says so first; the ranks that cost the step little follow it.
@@ -696,6 +700,64 @@ fn rank_gaps(inp: &Input<'_>, gaps: &mut [&Record]) {
             .cmp(&unclear(b))
             .then(gap_cost_ns(inp, b).total_cmp(&gap_cost_ns(inp, a)))
     });
+}
+
+/// What making the first line's rank typical gives back, re-simulated at the collectives
+/// ([`path::whatif`]), when the replay matches the recording: less than its charge when other
+/// ranks arrive late at the same collectives (fixing it alone leaves them last).
+fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
+    let c = leads.path.filter(|c| c.kind != path::Kind::Transfer)?;
+    let w = &inp.path.what_if;
+    if !w.trusted() {
+        return (!w.worlds.is_empty()).then(|| {
+            format!(
+                "What if: not used — replaying the collectives misses the recording by {:.1} % (members leave the collectives at different times), so the cost above is the local charge.",
+                w.error_pct
+            )
+        });
+    }
+    let saved = w.saved_by(&c.who);
+    let charged = inp.path.rank_per_step(&c.who);
+    let pct = |ns: f64| {
+        if inp.path.step_ns > 0.0 {
+            100.0 * ns / inp.path.step_ns
+        } else {
+            0.0
+        }
+    };
+    let head = format!(
+        "What if: making {} typical gives back {:.2} ms a step ({:.1} % of the step",
+        c.who,
+        saved.as_ms(),
+        pct(saved.0 as f64)
+    );
+    let tail = format!(
+        "re-simulated at the collectives, model error {:.1} %",
+        w.error_pct
+    );
+    if (saved.0 as f64) < 0.8 * charged {
+        let all = w
+            .kinds
+            .iter()
+            .find(|k| k.kind == c.kind)
+            .map_or(String::new(), |k| {
+                let what = match c.kind {
+                    path::Kind::Work => "extra work",
+                    path::Kind::Host => "host gaps",
+                    _ => "late starts",
+                };
+                format!(
+                    "; with every rank's {what} cut to the median, the step gives back {:.2} ms",
+                    k.saved.as_ms()
+                )
+            });
+        Some(format!(
+            "{head}; {tail}), less than the {:.2} ms it is charged: other ranks arrive late at the same collectives, so fixing it alone leaves them last{all}.",
+            charged / 1e6
+        ))
+    } else {
+        Some(format!("{head}; {tail})."))
+    }
 }
 
 /// The first line when every candidate varies within its noise: the largest, and the others'

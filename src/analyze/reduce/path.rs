@@ -25,6 +25,7 @@
 //! Here the result types; [`acc`] computes them as the matching reads the collectives.
 
 pub(crate) mod acc;
+pub mod whatif;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -211,6 +212,10 @@ pub struct CriticalPath {
     /// For the host-bound ranks that cost the step the most: what their host did in the gaps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_ops: Vec<HostOps>,
+    /// What making each rank, or removing each cause, would give back, re-simulated on the
+    /// matched collectives ([`whatif`]).
+    #[serde(default)]
+    pub what_if: whatif::WhatIf,
     /// The costliest late arrivals, up to [`MARKS`], in time order: what `merge
     /// --critical-path` draws in the merged trace ([`CriticalPath::overlay`]).
     #[serde(skip)]

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::whatif::{Member, WhatIfAcc};
 use super::{Cause, CriticalPath, Kind, Late, PathStep, Transfer, MARKS, ROW_CAUSES};
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
@@ -69,6 +70,8 @@ pub(crate) struct Acc {
     /// them).
     transfers: BTreeMap<(usize, String), Vec<Moved>>,
     origin: i64,
+    /// The re-simulations ([`super::whatif`]).
+    whatif: WhatIfAcc,
 }
 
 /// One matched collective's transfer (ns), bytes (0: unknown) and member count.
@@ -119,6 +122,7 @@ impl Acc {
             marks: Kept::new(MARKS),
             transfers: BTreeMap::new(),
             origin: i64::MAX,
+            whatif: WhatIfAcc::default(),
         }
     }
 
@@ -174,12 +178,28 @@ impl Acc {
         let l = latest;
         let Some(lr) = recs.get(l) else { return };
         let transfer = (lr.end - lr.start).max(0);
-        if tie {
-            return;
-        }
         let from = common_start(recs);
         let parts: Vec<(i64, i64, i64, i64)> =
             recs.iter().zip(&from).map(|(r, &f)| split(r, f)).collect();
+        if let Some(row) = self.row_of(members[l], lr.start) {
+            let replayed: Vec<Member> = members
+                .iter()
+                .zip(recs)
+                .zip(&from)
+                .zip(&parts)
+                .map(|(((&rank, r), &f), p)| Member {
+                    rank,
+                    from: f,
+                    seg: p.0,
+                    parts: [p.1, p.2, p.3],
+                    end: r.end,
+                })
+                .collect();
+            self.whatif.add(row, world, &replayed, transfer);
+        }
+        if tie {
+            return;
+        }
         let med = |f: fn(&(i64, i64, i64, i64)) -> i64| lower_median(parts.iter().map(f).collect());
         let mine = parts[l];
         let cost = mine.0 - med(|p| p.0);
@@ -542,7 +562,10 @@ impl Acc {
                     .to_string(),
             );
         }
+        let labels = std::mem::take(&mut self.labels);
+        let what_if = std::mem::take(&mut self.whatif).finish(&measured, step_ns, &labels, worlds);
         CriticalPath {
+            what_if,
             collectives: self.collectives,
             late: self.late,
             steps,

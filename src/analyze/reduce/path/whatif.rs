@@ -1,0 +1,343 @@
+//! What if: the step time a rank, or a cause, would give back if it were typical — replayed on
+//! the matched collectives rather than charged locally.
+//!
+//! The graph is the one the critical path reads: at each matched collective of a world, every
+//! member arrives after its segment (from the end of its previous collective, or the common
+//! start of the step's first, to its arrival: [`super::acc`]), and the collective ends at the
+//! last arrival plus its transfer. Replayed as a chain, the members leave each collective
+//! together and arrive at the next after their segments: a collective takes its longest
+//! segment plus its transfer. The re-simulations change the segments and replay again:
+//!
+//! - **a rank typical**: its segment replaced by the members' (lower) median. The collective
+//!   then takes the next longest segment (or the median) plus the transfer: fixing the last
+//!   arriver gives back only its lead over the next one — a delay another late rank would have
+//!   caused anyway is not its own. (The local charge, `seg(last) − median`, gives it all.)
+//! - **a cause removed** (more work, host gaps, late start): every member's part of that kind
+//!   cut to the members' median part, the rest of its segment kept.
+//! - **every rank typical** (the ideal): every segment the median: `S = T / T_ideal`, the
+//!   slowdown the profile's imbalance causes.
+//!
+//! **Model error**: the replayed time against the recorded one — per world and step, from the
+//! first segment's start to the last collective's end. It is what the join model misses
+//! (members that leave a collective at different times, as gloo's do); it is always
+//! reported. Where it is large the what-if figures are not to be trusted (and the
+//! report says so).
+//!
+//! Limits, said where they apply: each world is replayed on its own (a delay that carries from
+//! a TP group into a later DP synchronisation is not followed); a collective that overlaps
+//! compute on a side stream counts as if the compute waited for it; pipeline send/recv are
+//! not paired.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Kind;
+use crate::analyze::stats::lower_median;
+use crate::trace::Ns;
+
+/// The model error above which the what-if figures are said not to be trusted, percent.
+pub const TRUSTED_ERROR_PCT: f64 = 5.0;
+
+/// What making one rank typical gives back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankIf {
+    pub who: String,
+    pub world: usize,
+    /// Step time given back, per step.
+    pub saved: Ns,
+    /// Of the mean step, percent.
+    pub step_pct: f64,
+}
+
+/// What removing one cause everywhere gives back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KindIf {
+    pub kind: Kind,
+    pub saved: Ns,
+    pub step_pct: f64,
+}
+
+/// One world replayed: its time per step as recorded and replayed, and with every rank typical.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorldIf {
+    pub world: usize,
+    /// Its ranks (compact).
+    pub who: String,
+    pub collectives: usize,
+    /// Per step, the span of its matched collectives: recorded, replayed, and ideal.
+    pub recorded: Ns,
+    pub replayed: Ns,
+    pub ideal: Ns,
+    /// `replayed / ideal`.
+    pub slowdown: f64,
+    /// |replayed − recorded| over recorded, percent.
+    pub error_pct: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WhatIf {
+    /// Ranks that give back time, the most first.
+    pub ranks: Vec<RankIf>,
+    pub kinds: Vec<KindIf>,
+    pub worlds: Vec<WorldIf>,
+    /// The largest world slowdown.
+    pub slowdown: f64,
+    /// The model error over every world, percent.
+    pub error_pct: f64,
+}
+
+impl WhatIf {
+    /// Whether the figures can be used: replayed within [`TRUSTED_ERROR_PCT`] of the recording.
+    pub fn trusted(&self) -> bool {
+        !self.worlds.is_empty() && self.error_pct <= TRUSTED_ERROR_PCT
+    }
+
+    /// What making `who` typical gives back per step, ns (0 when nothing).
+    pub fn saved_by(&self, who: &str) -> Ns {
+        self.ranks
+            .iter()
+            .find(|r| r.who == who)
+            .map_or(Ns::ZERO, |r| r.saved)
+    }
+}
+
+/// A member of one matched collective, as the critical path split its segment: where the
+/// segment starts, its length and its parts (busy, host, late start), and where it ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Member {
+    pub(crate) rank: usize,
+    pub(crate) from: i64,
+    pub(crate) seg: i64,
+    pub(crate) parts: [i64; 3],
+    pub(crate) end: i64,
+}
+
+/// One world's sums in one row of the step table.
+#[derive(Debug, Clone, Default)]
+struct Sums {
+    collectives: usize,
+    first_from: Option<i64>,
+    last_end: Option<i64>,
+    replayed: i64,
+    ideal_saved: i64,
+    kinds: [i64; 3],
+    ranks: BTreeMap<usize, i64>,
+}
+
+/// The what-if, accumulated collective by collective.
+#[derive(Debug, Default)]
+pub(crate) struct WhatIfAcc {
+    /// (row, world) → sums.
+    sums: BTreeMap<(usize, usize), Sums>,
+}
+
+/// The kinds a segment splits into, in [`Member::parts`] order.
+const KINDS: [Kind; 3] = [Kind::Work, Kind::Host, Kind::LateStart];
+
+impl WhatIfAcc {
+    /// One matched collective of `world` in step-table row `row`: its members and the last
+    /// arriver's transfer.
+    pub(crate) fn add(&mut self, row: usize, world: usize, members: &[Member], transfer: i64) {
+        if members.len() < 2 {
+            return;
+        }
+        let median = lower_median(members.iter().map(|m| m.seg).collect());
+        let latest = latest_arrival(members, |m| m.seg);
+        let s = self.sums.entry((row, world)).or_default();
+        s.collectives += 1;
+        let from = members.iter().map(|m| m.from).min().unwrap_or(0);
+        let end = members.iter().map(|m| m.end).max().unwrap_or(0);
+        s.first_from = Some(s.first_from.map_or(from, |f| f.min(from)));
+        s.last_end = Some(s.last_end.map_or(end, |e| e.max(end)));
+        s.replayed += latest + transfer;
+        s.ideal_saved += (latest - latest_arrival(members, |_| median)).max(0);
+        if let Some((who, saved)) = typical_rank_saves(members, latest, median) {
+            *s.ranks.entry(who).or_default() += saved;
+        }
+        for (k, saved) in s.kinds.iter_mut().enumerate() {
+            *saved += (latest - latest_without(members, k)).max(0);
+        }
+    }
+
+    /// The totals per step over the rows measured in full (`measured`), with the mean step
+    /// time; `labels` and `worlds` name the ranks.
+    pub(crate) fn finish(
+        self,
+        measured: &[usize],
+        step_ns: f64,
+        labels: &[String],
+        worlds: &[Vec<usize>],
+    ) -> WhatIf {
+        let steps = measured.len();
+        if steps == 0 {
+            return WhatIf::default();
+        }
+        let per = |x: i64| Ns((x as f64 / steps as f64).round() as i64);
+        let pct = |x: Ns| {
+            if step_ns > 0.0 {
+                100.0 * x.0 as f64 / step_ns
+            } else {
+                0.0
+            }
+        };
+        let mut by_world: BTreeMap<usize, (usize, i64, i64, i64, i64)> = BTreeMap::new();
+        let mut ranks: BTreeMap<(usize, usize), i64> = BTreeMap::new();
+        let mut kinds = [0i64; 3];
+        for ((row, world), s) in &self.sums {
+            if !measured.contains(row) {
+                continue;
+            }
+            let w = by_world.entry(*world).or_default();
+            w.0 += s.collectives;
+            w.1 += s.last_end.unwrap_or(0) - s.first_from.unwrap_or(0);
+            w.2 += s.replayed;
+            w.3 += s.ideal_saved;
+            w.4 += (s.replayed - (s.last_end.unwrap_or(0) - s.first_from.unwrap_or(0))).abs();
+            for (&r, &ns) in &s.ranks {
+                *ranks.entry((r, *world)).or_default() += ns;
+            }
+            for (t, x) in kinds.iter_mut().zip(s.kinds) {
+                *t += x;
+            }
+        }
+        let label = |r: usize| labels.get(r).cloned().unwrap_or_default();
+        let mut ranks: Vec<RankIf> = ranks
+            .into_iter()
+            .filter(|&(_, ns)| ns > 0)
+            .map(|((r, world), ns)| RankIf {
+                who: label(r),
+                world,
+                saved: per(ns),
+                step_pct: pct(per(ns)),
+            })
+            .collect();
+        ranks.sort_by(|a, b| b.saved.cmp(&a.saved).then(a.who.cmp(&b.who)));
+        let kinds = KINDS
+            .iter()
+            .zip(kinds)
+            .map(|(&kind, ns)| KindIf {
+                kind,
+                saved: per(ns),
+                step_pct: pct(per(ns)),
+            })
+            .collect();
+        let (mut off, mut recorded_all) = (0i64, 0i64);
+        let worlds: Vec<WorldIf> = by_world
+            .into_iter()
+            .map(|(world, (n, recorded, replayed, saved, err))| {
+                off += err;
+                recorded_all += recorded;
+                let members: Vec<&str> = worlds
+                    .get(world)
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|&r| labels.get(r))
+                            .map(String::as_str)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                WorldIf {
+                    world,
+                    who: crate::analyze::rankset::compact(&members),
+                    collectives: n,
+                    recorded: per(recorded),
+                    replayed: per(replayed),
+                    ideal: per(replayed - saved),
+                    slowdown: ratio(replayed, replayed - saved),
+                    error_pct: 100.0 * ratio(err, recorded),
+                }
+            })
+            .collect();
+        WhatIf {
+            ranks,
+            kinds,
+            slowdown: worlds.iter().map(|w| w.slowdown).fold(1.0, f64::max),
+            error_pct: 100.0 * ratio(off, recorded_all),
+            worlds,
+        }
+    }
+}
+
+/// `a / b`, 0 when `b` is not positive (no NaN, no inf).
+fn ratio(a: i64, b: i64) -> f64 {
+    if b > 0 {
+        a as f64 / b as f64
+    } else {
+        0.0
+    }
+}
+
+/// The last arrival after the previous collective, when each member's segment is
+/// `seg(member)`: the longest segment (the replay's members all leave the previous collective
+/// together).
+fn latest_arrival(members: &[Member], seg: impl Fn(&Member) -> i64) -> i64 {
+    members.iter().map(seg).max().unwrap_or(0)
+}
+
+/// The member that alone arrives last, and what its segment at the median gives back: its
+/// lead over the next arrival (or over the median, whichever is later). Two members arriving
+/// together give back nothing alone.
+fn typical_rank_saves(members: &[Member], latest: i64, median: i64) -> Option<(usize, i64)> {
+    let mut at_latest = members.iter().filter(|m| m.seg == latest);
+    let last = at_latest.next()?;
+    if at_latest.next().is_some() {
+        return None;
+    }
+    let next = members
+        .iter()
+        .filter(|m| m.rank != last.rank)
+        .map(|m| m.seg)
+        .max()
+        .unwrap_or(median);
+    let saved = latest - next.max(median);
+    (saved > 0).then_some((last.rank, saved))
+}
+
+/// The last arrival with every member's part `k` cut to the members' median part.
+fn latest_without(members: &[Member], k: usize) -> i64 {
+    let median = lower_median(members.iter().map(|m| m.parts[k]).collect());
+    latest_arrival(members, |m| m.seg - (m.parts[k] - median).max(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(rank: usize, seg: i64) -> Member {
+        Member {
+            rank,
+            from: 0,
+            seg,
+            parts: [seg, 0, 0],
+            end: seg + 10,
+        }
+    }
+
+    #[test]
+    fn the_last_arriver_gives_back_its_lead_over_the_next() {
+        // 100, 90, 50, 50: fixing rank 0 leaves rank 1 at 90.
+        let ms = [m(0, 100), m(1, 90), m(2, 50), m(3, 50)];
+        assert_eq!(typical_rank_saves(&ms, 100, 50), Some((0, 10)));
+        // Alone: it gives back down to the median.
+        let ms = [m(0, 100), m(1, 50), m(2, 50), m(3, 50)];
+        assert_eq!(typical_rank_saves(&ms, 100, 50), Some((0, 50)));
+        // Two tied: neither alone.
+        let ms = [m(0, 100), m(1, 100), m(2, 50)];
+        assert_eq!(typical_rank_saves(&ms, 100, 50), None);
+    }
+
+    #[test]
+    fn a_cause_removed_cuts_each_part_to_the_median() {
+        let mut a = m(0, 100);
+        a.parts = [60, 40, 0];
+        let mut b = m(1, 70);
+        b.parts = [60, 10, 0];
+        let mut c = m(2, 60);
+        c.parts = [50, 10, 0];
+        let ms = [a, b, c];
+        // Host: 40 → 10 on rank 0: 70; work: 60 → 60 (median): rank 0 stays 100.
+        assert_eq!(latest_without(&ms, 1), 70);
+        assert_eq!(latest_without(&ms, 0), 100);
+    }
+}
