@@ -561,6 +561,37 @@ fn compare_gates_on_the_wait_imposed() {
         "{row:?}: planted {D_NS} ns per step"
     );
     assert_eq!(row.status, Status::Regression, "{row:?}");
+    // Re-simulated, the step time the imbalance costs rises by the planted delay too (both
+    // sides keep their jitter: every collective's longest segment over the median); the
+    // saved summaries keep it and compare shows it.
+    let lost = |dir: &std::path::Path| {
+        let a = rankprof::analyze::analyze(&rankprof::analyze::AnalyzeOptions {
+            profile_dir: Some(dir.to_path_buf()),
+            ..Default::default()
+        })
+        .expect("analyze");
+        a.summary
+            .and_then(|s| s.path)
+            .and_then(|p| p.what_if)
+            .unwrap_or_else(|| panic!("no what-if in {}'s summary", dir.display()))
+            .lost_per_step_ns
+            .0
+    };
+    let (b, cur_lost) = (
+        lost(&tmp.path().join("base")),
+        lost(&tmp.path().join("cur")),
+    );
+    assert!(
+        (cur_lost - b - D_NS).abs() < D_NS / 10,
+        "{b} → {cur_lost} ns: planted {D_NS} ns per step"
+    );
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n.starts_with("step time lost to imbalance, re-simulated")),
+        "{:#?}",
+        c.notes
+    );
 }
 
 /// `compare` gates on bus bandwidth: the slowest group's time per GB of bus traffic, ×3 with a

@@ -54,6 +54,7 @@ use super::collect::busy::RankFigures;
 use super::collect::rank::RankResult;
 use super::explain::attribution::Attribution;
 use super::explain::verdict::{ClassShare, Verdict};
+use super::reduce::path::whatif::WhatIf;
 use super::reduce::path::{CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
 use super::stats::{median_p90, spread};
@@ -106,6 +107,36 @@ pub struct PathSummary {
     /// gates on. Only collectives whose size the trace gives.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub bus_ns_per_gb: BTreeMap<String, i64>,
+    /// The what-if re-simulation ([`crate::analyze::reduce::path::whatif`]), when its replay
+    /// matches the recording (absent otherwise and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what_if: Option<WhatIfSummary>,
+}
+
+/// What the imbalance costs the step, re-simulated: the world that loses the most.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WhatIfSummary {
+    /// Replayed over ideal (every rank typical).
+    pub slowdown: f64,
+    /// Replayed less ideal in the median step: the step time the imbalance costs.
+    pub lost_per_step_ns: Ns,
+    pub error_pct: f64,
+}
+
+/// The world that loses the most to its imbalance, when the what-if can be trusted.
+fn what_if_summary(w: &WhatIf) -> Option<WhatIfSummary> {
+    if !w.trusted() {
+        return None;
+    }
+    let worst = w
+        .worlds
+        .iter()
+        .max_by_key(|x| (x.lost_median, std::cmp::Reverse(x.world)))?;
+    Some(WhatIfSummary {
+        slowdown: worst.slowdown,
+        lost_per_step_ns: worst.lost_median,
+        error_pct: w.error_pct,
+    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -165,6 +196,7 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
             }
             m
         },
+        what_if: what_if_summary(&p.what_if),
         ranks: ranks
             .into_iter()
             .map(|(r, ns)| PathRank {

@@ -390,6 +390,18 @@ pub(crate) fn build(
                 pc.imposed_per_step_ns.0,
             ));
         }
+        // The step time the imbalance costs, re-simulated (both sides' replays trusted):
+        // shown, not gated — the imbalance and the wait imposed already gate the same cause,
+        // and one cause is one failure.
+        if let (Some(wb), Some(wc)) = (&pb.what_if, &pc.what_if) {
+            notes.push(format!(
+                "step time lost to imbalance, re-simulated (median step): {:.1} µs → {:.1} µs (slowdown {:.2}× → {:.2}×; shown, not gated)",
+                wb.lost_per_step_ns.as_us(),
+                wc.lost_per_step_ns.as_us(),
+                wb.slowdown,
+                wc.slowdown
+            ));
+        }
         // Bus bandwidth, as the time per GB of bus traffic of the slowest group (a slower
         // link is a longer time): each collective both sides size.
         for (name, &b) in &pb.bus_ns_per_gb {

@@ -71,6 +71,10 @@ pub struct WorldIf {
     pub ideal: Ns,
     /// `replayed / ideal`.
     pub slowdown: f64,
+    /// Replayed less ideal in its median step: what the imbalance costs a typical step (one
+    /// slow step does not move it).
+    #[serde(default)]
+    pub lost_median: Ns,
     /// |replayed − recorded| over recorded, percent.
     pub error_pct: f64,
 }
@@ -182,12 +186,14 @@ impl WhatIfAcc {
             }
         };
         let mut by_world: BTreeMap<usize, (usize, i64, i64, i64, i64)> = BTreeMap::new();
+        let mut lost_rows: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
         let mut ranks: BTreeMap<(usize, usize), i64> = BTreeMap::new();
         let mut kinds = [0i64; 3];
         for ((row, world), s) in &self.sums {
             if !measured.contains(row) {
                 continue;
             }
+            lost_rows.entry(*world).or_default().push(s.ideal_saved);
             let w = by_world.entry(*world).or_default();
             w.0 += s.collectives;
             w.1 += s.last_end.unwrap_or(0) - s.first_from.unwrap_or(0);
@@ -245,6 +251,7 @@ impl WhatIfAcc {
                     replayed: per(replayed),
                     ideal: per(replayed - saved),
                     slowdown: ratio(replayed, replayed - saved),
+                    lost_median: Ns(lower_median(lost_rows.remove(&world).unwrap_or_default())),
                     error_pct: 100.0 * ratio(err, recorded),
                 }
             })
