@@ -308,29 +308,125 @@ fn trim(v: &mut Vec<(i64, Late)>, n: usize) {
     v.truncate(n);
 }
 
-impl Acc {
-    /// The totals; `worlds` as the matching used them.
-    pub(crate) fn finish(mut self, worlds: &[Vec<usize>]) -> CriticalPath {
-        let origin = self.origin;
-        let since_origin = |mut l: Late| {
-            l.t_ms = (l.t_ms - origin as f64) / 1e6;
-            l
-        };
-        let kept = std::mem::replace(&mut self.marks, Kept::new(0));
-        let mut marks: Vec<Late> = kept.finish().into_iter().map(since_origin).collect();
-        marks.sort_by_key(|l| (l.start_ns, l.world, l.index));
-        // Per step: over the steps measured in full.
-        let measured: Vec<usize> = (0..self.rows.len())
-            .filter(|&i| !self.row_skipped[i])
-            .collect();
-        let steps = measured.len();
-        let step_ns = if steps > 0 {
-            measured.iter().map(|&i| self.rows[i].1 as f64).sum::<f64>() / steps as f64
+/// The steps the per-step figures are over: the rows measured in full, and their mean time.
+struct Measured {
+    rows: Vec<usize>,
+    step_ns: f64,
+}
+
+impl Measured {
+    fn steps(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// With steps, what was charged inside them over their number; else the whole profile.
+    fn per(&self, total: i64, in_steps: i64) -> f64 {
+        if self.steps() > 0 {
+            in_steps as f64 / self.steps() as f64
+        } else {
+            total as f64
+        }
+    }
+
+    /// Of the mean step, percent (0 without steps).
+    fn pct(&self, x: f64) -> f64 {
+        if self.step_ns > 0.0 {
+            100.0 * x / self.step_ns
         } else {
             0.0
+        }
+    }
+}
+
+impl Acc {
+    /// The totals; `worlds` as the matching used them. In phases: the steps measured in full,
+    /// the (rank, kind) causes against their world's typical rank, the transfers and slow
+    /// links, the order, the per-row costs of the costliest, the per-step table, the notes and
+    /// the what-if.
+    pub(crate) fn finish(mut self, worlds: &[Vec<usize>]) -> CriticalPath {
+        let marks = self.marks();
+        let worst = self.worst();
+        let m = self.measured();
+        let mut causes = self.rank_causes(&m, worlds);
+        let (transfers, links, mut notes) = self.transfers(&m, worlds);
+        causes.extend(links);
+        causes.sort_by(|a, b| {
+            b.net_per_step_ns
+                .total_cmp(&a.net_per_step_ns)
+                .then(b.per_step_ns.total_cmp(&a.per_step_ns))
+                .then(a.who.cmp(&b.who))
+                .then(a.kind.cmp(&b.kind))
+        });
+        self.keep_rows(&mut causes);
+        let per_step = self.per_step();
+        notes.extend(self.notes(m.steps()));
+        let labels = std::mem::take(&mut self.labels);
+        let what_if = std::mem::take(&mut self.whatif).finish(&m.rows, m.step_ns, &labels, worlds);
+        CriticalPath {
+            what_if,
+            collectives: self.collectives,
+            late: self.late,
+            steps: m.steps(),
+            step_ns: m.step_ns,
+            causes,
+            worst,
+            transfers,
+            per_step,
+            notes,
+            host_ops: Vec::new(),
+            marks,
+        }
+    }
+
+    /// A late arrival's time as ms from the first matched collective's.
+    fn since_origin(&self, mut l: Late) -> Late {
+        l.t_ms = (l.t_ms - self.origin as f64) / 1e6;
+        l
+    }
+
+    /// The late arrivals kept for the merged trace, in time order.
+    fn marks(&mut self) -> Vec<Late> {
+        let kept = std::mem::replace(&mut self.marks, Kept::new(0));
+        let mut marks: Vec<Late> = kept
+            .finish()
+            .into_iter()
+            .map(|l| self.since_origin(l))
+            .collect();
+        marks.sort_by_key(|l| (l.start_ns, l.world, l.index));
+        marks
+    }
+
+    /// The costliest late arrivals, costliest first.
+    fn worst(&mut self) -> Vec<Late> {
+        std::mem::replace(&mut self.worst, Kept::new(0))
+            .finish()
+            .into_iter()
+            .map(|l| self.since_origin(l))
+            .collect()
+    }
+
+    /// Per step: over the steps measured in full.
+    fn measured(&self) -> Measured {
+        let rows: Vec<usize> = (0..self.rows.len())
+            .filter(|&i| !self.row_skipped[i])
+            .collect();
+        let step_ns = if rows.is_empty() {
+            0.0
+        } else {
+            rows.iter().map(|&i| self.rows[i].1 as f64).sum::<f64>() / rows.len() as f64
         };
+        Measured { rows, step_ns }
+    }
+
+    fn label(&self, r: usize) -> String {
+        self.labels.get(r).cloned().unwrap_or_default()
+    }
+
+    /// Each (rank, kind) charged: its cost per step, and its net over the typical rank of its
+    /// world in the same kind (the lower median over the world's ranks).
+    fn rank_causes(&self, m: &Measured, worlds: &[Vec<usize>]) -> Vec<Cause> {
         let mut in_steps: BTreeMap<(usize, Kind), i64> = BTreeMap::new();
-        for &i in &measured {
+        for &i in &m.rows {
             for (&k, &ns) in &self.row_cost[i] {
                 *in_steps.entry(k).or_default() += ns;
             }
@@ -340,35 +436,17 @@ impl Acc {
             .iter()
             .map(|(&k, &(ns, n))| (k, (ns, in_steps.get(&k).copied().unwrap_or(0), n)))
             .collect();
-        // With steps, what was charged inside them over their number; else the whole profile.
-        let per = |total: i64, in_steps: i64| {
-            if steps > 0 {
-                in_steps as f64 / steps as f64
-            } else {
-                total as f64
-            }
-        };
-        let pct = |x: f64| {
-            if step_ns > 0.0 {
-                100.0 * x / step_ns
-            } else {
-                0.0
-            }
-        };
-        let label = |r: usize| self.labels.get(r).cloned().unwrap_or_default();
         let world_of = |r: usize| worlds.iter().position(|w| w.contains(&r));
-        let mut causes: Vec<Cause> = cost
-            .iter()
+        cost.iter()
             .map(|(&(r, kind), &(ns, in_steps, n))| {
-                let mine = per(ns, in_steps);
-                // The typical rank of the world in the same kind.
+                let mine = m.per(ns, in_steps);
                 let peers: Vec<usize> = world_of(r)
                     .and_then(|w| worlds.get(w))
                     .cloned()
                     .unwrap_or_else(|| vec![r]);
                 let mut of_peers: Vec<f64> = peers
                     .iter()
-                    .map(|&p| cost.get(&(p, kind)).map_or(0.0, |&(t, i, _)| per(t, i)))
+                    .map(|&p| cost.get(&(p, kind)).map_or(0.0, |&(t, i, _)| m.per(t, i)))
                     .collect();
                 of_peers.sort_by(f64::total_cmp);
                 let typical = of_peers
@@ -377,36 +455,38 @@ impl Acc {
                     .unwrap_or(0.0);
                 let net = (mine - typical).max(0.0);
                 Cause {
-                    who: label(r),
+                    who: self.label(r),
                     world: world_of(r).unwrap_or(0),
                     kind,
                     cost_ns: Ns(ns),
                     collectives: n,
                     per_step_ns: mine,
-                    step_pct: pct(mine),
+                    step_pct: m.pct(mine),
                     net_per_step_ns: net,
-                    net_step_pct: pct(net),
+                    net_step_pct: m.pct(net),
                     per_row_ns: Vec::new(),
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// Transfers per world and collective name, the slow links among them (as causes), and
+    /// the notes on transfers not judged for want of sizes.
+    fn transfers(
+        &self,
+        m: &Measured,
+        worlds: &[Vec<usize>],
+    ) -> (Vec<Transfer>, Vec<Cause>, Vec<String>) {
         // Transfers: each world's median against the other worlds' (the median of their
         // medians) for the same collective name; medians, as one collective that also moves
         // more data or waits on something else does not make a link slow.
         let medians: BTreeMap<&(usize, String), (i64, Option<u64>)> = self
             .transfers
             .iter()
-            .map(|(k, v)| {
-                let t = lower_median(v.iter().map(|x| x.0).collect());
-                // The size, when every one of them says it.
-                let b = v
-                    .iter()
-                    .all(|x| x.1 > 0)
-                    .then(|| lower_median(v.iter().map(|x| x.1 as i64).collect()) as u64);
-                (k, (t, b))
-            })
+            .map(|(k, v)| (k, median_transfer(v)))
             .collect();
         let rows = self.rows.len();
+        let mut links = Vec::new();
         let mut transfers = Vec::new();
         let mut no_size: Vec<String> = Vec::new();
         for (key, v) in &self.transfers {
@@ -444,17 +524,7 @@ impl Acc {
                     ));
                 }
             }
-            // Bus bandwidth (NCCL's: the algorithm bandwidth S / t times the collective's
-            // factor for its n ranks), the median over the collectives that say their size.
-            let rule = bus_rule(name);
-            let bw: Vec<i64> = v
-                .iter()
-                .filter(|x| x.0 > 0 && x.1 > 0)
-                .filter_map(|&(t, b, n)| {
-                    rule.map(|r| (b as f64 * r.factor(n) / t as f64 * 1e3).round() as i64)
-                })
-                .collect();
-            let busbw_gbps = (!bw.is_empty()).then(|| lower_median(bw) as f64 / 1e3);
+            let busbw_gbps = median_busbw(name, v);
             if let Some(o) = others_ns.filter(|_| sized) {
                 let extra = ((mean - o) * n as f64).round() as i64;
                 // Out of line: more than a fifth over the others' and at least 1 µs a time.
@@ -476,16 +546,16 @@ impl Acc {
                     } else {
                         extra as f64
                     };
-                    causes.push(Cause {
+                    links.push(Cause {
                         who,
                         world: *w,
                         kind: Kind::Transfer,
                         cost_ns: Ns(extra),
                         collectives: n,
                         per_step_ns: each,
-                        step_pct: pct(each),
+                        step_pct: m.pct(each),
                         net_per_step_ns: each,
-                        net_step_pct: pct(each),
+                        net_step_pct: m.pct(each),
                         per_row_ns: Vec::new(),
                     });
                 }
@@ -500,19 +570,11 @@ impl Acc {
                 busbw_gbps,
             });
         }
-        causes.sort_by(|a, b| {
-            b.net_per_step_ns
-                .total_cmp(&a.net_per_step_ns)
-                .then(b.per_step_ns.total_cmp(&a.per_step_ns))
-                .then(a.who.cmp(&b.who))
-                .then(a.kind.cmp(&b.kind))
-        });
-        let worst = std::mem::replace(&mut self.worst, Kept::new(0))
-            .finish()
-            .into_iter()
-            .map(since_origin)
-            .collect();
-        // The costliest causes keep their cost per row (the verdict's figure from an onset).
+        (transfers, links, no_size)
+    }
+
+    /// The costliest causes keep their cost per row (the verdict's figure from an onset).
+    fn keep_rows(&self, causes: &mut [Cause]) {
         for c in causes.iter_mut().take(ROW_CAUSES) {
             if c.kind == Kind::Transfer {
                 continue;
@@ -529,15 +591,18 @@ impl Acc {
                 })
                 .collect();
         }
-        let per_step = self
-            .rows
+    }
+
+    /// What the late arrivals cost each row of the step table, and the largest.
+    fn per_step(&self) -> Vec<PathStep> {
+        self.rows
             .iter()
             .zip(&self.row_cost)
             .map(|((step, dur), m)| {
                 let top = m
                     .iter()
                     .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-                    .map(|(&(r, k), &ns)| (label(r), k, ns));
+                    .map(|(&(r, k), &ns)| (self.label(r), k, ns));
                 PathStep {
                     step: step.clone(),
                     step_ns: Ns(*dur),
@@ -547,8 +612,12 @@ impl Acc {
                     top_who: top.map(|t| t.0),
                 }
             })
-            .collect();
-        let mut notes = no_size;
+            .collect()
+    }
+
+    /// Why some figures are partial or missing.
+    fn notes(&self, steps: usize) -> Vec<String> {
+        let mut notes = Vec::new();
         let partial = self.rows.len() - steps;
         if partial > 0 && steps > 0 {
             notes.push(format!(
@@ -562,23 +631,33 @@ impl Acc {
                     .to_string(),
             );
         }
-        let labels = std::mem::take(&mut self.labels);
-        let what_if = std::mem::take(&mut self.whatif).finish(&measured, step_ns, &labels, worlds);
-        CriticalPath {
-            what_if,
-            collectives: self.collectives,
-            late: self.late,
-            steps,
-            step_ns,
-            causes,
-            worst,
-            transfers,
-            per_step,
-            notes,
-            host_ops: Vec::new(),
-            marks,
-        }
+        notes
     }
+}
+
+/// A world's median transfer of one collective name, ns, and its median size in bytes when
+/// every one of them says it.
+fn median_transfer(v: &[Moved]) -> (i64, Option<u64>) {
+    let t = lower_median(v.iter().map(|x| x.0).collect());
+    let b = v
+        .iter()
+        .all(|x| x.1 > 0)
+        .then(|| lower_median(v.iter().map(|x| x.1 as i64).collect()) as u64);
+    (t, b)
+}
+
+/// Bus bandwidth, GB/s (NCCL's: the algorithm bandwidth S / t times the collective's factor
+/// for its n ranks), the median over the collectives that say their size.
+fn median_busbw(name: &str, v: &[Moved]) -> Option<f64> {
+    let rule = bus_rule(name);
+    let bw: Vec<i64> = v
+        .iter()
+        .filter(|x| x.0 > 0 && x.1 > 0)
+        .filter_map(|&(t, b, n)| {
+            rule.map(|r| (b as f64 * r.factor(n) / t as f64 * 1e3).round() as i64)
+        })
+        .collect();
+    (!bw.is_empty()).then(|| lower_median(bw) as f64 / 1e3)
 }
 
 /// Which of NCCL's bus-bandwidth factors a collective name takes (read once per name), for a
