@@ -397,10 +397,16 @@ fn hidden(inp: &Input<'_>, who: &str, from: usize) -> bool {
 /// An attribution gap of a rank (not a replica: replicas share no collective) that
 /// [`hidden`] says costs the step little.
 fn hidden_gap(inp: &Input<'_>, g: &Record) -> bool {
-    if g.scope == "replica" {
-        return false;
-    }
-    hidden(inp, &g.who, from_row(inp, g))
+    gap_path_cost(inp, g).is_some_and(|(ns, step)| 100.0 * ns / step < 100.0 * inp.threshold)
+}
+
+/// What a rank gap costs the step at the collectives, per step, and the step it is a share
+/// of (ns), from the record's first step on ([`path_cost`]); `None` for a replica (replicas
+/// share no collective) or a rank the critical path did not measure.
+fn gap_path_cost(inp: &Input<'_>, g: &Record) -> Option<(f64, f64)> {
+    (g.scope != "replica")
+        .then(|| path_cost(inp, &g.who, from_row(inp, g)))
+        .flatten()
 }
 
 /// The step table's row a record counts from (0: all of them).
@@ -469,11 +475,7 @@ fn gap_steps(inp: &Input<'_>, g: &Record) -> Steps {
 /// replica, or a rank no matched collective tells about), the figure it is ranked by
 /// ([`gap_cost_ns`]).
 fn gap_cost(inp: &Input<'_>, g: &Record) -> String {
-    let measured = (g.scope != "replica")
-        .then(|| path_cost(inp, &g.who, from_row(inp, g)))
-        .flatten()
-        .filter(|&(_, step)| step > 0.0);
-    match measured {
+    match gap_path_cost(inp, g).filter(|&(_, step)| step > 0.0) {
         Some((ns, step)) => format!(
             "; it costs every step {:.2} ms ({:.1} % of the {:.2} ms step) at the collectives",
             ns / 1e6,
@@ -684,10 +686,7 @@ fn gap_word(c: Cause, first: bool) -> &'static str {
 /// measured its rank ([`path_cost`]), else its own time over its peers' ([`gap_per_step`]:
 /// a replica, or a rank no matched collective tells about).
 fn gap_cost_ns(inp: &Input<'_>, g: &Record) -> f64 {
-    let measured = (g.scope != "replica")
-        .then(|| path_cost(inp, &g.who, from_row(inp, g)))
-        .flatten();
-    measured.map_or_else(|| gap_per_step(g), |(ns, _)| ns)
+    gap_path_cost(inp, g).map_or_else(|| gap_per_step(g), |(ns, _)| ns)
 }
 
 /// The order the attribution's gaps lead in: a gap with evidence before one without (its
@@ -807,7 +806,7 @@ fn early_arrivers(inp: &Input<'_>, leads: &Leads<'_>) -> Vec<String> {
                 g.from_step
                     .as_ref()
                     .map_or(String::new(), |s| format!(" from step {s} on")),
-                path_cost(inp, &g.who, from_row(inp, g)).map_or(0.0, |c| c.0) / 1e6,
+                gap_path_cost(inp, g).map_or(0.0, |c| c.0) / 1e6,
                 gap_per_step(g) / 1e6
             )
         })
@@ -818,10 +817,7 @@ fn early_arrivers(inp: &Input<'_>, leads: &Leads<'_>) -> Vec<String> {
 /// first line does not name the rank: [`early_arrivers`] says it.
 fn arrives_early(inp: &Input<'_>, leads: &Leads<'_>, g: &Record) -> bool {
     let gap = gap_per_step(g);
-    let cost = (g.scope != "replica")
-        .then(|| path_cost(inp, &g.who, from_row(inp, g)))
-        .flatten();
-    cost.is_some_and(|(ns, _)| gap > 0.0 && ns < 0.25 * gap)
+    gap_path_cost(inp, g).is_some_and(|(ns, _)| gap > 0.0 && ns < 0.25 * gap)
         && leads.path.is_none_or(|c| c.who != g.who)
 }
 
