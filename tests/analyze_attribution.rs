@@ -8,21 +8,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::attrib::{assert_first, checker, files_in, first, synth};
+use common::attrib::{assert_first, checker, files_in, first, slow, synth};
 use common::{analyze_files, shared};
 use rankprof::analyze::explain::attribution::Cause;
 use rankprof::analyze::Analysis;
-use rankprof::synth::{Extra, Heavy, Slow, SynthOptions};
+use rankprof::synth::{Extra, Heavy, SynthOptions};
 use serde_json::Value;
-
-fn slow(rank: u32, factor: f64, from_step: u32) -> Option<Slow> {
-    Some(Slow {
-        rank,
-        factor,
-        from_step,
-        class: None,
-    })
-}
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)

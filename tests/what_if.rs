@@ -13,10 +13,10 @@ mod common;
 
 use std::path::Path;
 
-use common::attrib::synth;
+use common::attrib::{slow, synth};
 use common::{have_python, manifest, python};
 use rankprof::analyze::{Analysis, AnalyzeOptions};
-use rankprof::synth::{Extra, Slow, SynthOptions};
+use rankprof::synth::{Extra, SynthOptions};
 
 fn within(x: f64, truth: f64, rel: f64, abs: f64) -> bool {
     (x - truth).abs() <= (rel * truth.abs()).max(abs)
@@ -40,12 +40,7 @@ fn fixing_one_of_two_late_ranks_gives_back_only_its_lead() {
                 rank: 3,
                 per_layer: 8,
             }),
-            slow: Some(Slow {
-                rank: 1,
-                factor: 1.6,
-                from_step: 0,
-                class: None,
-            }),
+            slow: slow(1, 1.6, 0),
             ..Default::default()
         },
     );

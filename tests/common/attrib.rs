@@ -4,8 +4,18 @@
 use std::path::{Path, PathBuf};
 
 use rankprof::analyze::Analysis;
-use rankprof::synth::{write_set, SynthOptions};
+use rankprof::synth::{write_set, Slow, SynthOptions};
 use serde_json::Value;
+
+/// A rank `factor`× slower on every class from `from_step` on.
+pub fn slow(rank: u32, factor: f64, from_step: u32) -> Option<Slow> {
+    Some(Slow {
+        rank,
+        factor,
+        from_step,
+        class: None,
+    })
+}
 
 /// The rank files of the one profile in `dir`, in rank order.
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {

@@ -261,13 +261,12 @@ impl<'a> Leads<'a> {
             noisy: Vec::new(),
         };
         let mut noisy = Vec::new();
-        let mut gaps: Vec<&Record> = inp
+        let gaps: Vec<&Record> = inp
             .attribution
             .gaps()
             .filter(|g| !l.is_ep_gap(g) && !hidden_gap(inp, g))
             .collect();
-        rank_gaps(inp, &mut gaps);
-        l.gap = gaps.into_iter().find(|g| {
+        l.gap = rank_gaps(inp, gaps).into_iter().find(|g| {
             let steps = gap_steps(inp, g);
             if steps.varies() {
                 noisy.push(Noisy {
@@ -397,7 +396,7 @@ fn hidden(inp: &Input<'_>, who: &str, from: usize) -> bool {
 /// An attribution gap of a rank (not a replica: replicas share no collective) that
 /// [`hidden`] says costs the step little.
 fn hidden_gap(inp: &Input<'_>, g: &Record) -> bool {
-    gap_path_cost(inp, g).is_some_and(|(ns, step)| 100.0 * ns / step < 100.0 * inp.threshold)
+    g.scope != "replica" && hidden(inp, &g.who, from_row(inp, g))
 }
 
 /// What a rank gap costs the step at the collectives, per step, and the step it is a share
@@ -692,13 +691,13 @@ fn gap_cost_ns(inp: &Input<'_>, g: &Record) -> f64 {
 /// The order the attribution's gaps lead in: a gap with evidence before one without (its
 /// cause unclear), then the costliest per step ([`gap_cost_ns`]); ties keep the
 /// attribution's order (by effect).
-fn rank_gaps(inp: &Input<'_>, gaps: &mut [&Record]) {
-    gaps.sort_by(|a, b| {
-        let unclear = |g: &Record| g.cause == Cause::NotEnoughEvidence;
-        unclear(a)
-            .cmp(&unclear(b))
-            .then(gap_cost_ns(inp, b).total_cmp(&gap_cost_ns(inp, a)))
-    });
+fn rank_gaps<'a>(inp: &Input<'_>, gaps: Vec<&'a Record>) -> Vec<&'a Record> {
+    let mut keyed: Vec<(bool, f64, &Record)> = gaps
+        .into_iter()
+        .map(|g| (g.cause == Cause::NotEnoughEvidence, gap_cost_ns(inp, g), g))
+        .collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    keyed.into_iter().map(|k| k.2).collect()
 }
 
 /// What making the first line's rank typical gives back, re-simulated at the collectives
@@ -715,20 +714,14 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
             )
         });
     }
-    let saved = w.saved_by(&c.who);
+    let (saved, pct) = w
+        .rank(&c.who)
+        .map_or((Ns::ZERO, 0.0), |r| (r.saved, r.step_pct));
     let charged = inp.path.rank_per_step(&c.who);
-    let pct = |ns: f64| {
-        if inp.path.step_ns > 0.0 {
-            100.0 * ns / inp.path.step_ns
-        } else {
-            0.0
-        }
-    };
     let head = format!(
-        "What if: making {} typical gives back {:.2} ms a step ({:.1} % of the step",
+        "What if: making {} typical gives back {:.2} ms a step ({pct:.1} % of the step",
         c.who,
         saved.as_ms(),
-        pct(saved.0 as f64)
     );
     let tail = format!(
         "re-simulated at the collectives, model error {:.1} %",

@@ -28,7 +28,7 @@
 //! compute on a side stream counts as if the compute waited for it; pipeline send/recv are
 //! not paired.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -97,12 +97,14 @@ impl WhatIf {
         !self.worlds.is_empty() && self.error_pct <= TRUSTED_ERROR_PCT
     }
 
+    /// What making `who` typical gives back, when it gives back anything.
+    pub fn rank(&self, who: &str) -> Option<&RankIf> {
+        self.ranks.iter().find(|r| r.who == who)
+    }
+
     /// What making `who` typical gives back per step, ns (0 when nothing).
     pub fn saved_by(&self, who: &str) -> Ns {
-        self.ranks
-            .iter()
-            .find(|r| r.who == who)
-            .map_or(Ns::ZERO, |r| r.saved)
+        self.rank(who).map_or(Ns::ZERO, |r| r.saved)
     }
 }
 
@@ -127,6 +129,38 @@ struct Sums {
     ideal_saved: i64,
     kinds: [i64; 3],
     ranks: BTreeMap<usize, i64>,
+}
+
+impl Sums {
+    /// The recorded span of its collectives: first segment's start to last collective's end.
+    fn recorded(&self) -> i64 {
+        self.last_end.unwrap_or(0) - self.first_from.unwrap_or(0)
+    }
+}
+
+/// One world's sums over the rows measured in full.
+#[derive(Debug, Default)]
+struct WorldTotals {
+    collectives: usize,
+    recorded: i64,
+    replayed: i64,
+    /// Replayed less ideal.
+    lost: i64,
+    /// |replayed − recorded|, row by row.
+    off: i64,
+    /// `lost` in each row.
+    lost_rows: Vec<i64>,
+}
+
+impl WorldTotals {
+    fn add(&mut self, s: &Sums) {
+        self.collectives += s.collectives;
+        self.recorded += s.recorded();
+        self.replayed += s.replayed;
+        self.lost += s.ideal_saved;
+        self.off += (s.replayed - s.recorded()).abs();
+        self.lost_rows.push(s.ideal_saved);
+    }
 }
 
 /// The what-if, accumulated collective by collective.
@@ -185,21 +219,15 @@ impl WhatIfAcc {
                 0.0
             }
         };
-        let mut by_world: BTreeMap<usize, (usize, i64, i64, i64, i64)> = BTreeMap::new();
-        let mut lost_rows: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
+        let measured: BTreeSet<usize> = measured.iter().copied().collect();
+        let mut by_world: BTreeMap<usize, WorldTotals> = BTreeMap::new();
         let mut ranks: BTreeMap<(usize, usize), i64> = BTreeMap::new();
         let mut kinds = [0i64; 3];
         for ((row, world), s) in &self.sums {
             if !measured.contains(row) {
                 continue;
             }
-            lost_rows.entry(*world).or_default().push(s.ideal_saved);
-            let w = by_world.entry(*world).or_default();
-            w.0 += s.collectives;
-            w.1 += s.last_end.unwrap_or(0) - s.first_from.unwrap_or(0);
-            w.2 += s.replayed;
-            w.3 += s.ideal_saved;
-            w.4 += (s.replayed - (s.last_end.unwrap_or(0) - s.first_from.unwrap_or(0))).abs();
+            by_world.entry(*world).or_default().add(s);
             for (&r, &ns) in &s.ranks {
                 *ranks.entry((r, *world)).or_default() += ns;
             }
@@ -228,12 +256,11 @@ impl WhatIfAcc {
                 step_pct: pct(per(ns)),
             })
             .collect();
-        let (mut off, mut recorded_all) = (0i64, 0i64);
+        let off: i64 = by_world.values().map(|w| w.off).sum();
+        let recorded_all: i64 = by_world.values().map(|w| w.recorded).sum();
         let worlds: Vec<WorldIf> = by_world
             .into_iter()
-            .map(|(world, (n, recorded, replayed, saved, err))| {
-                off += err;
-                recorded_all += recorded;
+            .map(|(world, t)| {
                 let members: Vec<&str> = worlds
                     .get(world)
                     .map(|m| {
@@ -246,13 +273,13 @@ impl WhatIfAcc {
                 WorldIf {
                     world,
                     who: crate::analyze::rankset::compact(&members),
-                    collectives: n,
-                    recorded: per(recorded),
-                    replayed: per(replayed),
-                    ideal: per(replayed - saved),
-                    slowdown: ratio(replayed, replayed - saved),
-                    lost_median: Ns(lower_median(lost_rows.remove(&world).unwrap_or_default())),
-                    error_pct: 100.0 * ratio(err, recorded),
+                    collectives: t.collectives,
+                    recorded: per(t.recorded),
+                    replayed: per(t.replayed),
+                    ideal: per(t.replayed - t.lost),
+                    slowdown: ratio(t.replayed, t.replayed - t.lost),
+                    lost_median: Ns(lower_median(t.lost_rows)),
+                    error_pct: 100.0 * ratio(t.off, t.recorded),
                 }
             })
             .collect();
