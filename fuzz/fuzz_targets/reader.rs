@@ -91,6 +91,7 @@ const WANT: Want = Want {
     every_cat_named: false,
     names,
     trust_devices: true,
+    name_prefixes: &[],
 };
 
 /// Property 4's rule, event by event: (kept, turned down only because devices are listed),

@@ -46,6 +46,9 @@ pub const WANT: Want = Want {
     every_cat_named: false,
     names: names_read,
     trust_devices: true,
+    // The only Python functions read are waits ([`names_read`]): the others are turned down
+    // by their name's first bytes, the rest of it skimmed.
+    name_prefixes: &[(PYTHON_FUNCTION, WAIT_PREFIX)],
 };
 
 /// Whether the collector reads a runtime call or CPU op of this raw name.
@@ -95,8 +98,11 @@ pub(super) fn is_moe(name: &[u8]) -> bool {
 /// stacks): in a CPU-only (gloo) trace the `c10d::` op returns once the collective is queued,
 /// and the thread waits here until every member has arrived.
 pub(super) fn is_wait(name: &[u8]) -> bool {
-    name.starts_with(b"<built-in method wait of ")
+    name.starts_with(WAIT_PREFIX.as_bytes())
 }
+
+/// How [`is_wait`]'s names start.
+const WAIT_PREFIX: &str = "<built-in method wait of ";
 
 /// gloo's own range around a collective's transfer (`gloo:all_reduce`, `gloo:send`, …, a
 /// `user_annotation`): on a gloo worker thread for collectives, on the calling thread for

@@ -13,7 +13,7 @@
 
 use super::json::{Field, Kind};
 use super::memo::Memo;
-use super::pickmemo::PickMemo;
+use super::pickmemo::{CatMemo, PickMemo};
 use super::want::{Pick, Want};
 
 impl Want {
@@ -54,20 +54,30 @@ impl Want {
         }
         let (k, body) = key_stretch(&mut memo.keys, b, j, (1, CAT), true)?;
         let (len, by_cat, cat_id) = match memo.cat(b, body) {
-            Some((len, p, id)) => (len, p, Some(id)),
+            Some((len, m, id)) => (len, m, Some(id)),
             None => {
                 let len = super::swar::plain_string_len(b.get(body..)?)?;
-                let p = self.by_cat(&b[body..body + len]);
-                (len, p, memo.record_cat(b, body, len, p))
+                let cat = &b[body..body + len];
+                let pick = self.by_cat(cat);
+                let prefix = pick.map_or_else(|| self.prefix_of(cat), |_| None);
+                let m = CatMemo { pick, prefix };
+                (len, m, memo.record_cat(b, body, len, m))
             }
         };
         push_field(fields, i, k, CAT.len(), body, len);
         let j = body + len + 1;
-        if let Some(p) = by_cat {
+        if let Some(p) = by_cat.pick {
             return Some((p, j));
         }
         let cat = &b[body..body + len];
         let (k, body) = key_stretch(&mut memo.keys, b, j, (2, NAME), true)?;
+        if let Some(prefix) = by_cat.prefix {
+            // Turned down by the name's first bytes: the skim starts at its opening quote.
+            if !b.get(body..)?.starts_with(prefix) {
+                b.get(body..body + prefix.len())?;
+                return Some((Pick::Skip, body - 1));
+            }
+        }
         let (len, pick) = match cat_id.and_then(|id| memo.name(b, body, id, devices)) {
             Some(hit) => hit,
             None => {
@@ -180,6 +190,7 @@ mod tests {
         every_cat_named: false,
         names,
         trust_devices: true,
+        name_prefixes: &[],
     };
 
     #[test]
@@ -256,6 +267,48 @@ mod tests {
             let (_, end) = W.peek(text.as_bytes(), 0, true).unwrap();
             assert_eq!(&text[end..], rest, "{text}");
         }
+    }
+
+    #[test]
+    fn a_name_without_its_category_prefix_is_turned_down_from_its_first_bytes() {
+        fn waits(_: &[u8], name: &[u8], devices: bool) -> bool {
+            !devices && name.starts_with(b"wait ")
+        }
+        let w = Want {
+            complete_cats: &["cpu_op", "python_function"],
+            named_cats: &["cpu_op", "python_function"],
+            names: waits,
+            name_prefixes: &[("python_function", "wait ")],
+            ..W
+        };
+        let peek = |t: &str, devices| w.peek(t.as_bytes(), 0, devices);
+        // Skipped at the name's opening quote (a skim takes the rest, the name included).
+        let t = r#"{"ph": "X", "cat": "python_function", "name": "we{"]", "ts": 1}"#;
+        let (p, end) = peek(t, false).unwrap();
+        assert_eq!((p, &t[end..]), (Pick::Skip, r#""we{"]", "ts": 1}"#));
+        assert_eq!(
+            w.pick(b'X', b"python_function", br#"we{"]"#, false),
+            Pick::Skip
+        );
+        // A name that starts with it goes to the name test, which decides as before.
+        let t = r#"{"ph": "X", "cat": "python_function", "name": "wait for it"}"#;
+        assert_eq!(peek(t, false).map(|p| p.0), Some(Pick::Keep));
+        assert_eq!(peek(t, true).map(|p| p.0), Some(Pick::Narrowed));
+        // Shorter than the prefix: turned down; cut by the window inside the prefix: decoded
+        // in full.
+        let t = r#"{"ph": "X", "cat": "python_function", "name": "wai"}"#;
+        assert_eq!(peek(t, false).map(|p| p.0), Some(Pick::Skip));
+        assert_eq!(
+            peek(
+                r#"{"ph": "X", "cat": "python_function", "name": "wai"#,
+                false
+            ),
+            None
+        );
+        // Another category is not held to the prefix.
+        let t = r#"{"ph": "X", "cat": "cpu_op", "name": "wait"}"#;
+        assert_eq!(peek(t, false).map(|p| p.0), Some(Pick::Skip));
+        assert_eq!(w.pick(b'X', b"cpu_op", b"wait ", false), Pick::Keep);
     }
 
     #[test]

@@ -71,9 +71,19 @@ struct Slot {
     used: bool,
     /// For a category: `Want::by_cat`'s answer; for a name: `Want::by_name`'s.
     pick: Option<Pick>,
+    /// For a category: the prefix its names must start with (`Want::prefix_of`).
+    prefix: Option<&'static [u8]>,
     /// For a name: its category's slot and that slot's generation, and `devices`.
     cat: (u8, u64),
     devices: bool,
+}
+
+/// What is remembered of a category: `Want::by_cat`'s answer and, when its names decide,
+/// the prefix they must start with (`Want::prefix_of`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CatMemo {
+    pub(crate) pick: Option<Pick>,
+    pub(crate) prefix: Option<&'static [u8]>,
 }
 
 /// A category found in the memo or just recorded: its slot and generation, which a name
@@ -168,6 +178,7 @@ impl Slot {
             len: len as u8,
             used: true,
             pick,
+            prefix: None,
             cat: (0, 0),
             devices: false,
         })
@@ -176,14 +187,19 @@ impl Slot {
 
 impl PickMemo {
     /// The category whose body starts at `b[at]`, if remembered: its length, what
-    /// `Want::by_cat` made of it, and its id.
+    /// `Want::by_cat` made of it, the prefix its names must start with, and its id.
     #[inline(always)]
-    pub(crate) fn cat(&self, b: &[u8], at: usize) -> Option<(usize, Option<Pick>, CatId)> {
+    pub(crate) fn cat(&self, b: &[u8], at: usize) -> Option<(usize, CatMemo, CatId)> {
         let w = window(b, at)?;
         let i = slot_of(w.0, 0, SLOTS);
         let s = &self.cats[i];
-        s.matches(w)
-            .then(|| (usize::from(s.len), s.pick, CatId(i as u8, self.gens[i])))
+        s.matches(w).then(|| {
+            let memo = CatMemo {
+                pick: s.pick,
+                prefix: s.prefix,
+            };
+            (usize::from(s.len), memo, CatId(i as u8, self.gens[i]))
+        })
     }
 
     /// Remembers the category `b[at..at + len]` (a plain string) and what `Want::by_cat` made
@@ -194,10 +210,13 @@ impl PickMemo {
         b: &[u8],
         at: usize,
         len: usize,
-        pick: Option<Pick>,
+        memo: CatMemo,
     ) -> Option<CatId> {
         let w = window(b, at)?;
-        let slot = Slot::of(b, at, len, pick)?;
+        let slot = Slot {
+            prefix: memo.prefix,
+            ..Slot::of(b, at, len, memo.pick)?
+        };
         let i = slot_of(w.0, 0, SLOTS);
         self.gens[i] = self.gens[i].wrapping_add(1);
         self.cats[i] = slot;
@@ -317,6 +336,7 @@ mod tests {
         every_cat_named: false,
         names,
         trust_devices: true,
+        name_prefixes: &[],
     };
 
     /// A peek through one memo kept over a long run of events answers as a peek with none
@@ -379,7 +399,7 @@ mod tests {
         let (len, pick, id) = memo
             .cat(b, at("cpu_op"))
             .expect("the category is remembered");
-        assert_eq!((len, pick), (6, None));
+        assert_eq!((len, pick.pick, pick.prefix), (6, None, None));
         let name = memo.name(b, at("keep me"), id, true);
         assert_eq!(name, Some((7, Pick::Keep)));
         assert_eq!(memo.name(b, at("keep me"), id, false), None);

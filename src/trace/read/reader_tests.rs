@@ -78,6 +78,7 @@ fn read_only(b: &[u8], window: usize) -> (ReadReport, Vec<String>) {
         every_cat_named: false,
         names: crate::trace::read::want::every_name,
         trust_devices: true,
+        name_prefixes: &[],
     };
     let mut names = Vec::new();
     let src = Box::new(io::Cursor::new(b.to_vec()));

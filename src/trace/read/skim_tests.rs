@@ -188,6 +188,7 @@ fn the_rest_of_an_object_skims_as_the_whole() {
         every_cat_named: false,
         names: every_name,
         trust_devices: true,
+        name_prefixes: &[],
     };
     const ALPHABET: &[u8] = b"\"\\{}[]{}[]:, \t\n\x01azzzzzzzzzzzzzzzzzzz";
     let mut r = Rng(2024);

@@ -89,6 +89,7 @@ pub(crate) const STEP_EVENTS: Want = Want {
     every_cat_named: true,
     names: may_be_step,
     trust_devices: false,
+    name_prefixes: &[],
 };
 
 #[cfg(test)]

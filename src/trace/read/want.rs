@@ -62,6 +62,12 @@ pub struct Want {
     pub names: NameTest,
     /// Whether `names` is told what the header says of devices (off: always told none).
     pub trust_devices: bool,
+    /// Named categories (`(category, prefix)`) whose name test turns down every name that
+    /// does not start with the prefix (raw; no quote, backslash or control byte in it): such
+    /// an event is [`Pick::Skip`] from its name's first bytes, the rest of the name skimmed,
+    /// not read (analyze's `python_function` waits: a profile with Python stacks is mostly
+    /// such events, with long names).
+    pub name_prefixes: &'static [(&'static str, &'static str)],
 }
 
 /// What [`Want`] makes of an event.
@@ -88,6 +94,7 @@ impl Want {
     pub fn pick(&self, ph: u8, cat: &[u8], name: &[u8], devices: bool) -> Pick {
         self.by_ph(ph)
             .or_else(|| self.by_cat(cat))
+            .or_else(|| self.by_prefix(cat, name))
             .unwrap_or_else(|| self.by_name(cat, name, devices))
     }
 
@@ -113,6 +120,24 @@ impl Want {
         } else {
             (!listed(self.named_cats)).then_some(Pick::Keep)
         }
+    }
+
+    /// The prefix every name of a complete event of category `cat` must start with to be
+    /// handed over ([`Want::name_prefixes`]).
+    #[inline]
+    pub(super) fn prefix_of(&self, cat: &[u8]) -> Option<&'static [u8]> {
+        self.name_prefixes
+            .iter()
+            .find(|(c, _)| same_bytes(c.as_bytes(), cat))
+            .map(|(_, p)| p.as_bytes())
+    }
+
+    /// For a complete event of a named category: `Some(Skip)` when its name does not start
+    /// with its category's prefix; `None` when the name test must decide.
+    #[inline]
+    fn by_prefix(&self, cat: &[u8], name: &[u8]) -> Option<Pick> {
+        let prefix = self.prefix_of(cat)?;
+        (!name.starts_with(prefix)).then_some(Pick::Skip)
     }
 
     #[inline]
