@@ -394,6 +394,65 @@ fn gloo_control_noise_over_three_steps_is_inconclusive() {
     assert!(html.contains("id=\"verdict\" class=\"inconclusive\""));
 }
 
+/// The straggler moves: in each profiled step a different rank runs the extra ops (rank 2, 3,
+/// 0, 1: `plant.json`'s `per_step_planted_rank`). Each rank's own cost is in one step of four,
+/// so none holds, yet every step is held up. The raw events (`tests/truth_gloo.py`: the net
+/// wait each step's last arrivers imposed) name a different rank in each step; the verdict
+/// says the slowdown moves between ranks, with those ranks step by step and what the steps
+/// lose, and names no culprit (before: "Inconclusive … capture more steps").
+#[test]
+fn gloo_a_straggler_that_moves_between_ranks_is_named_as_moving() {
+    if !have_python("gloo moving straggler") {
+        return;
+    }
+    let dir = gloo("tp4-moving-extra-ops");
+    let imposed = imposed_per_step(&dir);
+    let steps = imposed[0].1.len();
+    // Per step, the rank the raw events say held it up, and what the step lost.
+    let mut truth_turns = Vec::new();
+    let mut lost = 0.0;
+    for k in 0..steps {
+        let (who, ms) = imposed
+            .iter()
+            .map(|(r, v)| (r.clone(), v[k]))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("ranks");
+        truth_turns.push(who);
+        lost += imposed.iter().map(|(_, v)| v[k]).sum::<f64>();
+        assert!(ms > 20.0, "step {k}: its last arriver held it up {ms} ms");
+    }
+    let lost = lost / steps as f64;
+    let plant: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plant.json")).expect("plant.json"))
+            .expect("plant.json is JSON");
+    let planted: Vec<String> = plant["per_step_planted_rank"]
+        .as_array()
+        .expect("per_step_planted_rank")
+        .iter()
+        .map(|r| format!("RANK{:02}", r.as_u64().unwrap_or(99)))
+        .collect();
+    assert_eq!(truth_turns, planted, "the raw events follow the plant");
+    let a = analyze_dir(&dir);
+    let v = &a.verdict;
+    assert!(!v.balanced && !v.inconclusive, "{:#?}", v.lines);
+    assert_eq!(v.lead, None);
+    assert_eq!(v.cause.as_deref(), Some("moves between ranks"));
+    let first = &v.lines[0];
+    assert!(
+        first.contains("the slowdown moves between ranks"),
+        "{first}"
+    );
+    let turns: Vec<String> = (0..steps)
+        .map(|k| format!("step {} {}", k + 2, truth_turns[k]))
+        .collect();
+    assert!(first.contains(&turns.join(", ")), "{first}\nwant {turns:?}");
+    let cost = number_after(first, "Late arrivals cost ");
+    assert!(
+        (cost - lost).abs() <= 0.10 * lost,
+        "cost {cost} ms a step vs the raw events' {lost:.2}: {first}"
+    );
+}
+
 /// The pipeline with a slow stage (stage 2 does 2× the matmuls): its sends and receives carry
 /// no peer in a CPU trace, and every stage has its own count of them, so matching the n-th
 /// `c10d::send` of each rank would pair transfers of different stage pairs and charge the
@@ -473,6 +532,7 @@ fn every_recording_is_tested() {
         "tp4-extra-ops",
         "dp2tp2-extra-ops",
         "pp4-slow-stage",
+        "tp4-moving-extra-ops",
     ];
     let mut untested = Vec::new();
     for e in std::fs::read_dir(manifest("fixtures/real-gloo")).expect("fixtures/real-gloo") {

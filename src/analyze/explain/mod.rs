@@ -9,17 +9,19 @@
 //!   against its EP peers; it turns the attribution's *slower device* into *hot experts* where
 //!   the expert GEMMs say so.
 //! - [`evidence`]: whether a candidate's per-step figure holds from step to step or is noise.
+//! - [`moving`]: a slowdown that moves between ranks from step to step (no one rank's).
 //! - [`verdict`]: the lines on top of the report.
 //! - [`drill`]: one rank (`--rank`) against its peers' median, by class, kernel, step and
 //!   collective, with the verdict's lines about it.
 //!
 //! Imports: [`crate::analyze::collect`], [`crate::analyze::reduce`] and the shared bottom;
 //! inside, `attribution` imports `measure`, `ep` imports `attribution`, and `verdict` imports
-//! `attribution`, `ep` and `evidence`; `drill` imports none of them (it takes the verdict's lines).
+//! `attribution`, `ep`, `evidence` and `moving`; `drill` imports none of them (it takes the verdict's lines).
 
 pub mod attribution;
 pub(crate) mod drill;
 pub(crate) mod ep;
 pub(crate) mod evidence;
 pub(crate) mod measure;
+pub(crate) mod moving;
 pub(crate) mod verdict;

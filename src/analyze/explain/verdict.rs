@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::attribution::{Attribution, Cause, Record};
 use super::ep::EpRecord;
 use super::evidence::Steps;
+use super::moving::{self, Moving};
 use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::reduce::collectives::CollectiveReport;
 use crate::analyze::reduce::path::{self, CriticalPath};
@@ -152,7 +153,8 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
         && slow_even
         && onset_even
         && leads.gap.is_none()
-        && leads.ep_lead().is_none();
+        && leads.ep_lead().is_none()
+        && leads.moving.is_none();
     v.inconclusive = v.balanced && !leads.noisy.is_empty();
     v.balanced &= !v.inconclusive;
     (v.lead, v.cause) = leads.subject();
@@ -223,7 +225,9 @@ fn work_per_rank(inp: &Input<'_>) -> Vec<i64> {
 ///   same rank named by both is the same time seen twice, and the path leads whatever its
 ///   kind, since its split says what that time was;
 /// - else an EP split's gap (hot experts, slow dispatch/combine), the largest first;
-/// - else the attribution's largest gap not told by an EP split.
+/// - else the attribution's largest gap not told by an EP split;
+/// - else, when the critical path's steps are held up by a different rank from step to step, a
+///   slowdown that moves between ranks ([`moving`]).
 struct Leads<'a> {
     /// EP gaps, the largest first.
     ep_gaps: Vec<&'a EpRecord>,
@@ -237,7 +241,13 @@ struct Leads<'a> {
     path_record: Option<&'a Record>,
     /// Candidates left out because their per-step figure varies within noise.
     noisy: Vec<Noisy>,
+    /// When nothing else leads: a slowdown that moves between ranks from step to step.
+    moving: Option<Moving>,
 }
+
+/// The cause of a slowdown that moves between ranks ([`moving`]), as the verdict and the
+/// saved summary name it.
+pub(crate) const MOVING: &str = "moves between ranks";
 
 /// A candidate whose per-step figure does not hold from step to step.
 struct Noisy {
@@ -259,6 +269,7 @@ impl<'a> Leads<'a> {
             path_ep: None,
             path_record: None,
             noisy: Vec::new(),
+            moving: None,
         };
         let mut noisy = Vec::new();
         let gaps: Vec<&Record> = inp
@@ -300,6 +311,9 @@ impl<'a> Leads<'a> {
             }
         }
         l.noisy = noisy;
+        if l.path.is_none() && l.gap.is_none() && l.ep_gaps.is_empty() {
+            l.moving = moving::moving(inp.path, inp.threshold);
+        }
         let work_lead = l.path.filter(|c| c.kind == path::Kind::Work);
         l.path_ep = work_lead.and_then(|c| l.ep_gaps.iter().copied().find(|e| e.rank == c.who));
         l.path_record = work_lead.filter(|_| l.path_ep.is_none()).and_then(|c| {
@@ -337,6 +351,8 @@ impl<'a> Leads<'a> {
             (Some(e.rank.clone()), Some(e.cause.clone()))
         } else if let Some(g) = self.gap {
             (Some(g.who.clone()), Some(g.cause.as_str().to_string()))
+        } else if self.moving.is_some() {
+            (None, Some(MOVING.to_string()))
         } else {
             (None, None)
         }
@@ -558,6 +574,9 @@ fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
     if v.inconclusive {
         lines.extend(inconclusive_line(&leads.noisy));
     }
+    if let Some(m) = &leads.moving {
+        lines.push(moving::line(m, &v.metric));
+    }
     if let Some(c) = leads.path {
         lines.push(path_line(
             c,
@@ -756,12 +775,12 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
 /// names.
 fn inconclusive_line(noisy: &[Noisy]) -> Option<String> {
     let first = noisy.first()?;
-    let others: Vec<&str> = noisy
-        .iter()
-        .skip(1)
-        .filter(|n| n.who != first.who)
-        .map(|n| n.who.as_str())
-        .collect();
+    let mut others: Vec<&str> = Vec::new();
+    for n in noisy.iter().skip(1) {
+        if n.who != first.who && !others.contains(&n.who.as_str()) {
+            others.push(&n.who);
+        }
+    }
     let n = match first.steps {
         Steps::Varies { n, .. } => n,
         Steps::Holds => 0,
