@@ -265,14 +265,16 @@ pub struct Comparison {
     pub failures: Vec<Failure>,
     /// No regression (inconclusive rows do not fail it: see `decision`).
     pub passed: bool,
-    /// Regression, no change, or inconclusive (rows the steps cannot decide, none failing).
+    /// Regression; inconclusive: none fails, but a row the steps cannot decide has its estimate
+    /// above the band; else no change (undecided rows leaning to no change are listed only).
     pub decision: Decision,
     /// How the rows were judged, in words: the statistical rule, or the fixed threshold and why.
     pub rule: String,
     /// Where each metric's noise floor comes from: several baselines' run-to-run spread, or one
     /// baseline's step-to-step spread.
     pub noise: String,
-    /// The rows the steps cannot decide (statistical gate), worded like failures.
+    /// The rows the steps cannot decide (statistical gate), worded like failures, those whose
+    /// estimate is above the band (which make the comparison inconclusive) first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inconclusive: Vec<Failure>,
     /// Baselines after the first (`--baseline a b c`): their steps are pooled with its own.
@@ -300,8 +302,8 @@ impl Comparison {
             .chain(self.rank_classes.iter_mut())
     }
 
-    /// Every time row, read-only.
-    pub(crate) fn time_rows(&self) -> impl Iterator<Item = &Row> {
+    /// Every time row, read-only: overall, ranks, classes, classes by rank.
+    pub fn time_rows(&self) -> impl Iterator<Item = &Row> {
         self.overall
             .iter()
             .chain(&self.ranks)

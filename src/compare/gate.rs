@@ -130,7 +130,12 @@ fn inconclusive(c: &Comparison) -> Vec<Failure> {
         .filter(|(_, r)| r.status == Status::Inconclusive)
         .filter_map(|(k, r)| r.stat.as_ref().map(|st| (k, r, st)))
         .collect();
-    rows.sort_by(|a, b| b.2.ci_high_pct.total_cmp(&a.2.ci_high_pct));
+    // Those leaning to a regression (estimate above the band) first, then the widest.
+    rows.sort_by(|a, b| {
+        leans(b.2)
+            .cmp(&leans(a.2))
+            .then(b.2.ci_high_pct.total_cmp(&a.2.ci_high_pct))
+    });
     rows.into_iter()
         .map(|(kind, r, st)| Failure {
             kind: kind.into(),
@@ -147,6 +152,11 @@ fn inconclusive(c: &Comparison) -> Vec<Failure> {
             ),
         })
         .collect()
+}
+
+/// An undecided row whose estimate is above its band: a regression the steps cannot confirm.
+fn leans(st: &RowStat) -> bool {
+    st.change_pct > st.band_pct
 }
 
 fn steps_text(n: Option<usize>) -> String {
@@ -229,7 +239,12 @@ pub(crate) fn apply(c: &mut Comparison) {
     c.inconclusive = inconclusive(c);
     c.decision = if !c.passed {
         Decision::Regression
-    } else if !c.inconclusive.is_empty() {
+    } else if c
+        .time_rows()
+        .filter(|r| r.status == Status::Inconclusive)
+        .filter_map(|r| r.stat.as_ref())
+        .any(leans)
+    {
         Decision::Inconclusive
     } else {
         Decision::NoChange

@@ -97,6 +97,10 @@ pub fn headline(c: &Comparison) -> String {
     });
     if c.passed {
         let verdict = match c.inconclusive.first() {
+            Some(_) if c.decision == Decision::NoChange => format!(
+                "PASS: no regression ({} undecided, none leaning to a regression)",
+                plural(c.inconclusive.len(), "row")
+            ),
             Some(first) => format!(
                 "INCONCLUSIVE: no regression found, but {} the steps cannot decide (widest: {})",
                 plural(c.inconclusive.len(), "row"),
