@@ -15,6 +15,9 @@ pub const FAILED: i32 = 1;
 pub const USAGE: i32 = 2;
 /// Output written, but some input was damaged: merged/analyzed as far as it could be read.
 pub const PARTIAL: i32 = 3;
+/// `compare` only: no regression, but some rows the steps cannot decide (`--inconclusive`
+/// turns it into 0 or 1).
+pub const INCONCLUSIVE: i32 = 4;
 
 /// How a library's run ended, worst last: a result records it, `commands` turns it into an
 /// exit code ([`Outcome::code`]). Serialized as that code (the `exit_code` of JSON records).
@@ -64,7 +67,8 @@ pub fn worst(a: i32, b: i32) -> i32 {
 pub const HELP: &str =
     "Exit codes: 0 ok (compare: no regression); 1 a failure found (compare: regression; \
 capture: a worker failed; merge --strict: damaged input, nothing written); 2 usage or input error; \
-3 partial: output written, but some input was damaged.";
+3 partial: output written, but some input was damaged; 4 compare: inconclusive (no \
+regression, but more steps are needed to decide; --inconclusive pass|fail maps it to 0 or 1).";
 
 #[cfg(test)]
 mod tests {

@@ -34,7 +34,10 @@
 //!               "work_median_ns", "work_p90_ns", "class_median_ns": {class: ns} }
 //!               (time = the step annotation's duration; median and p90 by nearest rank;
 //!               class_median_ns = median over steps of the step's summed op time per class,
-//!               for "overall" summed over ranks; absent in older files, read as empty)
+//!               for "overall" summed over ranks; absent in older files, read as empty;
+//!               "samples": { "busy_ns": [..], "work_ns": [..], "class_ns": {class: [..]} }:
+//!               the per-step figures themselves, at most MAX_SAMPLES (128) evenly spaced
+//!               steps, classes with time only; absent in older files and without steps)
 //! ```
 //!
 //! Size: dominated by the kernel names (C++ template names run to hundreds of characters)
@@ -283,6 +286,34 @@ pub struct StepStats {
     /// Median over steps of the step's op time per class (overall: summed over ranks).
     #[serde(default)]
     pub class_median_ns: BTreeMap<String, i64>,
+    /// The per-step figures the medians come from, for `compare`'s statistical gate (absent in
+    /// older files: `compare` then falls back to its fixed threshold, and says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<StepSamples>,
+}
+
+/// At most this many steps' figures are kept per metric ([`StepSamples`]): evenly spaced over
+/// the profile when it has more.
+pub const MAX_SAMPLES: usize = 128;
+
+/// Per-step figures, integer ns, in step order (at most [`MAX_SAMPLES`], evenly spaced): what
+/// `compare` tests a change on. A class with no time in any step is left out.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepSamples {
+    pub busy_ns: Vec<i64>,
+    pub work_ns: Vec<i64>,
+    #[serde(default)]
+    pub class_ns: BTreeMap<String, Vec<i64>>,
+}
+
+/// `v` thinned to at most [`MAX_SAMPLES`] values, evenly spaced (all of them when fewer).
+fn thin(v: &[i64]) -> Vec<i64> {
+    if v.len() <= MAX_SAMPLES {
+        return v.to_vec();
+    }
+    (0..MAX_SAMPLES)
+        .filter_map(|i| v.get(i * v.len() / MAX_SAMPLES).copied())
+        .collect()
 }
 
 impl StepStats {
@@ -299,6 +330,11 @@ impl StepStats {
             work_median_ns: wm,
             work_p90_ns: wp,
             class_median_ns: BTreeMap::new(),
+            samples: (!time.is_empty()).then(|| StepSamples {
+                busy_ns: thin(busy),
+                work_ns: thin(work),
+                class_ns: BTreeMap::new(),
+            }),
         }
     }
 
@@ -315,7 +351,14 @@ impl StepStats {
                     .iter()
                     .map(|s| s.get(c).copied().unwrap_or(0))
                     .collect();
-                (name.clone(), median_p90(&v).0)
+                (name.clone(), v)
+            })
+            .map(|(name, v)| {
+                let median = median_p90(&v).0;
+                if let Some(s) = self.samples.as_mut().filter(|_| v.iter().any(|&x| x != 0)) {
+                    s.class_ns.insert(name.clone(), thin(&v));
+                }
+                (name, median)
             })
             .collect();
         self

@@ -98,6 +98,14 @@ const COMPARE: &[Example] = &[
         "Markdown for a pull-request comment or $GITHUB_STEP_SUMMARY",
         "rankprof compare base.summary.json /tmp/profile --format markdown -o compare.md",
     ),
+    ex(
+        "Several baselines (their run-to-run spread is the noise floor); inconclusive passes",
+        "rankprof compare /tmp/profile --baseline perf/baselines/ --inconclusive pass",
+    ),
+    ex(
+        "What the gate can detect with this baseline's steps",
+        "rankprof compare --power base.summary.json",
+    ),
 ];
 
 const CAPTURE_RUN: &[Example] = &[

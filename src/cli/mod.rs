@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::compare::CompareBasis;
+use crate::compare::{CompareBasis, Inconclusive};
 use crate::merge::Align;
 use capture::{CaptureCommand, NsysCommand};
 use synth::{DemoArgs, InflateArgs, SynthArgs};
@@ -423,13 +423,27 @@ fn percent(s: &str) -> Result<f64, String> {
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Baseline: a profile directory, a trace (one rank's or a merged one), or a summary saved
-    /// with `analyze --save-summary`.
+    /// with `analyze --save-summary`. With --baseline, a lone path here is CURRENT.
     #[arg(value_name = "BASELINE")]
     pub baseline: PathBuf,
     /// Current: the same kinds as BASELINE.
     #[arg(value_name = "CURRENT")]
-    pub current: PathBuf,
-    /// Fail when a time (overall, per rank, per class) grows by more than this: `5%` or `5`.
+    pub current: Option<PathBuf>,
+    /// Baselines, several captures of the same load (or a folder of saved summaries): their
+    /// steps are pooled, and their run-to-run spread is each metric's noise floor.
+    #[arg(long = "baseline", value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
+    pub baselines: Vec<PathBuf>,
+    /// What an inconclusive comparison (no regression, but rows the steps cannot decide) exits
+    /// with: its own code 4, or 0 (`pass`), or 1 (`fail`).
+    #[arg(long, value_enum, default_value_t = Inconclusive::Code)]
+    pub inconclusive: Inconclusive,
+    /// Print the detection rate of planted regressions (2, 5, 10 %) at 8, 16 and 32 steps for
+    /// the BASELINE's own step-to-step spread, simulated by resampling its steps; no CURRENT.
+    #[arg(long)]
+    pub power: bool,
+    /// The change that counts: a time (overall, per rank, per class) fails when it grew by more
+    /// than this (with per-step samples: significantly, and by more than the noise floor too):
+    /// `5%` or `5`.
     #[arg(long = "max-regression", value_name = "PCT", default_value = "5", value_parser = percent)]
     pub max_regression: f64,
     /// Fail when the current imbalance (slowest rank's work over the mean) exceeds this, e.g. 1.10.

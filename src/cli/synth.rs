@@ -106,6 +106,14 @@ pub struct SynthArgs {
     /// Every DP replica runs the same batches (default: each replica draws its own).
     #[arg(long = "same-batches")]
     pub same_batches: bool,
+    /// Step-to-step noise in %: each rank's kernels in a step are all scaled by one factor
+    /// uniform in ±PCT, drawn per rank and step (noisy steps, for A/A tests of `compare`).
+    #[arg(long = "step-noise", value_name = "PCT", default_value_t = 0.0)]
+    pub step_noise: f64,
+    /// Seed of the --step-noise draws alone (default: --seed): same --seed, other noise seeds
+    /// give the same batches and kernels with other noise (an A/A pair).
+    #[arg(long = "noise-seed", value_name = "N")]
+    pub noise_seed: Option<u64>,
     /// Random seed (same seed, same bytes).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

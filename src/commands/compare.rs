@@ -1,19 +1,50 @@
 //! `rankprof compare`: arguments → [`CompareOptions`], the comparison, the report on stdout
-//! (and `-o`), exit code 0 pass / 1 regression.
+//! (and `-o`), exit code 0 pass / 1 regression / 4 inconclusive (`--inconclusive` maps it);
+//! `--power`: the detection table of a baseline.
+
+use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
 use crate::cli::{CompareArgs, CompareFormat};
-use crate::compare::{compare, CompareOptions, Comparison};
+use crate::compare::diff::Decision;
+use crate::compare::{compare, power_of, CompareOptions, Comparison, Inconclusive};
 use crate::exit;
 use crate::report::Format;
 use crate::trace::write::writer::write_atomic_bytes;
 
+/// The baselines (first, then the others) and CURRENT from the positionals and `--baseline`:
+/// without `--baseline`, BASELINE CURRENT; with it, a lone positional is CURRENT, two are one
+/// more baseline and CURRENT. `--power` takes baselines only.
+fn paths(a: &CompareArgs) -> Result<(Vec<PathBuf>, PathBuf)> {
+    let mut base = Vec::new();
+    let current = match (&a.current, a.baselines.is_empty(), a.power) {
+        (Some(c), _, false) => {
+            base.push(a.baseline.clone());
+            c.clone()
+        }
+        (None, false, false) => a.baseline.clone(),
+        (None, true, false) => bail!("compare: CURRENT missing (compare BASELINE CURRENT)"),
+        (c, _, true) => {
+            base.push(a.baseline.clone());
+            base.extend(c.clone());
+            PathBuf::new()
+        }
+    };
+    base.extend(a.baselines.iter().cloned());
+    Ok((base, current))
+}
+
 /// The library's options from the command line.
-pub(crate) fn options(a: &CompareArgs) -> CompareOptions {
-    CompareOptions {
-        baseline: a.baseline.clone(),
-        current: a.current.clone(),
+pub(crate) fn options(a: &CompareArgs) -> Result<CompareOptions> {
+    let (base, current) = paths(a)?;
+    let Some((first, more)) = base.split_first() else {
+        bail!("compare: no baseline");
+    };
+    Ok(CompareOptions {
+        baseline: first.clone(),
+        current,
+        more_baselines: more.to_vec(),
         max_regression: a.max_regression,
         max_imbalance: a.max_imbalance,
         min_time_us: a.min_time_us,
@@ -24,7 +55,7 @@ pub(crate) fn options(a: &CompareArgs) -> CompareOptions {
         profile_id: a.profile_id.clone(),
         stage: a.stage.clone(),
         jobs: a.jobs,
-    }
+    })
 }
 
 /// The report format of the command line.
@@ -56,12 +87,17 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
     if args.quiet && format != Format::Terminal {
         bail!("--quiet prints the verdict as text: drop it, or drop --format/--json");
     }
-    let out = compare(&options(args))?;
+    let opts = options(args)?;
+    if args.power {
+        return power(args, &opts);
+    }
+    let out = compare(&opts)?;
     if let Some(path) = &args.output {
         if let Ok(o) = std::fs::canonicalize(path) {
             let mut all = out.inputs.clone();
-            all.push(args.baseline.clone());
-            all.push(args.current.clone());
+            all.push(opts.baseline.clone());
+            all.push(opts.current.clone());
+            all.extend(opts.more_baselines.iter().cloned());
             if all
                 .iter()
                 .any(|i| std::fs::canonicalize(i).is_ok_and(|i| i == o))
@@ -88,9 +124,31 @@ pub(crate) fn run(args: &CompareArgs) -> Result<i32> {
         write_atomic_bytes(o, text.as_bytes())?;
         eprintln!("wrote {}", o.display());
     }
-    Ok(if out.comparison.passed {
-        exit::OK
-    } else {
-        exit::FAILED
-    })
+    Ok(code(&out.comparison, args.inconclusive))
+}
+
+/// The exit code of a judged comparison.
+fn code(c: &Comparison, policy: Inconclusive) -> i32 {
+    match (c.decision, policy) {
+        (Decision::Regression, _) => exit::FAILED,
+        (Decision::NoChange, _) | (Decision::Inconclusive, Inconclusive::Pass) => exit::OK,
+        (Decision::Inconclusive, Inconclusive::Fail) => exit::FAILED,
+        (Decision::Inconclusive, Inconclusive::Code) => exit::INCONCLUSIVE,
+    }
+}
+
+/// `--power`: the detection table on stdout (and `-o`), in --format; exit 0.
+fn power(args: &CompareArgs, opts: &CompareOptions) -> Result<i32> {
+    let p = power_of(opts)?;
+    let text = match format(args.format, args.json) {
+        Format::Json => serde_json::to_string_pretty(&p)? + "\n",
+        Format::Markdown => crate::report::compare::power_markdown(&p),
+        _ => crate::report::compare::power_table(&p),
+    };
+    print!("{text}");
+    if let Some(o) = &args.output {
+        write_atomic_bytes(o, text.as_bytes())?;
+        eprintln!("wrote {}", o.display());
+    }
+    Ok(exit::OK)
 }

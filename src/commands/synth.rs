@@ -58,6 +58,8 @@ pub(crate) fn options(a: &SynthArgs) -> Result<SynthOptions> {
         annotations: !a.no_annotations,
         same_batches: a.same_batches,
         seed: a.seed,
+        step_noise: a.step_noise / 100.0,
+        noise_seed: a.noise_seed,
         plain: a.plain,
         level: a.level,
         by_stage: a.by_stage,

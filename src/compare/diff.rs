@@ -15,6 +15,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use super::normalize::normalize;
+use super::samples::{lookup, Key, Samples};
 use super::sides::SideInfo;
 use crate::analyze::summary::{RankEntry, Summary};
 use crate::trace::Ns;
@@ -47,6 +48,49 @@ pub enum Status {
     Regression,
     /// Baseline and current both below `--min-time-us`: not judged.
     BelowMinTime,
+    /// The steps cannot tell a change larger than the band from none (statistical gate only).
+    Inconclusive,
+}
+
+/// What the statistical gate concludes about one row, or about the whole comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    /// Slower by more than the band, significantly.
+    Regression,
+    /// The interval lies below the band: no change that matters.
+    NoChange,
+    /// Neither: more steps would decide.
+    Inconclusive,
+}
+
+/// A row's statistical test: the change of the per-step median with its interval, the
+/// p-values, the band it was held against, and the decision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RowStat {
+    /// The Hodges–Lehmann shift of the current steps over the baseline steps (pooled over the
+    /// baselines), over the baseline's median, in %.
+    pub change_pct: f64,
+    /// The distribution-free interval of that change (Mann–Whitney inverted), in %.
+    pub ci_low_pct: f64,
+    pub ci_high_pct: f64,
+    /// The interval's confidence, in % (95).
+    pub confidence_pct: f64,
+    /// One-sided Mann–Whitney U p-value of "current is slower".
+    pub p_value: f64,
+    /// The same, Holm-adjusted over every tested row of the comparison.
+    pub p_adjusted: f64,
+    /// The metric's learned run-to-run spread, in % (see `Comparison::noise`).
+    pub noise_floor_pct: f64,
+    /// The change that counts: max(`--max-regression`, noise floor), in %.
+    pub band_pct: f64,
+    pub baseline_steps: usize,
+    pub baseline_runs: usize,
+    pub current_steps: usize,
+    pub decision: Decision,
+    /// Inconclusive: the steps per side that would likely decide (from the observed spread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps_needed: Option<usize>,
 }
 
 /// One measured figure on both sides.
@@ -66,10 +110,25 @@ pub struct Row {
     /// token is judged unless the work it divides is below the floor): baseline, current.
     #[serde(skip)]
     pub floor_ns: Option<(i64, i64)>,
+    /// The metric's per-step samples (baseline and current), when both sides keep them.
+    #[serde(skip)]
+    pub(crate) samples: Option<Samples>,
+    /// Which metric the row is, with the baseline's and the current side's rank labels.
+    #[serde(skip)]
+    pub(crate) key: Option<(Key, Key)>,
+    /// The statistical test, when the row was judged on samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<RowStat>,
 }
 
 impl Row {
-    fn new(name: String, rank: Option<&str>, class: Option<&str>, b: i64, c: i64) -> Row {
+    pub(crate) fn new(
+        name: String,
+        rank: Option<&str>,
+        class: Option<&str>,
+        b: i64,
+        c: i64,
+    ) -> Row {
         Row {
             name,
             rank: rank.map(String::from),
@@ -80,7 +139,30 @@ impl Row {
             delta_pct: pct(b, c),
             status: Status::Ok,
             floor_ns: None,
+            samples: None,
+            key: None,
+            stat: None,
         }
+    }
+
+    /// Baseline and current (or the work a rate divides) both below `min_ns`: not judged.
+    pub(crate) fn below_min(&self, min_ns: i64) -> bool {
+        let (b, c) = self.floor_ns.unwrap_or((self.baseline_ns, self.current_ns));
+        b < min_ns && c < min_ns
+    }
+
+    /// The row with its metric's key and, when both sides keep them, its samples.
+    fn keyed(mut self, b: &Summary, c: &Summary, kb: Key, kc: Key, steps: bool) -> Row {
+        if steps {
+            if let (Some(x), Some(y)) = (lookup(b, &kb), lookup(c, &kc)) {
+                self.samples = Some(Samples {
+                    base: vec![x],
+                    cur: y,
+                });
+            }
+        }
+        self.key = Some((kb, kc));
+        self
     }
 }
 
@@ -181,7 +263,23 @@ pub struct Comparison {
     pub baseline_only_ranks: Vec<String>,
     pub current_only_ranks: Vec<String>,
     pub failures: Vec<Failure>,
+    /// No regression (inconclusive rows do not fail it: see `decision`).
     pub passed: bool,
+    /// Regression; inconclusive: none fails, but a row the steps cannot decide has its estimate
+    /// above the band; else no change (undecided rows leaning to no change are listed only).
+    pub decision: Decision,
+    /// How the rows were judged, in words: the statistical rule, or the fixed threshold and why.
+    pub rule: String,
+    /// Where each metric's noise floor comes from: several baselines' run-to-run spread, or one
+    /// baseline's step-to-step spread.
+    pub noise: String,
+    /// The rows the steps cannot decide (statistical gate), worded like failures, those whose
+    /// estimate is above the band (which make the comparison inconclusive) first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inconclusive: Vec<Failure>,
+    /// Baselines after the first (`--baseline a b c`): their steps are pooled with its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_baselines: Vec<SideInfo>,
     /// The worst regression in plain words (`TP01's gemm time per step +20.0 % (…)`), set by
     /// the gate when it fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,6 +290,26 @@ pub struct Comparison {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub different_runs: Vec<String>,
     pub notes: Vec<String>,
+}
+
+impl Comparison {
+    /// Every time row: overall, ranks, classes, classes by rank.
+    pub(crate) fn time_rows_mut(&mut self) -> impl Iterator<Item = &mut Row> {
+        self.overall
+            .iter_mut()
+            .chain(self.ranks.iter_mut())
+            .chain(self.classes.iter_mut())
+            .chain(self.rank_classes.iter_mut())
+    }
+
+    /// Every time row, read-only: overall, ranks, classes, classes by rank.
+    pub fn time_rows(&self) -> impl Iterator<Item = &Row> {
+        self.overall
+            .iter()
+            .chain(&self.ranks)
+            .chain(&self.classes)
+            .chain(&self.rank_classes)
+    }
 }
 
 /// How to build the rows.
@@ -352,8 +470,8 @@ pub(crate) fn build(
     let (bb, bw) = ov(base);
     let (cb, cw) = ov(cur);
     let mut overall = vec![
-        Row::new(busy.into(), None, None, bb, cb),
-        Row::new(work.into(), None, None, bw, cw),
+        Row::new(busy.into(), None, None, bb, cb).keyed(base, cur, Key::Busy, Key::Busy, steps),
+        Row::new(work.into(), None, None, bw, cw).keyed(base, cur, Key::Work, Key::Work, steps),
     ];
     // Time per unit of work (version 2 summaries): gated by --max-regression like the others.
     if let (Some(wb), Some(wc)) = (&base.work, &cur.work) {
@@ -435,6 +553,13 @@ pub(crate) fn build(
                 rank_work(rb),
                 rank_work(rc),
             )
+            .keyed(
+                base,
+                cur,
+                Key::RankWork(rb.figures.rank.clone()),
+                Key::RankWork(rc.figures.rank.clone()),
+                steps,
+            )
         })
         .collect();
 
@@ -458,7 +583,13 @@ pub(crate) fn build(
                 c,
             );
             let x = class_of(&cur.overall.steps.class_median_ns, &cur.overall.class_ns, c);
-            Row::new(c.clone(), None, Some(c), b, x)
+            Row::new(c.clone(), None, Some(c), b, x).keyed(
+                base,
+                cur,
+                Key::Class(c.clone()),
+                Key::Class(c.clone()),
+                steps,
+            )
         })
         .filter(|r| r.baseline_ns != 0 || r.current_ns != 0)
         .collect();
@@ -470,13 +601,16 @@ pub(crate) fn build(
             let b = class_of(&rb.steps.class_median_ns, &rb.class_ns, c);
             let x = class_of(&rc.steps.class_median_ns, &rc.class_ns, c);
             if b != 0 || x != 0 {
-                rank_classes.push(Row::new(
-                    format!("{c} on {name}"),
-                    Some(&name),
-                    Some(c),
-                    b,
-                    x,
-                ));
+                let key = |r: &RankEntry| Key::RankClass(r.figures.rank.clone(), c.clone());
+                rank_classes.push(
+                    Row::new(format!("{c} on {name}"), Some(&name), Some(c), b, x).keyed(
+                        base,
+                        cur,
+                        key(rb),
+                        key(rc),
+                        steps,
+                    ),
+                );
             }
         }
     }
@@ -592,6 +726,11 @@ pub(crate) fn build(
         current_only_ranks,
         failures: Vec::new(),
         passed: true,
+        decision: Decision::NoChange,
+        rule: String::new(),
+        noise: String::new(),
+        inconclusive: Vec::new(),
+        more_baselines: Vec::new(),
         lead: None,
         different_runs,
         notes,

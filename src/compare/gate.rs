@@ -14,7 +14,7 @@
 //! kernel, the imbalance; communication that grew on a rank whose own work did not is that
 //! rank waiting for a slower one, told last.
 
-use super::diff::{Comparison, Failure, Row, Status};
+use super::diff::{Comparison, Decision, Failure, Row, RowStat, Status};
 use crate::analyze::classes::COMM;
 
 /// Human form of a time: `834.6 µs`, `12.35 ms`, `1.234 s`.
@@ -38,10 +38,34 @@ pub(crate) fn fmt_pct(p: Option<f64>) -> String {
     }
 }
 
+/// `+23.1 % [+19.8, +26.0] (95 %)`: a tested row's change with its interval.
+pub(crate) fn fmt_interval(st: &RowStat) -> String {
+    format!(
+        "{:+.1} % [{:+.1}, {:+.1}] ({} %)",
+        st.change_pct, st.ci_low_pct, st.ci_high_pct, st.confidence_pct
+    )
+}
+
+/// A band in words: `5 %`, or `7.2 % (noise floor)` when the learned floor sets it.
+pub(crate) fn fmt_band(st: &RowStat) -> String {
+    if st.noise_floor_pct > 0.0 && st.band_pct == st.noise_floor_pct {
+        format!("{:.1} % (noise floor)", st.band_pct)
+    } else {
+        format!("{} %", st.band_pct)
+    }
+}
+
+/// Judges a row: below `--min-time-us`, by its statistical test when it has one, else by the
+/// fixed threshold. True when it regressed.
 fn judge(r: &mut Row, max_pct: f64, min_ns: i64) -> bool {
-    let (b, c) = r.floor_ns.unwrap_or((r.baseline_ns, r.current_ns));
-    r.status = if b < min_ns && c < min_ns {
+    r.status = if r.below_min(min_ns) {
         Status::BelowMinTime
+    } else if let Some(st) = &r.stat {
+        match st.decision {
+            Decision::Regression => Status::Regression,
+            Decision::NoChange => Status::Ok,
+            Decision::Inconclusive => Status::Inconclusive,
+        }
     } else {
         match r.delta_pct {
             Some(p) if p > max_pct => Status::Regression,
@@ -52,8 +76,20 @@ fn judge(r: &mut Row, max_pct: f64, min_ns: i64) -> bool {
     r.status == Status::Regression
 }
 
-/// `1.00 ms → 1.12 ms per step (+12.0 % > 5 %)`, or `(new)` where the baseline had none.
+/// `1.00 ms → 1.12 ms per step (+12.0 % > 5 %)`, or `(new)` where the baseline had none; a
+/// tested row: `(+12.0 % [+9.1, +14.8] (95 %) > 5 %, p 1.2e-5)`.
 fn change(r: &Row, per_step: bool, max_pct: f64) -> String {
+    if let Some(st) = &r.stat {
+        return format!(
+            "{} → {}{} ({} > {}, adjusted p {:.2e})",
+            fmt_ns(r.baseline_ns),
+            fmt_ns(r.current_ns),
+            if per_step { " per step" } else { "" },
+            fmt_interval(st),
+            fmt_band(st),
+            st.p_adjusted
+        );
+    }
     format!(
         "{} → {}{} ({})",
         fmt_ns(r.baseline_ns),
@@ -66,8 +102,157 @@ fn change(r: &Row, per_step: bool, max_pct: f64) -> String {
     )
 }
 
-/// Judges every row and sets `failures` and `passed`.
+/// What a row is, in a failure's or an inconclusive row's words.
+fn what(kind: &str, r: &Row) -> String {
+    let (rank, class) = (
+        r.rank.as_deref().unwrap_or("?"),
+        r.class.as_deref().unwrap_or("?"),
+    );
+    match kind {
+        "rank" => format!("rank {}: work (time outside communication)", r.name),
+        "class" => format!("class {} (all ranks)", r.name),
+        "rank-class" => format!("class {class} on rank {rank}"),
+        _ => r.name.clone(),
+    }
+}
+
+/// The rows the steps cannot decide, worded, the widest possible regression first.
+fn inconclusive(c: &Comparison) -> Vec<Failure> {
+    let families = [
+        ("overall", &c.overall),
+        ("rank", &c.ranks),
+        ("class", &c.classes),
+        ("rank-class", &c.rank_classes),
+    ];
+    let mut rows: Vec<(&str, &Row, &RowStat)> = families
+        .iter()
+        .flat_map(|(k, rows)| rows.iter().map(move |r| (*k, r)))
+        .filter(|(_, r)| r.status == Status::Inconclusive)
+        .filter_map(|(k, r)| r.stat.as_ref().map(|st| (k, r, st)))
+        .collect();
+    // Those leaning to a regression (estimate above the band) first, then the widest.
+    rows.sort_by(|a, b| {
+        leans(b.2)
+            .cmp(&leans(a.2))
+            .then(b.2.ci_high_pct.total_cmp(&a.2.ci_high_pct))
+    });
+    rows.into_iter()
+        .map(|(kind, r, st)| Failure {
+            kind: kind.into(),
+            rank: r.rank.clone(),
+            class: r.class.clone(),
+            waiting: false,
+            message: format!(
+                "{}: {} against a {} band: capture ≥ {} steps per side to decide (have {})",
+                what(kind, r),
+                fmt_interval(st),
+                fmt_band(st),
+                steps_text(st.steps_needed),
+                st.current_steps
+            ),
+        })
+        .collect()
+}
+
+/// An undecided row whose estimate is above its band: a regression the steps cannot confirm.
+fn leans(st: &RowStat) -> bool {
+    st.change_pct > st.band_pct
+}
+
+fn steps_text(n: Option<usize>) -> String {
+    match n {
+        Some(n) if n >= super::decide::MAX_STEPS_NEEDED => {
+            format!("more than {}", super::decide::MAX_STEPS_NEEDED)
+        }
+        Some(n) => n.to_string(),
+        None => "?".into(),
+    }
+}
+
+/// How the rows were judged, in words, and a note when some fell back to the fixed threshold.
+fn rule(c: &Comparison, tested: usize) -> (String, Option<String>) {
+    let min = c.thresholds.min_time_ns;
+    let fixed: Vec<&str> = c
+        .time_rows()
+        .filter(|r| r.stat.is_none() && !r.below_min(min) && r.status != Status::BelowMinTime)
+        .map(|r| r.name.as_str())
+        .collect();
+    let m = c.thresholds.max_regression_pct;
+    if tested == 0 {
+        let why = if c.basis == super::diff::Basis::Totals {
+            "whole-profile totals have no per-step samples"
+        } else {
+            "a side keeps no per-step samples (a summary saved by an older rankprof: re-save it \
+             with analyze --save-summary for the statistical gate)"
+        };
+        return (
+            format!("fixed threshold: a time fails when it grew by more than {m} % ({why})"),
+            Some(format!(
+                "judged by the fixed --max-regression threshold, as before: {why}"
+            )),
+        );
+    }
+    let mut s = format!(
+        "statistical: {tested} rows tested, one family; a row regresses when its one-sided \
+         Mann-Whitney p, Holm-adjusted, is below {} and its {} % Hodges-Lehmann interval lies above \
+         max({m} %, noise floor); no change when the interval's top is within that; else inconclusive",
+        super::decide::ALPHA,
+        super::decide::CONFIDENCE * 100.0
+    );
+    let note = (!fixed.is_empty()).then(|| {
+        s.push_str(&format!(
+            "; {} rows without samples by the fixed threshold",
+            fixed.len()
+        ));
+        format!(
+            "rows without per-step samples, judged by the fixed --max-regression threshold: {}",
+            fixed.join(", ")
+        )
+    });
+    (s, note)
+}
+
+fn noise(c: &Comparison) -> String {
+    match c.more_baselines.len() {
+        0 => "one baseline: the step-to-step spread only (in each interval); run-to-run drift is \
+              not learned: give several baselines (--baseline a b c) to learn it"
+            .into(),
+        n => format!(
+            "{} baselines: each row's noise floor is the range of their medians (run-to-run spread)",
+            n + 1
+        ),
+    }
+}
+
+/// Judges every row and sets `failures`, `passed`, `decision`, `inconclusive` and the rule.
 pub(crate) fn apply(c: &mut Comparison) {
+    let tested = if c.basis == super::diff::Basis::Steps {
+        super::decide::run(c)
+    } else {
+        0
+    };
+    judge_rows(c);
+    let (rule, note) = rule(c, tested);
+    c.rule = rule;
+    c.notes.extend(note);
+    c.noise = noise(c);
+    c.inconclusive = inconclusive(c);
+    c.decision = if !c.passed {
+        Decision::Regression
+    } else if c
+        .time_rows()
+        .filter(|r| r.status == Status::Inconclusive)
+        .filter_map(|r| r.stat.as_ref())
+        .any(leans)
+    {
+        Decision::Inconclusive
+    } else {
+        Decision::NoChange
+    };
+}
+
+/// Judges every row and sets `failures` and `passed`.
+fn judge_rows(c: &mut Comparison) {
     let t = c.thresholds.clone();
     let per_step = c.basis == super::diff::Basis::Steps;
     let m = t.max_regression_pct;
@@ -201,11 +386,13 @@ pub(crate) fn apply(c: &mut Comparison) {
     c.lead = lead(c);
 }
 
-/// `+12.0 % (1.00 ms → 1.12 ms)`, or `new (0.0 µs → 12.0 µs)`.
+/// `+12.0 % (1.00 ms → 1.12 ms)`, or `new (0.0 µs → 12.0 µs)`; a tested row with its
+/// interval: `+12.0 % [+9.1, +14.8] (95 %) (1.00 ms → 1.12 ms)`.
 fn growth(r: &Row) -> String {
-    let pct = match r.delta_pct {
-        Some(_) => fmt_pct(r.delta_pct),
-        None => "new".into(),
+    let pct = match (&r.stat, r.delta_pct) {
+        (Some(st), _) => fmt_interval(st),
+        (None, Some(_)) => fmt_pct(r.delta_pct),
+        (None, None) => "new".into(),
     };
     format!(
         "{pct} ({} → {})",
@@ -311,6 +498,9 @@ mod tests {
             delta_pct: super::super::diff::pct(b, c),
             status: Status::Ok,
             floor_ns: None,
+            samples: None,
+            key: None,
+            stat: None,
         }
     }
 

@@ -12,8 +12,11 @@
 //! comment, or JSON.
 //!
 //! Times are per-step medians when both sides have steps (one slow step does not fail a run),
-//! else whole-profile totals; the report says which. Exit codes: 0 no regression, 1
-//! regression, 2 usage or input error (unreadable or damaged input).
+//! else whole-profile totals; the report says which. On steps, every row whose per-step samples
+//! both sides keep is tested ([`decide`], with [`stats`]; [`samples`] finds them): regression /
+//! no change / inconclusive, each with its interval, the family Holm-adjusted; other rows keep
+//! the fixed threshold, said in the report. Exit codes: 0 no regression, 1 regression, 2 usage
+//! or input error (unreadable or damaged input), 4 inconclusive (unless `--inconclusive`).
 //!
 //! ```
 //! use rankprof::compare::{compare, CompareOptions};
@@ -29,17 +32,32 @@
 //! assert!(c.passed);
 //! ```
 
+pub mod decide;
 pub mod diff;
 pub(crate) mod gate;
 pub(crate) mod normalize;
+pub mod power;
 pub(crate) mod runs;
+pub(crate) mod samples;
 pub(crate) mod sides;
+pub(crate) mod stats;
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 
 pub use diff::{CompareBasis, Comparison};
+
+/// What an inconclusive comparison exits with (`--inconclusive`): the choice is the command's.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Inconclusive {
+    /// Its own exit code, 4.
+    Code,
+    /// Exit 0, as no regression.
+    Pass,
+    /// Exit 1, as a regression.
+    Fail,
+}
 
 /// What to compare and the gate's thresholds, independent of the command line (every default
 /// equals the command line's).
@@ -49,6 +67,10 @@ pub struct CompareOptions {
     pub baseline: PathBuf,
     /// The same kinds as `baseline`.
     pub current: PathBuf,
+    /// More captures of the baseline (`--baseline a b c`): their steps are pooled with
+    /// `baseline`'s, and their run-to-run spread is each metric's noise floor. A folder of saved
+    /// summaries stands for the summaries in it.
+    pub more_baselines: Vec<PathBuf>,
     /// Fail when a time grows by more than this many percent.
     pub max_regression: f64,
     /// Fail when the current imbalance (slowest rank's work over the mean) exceeds this.
@@ -75,6 +97,7 @@ impl Default for CompareOptions {
         CompareOptions {
             baseline: PathBuf::new(),
             current: PathBuf::new(),
+            more_baselines: Vec::new(),
             max_regression: 5.0,
             max_imbalance: None,
             min_time_us: 0.0,
@@ -98,6 +121,18 @@ pub struct Compared {
     pub inputs: Vec<PathBuf>,
 }
 
+/// `compare --power`: the detection table for `baseline` (and `more_baselines`), without a
+/// current side.
+pub fn power_of(args: &CompareOptions) -> Result<power::Power> {
+    let mut all = vec![sides::load(&args.baseline, "baseline", args)?.summary];
+    all.extend(
+        sides::load_more(&args.more_baselines, args)?
+            .into_iter()
+            .map(|s| s.summary),
+    );
+    power::power(&all, args.max_regression)
+}
+
 /// Loads both sides, measures and judges, without printing anything.
 pub fn compare(args: &CompareOptions) -> Result<Compared> {
     let base = sides::load(&args.baseline, "baseline", args)?;
@@ -113,12 +148,25 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
             new_kernels_fail: !args.allow_new_kernels,
         },
     };
+    let more = sides::load_more(&args.more_baselines, args)?;
     let mut c = diff::build(&base.summary, &cur.summary, base.info, cur.info, &opts)?;
+    let summaries: Vec<_> = more.iter().map(|m| m.summary.clone()).collect();
+    let lost = decide::pool(&mut c, &summaries);
+    if lost > 0 {
+        c.notes.push(format!(
+            "{lost} rows lack per-step samples in some baseline: judged by the fixed threshold"
+        ));
+    }
+    c.more_baselines = more.iter().map(|m| m.info.clone()).collect();
     gate::apply(&mut c);
     let mut notes = base.notes;
     notes.extend(cur.notes);
     let mut inputs = base.inputs;
     inputs.extend(cur.inputs);
+    for m in more {
+        notes.extend(m.notes);
+        inputs.extend(m.inputs);
+    }
     Ok(Compared {
         comparison: c,
         notes,

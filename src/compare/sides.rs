@@ -160,6 +160,42 @@ pub(crate) fn load(path: &Path, which: &str, args: &CompareOptions) -> Result<Si
     })
 }
 
+/// Loads the other baselines (`--baseline a b c`); a folder holding saved summaries (and no
+/// traces) stands for those summaries, in name order.
+pub(crate) fn load_more(paths: &[PathBuf], args: &CompareOptions) -> Result<Vec<Side>> {
+    let mut out = Vec::new();
+    for p in paths {
+        for f in expand(p)? {
+            out.push(load(&f, "baseline", args)?);
+        }
+    }
+    Ok(out)
+}
+
+/// A folder of saved summaries → its summaries; anything else → itself.
+fn expand(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("cannot list {}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| f.is_file())
+        .collect();
+    files.sort();
+    let mut summaries = Vec::new();
+    for f in &files {
+        if f.extension().is_some_and(|e| e == "json") && is_summary(f)? {
+            summaries.push(f.clone());
+        }
+    }
+    Ok(if summaries.is_empty() {
+        vec![path.to_path_buf()]
+    } else {
+        summaries
+    })
+}
+
 fn info(path: &str, kind: &str, s: &Summary) -> SideInfo {
     SideInfo {
         path: path.to_string(),

@@ -12,8 +12,9 @@ use super::Render;
 
 use crate::analyze::classes::COMM;
 use crate::analyze::collect::ops::short_name;
-use crate::compare::diff::{Basis, Comparison, KernelOnly, Row, Status};
+use crate::compare::diff::{Basis, Comparison, Decision, KernelOnly, Row, Status};
 use crate::compare::gate::{fmt_ns, fmt_pct};
+use crate::compare::power::Power;
 
 /// A section: title, header, rows; `right[i]` aligns column i to the right.
 struct Section {
@@ -30,8 +31,20 @@ fn status(s: Status) -> String {
         Status::Ok => "ok",
         Status::Regression => "FAIL",
         Status::BelowMinTime => "below min",
+        Status::Inconclusive => "inconclusive",
     }
     .into()
+}
+
+/// Δ %, with the interval of a tested row: `+23.1 % [+19.8, +26.0]`.
+fn change_cell(r: &Row) -> String {
+    match &r.stat {
+        Some(st) => format!(
+            "{:+.1} % [{:+.1}, {:+.1}]",
+            st.change_pct, st.ci_low_pct, st.ci_high_pct
+        ),
+        None => fmt_pct(r.delta_pct),
+    }
 }
 
 fn delta(ns: i64) -> String {
@@ -50,14 +63,14 @@ fn time_rows(rows: &[Row], label: impl Fn(&Row) -> String) -> Vec<Vec<String>> {
                 fmt_ns(r.baseline_ns),
                 fmt_ns(r.current_ns),
                 delta(r.delta_ns),
-                fmt_pct(r.delta_pct),
+                change_cell(r),
                 status(r.status),
             ]
         })
         .collect()
 }
 
-const TIME_COLS: [&str; 5] = ["baseline", "current", "Δ", "Δ %", "verdict"];
+const TIME_COLS: [&str; 5] = ["baseline", "current", "Δ", "Δ % [95 %]", "verdict"];
 
 fn time_section(title: String, first: &'static str, rows: Vec<Vec<String>>) -> Section {
     let mut columns = vec![first.to_string()];
@@ -83,9 +96,21 @@ pub fn headline(c: &Comparison) -> String {
         )
     });
     if c.passed {
-        return match runs {
-            Some(r) => format!("PASS: no regression (but {r})"),
+        let verdict = match c.inconclusive.first() {
+            Some(_) if c.decision == Decision::NoChange => format!(
+                "PASS: no regression ({} undecided, none leaning to a regression)",
+                plural(c.inconclusive.len(), "row")
+            ),
+            Some(first) => format!(
+                "INCONCLUSIVE: no regression found, but {} the steps cannot decide (widest: {})",
+                plural(c.inconclusive.len(), "row"),
+                first.message
+            ),
             None => "PASS: no regression".into(),
+        };
+        return match runs {
+            Some(r) => format!("{verdict} (but {r})"),
+            None => verdict,
         };
     }
     fn add<'a>(v: &mut Vec<&'a str>, x: Option<&'a str>) {
@@ -381,6 +406,7 @@ fn by_rank(c: &Comparison) -> Section {
                     None => String::new(),
                     Some(r) => match r.status {
                         Status::Regression => format!("{}!", fmt_pct(r.delta_pct)),
+                        Status::Inconclusive => format!("{}?", fmt_pct(r.delta_pct)),
                         Status::BelowMinTime => "·".into(),
                         Status::Ok => fmt_pct(r.delta_pct),
                     },
@@ -392,7 +418,7 @@ fn by_rank(c: &Comparison) -> Section {
     let mut columns = vec!["class".to_string()];
     columns.extend(ranks.iter().map(|r| r.to_string()));
     Section {
-        title: "Classes by rank: Δ % (! = fails, · = below --min-time-us)".into(),
+        title: "Classes by rank: Δ % (! = fails, ? = inconclusive, · = below --min-time-us)".into(),
         columns,
         right: std::iter::once(false)
             .chain(ranks.iter().map(|_| true))
@@ -431,11 +457,27 @@ pub(crate) fn table(c: &Comparison) -> String {
     for (name, side) in [("baseline", &c.baseline), ("current ", &c.current)] {
         s.push_str(&format!("  {name}  {} ({})\n", side.path, side_what(side)));
     }
+    for b in &c.more_baselines {
+        s.push_str(&format!("  baseline  {} ({})\n", b.path, side_what(b)));
+    }
     s.push_str(&format!("  basis     {}\n", c.basis_note));
     s.push_str(&format!("  gate      {}\n", gate_line(c)));
+    for (name, text) in [("rule", &c.rule), ("noise", &c.noise)] {
+        let line = format!("  {name:<9} {text}");
+        s.push_str(&format!(
+            "{}\n",
+            super::attribution::wrap(&line, w, "            ")
+        ));
+    }
     if !c.failures.is_empty() {
         s.push_str("\nFailures:\n");
         for f in &c.failures {
+            s.push_str(&format!("  - {}\n", f.message));
+        }
+    }
+    if !c.inconclusive.is_empty() {
+        s.push_str("\nInconclusive (the steps cannot decide):\n");
+        for f in &c.inconclusive {
             s.push_str(&format!("  - {}\n", f.message));
         }
     }
@@ -469,7 +511,11 @@ pub(crate) fn table(c: &Comparison) -> String {
 
 /// GitHub-flavoured markdown.
 pub(crate) fn markdown(c: &Comparison) -> String {
-    let mark = if c.passed { "✅" } else { "❌" };
+    let mark = match c.decision {
+        Decision::Regression => "❌",
+        Decision::Inconclusive => "⚠️",
+        Decision::NoChange => "✅",
+    };
     let mut s = format!("### {mark} rankprof compare: {}\n\n", md(&headline(c)));
     for (name, side) in [("baseline", &c.baseline), ("current", &c.current)] {
         s.push_str(&format!(
@@ -478,11 +524,26 @@ pub(crate) fn markdown(c: &Comparison) -> String {
             md(&side_what(side))
         ));
     }
+    for b in &c.more_baselines {
+        s.push_str(&format!(
+            "- **baseline** `{}` ({})\n",
+            md(&b.path),
+            md(&side_what(b))
+        ));
+    }
     s.push_str(&format!("- **basis** {}\n", md(&c.basis_note)));
     s.push_str(&format!("- **gate** {}\n", md(&gate_line(c))));
+    s.push_str(&format!("- **rule** {}\n", md(&c.rule)));
+    s.push_str(&format!("- **noise** {}\n", md(&c.noise)));
     if !c.failures.is_empty() {
         s.push_str("\n**Failures**\n\n");
         for f in &c.failures {
+            s.push_str(&format!("- {}\n", md(&f.message)));
+        }
+    }
+    if !c.inconclusive.is_empty() {
+        s.push_str("\n**Inconclusive** (the steps cannot decide)\n\n");
+        for f in &c.inconclusive {
             s.push_str(&format!("- {}\n", md(&f.message)));
         }
     }
@@ -585,4 +646,58 @@ impl Render for Comparison {
 /// The comparison as pretty JSON (all times integer ns).
 pub(crate) fn json(c: &Comparison) -> Result<String> {
     Ok(serde_json::to_string_pretty(c)? + "\n")
+}
+
+/// The rows of a detection table: steps, then the share detected per effect.
+fn power_rows(p: &Power) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut head = vec!["steps per side".to_string()];
+    head.extend(p.effects_pct.iter().map(|e| format!("+{e} %")));
+    let rows = p
+        .steps
+        .iter()
+        .zip(&p.detected)
+        .map(|(n, d)| {
+            let mut row = vec![n.to_string()];
+            row.extend(d.iter().map(|x| format!("{:.0} %", x * 100.0)));
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+fn power_intro(p: &Power) -> String {
+    format!(
+        "Detection rate of a planted regression on {} ({} baseline steps, spread ±{:.1} % MAD), \
+         declared a regression against a {:.1} % band in a family of {} rows; {} trials per cell, \
+         steps resampled from the baseline (run-to-run drift not simulated: an upper bound).",
+        p.metric, p.baseline_steps, p.spread_pct, p.band_pct, p.family, p.trials
+    )
+}
+
+/// `compare --power` as a terminal table.
+pub fn power_table(p: &Power) -> String {
+    let width = super::terminal::width() as usize;
+    let (head, rows) = power_rows(p);
+    let cells: Vec<Vec<super::text::DrawCell>> = rows
+        .into_iter()
+        .map(|r| r.into_iter().map(|v| (v, true)).collect())
+        .collect();
+    let mut s = format!(
+        "{}\n\n",
+        super::attribution::wrap(&power_intro(p), width.max(60), "")
+    );
+    s.push_str(&super::text::draw("compare --power", &head, &cells, width));
+    super::text::fit(&s, width)
+}
+
+/// `compare --power` as markdown.
+pub fn power_markdown(p: &Power) -> String {
+    let (head, rows) = power_rows(p);
+    let mut s = format!("{}\n\n| {} |\n|", md(&power_intro(p)), head.join(" | "));
+    s.push_str(&"---:|".repeat(head.len()));
+    s.push('\n');
+    for r in rows {
+        s.push_str(&format!("| {} |\n", r.join(" | ")));
+    }
+    s
 }

@@ -156,6 +156,13 @@ pub struct SynthOptions {
     /// replica draws its own.
     pub same_batches: bool,
     pub seed: u64,
+    /// Step-to-step noise: every kernel of a rank's step is scaled by one factor uniform in
+    /// `[1 - step_noise, 1 + step_noise]`, drawn per rank and step (0: none, the same bytes as
+    /// before the option existed).
+    pub step_noise: f64,
+    /// The seed of the step noise alone (`None`: `seed`): two sets with the same `seed` and
+    /// other noise seeds run the same batches and kernels, and differ only in that noise.
+    pub noise_seed: Option<u64>,
     pub plain: bool,
     /// gzip level 0–9.
     pub level: u32,
@@ -196,6 +203,8 @@ impl Default for SynthOptions {
             annotations: true,
             same_batches: false,
             seed: 1,
+            step_noise: 0.0,
+            noise_seed: None,
             plain: false,
             level: 1,
             by_stage: false,
@@ -209,6 +218,9 @@ impl Default for SynthOptions {
 impl SynthOptions {
     /// Rejects layouts and plants the generator cannot honour.
     pub fn validate(&self) -> Result<()> {
+        if !(0.0..1.0).contains(&self.step_noise) {
+            bail!("--step-noise must be at least 0 and below 100 %");
+        }
         for (name, v) in [
             ("tp", self.tp),
             ("dp", self.dp),

@@ -216,23 +216,39 @@ pub(crate) fn simulate_step(
         rngs.push(rng);
     }
 
-    let slow_mult = |rank: usize, class: Class| -> f64 {
-        match &cfg.slow {
-            Some(s) if s.rank as usize == rank && index >= s.from_step => {
-                let hit = match s.class {
-                    // Comm-class kernels (DeepEP dispatch/combine) slow down with `comm`;
-                    // collectives' transfers are slowed where they are matched, below.
-                    Some(c) => c == class,
-                    None => class.is_compute(),
-                };
-                if hit {
-                    s.factor
-                } else {
-                    1.0
-                }
+    // Step-to-step noise: one factor per rank for this step, from its own stream (none drawn
+    // without --step-noise, so the bytes stay those of before).
+    let noise: Vec<f64> = (0..world)
+        .map(|r| {
+            if cfg.step_noise > 0.0 {
+                Rng::keyed(
+                    cfg.noise_seed.unwrap_or(cfg.seed),
+                    &[0x0015_E000, r as u64, u64::from(profile), u64::from(index)],
+                )
+                .jitter(cfg.step_noise)
+            } else {
+                1.0
             }
-            _ => 1.0,
-        }
+        })
+        .collect();
+    let slow_mult = |rank: usize, class: Class| -> f64 {
+        noise[rank]
+            * match &cfg.slow {
+                Some(s) if s.rank as usize == rank && index >= s.from_step => {
+                    let hit = match s.class {
+                        // Comm-class kernels (DeepEP dispatch/combine) slow down with `comm`;
+                        // collectives' transfers are slowed where they are matched, below.
+                        Some(c) => c == class,
+                        None => class.is_compute(),
+                    };
+                    if hit {
+                        s.factor
+                    } else {
+                        1.0
+                    }
+                }
+                _ => 1.0,
+            }
     };
 
     let mut pc = vec![0usize; world];

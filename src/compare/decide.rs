@@ -1,0 +1,249 @@
+//! The statistical gate: every time row that has per-step samples on both sides is tested, the
+//! family of tests is adjusted together, and each row is decided one of regression / no change
+//! / inconclusive.
+//!
+//! The rule, for a row with baseline steps B (pooled over the baselines) and current steps C:
+//!
+//! - **change**: the Hodges–Lehmann shift of C over B (the median of every pairwise difference),
+//!   over median(B), with its 95 % distribution-free interval (the one the U test inverts to;
+//!   no random draws: the same inputs give the same interval);
+//! - **p**: the one-sided Mann–Whitney U p-value of "C is slower than B", Holm-adjusted over
+//!   every tested row of the comparison (ranks × classes × kernels classes is one family: the
+//!   chance of any false alarm in the whole comparison stays below [`ALPHA`]);
+//! - **band**: max(`--max-regression`, the row's noise floor); the noise floor is the range of
+//!   the baselines' medians over their median (several baselines: their run-to-run spread) or 0
+//!   with one baseline (the step-to-step spread is then in the interval alone);
+//! - **regression** when adjusted p < [`ALPHA`] *and* the interval's lower end is above the
+//!   band; **no change** when its upper end is at or below the band; otherwise **inconclusive**,
+//!   with the steps per side that would likely decide (the interval narrows as 1/√steps).
+
+use super::diff::{Comparison, Decision, Row, RowStat};
+use super::samples::{lookup, Samples};
+use super::stats::{hodges_lehmann, holm, mann_whitney_greater, median};
+use crate::analyze::summary::Summary;
+
+/// The family-wise error rate the Holm adjustment holds.
+pub const ALPHA: f64 = 0.05;
+/// The confidence of every interval.
+pub const CONFIDENCE: f64 = 0.95;
+/// The most steps an inconclusive row is told to capture (beyond: "more than this").
+pub const MAX_STEPS_NEEDED: usize = 100_000;
+
+/// The noise floor of a metric, in %: the range of the baselines' medians over their median
+/// (0 with one baseline).
+pub(crate) fn noise_floor(s: &Samples) -> f64 {
+    if s.base.len() < 2 {
+        return 0.0;
+    }
+    let mut meds: Vec<i64> = s.base.iter().map(|b| median(&mut b.clone())).collect();
+    let (lo, hi) = (
+        meds.iter().copied().min().unwrap_or(0),
+        meds.iter().copied().max().unwrap_or(0),
+    );
+    let mid = median(&mut meds);
+    if mid <= 0 {
+        return 0.0;
+    }
+    (hi - lo) as f64 / mid as f64 * 100.0
+}
+
+/// Tests one row's samples (p not yet adjusted, decision not yet made). `None` when the
+/// baseline's median step has no time (a percentage means nothing): the fixed rule judges it.
+pub(crate) fn test(s: &Samples, max_pct: f64) -> Option<RowStat> {
+    let pooled = s.pooled();
+    let mb = median(&mut pooled.clone());
+    if mb <= 0 || s.cur.is_empty() {
+        return None;
+    }
+    let (shift, lo, hi) = hodges_lehmann(&pooled, &s.cur, CONFIDENCE)?;
+    let pct = |ns: f64| ns / mb as f64 * 100.0;
+    let floor = noise_floor(s);
+    let p = mann_whitney_greater(&pooled, &s.cur);
+    Some(RowStat {
+        change_pct: pct(shift),
+        ci_low_pct: pct(lo),
+        ci_high_pct: pct(hi),
+        confidence_pct: CONFIDENCE * 100.0,
+        p_value: p,
+        p_adjusted: p,
+        noise_floor_pct: floor,
+        band_pct: max_pct.max(floor),
+        baseline_steps: pooled.len(),
+        baseline_runs: s.base.len(),
+        current_steps: s.cur.len(),
+        decision: Decision::Inconclusive,
+        steps_needed: None,
+    })
+}
+
+/// Steps per side that would likely make the interval clear the band: the interval's
+/// half-width shrinks as 1/√steps, so it must shrink by (half-width / margin).
+fn steps_needed(st: &RowStat) -> usize {
+    let half = (st.ci_high_pct - st.ci_low_pct) / 2.0;
+    let margin = (st.band_pct - st.change_pct).abs();
+    let have = st
+        .current_steps
+        .min(st.baseline_steps / st.baseline_runs.max(1))
+        .max(1) as f64;
+    if margin <= 1e-9 {
+        return MAX_STEPS_NEEDED;
+    }
+    let n = (have * (half / margin).powi(2)).ceil();
+    if n.is_finite() && n < MAX_STEPS_NEEDED as f64 {
+        (n as usize).max(st.current_steps + 1)
+    } else {
+        MAX_STEPS_NEEDED
+    }
+}
+
+/// The decision of a tested row whose p-value is adjusted.
+pub(crate) fn decision(st: &RowStat) -> Decision {
+    if st.p_adjusted < ALPHA && st.ci_low_pct > st.band_pct {
+        Decision::Regression
+    } else if st.ci_high_pct <= st.band_pct {
+        Decision::NoChange
+    } else {
+        Decision::Inconclusive
+    }
+}
+
+/// Tests every row that has samples and is above `--min-time-us`, adjusts the family (Holm)
+/// and decides each; returns how many rows were tested.
+pub(crate) fn run(c: &mut Comparison) -> usize {
+    let (max_pct, min_ns) = (c.thresholds.max_regression_pct, c.thresholds.min_time_ns);
+    let mut tested: Vec<&mut Row> = Vec::new();
+    for r in c.time_rows_mut() {
+        r.stat = None;
+        if r.below_min(min_ns) {
+            continue;
+        }
+        if let Some(st) = r.samples.as_ref().and_then(|s| test(s, max_pct)) {
+            r.stat = Some(st);
+            tested.push(r);
+        }
+    }
+    let p: Vec<f64> = tested
+        .iter()
+        .filter_map(|r| r.stat.as_ref().map(|s| s.p_value))
+        .collect();
+    for (r, adj) in tested.iter_mut().zip(holm(&p)) {
+        if let Some(st) = r.stat.as_mut() {
+            st.p_adjusted = adj;
+            st.decision = decision(st);
+            if st.decision == Decision::Inconclusive {
+                st.steps_needed = Some(steps_needed(st));
+            }
+        }
+    }
+    tested.len()
+}
+
+/// Pools the other baselines' steps into every row that has samples (by the first baseline's
+/// rank labels); a row some baseline keeps no samples for loses its samples (fixed rule). The
+/// row's baseline figure becomes the pooled median. Returns the rows that lost their samples.
+pub(crate) fn pool(c: &mut Comparison, more: &[Summary]) -> usize {
+    let mut lost = 0;
+    for r in c.time_rows_mut() {
+        let (Some(s), Some((kb, _))) = (r.samples.as_mut(), r.key.as_ref()) else {
+            continue;
+        };
+        let found: Option<Vec<Vec<i64>>> = more.iter().map(|m| lookup(m, kb)).collect();
+        match found {
+            Some(v) => {
+                s.base.extend(v);
+                let b = median(&mut s.pooled());
+                *r = Row {
+                    samples: r.samples.take(),
+                    key: r.key.take(),
+                    floor_ns: r.floor_ns,
+                    ..Row::new(
+                        r.name.clone(),
+                        r.rank.as_deref(),
+                        r.class.as_deref(),
+                        b,
+                        r.current_ns,
+                    )
+                };
+            }
+            None => {
+                r.samples = None;
+                lost += 1;
+            }
+        }
+    }
+    lost
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(change: f64, lo: f64, hi: f64, p: f64, band: f64) -> RowStat {
+        RowStat {
+            change_pct: change,
+            ci_low_pct: lo,
+            ci_high_pct: hi,
+            confidence_pct: 95.0,
+            p_value: p,
+            p_adjusted: p,
+            noise_floor_pct: 0.0,
+            band_pct: band,
+            baseline_steps: 16,
+            baseline_runs: 1,
+            current_steps: 16,
+            decision: Decision::Inconclusive,
+            steps_needed: None,
+        }
+    }
+
+    #[test]
+    fn the_three_answers_follow_the_interval_and_the_band() {
+        assert_eq!(
+            decision(&stat(10.0, 8.0, 12.0, 0.001, 5.0)),
+            Decision::Regression
+        );
+        // Significant but not above the band: an interval across it is inconclusive.
+        assert_eq!(
+            decision(&stat(5.5, 4.0, 7.0, 0.001, 5.0)),
+            Decision::Inconclusive
+        );
+        // Above the band but not significant after the family's adjustment.
+        assert_eq!(
+            decision(&stat(10.0, 6.0, 14.0, 0.2, 5.0)),
+            Decision::Inconclusive
+        );
+        assert_eq!(
+            decision(&stat(1.0, -2.0, 4.0, 0.3, 5.0)),
+            Decision::NoChange
+        );
+        assert_eq!(
+            decision(&stat(-9.0, -12.0, -6.0, 1.0, 5.0)),
+            Decision::NoChange
+        );
+    }
+
+    #[test]
+    fn steps_needed_scale_with_the_square_of_the_interval_over_the_margin() {
+        // Half-width 4 %, 2 % from the band: the interval must halve, so 4 × 16 steps.
+        assert_eq!(steps_needed(&stat(3.0, -1.0, 7.0, 0.1, 5.0)), 64);
+        assert_eq!(
+            steps_needed(&stat(5.0, 1.0, 9.0, 0.1, 5.0)),
+            MAX_STEPS_NEEDED
+        );
+    }
+
+    #[test]
+    fn the_noise_floor_is_the_range_of_the_baselines_medians() {
+        let s = Samples {
+            base: vec![vec![100, 100, 100], vec![104, 104, 104], vec![98, 98, 98]],
+            cur: vec![100],
+        };
+        // Medians 100, 104, 98: range 6 over the middle one, 100.
+        assert!((noise_floor(&s) - 6.0).abs() < 1e-9);
+        let one = Samples {
+            base: vec![vec![100, 150]],
+            cur: vec![100],
+        };
+        assert_eq!(noise_floor(&one), 0.0);
+    }
+}

@@ -1,0 +1,190 @@
+//! The statistics of the gate, in plain Rust and deterministic (a fixed seed per metric, so the
+//! same two inputs always give the same intervals and the same verdict):
+//!
+//! - [`mann_whitney_greater`]: the one-sided Mann–Whitney U test that CURRENT's steps are slower
+//!   than BASELINE's (normal approximation with tie and continuity corrections). It makes no
+//!   assumption on the shape of the step times (steps of a serving run are bimodal: prefill and
+//!   decode) and one slow step cannot make it significant.
+//! - [`hodges_lehmann`]: the shift the U test measures (the median of all pairwise
+//!   differences) with the interval the test inverts to, distribution-free. (A percentile
+//!   bootstrap of the ratio of medians was tried first: with prefill and decode steps mixed, a
+//!   resampled median jumps from one kind to the other and the interval spans +300 %.)
+//! - [`holm`]: Holm's step-down adjustment of a family of p-values (family-wise error rate).
+
+/// splitmix64: `compare --power`'s generator (a fixed seed: the same table every run).
+pub(crate) struct SplitMix(u64);
+
+impl SplitMix {
+    pub(crate) fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n` > 0; the modulo bias is below 2^-40 for the sizes used here).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// The median by nearest rank (the lower median), as the summary's `*_median_ns`; 0 when empty.
+pub(crate) fn median(v: &mut [i64]) -> i64 {
+    if v.is_empty() {
+        return 0;
+    }
+    let k = (v.len() - 1) / 2;
+    *v.select_nth_unstable(k).1
+}
+
+/// The standard normal survival function P(Z > z) (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
+pub(crate) fn normal_sf(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erfc = poly * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * erfc
+    } else {
+        1.0 - 0.5 * erfc
+    }
+}
+
+/// One-sided p-value of "CURRENT's values are larger than BASELINE's" (Mann–Whitney U, normal
+/// approximation, mid-ranks for ties, continuity correction). 1 when a side is empty or all
+/// values are equal.
+pub(crate) fn mann_whitney_greater(base: &[i64], cur: &[i64]) -> f64 {
+    let (nb, nc) = (base.len() as f64, cur.len() as f64);
+    if base.is_empty() || cur.is_empty() {
+        return 1.0;
+    }
+    let mut all: Vec<(i64, bool)> = base.iter().map(|&x| (x, false)).collect();
+    all.extend(cur.iter().map(|&x| (x, true)));
+    all.sort_unstable();
+    let n = all.len() as f64;
+    let (mut rank_sum_cur, mut ties) = (0.0, 0.0);
+    let mut i = 0;
+    while i < all.len() {
+        let j = i + all[i..].iter().take_while(|x| x.0 == all[i].0).count();
+        let mid = (i + j + 1) as f64 / 2.0; // mean of ranks i+1 ..= j
+        rank_sum_cur += mid * all[i..j].iter().filter(|x| x.1).count() as f64;
+        let t = (j - i) as f64;
+        ties += t * t * t - t;
+        i = j;
+    }
+    let u = rank_sum_cur - nc * (nc + 1.0) / 2.0;
+    let var = nb * nc / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
+    if var <= 0.0 {
+        return 1.0;
+    }
+    normal_sf((u - nb * nc / 2.0 - 0.5) / var.sqrt())
+}
+
+/// The Hodges–Lehmann shift of CURRENT over BASELINE (the median of every pairwise difference
+/// c − b, ns) with its distribution-free interval at `level` (e.g. 0.95): the K-th smallest and
+/// largest pairwise differences, K from the Mann–Whitney U distribution (normal approximation,
+/// tie-corrected) — the interval the U test inverts to, so the two agree. `None` when a side is
+/// empty. Steps of different kinds (prefill and decode) make pairs far apart, but those fall in
+/// the tails and leave the centre, and the interval, to the pairs of like steps.
+pub(crate) fn hodges_lehmann(base: &[i64], cur: &[i64], level: f64) -> Option<(f64, f64, f64)> {
+    if base.is_empty() || cur.is_empty() {
+        return None;
+    }
+    let mut d: Vec<i64> = cur
+        .iter()
+        .flat_map(|c| base.iter().map(move |b| c - b))
+        .collect();
+    d.sort_unstable();
+    let nm = d.len();
+    let (n, m) = (base.len() as f64, cur.len() as f64);
+    let z = z_of(level);
+    let sd = (n * m * (n + m + 1.0) / 12.0).sqrt();
+    let k = ((nm as f64 / 2.0 - z * sd).floor().max(0.0) as usize).min(nm - 1);
+    let mid = if nm % 2 == 1 {
+        d[nm / 2] as f64
+    } else {
+        (d[nm / 2 - 1] + d[nm / 2]) as f64 / 2.0
+    };
+    Some((mid, d[k] as f64, d[nm - 1 - k] as f64))
+}
+
+/// The two-sided normal quantile of `level` (0.90, 0.95, 0.99; 0.95 otherwise).
+fn z_of(level: f64) -> f64 {
+    if (level - 0.90).abs() < 1e-9 {
+        1.644_854
+    } else if (level - 0.99).abs() < 1e-9 {
+        2.575_829
+    } else {
+        1.959_964
+    }
+}
+
+/// Holm's step-down adjusted p-values, in the input's order: the i-th smallest is multiplied by
+/// (m − i), made monotone, capped at 1. Reject where adjusted < α: family-wise error ≤ α.
+pub(crate) fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut adj = vec![1.0; m];
+    let mut running: f64 = 0.0;
+    for (i, &k) in order.iter().enumerate() {
+        running = running.max(((m - i) as f64 * p[k]).min(1.0));
+        adj[k] = running;
+    }
+    adj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_tail_matches_tabulated_values() {
+        // Φ(1.96) = 0.975, Φ(1.645) = 0.95, Φ(0) = 0.5 (standard tables).
+        assert!((normal_sf(1.96) - 0.025).abs() < 1e-4);
+        assert!((normal_sf(1.645) - 0.05).abs() < 1e-4);
+        assert!((normal_sf(0.0) - 0.5).abs() < 1e-7);
+        assert!((normal_sf(-1.96) - 0.975).abs() < 1e-4);
+    }
+
+    #[test]
+    fn mann_whitney_follows_a_hand_computed_case() {
+        // base 1..=5, cur 6..=10: U = 25 (every pair), mean 12.5, var = 25·11/12;
+        // z = (25 − 12.5 − 0.5) / sqrt(22.9167) = 2.5067, p = 0.00609.
+        let p = mann_whitney_greater(&[1, 2, 3, 4, 5], &[6, 7, 8, 9, 10]);
+        assert!((p - 0.00609).abs() < 2e-4, "{p}");
+        // The other way round: no evidence of slower.
+        assert!(mann_whitney_greater(&[6, 7, 8, 9, 10], &[1, 2, 3, 4, 5]) > 0.99);
+        // All tied: no evidence.
+        assert_eq!(mann_whitney_greater(&[3, 3], &[3, 3]), 1.0);
+    }
+
+    #[test]
+    fn holm_multiplies_by_the_remaining_count_and_stays_monotone() {
+        let a = holm(&[0.01, 0.04, 0.03, 0.5]);
+        // Sorted 0.01·4 = 0.04, 0.03·3 = 0.09, 0.04·2 = 0.08 → 0.09 (monotone), 0.5·1 = 0.5.
+        let want = [0.04, 0.09, 0.09, 0.5];
+        for (x, w) in a.iter().zip(want) {
+            assert!((x - w).abs() < 1e-12, "{a:?}");
+        }
+    }
+
+    #[test]
+    fn hodges_lehmann_follows_a_hand_computed_case() {
+        // base 0..5, cur 10..15: pairwise differences 6..=14 (25 of them), median 10; with
+        // n = m = 5, sd_U = sqrt(25·11/12) = 4.787, K = floor(12.5 − 1.96·4.787) = 3: the 4th
+        // smallest (7) and 4th largest (13).
+        let (mid, lo, hi) = hodges_lehmann(&[0, 1, 2, 3, 4], &[10, 11, 12, 13, 14], 0.95)
+            .unwrap_or((0.0, 0.0, 0.0));
+        assert_eq!((mid, lo, hi), (10.0, 7.0, 13.0));
+        assert_eq!(hodges_lehmann(&[], &[1], 0.95), None);
+    }
+}
