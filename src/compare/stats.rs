@@ -107,7 +107,10 @@ pub(crate) fn hodges_lehmann(base: &[i64], cur: &[i64], level: f64) -> Option<(f
     let (n, m) = (base.len() as f64, cur.len() as f64);
     let z = z_of(level);
     let sd = (n * m * (n + m + 1.0) / 12.0).sqrt();
-    let k = ((nm as f64 / 2.0 - z * sd).floor().max(0.0) as usize).min(nm - 1);
+    // C = ⌊nm/2 − z·sd⌋, 1-indexed: the C-th smallest and the C-th largest difference (at
+    // least the extremes).
+    let c = (nm as f64 / 2.0 - z * sd).floor().max(1.0) as usize;
+    let k = (c - 1).min(nm - 1);
     let mid = if nm % 2 == 1 {
         d[nm / 2] as f64
     } else {
@@ -180,8 +183,9 @@ mod tests {
     #[test]
     fn hodges_lehmann_follows_a_hand_computed_case() {
         // base 0..5, cur 10..15: pairwise differences 6..=14 (25 of them), median 10; with
-        // n = m = 5, sd_U = sqrt(25·11/12) = 4.787, K = floor(12.5 − 1.96·4.787) = 3: the 4th
-        // smallest (7) and 4th largest (13).
+        // n = m = 5, sd_U = sqrt(25·11/12) = 4.787, C = floor(12.5 − 1.96·4.787) = 3: the 3rd
+        // smallest (7) and 3rd largest (13) of 6, 7, 7, 8, 8, 8, …, 13, 13, 14 (the exact
+        // table's C for n = m = 5 at 95 % is 3 too).
         let (mid, lo, hi) = hodges_lehmann(&[0, 1, 2, 3, 4], &[10, 11, 12, 13, 14], 0.95)
             .unwrap_or((0.0, 0.0, 0.0));
         assert_eq!((mid, lo, hi), (10.0, 7.0, 13.0));
