@@ -47,7 +47,7 @@ def summary(tmp, name, steps, seed, noise_seed, plant=None, tp=2):
 
 
 def compare(a, b):
-    r = run(["compare", a, b, "--json"])
+    r = run(["compare", a, b, "--gate", "stats", "--json"])
     if r.returncode not in (0, 1, 4):
         sys.exit(f"compare failed ({r.returncode}): {r.stderr}")
     return r.returncode, json.loads(r.stdout)

@@ -1,4 +1,4 @@
-//! `compare`'s statistical gate on synth profiles whose plants and noise are known: a planted
+//! `compare`'s statistical gate (`--gate stats`) on synth profiles whose plants and noise are known: a planted
 //! regression is found with an interval around the plant's own factor, A/A pairs that the fixed
 //! threshold fails pass, several baselines set a noise floor equal to the range of their
 //! medians (recomputed here from the summaries), an old summary without samples falls back to
@@ -9,7 +9,7 @@ use std::process::Command;
 
 use rankprof::analyze::summary::{load_summary, Summary};
 use rankprof::compare::diff::{Decision, Row, Status};
-use rankprof::compare::{compare, CompareOptions, Comparison};
+use rankprof::compare::{compare, CompareOptions, Comparison, GateRule};
 use rankprof::synth::catalog::Class;
 use rankprof::synth::{write_set, Slow, SynthOptions};
 
@@ -40,6 +40,7 @@ fn run(base: &Path, cur: &Path, more: &[PathBuf]) -> Comparison {
         baseline: base.into(),
         current: cur.into(),
         more_baselines: more.to_vec(),
+        gate: GateRule::Stats,
         ..Default::default()
     })
     .expect("compare")
@@ -195,7 +196,7 @@ fn exit_codes_follow_the_decision() {
     let b = synth(&t.path().join("b"), 7, 2, Some(1.10));
     let code = |extra: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_rankprof"))
-            .arg("compare")
+            .args(["compare", "--gate", "stats"])
             .arg(&a)
             .arg(&b)
             .args(extra)
@@ -207,7 +208,7 @@ fn exit_codes_follow_the_decision() {
     assert_eq!(code(&["-q"]), Some(1));
     // `--baseline` with a lone positional: it is CURRENT.
     let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
-        .args(["compare", "-q", "--baseline"])
+        .args(["compare", "-q", "--gate", "stats", "--baseline"])
         .arg(&a)
         .arg("--")
         .arg(&a)

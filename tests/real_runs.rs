@@ -35,6 +35,12 @@ fn analyze_dir(dir: &Path) -> Analysis {
     rankprof::analyze::analyze(&opts).unwrap_or_else(|e| panic!("analyze {}: {e:#}", dir.display()))
 }
 
+/// A recording's `plant.json`: what the ranks measured themselves.
+fn plant_of(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("plant.json")).expect("plant.json");
+    serde_json::from_str(&text).expect("plant.json is JSON")
+}
+
 fn gloo(name: &str) -> PathBuf {
     manifest("fixtures/real-gloo").join(name)
 }
@@ -107,9 +113,7 @@ fn planted(name: &str) {
     }
     let dir = gloo(name);
     let (rank, cause, imposed, plant) = gloo_truth(&dir);
-    let plant_json: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("plant.json")).expect("plant.json"))
-            .expect("plant.json is JSON");
+    let plant_json = plant_of(&dir);
     assert_eq!(
         plant_json["planted_rank"]
             .as_u64()
@@ -422,9 +426,7 @@ fn gloo_a_straggler_that_moves_between_ranks_is_named_as_moving() {
         assert!(ms > 20.0, "step {k}: its last arriver held it up {ms} ms");
     }
     let lost = lost / steps as f64;
-    let plant: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("plant.json")).expect("plant.json"))
-            .expect("plant.json is JSON");
+    let plant = plant_of(&dir);
     let planted: Vec<String> = plant["per_step_planted_rank"]
         .as_array()
         .expect("per_step_planted_rank")
@@ -451,6 +453,47 @@ fn gloo_a_straggler_that_moves_between_ranks_is_named_as_moving() {
         (cost - lost).abs() <= 0.10 * lost,
         "cost {cost} ms a step vs the raw events' {lost:.2}: {first}"
     );
+}
+
+/// Four captures of one workload, recorded one after the other (nothing planted; compare's
+/// A/A pairs, docs/compare.md): by the ranks' own clocks their mean steps differ by more than 5 %
+/// (run-to-run drift a gate must not call a regression), and the step the analysis measures in
+/// each (the longest rank's, the mean over the steps) follows the ranks' own figure within 10 %.
+#[test]
+fn repeated_real_captures_drift_run_to_run_and_their_steps_are_measured() {
+    let mut means = Vec::new();
+    for i in 1..=4 {
+        let dir = gloo(&format!("tp4-aa-{i}"));
+        let plant = plant_of(&dir);
+        let per_rank: Vec<Vec<f64>> = plant["per_rank_step_ms"]
+            .as_object()
+            .expect("per_rank_step_ms")
+            .values()
+            .map(|v| {
+                v.as_array()
+                    .expect("steps")
+                    .iter()
+                    .filter_map(Value::as_f64)
+                    .collect()
+            })
+            .collect();
+        let steps = per_rank[0].len();
+        let longest: f64 = (0..steps)
+            .map(|k| per_rank.iter().map(|r| r[k]).fold(0.0, f64::max))
+            .sum::<f64>()
+            / steps as f64;
+        let a = analyze_dir(&dir);
+        let measured = a.path.step_ns / 1e6;
+        assert!(
+            (measured - longest).abs() <= 0.10 * longest,
+            "capture {i}: step {measured:.2} ms vs the ranks' {longest:.2} ms"
+        );
+        means.push(longest);
+    }
+    let (lo, hi) = means
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
+    assert!(hi - lo > 0.05 * lo, "the captures' steps {means:?}");
 }
 
 /// The pipeline with a slow stage (stage 2 does 2× the matmuls): its sends and receives carry
@@ -533,6 +576,10 @@ fn every_recording_is_tested() {
         "dp2tp2-extra-ops",
         "pp4-slow-stage",
         "tp4-moving-extra-ops",
+        "tp4-aa-1",
+        "tp4-aa-2",
+        "tp4-aa-3",
+        "tp4-aa-4",
     ];
     let mut untested = Vec::new();
     for e in std::fs::read_dir(manifest("fixtures/real-gloo")).expect("fixtures/real-gloo") {

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::compare::{CompareBasis, Inconclusive};
+use crate::compare::{CompareBasis, GateRule, Inconclusive};
 use crate::merge::Align;
 use capture::{CaptureCommand, NsysCommand};
 use synth::{DemoArgs, InflateArgs, SynthArgs};
@@ -433,8 +433,13 @@ pub struct CompareArgs {
     /// steps are pooled, and their run-to-run spread is each metric's noise floor.
     #[arg(long = "baseline", value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
     pub baselines: Vec<PathBuf>,
-    /// What an inconclusive comparison (no regression, but rows the steps cannot decide) exits
-    /// with: its own code 4, or 0 (`pass`), or 1 (`fail`).
+    /// How a time row is judged: `fixed`, its per-step median (or total) against
+    /// --max-regression; `stats`, its per-step samples tested (regression / no change /
+    /// inconclusive, each with its 95 % interval; see docs/compare.md for when to trust it).
+    #[arg(long, value_enum, default_value_t = GateRule::Fixed)]
+    pub gate: GateRule,
+    /// With --gate stats: what an inconclusive comparison (no regression, but rows the steps
+    /// cannot decide) exits with: its own code 4, or 0 (`pass`), or 1 (`fail`).
     #[arg(long, value_enum, default_value_t = Inconclusive::Code)]
     pub inconclusive: Inconclusive,
     /// Print the detection rate of planted regressions (2, 5, 10 %) at 8, 16 and 32 steps for

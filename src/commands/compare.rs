@@ -55,6 +55,7 @@ pub(crate) fn options(a: &CompareArgs) -> Result<CompareOptions> {
         profile_id: a.profile_id.clone(),
         stage: a.stage.clone(),
         jobs: a.jobs,
+        gate: a.gate,
     })
 }
 

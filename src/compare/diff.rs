@@ -231,6 +231,8 @@ pub struct Thresholds {
     pub max_imbalance: Option<f64>,
     pub min_time_ns: i64,
     pub new_kernels_fail: bool,
+    /// `--gate stats`: rows with per-step samples are tested, not held to the fixed threshold.
+    pub statistical: bool,
 }
 
 /// The whole comparison.

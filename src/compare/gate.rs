@@ -178,6 +178,14 @@ fn rule(c: &Comparison, tested: usize) -> (String, Option<String>) {
         .map(|r| r.name.as_str())
         .collect();
     let m = c.thresholds.max_regression_pct;
+    if !c.thresholds.statistical {
+        return (
+            format!(
+                "fixed threshold: a time fails when it grew by more than {m} % (--gate stats tests the per-step samples instead)"
+            ),
+            None,
+        );
+    }
     if tested == 0 {
         let why = if c.basis == super::diff::Basis::Totals {
             "whole-profile totals have no per-step samples"
@@ -226,7 +234,7 @@ fn noise(c: &Comparison) -> String {
 
 /// Judges every row and sets `failures`, `passed`, `decision`, `inconclusive` and the rule.
 pub(crate) fn apply(c: &mut Comparison) {
-    let tested = if c.basis == super::diff::Basis::Steps {
+    let tested = if c.basis == super::diff::Basis::Steps && c.thresholds.statistical {
         super::decide::run(c)
     } else {
         0
@@ -251,78 +259,101 @@ pub(crate) fn apply(c: &mut Comparison) {
     };
 }
 
-/// Judges every row and sets `failures` and `passed`.
+/// Judges every row and sets `failures` and `passed`: the imbalance, the overall rows, the
+/// ranks' work, the classes, each class on each rank (a rank whose own time did not grow but
+/// its communication did is waiting) and the new kernels.
 fn judge_rows(c: &mut Comparison) {
     let t = c.thresholds.clone();
     let per_step = c.basis == super::diff::Basis::Steps;
     let m = t.max_regression_pct;
-    let mut failures = Vec::new();
-
-    if let Some(max) = t.max_imbalance {
-        if c.imbalance.ranks >= 2 && c.imbalance.current > max {
-            c.imbalance.fails = true;
-            failures.push(Failure {
-                kind: "imbalance".into(),
-                rank: c.imbalance.current_slowest.clone(),
-                class: None,
-                waiting: false,
-                message: format!(
-                    "imbalance {:.3} > {max} (slowest rank {} over the mean of per-rank work; baseline {:.3})",
-                    c.imbalance.current,
-                    c.imbalance.current_slowest.as_deref().unwrap_or("?"),
-                    c.imbalance.baseline
-                ),
-            });
-        }
-    }
+    let mut failures: Vec<Failure> = imbalance_failure(c).into_iter().collect();
     for r in &mut c.overall {
-        if judge(r, t.max_regression_pct, t.min_time_ns) {
-            failures.push(Failure {
-                kind: "overall".into(),
-                rank: None,
-                class: None,
-                waiting: false,
-                message: format!("{}: {}", r.name, change(r, false, m)),
-            });
+        if judge(r, m, t.min_time_ns) {
+            failures.push(failure(
+                "overall",
+                None,
+                None,
+                format!("{}: {}", r.name, change(r, false, m)),
+            ));
         }
     }
     let mut slow_ranks: Vec<String> = Vec::new();
     for r in &mut c.ranks {
-        if judge(r, t.max_regression_pct, t.min_time_ns) {
+        if judge(r, m, t.min_time_ns) {
             slow_ranks.push(r.name.clone());
-            failures.push(Failure {
-                kind: "rank".into(),
-                rank: r.rank.clone(),
-                class: None,
-                waiting: false,
-                message: format!(
-                    "rank {}: work (time outside communication) {}",
-                    r.name,
-                    change(r, per_step, m)
-                ),
-            });
+            let msg = format!(
+                "rank {}: work (time outside communication) {}",
+                r.name,
+                change(r, per_step, m)
+            );
+            failures.push(failure("rank", r.rank.clone(), None, msg));
         }
     }
     for r in &mut c.classes {
-        if judge(r, t.max_regression_pct, t.min_time_ns) {
-            failures.push(Failure {
-                kind: "class".into(),
-                rank: None,
-                class: r.class.clone(),
-                waiting: false,
-                message: format!("class {} (all ranks): {}", r.name, change(r, per_step, m)),
-            });
+        if judge(r, m, t.min_time_ns) {
+            let msg = format!("class {} (all ranks): {}", r.name, change(r, per_step, m));
+            failures.push(failure("class", None, r.class.clone(), msg));
         }
     }
     for r in &mut c.rank_classes {
-        judge(r, t.max_regression_pct, t.min_time_ns);
+        judge(r, m, t.min_time_ns);
     }
-    // The ranks that are slower themselves: their work, or a class other than communication.
-    for r in c
-        .rank_classes
-        .iter()
-        .filter(|r| r.status == Status::Regression)
-    {
+    failures.extend(rank_class_failures(c, slow_ranks, per_step));
+    if t.new_kernels_fail {
+        failures.extend(new_kernel_failures(c));
+    }
+    c.passed = failures.is_empty();
+    c.failures = failures;
+    c.lead = lead(c);
+}
+
+/// A failure that is no rank's waiting.
+fn failure(kind: &str, rank: Option<String>, class: Option<String>, message: String) -> Failure {
+    Failure {
+        kind: kind.into(),
+        rank,
+        class,
+        waiting: false,
+        message,
+    }
+}
+
+/// The imbalance's failure, when `--max-imbalance` is set and exceeded.
+fn imbalance_failure(c: &mut Comparison) -> Option<Failure> {
+    let max = c.thresholds.max_imbalance?;
+    if c.imbalance.ranks < 2 || c.imbalance.current <= max {
+        return None;
+    }
+    c.imbalance.fails = true;
+    let msg = format!(
+        "imbalance {:.3} > {max} (slowest rank {} over the mean of per-rank work; baseline {:.3})",
+        c.imbalance.current,
+        c.imbalance.current_slowest.as_deref().unwrap_or("?"),
+        c.imbalance.baseline
+    );
+    Some(failure(
+        "imbalance",
+        c.imbalance.current_slowest.clone(),
+        None,
+        msg,
+    ))
+}
+
+/// The failures of the class-on-rank rows (already judged). `slow_ranks`: the ranks whose work
+/// regressed; a rank with a regressed class other than communication joins them, and the
+/// communication that grew on any other rank is that rank waiting for them.
+fn rank_class_failures(
+    c: &Comparison,
+    mut slow_ranks: Vec<String>,
+    per_step: bool,
+) -> Vec<Failure> {
+    let m = c.thresholds.max_regression_pct;
+    let regressed = || {
+        c.rank_classes
+            .iter()
+            .filter(|r| r.status == Status::Regression)
+    };
+    for r in regressed() {
         let rank = r.rank.clone().unwrap_or_default();
         if r.class.as_deref() != Some(COMM) && !slow_ranks.contains(&rank) {
             slow_ranks.push(rank);
@@ -333,57 +364,53 @@ fn judge_rows(c: &mut Comparison) {
     } else {
         slow_ranks.join(", ")
     };
-    for r in c
-        .rank_classes
-        .iter()
-        .filter(|r| r.status == Status::Regression)
-    {
-        let rank = r.rank.clone().unwrap_or_default();
-        let class = r.class.clone().unwrap_or_default();
-        let waiting = class == COMM && !slow_ranks.contains(&rank);
-        failures.push(Failure {
-            kind: "rank-class".into(),
-            rank: r.rank.clone(),
-            class: r.class.clone(),
-            waiting,
-            message: if waiting {
+    regressed()
+        .map(|r| {
+            let rank = r.rank.clone().unwrap_or_default();
+            let class = r.class.clone().unwrap_or_default();
+            let waiting = class == COMM && !slow_ranks.contains(&rank);
+            let message = if waiting {
                 format!(
                     "rank {rank} waits longer in collectives (for {waited_for}): class {class} {}",
                     change(r, per_step, m)
                 )
             } else {
                 format!("class {class} on rank {rank}: {}", change(r, per_step, m))
-            },
-        });
-    }
-    if t.new_kernels_fail {
-        for k in &mut c.appeared {
-            if k.certain && k.total_ns > 0 && k.total_ns >= t.min_time_ns {
-                k.fails = true;
-                failures.push(Failure {
-                    kind: "new-kernel".into(),
-                    rank: None,
-                    class: Some(k.class.clone()),
-                    waiting: false,
-                    message: format!(
-                        "new kernel ({}, {} in {} calls, not in the baseline{}): {}",
-                        k.class,
-                        fmt_ns(k.total_ns),
-                        k.count,
-                        if c.normalized {
-                            ""
-                        } else {
-                            "; renamed? try --normalize"
-                        },
-                        k.name
-                    ),
-                });
+            };
+            Failure {
+                kind: "rank-class".into(),
+                rank: r.rank.clone(),
+                class: r.class.clone(),
+                waiting,
+                message,
             }
+        })
+        .collect()
+}
+
+/// The kernels found only in CURRENT that took at least `--min-time-us` (each marked failing).
+fn new_kernel_failures(c: &mut Comparison) -> Vec<Failure> {
+    let min = c.thresholds.min_time_ns;
+    let hint = if c.normalized {
+        ""
+    } else {
+        "; renamed? try --normalize"
+    };
+    let mut out = Vec::new();
+    for k in &mut c.appeared {
+        if k.certain && k.total_ns > 0 && k.total_ns >= min {
+            k.fails = true;
+            let msg = format!(
+                "new kernel ({}, {} in {} calls, not in the baseline{hint}): {}",
+                k.class,
+                fmt_ns(k.total_ns),
+                k.count,
+                k.name
+            );
+            out.push(failure("new-kernel", None, Some(k.class.clone()), msg));
         }
     }
-    c.passed = failures.is_empty();
-    c.failures = failures;
-    c.lead = lead(c);
+    out
 }
 
 /// `+12.0 % (1.00 ms → 1.12 ms)`, or `new (0.0 µs → 12.0 µs)`; a tested row with its

@@ -59,6 +59,18 @@ pub enum Inconclusive {
     Fail,
 }
 
+/// How the gate judges a time row (`--gate`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum GateRule {
+    /// The per-step median (or total) against `--max-regression`, as always.
+    #[default]
+    Fixed,
+    /// The per-step samples tested ([`decide`]): regression / no change / inconclusive, each
+    /// with its interval. Opt-in: on real captures of a loaded machine, runs differ beyond
+    /// their steps' spread (docs/compare.md).
+    Stats,
+}
+
 /// What to compare and the gate's thresholds, independent of the command line (every default
 /// equals the command line's).
 #[derive(Debug, Clone)]
@@ -90,6 +102,8 @@ pub struct CompareOptions {
     pub stage: Option<String>,
     /// Worker threads (`None`: all cores).
     pub jobs: Option<usize>,
+    /// How a time row is judged.
+    pub gate: GateRule,
 }
 
 impl Default for CompareOptions {
@@ -108,6 +122,7 @@ impl Default for CompareOptions {
             profile_id: None,
             stage: None,
             jobs: None,
+            gate: GateRule::Fixed,
         }
     }
 }
@@ -146,6 +161,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
             max_imbalance: args.max_imbalance,
             min_time_ns: (args.min_time_us * 1e3).round() as i64,
             new_kernels_fail: !args.allow_new_kernels,
+            statistical: args.gate == GateRule::Stats,
         },
     };
     let more = sides::load_more(&args.more_baselines, args)?;
