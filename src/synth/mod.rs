@@ -216,8 +216,18 @@ impl Default for SynthOptions {
 }
 
 impl SynthOptions {
-    /// Rejects layouts and plants the generator cannot honour.
+    /// Rejects layouts and plants the generator cannot honour: the layout, each plant, the
+    /// clock.
     pub fn validate(&self) -> Result<()> {
+        let world = self.validate_layout()?;
+        self.validate_rank_plants(world)?;
+        self.validate_delays(world)?;
+        self.validate_slow_link()?;
+        self.validate_times(world)
+    }
+
+    /// The parallel layout, steps, level and noise; the world size.
+    fn validate_layout(&self) -> Result<u64> {
         if !(0.0..1.0).contains(&self.step_noise) {
             bail!("--step-noise must be at least 0 and below 100 %");
         }
@@ -268,6 +278,11 @@ impl SynthOptions {
         if self.by_stage && self.naming == Vendor::Vllm {
             bail!("--by-stage is SGLang's profile_by_stage; vLLM has no such files");
         }
+        Ok(world)
+    }
+
+    /// The plants on one rank (slow, heavy, extra kernels, hot experts).
+    fn validate_rank_plants(&self, world: u64) -> Result<()> {
         if let Some(s) = &self.slow {
             if u64::from(s.rank) >= world {
                 bail!(
@@ -315,6 +330,11 @@ impl SynthOptions {
                 bail!("--work-factor must be a number in (0, 64]");
             }
         }
+        Ok(())
+    }
+
+    /// The host delay and the late start: a rank of the layout with collectives to wait at.
+    fn validate_delays(&self, world: u64) -> Result<()> {
         for (flag, d) in [
             ("--host-delay-rank", &self.host_delay),
             ("--late-start-rank", &self.late_start),
@@ -337,6 +357,11 @@ impl SynthOptions {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// The slow link: a replica with collectives.
+    fn validate_slow_link(&self) -> Result<()> {
         if let Some(l) = &self.slow_link {
             if l.replica >= self.dp {
                 bail!(
@@ -353,6 +378,11 @@ impl SynthOptions {
                 bail!("--factor must be a positive number");
             }
         }
+        Ok(())
+    }
+
+    /// Every file's base and every absolute time fit in an i64 of nanoseconds.
+    fn validate_times(&self, world: u64) -> Result<()> {
         let skew = i128::from(self.base_skew_ns) * i128::from(world as u32);
         if skew.abs() >= i128::from(START_NS) / 2 {
             bail!(
