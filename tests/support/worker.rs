@@ -109,6 +109,17 @@ fn now_ns() -> u128 {
         .as_nanos()
 }
 
+/// The wall clock in ns for a file name, never the same twice in this process: two test
+/// servers sharing a vLLM directory stop side by side, and a clock read the same nanosecond by
+/// both (CI saw it: one server's rank-0 file written over the other's) would make them write
+/// one file name. Real servers on one host differ by their `profile_prefix` or their time.
+fn stamp_ns() -> u128 {
+    static LAST: Mutex<u128> = Mutex::new(0);
+    let mut last = LAST.lock().unwrap();
+    *last = now_ns().max(*last + 1);
+    *last
+}
+
 fn model_info() -> Value {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/fixtures/router/sglang_get_model_info.json");
@@ -172,10 +183,7 @@ impl Inner {
     /// The files this server writes when its profiler stops, with their contents.
     fn trace_files(&self, p: &Profiler) -> Vec<(PathBuf, Vec<u8>)> {
         let port = *self.port.lock().unwrap();
-        let ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
+        let ns = stamp_ns();
         let world = self.tp * self.dp;
         let wall = self.behaviour.lock().unwrap().wall_clock;
         let make = |rank: u32| {
@@ -230,32 +238,34 @@ impl Inner {
         out
     }
 
+    /// Writes the files a stop produces. A slow write is each file on its own thread, as a
+    /// real server's rank processes write theirs side by side (one after another, a TP-2
+    /// server's second file would appear only after its first is done: a wait for "one new
+    /// file per server" could end, on a busy machine, before the second began).
     fn write(self: &Arc<Self>, files: Vec<(PathBuf, Vec<u8>)>, slow: Option<Duration>) {
-        let write_all = {
-            let me = self.clone();
-            move || {
-                for (path, bytes) in files {
-                    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-                    let mut f = std::fs::File::create(&path).unwrap();
-                    match slow {
-                        Some(total) => {
-                            let pieces = 4;
-                            for chunk in bytes.chunks(bytes.len().div_ceil(pieces).max(1)) {
-                                f.write_all(chunk).unwrap();
-                                f.flush().unwrap();
-                                std::thread::sleep(total / pieces as u32);
-                            }
-                        }
-                        None => f.write_all(&bytes).unwrap(),
+        let write_one = move |me: Arc<Self>, path: PathBuf, bytes: Vec<u8>| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let mut f = std::fs::File::create(&path).unwrap();
+            match slow {
+                Some(total) => {
+                    let pieces = 4;
+                    for chunk in bytes.chunks(bytes.len().div_ceil(pieces).max(1)) {
+                        f.write_all(chunk).unwrap();
+                        f.flush().unwrap();
+                        std::thread::sleep(total / pieces as u32);
                     }
-                    me.written.lock().unwrap().push(path);
                 }
+                None => f.write_all(&bytes).unwrap(),
             }
+            me.written.lock().unwrap().push(path);
         };
-        if slow.is_some() {
-            std::thread::spawn(write_all);
-        } else {
-            write_all();
+        for (path, bytes) in files {
+            let me = self.clone();
+            if slow.is_some() {
+                std::thread::spawn(move || write_one(me, path, bytes));
+            } else {
+                write_one(me, path, bytes);
+            }
         }
     }
 
