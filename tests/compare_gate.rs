@@ -118,7 +118,7 @@ fn gemm_samples(s: &Summary, rank: usize) -> Vec<i64> {
 }
 
 #[test]
-fn several_baselines_set_the_noise_floor_to_the_range_of_their_medians() {
+fn several_baselines_set_the_noise_floor_to_the_prediction_bound_of_their_medians() {
     let t = tempfile::tempdir().unwrap();
     let mut summaries = Vec::new();
     for n in 1..=3u64 {
@@ -142,8 +142,12 @@ fn several_baselines_set_the_noise_floor_to_the_range_of_their_medians() {
         .iter()
         .map(|p| median(&gemm_samples(&load_summary(p).expect("summary"), 1)))
         .collect();
-    let (lo, hi) = (meds.iter().min().unwrap(), meds.iter().max().unwrap());
-    let want = (hi - lo) as f64 / median(&meds) as f64 * 100.0;
+    // One more run's one-sided 95 % prediction bound over the runs' mean, from a textbook t
+    // table: t(0.95, 2 df) = 2.920.
+    let n = meds.len() as f64;
+    let mean = meds.iter().sum::<i64>() as f64 / n;
+    let sd = (meds.iter().map(|&m| (m as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let want = 2.920 * sd * (1.0 + 1.0 / n).sqrt() / mean * 100.0;
     let st = row(&c, "gemm on TP01").stat.as_ref().expect("tested");
     assert_eq!(st.baseline_runs, 3);
     assert_eq!(st.baseline_steps, 3 * STEPS as usize);
@@ -220,6 +224,24 @@ fn exit_codes_follow_the_decision() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // The docs' form, `--baseline a b CURRENT`: the last path is CURRENT (b against a, b
+    // regressed: exit 1, where CURRENT = a would pass); one path alone is no comparison.
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args(["compare", "--json", "--baseline"])
+        .args([&a, &a, &b])
+        .output()
+        .expect("compare");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["current"]["path"], b.to_string_lossy().as_ref(), "{v}");
+    let out = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args(["compare", "-q", "--baseline"])
+        .arg(&a)
+        .output()
+        .expect("compare");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--baseline a b c CURRENT"));
 }
 
 #[test]

@@ -424,13 +424,14 @@ fn percent(s: &str) -> Result<f64, String> {
 pub struct CompareArgs {
     /// Baseline: a profile directory, a trace (one rank's or a merged one), or a summary saved
     /// with `analyze --save-summary`. With --baseline, a lone path here is CURRENT.
-    #[arg(value_name = "BASELINE")]
-    pub baseline: PathBuf,
+    #[arg(value_name = "BASELINE", required_unless_present = "baselines")]
+    pub baseline: Option<PathBuf>,
     /// Current: the same kinds as BASELINE.
     #[arg(value_name = "CURRENT")]
     pub current: Option<PathBuf>,
     /// Baselines, several captures of the same load (or a folder of saved summaries): their
-    /// steps are pooled, and their run-to-run spread is each metric's noise floor.
+    /// steps are pooled, and their run-to-run spread is each metric's noise floor. Without a
+    /// path before it, the last path after --baseline is CURRENT (`--baseline a b c CURRENT`).
     #[arg(long = "baseline", value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
     pub baselines: Vec<PathBuf>,
     /// How a time row is judged: `fixed`, its per-step median (or total) against

@@ -15,23 +15,31 @@ use crate::trace::write::writer::write_atomic_bytes;
 
 /// The baselines (first, then the others) and CURRENT from the positionals and `--baseline`:
 /// without `--baseline`, BASELINE CURRENT; with it, a lone positional is CURRENT, two are one
-/// more baseline and CURRENT. `--power` takes baselines only.
+/// more baseline and CURRENT, and with no positional the last `--baseline` path is CURRENT
+/// (`--baseline a b c CURRENT`: the option takes every path after it). `--power` takes
+/// baselines only.
 fn paths(a: &CompareArgs) -> Result<(Vec<PathBuf>, PathBuf)> {
-    let mut base = Vec::new();
-    let current = match (&a.current, a.baselines.is_empty(), a.power) {
-        (Some(c), _, false) => {
-            base.push(a.baseline.clone());
+    let mut base: Vec<PathBuf> = a.baseline.iter().cloned().collect();
+    let mut more = a.baselines.clone();
+    if a.power {
+        base.extend(a.current.clone());
+        base.extend(more);
+        return Ok((base, PathBuf::new()));
+    }
+    let current = match (&a.current, base.pop()) {
+        (Some(c), Some(b)) => {
+            base.push(b);
             c.clone()
         }
-        (None, false, false) => a.baseline.clone(),
-        (None, true, false) => bail!("compare: CURRENT missing (compare BASELINE CURRENT)"),
-        (c, _, true) => {
-            base.push(a.baseline.clone());
-            base.extend(c.clone());
-            PathBuf::new()
-        }
+        (None, Some(lone)) if !more.is_empty() => lone,
+        (None, None) if more.len() >= 2 => more.pop().unwrap_or_default(),
+        (None, None) => bail!(
+            "compare: CURRENT missing: give the baselines and then CURRENT \
+             (`compare --baseline a b c CURRENT`, or `compare CURRENT --baseline a b c`)"
+        ),
+        _ => bail!("compare: CURRENT missing (compare BASELINE CURRENT)"),
     };
-    base.extend(a.baselines.iter().cloned());
+    base.extend(more);
     Ok((base, current))
 }
 

@@ -10,16 +10,17 @@
 //! - **p**: the one-sided Mann–Whitney U p-value of "C is slower than B", Holm-adjusted over
 //!   every tested row of the comparison (ranks × classes × kernels classes is one family: the
 //!   chance of any false alarm in the whole comparison stays below [`ALPHA`]);
-//! - **band**: max(`--max-regression`, the row's noise floor); the noise floor is the range of
-//!   the baselines' medians over their median (several baselines: their run-to-run spread) or 0
-//!   with one baseline (the step-to-step spread is then in the interval alone);
+//! - **band**: max(`--max-regression`, the row's noise floor); the noise floor is how far one
+//!   more run may land above the baselines' run medians by chance, the one-sided 95 % t
+//!   prediction bound over their mean (several baselines: their run-to-run spread), or 0 with
+//!   one baseline (the step-to-step spread is then in the interval alone);
 //! - **regression** when adjusted p < [`ALPHA`] *and* the interval's lower end is above the
 //!   band; **no change** when its upper end is at or below the band; otherwise **inconclusive**,
 //!   with the steps per side that would likely decide (the interval narrows as 1/√steps).
 
 use super::diff::{Comparison, Decision, Row, RowStat};
 use super::samples::{lookup, Samples};
-use super::stats::{hodges_lehmann, holm, mann_whitney_greater, median};
+use super::stats::{hodges_lehmann, holm, mann_whitney_greater, median, run_to_run_bound_pct};
 use crate::analyze::summary::Summary;
 
 /// The family-wise error rate the Holm adjustment holds.
@@ -29,22 +30,12 @@ pub const CONFIDENCE: f64 = 0.95;
 /// The most steps an inconclusive row is told to capture (beyond: "more than this").
 pub const MAX_STEPS_NEEDED: usize = 100_000;
 
-/// The noise floor of a metric, in %: the range of the baselines' medians over their median
-/// (0 with one baseline).
+/// The noise floor of a metric, in %: how far above the baselines' run medians one more run
+/// of the same load may land by chance ([`run_to_run_bound_pct`] of the medians; 0 with one
+/// baseline).
 pub(crate) fn noise_floor(s: &Samples) -> f64 {
-    if s.base.len() < 2 {
-        return 0.0;
-    }
-    let mut meds: Vec<i64> = s.base.iter().map(|b| median(&mut b.clone())).collect();
-    let (lo, hi) = (
-        meds.iter().copied().min().unwrap_or(0),
-        meds.iter().copied().max().unwrap_or(0),
-    );
-    let mid = median(&mut meds);
-    if mid <= 0 {
-        return 0.0;
-    }
-    (hi - lo) as f64 / mid as f64 * 100.0
+    let meds: Vec<i64> = s.base.iter().map(|b| median(&mut b.clone())).collect();
+    run_to_run_bound_pct(&meds)
 }
 
 /// Tests one row's samples (p not yet adjusted, decision not yet made). `None` when the
@@ -174,6 +165,44 @@ pub(crate) fn pool(c: &mut Comparison, more: &[Summary]) -> usize {
     lost
 }
 
+/// Rows without per-step samples, with several baselines: each row's baseline becomes the
+/// mean of the baselines' values (`others`: the same comparison built from each further
+/// baseline) and its noise floor their [`run_to_run_bound_pct`], so the fixed threshold
+/// judges it against max(`--max-regression`, that floor). A row some baseline lacks is left
+/// as it is. Returns how many rows got a floor.
+pub(crate) fn floor_unsampled(c: &mut Comparison, others: &[Comparison]) -> usize {
+    if others.is_empty() {
+        return 0;
+    }
+    let mut floored = 0;
+    for r in c.time_rows_mut().filter(|r| r.samples.is_none()) {
+        let same = |o: &Comparison| {
+            o.time_rows()
+                .find(|x| x.name == r.name && x.rank == r.rank && x.class == r.class)
+                .map(|x| x.baseline_ns)
+        };
+        let Some(mut runs) = others.iter().map(same).collect::<Option<Vec<i64>>>() else {
+            continue;
+        };
+        runs.push(r.baseline_ns);
+        let mean = runs.iter().map(|&v| v as f64).sum::<f64>() / runs.len() as f64;
+        *r = Row {
+            floor_ns: r.floor_ns,
+            key: r.key.take(),
+            noise_floor_pct: Some(run_to_run_bound_pct(&runs)),
+            ..Row::new(
+                r.name.clone(),
+                r.rank.as_deref(),
+                r.class.as_deref(),
+                mean.round() as i64,
+                r.current_ns,
+            )
+        };
+        floored += 1;
+    }
+    floored
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,13 +262,14 @@ mod tests {
     }
 
     #[test]
-    fn the_noise_floor_is_the_range_of_the_baselines_medians() {
+    fn the_noise_floor_is_the_prediction_bound_of_the_baselines_medians() {
         let s = Samples {
-            base: vec![vec![100, 100, 100], vec![104, 104, 104], vec![98, 98, 98]],
+            base: vec![vec![100, 100, 100], vec![104, 104, 104], vec![96, 96, 96]],
             cur: vec![100],
         };
-        // Medians 100, 104, 98: range 6 over the middle one, 100.
-        assert!((noise_floor(&s) - 6.0).abs() < 1e-9);
+        // Medians 100, 104, 96: mean 100, s = 4, t(2) = 2.920, √(4/3): 13.49 %.
+        let want = 2.920 * 4.0 * (4.0f64 / 3.0).sqrt();
+        assert!((noise_floor(&s) - want).abs() < 1e-9, "{}", noise_floor(&s));
         let one = Samples {
             base: vec![vec![100, 150]],
             cur: vec![100],

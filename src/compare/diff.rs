@@ -119,6 +119,10 @@ pub struct Row {
     /// The statistical test, when the row was judged on samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<RowStat>,
+    /// A row without samples judged against several baselines: how far one more run may land
+    /// above their mean by chance, in % (its band is max(`--max-regression`, this)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_floor_pct: Option<f64>,
 }
 
 impl Row {
@@ -142,7 +146,14 @@ impl Row {
             samples: None,
             key: None,
             stat: None,
+            noise_floor_pct: None,
         }
+    }
+
+    /// The change a row without samples must exceed: `--max-regression`, or the baselines'
+    /// noise floor when that is larger.
+    pub(crate) fn fixed_band_pct(&self, max_pct: f64) -> f64 {
+        max_pct.max(self.noise_floor_pct.unwrap_or(0.0))
     }
 
     /// Baseline and current (or the work a rate divides) both below `min_ns`: not judged.

@@ -68,7 +68,7 @@ fn judge(r: &mut Row, max_pct: f64, min_ns: i64) -> bool {
         }
     } else {
         match r.delta_pct {
-            Some(p) if p > max_pct => Status::Regression,
+            Some(p) if p > r.fixed_band_pct(max_pct) => Status::Regression,
             None if r.current_ns > 0 => Status::Regression,
             _ => Status::Ok,
         }
@@ -95,9 +95,12 @@ fn change(r: &Row, per_step: bool, max_pct: f64) -> String {
         fmt_ns(r.baseline_ns),
         fmt_ns(r.current_ns),
         if per_step { " per step" } else { "" },
-        match r.delta_pct {
-            Some(_) => format!("{} > {max_pct} %", fmt_pct(r.delta_pct)),
-            None => "new".into(),
+        match (r.delta_pct, r.noise_floor_pct) {
+            (Some(_), Some(f)) if f > max_pct => {
+                format!("{} > {f:.1} % (noise floor)", fmt_pct(r.delta_pct))
+            }
+            (Some(_), _) => format!("{} > {max_pct} %", fmt_pct(r.delta_pct)),
+            (None, _) => "new".into(),
         }
     )
 }
@@ -207,13 +210,19 @@ fn rule(c: &Comparison, tested: usize) -> (String, Option<String>) {
         super::decide::ALPHA,
         super::decide::CONFIDENCE * 100.0
     );
+    let floored = !c.more_baselines.is_empty();
+    let against = if floored {
+        "the fixed threshold or, when larger, the baselines' noise floor"
+    } else {
+        "the fixed threshold"
+    };
     let note = (!fixed.is_empty()).then(|| {
         s.push_str(&format!(
-            "; {} rows without samples by the fixed threshold",
+            "; {} rows without samples by {against}",
             fixed.len()
         ));
         format!(
-            "rows without per-step samples, judged by the fixed --max-regression threshold: {}",
+            "rows without per-step samples, judged by {against}: {}",
             fixed.join(", ")
         )
     });
@@ -226,7 +235,9 @@ fn noise(c: &Comparison) -> String {
               not learned: give several baselines (--baseline a b c) to learn it"
             .into(),
         n => format!(
-            "{} baselines: each row's noise floor is the range of their medians (run-to-run spread)",
+            "{} baselines: each row's noise floor is how far one more run may land above their \
+             mean by chance (the one-sided 95 % t prediction bound of their medians: run-to-run \
+             spread)",
             n + 1
         ),
     }
@@ -528,7 +539,31 @@ mod tests {
             samples: None,
             key: None,
             stat: None,
+            noise_floor_pct: None,
         }
+    }
+
+    #[test]
+    fn a_row_without_samples_is_held_to_the_baselines_noise_floor_when_larger() {
+        let mut r = Row {
+            noise_floor_pct: Some(10.0),
+            ..row(1000, 1075)
+        };
+        assert!(!judge(&mut r, 5.0, 0), "+7.5 % is within a 10 % floor");
+        let mut r = Row {
+            noise_floor_pct: Some(10.0),
+            ..row(1000, 1120)
+        };
+        assert!(judge(&mut r, 5.0, 0));
+        assert!(change(&r, false, 5.0).contains("+12.0 % > 10.0 % (noise floor)"));
+        let mut r = Row {
+            noise_floor_pct: Some(2.0),
+            ..row(1000, 1060)
+        };
+        assert!(
+            judge(&mut r, 5.0, 0),
+            "a floor below --max-regression does not lower it"
+        );
     }
 
     #[test]

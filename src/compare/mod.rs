@@ -165,13 +165,34 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
         },
     };
     let more = sides::load_more(&args.more_baselines, args)?;
-    let mut c = diff::build(&base.summary, &cur.summary, base.info, cur.info, &opts)?;
+    let mut c = diff::build(
+        &base.summary,
+        &cur.summary,
+        base.info,
+        cur.info.clone(),
+        &opts,
+    )?;
     let summaries: Vec<_> = more.iter().map(|m| m.summary.clone()).collect();
     let lost = decide::pool(&mut c, &summaries);
     if lost > 0 {
         c.notes.push(format!(
             "{lost} rows lack per-step samples in some baseline: judged by the fixed threshold"
         ));
+    }
+    if opts.thresholds.statistical {
+        let others = more
+            .iter()
+            .map(|m| {
+                diff::build(
+                    &m.summary,
+                    &cur.summary,
+                    m.info.clone(),
+                    cur.info.clone(),
+                    &opts,
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        decide::floor_unsampled(&mut c, &others);
     }
     c.more_baselines = more.iter().map(|m| m.info.clone()).collect();
     gate::apply(&mut c);

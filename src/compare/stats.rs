@@ -42,6 +42,39 @@ pub(crate) fn median(v: &mut [i64]) -> i64 {
     *v.select_nth_unstable(k).1
 }
 
+/// Student's t quantile for a one-sided 95 % bound with `df` degrees of freedom (`df` ≥ 1;
+/// the exact table to 30, then the normal's 1.645 plus its first correction term).
+pub(crate) fn t95_one_sided(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771,
+        1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706,
+        1.703, 1.701, 1.699, 1.697,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => T[df - 1],
+        _ => 1.645 * (1.0 + (1.0 + 1.645 * 1.645) / (4.0 * df as f64)),
+    }
+}
+
+/// How far above the mean of `runs` (each a baseline run's value) one more run of the same
+/// load may land by chance, in % of that mean: the one-sided 95 % prediction bound
+/// t(n−1) · s · √(1 + 1/n) of a normal sample of n runs. 0 with fewer than two runs (nothing
+/// learned) or a mean ≤ 0. Two runs give a wide bound (t = 6.3): that is what two runs know.
+pub(crate) fn run_to_run_bound_pct(runs: &[i64]) -> f64 {
+    let n = runs.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let mean = runs.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+    if mean <= 0.0 {
+        return 0.0;
+    }
+    let var = runs.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let bound = t95_one_sided(n - 1) * var.sqrt() * (1.0 + 1.0 / n as f64).sqrt();
+    bound / mean * 100.0
+}
+
 /// The standard normal survival function P(Z > z) (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
 pub(crate) fn normal_sf(z: f64) -> f64 {
     let x = z.abs() / std::f64::consts::SQRT_2;
@@ -190,5 +223,20 @@ mod tests {
             .unwrap_or((0.0, 0.0, 0.0));
         assert_eq!((mid, lo, hi), (10.0, 7.0, 13.0));
         assert_eq!(hodges_lehmann(&[], &[1], 0.95), None);
+    }
+
+    #[test]
+    fn the_run_to_run_bound_is_the_t_prediction_bound() {
+        // Runs 98, 100, 102: mean 100, s = 2; t(2) = 2.920, √(1 + 1/3) = 1.1547.
+        let b = run_to_run_bound_pct(&[98, 100, 102]);
+        assert!(
+            (b - 2.920 * 2.0 * (4.0f64 / 3.0).sqrt()).abs() < 1e-9,
+            "{b}"
+        );
+        assert_eq!(run_to_run_bound_pct(&[100]), 0.0);
+        assert_eq!(run_to_run_bound_pct(&[0, 0]), 0.0);
+        // The table meets the large-df form near 30 (1.697 vs 1.645·(1 + 3.706/124)).
+        assert!((t95_one_sided(31) - 1.697).abs() < 0.01);
+        assert!((t95_one_sided(1000) - 1.645).abs() < 0.01);
     }
 }
