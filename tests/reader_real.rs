@@ -181,7 +181,8 @@ fn kept(ph: u8, cat: &str, name: &str, devices: bool) -> (bool, bool) {
         "aten::matmul",
         "aten::_scaled_mm",
     ];
-    if ph == b'M' {
+    // Metadata, and instant events (the `[memory]` ones of `profile_memory`).
+    if ph == b'M' || ph == b'i' {
         return (true, false);
     }
     if ph != b'X' || !CATS.contains(&cat) {

@@ -580,6 +580,8 @@ fn every_recording_is_tested() {
         "tp4-aa-2",
         "tp4-aa-3",
         "tp4-aa-4",
+        // Memory (profile_memory): its figures are checked in tests/memory.rs.
+        "tp4-extra-memory",
     ];
     let mut untested = Vec::new();
     for e in std::fs::read_dir(manifest("fixtures/real-gloo")).expect("fixtures/real-gloo") {

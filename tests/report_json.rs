@@ -91,6 +91,11 @@ fn streamed_json_is_the_whole_document_on_every_fixture() {
         .map(|n| shared(&format!("hta/{n}.json.gz")))
         .collect();
     same_bytes("hta sampled", &analyze_files(&sampled, |_| {}));
+    // A real gloo run recorded with profile_memory: its `memory` list streamed in place.
+    let mut mem = rank_files(&root.join("real-gloo/tp4-extra-memory"));
+    mem.retain(|p| p.to_string_lossy().contains(".trace.json"));
+    let v = same_bytes("tp4-extra-memory", &analyze_files(&mem, |_| {}));
+    assert_eq!(v["memory"].as_array().map(Vec::len), Some(4));
 }
 
 #[test]

@@ -14,7 +14,7 @@ use super::collect::gaps;
 use super::collect::ops::NameAgg;
 use super::collect::rank::RankResult;
 use super::collect::steps::StepFig;
-use super::explain::{attribution, drill, ep, verdict};
+use super::explain::{attribution, drill, ep, memory, verdict};
 use super::model::{self, Analysis};
 use super::options::{AnalyzeOptions, RankSel};
 use super::rankset;
@@ -136,7 +136,7 @@ pub(super) fn cross_rank(
     });
     let ep = ep::split(&results, classifier, threshold);
     ep::defer_hot_experts(&mut attribution, &ep);
-    let verdict = verdict::judge(&verdict::Input {
+    let mut verdict = verdict::judge(&verdict::Input {
         summaries: &summaries,
         class_names: &class_names,
         comm_class: classifier.comm() as usize,
@@ -150,6 +150,8 @@ pub(super) fn cross_rank(
         threshold,
         world: results.iter().filter_map(|r| r.world_size).max(),
     });
+    let memory = memory::ranks(&results);
+    verdict.lines.extend(memory::lines(&memory, threshold));
     let summary = summary::build(
         id,
         stage,
@@ -205,6 +207,7 @@ pub(super) fn cross_rank(
         path,
         attribution,
         ep,
+        memory,
         depth,
         drill,
         groups,

@@ -15,6 +15,7 @@ use super::collect::steps::StepFig;
 use super::explain::attribution::Attribution;
 use super::explain::drill::Drill;
 use super::explain::ep::EpRecord;
+use super::explain::memory::MemoryRank;
 use super::explain::verdict::Verdict;
 use super::reduce::collectives::CollectiveReport;
 use super::reduce::groups::Groups;
@@ -83,6 +84,10 @@ pub struct Analysis {
     /// peers.
     #[serde(default)]
     pub ep: Vec<EpRecord>,
+    /// Memory per rank and device (Kineto's `[memory]` events, `profile_memory=True`); empty,
+    /// and left out of the JSON, when no trace has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryRank>,
     pub depth: Option<RankDepth>,
     /// `--rank`: that rank against its peers' median (by class, kernel, step, collective).
     #[serde(default, skip_serializing_if = "Option::is_none")]

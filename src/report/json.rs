@@ -85,6 +85,7 @@ pub fn shell(a: &Analysis) -> Result<Value> {
         path,
         attribution,
         ep,
+        memory,
         depth,
         drill,
         groups,
@@ -143,6 +144,9 @@ pub fn shell(a: &Analysis) -> Result<Value> {
     o.insert("path".into(), to(path)?);
     o.insert("attribution".into(), Value::Object(at));
     o.insert("ep".into(), to(ep)?);
+    if !memory.is_empty() {
+        o.insert("memory".into(), Value::Array(Vec::new())); // filled by [`reshape`]
+    }
     o.insert("depth".into(), to(depth)?);
     if drill.is_some() {
         o.insert("drill".into(), to(drill)?);
@@ -190,6 +194,9 @@ fn reshape(a: &Analysis, v: &mut Value) {
         );
         o.insert("classes".into(), records(tidy::classes(a)));
         o.insert("kernels".into(), records(tidy::kernels(a)));
+        if !a.memory.is_empty() {
+            o.insert("memory".into(), records(tidy::memory_ranks(a)));
+        }
         if let Some(files) = o.get_mut("files").and_then(Value::as_array_mut) {
             for (file, info) in files.iter_mut().zip(&a.files) {
                 file["ranks"] = Value::String(info.ranks.join(","));

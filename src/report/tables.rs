@@ -44,6 +44,9 @@ pub(crate) fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
         out.push(steps(a, &ranks, wide));
         out.push(steps_by_rank(a, &ranks));
     }
+    if !a.memory.is_empty() {
+        out.push(memory_ranks(a));
+    }
     if a.collectives.matched > 0 {
         out.push(collective_tables::ranks(a));
         out.push(collective_tables::groups(a));
@@ -82,6 +85,41 @@ fn per_rank_cells<T: Copy + Into<i64>>(
         row.extend(v.iter().map(|&x| ms(x)));
     } else {
         row.extend([ms(min), ms(mean), ms(max)]);
+    }
+}
+
+/// Memory per rank and device (`profile_memory`): sizes in MiB.
+fn memory_ranks(a: &Analysis) -> Table {
+    let mib = |b: i64| Cell::Num(b as f64 / (1024.0 * 1024.0), 1);
+    Table {
+        name: "memory_ranks",
+        title: "Memory per rank (MiB; [memory] events)".into(),
+        columns: columns(&[
+            "rank",
+            "device",
+            "peak allocated",
+            "peak reserved",
+            "peak step",
+            "baseline",
+            "OOM",
+        ]),
+        rows: a
+            .memory
+            .iter()
+            .map(|m| {
+                let r = &m.row;
+                vec![
+                    text(m.rank.clone()),
+                    text(r.device.clone()),
+                    mib(r.peak_allocated_bytes),
+                    mib(r.peak_reserved_bytes),
+                    r.peak_step.map_or(Cell::Empty, Cell::Int),
+                    mib(r.baseline_bytes),
+                    Cell::Int(r.oom_events as i64),
+                ]
+            })
+            .collect(),
+        terminal: true,
     }
 }
 

@@ -36,6 +36,10 @@ pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
     let mut out = vec![ranks(a), classes(a), kernels(a), kernels_by_rank(a)];
     out.extend([steps(a), steps_by_rank(a)]);
     out.extend(collectives(a));
+    // Only with memory events (`profile_memory`): a trace without them has no such table.
+    if !a.memory.is_empty() {
+        out.push(memory_ranks(a));
+    }
     out.push(super::groups::tidy(a));
     out.extend(super::tidy_explain::tables(a));
     if let Some(d) = &a.depth {
@@ -80,6 +84,39 @@ fn ranks(a: &Analysis) -> Table {
             i(r.figures.kernels),
             i(r.figures.kernel_sum_ns.0),
             i(r.events),
+        ]);
+    }
+    t
+}
+
+/// Memory per rank and device: sizes in bytes, the peak's time on the common clock.
+pub(super) fn memory_ranks(a: &Analysis) -> Table {
+    let mut t = Table::data(
+        "memory_ranks",
+        &[
+            "rank",
+            "device",
+            "peak_allocated_bytes",
+            "peak_reserved_bytes",
+            "peak_ts_ns",
+            "peak_step",
+            "baseline_bytes",
+            "oom_events",
+            "memory_events",
+        ],
+    );
+    for m in &a.memory {
+        let r = &m.row;
+        t.rows.push(vec![
+            s(&m.rank),
+            s(&r.device),
+            i(r.peak_allocated_bytes),
+            i(r.peak_reserved_bytes),
+            i(r.peak_ts_ns.0),
+            r.peak_step.map_or(Cell::Empty, i),
+            i(r.baseline_bytes),
+            i(r.oom_events),
+            i(r.memory_events),
         ]);
     }
     t

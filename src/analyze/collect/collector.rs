@@ -15,6 +15,9 @@
 //!   ops' `Input Dims` (only looked up for the few GEMM op names) and `In msg nelems` of
 //!   `record_param_comms` ops (CPU) and of communication kernels (kept in the op's interval).
 //!
+//! - per device, the memory figures of `[memory]` / `[OutOfMemory]` instant events
+//!   ([`super::memory`]).
+//!
 //! Nothing else is kept: no event text, no `args`.
 
 use std::collections::HashMap;
@@ -22,6 +25,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::memory::MemoryTally;
 use super::names::{
     is_gemm, is_gloo_range, is_graph_launch, is_launch, is_moe, is_wait, COMM_SIZE_OP, CPU_OP,
     CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL,
@@ -147,6 +151,8 @@ pub(crate) struct Collector<'a> {
     pub(crate) gpu_pid: Option<i64>,
     /// Events seen.
     pub(crate) events: u64,
+    /// `[memory]` and `[OutOfMemory]` instant events, per device ([`super::memory`]).
+    pub(crate) memory: MemoryTally,
     /// The `args` layouts seen, for the lookups the search leaves to the walk
     /// ([`Event::arg_found`]).
     args_memo: Memo,
@@ -219,6 +225,7 @@ impl<'a> Collector<'a> {
             streams: FxMap::default(),
             gpu_pid: None,
             events: 0,
+            memory: MemoryTally::default(),
             args_memo: Memo::default(),
         }
     }
@@ -252,6 +259,9 @@ impl<'a> Collector<'a> {
     pub(crate) fn on_event(&mut self, ev: &Event<'_>) {
         self.events += 1;
         if ev.ph != b'X' {
+            if ev.ph == b'i' {
+                self.memory.on_instant(ev, &mut self.args_memo);
+            }
             return;
         }
         let (Some(ts), Some(dur)) = (ev.ts, ev.dur) else {

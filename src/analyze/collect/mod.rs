@@ -12,11 +12,12 @@
 //!   and its timeline unions ([`busy`]), the GPU figures folded in bounded memory ([`sweep`]),
 //!   the step windows and per-step figures ([`steps`]) and what each step was asked to do
 //!   ([`work`]), and what the rank did before each of its collectives ([`segments`]);
+//! - [`memory`]: memory per device from Kineto's `[memory]` instant events (#53).
 //! - [`gaps`]: a second, targeted read of one rank's file, naming what its host did while its
 //!   GPU idled before the collectives it arrived last at.
 //!
 //! Imports go one way: `work`, `ops`, `spill` and `busy` import no sibling; `names` and
-//! `steps` import `work`; `collector` imports those; `sweep` and `collstore` import
+//! `steps` import `work`; `memory` imports `steps`; `collector` imports those; `sweep` and `collstore` import
 //! `collector`, `segments` imports `collector`, `spill` and `steps`, and `sweep` and
 //! `collstore` import `segments`; `rank` imports them all and `plan` imports `rank`; `gaps`
 //! imports `names` only.
@@ -25,6 +26,7 @@ pub(crate) mod busy;
 pub(crate) mod collector;
 pub(crate) mod collstore;
 pub(crate) mod gaps;
+pub(crate) mod memory;
 pub mod names;
 pub(crate) mod ops;
 pub(crate) mod plan;

@@ -25,12 +25,15 @@ pub(super) const PYTHON_FUNCTION: &str = "python_function";
 
 /// The events analyze reads ([`crate::trace::Nested::SkimOnly`]): complete events of the
 /// categories above, and metadata (`ph` `M`), which the collector ignores but which still
-/// names the ranks of a merged trace (a rank with no complete event is still listed).
-/// Flow, instant and counter events and other categories (`python_function`, `fwdbwd`,
+/// names the ranks of a merged trace (a rank with no complete event is still listed), and
+/// instant events (`ph` `i`), for the `[memory]` / `[OutOfMemory]` ones
+/// ([`super::memory`]): a trace recorded without `profile_memory` has two or three, one
+/// recorded with it one per allocation and free, each a few fields and a short `args`.
+/// Flow and counter events and other categories (`python_function`, `fwdbwd`,
 /// `ac2g`) are skimmed, not decoded; so are runtime calls and CPU ops whose name
 /// [`names_read`] turns down.
 pub const WANT: Want = Want {
-    ph: b"XM",
+    ph: b"XMi",
     complete_cats: &[
         KERNEL,
         GPU_MEMCPY,

@@ -11,6 +11,7 @@ use anyhow::Result;
 use super::busy::{pct, Kind, RankFigures, RankSummary, Timeline};
 use super::collector::{CollEv, Collector, CpuIv};
 use super::collstore::RankColls;
+use super::memory::MemoryRow;
 use super::ops::{NameAgg, OpKind};
 use super::segments;
 use super::spill::Spool;
@@ -68,6 +69,9 @@ pub struct RankResult {
     /// (the file's base added), when it had an op. Ranks of one run overlap in time.
     #[serde(default)]
     pub active: Option<(Ns, Ns)>,
+    /// Memory per device, from `[memory]` events (`profile_memory=True`); empty without them.
+    #[serde(default)]
+    pub memory: Vec<MemoryRow>,
 }
 
 impl RankResult {
@@ -78,6 +82,9 @@ impl RankResult {
         }
         self.colls.add_base(ns);
         self.active = self.active.map(|(a, b)| (Ns(a.0 + ns), Ns(b.0 + ns)));
+        for m in &mut self.memory {
+            m.peak_ts_ns = Ns(m.peak_ts_ns.0 + ns);
+        }
         self.lost_base = false;
         // The base the rank's clock carries now (what a second read of its file adds).
         self.base_ns = Some(self.base_ns.unwrap_or(0) + ns);
@@ -150,6 +157,7 @@ pub(crate) fn finish(
         coll_names,
         streams,
         events,
+        memory,
         ..
     } = c;
     let ops_map = if gpu { gpu_ops } else { cpu_ops };
@@ -188,6 +196,7 @@ pub(crate) fn finish(
         graph_launches,
         custom_marker,
     );
+    let memory = memory.finish(&marks, base);
     let mut figs: Vec<StepFig> = marks
         .iter()
         .map(|m| StepFig {
@@ -365,6 +374,7 @@ pub(crate) fn finish(
         moe_rows,
         stopped_early: None,
         active: totals.window.map(|(a, b)| (Ns(a + base), Ns(b + base))),
+        memory,
     })
 }
 
