@@ -38,10 +38,30 @@ pub(crate) fn lines(rows: &[MemoryRank], threshold: f64) -> Vec<String> {
     let mut devices: Vec<&str> = rows.iter().map(|r| r.row.device.as_str()).collect();
     devices.sort_unstable();
     devices.dedup();
-    devices
+    oom_line(rows)
         .into_iter()
-        .filter_map(|d| device_line(rows, d, threshold))
+        .chain(
+            devices
+                .into_iter()
+                .filter_map(|d| device_line(rows, d, threshold)),
+        )
         .collect()
+}
+
+/// The ranks that failed an allocation (`[OutOfMemory]` events), first: whatever else the
+/// profile says, the job ran out of memory there.
+fn oom_line(rows: &[MemoryRank]) -> Option<String> {
+    let hit: Vec<String> = rows
+        .iter()
+        .filter(|r| r.row.oom_events > 0)
+        .map(|r| format!("{} ({} on {})", r.rank, r.row.oom_events, r.row.device))
+        .collect();
+    (!hit.is_empty()).then(|| {
+        format!(
+            "Memory: out of memory (failed allocations, [OutOfMemory] events) on {}.",
+            hit.join(", ")
+        )
+    })
 }
 
 /// The line for one device, when its largest peak is above the median by more than the
@@ -125,5 +145,16 @@ mod tests {
         );
         assert!(lines(&rows, 0.25).is_empty());
         assert!(lines(&rows[..1], 0.0).is_empty());
+    }
+
+    #[test]
+    fn failed_allocations_lead_the_memory_lines() {
+        let mut r = row("RANK01", 100);
+        r.row.oom_events = 2;
+        let rows = [row("RANK00", 100), r];
+        assert_eq!(
+            lines(&rows, 0.10),
+            ["Memory: out of memory (failed allocations, [OutOfMemory] events) on RANK01 (2 on cuda:0)."]
+        );
     }
 }
