@@ -155,6 +155,8 @@ pub struct MergeResult {
     pub notes: Vec<String>,
     /// Ranks re-read because their clock shift or `--steps` window was not known in advance.
     pub redone: usize,
+    /// What the output is.
+    pub trace_format: TraceFormat,
 }
 
 impl MergeResult {
@@ -339,6 +341,7 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         ranks: summaries,
         notes,
         redone: redo.len(),
+        trace_format: opts.trace_format,
     };
     if opts.strict && result.damaged() {
         return Ok(result);
