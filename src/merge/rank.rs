@@ -113,6 +113,24 @@ struct Out {
 }
 
 impl Out {
+    /// The rank's piece, created: compressed JSON, or raw Perfetto packets.
+    fn new(job: &RankJob) -> io::Result<Out> {
+        let w = match job.perfetto {
+            true => PieceWriter::create_raw(&job.piece_path)?,
+            false => PieceWriter::create(&job.piece_path, job.level)?,
+        };
+        Ok(Out {
+            w,
+            written: 0,
+            pids: FxHashMap::default(),
+            last_pid: None,
+            err: None,
+            pf: job
+                .perfetto
+                .then(|| RankEncoder::new(job.index, job.nranks, &job.label, job.shift)),
+        })
+    }
+
     /// Writes one input event.
     fn event(&mut self, ev: &Event<'_>, ctx: &Ctx<'_>) {
         if let Some(pf) = self.pf.as_mut() {
@@ -207,20 +225,10 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     let piece = job.piece_path.display();
     let write_err =
         |e: io::Error| RankError::Write(io::Error::new(e.kind(), format!("{piece}: {e}")));
-    let writer = match job.perfetto {
-        true => PieceWriter::create_raw(&job.piece_path),
-        false => PieceWriter::create(&job.piece_path, job.level),
-    };
-    let mut out = Out {
-        w: writer.map_err(write_err)?,
-        written: 0,
-        pids: FxHashMap::default(),
-        last_pid: None,
-        err: None,
-        pf: job
-            .perfetto
-            .then(|| RankEncoder::new(job.index, job.nranks, &job.label, job.shift)),
-    };
+    // A Perfetto rank's `--steps` window is known before (the scan pass): its packets
+    // cannot be held back, formatted, as JSON is.
+    debug_assert!(!(job.perfetto && job.find_steps.is_some()));
+    let mut out = Out::new(job).map_err(write_err)?;
     let mut dropped = 0u64;
     let ctx = Ctx::new(
         job.index as i64,
@@ -292,8 +300,14 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
         return Err(write_err(e));
     }
     if let Some(pf) = out.pf.take() {
-        return perfetto_out(job, &ctx, pf, out, report, dropped, (min_ts, max_ts), steps)
-            .map_err(write_err);
+        let read = ReadDone {
+            report,
+            dropped,
+            min_ts,
+            max_ts,
+            steps,
+        };
+        return perfetto_out(job, &ctx, pf, out, read).map_err(write_err);
     }
     let written = out.written;
     let mut w = out.w;
@@ -327,30 +341,35 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     })
 }
 
+/// What a rank's read found, besides its output.
+struct ReadDone {
+    report: ReadReport,
+    dropped: u64,
+    min_ts: Option<Ns>,
+    max_ts: Option<Ns>,
+    steps: Steps,
+}
+
 /// Ends a Perfetto rank: what its encoder holds back written, its track descriptors made.
-#[allow(clippy::too_many_arguments)]
 fn perfetto_out(
     job: &RankJob,
     ctx: &Ctx<'_>,
     mut pf: RankEncoder,
     mut out: Out,
-    report: ReadReport,
-    dropped: u64,
-    (min_ts, max_ts): (Option<Ns>, Option<Ns>),
-    steps: Steps,
+    read: ReadDone,
 ) -> io::Result<RankOut> {
     pf.finish(out.w.buf());
     let head = pf.descriptors(job.index as i64, |pid| ctx.sort_index(pid));
     Ok(RankOut {
-        report,
+        report: read.report,
         written: out.written,
-        dropped,
+        dropped: read.dropped,
         added: 0,
         piece: out.w.finish()?,
         shift: job.shift,
-        min_ts,
-        max_ts,
-        steps,
+        min_ts: read.min_ts,
+        max_ts: read.max_ts,
+        steps: read.steps,
         window_held: true,
         perfetto: Some(PerfettoOut {
             head,
