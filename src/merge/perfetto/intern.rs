@@ -108,7 +108,7 @@ mod tests {
         assert_eq!(i.iid(Table::Annotation, br"a\\b"), 1);
         let p = i.take_pending();
         // DebugAnnotationName { iid: 1, name: "a\b" } in field 3.
-        assert_eq!(p, [0x1a, 0x05, 0x08, 0x01, 0x12, 0x03, b'a', b'\\', b'b']);
+        assert_eq!(p, [0x1a, 0x07, 0x08, 0x01, 0x12, 0x03, b'a', b'\\', b'b']);
     }
 
     /// String values are interned up to the cap; past it, only those already in.
