@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::compare::{CompareBasis, GateRule, Inconclusive};
-use crate::merge::Align;
+use crate::merge::{Align, TraceFormat};
 use capture::{CaptureCommand, NsysCommand};
 use synth::{DemoArgs, InflateArgs, SynthArgs};
 use watch::WatchArgs;
@@ -191,6 +191,11 @@ pub struct MergeArgs {
     /// gzip level of the output (0-9).
     #[arg(long, default_value_t = 1)]
     pub level: u32,
+    /// The merged file's encoding: Chrome JSON, gzipped (every viewer), or Perfetto's
+    /// protobuf (`.pftrace`: a tenth of the JSON's size, ranks in rank order in
+    /// ui.perfetto.dev). Default: perfetto when -o ends in .pftrace, else json.
+    #[arg(long = "trace-format", value_enum, value_name = "FORMAT")]
+    pub trace_format: Option<TraceFormat>,
     /// Keep the SQLite export of each Nsight Systems report read (`x.nsys-rep` → `x.sqlite`,
     /// beside it; an existing one newer than the report is read instead of exporting again).
     /// By default the exports are temporary.

@@ -11,7 +11,9 @@ use anyhow::{bail, Context, Result};
 use crate::analyze::{analyze, Analysis, AnalyzeOptions};
 use crate::cli::MergeArgs;
 use crate::exit;
-use crate::merge::{filter, gather_with, merge_group, Align, MergeOptions, MergeResult};
+use crate::merge::{
+    filter, gather_with, merge_group, Align, MergeOptions, MergeResult, TraceFormat,
+};
 use crate::report::merged::{MergeReport, Merged};
 use crate::report::Format;
 use crate::trace::discover::split_run;
@@ -31,9 +33,25 @@ pub(crate) fn options(a: &MergeArgs) -> Result<MergeOptions> {
         level: a.level,
         overlay: None,
         clock_offsets: None,
+        trace_format: trace_format(a)?,
     };
     o.validate()?;
     Ok(o)
+}
+
+/// The merged file's encoding: `--trace-format`, else what `-o`'s extension says (`.pftrace`),
+/// else JSON; `--trace-format json` with `-o x.pftrace` is refused.
+fn trace_format(a: &MergeArgs) -> Result<TraceFormat> {
+    let by_name = a.output.as_deref().and_then(TraceFormat::from_path);
+    match (a.trace_format, by_name) {
+        (Some(TraceFormat::Json), Some(TraceFormat::Perfetto)) => bail!(
+            "-o {} names a Perfetto trace but --trace-format json was given; \
+             name it .trace.json.gz or leave out --trace-format",
+            a.output.as_deref().unwrap_or(Path::new("")).display()
+        ),
+        (Some(f), _) => Ok(f),
+        (None, found) => Ok(found.unwrap_or_default()),
+    }
 }
 
 pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
@@ -72,7 +90,7 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
         .build()
         .context("starting worker threads")?;
     let format = super::format(args.format, args.json);
-    let outs = output_paths(&d.groups, &target);
+    let outs = output_paths(&d.groups, &target, opts.trace_format);
     check_outputs(args, &d.groups, &outs, &target)?;
     let mut code = exit::OK;
     let mut done = Vec::new();
@@ -111,15 +129,20 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
 
 /// Where each profile's merged trace goes. A default name another writer's merged trace holds
 /// (SGLang's own) is left to it, with a note.
-fn output_paths(groups: &[Group], target: &Target) -> Vec<PathBuf> {
+fn output_paths(groups: &[Group], target: &Target, format: TraceFormat) -> Vec<PathBuf> {
     groups
         .iter()
         .map(|g| {
             let (out, note) = match target {
                 Target::Beside => g.merged_path(&g.dir),
                 Target::Dir(dir) => g.merged_path(dir),
-                Target::File(f) => (f.to_path_buf(), None),
+                Target::File(f) => return f.to_path_buf(),
             };
+            if format == TraceFormat::Perfetto {
+                // The Perfetto file's default name: merged-<id>[-<stage>].pftrace.
+                let name = g.merged_name().replace(".trace.json.gz", ".pftrace");
+                return out.with_file_name(name);
+            }
             if let Some(n) = note {
                 eprintln!("{}", crate::report::note(&n));
             }

@@ -65,7 +65,13 @@ impl<'a> Ranks<'a> {
     /// Whether the plan needs each rank's steps before writing: only the first-step shifts
     /// do (the `--steps` windows are found while writing).
     pub(super) fn need_scan(&self) -> bool {
-        self.opts.align == align::Align::FirstStep
+        self.opts.align == align::Align::FirstStep || self.perfetto_steps()
+    }
+
+    /// A Perfetto merge with `--steps`: its ranks' windows are found by the scan pass, since
+    /// its encoding cannot hold events back (interned strings are defined in file order).
+    fn perfetto_steps(&self) -> bool {
+        self.opts.trace_format == super::TraceFormat::Perfetto && self.opts.steps.is_some()
     }
 
     /// The scan pass (when needed; it reads only the step annotations and skims every other
@@ -265,6 +271,7 @@ impl<'a> Ranks<'a> {
             find_steps,
             level: self.opts.level,
             piece_path: self.tmp.join(format!("rank-{i}.deflate")),
+            perfetto: self.opts.trace_format == super::TraceFormat::Perfetto,
         }
     }
 

@@ -18,6 +18,7 @@ use crate::trace::write::writer::{Piece, PieceWriter};
 use crate::trace::{read_trace, Ns, ReadReport};
 
 use super::filter::{Filter, Verdict};
+use super::perfetto::{RankEncoder, Stats};
 use super::rewrite::{format_event, Ctx};
 use super::steps::{overlaps, SpecWindow, Steps, PENDING_CAP};
 
@@ -37,6 +38,9 @@ pub(crate) struct RankJob {
     pub(crate) find_steps: Option<(u64, u64)>,
     pub(crate) level: u32,
     pub(crate) piece_path: PathBuf,
+    /// Encode the rank as Perfetto packets ([`super::perfetto`]), uncompressed, rather than
+    /// as JSON; the `--steps` window is then known before (`find_steps` is `None`).
+    pub(crate) perfetto: bool,
 }
 
 /// What one rank's write pass did.
@@ -59,6 +63,15 @@ pub(crate) struct RankOut {
     /// False when, with `find_steps`, an event was decided against a window that turned out
     /// different: the piece is wrong and the rank must be written again, window known.
     pub(crate) window_held: bool,
+    /// With [`RankJob::perfetto`]: the rank's track descriptors and what its encoding did.
+    pub(crate) perfetto: Option<PerfettoOut>,
+}
+
+/// A Perfetto rank's share besides its events' piece.
+pub(crate) struct PerfettoOut {
+    /// The rank's `TrackDescriptor` packets, written in front of its events.
+    pub(crate) head: Vec<u8>,
+    pub(crate) stats: Stats,
 }
 
 #[derive(Default)]
@@ -95,11 +108,36 @@ struct Out {
     pids: FxHashMap<String, PidMeta>,
     last_pid: Option<(Option<i64>, String)>,
     err: Option<io::Error>,
+    /// Perfetto packets instead of JSON.
+    pf: Option<RankEncoder>,
 }
 
 impl Out {
+    /// The rank's piece, created: compressed JSON, or raw Perfetto packets.
+    fn new(job: &RankJob) -> io::Result<Out> {
+        let w = match job.perfetto {
+            true => PieceWriter::create_raw(&job.piece_path)?,
+            false => PieceWriter::create(&job.piece_path, job.level)?,
+        };
+        Ok(Out {
+            w,
+            written: 0,
+            pids: FxHashMap::default(),
+            last_pid: None,
+            err: None,
+            pf: job
+                .perfetto
+                .then(|| RankEncoder::new(job.index, job.nranks, &job.label, job.shift)),
+        })
+    }
+
     /// Writes one input event.
     fn event(&mut self, ev: &Event<'_>, ctx: &Ctx<'_>) {
+        if let Some(pf) = self.pf.as_mut() {
+            self.written += u64::from(pf.event(ev, self.w.buf()));
+            self.flush();
+            return;
+        }
         track_pid(ev, &mut self.pids, &mut self.last_pid);
         let buf = self.w.buf();
         if self.written > 0 {
@@ -187,13 +225,10 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     let piece = job.piece_path.display();
     let write_err =
         |e: io::Error| RankError::Write(io::Error::new(e.kind(), format!("{piece}: {e}")));
-    let mut out = Out {
-        w: PieceWriter::create(&job.piece_path, job.level).map_err(write_err)?,
-        written: 0,
-        pids: FxHashMap::default(),
-        last_pid: None,
-        err: None,
-    };
+    // A Perfetto rank's `--steps` window is known before (the scan pass): its packets
+    // cannot be held back, formatted, as JSON is.
+    debug_assert!(!(job.perfetto && job.find_steps.is_some()));
+    let mut out = Out::new(job).map_err(write_err)?;
     let mut dropped = 0u64;
     let ctx = Ctx::new(
         job.index as i64,
@@ -264,6 +299,16 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     if let Some(e) = out.err {
         return Err(write_err(e));
     }
+    if let Some(pf) = out.pf.take() {
+        let read = ReadDone {
+            report,
+            dropped,
+            min_ts,
+            max_ts,
+            steps,
+        };
+        return perfetto_out(job, &ctx, pf, out, read).map_err(write_err);
+    }
     let written = out.written;
     let mut w = out.w;
     let mut added = 0u64;
@@ -292,6 +337,44 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
         max_ts,
         steps,
         window_held,
+        perfetto: None,
+    })
+}
+
+/// What a rank's read found, besides its output.
+struct ReadDone {
+    report: ReadReport,
+    dropped: u64,
+    min_ts: Option<Ns>,
+    max_ts: Option<Ns>,
+    steps: Steps,
+}
+
+/// Ends a Perfetto rank: what its encoder holds back written, its track descriptors made.
+fn perfetto_out(
+    job: &RankJob,
+    ctx: &Ctx<'_>,
+    mut pf: RankEncoder,
+    mut out: Out,
+    read: ReadDone,
+) -> io::Result<RankOut> {
+    pf.finish(out.w.buf());
+    let head = pf.descriptors(job.index as i64, |pid| ctx.sort_index(pid));
+    Ok(RankOut {
+        report: read.report,
+        written: out.written,
+        dropped: read.dropped,
+        added: 0,
+        piece: out.w.finish()?,
+        shift: job.shift,
+        min_ts: read.min_ts,
+        max_ts: read.max_ts,
+        steps: read.steps,
+        window_held: true,
+        perfetto: Some(PerfettoOut {
+            head,
+            stats: pf.stats,
+        }),
     })
 }
 

@@ -185,11 +185,15 @@ pub(crate) fn write_merged(
     match &res.output {
         Some(p) => writeln!(
             w,
-            "  -> {}: {} events, {} in, {} JSON out, {:.2} s ({:.0} MB/s)",
+            "  -> {}: {} events, {} in, {} {} out, {:.2} s ({:.0} MB/s)",
             p.display(),
             res.events,
             super::text::size(res.bytes_in),
             super::text::size(res.uncompressed_out),
+            match res.trace_format {
+                crate::merge::TraceFormat::Perfetto => "protobuf",
+                crate::merge::TraceFormat::Json => "JSON",
+            },
             secs,
             res.bytes_in as f64 / 1e6 / secs.max(1e-9)
         )?,

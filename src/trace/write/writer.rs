@@ -96,6 +96,8 @@ pub(crate) struct PieceWriter {
     zbuf: Box<[u8]>,
     file: File,
     path: PathBuf,
+    /// Written as it comes, uncompressed ([`PieceWriter::create_raw`]).
+    raw: bool,
 }
 
 const STAGE: usize = 256 * 1024;
@@ -141,7 +143,16 @@ impl PieceWriter {
             zbuf,
             file,
             path: path.to_path_buf(),
+            raw: false,
         })
+    }
+
+    /// A writer of an uncompressed piece (a `.pftrace` merge's rank: protobuf packets that
+    /// concatenate as they are); its piece's `crc` is not kept.
+    pub(crate) fn create_raw(path: &Path) -> io::Result<Self> {
+        let mut w = Self::create(path, 0)?;
+        w.raw = true;
+        Ok(w)
     }
 
     /// The staging buffer: append uncompressed bytes here, then call [`PieceWriter::maybe_flush`].
@@ -158,8 +169,13 @@ impl PieceWriter {
 
     /// Compresses what is staged with `flush` (`None` or `Sync`), straight into the file.
     fn compress(&mut self, flush: FlushCompress) -> io::Result<()> {
-        self.crc.update(&self.staged);
         self.len += self.staged.len() as u64;
+        if self.raw {
+            self.file.write_all(&self.staged)?;
+            self.staged.clear();
+            return Ok(());
+        }
+        self.crc.update(&self.staged);
         let mut input = &self.staged[..];
         loop {
             let (in0, out0) = (self.comp.total_in(), self.comp.total_out());
@@ -192,6 +208,7 @@ impl PieceWriter {
             zbuf,
             file,
             path,
+            ..
         } = self;
         drop(file);
         if staged.capacity() <= 4 * STAGE {
