@@ -54,11 +54,13 @@ function labelOf(pid) {
 }
 
 // The independent count over the raw JSON: per rank label, the slices a trace viewer must build
-// (X events, B/E pairs); the flow ids (cat + id) with both a start and an end, and how many of
+// (X events, B/E pairs) and the thread-scoped instants (i/I events, scope t or none: Kineto's
+// [memory] events; Catapult makes each a zero-length slice on its thread); the flow ids (cat + id) with both a start and an end, and how many of
 // those join two labels; every pid, and the process and thread names the metadata gives (the
 // last name of each thread).
 function expected(doc) {
   const slices = {};
+  const instants = {};
   const starts = new Map();
   const ends = new Map();
   const pids = new Set();
@@ -78,6 +80,9 @@ function expected(doc) {
       continue;
     }
     if (e.ph === 'X' || e.ph === 'B') slices[lab] = (slices[lab] || 0) + 1;
+    if ((e.ph === 'i' || e.ph === 'I') && (e.s === undefined || e.s === 't')) {
+      instants[lab] = (instants[lab] || 0) + 1;
+    }
     if (e.ph === 's') starts.set(`${e.cat}|${JSON.stringify(e.id)}`, lab);
     if (e.ph === 'f') ends.set(`${e.cat}|${JSON.stringify(e.id)}`, lab);
   }
@@ -90,6 +95,7 @@ function expected(doc) {
   }
   return {
     slices,
+    instants,
     unlabelled,
     pids: pids.size,
     process_names: processNames,
