@@ -193,7 +193,16 @@ fn compare_ls_and_merge_fit() {
 #[test]
 fn help_is_wrapped_to_the_terminal() {
     for path in [
-        "", "analyze", "compare", "merge", "ls", "capture", "synth", "watch",
+        "",
+        "analyze",
+        "compare",
+        "merge",
+        "ls",
+        "capture",
+        "capture run",
+        "capture start",
+        "synth",
+        "watch",
     ] {
         let mut args: Vec<&str> = path.split_whitespace().collect();
         args.push("--help");
@@ -202,6 +211,11 @@ fn help_is_wrapped_to_the_terminal() {
             assert_eq!(code, Some(0), "{args:?}: {err}");
             assert!(out.contains("Exit codes:"), "{out}");
             assert_fits(&format!("{args:?}"), &out, w);
+            // Doc comments are the help text: a rustdoc link (`[`x`]`) reads as noise there.
+            assert!(
+                !out.contains("[`"),
+                "{args:?}: a rustdoc link in --help:\n{out}"
+            );
         }
     }
     // A long example command goes on after ` \`: still one command to paste.

@@ -65,7 +65,7 @@ pub enum GateRule {
     /// The per-step median (or total) against `--max-regression`, as always.
     #[default]
     Fixed,
-    /// The per-step samples tested ([`decide`]): regression / no change / inconclusive, each
+    /// The per-step samples tested: regression / no change / inconclusive, each
     /// with its interval. Opt-in: on real captures of a loaded machine, runs differ beyond
     /// their steps' spread (docs/compare.md).
     Stats,

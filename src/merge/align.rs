@@ -29,8 +29,8 @@ pub enum Align {
     /// As `base`, then shift each rank so its first step starts when the earliest rank's does.
     FirstStep,
     /// As `base`, then move each rank whose collectives all end a constant time off its
-    /// world's (another host's clock; GPU traces): the offsets `analyze` finds
-    /// ([`crate::analyze::reduce::clocks`]), at the cost of analyzing the ranks first.
+    /// world's (another host's clock; GPU traces): the offsets `analyze` finds, at the cost
+    /// of analyzing the ranks first.
     Collectives,
 }
 
