@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::shared;
+use common::{rank_files, shared};
 use rankprof::merge::{gather, merge_group, MergeOptions, TraceFormat};
 use serde_json::Value;
 
@@ -132,12 +132,7 @@ fn check_common(v: &Value) {
 #[test]
 fn sglang_tp2dp2_pftrace_holds_what_the_json_holds() {
     let py = python_or_skip!();
-    let dir = shared("sglang-cpu/tp2dp2");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = rank_files(&shared("sglang-cpu/tp2dp2"));
     let (v, _) = merge_both(&py, &files, &MergeOptions::default());
     check_common(&v);
     let order: Vec<&str> = v["pftrace"]["rank_order"]
@@ -177,12 +172,7 @@ fn a100_flows_are_the_json_flows() {
 #[test]
 fn filters_keep_what_they_keep_in_json() {
     let py = python_or_skip!();
-    let dir = shared("sglang-cpu/tp2");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = rank_files(&shared("sglang-cpu/tp2"));
     let opts = MergeOptions {
         steps: Some((1, 3)),
         drop_cat: vec!["python_function".into()],
