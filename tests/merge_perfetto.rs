@@ -81,10 +81,16 @@ fn merge_both(py: &Path, files: &[PathBuf], opts: &MergeOptions) -> (Value, Vec<
         std::fs::metadata(&pf).unwrap().len(),
         "the size reported is the file's"
     );
+    (decode(py, &pf, &json, files), res.notes)
+}
+
+/// What tests/perfetto_decode.py finds in the two merges and the rank traces `raw`.
+fn decode(py: &Path, pf: &Path, json: &Path, raw: &[PathBuf]) -> Value {
     let o = Command::new(py)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_decode.py"))
-        .arg(&pf)
-        .arg(&json)
+        .arg(pf)
+        .arg(json)
+        .args(raw)
         .output()
         .unwrap();
     assert!(
@@ -92,17 +98,19 @@ fn merge_both(py: &Path, files: &[PathBuf], opts: &MergeOptions) -> (Value, Vec<
         "perfetto_decode.py: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    (serde_json::from_slice(&o.stdout).unwrap(), res.notes)
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// What every `.pftrace` must be: decodable, every iid defined, every event on a described
-/// track under one rank, slices balanced, one root ordering the ranks explicitly in the JSON
-/// merge's rank order, no flow id shared by two ranks, and per rank the slices and instants
-/// the JSON merge has.
+/// track under one rank, slices balanced, one root ordering the ranks explicitly in the order
+/// of their labels (the decoder sorts them by DP, EP, PP, TP itself), every parent track
+/// ordering its children explicitly, no flow id shared by two ranks, and per rank the slices,
+/// instants and counter values the JSON merge has.
 fn check_common(v: &Value) {
     let pf = &v["pftrace"];
     let js = &v["json"];
     assert_eq!(pf["undefined_iids"], 0, "{pf}");
+    assert_eq!(pf["clock_errors"], 0, "{pf}");
     assert_eq!(pf["undescribed_tracks"], 0, "{pf}");
     assert_eq!(pf["unmatched_ends"], 0, "{pf}");
     assert_eq!(pf["unclosed"], 0, "{pf}");
@@ -110,7 +118,8 @@ fn check_common(v: &Value) {
     assert_eq!(pf["root_explicit"], true);
     assert_eq!(pf["ranks_explicit"], true);
     assert_eq!(pf["flow_ids_shared_by_ranks"], 0);
-    assert_eq!(pf["rank_order"], js["rank_order"]);
+    assert_eq!(pf["rank_order"], pf["label_order"], "{pf}");
+    assert_eq!(pf["all_parents_explicit"], true);
     let ranks = js["per_rank"].as_object().unwrap();
     assert!(!ranks.is_empty());
     assert_eq!(
@@ -120,7 +129,7 @@ fn check_common(v: &Value) {
     );
     for (label, want) in ranks {
         let got = &pf["per_rank"][label];
-        for k in ["slices", "instants"] {
+        for k in ["slices", "instants", "counters", "first_ts", "last_ts"] {
             let w = want[k].as_u64().unwrap_or(0);
             assert_eq!(got[k].as_u64().unwrap_or(0), w, "{label} {k}: {v}");
         }
@@ -210,6 +219,26 @@ fn the_extension_chooses_the_format() {
     let bytes = std::fs::read(&out).unwrap();
     assert_eq!(bytes[0], 0x0a, "a Trace starts with packet 1");
     assert_ne!(&bytes[..2], &[0x1f, 0x8b], "not gzip");
+    // `.pftrace.gz`: the same protobuf, gzipped (trace_processor unpacks gzip itself).
+    let gz = tmp.path().join("m.pftrace.gz");
+    let o = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+        .args(["merge", "--profile-dir"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&gz)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let packed = std::fs::read(&gz).unwrap();
+    assert_eq!(&packed[..2], &[0x1f, 0x8b], "gzip");
+    let mut unpacked = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(&packed[..]),
+        &mut unpacked,
+    )
+    .unwrap();
+    assert_eq!(unpacked.len(), bytes.len(), "the same trace inside");
+    assert_eq!(unpacked[0], 0x0a);
     let o = Command::new(env!("CARGO_BIN_EXE_rankprof"))
         .args(["merge", "--trace-format", "json", "--profile-dir"])
         .arg(&dir)
@@ -219,4 +248,57 @@ fn the_extension_chooses_the_format() {
         .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--trace-format json"));
+}
+
+/// Four real ranks with Kineto `[memory]` events: both merges draw each rank's "memory
+/// allocated" counter, its values the inputs' `Total Allocated` in time order, as the decoder
+/// reads them from the rank traces themselves.
+#[test]
+fn memory_counters_are_the_inputs_total_allocated() {
+    let py = python_or_skip!();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/real-gloo/tp4-extra-memory");
+    let files = rank_files(&dir);
+    let (v, _) = merge_both(&py, &files, &MergeOptions::default());
+    check_common(&v);
+    let raw = v["raw_memory"].as_array().unwrap();
+    assert_eq!(raw.len(), 4, "every rank has memory events: {raw:?}");
+    assert!(raw.iter().all(|r| r.as_array().unwrap().len() > 10));
+    assert_eq!(v["pftrace"]["memory"], v["raw_memory"]);
+    assert_eq!(v["json"]["memory"], v["raw_memory"]);
+}
+
+/// `merge --critical-path -o x.pftrace` on the planted TP4 fixture: the late arrivals the
+/// JSON merge draws, on the same ranks' "critical path" tracks, chained in time order by flow
+/// arrows (one fewer than the slices).
+#[test]
+fn critical_path_is_drawn_with_flows() {
+    let py = python_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sglang-tp4");
+    let merge = |out: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+            .args(["merge", "--critical-path", "--profile-dir"])
+            .arg(&dir)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let (pf, json) = (
+        tmp.path().join("m.pftrace"),
+        tmp.path().join("m.trace.json.gz"),
+    );
+    merge(&pf);
+    merge(&json);
+    let v = decode(&py, &pf, &json, &[]);
+    check_common(&v);
+    let crit = &v["pftrace"]["critical"];
+    let want = v["json"]["critical"].as_object().unwrap();
+    let n: u64 = want.values().map(|x| x.as_u64().unwrap()).sum();
+    assert!(n > 5, "{v}");
+    assert_eq!(crit["per_rank"], v["json"]["critical"]);
+    assert_eq!(crit["flows"], n - 1);
+    assert_eq!(crit["flow_ends"], n - 1);
+    assert_eq!(crit["chained"], true);
 }

@@ -3,7 +3,7 @@
 `perfetto_trace_pb2`) and, independently, the JSON merge of the same ranks; prints what it
 counts as one JSON object (tests/merge_perfetto.rs compares the two sides).
 
-Usage: perfetto_decode.py MERGED.pftrace MERGED.trace.json.gz
+Usage: perfetto_decode.py MERGED.pftrace MERGED.trace.json.gz [RANK_TRACE ...]
 
 Protobuf side, per rank (a rank is the track under the root, and every track below it):
 slices (TYPE_SLICE_BEGIN), instants, counter values, flows begun (distinct ids in
@@ -14,12 +14,21 @@ tracks in `sibling_order_rank` order and whether their parent orders its childre
 explicitly, timestamps going out of a rank's span.
 
 JSON side, per rank (the label in front of each `pid`): `X` and `B` events (slices), `i`/`I`
-(instants), distinct (cat, id) of `s` and of `f` flow events, and the ranks in the order of
-the document's `ranks` list.
+(instants), counter values (numeric args of `C` events), distinct (cat, id) of `s` and of `f`
+flow events, and the ranks in the order of the document's `ranks` list.
+
+Both sides: the critical path (slices on tracks / in processes named "critical path": how
+many, on which ranks, and in the .pftrace the flow arrows chaining them in time order), and
+the "memory allocated" counter's values per rank. The rank traces given after the two merges
+(the inputs) are read for their `[memory]` events' `Total Allocated`, per file in time order,
+the independent figure both merges' memory counters must show; and the rank labels of the
+.pftrace are sorted by their numbers (DP, EP, PP, TP), the order the ranks must have.
 """
 
 import gzip
+from decimal import Decimal
 import json
+import re
 import sys
 from collections import defaultdict
 
@@ -43,7 +52,8 @@ class Side:
         self.interned = {}  # seq -> {table: set(iid)}
         self.undefined_iids = 0
         self.undescribed_tracks = set()
-        self.events = []  # (seq, track_uuid, TrackEvent)
+        self.events = []  # (trace-clock time, TrackEvent with its track)
+        self.clock_errors = 0  # events on a clock their sequence never mapped
 
 
 def fresh():
@@ -83,16 +93,44 @@ def check_iids(side, state, ev):
             side.undefined_iids += 1
 
 
+BOOTTIME = 6
+
+
+def clock_offset(snapshot):
+    """A sequence's ClockSnapshot: each clock id's offset to BOOTTIME (the trace clock)."""
+    at = {c.clock_id: c.timestamp for c in snapshot.clocks}
+    return {cid: at[BOOTTIME] - ts for cid, ts in at.items()} if BOOTTIME in at else {}
+
+
 def decode(path):
+    """Every TrackEvent with its time on the trace clock (a packet's clock from its
+    timestamp_clock_id, else its sequence's TracePacketDefaults, mapped by the sequence's
+    ClockSnapshot) and its track (its own, else the sequence's default track)."""
     side = Side()
+    defaults = {}  # seq -> TracePacketDefaults
+    offsets = {}  # seq -> {clock id: offset to BOOTTIME}
     for p in read_trace(path).packet:
         seq = p.trusted_packet_sequence_id
         if p.HasField("track_descriptor"):
             side.tracks[p.track_descriptor.uuid] = p.track_descriptor
+        if p.HasField("trace_packet_defaults"):
+            defaults[seq] = p.trace_packet_defaults
+        if p.HasField("clock_snapshot"):
+            offsets[seq] = clock_offset(p.clock_snapshot)
         state = intern(side, seq, p)
         if p.HasField("track_event"):
             check_iids(side, state, p.track_event)
-            side.events.append((p.timestamp, p.track_event))
+            d = defaults.get(seq)
+            cid = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else (
+                d.timestamp_clock_id if d is not None and d.HasField("timestamp_clock_id") else BOOTTIME)
+            ts = p.timestamp
+            if cid != BOOTTIME:
+                ts += offsets.get(seq, {}).get(cid, 0)
+                side.clock_errors += cid not in offsets.get(seq, {})
+            ev = p.track_event
+            if not ev.HasField("track_uuid") and d is not None:
+                ev.track_uuid = d.track_event_defaults.track_uuid
+            side.events.append((ts, ev))
     return side
 
 
@@ -115,6 +153,8 @@ def per_rank_pb(side):
     ends = defaultdict(set)
     depth = defaultdict(int)
     unmatched_ends = 0
+    memory = defaultdict(list)
+    critical = []
     for ts, ev in sorted(side.events, key=lambda x: x[0]):
         label = rank_of(side, ev.track_uuid, root)
         if label is None:
@@ -123,6 +163,8 @@ def per_rank_pb(side):
         r = ranks[label]
         if ev.type == TE.TYPE_SLICE_BEGIN:
             r["slices"] += 1
+            r["first_ts"] = min(r.get("first_ts", ts), ts)
+            r["last_ts"] = max(r.get("last_ts", ts), ts)
             depth[ev.track_uuid] += 1
         elif ev.type == TE.TYPE_SLICE_END:
             if depth[ev.track_uuid] == 0:
@@ -133,8 +175,14 @@ def per_rank_pb(side):
             r["instants"] += 1
         elif ev.type == TE.TYPE_COUNTER:
             r["counters"] += 1
-        flows[label].update(ev.flow_ids)
-        ends[label].update(ev.terminating_flow_ids)
+        name = side.tracks[ev.track_uuid].name
+        if name != "critical path":  # its arrows join the ranks, by design
+            flows[label].update(ev.flow_ids)
+            ends[label].update(ev.terminating_flow_ids)
+        if ev.type == TE.TYPE_COUNTER and name.startswith("memory allocated"):
+            memory[label].append(ev.double_counter_value)
+        if ev.type == TE.TYPE_SLICE_BEGIN and name == "critical path":
+            critical.append((ts, label, list(ev.flow_ids), list(ev.terminating_flow_ids)))
     for label in ranks:
         ranks[label]["flows"] = len(flows[label])
         ranks[label]["flow_ends"] = len(ends[label])
@@ -149,7 +197,11 @@ def per_rank_pb(side):
     )
     return {
         "per_rank": {k: dict(v) for k, v in ranks.items()},
+        "memory": sorted(memory.values()),
+        "critical": critical_summary(critical),
+        "all_parents_explicit": all_parents_explicit(side),
         "rank_order": [t.name for t in order],
+        "label_order": sorted((t.name for t in order), key=label_key),
         "root_explicit": root is not None and side.tracks[root].child_ordering == EXPLICIT,
         "roots": len(roots),
         "ranks_explicit": all(t.child_ordering == EXPLICIT for t in order),
@@ -157,10 +209,65 @@ def per_rank_pb(side):
         "unclosed": sum(depth.values()),
         "flow_ids_shared_by_ranks": len(shared),
         "undefined_iids": side.undefined_iids,
+        "clock_errors": side.clock_errors,
         "undescribed_tracks": len(side.undescribed_tracks),
         "tracks": len(side.tracks),
         "events": len(side.events),
     }
+
+
+def critical_summary(critical):
+    """The critical path's slices in time order: how many per rank, and whether the flows
+    chain them: each slice but the last begins a flow the next one ends."""
+    per_rank = defaultdict(int)
+    for _, label, _, _ in critical:
+        per_rank[label] += 1
+    chain = all(
+        len(a[2]) == 1 and b[3] == a[2] for a, b in zip(critical, critical[1:])
+    )
+    return {
+        "per_rank": dict(per_rank),
+        "flows": sum(len(c[2]) for c in critical),
+        "flow_ends": sum(len(c[3]) for c in critical),
+        "chained": chain and (not critical or (not critical[-1][2] and not critical[0][3])),
+    }
+
+
+def all_parents_explicit(side):
+    """Every track with children orders them explicitly, and every child has its rank."""
+    parents = {t.parent_uuid for t in side.tracks.values() if t.HasField("parent_uuid")}
+    return all(
+        side.tracks[p].child_ordering == EXPLICIT for p in parents if p in side.tracks
+    ) and all(
+        t.HasField("sibling_order_rank") for t in side.tracks.values()
+        if t.HasField("parent_uuid") and not t.HasField("counter")
+    )
+
+
+def label_key(label):
+    """A rank label's numbers in the merge's order: DP, EP, PP, TP (RANK as TP)."""
+    nums = {k.upper(): int(v) for k, v in re.findall(r"([A-Za-z]+)(\d+)", label)}
+    tp = nums.get("TP", nums.get("RANK", 0))
+    return (nums.get("DP", 0), nums.get("EP", 0), nums.get("PP", 0), tp)
+
+
+def raw_memory(paths):
+    """Per input trace, its `[memory]` events' Total Allocated in time order (sorted lists)."""
+    out = []
+    for path in paths:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt") as f:
+            doc = json.load(f)
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        vals = [
+            (e["ts"], e["args"]["Total Allocated"])
+            for e in events
+            if e.get("name") == "[memory]" and e.get("ph") in ("i", "I")
+            and isinstance(e.get("args", {}).get("Total Allocated"), (int, float))
+        ]
+        if vals:
+            out.append([float(v) for _, v in sorted(vals, key=lambda x: x[0])])
+    return sorted(out)
 
 
 def label_of(pid):
@@ -171,18 +278,33 @@ def label_of(pid):
 
 def per_rank_json(path):
     with gzip.open(path, "rt") as f:
-        doc = json.load(f)
+        doc = json.load(f, parse_float=Decimal)  # exact µs, for times in ns
     ranks = defaultdict(lambda: defaultdict(int))
     starts = defaultdict(set)
     finishes = defaultdict(set)
+    memory = defaultdict(list)
+    critical = defaultdict(int)
     for e in doc["traceEvents"]:
         label = label_of(e.get("pid"))
         if label is None:
             continue
         ph = e.get("ph")
         r = ranks[label]
+        if ph == "C":
+            nums = [
+                v for v in e.get("args", {}).values()
+                if isinstance(v, (int, float, Decimal)) and not isinstance(v, bool)
+            ]
+            r["counters"] += len(nums)
+            if e.get("name") == "memory allocated":
+                memory[label].append((e["ts"], float(nums[0])))
+        if ph == "X" and str(e.get("pid")).endswith(" critical path"):
+            critical[label] += 1
         if ph in ("X", "B") and "ts" in e:
             r["slices"] += 1
+            ns = int(round(Decimal(e["ts"]) * 1000))
+            r["first_ts"] = min(r.get("first_ts", ns), ns)
+            r["last_ts"] = max(r.get("last_ts", ns), ns)
         elif ph in ("i", "I") and "ts" in e:
             r["instants"] += 1
         elif ph == "s":
@@ -193,12 +315,21 @@ def per_rank_json(path):
         ranks[label]["flows"] = len(starts[label])
         ranks[label]["flow_ends"] = len(finishes[label])
     order = [r["label"] for r in doc.get("ranks", []) if not r.get("unreadable")]
-    return {"per_rank": {k: dict(v) for k, v in ranks.items()}, "rank_order": order}
+    return {
+        "per_rank": {k: dict(v) for k, v in ranks.items()},
+        "rank_order": order,
+        "memory": sorted([v for _, v in sorted(m)] for m in memory.values()),
+        "critical": dict(critical),
+    }
 
 
 def main():
     pf, js = sys.argv[1], sys.argv[2]
-    out = {"pftrace": per_rank_pb(decode(pf)), "json": per_rank_json(js)}
+    out = {
+        "pftrace": per_rank_pb(decode(pf)),
+        "json": per_rank_json(js),
+        "raw_memory": raw_memory(sys.argv[3:]),
+    }
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
 
 

@@ -26,6 +26,7 @@ pub(crate) mod align;
 pub mod args;
 mod emit;
 pub(crate) mod filter;
+mod memory;
 mod output;
 mod pass;
 pub(crate) mod perfetto;
@@ -81,10 +82,11 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
-    /// The format an output path asks for by its extension: `.pftrace` (or `.perfetto-trace`)
-    /// is Perfetto, anything else says nothing.
+    /// The format an output path asks for by its extension: `.pftrace` (or `.perfetto-trace`),
+    /// gzipped or not (`.pftrace.gz`), is Perfetto, anything else says nothing.
     pub fn from_path(p: &Path) -> Option<TraceFormat> {
         let name = p.file_name()?.to_str()?;
+        let name = name.strip_suffix(".gz").unwrap_or(name);
         (name.ends_with(".pftrace") || name.ends_with(".perfetto-trace"))
             .then_some(TraceFormat::Perfetto)
     }
@@ -354,16 +356,19 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         }
         TraceFormat::Perfetto => {
             perfetto_notes(g, &ranks, &mut result.notes);
-            write_perfetto(g, out, &ranks)?
+            let tail = perfetto_extras(g, &ranks, &extra);
+            let gzip = out.extension().is_some_and(|e| e == "gz");
+            write_perfetto(g, out, &ranks, &tail, gzip.then_some(opts.level))?
         }
     };
     result.output = Some(out.to_path_buf());
     Ok(result)
 }
 
-/// What a merge adds after the ranks (JSON only): a `rankprof watch` timeline beside the
-/// traces, its polls inside this trace's time span as load counter tracks
-/// ([`crate::load::evidence`]), and the `--critical-path` overlay. Its events and how many.
+/// What a merge adds after the ranks: a `rankprof watch` timeline beside the traces, its
+/// polls inside this trace's time span as load counter tracks ([`crate::load::evidence`]),
+/// and the `--critical-path` overlay; as JSON events (a `.pftrace` encodes them in turn,
+/// [`perfetto::extras`]). Its events and how many.
 fn extras(
     g: &Group,
     opts: &MergeOptions,
@@ -371,14 +376,6 @@ fn extras(
     ranks: &Ranks<'_>,
     notes: &mut Vec<String>,
 ) -> (Vec<u8>, u64) {
-    if opts.trace_format == TraceFormat::Perfetto {
-        if opts.overlay.is_some() {
-            notes.push(
-                "--critical-path is drawn in JSON output only for now; not in the .pftrace".into(),
-            );
-        }
-        return (Vec::new(), 0);
-    }
     let load = crate::load::evidence::for_merge(
         &g.dir,
         alignment.base_ns,
@@ -400,8 +397,34 @@ fn extras(
     (extra, extra_events)
 }
 
-/// Writes the merged `.pftrace`: the ranks' descriptors and pieces, in rank order.
-fn write_perfetto(g: &Group, out: &Path, ranks: &Ranks<'_>) -> Result<u64> {
+/// The merge's extras ([`extras`], JSON) as `.pftrace` packets, on the tracks of the ranks
+/// they belong to.
+fn perfetto_extras(g: &Group, ranks: &Ranks<'_>, extra: &[u8]) -> Vec<u8> {
+    let live: Vec<(String, usize)> = ranks
+        .outs
+        .iter()
+        .zip(&ranks.chosen)
+        .filter(|(o, _)| o.is_some())
+        .map(|(_, &i)| {
+            let label = g.files[i]
+                .label
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            (label.to_string(), i)
+        })
+        .collect();
+    perfetto::extras::encode(extra, &live, g.files.len()).bytes
+}
+
+/// Writes the merged `.pftrace`: the ranks' descriptors and pieces, in rank order, then
+/// `tail`, the extras; gzipped at level `gzip` when given (`.pftrace.gz`).
+fn write_perfetto(
+    g: &Group,
+    out: &Path,
+    ranks: &Ranks<'_>,
+    tail: &[u8],
+    gzip: Option<u32>,
+) -> Result<u64> {
     let parts: Vec<perfetto::RankPart<'_>> = ranks
         .outs
         .iter()
@@ -418,7 +441,7 @@ fn write_perfetto(g: &Group, out: &Path, ranks: &Ranks<'_>) -> Result<u64> {
         Some(st) => format!("rankprof merge {} {st}", g.profile_id),
         None => format!("rankprof merge {}", g.profile_id),
     };
-    Ok(perfetto::write_file(out, &title, &parts)?)
+    Ok(perfetto::write_file(out, &title, &parts, tail, gzip)?)
 }
 
 /// Notes on what the Perfetto encoding left out of each rank.

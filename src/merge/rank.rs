@@ -359,7 +359,8 @@ fn perfetto_out(
     read: ReadDone,
 ) -> io::Result<RankOut> {
     pf.finish(out.w.buf());
-    let head = pf.descriptors(job.index as i64, |pid| ctx.sort_index(pid));
+    // Ranks in the order their labels give (DP, EP, PP, TP: the JSON's `process_sort_index`).
+    let head = pf.descriptors(job.sort_base / 100, |pid| ctx.sort_index(pid));
     Ok(RankOut {
         report: read.report,
         written: out.written,

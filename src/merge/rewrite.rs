@@ -7,13 +7,16 @@
 //! - `ts` moves by the rank's clock shift (see [`super::align`]);
 //! - `process_name` gets the rank label in front; `process_sort_index` becomes SGLang's
 //!   `dp*1e8 + ep*1e6 + pp*1e4 + tp*100 + pid` (pids ≥ 1000, i.e. CPU processes, take 99);
-//!   a process without a `process_sort_index` gets one, added at the end of the rank.
+//!   a process without a `process_sort_index` gets one, added at the end of the rank;
+//! - a Kineto `[memory]` instant is followed by a `"ph":"C"` point of its rank's "memory
+//!   allocated" counter ([`super::memory`]).
 //!
 //! Raw control bytes inside the input's strings (invalid JSON that the reader lets through and
 //! flags) are written escaped as `\u00XX`, so the output is always valid JSON.
 
 use super::args::{each_arg, parse_i64, Arg, ArgKind};
 use super::emit::{Emit, WIDE};
+use super::memory;
 use crate::trace::read::escape;
 use crate::trace::read::event::Event;
 use crate::trace::read::json::Kind;
@@ -28,6 +31,32 @@ pub(super) fn format_event(ev: &Event<'_>, ctx: &Ctx<'_>, buf: &mut Vec<u8>) {
         // Raw control bytes in the input's strings: the output must be valid JSON.
         escape::escape_ctl_from(buf, start);
     }
+    if let Some(s) = memory::sample(ev) {
+        buf.extend_from_slice(b",\n");
+        write_memory(ev, &s, ctx, &mut Emit::new(buf, ev.raw.as_bytes()));
+    }
+}
+
+/// The memory counter's point after a `[memory]` instant ([`memory`]): `{"ph":"C",
+/// "name":"memory allocated","pid":…,"ts":…,"args":{"<device>":<Total Allocated>}}`, on the
+/// instant's process and time.
+fn write_memory(ev: &Event<'_>, s: &memory::Sample<'_>, ctx: &Ctx<'_>, out: &mut Emit<'_, '_>) {
+    out.piece(b"{\"ph\":\"C\",\"cat\":\"rankprof\",\"name\":\"");
+    out.piece(memory::COUNTER.as_bytes());
+    out.piece(b"\",\"pid\":");
+    match ev.pid {
+        Id::Int(v) => ctx.write_labelled_int(v, out),
+        Id::Str(p) => ctx.write_labelled(p.raw().as_bytes(), out),
+        Id::None => out.piece(b"0"),
+    }
+    out.piece(b",\"ts\":");
+    let ts = ev.ts.unwrap_or(Ns::ZERO) + ctx.shift;
+    out.with_vec(|o| ts.write_us(o));
+    out.piece(b",\"args\":{\"");
+    out.piece(s.series.as_bytes());
+    out.piece(b"\":");
+    out.piece(s.raw.as_bytes());
+    out.piece(b"}}");
 }
 
 /// One rank's rewriting: its index among R ranks, its label, its sort base and clock shift.

@@ -1,6 +1,7 @@
 //! One rank's events as `TracePacket`s on the rank's own packet sequence: slices as
 //! `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs, instants, counters, flows and the metadata
-//! that names the tracks.
+//! that names the tracks; after a Kineto `[memory]` instant, its rank's "memory allocated"
+//! counter ([`crate::merge::memory`]), as the JSON merge adds it.
 //!
 //! What changes in an event is what the JSON merge changes ([`super::super::rewrite`]): the
 //! clock shift, and integer ids (`correlation`, `External id`, flow ids) made `n * R + r`, so
@@ -10,10 +11,11 @@
 //! `terminating_flow_ids` (`f`). A flow with no such slice just before it is counted as
 //! unbound and left out.
 
-use super::fields::{annotation as a, event as e, packet};
+use super::fields::{annotation as a, clock, event as e, packet};
 use super::intern::{decoded, Interner, Table};
 use super::tracks::Tracks;
 use crate::merge::args::{each_arg, parse_i64, Arg, ArgKind};
+use crate::merge::memory;
 use crate::trace::read::event::Event;
 use crate::trace::read::value::Id;
 use crate::trace::write::protobuf as pb;
@@ -53,12 +55,19 @@ pub(crate) struct RankEncoder {
     n: i64,
     label: String,
     shift: Ns,
-    first: bool,
+    /// The rank clock's zero on the trace clock ([`RankEncoder::start`]), once the first
+    /// packet is written, and the sequence's default track.
+    start: Option<(u64, u64)>,
     intern: Interner,
     tracks: Tracks,
     held: Option<Held>,
     pub(crate) stats: Stats,
 }
+
+/// How far before a rank's first event its clock's zero is put: events up to this much
+/// earlier are on it too (the rest carry the trace clock's id and their full time), and a
+/// time on it takes 5 bytes up to 2^35 ns (34 s) past its zero.
+const CLOCK_MARGIN: u64 = 1 << 32;
 
 /// Output nanoseconds: `ts` shifted, before the epoch clamped to 0.
 fn out_ns(ts: Ns, shift: Ns) -> u64 {
@@ -75,9 +84,9 @@ impl RankEncoder {
             n: nranks.max(1) as i64,
             label: label.to_string(),
             shift,
-            first: true,
+            start: None,
             intern: Interner::default(),
-            tracks: Tracks::new(index),
+            tracks: Tracks::new(index, nranks),
             held: None,
             stats: Stats::default(),
         }
@@ -95,10 +104,7 @@ impl RankEncoder {
             (b'E', Some(ts)) => {
                 let track = self.tracks.thread(&ev.pid, &ev.tid);
                 let ts = out_ns(ts, self.shift);
-                self.packet(out, ts, |t| {
-                    pb::uint(t, e::TYPE, e::SLICE_END);
-                    pb::uint(t, e::TRACK_UUID, track);
-                });
+                self.packet(out, ts, track, |t| pb::uint(t, e::TYPE, e::SLICE_END));
             }
             (b'i' | b'I', Some(ts)) => self.instant(ev, ts, out),
             (b'C', Some(ts)) => self.counter(ev, ts, out),
@@ -128,29 +134,71 @@ impl RankEncoder {
         out
     }
 
-    /// Appends one `TracePacket` holding a `TrackEvent` (`body`'s fields), with the interned
-    /// strings defined since the last packet.
-    fn packet(&mut self, out: &mut Vec<u8>, ts: u64, body: impl FnOnce(&mut Vec<u8>)) {
-        // The flags only on the first packet: the sequence's state is never lost in a file, and
-        // SEQ_NEEDS_INCREMENTAL_STATE on every packet would be 3 % of the output.
-        let first = std::mem::replace(&mut self.first, false);
+    /// Appends one `TracePacket` holding a `TrackEvent` on `track` (`body`'s other fields),
+    /// with the interned strings defined since the last packet. Its time is on the rank's
+    /// clock (from [`RankEncoder::start`]'s zero: five bytes, not nine), or on the trace clock
+    /// when before that zero; its track is the sequence's default, or given.
+    fn packet(&mut self, out: &mut Vec<u8>, ts: u64, track: u64, body: impl FnOnce(&mut Vec<u8>)) {
+        let (zero, default_track) = match self.start {
+            Some(s) => s,
+            None => self.start(out, ts, track),
+        };
         let interned = self.intern.take_pending();
         pb::message(out, packet::PACKET, |p| {
-            pb::uint(p, packet::TIMESTAMP, ts);
-            pb::uint(p, packet::SEQUENCE_ID, self.seq);
-            if first {
-                pb::uint(
-                    p,
-                    packet::SEQUENCE_FLAGS,
-                    packet::SEQ_INCREMENTAL_STATE_CLEARED | packet::SEQ_NEEDS_INCREMENTAL_STATE,
-                );
+            match ts.checked_sub(zero) {
+                Some(rel) => pb::uint(p, packet::TIMESTAMP, rel),
+                None => {
+                    pb::uint(p, packet::TIMESTAMP, ts);
+                    pb::uint(p, packet::TIMESTAMP_CLOCK_ID, clock::BOOTTIME);
+                }
             }
+            pb::uint(p, packet::SEQUENCE_ID, self.seq);
             if !interned.is_empty() {
                 pb::bytes(p, packet::INTERNED_DATA, &interned);
             }
-            pb::message(p, packet::TRACK_EVENT, body);
+            pb::message(p, packet::TRACK_EVENT, |t| {
+                if track != default_track {
+                    pb::uint(t, e::TRACK_UUID, track);
+                }
+                body(t);
+            });
         });
         self.intern.give_back(interned);
+    }
+
+    /// Starts the sequence before its first event (at `ts`, on `track`): its state cleared
+    /// (the flags only here: a file never loses it), its defaults (the rank's clock, 64, and
+    /// `track` as the default track), and the clock's snapshot: its zero is [`CLOCK_MARGIN`]
+    /// before the first event on the trace clock. The zero and the default track.
+    fn start(&mut self, out: &mut Vec<u8>, ts: u64, track: u64) -> (u64, u64) {
+        let zero = ts.saturating_sub(CLOCK_MARGIN);
+        pb::message(out, packet::PACKET, |p| {
+            pb::uint(p, packet::SEQUENCE_ID, self.seq);
+            pb::uint(
+                p,
+                packet::SEQUENCE_FLAGS,
+                packet::SEQ_INCREMENTAL_STATE_CLEARED | packet::SEQ_NEEDS_INCREMENTAL_STATE,
+            );
+            pb::message(p, packet::TRACE_PACKET_DEFAULTS, |d| {
+                pb::uint(d, clock::DEFAULTS_CLOCK_ID, clock::RANK_CLOCK);
+                pb::message(d, clock::DEFAULTS_TRACK_EVENT, |t| {
+                    pb::uint(t, clock::TRACK_EVENT_DEFAULTS_TRACK_UUID, track);
+                });
+            });
+        });
+        pb::message(out, packet::PACKET, |p| {
+            pb::uint(p, packet::SEQUENCE_ID, self.seq);
+            pb::message(p, packet::CLOCK_SNAPSHOT, |c| {
+                for (id, at) in [(clock::RANK_CLOCK, 0), (clock::BOOTTIME, zero)] {
+                    pb::message(c, clock::SNAPSHOT_CLOCKS, |k| {
+                        pb::uint(k, clock::CLOCK_ID, id);
+                        pb::uint(k, clock::CLOCK_TIMESTAMP, at);
+                    });
+                }
+            });
+        });
+        self.start = Some((zero, track));
+        (zero, track)
     }
 
     /// An `X` or `B` event: its begin held back for the flows after it.
@@ -183,9 +231,8 @@ impl RankEncoder {
         let Some(h) = self.held.take() else {
             return;
         };
-        self.packet(out, h.ts, |t| {
+        self.packet(out, h.ts, h.track, |t| {
             pb::uint(t, e::TYPE, e::SLICE_BEGIN);
-            pb::uint(t, e::TRACK_UUID, h.track);
             pb::uint(t, e::NAME_IID, h.name);
             if let Some(c) = h.cat {
                 pb::uint(t, e::CATEGORY_IIDS, c);
@@ -199,10 +246,7 @@ impl RankEncoder {
             }
         });
         if let Some(end) = h.end {
-            self.packet(out, end, |t| {
-                pb::uint(t, e::TYPE, e::SLICE_END);
-                pb::uint(t, e::TRACK_UUID, h.track);
-            });
+            self.packet(out, end, h.track, |t| pb::uint(t, e::TYPE, e::SLICE_END));
         }
     }
 
@@ -257,13 +301,25 @@ impl RankEncoder {
         let name = self.intern.iid(Table::Name, ev.name.raw().as_bytes());
         let mut annotations = Vec::new();
         self.annotations(ev, &mut annotations);
-        self.packet(out, out_ns(ts, self.shift), |t| {
+        self.packet(out, out_ns(ts, self.shift), track, |t| {
             pb::uint(t, e::TYPE, e::INSTANT);
-            pb::uint(t, e::TRACK_UUID, track);
             pb::uint(t, e::NAME_IID, name);
             t.extend_from_slice(&annotations);
         });
         self.stats.instants += 1;
+        if let Some(s) = memory::sample(ev) {
+            let track = self.tracks.counter(&ev.pid, memory::COUNTER, &s.series);
+            self.counter_value(out, out_ns(ts, self.shift), track, s.value);
+        }
+    }
+
+    /// One counter value packet.
+    fn counter_value(&mut self, out: &mut Vec<u8>, ts: u64, track: u64, v: f64) {
+        self.packet(out, ts, track, |t| {
+            pb::uint(t, e::TYPE, e::COUNTER);
+            pb::double(t, e::DOUBLE_COUNTER_VALUE, v);
+        });
+        self.stats.counters += 1;
     }
 
     /// A `C` event: each numeric member of its `args` a value on its own counter track.
@@ -286,12 +342,7 @@ impl RankEncoder {
         });
         let ts = out_ns(ts, self.shift);
         for (track, v) in series {
-            self.packet(out, ts, |t| {
-                pb::uint(t, e::TYPE, e::COUNTER);
-                pb::uint(t, e::TRACK_UUID, track);
-                pb::double(t, e::DOUBLE_COUNTER_VALUE, v);
-            });
-            self.stats.counters += 1;
+            self.counter_value(out, ts, track, v);
         }
     }
 

@@ -16,11 +16,15 @@
 //! `protoc`, and no message structs between the event and its bytes.
 
 pub(crate) mod encode;
+pub(crate) mod extras;
 mod intern;
-mod tracks;
+pub(crate) mod tracks;
 
 use std::io::{self, Write};
 use std::path::Path;
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
 
 use crate::trace::write::writer::{write_atomic, PieceData};
 
@@ -31,14 +35,31 @@ pub(super) mod fields {
     /// `trace.proto`: `Trace.packet`, and `trace_packet.proto`'s `TracePacket`.
     pub(crate) mod packet {
         pub(crate) const PACKET: u32 = 1;
+        pub(crate) const CLOCK_SNAPSHOT: u32 = 6;
         pub(crate) const TIMESTAMP: u32 = 8;
         pub(crate) const SEQUENCE_ID: u32 = 10;
         pub(crate) const TRACK_EVENT: u32 = 11;
         pub(crate) const INTERNED_DATA: u32 = 12;
         pub(crate) const SEQUENCE_FLAGS: u32 = 13;
+        pub(crate) const TIMESTAMP_CLOCK_ID: u32 = 58;
+        pub(crate) const TRACE_PACKET_DEFAULTS: u32 = 59;
         pub(crate) const TRACK_DESCRIPTOR: u32 = 60;
         pub(crate) const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
         pub(crate) const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+    }
+    /// `trace_packet_defaults.proto` (`TracePacketDefaults`, and `TrackEventDefaults` in
+    /// `track_event/track_event.proto`), `clock_snapshot.proto` and `builtin_clock.proto`.
+    pub(crate) mod clock {
+        pub(crate) const DEFAULTS_CLOCK_ID: u32 = 58;
+        pub(crate) const DEFAULTS_TRACK_EVENT: u32 = 11;
+        pub(crate) const TRACK_EVENT_DEFAULTS_TRACK_UUID: u32 = 11;
+        pub(crate) const SNAPSHOT_CLOCKS: u32 = 1;
+        pub(crate) const CLOCK_ID: u32 = 1;
+        pub(crate) const CLOCK_TIMESTAMP: u32 = 2;
+        /// `BUILTIN_CLOCK_BOOTTIME`: the trace clock, which packets without a clock id are on.
+        pub(crate) const BOOTTIME: u64 = 6;
+        /// The first sequence-scoped clock id (64-127 belong to the sequence defining them).
+        pub(crate) const RANK_CLOCK: u64 = 64;
     }
     /// `track_event/track_event.proto`.
     pub(crate) mod event {
@@ -95,27 +116,52 @@ pub(crate) struct RankPart<'a> {
 }
 
 /// Writes the merged `.pftrace` to `out` atomically: the root track named `title`, then each
-/// rank's part in order. Returns its size.
-pub(crate) fn write_file(out: &Path, title: &str, parts: &[RankPart<'_>]) -> io::Result<u64> {
+/// rank's part in order, then `tail` (the merge's extras, [`extras`]); gzip-compressed at
+/// `gzip`'s level when given (`.pftrace.gz`: Perfetto's trace_processor, and so the UI,
+/// recognises gzip and reads the protobuf inside). Returns its uncompressed size.
+pub(crate) fn write_file(
+    out: &Path,
+    title: &str,
+    parts: &[RankPart<'_>],
+    tail: &[u8],
+    gzip: Option<u32>,
+) -> io::Result<u64> {
     let mut root = Vec::new();
     tracks::describe(&mut root, 1, tracks::ROOT_UUID, 0, title, 0);
-    let mut len = root.len() as u64;
-    write_atomic(out, |w| {
-        w.write_all(&root)?;
-        for p in parts {
-            w.write_all(p.head)?;
-            len += p.head.len() as u64;
-            len += match p.events {
-                PieceData::Bytes(b) => {
-                    w.write_all(b)?;
-                    b.len() as u64
-                }
-                PieceData::File(path) => io::copy(&mut std::fs::File::open(path)?, w)?,
-            };
+    let mut len = 0;
+    write_atomic(out, |w| match gzip {
+        Some(level) => {
+            let mut z = GzEncoder::new(w, Compression::new(level));
+            len = write_parts(&mut z, &root, parts, tail)?;
+            z.finish().map(drop)
         }
-        Ok(())
+        None => write_parts(w, &root, parts, tail).map(|n| len = n),
     })?;
     Ok(len)
+}
+
+/// The file's bytes, in order, to `w`; how many.
+fn write_parts(
+    w: &mut impl Write,
+    root: &[u8],
+    parts: &[RankPart<'_>],
+    tail: &[u8],
+) -> io::Result<u64> {
+    w.write_all(root)?;
+    let mut len = root.len() as u64;
+    for p in parts {
+        w.write_all(p.head)?;
+        len += p.head.len() as u64;
+        len += match p.events {
+            PieceData::Bytes(b) => {
+                w.write_all(b)?;
+                b.len() as u64
+            }
+            PieceData::File(path) => io::copy(&mut std::fs::File::open(path)?, w)?,
+        };
+    }
+    w.write_all(tail)?;
+    Ok(len + tail.len() as u64)
 }
 
 #[cfg(test)]

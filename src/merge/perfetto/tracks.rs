@@ -13,8 +13,30 @@ use crate::trace::write::protobuf as pb;
 /// The root track's uuid: the merge itself.
 pub(super) const ROOT_UUID: u64 = 1;
 
-/// Tracks of one rank are numbered from `(index + 1) << 24`.
-const RANK_SHIFT: u32 = 24;
+/// Track uuids are small (a varint of a byte or two on every event): the rank at `index` of
+/// `n` has `index + 2`, and its other tracks `index + 2 + k * (n + 1)` for k = 1, 2, …; the
+/// merge's extras take the slot past the ranks (`n + 2 + k * (n + 1)`), and 1 is the root.
+pub(crate) struct Uuids {
+    next: u64,
+    stride: u64,
+}
+
+impl Uuids {
+    /// The uuids of slot `slot` (a rank's index, or `n` for the extras) of `n` ranks.
+    pub(crate) fn new(slot: usize, n: usize) -> Self {
+        Uuids {
+            next: rank_uuid(slot),
+            stride: n as u64 + 1,
+        }
+    }
+
+    /// The next uuid of the slot (the first is the rank's own).
+    pub(crate) fn fresh(&mut self) -> u64 {
+        let u = self.next;
+        self.next += self.stride;
+        u
+    }
+}
 
 struct Proc {
     uuid: u64,
@@ -41,7 +63,7 @@ struct Counter {
 /// One rank's tracks.
 pub(super) struct Tracks {
     rank_uuid: u64,
-    next: u64,
+    uuids: Uuids,
     procs: FxHashMap<String, Proc>,
     threads: FxHashMap<String, Thread>,
     counters: FxHashMap<String, Counter>,
@@ -65,13 +87,18 @@ fn id_text(id: &Id<'_>, out: &mut String) -> Option<i64> {
     }
 }
 
+/// The track of the rank at `index` in its group.
+pub(super) fn rank_uuid(index: usize) -> u64 {
+    index as u64 + 2
+}
+
 impl Tracks {
-    /// The tracks of the rank at `index` in its group.
-    pub(super) fn new(index: usize) -> Self {
-        let rank_uuid = (index as u64 + 1) << RANK_SHIFT;
+    /// The tracks of the rank at `index` of the `n` in its group.
+    pub(super) fn new(index: usize, n: usize) -> Self {
+        let mut uuids = Uuids::new(index, n);
         Tracks {
-            rank_uuid,
-            next: rank_uuid + 1,
+            rank_uuid: uuids.fresh(),
+            uuids,
             procs: FxHashMap::default(),
             threads: FxHashMap::default(),
             counters: FxHashMap::default(),
@@ -81,19 +108,16 @@ impl Tracks {
     }
 
     fn fresh(&mut self) -> u64 {
-        let u = self.next;
-        self.next += 1;
-        u
+        self.uuids.fresh()
     }
 
     /// The process track of `pid`, made when new.
     fn process_mut(&mut self, pid: &Id<'_>) -> &mut Proc {
         let mut text = String::new();
         let int = id_text(pid, &mut text);
-        let next = &mut self.next;
+        let uuids = &mut self.uuids;
         self.procs.entry(text).or_insert_with_key(|k| {
-            let uuid = *next;
-            *next += 1;
+            let uuid = uuids.fresh();
             Proc {
                 uuid,
                 pid: k.clone(),
