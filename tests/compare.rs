@@ -10,7 +10,7 @@ use std::process::Command;
 
 use rankprof::compare::diff::{Basis, Row, Status};
 use rankprof::compare::{compare, Comparison};
-use rankprof::compare::{CompareBasis, CompareOptions};
+use rankprof::compare::{CompareBasis, CompareOptions, GateRule};
 use rankprof::synth::catalog::Class;
 use rankprof::synth::{write_set, Slow, SynthOptions};
 use serde_json::Value;
@@ -667,7 +667,18 @@ fn the_headline_leads_with_the_worst_regression_and_names_waiting_ranks_as_waiti
     let t = tempfile::tempdir().unwrap();
     let base = synth(&t.path().join("base"), None);
     let cur = synth(&t.path().join("cur"), Some((1, Class::Gemm, 1.2, 0)));
+    // The default (statistical) gate: TP01's gemm over its peers', the plant's +20 % inside
+    // the interval; the ranks that wait are not failures there (their waits are in times, and
+    // no step-by-step shift is significant).
     let (head, code) = cli_headline(&base, &cur, &[]);
+    assert_eq!(code, 1, "{head}");
+    assert!(
+        head.starts_with("rankprof compare: FAIL: TP01's gemm time per step +20.0 % ["),
+        "{head}"
+    );
+    assert!(head.contains("(95 %) vs its peers"), "{head}");
+    // The fixed gate: every grown row fails, and the waiting ranks are named as waiting.
+    let (head, code) = cli_headline(&base, &cur, &["--gate", "fixed"]);
     assert_eq!(code, 1, "{head}");
     assert!(
         head.starts_with("rankprof compare: FAIL: TP01's gemm time per step +20.0 % ("),
@@ -679,7 +690,10 @@ fn the_headline_leads_with_the_worst_regression_and_names_waiting_ranks_as_waiti
     );
     assert!(!head.contains("waits on"), "{head}");
     assert!(!head.contains("classes gemm, comm"), "{head}");
-    let c = run_cmp(&args(&base, &cur));
+    let c = run_cmp(&CompareOptions {
+        gate: GateRule::Fixed,
+        ..args(&base, &cur)
+    });
     for f in c.failures.iter().filter(|f| f.waiting) {
         assert!(
             f.message.contains("waits longer in collectives (for TP01)"),

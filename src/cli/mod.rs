@@ -442,7 +442,7 @@ pub struct CompareArgs {
     /// How a time row is judged: `fixed`, its per-step median (or total) against
     /// --max-regression; `stats`, its per-step samples tested (regression / no change /
     /// inconclusive, each with its 95 % interval; see docs/compare.md for when to trust it).
-    #[arg(long, value_enum, default_value_t = GateRule::Fixed)]
+    #[arg(long, value_enum, default_value_t = GateRule::Stats)]
     pub gate: GateRule,
     /// With --gate stats: what an inconclusive comparison (no regression, but rows the steps
     /// cannot decide) exits with: its own code 4, or 0 (`pass`), or 1 (`fail`).

@@ -19,7 +19,7 @@
 //!   with the steps per side that would likely decide (the interval narrows as 1/√steps).
 
 use super::diff::{Comparison, Decision, Row, RowStat};
-use super::samples::{lookup, Samples};
+use super::samples::{lookup_as, Samples};
 use super::stats::{hodges_lehmann, holm, mann_whitney_greater, median, run_to_run_bound_pct};
 use crate::analyze::summary::Summary;
 
@@ -62,6 +62,7 @@ pub(crate) fn test(s: &Samples, max_pct: f64) -> Option<RowStat> {
         baseline_steps: pooled.len(),
         baseline_runs: s.base.len(),
         current_steps: s.cur.len(),
+        vs_peers: s.vs_peers,
         decision: Decision::Inconclusive,
         steps_needed: None,
     })
@@ -138,8 +139,11 @@ pub(crate) fn pool(c: &mut Comparison, more: &[Summary]) -> usize {
         let (Some(s), Some((kb, _))) = (r.samples.as_mut(), r.key.as_ref()) else {
             continue;
         };
-        let found: Option<Vec<Vec<i64>>> = more.iter().map(|m| lookup(m, kb)).collect();
+        let found: Option<Vec<Vec<i64>>> =
+            more.iter().map(|m| lookup_as(m, kb, s.vs_peers)).collect();
         match found {
+            // Ratios over peers: the row's times stay the first baseline's.
+            Some(v) if s.vs_peers => s.base.extend(v),
             Some(v) => {
                 s.base.extend(v);
                 let b = median(&mut s.pooled());
@@ -220,6 +224,7 @@ mod tests {
             baseline_steps: 16,
             baseline_runs: 1,
             current_steps: 16,
+            vs_peers: false,
             decision: Decision::Inconclusive,
             steps_needed: None,
         }
@@ -266,6 +271,7 @@ mod tests {
         let s = Samples {
             base: vec![vec![100, 100, 100], vec![104, 104, 104], vec![96, 96, 96]],
             cur: vec![100],
+            vs_peers: false,
         };
         // Medians 100, 104, 96: mean 100, s = 4, t(2) = 2.920, √(4/3): 13.49 %.
         let want = 2.920 * 4.0 * (4.0f64 / 3.0).sqrt();
@@ -273,6 +279,7 @@ mod tests {
         let one = Samples {
             base: vec![vec![100, 150]],
             cur: vec![100],
+            vs_peers: false,
         };
         assert_eq!(noise_floor(&one), 0.0);
     }

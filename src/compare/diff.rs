@@ -15,7 +15,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use super::normalize::normalize;
-use super::samples::{lookup, Key, Samples};
+use super::samples::{pair, Key, Samples};
 use super::sides::SideInfo;
 use crate::analyze::summary::{RankEntry, Summary};
 use crate::trace::Ns;
@@ -87,6 +87,9 @@ pub struct RowStat {
     pub baseline_steps: usize,
     pub baseline_runs: usize,
     pub current_steps: usize,
+    /// Tested on the rank's per-step ratio over its peers' (the change is the rank's own, not
+    /// the machine's), not on its times.
+    pub vs_peers: bool,
     pub decision: Decision,
     /// Inconclusive: the steps per side that would likely decide (from the observed spread).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -165,12 +168,7 @@ impl Row {
     /// The row with its metric's key and, when both sides keep them, its samples.
     fn keyed(mut self, b: &Summary, c: &Summary, kb: Key, kc: Key, steps: bool) -> Row {
         if steps {
-            if let (Some(x), Some(y)) = (lookup(b, &kb), lookup(c, &kc)) {
-                self.samples = Some(Samples {
-                    base: vec![x],
-                    cur: y,
-                });
-            }
+            self.samples = pair(b, &kb, c, &kc);
         }
         self.key = Some((kb, kc));
         self

@@ -41,8 +41,12 @@ pub(crate) fn fmt_pct(p: Option<f64>) -> String {
 /// `+23.1 % [+19.8, +26.0] (95 %)`: a tested row's change with its interval.
 pub(crate) fn fmt_interval(st: &RowStat) -> String {
     format!(
-        "{:+.1} % [{:+.1}, {:+.1}] ({} %)",
-        st.change_pct, st.ci_low_pct, st.ci_high_pct, st.confidence_pct
+        "{:+.1} % [{:+.1}, {:+.1}] ({} %){}",
+        st.change_pct,
+        st.ci_low_pct,
+        st.ci_high_pct,
+        st.confidence_pct,
+        if st.vs_peers { " vs its peers" } else { "" }
     )
 }
 

@@ -62,12 +62,11 @@ pub enum Inconclusive {
 /// How the gate judges a time row (`--gate`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum GateRule {
-    /// The per-step median (or total) against `--max-regression`, as always.
-    #[default]
+    /// The per-step median (or total) against `--max-regression`, as before.
     Fixed,
-    /// The per-step samples tested: regression / no change / inconclusive, each
-    /// with its interval. Opt-in: on real captures of a loaded machine, runs differ beyond
-    /// their steps' spread (docs/compare.md).
+    /// The per-step samples tested: regression / no change / inconclusive, each with its
+    /// interval; rows without samples by the fixed threshold (docs/compare.md).
+    #[default]
     Stats,
 }
 
@@ -122,7 +121,7 @@ impl Default for CompareOptions {
             profile_id: None,
             stage: None,
             jobs: None,
-            gate: GateRule::Fixed,
+            gate: GateRule::Stats,
         }
     }
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::decide;
 use super::diff::Decision;
-use super::samples::{lookup, Key, Samples};
+use super::samples::{lookup, lookup_vs_peers, Key, Samples};
 use super::stats::{median, SplitMix};
 use crate::analyze::classes::COMM;
 use crate::analyze::summary::Summary;
@@ -50,7 +50,7 @@ fn rank_classes(s: &Summary) -> Vec<(String, Vec<i64>)> {
     for r in &s.ranks {
         for c in s.classes.iter().filter(|c| c.as_str() != COMM) {
             let key = Key::RankClass(r.figures.rank.clone(), c.clone());
-            if let Some(v) = lookup(s, &key) {
+            if let Some(v) = lookup_vs_peers(s, &key).or_else(|| lookup(s, &key)) {
                 out.push((format!("{c} on {}", r.figures.rank), v));
             }
         }
@@ -77,7 +77,12 @@ fn trial(pool: &[i64], n: usize, e: f64, rng: &mut SplitMix, band: f64, m: usize
         .into_iter()
         .map(|x| (x as f64 * (1.0 + e / 100.0)).round() as i64)
         .collect();
-    let Some(mut st) = decide::test(&Samples { base, cur }, band) else {
+    let s = Samples {
+        base,
+        cur,
+        vs_peers: true,
+    };
+    let Some(mut st) = decide::test(&s, band) else {
         return false;
     };
     st.p_adjusted = (st.p_value * m as f64).min(1.0);
@@ -104,6 +109,7 @@ pub fn power(baselines: &[Summary], max_pct: f64) -> Result<Power> {
     let floor = decide::noise_floor(&Samples {
         base: pool.clone(),
         cur: Vec::new(),
+        vs_peers: true,
     });
     let all = pool.concat();
     let band = max_pct.max(floor);

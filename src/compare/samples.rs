@@ -2,7 +2,19 @@
 //! [`lookup`] finds its samples in any summary (the baseline, another baseline, the current
 //! side). A summary without samples (an older file, or no steps) gives `None`, and the row falls
 //! back to the fixed threshold.
+//!
+//! **A rank's rows are measured against its peers.** A capture's conditions (the machine's
+//! speed, thread placement) move every rank together: on four real A/A captures of one TP4
+//! workload each rank's `norm` per step moved ±15 % from capture to capture, while each rank's
+//! `norm` over its peers' in the same step stayed within 0.975–1.036. So a rank's work and a
+//! rank's class are tested on that per-step ratio ([`lookup_vs_peers`], in parts per million):
+//! what is the rank's own, not the machine's. A change every rank shares is the job's, and is
+//! tested once on the job's rows ([`Key::Work`], [`Key::Class`]). A rank's
+//! communication stays in times: it is mostly waiting for the others, and over its peers' it
+//! swings with theirs. Without peers (one rank, steps
+//! that do not line up, a peer median of 0 in some step) both sides fall back to the times.
 
+use crate::analyze::classes::COMM;
 use crate::analyze::summary::{StepSamples, Summary};
 
 /// A gated metric that has per-step samples.
@@ -26,6 +38,8 @@ pub(crate) struct Samples {
     /// One list per baseline capture (one, or several with `--baseline a b c`).
     pub(crate) base: Vec<Vec<i64>>,
     pub(crate) cur: Vec<i64>,
+    /// The samples are a rank's per-step ratio over its peers ([`lookup_vs_peers`]), not times.
+    pub(crate) vs_peers: bool,
 }
 
 impl Samples {
@@ -60,4 +74,89 @@ pub(crate) fn lookup(s: &Summary, key: &Key) -> Option<Vec<i64>> {
         Key::RankClass(r, c) => class_of(rank(r)?, c),
     };
     (!v.is_empty()).then_some(v)
+}
+
+/// One part in a million: the unit of [`lookup_vs_peers`]' ratios.
+const PPM: i128 = 1_000_000;
+
+/// A rank key's samples as the rank's per-step ratio over the median of the other ranks'
+/// samples of the same metric in the same step, in parts per million. `None` for a job key,
+/// with fewer than two ranks, when a rank's steps do not line up with the others' (different
+/// counts), or when the peers' median is 0 in some step.
+pub(crate) fn lookup_vs_peers(s: &Summary, key: &Key) -> Option<Vec<i64>> {
+    let label = rank_of(key)?;
+    if matches!(key, Key::RankClass(_, c) if c == COMM) {
+        // A rank's collective time is mostly waiting for the others: over its peers' it swings
+        // with theirs (on the A/A captures, +156 % one way, −49 % the other); it stays in times,
+        // where the gate groups who waits for whom.
+        return None;
+    }
+    let own = lookup(s, key)?;
+    let peers: Vec<Vec<i64>> = s
+        .ranks
+        .iter()
+        .map(|r| r.figures.rank.as_str())
+        .filter(|l| *l != label)
+        .map(|l| lookup(s, &for_rank(key, l)))
+        .collect::<Option<_>>()?;
+    if peers.is_empty() || peers.iter().any(|p| p.len() != own.len()) {
+        return None;
+    }
+    ratios(&own, &peers)
+}
+
+/// The rank a key is about (`None`: the job's).
+fn rank_of(key: &Key) -> Option<&str> {
+    match key {
+        Key::RankWork(r) | Key::RankClass(r, _) => Some(r),
+        Key::Busy | Key::Work | Key::Class(_) => None,
+    }
+}
+
+/// The same metric for another rank.
+fn for_rank(key: &Key, label: &str) -> Key {
+    match key {
+        Key::RankClass(_, c) => Key::RankClass(label.to_string(), c.clone()),
+        _ => Key::RankWork(label.to_string()),
+    }
+}
+
+/// `own[k]` over the median of `peers[·][k]`, in ppm, step by step; `None` when a median is 0.
+fn ratios(own: &[i64], peers: &[Vec<i64>]) -> Option<Vec<i64>> {
+    let mut step: Vec<i64> = Vec::with_capacity(peers.len());
+    own.iter()
+        .enumerate()
+        .map(|(k, &v)| {
+            step.clear();
+            step.extend(peers.iter().map(|p| p[k]));
+            let m = super::stats::median(&mut step);
+            (m > 0).then(|| (i128::from(v) * PPM / i128::from(m)) as i64)
+        })
+        .collect()
+}
+
+/// The samples of a row on two sides (`b` for the baseline, `c` for the current): each rank's
+/// ratio over its peers when both sides have them, else both sides' times.
+pub(crate) fn pair(b: &Summary, kb: &Key, c: &Summary, kc: &Key) -> Option<Samples> {
+    if let (Some(x), Some(y)) = (lookup_vs_peers(b, kb), lookup_vs_peers(c, kc)) {
+        return Some(Samples {
+            base: vec![x],
+            cur: y,
+            vs_peers: true,
+        });
+    }
+    Some(Samples {
+        base: vec![lookup(b, kb)?],
+        cur: lookup(c, kc)?,
+        vs_peers: false,
+    })
+}
+
+/// A further baseline's samples of a row, on the row's basis.
+pub(crate) fn lookup_as(s: &Summary, key: &Key, vs_peers: bool) -> Option<Vec<i64>> {
+    if vs_peers {
+        lookup_vs_peers(s, key)
+    } else {
+        lookup(s, key)
+    }
 }

@@ -40,8 +40,11 @@ fn status(s: Status) -> String {
 fn change_cell(r: &Row) -> String {
     match &r.stat {
         Some(st) => format!(
-            "{:+.1} % [{:+.1}, {:+.1}]",
-            st.change_pct, st.ci_low_pct, st.ci_high_pct
+            "{:+.1} % [{:+.1}, {:+.1}]{}",
+            st.change_pct,
+            st.ci_low_pct,
+            st.ci_high_pct,
+            if st.vs_peers { " vs peers" } else { "" }
         ),
         None => fmt_pct(r.delta_pct),
     }
