@@ -447,11 +447,8 @@ impl SynthOptions {
 
     /// Rank `r`'s memory, when the ranks write `[memory]` events.
     fn mem_plan(&self, r: u32, device: u32) -> Option<emit::memory::MemPlan> {
-        let on = |p: &Option<MemoryPlant>| {
-            p.as_ref()
-                .filter(|p| p.rank == r)
-                .map_or(0, |p| p.bytes)
-        };
+        let on =
+            |p: &Option<MemoryPlant>| p.as_ref().filter(|p| p.rank == r).map_or(0, |p| p.bytes);
         self.memory_events().then(|| {
             emit::memory::MemPlan::new(
                 self.cpu_only,

@@ -331,7 +331,10 @@ impl MemoryTally {
     /// `marks` (file times) say holds it; `base` puts the times on the common clock.
     pub(crate) fn finish(mut self, marks: &[Mark], base: i64) -> Vec<MemoryRow> {
         self.devices.sort_by_key(|d| (d.kind, d.id));
-        self.devices.iter_mut().map(|d| d.row(marks, base)).collect()
+        self.devices
+            .iter_mut()
+            .map(|d| d.row(marks, base))
+            .collect()
     }
 }
 
@@ -354,7 +357,12 @@ pub(crate) fn find_peak_ops(path: &Path, tally: &mut MemoryTally) -> Result<()> 
             tally.on_op(ev);
         }
     })
-    .with_context(|| format!("cannot read {} for the ops at its memory peaks", path.display()))?;
+    .with_context(|| {
+        format!(
+            "cannot read {} for the ops at its memory peaks",
+            path.display()
+        )
+    })?;
     Ok(())
 }
 

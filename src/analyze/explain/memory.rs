@@ -37,21 +37,27 @@ pub(crate) fn ranks(results: &[RankResult]) -> Vec<MemoryRank> {
         .collect()
 }
 
-/// The verdict's memory lines: for each device seen on two ranks or more, the rank with the
-/// largest peak when it exceeds the median rank's by more than `threshold` (a fraction).
+/// The verdict's memory lines: for each kind of device (`cpu`, `cuda`, …) seen on two ranks
+/// or more, the rank with the largest peak when it exceeds the median rank's by more than
+/// `threshold` (a fraction); then the leaks.
 pub(crate) fn lines(rows: &[MemoryRank], threshold: f64) -> Vec<String> {
-    let mut devices: Vec<&str> = rows.iter().map(|r| r.row.device.as_str()).collect();
-    devices.sort_unstable();
-    devices.dedup();
+    let mut kinds: Vec<&str> = rows.iter().map(|r| kind(&r.row.device)).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
     oom_line(rows)
         .into_iter()
         .chain(
-            devices
+            kinds
                 .into_iter()
-                .filter_map(|d| device_line(rows, d, threshold)),
+                .filter_map(|k| device_line(rows, k, threshold)),
         )
         .chain(leak_line(rows))
         .collect()
+}
+
+/// The kind of a device: `cuda` of `cuda:3` (each GPU rank has its own index).
+fn kind(device: &str) -> &str {
+    device.split(':').next().unwrap_or(device)
 }
 
 /// The smallest growth per step called a leak (1 MiB): below it, caches and fragments.
@@ -120,10 +126,13 @@ fn oom_line(rows: &[MemoryRank]) -> Option<String> {
     })
 }
 
-/// The line for one device, when its largest peak is above the median by more than the
-/// threshold.
-fn device_line(rows: &[MemoryRank], device: &str, threshold: f64) -> Option<String> {
-    let on: Vec<&MemoryRank> = rows.iter().filter(|r| r.row.device == device).collect();
+/// The line for one kind of device, when its largest peak is above the median by more than
+/// the threshold.
+fn device_line(rows: &[MemoryRank], device_kind: &str, threshold: f64) -> Option<String> {
+    let on: Vec<&MemoryRank> = rows
+        .iter()
+        .filter(|r| kind(&r.row.device) == device_kind)
+        .collect();
     if on.len() < 2 {
         return None;
     }
@@ -155,9 +164,10 @@ fn device_line(rows: &[MemoryRank], device: &str, threshold: f64) -> Option<Stri
         String::new()
     };
     Some(format!(
-        "Memory: rank {} peaks {} above the median rank on {device} ({} vs {}{pct}){when}{what}.",
+        "Memory: rank {} peaks {} above the median rank on {} ({} vs {}{pct}){when}{what}.",
         top.rank,
         bytes(excess),
+        top.row.device,
         bytes(top.row.peak_allocated_bytes as f64),
         bytes(mid),
     ))
