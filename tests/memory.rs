@@ -356,3 +356,62 @@ fn too_few_steps_for_a_leak_are_said_not_guessed() {
         "{lines}"
     );
 }
+
+/// `rankprof synth` (`args`) then `analyze --save-summary`, into `dir`; the summary's path.
+fn synth_summary(dir: &Path, args: &[&str]) -> PathBuf {
+    let traces = dir.join("traces");
+    let t = traces.to_str().expect("utf-8 path");
+    let mut all = vec!["synth", "-o", t, "--tp", "4", "--steps", "6"];
+    all.extend_from_slice(args);
+    assert!(rankprof(&all).status.success());
+    let summary = dir.join("summary.json");
+    let s = summary.to_str().expect("utf-8 path");
+    let out = rankprof(&["analyze", "--profile-dir", t, "--save-summary", s]);
+    assert!(matches!(out.status.code(), Some(0 | 1)));
+    summary
+}
+
+#[test]
+fn compare_gates_on_a_grown_peak_per_rank() {
+    const PLANTED: i64 = 2 << 30;
+    let (a, b) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let base = synth_summary(a.path(), &["--profile-memory"]);
+    let cur = synth_summary(b.path(), &["--plant-memory", "2:2147483648"]);
+    let args = |x: &Path, y: &Path| {
+        let (x, y) = (x.to_str().expect("utf-8"), y.to_str().expect("utf-8"));
+        rankprof(&["compare", x, y, "--format", "json"])
+    };
+    let out = args(&base, &cur);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("compare JSON");
+    let rows = v["memory"].as_array().expect("memory rows");
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    for r in rows {
+        let (b, c) = (
+            r["baseline_peak_allocated_bytes"].as_i64().expect("bytes"),
+            r["current_peak_allocated_bytes"].as_i64().expect("bytes"),
+        );
+        if r["rank"] == "TP02" {
+            assert_eq!(c - b, PLANTED, "{r}");
+            assert_eq!(r["fails"], true);
+        } else {
+            assert_eq!(c, b, "{r}");
+            assert_eq!(r["fails"], false);
+        }
+    }
+    let failures = v["failures"].to_string();
+    assert!(
+        failures.contains("rank TP02: peak allocated memory on cuda:2"),
+        "{failures}"
+    );
+    // The same run against itself passes.
+    assert_eq!(args(&base, &base).status.code(), Some(0));
+}
