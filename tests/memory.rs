@@ -73,7 +73,11 @@ fn memory_per_rank_equals_the_truth_of_the_raw_events() {
             "peak_reserved_bytes",
             "peak_ts_ns",
             "peak_step",
+            "peak_op",
             "baseline_bytes",
+            "growth_bytes_per_step",
+            "growth_stderr_bytes_per_step",
+            "growth_steps",
             "oom_events",
             "memory_events",
         ] {
@@ -109,6 +113,14 @@ fn the_verdict_names_the_rank_that_holds_the_planted_tensor() {
         "{excess} MiB vs planted {planted_mib} MiB: {line}"
     );
     assert!(line.contains("reached in step 2"), "{line}");
+    // The op at the peak is the truth's (tests/truth_memory.py, compared field by field above).
+    let rows = got["memory"].as_array().expect("a memory list");
+    let op = rows
+        .iter()
+        .find(|r| r["rank"] == format!("RANK{planted:02}"))
+        .and_then(|r| r["peak_op"].as_str())
+        .expect("an op at the planted rank's peak");
+    assert!(line.ends_with(&format!(" in {op}.")), "{line}");
 }
 
 #[test]
@@ -133,7 +145,7 @@ fn the_memory_table_is_in_every_format() {
     let header = text.lines().next().unwrap_or_default();
     assert_eq!(
         header,
-        "rank,device,peak_allocated_bytes,peak_reserved_bytes,peak_ts_ns,peak_step,baseline_bytes,oom_events,memory_events"
+        "rank,device,peak_allocated_bytes,peak_reserved_bytes,peak_ts_ns,peak_step,peak_op,baseline_bytes,growth_bytes_per_step,growth_stderr_bytes_per_step,growth_steps,oom_events,memory_events"
     );
     assert_eq!(text.lines().count(), 5, "{text}");
 }
@@ -216,4 +228,190 @@ fn memory_events_change_no_other_figure() {
         .unwrap_or_default();
     lines.retain(|l| !l.as_str().unwrap_or_default().starts_with("Memory:"));
     assert_eq!(Value::Array(lines), without["verdict"]["lines"]);
+}
+
+/// `rankprof synth` into a temporary folder with `args`, analysed as JSON.
+fn synth_json(args: &[&str]) -> Value {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().to_str().expect("utf-8 path");
+    let mut all = vec!["synth", "-o", out];
+    all.extend_from_slice(args);
+    let w = rankprof(&all);
+    assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+    analyze_json(tmp.path())
+}
+
+/// Each memory row's `key`, by rank label.
+fn by_rank(v: &Value, key: &str) -> Vec<(String, i64)> {
+    v["memory"]
+        .as_array()
+        .expect("a memory list")
+        .iter()
+        .map(|r| {
+            let rank = r["rank"].as_str().unwrap_or_default().to_string();
+            (rank, r[key].as_i64().unwrap_or(i64::MIN))
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<i64>) -> f64 {
+    v.sort_unstable();
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2] as f64
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0
+    }
+}
+
+#[test]
+fn a_planted_heavier_rank_is_named_with_the_planted_bytes() {
+    const PLANTED: i64 = 2 << 30;
+    let got = synth_json(&[
+        "--tp",
+        "4",
+        "--steps",
+        "6",
+        "--plant-memory",
+        "2:2147483648",
+    ]);
+    let peaks = by_rank(&got, "peak_allocated_bytes");
+    assert_eq!(peaks.len(), 4, "{peaks:?}");
+    let top = peaks.iter().max_by_key(|p| p.1).expect("a rank");
+    assert_eq!(top.0, "TP02");
+    // Its excess over the median rank is the planted bytes, up to the per-step output the
+    // ranks draw at random (under 1 MiB each).
+    let excess = top.1 as f64 - median(peaks.iter().map(|p| p.1).collect());
+    assert!(
+        (excess - PLANTED as f64).abs() < 2.0 * 1048576.0,
+        "{excess} vs planted {PLANTED}"
+    );
+    let line = memory_line(&got).unwrap_or_else(|| panic!("no memory line: {:#}", got["verdict"]));
+    let gib = format!("{:.2} GiB", excess / (1u64 << 30) as f64);
+    assert!(
+        line.starts_with(&format!(
+            "Memory: rank TP02 peaks {gib} above the median rank on cuda:2"
+        )),
+        "{line}"
+    );
+    assert!(!line.contains("leak"), "{line}");
+    for (rank, g) in by_rank(&got, "growth_bytes_per_step") {
+        assert!(
+            g.abs() < 1 << 20,
+            "{rank}: {g} bytes per step, no leak planted"
+        );
+    }
+}
+
+#[test]
+fn a_planted_leak_is_named_with_the_planted_growth_per_step() {
+    const PLANTED: i64 = 256 << 20;
+    let got = synth_json(&[
+        "--tp",
+        "4",
+        "--steps",
+        "8",
+        "--cpu-only",
+        "--plant-leak",
+        "1:268435456",
+    ]);
+    let growth = by_rank(&got, "growth_bytes_per_step");
+    for (rank, g) in &growth {
+        if rank == "TP01" {
+            assert!((g - PLANTED).abs() < 1 << 20, "{g} vs planted {PLANTED}");
+        } else {
+            assert!(g.abs() < 1 << 20, "{rank}: {g}, nothing planted");
+        }
+    }
+    assert!(by_rank(&got, "growth_steps").iter().all(|s| s.1 == 8));
+    let lines: Vec<String> = got["verdict"]["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter_map(|l| l.as_str().map(String::from))
+        .filter(|l| l.contains("(a leak)"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let mib = format!("+{:.1} MiB per step on cpu", growth[1].1 as f64 / 1048576.0);
+    assert!(
+        lines[0].contains(&format!("on rank TP01 {mib}")),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("over 8 steps"), "{}", lines[0]);
+    assert!(
+        !lines[0].contains("TP00") && !lines[0].contains("TP02"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn too_few_steps_for_a_leak_are_said_not_guessed() {
+    let got = synth_json(&["--tp", "2", "--steps", "2", "--plant-leak", "1:268435456"]);
+    let lines = got["verdict"]["lines"].to_string();
+    assert!(!lines.contains("(a leak)"), "{lines}");
+    assert!(
+        lines.contains("Memory: 2 step(s) with memory events per rank at most: too few to judge a leak (3 or more needed)."),
+        "{lines}"
+    );
+}
+
+/// `rankprof synth` (`args`) then `analyze --save-summary`, into `dir`; the summary's path.
+fn synth_summary(dir: &Path, args: &[&str]) -> PathBuf {
+    let traces = dir.join("traces");
+    let t = traces.to_str().expect("utf-8 path");
+    let mut all = vec!["synth", "-o", t, "--tp", "4", "--steps", "6"];
+    all.extend_from_slice(args);
+    assert!(rankprof(&all).status.success());
+    let summary = dir.join("summary.json");
+    let s = summary.to_str().expect("utf-8 path");
+    let out = rankprof(&["analyze", "--profile-dir", t, "--save-summary", s]);
+    assert!(matches!(out.status.code(), Some(0 | 1)));
+    summary
+}
+
+#[test]
+fn compare_gates_on_a_grown_peak_per_rank() {
+    const PLANTED: i64 = 2 << 30;
+    let (a, b) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let base = synth_summary(a.path(), &["--profile-memory"]);
+    let cur = synth_summary(b.path(), &["--plant-memory", "2:2147483648"]);
+    let args = |x: &Path, y: &Path| {
+        let (x, y) = (x.to_str().expect("utf-8"), y.to_str().expect("utf-8"));
+        rankprof(&["compare", x, y, "--format", "json"])
+    };
+    let out = args(&base, &cur);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("compare JSON");
+    let rows = v["memory"].as_array().expect("memory rows");
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    for r in rows {
+        let (b, c) = (
+            r["baseline_peak_allocated_bytes"].as_i64().expect("bytes"),
+            r["current_peak_allocated_bytes"].as_i64().expect("bytes"),
+        );
+        if r["rank"] == "TP02" {
+            assert_eq!(c - b, PLANTED, "{r}");
+            assert_eq!(r["fails"], true);
+        } else {
+            assert_eq!(c, b, "{r}");
+            assert_eq!(r["fails"], false);
+        }
+    }
+    let failures = v["failures"].to_string();
+    assert!(
+        failures.contains("rank TP02: peak allocated memory on cuda:2"),
+        "{failures}"
+    );
+    // The same run against itself passes.
+    assert_eq!(args(&base, &base).status.code(), Some(0));
 }

@@ -20,13 +20,24 @@ The rules, per file (rank = `distributedInfo.rank` of the header, else the file'
   peak_ts_ns    the peak's ts_ns.
   peak_step     N of the `ProfilerStep#N` complete event of the file whose [ts, ts + dur)
                 (in ns) holds the peak; null when none does.
+  peak_op       the name of the innermost CPU op at the peak: among the complete events with
+                `cat` `cpu_op` of the peak event's `pid` whose [ts, ts + max(dur, 1)) (ns)
+                holds the peak's ts, those on the peak's `tid` first, then the shortest, then
+                the latest start; null when none holds it.
   baseline_bytes `Total Allocated` - `Bytes` of the device's first memory event (smallest
                 ts, then file order): what was live when the window opened.
+  growth_steps  the ProfilerStep#N windows [ts, ts + dur) holding a memory event of the device;
+                each gives (N, `Total Allocated` of the last event (by ts, then file order)
+                in it).
+  growth_bytes_per_step, growth_stderr_bytes_per_step  the least-squares slope of those
+                points (allocated over N) and its standard error sqrt(SSE / (n - 2) / Sxx),
+                rounded half away from zero; null with fewer than 3 points.
   oom_events    the number of the device's `[OutOfMemory]` events.
   memory_events the number of its `[memory]` events.
 """
 import gzip
 import json
+import math
 import os
 import re
 import sys
@@ -62,6 +73,41 @@ def step_at(steps, t):
     return None
 
 
+def rnd(x):
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+
+
+def op_at(events, pid, tid, t):
+    best = None
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "cpu_op" or e.get("pid") != pid:
+            continue
+        start, dur = ns(e["ts"]), ns(e.get("dur", 0))
+        if start <= t < start + max(dur, 1):
+            key = (e.get("tid") == tid, -dur, start)
+            if best is None or key > best[0]:
+                best = (key, e["name"])
+    return best and best[1]
+
+
+def growth(steps, mem):
+    pts = []
+    for start, end, n in sorted(steps):
+        inside = [m for m in mem if start <= m[0] < end]
+        if inside:
+            last = max(inside, key=lambda m: (m[0], m[1]))
+            pts.append((float(n), float(last[2]["Total Allocated"])))
+    if len(pts) < 3:
+        return None, None, len(pts)
+    k = len(pts)
+    mx = sum(p[0] for p in pts) / k
+    my = sum(p[1] for p in pts) / k
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
+    sse = sum((p[1] - my - slope * (p[0] - mx)) ** 2 for p in pts)
+    return rnd(slope), rnd(math.sqrt(sse / (k - 2) / sxx)), k
+
+
 def rank_rows(doc, rank):
     base = int(doc.get("baseTimeNanoseconds", 0))
     events = doc.get("traceEvents", [])
@@ -75,7 +121,7 @@ def rank_rows(doc, rank):
         if e["name"] == "[OutOfMemory]":
             d["oom"] += 1
         else:
-            d["mem"].append((ns(e["ts"]), order, args))
+            d["mem"].append((ns(e["ts"]), order, args, e.get("pid"), e.get("tid")))
     rows = []
     for (dtype, did), d in sorted(devs.items()):
         mem = d["mem"]
@@ -89,8 +135,11 @@ def rank_rows(doc, rank):
                 peak_reserved_bytes=max(int(m[2].get("Total Reserved", 0)) for m in mem),
                 peak_ts_ns=peak[0] + base,
                 peak_step=step_at(steps, peak[0]),
+                peak_op=op_at(events, peak[3], peak[4], peak[0]),
                 baseline_bytes=int(first[2]["Total Allocated"]) - int(first[2]["Bytes"]),
             )
+            g, se, k = growth(steps, mem)
+            row.update(growth_bytes_per_step=g, growth_stderr_bytes_per_step=se, growth_steps=k)
         rows.append(row)
     return rows
 

@@ -85,6 +85,32 @@ pub struct Summary {
     /// The critical path across ranks (absent in older files and without steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathSummary>,
+    /// Each rank's peak allocated memory per device (absent without `[memory]` events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Vec<MemoryPeak>>,
+}
+
+/// One rank's peak on one device: the memory table's figure, for `compare` to gate on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemoryPeak {
+    pub rank: String,
+    pub device: String,
+    pub peak_allocated_bytes: i64,
+}
+
+/// The memory peaks of `results`, `None` when no rank has a memory event.
+fn memory_peaks(results: &[RankResult]) -> Option<Vec<MemoryPeak>> {
+    let v: Vec<MemoryPeak> = results
+        .iter()
+        .flat_map(|r| {
+            r.memory.iter().map(|m| MemoryPeak {
+                rank: r.label.clone(),
+                device: m.device.clone(),
+                peak_allocated_bytes: m.peak_allocated_bytes,
+            })
+        })
+        .collect();
+    (!v.is_empty()).then_some(v)
 }
 
 /// What late arrivals at the collectives cost the step, for `compare` to gate on.
@@ -630,6 +656,7 @@ pub(crate) fn build(
         },
         work: Some(work_summary(attribution, verdict)),
         path: path_summary(path, verdict.threshold_pct),
+        memory: memory_peaks(results),
     }
 }
 

@@ -97,6 +97,18 @@ pub struct SynthArgs {
     /// and expert-GEMM time, the same batch and dispatch/combine as its EP peers.
     #[arg(long = "hot-expert-rank")]
     pub hot_expert_rank: Option<u32>,
+    /// Write Kineto's [memory] events (profile_memory=True) on every rank: each step
+    /// allocates activations and a workspace on the rank's device (the CPU with --cpu-only).
+    #[arg(long = "profile-memory")]
+    pub profile_memory: bool,
+    /// A rank that holds BYTES more from each step's first op to its last (RANK:BYTES, e.g.
+    /// 3:2147483648 for 2 GiB); implies --profile-memory.
+    #[arg(long = "plant-memory", value_name = "RANK:BYTES")]
+    pub plant_memory: Option<String>,
+    /// A rank that leaks: it keeps BYTES more at the end of every step (RANK:BYTES); implies
+    /// --profile-memory.
+    #[arg(long = "plant-leak", value_name = "RANK:BYTES")]
+    pub plant_leak: Option<String>,
     /// record_shapes: write `Input Dims` on the CPU GEMM ops (token dimension first).
     #[arg(long = "record-shapes")]
     pub record_shapes: bool,

@@ -5,7 +5,9 @@ use anyhow::{Context, Result};
 use crate::cli::synth::SynthArgs;
 use crate::exit;
 use crate::synth::catalog::Class;
-use crate::synth::{write_set, Delay, Extra, Heavy, Slow, SlowLink, SynthOptions, DEFAULT_BASE_NS};
+use crate::synth::{
+    write_set, Delay, Extra, Heavy, MemoryPlant, Slow, SlowLink, SynthOptions, DEFAULT_BASE_NS,
+};
 
 /// The library's options from the command line (validated).
 pub(crate) fn options(a: &SynthArgs) -> Result<SynthOptions> {
@@ -53,6 +55,9 @@ pub(crate) fn options(a: &SynthArgs) -> Result<SynthOptions> {
             factor: a.factor,
             from_step: a.from_step,
         }),
+        profile_memory: a.profile_memory,
+        more_memory: plant(&a.plant_memory, "--plant-memory")?,
+        leak: plant(&a.plant_leak, "--plant-leak")?,
         cpu_only: a.cpu_only,
         record_shapes: a.record_shapes,
         annotations: !a.no_annotations,
@@ -69,6 +74,13 @@ pub(crate) fn options(a: &SynthArgs) -> Result<SynthOptions> {
     };
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// A memory plant's `RANK:BYTES`, parsed.
+fn plant(v: &Option<String>, flag: &str) -> Result<Option<MemoryPlant>> {
+    v.as_deref()
+        .map(|s| MemoryPlant::parse(s).with_context(|| flag.to_string()))
+        .transpose()
 }
 
 fn delay(a: &SynthArgs, rank: u32) -> Delay {
@@ -136,6 +148,11 @@ pub(crate) fn run(args: &SynthArgs) -> Result<i32> {
                 d.delay_ns / 1_000,
                 d.from_step
             ));
+        }
+    }
+    for (what, p) in [("more memory", &cfg.more_memory), ("leak", &cfg.leak)] {
+        if let Some(p) = p {
+            plant.push_str(&format!("; {what}: rank {} {} bytes", p.rank, p.bytes));
         }
     }
     if let Some(l) = &cfg.slow_link {

@@ -264,6 +264,8 @@ pub struct Comparison {
     pub classes: Vec<Row>,
     /// Each class on each matched rank.
     pub rank_classes: Vec<Row>,
+    /// Each rank's peak allocated memory per device (both sides' summaries with memory).
+    pub memory: Vec<super::memory::MemoryChange>,
     pub imbalance: ImbalanceRow,
     /// Top kernels found on both sides, by the larger of the two totals.
     pub kernels: Vec<KernelRow>,
@@ -729,6 +731,7 @@ pub(crate) fn build(
         ranks,
         classes,
         rank_classes,
+        memory: super::memory::rows(base, cur),
         imbalance,
         kernels,
         appeared,

@@ -314,6 +314,7 @@ fn judge_rows(c: &mut Comparison) {
         judge(r, m, t.min_time_ns);
     }
     failures.extend(rank_class_failures(c, slow_ranks, per_step));
+    failures.extend(super::memory::failures(&mut c.memory, m));
     if t.new_kernels_fail {
         failures.extend(new_kernel_failures(c));
     }

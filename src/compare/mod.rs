@@ -35,6 +35,7 @@
 pub mod decide;
 pub mod diff;
 pub(crate) mod gate;
+pub mod memory;
 pub(crate) mod normalize;
 pub mod power;
 pub(crate) mod runs;

@@ -75,6 +75,34 @@ fn time_rows(rows: &[Row], label: impl Fn(&Row) -> String) -> Vec<Vec<String>> {
 
 const TIME_COLS: [&str; 5] = ["baseline", "current", "Δ", "Δ % [95 %]", "verdict"];
 
+/// Each rank's peak allocated memory, in MiB, and its change.
+fn memory_section(c: &Comparison) -> Section {
+    let mib = |b: i64| format!("{:.1}", b as f64 / (1024.0 * 1024.0));
+    let rows = c
+        .memory
+        .iter()
+        .map(|m| {
+            vec![
+                m.rank.clone(),
+                m.device.clone(),
+                mib(m.baseline_peak_allocated_bytes),
+                mib(m.current_peak_allocated_bytes),
+                fmt_pct(m.change_pct),
+                if m.fails { "FAIL" } else { "ok" }.into(),
+            ]
+        })
+        .collect();
+    Section {
+        title: "Memory: peak allocated per rank (MiB)".into(),
+        columns: ["rank", "device", "baseline", "current", "change", "status"]
+            .map(String::from)
+            .to_vec(),
+        right: vec![false, false, true, true, true, false],
+        rows,
+        footer: None,
+    }
+}
+
 fn time_section(title: String, first: &'static str, rows: Vec<Vec<String>>) -> Section {
     let mut columns = vec![first.to_string()];
     columns.extend(TIME_COLS.iter().map(|c| c.to_string()));
@@ -296,6 +324,9 @@ fn sections(c: &Comparison, top: usize) -> Vec<Section> {
         },
     ]);
     out.push(time_section("Overall".into(), "metric", overall));
+    if !c.memory.is_empty() {
+        out.push(memory_section(c));
+    }
     if !c.ranks.is_empty() {
         out.push(time_section(
             format!("Ranks: work{per}"),

@@ -100,7 +100,10 @@ fn memory_ranks(a: &Analysis) -> Table {
             "peak allocated",
             "peak reserved",
             "peak step",
+            "op at peak",
             "baseline",
+            "growth/step",
+            "steps",
             "OOM",
         ]),
         rows: a
@@ -114,7 +117,10 @@ fn memory_ranks(a: &Analysis) -> Table {
                     mib(r.peak_allocated_bytes),
                     mib(r.peak_reserved_bytes),
                     r.peak_step.map_or(Cell::Empty, Cell::Int),
+                    r.peak_op.clone().map_or(Cell::Empty, text),
                     mib(r.baseline_bytes),
+                    r.growth_bytes_per_step.map_or(Cell::Empty, mib),
+                    Cell::Int(r.growth_steps as i64),
                     Cell::Int(r.oom_events as i64),
                 ]
             })

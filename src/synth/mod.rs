@@ -108,6 +108,37 @@ pub struct SlowLink {
     pub from_step: u32,
 }
 
+/// A planted memory load on one rank (`--plant-memory RANK:BYTES`, `--plant-leak
+/// RANK:BYTES`): `bytes` more live through every step, or `bytes` more kept after every step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryPlant {
+    /// Global rank.
+    pub rank: u32,
+    /// Bytes (> 0).
+    pub bytes: i64,
+}
+
+impl MemoryPlant {
+    /// `RANK:BYTES`, as the flags take it.
+    pub fn parse(s: &str) -> Result<Self> {
+        let (rank, bytes) = s
+            .split_once(':')
+            .with_context(|| format!("{s}: expected RANK:BYTES (e.g. 3:2147483648)"))?;
+        let rank = rank
+            .trim()
+            .parse()
+            .with_context(|| format!("{s}: the rank is not a number"))?;
+        let bytes: i64 = bytes
+            .trim()
+            .parse()
+            .with_context(|| format!("{s}: the bytes are not a whole number"))?;
+        if bytes <= 0 {
+            bail!("{s}: the bytes must be above 0");
+        }
+        Ok(MemoryPlant { rank, bytes })
+    }
+}
+
 /// Everything that decides the output bytes.
 #[derive(Clone, Debug)]
 pub struct SynthOptions {
@@ -144,6 +175,13 @@ pub struct SynthOptions {
     pub late_start: Option<Delay>,
     /// Planted slow link of one DP replica.
     pub slow_link: Option<SlowLink>,
+    /// Kineto `[memory]` events on every rank (`profile_memory=True`); the memory plants
+    /// imply it.
+    pub profile_memory: bool,
+    /// Planted heavier rank: `bytes` more live from each step's first op to its last.
+    pub more_memory: Option<MemoryPlant>,
+    /// Planted leak: the rank keeps `bytes` more at the end of every step.
+    pub leak: Option<MemoryPlant>,
     /// A CPU-only (gloo) run ([`cpu`]): no GPU; the work is the CPU ops' own time, the
     /// collectives are `c10d::` ops that hold every member's thread until the last arrives.
     pub cpu_only: bool,
@@ -198,6 +236,9 @@ impl Default for SynthOptions {
             host_delay: None,
             late_start: None,
             slow_link: None,
+            profile_memory: false,
+            more_memory: None,
+            leak: None,
             cpu_only: false,
             record_shapes: false,
             annotations: true,
@@ -223,6 +264,7 @@ impl SynthOptions {
         self.validate_rank_plants(world)?;
         self.validate_delays(world)?;
         self.validate_slow_link()?;
+        self.validate_memory(world)?;
         self.validate_times(world)
     }
 
@@ -381,6 +423,43 @@ impl SynthOptions {
         Ok(())
     }
 
+    /// The memory plants: a rank of the layout, a size that fits.
+    fn validate_memory(&self, world: u64) -> Result<()> {
+        for (flag, p) in [
+            ("--plant-memory", &self.more_memory),
+            ("--plant-leak", &self.leak),
+        ] {
+            let Some(p) = p else { continue };
+            if u64::from(p.rank) >= world {
+                bail!("{flag} {}: not a rank of a {world}-rank layout", p.rank);
+            }
+            if !(1..=1 << 50).contains(&p.bytes) {
+                bail!("{flag}: the bytes must be in 1..=2^50");
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the ranks write `[memory]` events.
+    fn memory_events(&self) -> bool {
+        self.profile_memory || self.more_memory.is_some() || self.leak.is_some()
+    }
+
+    /// Rank `r`'s memory, when the ranks write `[memory]` events.
+    fn mem_plan(&self, r: u32, device: u32) -> Option<emit::memory::MemPlan> {
+        let on =
+            |p: &Option<MemoryPlant>| p.as_ref().filter(|p| p.rank == r).map_or(0, |p| p.bytes);
+        self.memory_events().then(|| {
+            emit::memory::MemPlan::new(
+                self.cpu_only,
+                device,
+                on(&self.more_memory),
+                on(&self.leak),
+                (self.seed, u64::from(r)),
+            )
+        })
+    }
+
     /// Every file's base and every absolute time fit in an i64 of nanoseconds.
     fn validate_times(&self, world: u64) -> Result<()> {
         let skew = i128::from(self.base_skew_ns) * i128::from(world as u32);
@@ -503,6 +582,7 @@ fn write_profile(
             annotations: cfg.annotations,
             vllm: cfg.naming == Vendor::Vllm,
             cpu_only: cfg.cpu_only,
+            memory: cfg.mem_plan(r, layout.device(&pos)),
         };
         writers.push(TraceWriter::create(&path, cfg.plain, cfg.level, info)?);
     }

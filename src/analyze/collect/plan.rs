@@ -333,6 +333,9 @@ pub(in crate::analyze) fn read_input(
         };
         read = collect(input, cfg, every_cpu_op)?;
     }
+    if read.labeled.is_empty() && read.own.memory.has_peaks() {
+        super::memory::find_peak_ops(&input.path, &mut read.own.memory)?;
+    }
     let Collected {
         own,
         labeled,

@@ -119,6 +119,7 @@ impl TraceWriter {
                 }
             }
         }
+        self.memory_step(s);
         self.last_ns = self.last_ns.max(s.cpu_end);
         self.maybe_flush()
     }

@@ -19,6 +19,7 @@ use super::sim::{RankStep, Rec};
 use crate::trace::read::escape::write_string;
 
 mod cpu;
+pub(crate) mod memory;
 mod step;
 
 /// CUDA stream ids: compute, TP collectives, pipeline send/recv.
@@ -70,6 +71,8 @@ pub(crate) struct RankInfo {
     pub(crate) vllm: bool,
     /// A CPU-only (gloo) run: no device, no GPU events ([`super::cpu`]).
     pub(crate) cpu_only: bool,
+    /// `[memory]` events (`profile_memory`): the rank's allocations ([`memory`]).
+    pub(crate) memory: Option<memory::MemPlan>,
 }
 
 /// One rank's trace being written.
@@ -82,6 +85,7 @@ pub(crate) struct TraceWriter {
     events: u64,
     ev_idx: u64,
     info: RankInfo,
+    mem: memory::MemState,
     first_ns: i64,
     last_ns: i64,
     done: bool,
@@ -147,6 +151,7 @@ impl TraceWriter {
             events: 0,
             ev_idx: 0,
             info,
+            mem: memory::MemState::default(),
             first_ns: i64::MAX,
             last_ns: i64::MIN,
             done: false,

@@ -117,6 +117,7 @@ impl TraceWriter {
             self.n(s.fwd_ext);
             self.args_close();
         }
+        self.memory_step(s);
         self.last_ns = self.last_ns.max(s.cpu_end);
         self.maybe_flush()
     }
