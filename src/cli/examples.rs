@@ -99,8 +99,8 @@ const COMPARE: &[Example] = &[
         "rankprof compare base.summary.json /tmp/profile --format markdown -o compare.md",
     ),
     ex(
-        "The statistical gate over several baselines (their run-to-run spread is the noise floor); inconclusive passes",
-        "rankprof compare /tmp/profile --gate stats --baseline perf/baselines/ --inconclusive pass",
+        "Several baselines (their run-to-run spread is the noise floor); inconclusive passes",
+        "rankprof compare /tmp/profile --baseline perf/baselines/ --inconclusive pass",
     ),
     ex(
         "What the gate can detect with this baseline's steps",

@@ -15,6 +15,7 @@
 //! rank waiting for a slower one, told last.
 
 use super::diff::{Comparison, Decision, Failure, Row, RowStat, Status};
+use super::memory::MemoryChange;
 use crate::analyze::classes::COMM;
 
 /// Human form of a time: `834.6 µs`, `12.35 ms`, `1.234 s`.
@@ -314,7 +315,7 @@ fn judge_rows(c: &mut Comparison) {
         judge(r, m, t.min_time_ns);
     }
     failures.extend(rank_class_failures(c, slow_ranks, per_step));
-    failures.extend(super::memory::failures(&mut c.memory, m));
+    failures.extend(memory_failures(&mut c.memory, m));
     if t.new_kernels_fail {
         failures.extend(new_kernel_failures(c));
     }
@@ -513,6 +514,30 @@ pub(crate) fn lead(c: &Comparison) -> Option<String> {
         ));
     }
     None
+}
+
+/// Marks the memory rows ([`super::memory`]) whose peak grew by more than `max_pct` and returns their failures.
+fn memory_failures(rows: &mut [MemoryChange], max_pct: f64) -> Vec<Failure> {
+    rows.iter_mut()
+        .filter_map(|r| {
+            let pct = r.change_pct?;
+            r.fails = pct > max_pct;
+            r.fails.then(|| Failure {
+                kind: "memory".into(),
+                rank: Some(r.rank.clone()),
+                class: None,
+                waiting: false,
+                message: format!(
+                    "rank {}: peak allocated memory on {} {:+.1} % ({} → {} bytes)",
+                    r.rank,
+                    r.device,
+                    pct,
+                    r.baseline_peak_allocated_bytes,
+                    r.current_peak_allocated_bytes
+                ),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

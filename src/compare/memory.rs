@@ -1,10 +1,9 @@
 //! Memory in `compare` (#53): each rank's peak allocated bytes per device, as the saved
 //! summaries carry them ([`crate::analyze::summary::MemoryPeak`]), matched by rank label and
-//! device; a peak that grew by more than `--max-regression` fails the gate.
+//! device; a peak that grew by more than `--max-regression` fails the gate (`super::gate`).
 
 use serde::Serialize;
 
-use super::diff::Failure;
 use crate::analyze::summary::{MemoryPeak, Summary};
 
 /// One rank's peak on one device, on both sides.
@@ -44,28 +43,4 @@ fn change(b: &MemoryPeak, c: &MemoryPeak) -> MemoryChange {
         change_pct: (bb > 0).then(|| 100.0 * (cb - bb) as f64 / bb as f64),
         fails: false,
     }
-}
-
-/// Marks the rows whose peak grew by more than `max_pct` and returns their failures.
-pub(crate) fn failures(rows: &mut [MemoryChange], max_pct: f64) -> Vec<Failure> {
-    rows.iter_mut()
-        .filter_map(|r| {
-            let pct = r.change_pct?;
-            r.fails = pct > max_pct;
-            r.fails.then(|| Failure {
-                kind: "memory".into(),
-                rank: Some(r.rank.clone()),
-                class: None,
-                waiting: false,
-                message: format!(
-                    "rank {}: peak allocated memory on {} {:+.1} % ({} → {} bytes)",
-                    r.rank,
-                    r.device,
-                    pct,
-                    r.baseline_peak_allocated_bytes,
-                    r.current_peak_allocated_bytes
-                ),
-            })
-        })
-        .collect()
 }

@@ -143,19 +143,18 @@ impl Out {
         if self.written > 0 {
             buf.extend_from_slice(b",\n");
         }
-        format_event(ev, ctx, buf);
-        self.written += 1;
+        self.written += format_event(ev, ctx, buf);
         self.flush();
     }
 
-    /// Writes one input event formatted earlier.
-    fn formatted(&mut self, bytes: &[u8]) {
+    /// Writes `n` events formatted earlier.
+    fn formatted(&mut self, bytes: &[u8], n: u64) {
         let buf = self.w.buf();
         if self.written > 0 {
             buf.extend_from_slice(b",\n");
         }
         buf.extend_from_slice(bytes);
-        self.written += 1;
+        self.written += n;
         self.flush();
     }
 
@@ -176,14 +175,15 @@ type Undecided = (Ns, Ns, Option<PidKey>);
 #[derive(Default)]
 struct Held {
     buf: Vec<u8>,
-    /// Each event's end in `buf`, and its span with its pid when the window decides it
-    /// (`None`: kept whatever the window, its pid already noted).
-    items: Vec<(usize, Option<Undecided>)>,
+    /// Each event's end in `buf`, how many output events its bytes are, and its span with its
+    /// pid when the window decides it (`None`: kept whatever the window, its pid already
+    /// noted).
+    items: Vec<(usize, u64, Option<Undecided>)>,
 }
 
 impl Held {
     fn push(&mut self, ev: &Event<'_>, ctx: &Ctx<'_>, verdict: Verdict, out: &mut Out) {
-        format_event(ev, ctx, &mut self.buf);
+        let n = format_event(ev, ctx, &mut self.buf);
         let decide = match verdict {
             Verdict::Window(ts, end) => Some((ts, end, pid_key(&ev.pid))),
             _ => {
@@ -191,14 +191,14 @@ impl Held {
                 None
             }
         };
-        self.items.push((self.buf.len(), decide));
+        self.items.push((self.buf.len(), n, decide));
     }
 
     /// Writes the held events `keep` keeps, in order; returns how many it dropped.
     fn release(&mut self, out: &mut Out, mut keep: impl FnMut(Ns, Ns) -> bool) -> u64 {
         let mut dropped = 0;
         let mut start = 0;
-        for (end_at, decide) in self.items.drain(..) {
+        for (end_at, n, decide) in self.items.drain(..) {
             let bytes = &self.buf[start..end_at];
             start = end_at;
             if let Some((ts, end, pid)) = decide {
@@ -213,7 +213,7 @@ impl Held {
                     });
                 }
             }
-            out.formatted(bytes);
+            out.formatted(bytes, n);
         }
         self.buf.clear();
         dropped

@@ -23,8 +23,9 @@ use crate::trace::read::json::Kind;
 use crate::trace::read::value::Id;
 use crate::trace::Ns;
 
-/// Writes `ev` as output JSON at the end of `buf`.
-pub(super) fn format_event(ev: &Event<'_>, ctx: &Ctx<'_>, buf: &mut Vec<u8>) {
+/// Writes `ev` as output JSON at the end of `buf`; returns how many events that is (2 for a
+/// `[memory]` instant, with its counter point).
+pub(super) fn format_event(ev: &Event<'_>, ctx: &Ctx<'_>, buf: &mut Vec<u8>) -> u64 {
     let start = buf.len();
     write_event(ev, ctx, &mut Emit::new(buf, ev.raw.as_bytes()));
     if ev.ctl {
@@ -34,7 +35,9 @@ pub(super) fn format_event(ev: &Event<'_>, ctx: &Ctx<'_>, buf: &mut Vec<u8>) {
     if let Some(s) = memory::sample(ev) {
         buf.extend_from_slice(b",\n");
         write_memory(ev, &s, ctx, &mut Emit::new(buf, ev.raw.as_bytes()));
+        return 2;
     }
+    1
 }
 
 /// The memory counter's point after a `[memory]` instant ([`memory`]): `{"ph":"C",
