@@ -76,6 +76,11 @@ pub(crate) fn lookup(s: &Summary, key: &Key) -> Option<Vec<i64>> {
     (!v.is_empty()).then_some(v)
 }
 
+/// The most peers a rank's ratio takes its step medians over (the first ones, in the
+/// summary's order): at 1,024 ranks, every rank's rows over all the others would be ~10⁹
+/// samples' work; 64 peers give a step's level as well.
+const MAX_PEERS: usize = 64;
+
 /// One part in a million: the unit of [`lookup_vs_peers`]' ratios.
 const PPM: i128 = 1_000_000;
 
@@ -95,9 +100,15 @@ pub(crate) fn lookup_vs_peers(s: &Summary, key: &Key) -> Option<Vec<i64>> {
     let peers: Vec<Vec<i64>> = s
         .ranks
         .iter()
-        .map(|r| r.figures.rank.as_str())
-        .filter(|l| *l != label)
-        .map(|l| lookup(s, &for_rank(key, l)))
+        .filter(|r| r.figures.rank != label)
+        .take(MAX_PEERS)
+        .map(|r| {
+            let st = r.steps.samples.as_ref()?;
+            Some(match key {
+                Key::RankClass(_, c) => class_of(st, c),
+                _ => st.work_ns.clone(),
+            })
+        })
         .collect::<Option<_>>()?;
     if peers.is_empty() || peers.iter().any(|p| p.len() != own.len()) {
         return None;
@@ -110,14 +121,6 @@ fn rank_of(key: &Key) -> Option<&str> {
     match key {
         Key::RankWork(r) | Key::RankClass(r, _) => Some(r),
         Key::Busy | Key::Work | Key::Class(_) => None,
-    }
-}
-
-/// The same metric for another rank.
-fn for_rank(key: &Key, label: &str) -> Key {
-    match key {
-        Key::RankClass(_, c) => Key::RankClass(label.to_string(), c.clone()),
-        _ => Key::RankWork(label.to_string()),
     }
 }
 
