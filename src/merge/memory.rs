@@ -3,7 +3,7 @@
 //! both outputs draw as a counter track: the JSON merge adds a `"ph":"C"` event after each
 //! memory instant, the `.pftrace` a counter value. The instants themselves stay.
 
-use crate::trace::read::event::Event;
+use crate::trace::read::event::{torch_device_name, Event};
 use crate::trace::read::json::Kind;
 
 /// The counter's name; its series is the device ([`Sample::series`]).
@@ -11,7 +11,7 @@ pub(crate) const COUNTER: &str = "memory allocated";
 
 /// One point of the counter: which device's series, and the raw JSON number of bytes.
 pub(crate) struct Sample<'a> {
-    /// `cpu`, or `gpu N` for Kineto's `Device Id` N ≥ 0.
+    /// `cpu`, `cuda:N`, … from Kineto's `Device Type` and `Device Id`.
     pub(crate) series: String,
     /// `Total Allocated` as written in the input (a JSON number).
     pub(crate) raw: &'a str,
@@ -26,10 +26,12 @@ pub(crate) fn sample<'a>(ev: &Event<'a>) -> Option<Sample<'a>> {
     }
     let total = ev.arg("Total Allocated").filter(|v| v.kind == Kind::Num)?;
     let value = total.as_f64().filter(|v| v.is_finite())?;
-    let series = match ev.arg("Device Id").and_then(|v| v.as_i64()) {
-        Some(d) if d >= 0 => format!("gpu {d}"),
-        _ => "cpu".to_string(),
-    };
+    let int = |k: &str| ev.arg(k).and_then(|v| v.as_i64());
+    // Named as analyze names the device (`cpu`, `cuda:0`, …).
+    let series = torch_device_name(
+        int("Device Type").unwrap_or(0),
+        int("Device Id").unwrap_or(-1),
+    );
     Some(Sample {
         series,
         raw: total.text,

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::names::CPU_OP;
 use super::steps::{window_of, Mark};
 use crate::trace::read::args::ArgKey;
+use crate::trace::read::event::torch_device_name;
 use crate::trace::read::memo::Memo;
 use crate::trace::{Event, Nested, Ns, Val, Want};
 
@@ -180,7 +181,7 @@ impl Device {
         let ends = step_ends(&mut self.samples, marks);
         let fit = growth(&ends);
         MemoryRow {
-            device: device_name(self.kind, self.id),
+            device: torch_device_name(self.kind, self.id),
             peak_allocated_bytes: if seen { self.peak } else { 0 },
             peak_reserved_bytes: self.reserved,
             peak_ts_ns: Ns(if seen { self.peak_ts + base } else { 0 }),
@@ -364,15 +365,6 @@ pub(crate) fn find_peak_ops(path: &Path, tally: &mut MemoryTally) -> Result<()> 
         )
     })?;
     Ok(())
-}
-
-/// The device as torch names it: `Device Type` 0 is the CPU, 1 CUDA; others by number.
-fn device_name(kind: i64, id: i64) -> String {
-    match kind {
-        0 => "cpu".to_string(),
-        1 => format!("cuda:{id}"),
-        _ => format!("device{kind}:{id}"),
-    }
 }
 
 #[cfg(test)]

@@ -260,6 +260,15 @@ pub fn scan_event<'a>(b: &'a [u8], fields: &'a mut Vec<Field>) -> Result<Event<'
     Event::from_fields(&b[..end], 0, fields)
 }
 
+/// The device as torch names it: `Device Type` 0 is the CPU, 1 CUDA; others by number.
+pub fn torch_device_name(kind: i64, id: i64) -> String {
+    match kind {
+        0 => "cpu".to_string(),
+        1 => format!("cuda:{id}"),
+        _ => format!("device{kind}:{id}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
