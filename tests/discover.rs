@@ -112,7 +112,7 @@ fn file_names() {
         (
             "rank1.1763000000000000000.pt.trace.json.gz",
             Vllm,
-            "vllm",
+            "rank",
             None,
             [N, N, N, N, Some(1)],
         ),
@@ -314,7 +314,7 @@ fn vllm_sessions_frontend_and_missing_ranks() {
     }
     let d = discover(t3.path(), false).unwrap();
     assert_eq!(d.groups.len(), 1, "{:?}", d.groups);
-    assert_eq!(d.groups[0].profile_id, "vllm");
+    assert_eq!(d.groups[0].profile_id, "rank");
     assert!(d.groups[0].missing().is_empty());
     assert!(d.groups[0]
         .files

@@ -71,6 +71,31 @@ fn fixing_one_of_two_late_ranks_gives_back_only_its_lead() {
     );
     assert!(a.path.what_if.trusted(), "{:#?}", a.path.what_if);
     assert!(a.path.what_if.slowdown > 1.0);
+
+    // Both made typical together give back more than either alone: the same two ranks, and
+    // what they give back per the kernels' start times alone.
+    let both = python("truth_arrivals.py", &[t.path()], &["8", "--worst", "2"]);
+    let w = &a.path.what_if;
+    let two = w
+        .worst
+        .iter()
+        .find(|x| x.k == 2)
+        .unwrap_or_else(|| panic!("{w:#?}"));
+    let want: Vec<&str> = both["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(two.ranks().collect::<Vec<_>>(), want, "{w:#?}");
+    let truth_ms = both["ms"].as_f64().expect("ms");
+    assert!(
+        within(two.saved.as_ms(), truth_ms, 0.10, 0.01),
+        "worst 2: {} ms vs {truth_ms} ms",
+        two.saved.as_ms()
+    );
+    assert!(two.saved > w.worst[0].saved, "{w:#?}");
+    assert!(two.lost_pct > 0.0 && two.lost_pct <= 100.0 + 1e-9, "{w:#?}");
 }
 
 #[test]

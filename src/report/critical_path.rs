@@ -291,6 +291,22 @@ pub(super) fn what_if(a: &Analysis) -> Table {
             ]
         })
         .collect();
+    // The worst ranks together, where that gives back more than the worst alone.
+    let alone = w.worst.first().map_or(Ns::ZERO, |x| x.saved);
+    rows.extend(
+        w.worst
+            .iter()
+            .filter(|x| x.k > 1 && x.saved > alone && x.step_pct >= 0.1)
+            .map(|x| {
+                let charge: f64 = x.ranks().map(|r| p.rank_per_step(r)).sum();
+                vec![
+                    text(format!("worst {} typical ({})", x.k, x.who)),
+                    ms(x.saved),
+                    Cell::Num(x.step_pct, 1),
+                    Cell::Num(charge / 1e6, 3),
+                ]
+            }),
+    );
     rows.extend(w.kinds.iter().filter(|k| k.saved > Ns::ZERO).map(|k| {
         vec![
             text(without(k.kind, cpu).to_string()),

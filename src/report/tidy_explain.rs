@@ -53,6 +53,7 @@ pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
             critical_path_transfers(a),
             critical_path_steps(a),
             what_if(a),
+            what_if_worst(a),
             what_if_worlds(a),
         ]);
     }
@@ -83,6 +84,35 @@ fn what_if(a: &Analysis) -> Table {
             i(k.saved.0),
             f(k.step_pct),
         ]);
+    }
+    t
+}
+
+/// The worst k ranks made typical together: one row per rank of each set, in the set's
+/// order (`position` 1 = the one that gives back the most alone).
+fn what_if_worst(a: &Analysis) -> Table {
+    let mut t = Table::data(
+        "what_if_worst",
+        &[
+            "k",
+            "position",
+            "who",
+            "saved_ns_per_step",
+            "step_pct",
+            "lost_pct",
+        ],
+    );
+    for x in &a.path.what_if.worst {
+        for (n, who) in x.ranks().enumerate() {
+            t.rows.push(vec![
+                i(x.k as i64),
+                i(n as i64 + 1),
+                s(who),
+                i(x.saved.0),
+                f(x.step_pct),
+                f(x.lost_pct),
+            ]);
+        }
     }
     t
 }

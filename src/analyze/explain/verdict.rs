@@ -763,12 +763,31 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
                 )
             });
         Some(format!(
-            "{head}; {tail}), less than the {:.2} ms it is charged: other ranks arrive late at the same collectives, so fixing it alone leaves them last{all}.",
-            charged / 1e6
+            "{head}; {tail}), less than the {:.2} ms it is charged: other ranks arrive late at the same collectives, so fixing it alone leaves them last{}{all}.",
+            charged / 1e6,
+            worst_together(w, saved),
         ))
     } else {
         Some(format!("{head}; {tail})."))
     }
+}
+
+/// "; fixing the worst 3 (…) together gives back …": the largest set of worst ranks that gives
+/// back more than the first line's rank alone (`alone`), or nothing.
+fn worst_together(w: &path::whatif::WhatIf, alone: Ns) -> String {
+    w.worst
+        .iter()
+        .rev()
+        .find(|x| x.k > 1 && x.saved.0 as f64 >= 1.1 * alone.0 as f64 && x.saved > alone)
+        .map_or(String::new(), |x| {
+            format!(
+                "; fixing the worst {} ({}) together gives back {:.2} ms ({:.0} % of the step time lost to imbalance)",
+                x.k,
+                x.who,
+                x.saved.as_ms(),
+                x.lost_pct
+            )
+        })
 }
 
 /// The first line when every candidate varies within its noise: the largest, and the others'

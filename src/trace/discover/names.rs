@@ -120,7 +120,9 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
             key: c
                 .name("key")
                 .or(c.name("prefix"))
-                .map_or(if ms { "rank" } else { "vllm" }, |m| m.as_str())
+                // No prefix: `rank{r}.{ns}` is also torch's handler with `worker_name=f"rank{r}"`
+                // (a training run's), so the profile is not called vLLM's.
+                .map_or("rank", |m| m.as_str())
                 .to_string(),
             stage: None,
             id: RankId {

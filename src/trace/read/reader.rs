@@ -19,7 +19,7 @@
 //! (Over ~500 lines: the tokenizer state machine; its tests are in `reader_tests.rs`.)
 
 use std::cell::RefCell;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, Read};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -110,7 +110,7 @@ struct Source {
 fn open_source(path: &Path) -> io::Result<Source> {
     let (file, len) = open_regular(path)?;
     let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-    let mut input = BufReader::with_capacity(1 << 18, file);
+    let mut input = super::window::Input::new(file);
     let gzip = input.fill_buf().map_err(named)?.starts_with(&[0x1f, 0x8b]);
     Ok(if gzip {
         let (m, status) = Members::new(input, Some(len));

@@ -39,6 +39,9 @@ use crate::trace::Ns;
 /// The model error above which the what-if figures are said not to be trusted, percent.
 pub const TRUSTED_ERROR_PCT: f64 = 5.0;
 
+/// The most ranks made typical together ([`WorstIf`]).
+pub const WORST_K: usize = 3;
+
 /// What making one rank typical gives back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RankIf {
@@ -56,6 +59,22 @@ pub struct KindIf {
     pub kind: Kind,
     pub saved: Ns,
     pub step_pct: f64,
+}
+
+/// What making the worst `k` ranks typical together gives back: the ranks that give back the
+/// most alone, fixed at once, so that one late rank no longer hides behind another.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorstIf {
+    pub k: usize,
+    /// The ranks made typical, the one that gives back the most alone first, joined by ", "
+    /// (the JSON's records stay flat); [`WorstIf::ranks`] splits them.
+    pub who: String,
+    /// Step time given back, per step.
+    pub saved: Ns,
+    /// Of the mean step, percent.
+    pub step_pct: f64,
+    /// Of the step time lost to imbalance (replayed less ideal, every world), percent.
+    pub lost_pct: f64,
 }
 
 /// One world replayed: its time per step as recorded and replayed, and with every rank typical.
@@ -84,11 +103,21 @@ pub struct WhatIf {
     /// Ranks that give back time, the most first.
     pub ranks: Vec<RankIf>,
     pub kinds: Vec<KindIf>,
+    /// The worst 1, 2, … [`WORST_K`] ranks made typical together.
+    #[serde(default)]
+    pub worst: Vec<WorstIf>,
     pub worlds: Vec<WorldIf>,
     /// The largest world slowdown.
     pub slowdown: f64,
     /// The model error over every world, percent.
     pub error_pct: f64,
+}
+
+impl WorstIf {
+    /// The ranks made typical, in order.
+    pub fn ranks(&self) -> impl Iterator<Item = &str> {
+        self.who.split(", ")
+    }
 }
 
 impl WhatIf {
@@ -163,11 +192,62 @@ impl WorldTotals {
     }
 }
 
+/// One collective, as far as making the worst few ranks typical needs: its step-table row,
+/// its members' lower median segment, and its longest segments (rank, segment), the longest
+/// first. Fixing at most [`WORST_K`] ranks leaves one of the first `WORST_K + 1` the last.
+#[derive(Debug, Clone, Copy)]
+struct Longest {
+    row: usize,
+    median: i64,
+    top: [(usize, i64); WORST_K + 1],
+    n: usize,
+}
+
+impl Longest {
+    fn of(row: usize, members: &[Member], median: i64) -> Longest {
+        let mut top = [(usize::MAX, i64::MIN); WORST_K + 1];
+        let mut n = 0;
+        for m in members {
+            let at = top[..n]
+                .iter()
+                .position(|&(_, seg)| m.seg > seg)
+                .unwrap_or(n);
+            if at <= WORST_K {
+                top.copy_within(at..WORST_K, at + 1);
+                top[at] = (m.rank, m.seg);
+                n = (n + 1).min(WORST_K + 1);
+            }
+        }
+        Longest {
+            row,
+            median,
+            top,
+            n,
+        }
+    }
+
+    /// What the collective gives back when the ranks in `fixed` arrive after the median
+    /// segment: the longest segment less the longest of the others (or the median, if later).
+    fn saved_without(&self, fixed: &[usize]) -> i64 {
+        let top = &self.top[..self.n];
+        let Some(&(_, latest)) = top.first() else {
+            return 0;
+        };
+        let others = top
+            .iter()
+            .find(|(r, _)| !fixed.contains(r))
+            .map_or(self.median, |&(_, seg)| seg);
+        (latest - others.max(self.median)).max(0)
+    }
+}
+
 /// The what-if, accumulated collective by collective.
 #[derive(Debug, Default)]
 pub(crate) struct WhatIfAcc {
     /// (row, world) → sums.
     sums: BTreeMap<(usize, usize), Sums>,
+    /// Every collective's longest segments, for the worst ranks fixed together.
+    longest: Vec<Longest>,
 }
 
 /// The kinds a segment splits into, in [`Member::parts`] order.
@@ -196,6 +276,7 @@ impl WhatIfAcc {
         for (k, saved) in s.kinds.iter_mut().enumerate() {
             *saved += (latest - latest_without(members, k)).max(0);
         }
+        self.longest.push(Longest::of(row, members, median));
     }
 
     /// The totals per step over the rows measured in full (`measured`), with the mean step
@@ -236,6 +317,21 @@ impl WhatIfAcc {
             }
         }
         let label = |r: usize| labels.get(r).cloned().unwrap_or_default();
+        let lost_all: i64 = by_world.values().map(|w| w.lost).sum();
+        let worst = worst_fixed(&self.longest, &measured, &ranks, lost_all)
+            .into_iter()
+            .map(|(fixed, ns)| WorstIf {
+                k: fixed.len(),
+                who: fixed
+                    .iter()
+                    .map(|&r| label(r))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                saved: per(ns),
+                step_pct: pct(per(ns)),
+                lost_pct: 100.0 * ratio(ns, lost_all),
+            })
+            .collect();
         let mut ranks: Vec<RankIf> = ranks
             .into_iter()
             .filter(|&(_, ns)| ns > 0)
@@ -286,11 +382,44 @@ impl WhatIfAcc {
         WhatIf {
             ranks,
             kinds,
+            worst,
             slowdown: worlds.iter().map(|w| w.slowdown).fold(1.0, f64::max),
             error_pct: 100.0 * ratio(off, recorded_all),
             worlds,
         }
     }
+}
+
+/// The worst 1 … [`WORST_K`] ranks (those that give back the most alone, over every world;
+/// `alone`: (rank, world) → ns) made typical together, each set with what it gives back over
+/// the measured rows. Sets are cut where the imbalance is all given back.
+fn worst_fixed(
+    longest: &[Longest],
+    measured: &BTreeSet<usize>,
+    alone: &BTreeMap<(usize, usize), i64>,
+    lost_all: i64,
+) -> Vec<(Vec<usize>, i64)> {
+    let mut by_rank: BTreeMap<usize, i64> = BTreeMap::new();
+    for (&(r, _), &ns) in alone {
+        *by_rank.entry(r).or_default() += ns;
+    }
+    let mut order: Vec<(usize, i64)> = by_rank.into_iter().filter(|&(_, ns)| ns > 0).collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out: Vec<(Vec<usize>, i64)> = Vec::new();
+    for k in 1..=order.len().min(WORST_K) {
+        let fixed: Vec<usize> = order[..k].iter().map(|&(r, _)| r).collect();
+        let ns: i64 = longest
+            .iter()
+            .filter(|c| measured.contains(&c.row))
+            .map(|c| c.saved_without(&fixed))
+            .sum();
+        let done = ns >= lost_all;
+        out.push((fixed, ns));
+        if done {
+            break;
+        }
+    }
+    out
 }
 
 /// `a / b`, 0 when `b` is not positive (no NaN, no inf).
@@ -359,6 +488,26 @@ mod tests {
         // Two tied: neither alone.
         let ms = [m(0, 100), m(1, 100), m(2, 50)];
         assert_eq!(typical_rank_saves(&ms, 100, 50), None);
+    }
+
+    #[test]
+    fn the_worst_ranks_fixed_together_give_back_down_to_the_next() {
+        // 100, 90, 70, 50, 50 (median 70): fixing 0 gives back 10; 0 and 1, 30; 0, 1 and 2
+        // still 30, the median is the floor; fixing 1 alone, nothing (0 is still last).
+        let ms = [m(0, 100), m(1, 90), m(2, 70), m(3, 50), m(4, 50)];
+        let c = Longest::of(0, &ms, 70);
+        assert_eq!(c.top[..c.n], [(0, 100), (1, 90), (2, 70), (3, 50)]);
+        assert_eq!(c.saved_without(&[0]), 10);
+        assert_eq!(c.saved_without(&[0, 1]), 30);
+        assert_eq!(
+            c.saved_without(&[0, 1, 2]),
+            30,
+            "the median (70) is the floor"
+        );
+        assert_eq!(c.saved_without(&[1]), 0);
+        // Fewer members than the set: all typical, down to the median.
+        let two = Longest::of(0, &[m(0, 80), m(1, 40)], 40);
+        assert_eq!(two.saved_without(&[0, 1]), 40);
     }
 
     #[test]
