@@ -226,7 +226,7 @@ header("t-classes", "rank").click();
         .iter()
         .map(|r| {
             (
-                format!("{:.2}", r.figures.compute_ns.0 as f64 / 1e6)
+                format!("{:.2}", r.figures.compute_ns.get() as f64 / 1e6)
                     .parse()
                     .unwrap(),
                 r.figures.rank.clone(),

@@ -38,14 +38,14 @@ fn check_plant(p: &Planted, a: &Analysis) {
                 y - x
             })
             .sum();
-        assert_eq!(s.figures.compute_ns.0, work, "rank {r} compute");
-        assert_eq!(s.figures.comm_ns.0, comm, "rank {r} comm");
+        assert_eq!(s.figures.compute_ns.get(), work, "rank {r} compute");
+        assert_eq!(s.figures.comm_ns.get(), comm, "rank {r} comm");
         // The all-reduce starts when compute ends: nothing overlaps.
-        assert_eq!(s.figures.exposed_comm_ns.0, comm, "rank {r} exposed");
-        assert_eq!(s.figures.busy_ns.0, work + comm, "rank {r} busy");
+        assert_eq!(s.figures.exposed_comm_ns.get(), comm, "rank {r} exposed");
+        assert_eq!(s.figures.busy_ns.get(), work + comm, "rank {r} busy");
         let first = p.gpu_start(r, 0);
         let last = p.allreduce(r, p.steps - 1).1;
-        assert_eq!(s.figures.span_ns.0, last - first, "rank {r} span");
+        assert_eq!(s.figures.span_ns.get(), last - first, "rank {r} span");
         assert_eq!(s.figures.kernels, 4 * p.steps as u64);
         assert_eq!(s.figures.device.as_deref(), Some("NVIDIA H100 80GB HBM3"));
     }
@@ -59,14 +59,18 @@ fn check_plant(p: &Planted, a: &Analysis) {
     for (st, row) in a.steps.rows.iter().enumerate() {
         assert_eq!(row.step, st.to_string());
         for r in 0..p.ranks {
-            assert_eq!(row.work_ns[r].0, p.work(r, st), "step {st} rank {r} work");
+            assert_eq!(
+                row.work_ns[r].get(),
+                p.work(r, st),
+                "step {st} rank {r} work"
+            );
             let (x, y) = p.allreduce(r, st);
             assert_eq!(
-                row.busy_ns[r].0,
+                row.busy_ns[r].get(),
                 p.work(r, st) + (y - x),
                 "step {st} rank {r} busy"
             );
-            assert_eq!(row.dur_ns[r].0, STEP_NS);
+            assert_eq!(row.dur_ns[r].get(), STEP_NS);
         }
     }
     // The onset: rank 2, step 3, at t = 30 ms, 1.5 x 3 ms + 2.5 ms over 5.5 ms = +27.3 %.

@@ -32,7 +32,7 @@ fn hta_kernel_totals_match_the_readme() {
         assert_eq!(r.figures.kernels, kernels, "{file} kernel events");
         let us = |x: f64| (x * 1000.0).round() as i64;
         assert_eq!(
-            r.figures.kernel_sum_ns.0,
+            r.figures.kernel_sum_ns.get(),
             us(kernel_us),
             "{file} kernel time"
         );
@@ -289,13 +289,13 @@ fn sglang_merged_trace_gives_back_its_ranks() {
         assert_eq!(
             (
                 x.figures.kernels,
-                x.figures.kernel_sum_ns.0,
-                x.figures.busy_ns.0
+                x.figures.kernel_sum_ns.get(),
+                x.figures.busy_ns.get()
             ),
             (
                 y.figures.kernels,
-                y.figures.kernel_sum_ns.0,
-                y.figures.busy_ns.0
+                y.figures.kernel_sum_ns.get(),
+                y.figures.busy_ns.get()
             ),
             "{}",
             x.figures.rank

@@ -123,7 +123,12 @@ fn a_rank_cut_before_its_base_time_keeps_the_common_clock() {
         a.notes
     );
     // Collective waits stay those of one clock: each rank waits less than the profile's span.
-    let span = a.ranks.iter().map(|r| r.figures.span_ns.0).max().unwrap();
+    let span = a
+        .ranks
+        .iter()
+        .map(|r| r.figures.span_ns.get())
+        .max()
+        .unwrap();
     assert!(
         a.collectives
             .ranks

@@ -45,7 +45,7 @@ fn tool_costs(a: &Analysis) -> BTreeMap<(String, &'static str), i64> {
             Kind::LateStart => "late",
             Kind::Transfer => continue,
         };
-        *m.entry((c.who.clone(), k)).or_default() += c.cost_ns.0;
+        *m.entry((c.who.clone(), k)).or_default() += c.cost_ns.get();
     }
     m
 }
@@ -152,10 +152,18 @@ fn host_delay_is_host_bound_on_its_rank() {
         .find(|h| h.who == "TP02")
         .expect("TP02's host gaps named");
     let want = &v["host_gaps"]["TP02"];
-    assert_eq!(h.idle_ns.0, want["idle_ns"].as_i64().unwrap());
-    assert_eq!(h.unrecorded_ns.0, want["unrecorded_ns"].as_i64().unwrap());
+    assert_eq!(h.idle_ns.get(), want["idle_ns"].as_i64().unwrap());
+    assert_eq!(
+        h.unrecorded_ns.get(),
+        want["unrecorded_ns"].as_i64().unwrap()
+    );
     for o in &h.ops {
-        assert_eq!(Some(o.ns.0), want["ops"][&o.name].as_i64(), "{}", o.name);
+        assert_eq!(
+            Some(o.ns.get()),
+            want["ops"][&o.name].as_i64(),
+            "{}",
+            o.name
+        );
     }
     let top = want["ops"]
         .as_object()
@@ -166,9 +174,9 @@ fn host_delay_is_host_bound_on_its_rank() {
     assert_eq!(Some(&h.ops[0].name), top.as_ref());
     let planted: i64 = ["aten::item", "aten::_local_scalar_dense"]
         .iter()
-        .filter_map(|n| h.ops.iter().find(|o| o.name == *n).map(|o| o.ns.0))
+        .filter_map(|n| h.ops.iter().find(|o| o.name == *n).map(|o| o.ns.get()))
         .sum();
-    assert!(planted as f64 >= 0.9 * h.idle_ns.0 as f64, "{h:?}");
+    assert!(planted as f64 >= 0.9 * h.idle_ns.get() as f64, "{h:?}");
     assert!(
         first(&a).contains("aten::_local_scalar_dense ("),
         "{}",
@@ -495,7 +503,7 @@ fn the_merged_trace_draws_the_late_arrivals() {
         .path
         .marks
         .iter()
-        .filter(|l| l.rank == "TP02" && l.host_ns.0 > D_NS / 2)
+        .filter(|l| l.rank == "TP02" && l.host_ns.get() > D_NS / 2)
         .count();
     assert!(planted >= 7, "{planted} planted late arrivals");
     // Every slice ends at the start of one of TP02's collective kernels, to the ns.
@@ -575,7 +583,7 @@ fn compare_gates_on_the_wait_imposed() {
             .and_then(|p| p.what_if)
             .unwrap_or_else(|| panic!("no what-if in {}'s summary", dir.display()))
             .lost_per_step_ns
-            .0
+            .get()
     };
     let (b, cur_lost) = (
         lost(&tmp.path().join("base")),

@@ -222,7 +222,7 @@ fn base_alignment_moves_later_clocks_later() {
     let res = merge_dir(&dir, &out, &MergeOptions::default());
     // Hand-worked: common base = rank 0's; rank 1 moves by 2_500_000 ns = 2500 µs.
     assert_eq!(res.base_ns, Some(1_700_000_000_000_000_000));
-    assert_eq!(res.ranks[1].shift, Ns(2_500_000));
+    assert_eq!(res.ranks[1].shift, Ns::new(2_500_000));
     assert_eq!(
         res.redone, 1,
         "rank 1's shift is only known after reading it"
@@ -230,8 +230,8 @@ fn base_alignment_moves_later_clocks_later() {
     assert_eq!(
         first_ts(&out, "ProfilerStep#0"),
         [
-            ("[TP00]".to_string(), Ns(10_000)),
-            ("[TP01]".to_string(), Ns(2_510_000))
+            ("[TP00]".to_string(), Ns::new(10_000)),
+            ("[TP01]".to_string(), Ns::new(2_510_000))
         ]
     );
     let top = read_trace(&out, |_| {}).unwrap().header;
@@ -246,7 +246,7 @@ fn base_alignment_moves_later_clocks_later() {
             ..Default::default()
         },
     );
-    assert_eq!(first_ts(&out, "ProfilerStep#0")[1].1, Ns(10_000));
+    assert_eq!(first_ts(&out, "ProfilerStep#0")[1].1, Ns::new(10_000));
 
     let out = tmp.path().join("f.json.gz");
     let res = merge_dir(
@@ -280,12 +280,12 @@ fn an_empty_rank_and_small_cpu_pids() {
     let out = tmp.path().join("m.json.gz");
     let res = merge_dir(&dir, &out, &MergeOptions::default());
     assert_eq!(res.base_ns, Some(1_700_000_000_000_000_000));
-    assert_eq!(res.ranks[1].shift, Ns(2_500_000));
+    assert_eq!(res.ranks[1].shift, Ns::new(2_500_000));
     assert_eq!(
         first_ts(&out, "ProfilerStep#0"),
         [
-            ("[TP00]".to_string(), Ns(10_000)),
-            ("[TP01]".to_string(), Ns(2_510_000))
+            ("[TP00]".to_string(), Ns::new(10_000)),
+            ("[TP01]".to_string(), Ns::new(2_510_000))
         ]
     );
     let doc = load(&out);
@@ -348,7 +348,7 @@ fn steps_and_window_keep_only_their_span() {
         &dir,
         &out,
         &MergeOptions {
-            window: Some((Ns(205_000), Ns(300_000))),
+            window: Some((Ns::new(205_000), Ns::new(300_000))),
             ..Default::default()
         },
     );

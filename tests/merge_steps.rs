@@ -135,7 +135,7 @@ fn check(out: &Path, ins: &[PathBuf], res: &MergeResult, extra: &[&str]) -> serd
     assert_eq!(c["problems"], serde_json::json!([]), "{c}");
     for r in &res.ranks {
         assert_eq!(
-            Ns(c["shifts_ns"][&r.label].as_i64().unwrap()),
+            Ns::new(c["shifts_ns"][&r.label].as_i64().unwrap()),
             r.shift,
             "{}",
             r.label
@@ -176,7 +176,7 @@ fn steps_found_while_writing_keep_what_the_checker_keeps() {
         &out,
         MergeOptions {
             steps: Some((1, 3)),
-            window: Some((Ns(1_150_000), Ns(6_000_000))),
+            window: Some((Ns::new(1_150_000), Ns::new(6_000_000))),
             ..Default::default()
         },
     );
@@ -214,7 +214,7 @@ fn first_step_shifts_are_the_checkers() {
         assert_eq!(res.redone, 0, "the scan pass knew shifts and windows: {c}");
         // By hand for rank 1: base 1.5 ms later, first step at 1037 µs vs rank 0's 1000 µs:
         // 1500 + 1037 - 1000 µs after rank 0 on the common base, moved back by that.
-        assert_eq!(res.ranks[1].shift, Ns(1_500_000 - 1_537_000));
+        assert_eq!(res.ranks[1].shift, Ns::new(1_500_000 - 1_537_000));
     }
 }
 
@@ -261,8 +261,8 @@ fn first_step_plans_from_what_is_written_when_args_are_damaged() {
     // By hand: first steps at 10 µs (rank 0) and 50 µs (rank 1, same base): T = 10 µs, rank 0
     // stays, rank 1 moves 40 µs back. (From the skim's step #0 at 5 µs it would have been
     // -5 µs for rank 0 and 0 for rank 1.)
-    assert_eq!(res.ranks[0].shift, Ns(0));
-    assert_eq!(res.ranks[1].shift, Ns(-40_000));
+    assert_eq!(res.ranks[0].shift, Ns::new(0));
+    assert_eq!(res.ranks[1].shift, Ns::new(-40_000));
     assert_eq!(
         res.redone, 2,
         "both ranks were written with the skim's shifts first"
@@ -278,8 +278,16 @@ fn first_step_plans_from_what_is_written_when_args_are_damaged() {
     assert_eq!(
         steps,
         [
-            ("[TP00] 100".into(), "ProfilerStep#0".into(), Ns(10_000)),
-            ("[TP01] 100".into(), "ProfilerStep#1".into(), Ns(10_000)),
+            (
+                "[TP00] 100".into(),
+                "ProfilerStep#0".into(),
+                Ns::new(10_000)
+            ),
+            (
+                "[TP01] 100".into(),
+                "ProfilerStep#1".into(),
+                Ns::new(10_000)
+            ),
         ]
     );
 
@@ -294,7 +302,7 @@ fn first_step_plans_from_what_is_written_when_args_are_damaged() {
             ..opts
         },
     );
-    assert_eq!(res.ranks[1].shift, Ns(-40_000));
+    assert_eq!(res.ranks[1].shift, Ns::new(-40_000));
     assert_eq!(res.ranks[1].written, 2);
     assert_eq!(
         res.ranks[0].written, 2,

@@ -28,7 +28,7 @@ fn figures(rel: &str) -> Figures {
     let report = read_trace(&shared(rel), |ev| {
         if ev.ph == b'X' && ev.cat.eq_str("kernel") {
             f.kernels += 1;
-            let d = ev.dur.unwrap_or(Ns::ZERO).0;
+            let d = ev.dur.unwrap_or(Ns::ZERO).get();
             f.kernel_ns += d;
             let n = ev.name.get().to_lowercase();
             if n.contains("nccl") || n.contains("rccl") {

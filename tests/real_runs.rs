@@ -191,7 +191,7 @@ fn gloo_waiting_is_never_work() {
             a.steps
                 .rows
                 .iter()
-                .map(|row| row.work_ns[r].0 as f64)
+                .map(|row| row.work_ns[r].get() as f64)
                 .sum::<f64>()
                 / steps
                 / 1e6
@@ -641,7 +641,7 @@ fn a_host_clock_offset_is_aligned_from_the_collectives() {
     let moved: Vec<(&str, f64)> = two_hosts
         .clocks
         .iter()
-        .map(|c| (c.rank.as_str(), c.offset_ns.0 as f64 / 1e6))
+        .map(|c| (c.rank.as_str(), c.offset_ns.get() as f64 / 1e6))
         .collect();
     assert_eq!(moved.len(), 3, "{moved:?}");
     for (r, (who, ms)) in ["RANK00", "RANK02", "RANK06"].iter().zip(&moved) {

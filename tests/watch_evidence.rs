@@ -22,8 +22,8 @@ fn span(dir: &Path) -> (i64, i64) {
         let (mut a, mut b) = (i64::MAX, i64::MIN);
         let r = rankprof::trace::read_trace(&e.path(), |ev| {
             if let Some(ts) = ev.ts {
-                a = a.min(ts.0);
-                b = b.max(ts.0 + ev.dur.map_or(0, |d| d.0.max(0)));
+                a = a.min(ts.get());
+                b = b.max(ts.get() + ev.dur.map_or(0, |d| d.get().max(0)));
             }
         })
         .unwrap();

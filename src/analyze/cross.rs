@@ -250,8 +250,8 @@ fn align_clocks(
         ));
         out.push(clocks::ClockOffset {
             rank: r.label.clone(),
-            offset_ns: Ns(o.offset_ns),
-            spread_ns: Ns(o.spread_ns),
+            offset_ns: Ns::new(o.offset_ns),
+            spread_ns: Ns::new(o.spread_ns),
             collectives: o.collectives,
         });
     }
@@ -286,7 +286,7 @@ fn name_host_gaps(
             .marks
             .iter()
             .filter(|l| l.rank == w && l.host_ns > Ns::ZERO)
-            .map(|l| (l.seg_start_ns.0, l.start_ns.0))
+            .map(|l| (l.seg_start_ns.get(), l.start_ns.get()))
             .collect();
         if windows.is_empty() {
             continue;
@@ -295,12 +295,15 @@ fn name_host_gaps(
             Ok(g) => path.host_ops.push(HostOps {
                 who: w,
                 segments: windows.len(),
-                idle_ns: Ns(g.idle_ns),
-                unrecorded_ns: Ns(g.unrecorded_ns),
+                idle_ns: Ns::new(g.idle_ns),
+                unrecorded_ns: Ns::new(g.unrecorded_ns),
                 ops: g
                     .ops
                     .into_iter()
-                    .map(|(name, ns)| HostOp { name, ns: Ns(ns) })
+                    .map(|(name, ns)| HostOp {
+                        name,
+                        ns: Ns::new(ns),
+                    })
                     .collect(),
                 capped: g.capped,
             }),

@@ -415,7 +415,7 @@ fn check_ranks(results: &[RankResult], profile: &str, notes: &mut Vec<String>) -
         if !seen.insert(r.label.clone()) {
             bail!("rank {} appears twice in the input", r.label);
         }
-        if r.summary.figures.kernels == 0 && r.summary.figures.busy_ns.0 == 0 {
+        if r.summary.figures.kernels == 0 && r.summary.figures.busy_ns.get() == 0 {
             notes.push(format!(
                 "rank {}: no GPU kernels and no CPU ops in {}",
                 r.label,

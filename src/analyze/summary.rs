@@ -196,22 +196,23 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
     }
     Some(PathSummary {
         steps: p.steps,
-        step_ns: Ns(p.step_ns.round() as i64),
+        step_ns: Ns::new(p.step_ns.round() as i64),
         lead: lead.map(|c| c.who.clone()),
         cause: lead.map(|c| c.kind.as_str().to_string()),
-        imposed_per_step_ns: Ns(lead
-            .map(|c| match c.kind {
+        imposed_per_step_ns: Ns::new(
+            lead.map(|c| match c.kind {
                 PathKind::Transfer => c.per_step_ns,
                 _ => ranks.get(c.who.as_str()).copied().unwrap_or(0.0),
             })
-            .map_or(0, |ns| ns.round() as i64)),
+            .map_or(0, |ns| ns.round() as i64),
+        ),
         causes: p
             .causes
             .iter()
             .map(|c| PathCause {
                 rank: c.who.clone(),
                 cause: c.kind.as_str().to_string(),
-                per_step_ns: Ns(c.per_step_ns.round() as i64),
+                per_step_ns: Ns::new(c.per_step_ns.round() as i64),
             })
             .collect(),
         bus_ns_per_gb: {
@@ -230,7 +231,7 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
             .into_iter()
             .map(|(r, ns)| PathRank {
                 rank: r.to_string(),
-                per_step_ns: Ns(ns.round() as i64),
+                per_step_ns: Ns::new(ns.round() as i64),
             })
             .collect(),
     })
@@ -551,11 +552,11 @@ pub(crate) fn build(
     }
     let busy: Vec<i64> = results
         .iter()
-        .map(|r| r.summary.figures.busy_ns.0)
+        .map(|r| r.summary.figures.busy_ns.get())
         .collect();
     let work: Vec<i64> = results
         .iter()
-        .map(|r| r.summary.figures.compute_ns.0)
+        .map(|r| r.summary.figures.compute_ns.get())
         .collect();
     let mean = |v: &[i64]| {
         if v.is_empty() {
@@ -564,7 +565,7 @@ pub(crate) fn build(
             v.iter().sum::<i64>() / v.len() as i64
         }
     };
-    let raw = |v: &[Ns]| -> Vec<i64> { v.iter().map(|t| t.0).collect() };
+    let raw = |v: &[Ns]| -> Vec<i64> { v.iter().map(|t| t.get()).collect() };
     let max_of = |v: &[Vec<i64>]| -> Vec<i64> {
         v.iter()
             .map(|x| x.iter().copied().max().unwrap_or(0))
@@ -616,7 +617,7 @@ pub(crate) fn build(
             kernels: results.iter().map(|r| r.summary.figures.kernels).sum(),
             kernel_sum_ns: results
                 .iter()
-                .map(|r| r.summary.figures.kernel_sum_ns.0)
+                .map(|r| r.summary.figures.kernel_sum_ns.get())
                 .sum(),
             busy_ns_mean: mean(&busy),
             busy_ns_max: busy.iter().copied().max().unwrap_or(0),

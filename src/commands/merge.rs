@@ -209,8 +209,8 @@ fn from_analysis(g: &Group, a: Option<&Analysis>, critical_path: bool, opts: &mu
             "note: {}: clock of {} moved by {:+.3} ms (its collectives end that much off its world's; spread {:.1} µs)",
             g.merged_name(),
             c.rank,
-            -c.offset_ns.0 as f64 / 1e6,
-            c.spread_ns.0 as f64 / 1e3
+            -c.offset_ns.get() as f64 / 1e6,
+            c.spread_ns.get() as f64 / 1e3
         );
     }
 }

@@ -391,7 +391,7 @@ fn slowest(s: &Summary) -> Option<String> {
     }
     s.ranks
         .iter()
-        .max_by_key(|r| r.figures.compute_ns.0)
+        .max_by_key(|r| r.figures.compute_ns.get())
         .map(|r| r.figures.rank.clone())
 }
 
@@ -517,8 +517,8 @@ pub(crate) fn build(
                 "wait imposed per step (critical path)".into(),
                 None,
                 None,
-                pb.imposed_per_step_ns.0,
-                pc.imposed_per_step_ns.0,
+                pb.imposed_per_step_ns.get(),
+                pc.imposed_per_step_ns.get(),
             ));
         }
         // The step time the imbalance costs, re-simulated (both sides' replays trusted):
@@ -551,7 +551,7 @@ pub(crate) fn build(
         if steps {
             r.steps.work_median_ns
         } else {
-            r.figures.compute_ns.0
+            r.figures.compute_ns.get()
         }
     };
     let ranks: Vec<Row> = pairs

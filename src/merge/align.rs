@@ -107,13 +107,16 @@ fn plan_known(mode: Align, clocks: &[RankClock]) -> Alignment {
             Some(b),
             clocks
                 .iter()
-                .map(|c| Ns(c.base_ns.unwrap_or(b) - b))
+                .map(|c| Ns::new(c.base_ns.unwrap_or(b) - b))
                 .collect(),
         )
     } else {
         (
             None,
-            clocks.iter().map(|c| Ns(c.base_ns.unwrap_or(0))).collect(),
+            clocks
+                .iter()
+                .map(|c| Ns::new(c.base_ns.unwrap_or(0)))
+                .collect(),
         )
     };
     if mode == Align::FirstStep {
@@ -144,7 +147,7 @@ mod tests {
     fn clock(base: Option<i64>, first: Option<i64>) -> RankClock {
         RankClock {
             base_ns: base,
-            first_step: first.map(Ns),
+            first_step: first.map(Ns::new),
             min_ts: None,
         }
     }
@@ -155,17 +158,17 @@ mod tests {
         let lost = RankClock {
             base_ns: None,
             first_step: None,
-            min_ts: Some(Ns(5_000)),
+            min_ts: Some(Ns::new(5_000)),
         };
         let a = plan(Align::Base, &[clock(Some(1_000_000), None), lost]);
         assert_eq!(a.base_ns, Some(1_000_000));
-        assert_eq!(a.shifts, [Ns(0), Ns(0)]);
+        assert_eq!(a.shifts, [Ns::new(0), Ns::new(0)]);
         assert_eq!(a.assumed_base, [1]);
         // Absolute epoch µs without a base stay absolute.
         let abs = RankClock {
             base_ns: None,
             first_step: None,
-            min_ts: Some(Ns(1_700_000_000_000_000_000)),
+            min_ts: Some(Ns::new(1_700_000_000_000_000_000)),
         };
         let a = plan(Align::Base, &[clock(Some(1_000_000), None), abs]);
         assert_eq!(a.base_ns, None);
@@ -183,18 +186,18 @@ mod tests {
             ],
         );
         assert_eq!(a.base_ns, Some(1_000_000_000));
-        assert_eq!(a.shifts, [Ns(0), Ns(2_500_000)]);
+        assert_eq!(a.shifts, [Ns::new(0), Ns::new(2_500_000)]);
     }
 
     #[test]
     fn mixed_bases_become_absolute() {
         let abs = RankClock {
-            min_ts: Some(Ns(1_700_000_000_000_000_000)),
+            min_ts: Some(Ns::new(1_700_000_000_000_000_000)),
             ..clock(None, None)
         };
         let a = plan(Align::Base, &[abs, clock(Some(7_000), None)]);
         assert_eq!(a.base_ns, None);
-        assert_eq!(a.shifts, [Ns(0), Ns(7_000)]);
+        assert_eq!(a.shifts, [Ns::new(0), Ns::new(7_000)]);
     }
 
     #[test]
@@ -209,11 +212,11 @@ mod tests {
             ],
         );
         assert_eq!(a.base_ns, Some(1_000_000));
-        assert_eq!(a.shifts, [Ns(0), Ns(0), Ns(2_000_000)]);
+        assert_eq!(a.shifts, [Ns::new(0), Ns::new(0), Ns::new(2_000_000)]);
         assert!(a.assumed_base.is_empty());
         // Alone with ranks that have no base either, nothing changes.
         let a = plan(Align::Base, &[clock(None, None), clock(None, None)]);
-        assert_eq!((a.base_ns, a.shifts), (None, vec![Ns(0), Ns(0)]));
+        assert_eq!((a.base_ns, a.shifts), (None, vec![Ns::new(0), Ns::new(0)]));
     }
 
     #[test]
@@ -224,13 +227,13 @@ mod tests {
             Align::FirstStep,
             &[clock(Some(0), Some(5_000)), clock(Some(1_000), Some(3_000))],
         );
-        assert_eq!(a.shifts, [Ns(-1_000), Ns(1_000)]);
-        assert_eq!(Ns(5_000) + a.shifts[0], Ns(3_000) + a.shifts[1]);
+        assert_eq!(a.shifts, [Ns::new(-1_000), Ns::new(1_000)]);
+        assert_eq!(Ns::new(5_000) + a.shifts[0], Ns::new(3_000) + a.shifts[1]);
     }
 
     #[test]
     fn none_leaves_ts_alone() {
         let a = plan(Align::None, &[clock(Some(5), None), clock(Some(9), None)]);
-        assert_eq!(a.shifts, [Ns(0), Ns(0)]);
+        assert_eq!(a.shifts, [Ns::new(0), Ns::new(0)]);
     }
 }

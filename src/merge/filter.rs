@@ -127,7 +127,10 @@ mod tests {
         assert_eq!(parse_ranks("0,3-5, 4").unwrap(), [0, 3, 4, 5]);
         assert!(parse_ranks("5-3").is_err());
         assert!(parse_ranks("x").is_err());
-        assert_eq!(parse_window("10:20.5").unwrap(), (Ns(10_000), Ns(20_500)));
+        assert_eq!(
+            parse_window("10:20.5").unwrap(),
+            (Ns::new(10_000), Ns::new(20_500))
+        );
         assert!(parse_window("20:10").is_err());
         assert_eq!(parse_steps("2:5").unwrap(), (2, 5));
         assert!(parse_steps("5:5").is_err());

@@ -59,15 +59,15 @@ pub(super) fn output_span(
     let lo = outs
         .iter()
         .flatten()
-        .filter_map(|o| o.min_ts.map(|t| t.0 + o.shift.0))
+        .filter_map(|o| o.min_ts.map(|t| t.get() + o.shift.get()))
         .min()?;
     let hi = outs
         .iter()
         .flatten()
-        .filter_map(|o| o.max_ts.map(|t| t.0 + o.shift.0))
+        .filter_map(|o| o.max_ts.map(|t| t.get() + o.shift.get()))
         .max()?;
     Some(match window {
-        Some((a, b)) => (lo.max(a.0), hi.min(b.0)),
+        Some((a, b)) => (lo.max(a.get()), hi.min(b.get())),
         None => (lo, hi),
     })
 }
@@ -124,7 +124,7 @@ pub(super) fn tail_json(
             "index": i,
             "tp": f.id.tp, "dp": f.id.dp, "pp": f.id.pp, "ep": f.id.ep, "rank": f.id.rank,
             "baseTimeNanoseconds": h.base_time_ns,
-            "clock_shift_ns": o.shift.0,
+            "clock_shift_ns": o.shift.get(),
             "events": o.written,
             "damaged": o.report.is_damaged(),
             "stopped_early": o.report.stopped_early(),

@@ -251,7 +251,10 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
         }
         if let Some(ts) = ev.ts {
             min_ts = Some(min_ts.map_or(ts, |m| m.min(ts)));
-            let end = Ns(ts.0.saturating_add(ev.dur.map_or(0, |d| d.0.max(0))));
+            let end = Ns::new(
+                ts.get()
+                    .saturating_add(ev.dur.map_or(0, |d| d.get().max(0))),
+            );
             max_ts = Some(max_ts.map_or(end, |m| m.max(end)));
         }
         if filter_noop {

@@ -265,7 +265,7 @@ mod tests {
     fn rewrite(src: &str, r: i64, n: i64, shift: i64) -> serde_json::Value {
         let mut f = Vec::new();
         let ev = scan_event(src.as_bytes(), &mut f).unwrap();
-        let ctx = Ctx::new(r, n, "[TP01]", 100, Ns(shift));
+        let ctx = Ctx::new(r, n, "[TP01]", 100, Ns::new(shift));
         let mut out = Vec::new();
         format_event(&ev, &ctx, &mut out);
         serde_json::from_slice(&out).unwrap()
@@ -336,7 +336,7 @@ mod tests {
                 );
                 let mut f = Vec::new();
                 let ev = scan_event(src.as_bytes(), &mut f).unwrap();
-                let ctx = Ctx::new(0, 1, label, 0, Ns(0));
+                let ctx = Ctx::new(0, 1, label, 0, Ns::new(0));
                 let mut out = b"prefix".to_vec();
                 format_event(&ev, &ctx, &mut out);
                 assert_eq!(String::from_utf8(out).unwrap(), want, "{n}");

@@ -160,7 +160,7 @@ pub(crate) struct SpecWindow {
 }
 
 /// A window that nothing overlaps: every event is dropped as too early.
-const NOTHING: (Ns, Ns) = (Ns(i64::MAX), Ns(i64::MIN));
+const NOTHING: (Ns, Ns) = (Ns::new(i64::MAX), Ns::new(i64::MIN));
 
 impl SpecWindow {
     pub(crate) fn new(a: u64, b: u64, outer: Option<(Ns, Ns)>) -> Self {

@@ -210,8 +210,8 @@ pub(crate) fn chart(a: &Analysis) -> String {
         .copied()
         .max()
         .unwrap_or(Ns::ZERO)
-        .max(Ns(1))
-        .0 as f64;
+        .max(Ns::new(1))
+        .get() as f64;
     let wmax = (0..rows.len())
         .flat_map(|s| (0..n).map(move |r| (s, r)))
         .map(|(s, r)| work(s, r))
@@ -237,7 +237,7 @@ pub(crate) fn chart(a: &Analysis) -> String {
         ));
         for (i, row) in rows.iter().enumerate() {
             let x = label_w + slot * i as f64;
-            let t = row.work_ns.get(r).copied().unwrap_or(Ns::ZERO).0 as f64;
+            let t = row.work_ns.get(r).copied().unwrap_or(Ns::ZERO).get() as f64;
             let h = strip_h * t / tmax;
             s.push_str(&format!(
                 r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="#8c959f"><title>{} step {}: {:.3} ms</title></rect>"##,

@@ -84,7 +84,7 @@ pub(super) fn host(a: &Analysis) -> Table {
     for h in &a.path.host_ops {
         let share = |ns: Ns| {
             if h.idle_ns > Ns::ZERO {
-                Cell::Num(100.0 * ns.0 as f64 / h.idle_ns.0 as f64, 1)
+                Cell::Num(100.0 * ns.get() as f64 / h.idle_ns.get() as f64, 1)
             } else {
                 Cell::Empty
             }
@@ -192,11 +192,11 @@ pub(super) fn worst(a: &Analysis) -> Table {
                     Cell::Int(w.index as i64),
                     text(w.name.clone()),
                     text(w.rank.clone()),
-                    us(w.cost_ns.0 as f64),
-                    us(w.work_ns.0 as f64),
-                    us(w.host_ns.0 as f64),
-                    us(w.late_ns.0 as f64),
-                    us(w.transfer_ns.0 as f64),
+                    us(w.cost_ns.get() as f64),
+                    us(w.work_ns.get() as f64),
+                    us(w.host_ns.get() as f64),
+                    us(w.late_ns.get() as f64),
+                    us(w.transfer_ns.get() as f64),
                     Cell::Num(w.t_ms, 3),
                 ]
             })
@@ -232,7 +232,7 @@ pub(super) fn steps(a: &Analysis) -> Table {
                     ms(r.step_ns),
                     ms(r.cost_ns),
                     if r.step_ns > Ns::ZERO {
-                        Cell::Num(100.0 * r.cost_ns.0 as f64 / r.step_ns.0 as f64, 1)
+                        Cell::Num(100.0 * r.cost_ns.get() as f64 / r.step_ns.get() as f64, 1)
                     } else {
                         Cell::Empty
                     },

@@ -43,13 +43,13 @@ pub(crate) fn chart(a: &Analysis) -> String {
     let Some(first) = p.marks.first() else {
         return String::new();
     };
-    let t0 = first.seg_start_ns.0 as f64;
+    let t0 = first.seg_start_ns.get() as f64;
     // Three steps, or less when the late arrivals end sooner (a one-step profile): the chart
     // spans what there is to draw, never empty lanes.
     let extent = p
         .marks
         .iter()
-        .map(|l| l.start_ns.0 as f64 - t0)
+        .map(|l| l.start_ns.get() as f64 - t0)
         .fold(0.0, f64::max)
         * 1.05;
     let span = match (p.step_ns > 0.0, extent > 0.0) {
@@ -62,7 +62,7 @@ pub(crate) fn chart(a: &Analysis) -> String {
     let shown: Vec<&Late> = p
         .marks
         .iter()
-        .filter(|l| (l.seg_start_ns.0 as f64) < t1 && (l.start_ns.0 as f64) > t0)
+        .filter(|l| (l.seg_start_ns.get() as f64) < t1 && (l.start_ns.get() as f64) > t0)
         .collect();
     // Lanes: every rank of the worlds shown, the costliest first when there are too many.
     let mut cost: BTreeMap<&str, Ns> = BTreeMap::new();
@@ -100,9 +100,9 @@ pub(crate) fn chart(a: &Analysis) -> String {
         let Some(i) = lane_of(&l.rank) else { continue };
         let y = 20.0 + LANE * i as f64;
         let (fill, what) = kind(l);
-        let (a0, a1) = (x(l.seg_start_ns.0 as f64), x(l.start_ns.0 as f64));
+        let (a0, a1) = (x(l.seg_start_ns.get() as f64), x(l.start_ns.get() as f64));
         // The segment faint, what it cost the others (its last `cost` ns) solid.
-        let c0 = x((l.start_ns.0 - l.cost_ns.0).max(l.seg_start_ns.0) as f64);
+        let c0 = x((l.start_ns.get() - l.cost_ns.get()).max(l.seg_start_ns.get()) as f64);
         let _ = write!(
             s,
             r#"<rect x="{a0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}" fill-opacity="0.18"/><rect class="late" x="{c0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{}: last at {} #{}, +{:.1} µs for the others ({what})</title></rect>"#,
@@ -117,7 +117,7 @@ pub(crate) fn chart(a: &Analysis) -> String {
             l.index,
             l.cost_ns.as_us()
         );
-        if (l.cost_ns.0 as f64) < 0.01 * p.step_ns {
+        if (l.cost_ns.get() as f64) < 0.01 * p.step_ns {
             continue;
         }
         // Across the lanes of its world: the others wait here.

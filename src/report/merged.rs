@@ -87,7 +87,7 @@ impl MergeReport<'_> {
                     i(r.read),
                     i(r.written),
                     i(r.dropped),
-                    i(r.shift.0),
+                    i(r.shift.get()),
                     b(r.damaged),
                     r.stopped_early.as_deref().map_or(Cell::Empty, s),
                     r.unreadable.as_deref().map_or(Cell::Empty, s),

@@ -194,14 +194,14 @@ fn rank_summary(a: &Analysis, width: Option<usize>) -> Table {
                     row.push(text(r.figures.source.clone()));
                 }
                 row.extend([
-                    ms(r.figures.span_ns.0),
-                    ms(r.figures.busy_ns.0),
-                    ms(r.figures.idle_ns.0),
+                    ms(r.figures.span_ns.get()),
+                    ms(r.figures.busy_ns.get()),
+                    ms(r.figures.idle_ns.get()),
                     Cell::Num(r.figures.utilization_pct, 1),
-                    ms(r.figures.compute_ns.0),
-                    ms(r.figures.comm_ns.0),
-                    ms(r.figures.exposed_comm_ns.0),
-                    ms(r.figures.memcpy_memset_ns.0),
+                    ms(r.figures.compute_ns.get()),
+                    ms(r.figures.comm_ns.get()),
+                    ms(r.figures.exposed_comm_ns.get()),
+                    ms(r.figures.memcpy_memset_ns.get()),
                     Cell::Int(r.figures.kernels as i64),
                 ]);
                 row

@@ -73,16 +73,16 @@ fn ranks(a: &Analysis) -> Table {
             s(&r.figures.rank),
             r.figures.device.as_ref().map_or(Cell::Empty, s),
             s(&r.figures.source),
-            i(r.figures.span_ns.0),
-            i(r.figures.busy_ns.0),
-            i(r.figures.idle_ns.0),
+            i(r.figures.span_ns.get()),
+            i(r.figures.busy_ns.get()),
+            i(r.figures.idle_ns.get()),
             f(r.figures.utilization_pct),
-            i(r.figures.compute_ns.0),
-            i(r.figures.comm_ns.0),
-            i(r.figures.exposed_comm_ns.0),
-            i(r.figures.memcpy_memset_ns.0),
+            i(r.figures.compute_ns.get()),
+            i(r.figures.comm_ns.get()),
+            i(r.figures.exposed_comm_ns.get()),
+            i(r.figures.memcpy_memset_ns.get()),
             i(r.figures.kernels),
-            i(r.figures.kernel_sum_ns.0),
+            i(r.figures.kernel_sum_ns.get()),
             i(r.events),
         ]);
     }
@@ -116,7 +116,7 @@ pub(super) fn memory_ranks(a: &Analysis) -> Table {
             s(&r.device),
             i(r.peak_allocated_bytes),
             i(r.peak_reserved_bytes),
-            i(r.peak_ts_ns.0),
+            i(r.peak_ts_ns.get()),
             r.peak_step.map_or(Cell::Empty, i),
             r.peak_op.as_deref().map_or(Cell::Empty, s),
             i(r.baseline_bytes),
@@ -243,7 +243,7 @@ pub(crate) const STEPS_BY_RANK: &[&str] = &[
 
 /// The `steps_by_rank` row of step `r` and the rank at index `x`.
 pub(crate) fn steps_by_rank_row(st: &StepTable, r: &StepRow, x: usize) -> Vec<Cell> {
-    let ns = |v: &[Ns]| v.get(x).map_or(Cell::Empty, |n| i(n.0));
+    let ns = |v: &[Ns]| v.get(x).map_or(Cell::Empty, |n| i(n.get()));
     vec![
         s(&r.step),
         st.ranks.get(x).map_or(Cell::Empty, s),

@@ -72,7 +72,7 @@ fn what_if(a: &Analysis) -> Table {
             s("rank"),
             s(&r.who),
             Cell::Empty,
-            i(r.saved.0),
+            i(r.saved.get()),
             f(r.step_pct),
         ]);
     }
@@ -81,7 +81,7 @@ fn what_if(a: &Analysis) -> Table {
             s("cause"),
             Cell::Empty,
             s(kind(k.kind)),
-            i(k.saved.0),
+            i(k.saved.get()),
             f(k.step_pct),
         ]);
     }
@@ -108,7 +108,7 @@ fn what_if_worst(a: &Analysis) -> Table {
                 i(x.k as i64),
                 i(n as i64 + 1),
                 s(who),
-                i(x.saved.0),
+                i(x.saved.get()),
                 f(x.step_pct),
                 f(x.lost_pct),
             ]);
@@ -138,9 +138,9 @@ fn what_if_worlds(a: &Analysis) -> Table {
             i(w.world as i64),
             s(&w.who),
             i(w.collectives as i64),
-            i(w.recorded.0),
-            i(w.replayed.0),
-            i(w.ideal.0),
+            i(w.recorded.get()),
+            i(w.replayed.get()),
+            i(w.ideal.get()),
             f(w.slowdown),
             f(w.error_pct),
         ]);
@@ -296,7 +296,7 @@ fn critical_path(a: &Analysis) -> Table {
             ns(c.net_per_step_ns),
             f(c.net_step_pct),
             i(c.collectives as i64),
-            i(c.cost_ns.0),
+            i(c.cost_ns.get()),
         ]);
     }
     t
@@ -310,7 +310,7 @@ fn critical_path_host(a: &Analysis) -> Table {
     for h in &a.path.host_ops {
         let share = |x: Ns| {
             if h.idle_ns > Ns::ZERO {
-                f(100.0 * x.0 as f64 / h.idle_ns.0 as f64)
+                f(100.0 * x.get() as f64 / h.idle_ns.get() as f64)
             } else {
                 Cell::Empty
             }
@@ -321,9 +321,9 @@ fn critical_path_host(a: &Analysis) -> Table {
             t.rows.push(vec![
                 s(&h.who),
                 op,
-                i(x.0),
+                i(x.get()),
                 share(x),
-                i(h.idle_ns.0),
+                i(h.idle_ns.get()),
                 i(h.segments as i64),
             ]);
         }
@@ -355,11 +355,11 @@ fn critical_path_worst(a: &Analysis) -> Table {
             i(w.index as i64),
             s(&w.name),
             s(&w.rank),
-            i(w.cost_ns.0),
-            i(w.work_ns.0),
-            i(w.host_ns.0),
-            i(w.late_ns.0),
-            i(w.transfer_ns.0),
+            i(w.cost_ns.get()),
+            i(w.work_ns.get()),
+            i(w.host_ns.get()),
+            i(w.late_ns.get()),
+            i(w.transfer_ns.get()),
             f(w.t_ms),
         ]);
     }
@@ -409,16 +409,16 @@ fn critical_path_steps(a: &Analysis) -> Table {
     for r in &a.path.per_step {
         t.rows.push(vec![
             s(&r.step),
-            i(r.step_ns.0),
-            i(r.cost_ns.0),
+            i(r.step_ns.get()),
+            i(r.cost_ns.get()),
             if r.step_ns > Ns::ZERO {
-                f(100.0 * r.cost_ns.0 as f64 / r.step_ns.0 as f64)
+                f(100.0 * r.cost_ns.get() as f64 / r.step_ns.get() as f64)
             } else {
                 Cell::Empty
             },
             r.top_who.as_ref().map_or(Cell::Empty, s),
             r.top_kind.map_or(Cell::Empty, |k| s(kind(k))),
-            i(r.top_ns.0),
+            i(r.top_ns.get()),
         ]);
     }
     t

@@ -25,7 +25,7 @@ struct Run<'a> {
 /// The runs among ranks `(label, active window)` (one when they overlap), in time order.
 fn runs<'a>(ranks: impl Iterator<Item = Active<'a>>) -> Vec<Run<'a>> {
     let mut active: Vec<(&str, &str, i64, i64)> = ranks
-        .filter_map(|(label, file, w)| w.map(|(a, b)| (label, file, a.0, b.0)))
+        .filter_map(|(label, file, w)| w.map(|(a, b)| (label, file, a.get(), b.get())))
         .collect();
     active.sort_by_key(|a| (a.2, a.3));
     let mut out: Vec<Run> = Vec::new();
@@ -91,7 +91,7 @@ pub(crate) fn apart<'a>(
 
 /// A duration in the largest unit that keeps it readable: `840 ms`, `12.5 s`, `3.2 h`, `41 days`.
 fn long(ns: i64) -> String {
-    let s = Ns(ns).as_ms() / 1000.0;
+    let s = Ns::new(ns).as_ms() / 1000.0;
     if s < 0.01 {
         format!("{:.2} ms", s * 1000.0)
     } else if s < 1.0 {
@@ -112,7 +112,11 @@ mod tests {
     use super::*;
 
     fn rank(label: &str, active: Option<(i64, i64)>) -> Active<'_> {
-        (label, "f.json", active.map(|(a, b)| (Ns(a), Ns(b))))
+        (
+            label,
+            "f.json",
+            active.map(|(a, b)| (Ns::new(a), Ns::new(b))),
+        )
     }
 
     #[test]

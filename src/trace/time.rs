@@ -22,10 +22,22 @@ use std::ops::{Add, AddAssign, Sub};
     serde::Deserialize,
 )]
 #[serde(transparent)]
-pub struct Ns(pub i64);
+pub struct Ns(i64);
 
 impl Ns {
     pub const ZERO: Ns = Ns(0);
+
+    /// `ns` nanoseconds.
+    #[inline]
+    pub const fn new(ns: i64) -> Ns {
+        Ns(ns)
+    }
+
+    /// The integer nanoseconds.
+    #[inline]
+    pub const fn get(self) -> i64 {
+        self.0
+    }
 
     /// Microseconds as a float (for display and statistics).
     pub fn as_us(self) -> f64 {

@@ -111,27 +111,27 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
             cr["mode"].as_str().unwrap(),
             "{ctx} source"
         );
-        assert_eq!(s.figures.busy_ns.0, i(&cr["busy_ns"]), "{ctx} busy");
+        assert_eq!(s.figures.busy_ns.get(), i(&cr["busy_ns"]), "{ctx} busy");
         assert_eq!(
-            s.figures.compute_ns.0,
+            s.figures.compute_ns.get(),
             i(&cr["compute_ns"]),
             "{ctx} compute"
         );
-        assert_eq!(s.figures.comm_ns.0, i(&cr["comm_ns"]), "{ctx} comm");
+        assert_eq!(s.figures.comm_ns.get(), i(&cr["comm_ns"]), "{ctx} comm");
         assert_eq!(
-            s.figures.exposed_comm_ns.0,
+            s.figures.exposed_comm_ns.get(),
             i(&cr["exposed_comm_ns"]),
             "{ctx} exposed comm"
         );
         assert_eq!(
-            s.figures.memcpy_memset_ns.0,
+            s.figures.memcpy_memset_ns.get(),
             i(&cr["copy_ns"]),
             "{ctx} memcpy/memset"
         );
-        assert_eq!(s.figures.span_ns.0, i(&cr["span_ns"]), "{ctx} span");
+        assert_eq!(s.figures.span_ns.get(), i(&cr["span_ns"]), "{ctx} span");
         assert_eq!(
-            s.figures.idle_ns.0,
-            s.figures.span_ns.0 - s.figures.busy_ns.0,
+            s.figures.idle_ns.get(),
+            s.figures.span_ns.get() - s.figures.busy_ns.get(),
             "{ctx} idle"
         );
         assert_eq!(
@@ -140,7 +140,7 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
             "{ctx} kernel count"
         );
         assert_eq!(
-            s.figures.kernel_sum_ns.0,
+            s.figures.kernel_sum_ns.get(),
             i(&cr["kernel_total_ns"]),
             "{ctx} kernel time"
         );
@@ -164,19 +164,19 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
             let k = row.idx[r];
             let cs = &csteps[k];
             assert_eq!(
-                row.dur_ns[r].0,
+                row.dur_ns[r].get(),
                 i(&cs["dur_ns"]),
                 "{ctx} step {} time",
                 row.step
             );
             assert_eq!(
-                row.busy_ns[r].0,
+                row.busy_ns[r].get(),
                 i(&cs["busy_ns"]),
                 "{ctx} step {} busy",
                 row.step
             );
             assert_eq!(
-                row.work_ns[r].0,
+                row.work_ns[r].get(),
                 i(&cs["work_ns"]),
                 "{ctx} step {} work",
                 row.step

@@ -267,7 +267,7 @@ impl<'a> Collector<'a> {
         let (Some(ts), Some(dur)) = (ev.ts, ev.dur) else {
             return;
         };
-        let (start, dur) = (ts.0, dur.0.max(0));
+        let (start, dur) = (ts.get(), dur.get().max(0));
         let cat = ev.cat.raw();
         match cat {
             KERNEL => self.gpu_op(ev, start, dur, OpKind::Kernel),

@@ -159,8 +159,8 @@ pub(crate) fn host_in_gaps(
         let (Some(ts), Some(dur)) = (ev.ts, ev.dur) else {
             return;
         };
-        let a = ts.0.saturating_add(offset_ns);
-        let b = a.saturating_add(dur.0.max(0));
+        let a = ts.get().saturating_add(offset_ns);
+        let b = a.saturating_add(dur.get().max(0));
         if inside(a, b.max(a + 1)).is_none() {
             return;
         }

@@ -184,7 +184,7 @@ impl Device {
             device: torch_device_name(self.kind, self.id),
             peak_allocated_bytes: if seen { self.peak } else { 0 },
             peak_reserved_bytes: self.reserved,
-            peak_ts_ns: Ns(if seen { self.peak_ts + base } else { 0 }),
+            peak_ts_ns: Ns::new(if seen { self.peak_ts + base } else { 0 }),
             peak_step: seen
                 .then(|| window_of(marks, self.peak_ts))
                 .flatten()
@@ -289,7 +289,7 @@ impl MemoryTally {
         if oom {
             d.oom += 1;
         } else {
-            d.allocation(ts.0, at, &a);
+            d.allocation(ts.get(), at, &a);
         }
     }
 
@@ -307,8 +307,8 @@ impl MemoryTally {
             return;
         };
         for d in &mut self.devices {
-            if d.holds(pid, ts.0, dur.0) {
-                d.op(pid, tid, ts.0, dur.0, &ev.name.get());
+            if d.holds(pid, ts.get(), dur.get()) {
+                d.op(pid, tid, ts.get(), dur.get(), &ev.name.get());
             }
         }
     }
@@ -396,7 +396,7 @@ mod tests {
         assert_eq!(r.peak_op.as_deref(), Some("inner"));
         assert_eq!(r.device, "cuda:0");
         assert_eq!(r.peak_allocated_bytes, 300);
-        assert_eq!(r.peak_ts_ns, Ns(1020));
+        assert_eq!(r.peak_ts_ns, Ns::new(1020));
         assert_eq!(r.peak_reserved_bytes, 600);
         assert_eq!(r.baseline_bytes, 100);
         assert_eq!(r.memory_events, 3);

@@ -81,9 +81,11 @@ impl RankResult {
             s.start_ns += ns;
         }
         self.colls.add_base(ns);
-        self.active = self.active.map(|(a, b)| (Ns(a.0 + ns), Ns(b.0 + ns)));
+        self.active = self
+            .active
+            .map(|(a, b)| (Ns::new(a.get() + ns), Ns::new(b.get() + ns)));
         for m in &mut self.memory {
-            m.peak_ts_ns = Ns(m.peak_ts_ns.0 + ns);
+            m.peak_ts_ns = Ns::new(m.peak_ts_ns.get() + ns);
         }
         self.lost_base = false;
         // The base the rank's clock carries now (what a second read of its file adds).
@@ -326,16 +328,16 @@ pub(crate) fn finish(
             rank: label.clone(),
             device,
             source: if gpu { "gpu" } else { "cpu" }.to_string(),
-            span_ns: Ns(span),
-            busy_ns: Ns(busy),
-            idle_ns: Ns(span - busy),
+            span_ns: Ns::new(span),
+            busy_ns: Ns::new(busy),
+            idle_ns: Ns::new(span - busy),
             utilization_pct: pct(busy, span),
-            compute_ns: Ns(totals.compute),
-            comm_ns: Ns(totals.comm),
-            exposed_comm_ns: Ns(totals.exposed_comm),
-            memcpy_memset_ns: Ns(totals.copy),
+            compute_ns: Ns::new(totals.compute),
+            comm_ns: Ns::new(totals.comm),
+            exposed_comm_ns: Ns::new(totals.exposed_comm),
+            memcpy_memset_ns: Ns::new(totals.copy),
             kernels,
-            kernel_sum_ns: Ns(kernel_sum_ns),
+            kernel_sum_ns: Ns::new(kernel_sum_ns),
         },
         events,
     };
@@ -369,11 +371,13 @@ pub(crate) fn finish(
         streams,
         world_size: header.world_size(),
         distributed_rank: header.distributed_rank(),
-        lost_base: crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns)),
+        lost_base: crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns::new)),
         base_ns: header.base_time_ns,
         moe_rows,
         stopped_early: None,
-        active: totals.window.map(|(a, b)| (Ns(a + base), Ns(b + base))),
+        active: totals
+            .window
+            .map(|(a, b)| (Ns::new(a + base), Ns::new(b + base))),
         memory,
     })
 }

@@ -312,7 +312,7 @@ impl Sums<'_> {
         if rows.is_empty() {
             let s = &self.inp.summaries[r];
             return Totals {
-                time: s.figures.compute_ns.0 as f64,
+                time: s.figures.compute_ns.get() as f64,
                 work: None,
                 seqs: None,
                 launches: s.figures.kernels as f64,
@@ -320,7 +320,7 @@ impl Sums<'_> {
         }
         let mut t = Totals::zero();
         for (s, row) in rows.iter().enumerate().skip(from) {
-            t.add(row.work_ns[r].0, self.fig(r, s), self.measure);
+            t.add(row.work_ns[r].get(), self.fig(r, s), self.measure);
         }
         t
     }
@@ -508,10 +508,10 @@ fn sustained_from(t: &StepTable, r: usize, peers: &[usize], threshold: f64) -> O
         let m = median(
             &peers
                 .iter()
-                .map(|&p| row.work_ns[p].0 as f64)
+                .map(|&p| row.work_ns[p].get() as f64)
                 .collect::<Vec<_>>(),
         );
-        m > 0.0 && row.work_ns[r].0 as f64 > m * (1.0 + threshold)
+        m > 0.0 && row.work_ns[r].get() as f64 > m * (1.0 + threshold)
     };
     let mut s0 = n;
     while s0 > 0 && above(&t.rows[s0 - 1]) {

@@ -285,8 +285,14 @@ fn step_rows(inp: &Input<'_>, r: usize, peers: &[usize]) -> Vec<DrillRow> {
         .rows
         .iter()
         .map(|s| {
-            let theirs: Vec<f64> = peers.iter().map(|&p| s.work_ns[p].0 as f64).collect();
-            DrillRow::new(s.step.clone(), None, s.work_ns[r].0 as f64, &theirs, "ns")
+            let theirs: Vec<f64> = peers.iter().map(|&p| s.work_ns[p].get() as f64).collect();
+            DrillRow::new(
+                s.step.clone(),
+                None,
+                s.work_ns[r].get() as f64,
+                &theirs,
+                "ns",
+            )
         })
         .collect();
     by_gap(&mut steps);

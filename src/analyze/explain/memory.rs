@@ -196,7 +196,7 @@ mod tests {
                 device: "cuda:0".into(),
                 peak_allocated_bytes: peak,
                 peak_reserved_bytes: 0,
-                peak_ts_ns: Ns(0),
+                peak_ts_ns: Ns::new(0),
                 peak_step: Some(3),
                 peak_op: Some("aten::mm".into()),
                 baseline_bytes: 0,

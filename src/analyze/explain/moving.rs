@@ -55,7 +55,7 @@ pub(super) fn moving(p: &CriticalPath, threshold: f64) -> Option<Moving> {
             .filter_map(|s| Some((s.step.clone(), s.top_who.clone()?)))
             .collect(),
         ranks: ranks.len(),
-        cost_ns: steps.iter().map(|s| s.cost_ns.0 as f64).sum::<f64>() / steps.len() as f64,
+        cost_ns: steps.iter().map(|s| s.cost_ns.get() as f64).sum::<f64>() / steps.len() as f64,
         step_ns: p.step_ns,
         kind: first_kind.filter(|k| costly.iter().all(|s| s.top_kind == Some(*k))),
         steps: steps.len(),
@@ -64,7 +64,9 @@ pub(super) fn moving(p: &CriticalPath, threshold: f64) -> Option<Moving> {
 
 /// Whether a step's late arrivals cost it at least `threshold` of it.
 fn costly(s: &PathStep, threshold: f64) -> bool {
-    s.top_who.is_some() && s.step_ns.0 > 0 && s.cost_ns.0 as f64 >= threshold * s.step_ns.0 as f64
+    s.top_who.is_some()
+        && s.step_ns.get() > 0
+        && s.cost_ns.get() as f64 >= threshold * s.step_ns.get() as f64
 }
 
 /// Whether the costliest ranks of `n` steps take turns: two or more, none in more than half.
@@ -84,7 +86,7 @@ fn takes_turns(tops: &[&str], n: usize) -> bool {
 fn mean_top_share(steps: &[&PathStep]) -> f64 {
     let shares: Vec<f64> = steps
         .iter()
-        .map(|s| s.top_ns.0 as f64 / s.step_ns.0 as f64)
+        .map(|s| s.top_ns.get() as f64 / s.step_ns.get() as f64)
         .collect();
     shares.iter().sum::<f64>() / shares.len().max(1) as f64
 }
@@ -131,11 +133,11 @@ mod tests {
     fn step(n: usize, who: &str, step_ms: f64, cost_ms: f64, top_ms: f64) -> PathStep {
         PathStep {
             step: n.to_string(),
-            step_ns: Ns((step_ms * 1e6) as i64),
-            cost_ns: Ns((cost_ms * 1e6) as i64),
+            step_ns: Ns::new((step_ms * 1e6) as i64),
+            cost_ns: Ns::new((cost_ms * 1e6) as i64),
             top_who: Some(who.to_string()),
             top_kind: Some(Kind::Work),
-            top_ns: Ns((top_ms * 1e6) as i64),
+            top_ns: Ns::new((top_ms * 1e6) as i64),
         }
     }
 
@@ -143,7 +145,7 @@ mod tests {
         let n = per_step.len() as f64;
         CriticalPath {
             steps: per_step.len(),
-            step_ns: per_step.iter().map(|s| s.step_ns.0 as f64).sum::<f64>() / n,
+            step_ns: per_step.iter().map(|s| s.step_ns.get() as f64).sum::<f64>() / n,
             per_step,
             ..Default::default()
         }

@@ -200,7 +200,7 @@ fn work_per_rank(inp: &Input<'_>) -> Vec<i64> {
         return inp
             .summaries
             .iter()
-            .map(|s| s.figures.compute_ns.0)
+            .map(|s| s.figures.compute_ns.get())
             .collect();
     }
     (0..inp.summaries.len())
@@ -210,7 +210,7 @@ fn work_per_rank(inp: &Input<'_>) -> Vec<i64> {
                 .iter()
                 .map(|row| row.work_ns[r])
                 .sum::<Ns>()
-                .0
+                .get()
         })
         .collect()
 }
@@ -448,7 +448,7 @@ fn path_steps(c: &path::Cause, p: &CriticalPath, onset: Option<&Onset>) -> Steps
         .iter()
         .skip(from)
         .take(p.per_step.len().max(c.per_row_ns.len()))
-        .filter_map(|x| x.map(|ns| ns.0 as f64))
+        .filter_map(|x| x.map(|ns| ns.get() as f64))
         .collect();
     Steps::of(&samples)
 }
@@ -465,8 +465,11 @@ fn work_steps(inp: &Input<'_>, r: usize, from: usize) -> Steps {
         .iter()
         .skip(from)
         .map(|row| {
-            let theirs = peers.iter().map(|&i| row.work_ns[i].0 as f64).sum::<f64>();
-            row.work_ns[r].0 as f64 - theirs / peers.len() as f64
+            let theirs = peers
+                .iter()
+                .map(|&i| row.work_ns[i].get() as f64)
+                .sum::<f64>();
+            row.work_ns[r].get() as f64 - theirs / peers.len() as f64
         })
         .collect();
     Steps::of(&samples)
@@ -746,7 +749,7 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
         "re-simulated at the collectives, model error {:.1} %",
         w.error_pct
     );
-    if (saved.0 as f64) < 0.8 * charged {
+    if (saved.get() as f64) < 0.8 * charged {
         let all = w
             .kinds
             .iter()
@@ -778,7 +781,7 @@ fn worst_together(w: &path::whatif::WhatIf, alone: Ns) -> String {
     w.worst
         .iter()
         .rev()
-        .find(|x| x.k > 1 && x.saved.0 as f64 >= 1.1 * alone.0 as f64 && x.saved > alone)
+        .find(|x| x.k > 1 && x.saved.get() as f64 >= 1.1 * alone.get() as f64 && x.saved > alone)
         .map_or(String::new(), |x| {
             format!(
                 "; fixing the worst {} ({}) together gives back {:.2} ms ({:.0} % of the step time lost to imbalance)",
@@ -1176,7 +1179,7 @@ fn part_name(k: path::Kind, metric: &str) -> String {
 fn gap_ops(h: &path::HostOps) -> String {
     let pct = |ns: Ns| {
         if h.idle_ns > Ns::ZERO {
-            100.0 * ns.0 as f64 / h.idle_ns.0 as f64
+            100.0 * ns.get() as f64 / h.idle_ns.get() as f64
         } else {
             0.0
         }

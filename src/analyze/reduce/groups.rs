@@ -239,18 +239,28 @@ pub(crate) fn build(
 ) -> Groups {
     let n = results.len();
     let work: Vec<i64> = if steps.rows.is_empty() {
-        summaries.iter().map(|s| s.figures.compute_ns.0).collect()
+        summaries
+            .iter()
+            .map(|s| s.figures.compute_ns.get())
+            .collect()
     } else {
         (0..n)
-            .map(|r| steps.rows.iter().map(|row| row.work_ns[r]).sum::<Ns>().0)
+            .map(|r| {
+                steps
+                    .rows
+                    .iter()
+                    .map(|row| row.work_ns[r])
+                    .sum::<Ns>()
+                    .get()
+            })
             .collect()
     };
     let f = |g: &dyn Fn(usize) -> f64| Dist::of((0..n).map(g));
     let nclass = results.first().map_or(0, |r| r.class_ns.len());
     let mut g = Groups {
         work: f(&|r| work[r] as f64),
-        busy: f(&|r| summaries[r].figures.busy_ns.0 as f64),
-        exposed_comm: f(&|r| summaries[r].figures.exposed_comm_ns.0 as f64),
+        busy: f(&|r| summaries[r].figures.busy_ns.get() as f64),
+        exposed_comm: f(&|r| summaries[r].figures.exposed_comm_ns.get() as f64),
         util_pct: f(&|r| summaries[r].figures.utilization_pct),
         kernels: f(&|r| summaries[r].figures.kernels as f64),
         classes: (0..nclass)
@@ -292,8 +302,8 @@ pub(crate) fn build(
             work_ns: work[r],
             vs_peers_pct: dev[r],
             vs_median_pct: vs(work[r] as f64),
-            busy_ns: summaries[r].figures.busy_ns.0,
-            exposed_comm_ns: summaries[r].figures.exposed_comm_ns.0,
+            busy_ns: summaries[r].figures.busy_ns.get(),
+            exposed_comm_ns: summaries[r].figures.exposed_comm_ns.get(),
             util_pct: summaries[r].figures.utilization_pct,
         })
         .collect();
@@ -419,8 +429,10 @@ fn dim_groups(
                 members: rankset::compact(&labels),
                 ranks: m.len(),
                 work: Dist::of(m.iter().map(|&r| work[r] as f64)),
-                busy_mean_ns: mean(&m, &|r| summaries[r].figures.busy_ns.0 as f64),
-                exposed_comm_mean_ns: mean(&m, &|r| summaries[r].figures.exposed_comm_ns.0 as f64),
+                busy_mean_ns: mean(&m, &|r| summaries[r].figures.busy_ns.get() as f64),
+                exposed_comm_mean_ns: mean(&m, &|r| {
+                    summaries[r].figures.exposed_comm_ns.get() as f64
+                }),
                 util_mean_pct: mean(&m, &|r| summaries[r].figures.utilization_pct),
                 kernels_mean: mean(&m, &|r| summaries[r].figures.kernels as f64),
                 class_mean_ns: (0..nclass)

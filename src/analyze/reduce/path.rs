@@ -98,7 +98,7 @@ impl Cause {
             .iter()
             .zip(steps)
             .skip(from)
-            .filter_map(|(c, s)| c.map(|c| (c.0, s.step_ns.0)))
+            .filter_map(|(c, s)| c.map(|c| (c.get(), s.step_ns.get())))
             .collect();
         if rows.is_empty() {
             return None;
@@ -241,7 +241,7 @@ impl CriticalPath {
                 ];
                 let why = parts.iter().max_by_key(|p| p.0).map_or("", |p| p.1);
                 let mut args = Map::new();
-                let us = |ns: Ns| Value::from((ns.0 as f64 / 1e3 * 1e3).round() / 1e3);
+                let us = |ns: Ns| Value::from((ns.get() as f64 / 1e3 * 1e3).round() / 1e3);
                 args.insert("cost_us".into(), us(l.cost_ns));
                 args.insert("work_us".into(), us(l.work_ns));
                 args.insert("host_us".into(), us(l.host_ns));
@@ -258,8 +258,8 @@ impl CriticalPath {
                         l.index,
                         l.cost_ns.as_us()
                     ),
-                    start_ns: l.seg_start_ns.0,
-                    dur_ns: l.start_ns.0 - l.seg_start_ns.0,
+                    start_ns: l.seg_start_ns.get(),
+                    dur_ns: l.start_ns.get() - l.seg_start_ns.get(),
                     args,
                 }
             })

@@ -177,13 +177,13 @@ pub(crate) fn table(
         .unwrap_or(0);
     for (key, idx) in &rows {
         let figs: Vec<&StepFig> = idx.iter().zip(per_rank).map(|(&i, s)| &s[i]).collect();
-        let work: Vec<Ns> = figs.iter().map(|f| Ns(f.work_ns)).collect();
+        let work: Vec<Ns> = figs.iter().map(|f| Ns::new(f.work_ns)).collect();
         t.rows.push(StepRow {
             step: key.clone(),
             t_ms: (figs.iter().map(|f| f.start_ns).min().unwrap_or(origin) - origin) as f64 / 1e6,
             name: figs[0].name.clone(),
-            busy_ns: figs.iter().map(|f| Ns(f.busy_ns)).collect(),
-            dur_ns: figs.iter().map(|f| Ns(f.dur_ns)).collect(),
+            busy_ns: figs.iter().map(|f| Ns::new(f.busy_ns)).collect(),
+            dur_ns: figs.iter().map(|f| Ns::new(f.dur_ns)).collect(),
             excess_pct: (0..work.len())
                 .map(|r| 100.0 * excess_among(&work, r, &peers[r]))
                 .collect(),
@@ -273,11 +273,11 @@ fn onset(
         }
         let (mut mine, mut theirs) = (0f64, 0f64);
         for row in &t.rows[s0..] {
-            mine += row.work_ns[r].0 as f64;
+            mine += row.work_ns[r].get() as f64;
             if peers[r].is_empty() {
                 continue;
             }
-            let others: i64 = peers[r].iter().map(|&i| row.work_ns[i]).sum::<Ns>().0;
+            let others: i64 = peers[r].iter().map(|&i| row.work_ns[i]).sum::<Ns>().get();
             theirs += others as f64 / peers[r].len() as f64;
         }
         let ex = if theirs > 0.0 {

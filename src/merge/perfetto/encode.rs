@@ -71,7 +71,7 @@ const CLOCK_MARGIN: u64 = 1 << 32;
 
 /// Output nanoseconds: `ts` shifted, before the epoch clamped to 0.
 fn out_ns(ts: Ns, shift: Ns) -> u64 {
-    u64::try_from((ts + shift).0).unwrap_or(0)
+    u64::try_from((ts + shift).get()).unwrap_or(0)
 }
 
 impl RankEncoder {

@@ -282,8 +282,8 @@ mod tests {
         assert!(ev.cat.eq_str("kernel"));
         assert_eq!(ev.pid, Id::Int(0));
         assert_eq!(ev.tid.to_string(), "stream 7");
-        assert_eq!(ev.ts, Some(Ns(1_000_500)));
-        assert_eq!(ev.end(), Some(Ns(1_020_750)));
+        assert_eq!(ev.ts, Some(Ns::new(1_000_500)));
+        assert_eq!(ev.end(), Some(Ns::new(1_020_750)));
         assert_eq!(ev.arg("correlation").and_then(|v| v.as_i64()), Some(99));
         assert_eq!(
             ev.arg("Collective name")

@@ -109,7 +109,7 @@ impl Acc {
                 .map(|r| {
                     (
                         r.step.clone(),
-                        r.dur_ns.iter().map(|d| d.0).max().unwrap_or(0),
+                        r.dur_ns.iter().map(|d| d.get()).max().unwrap_or(0),
                     )
                 })
                 .collect(),
@@ -243,13 +243,13 @@ impl Acc {
                 name: name.to_string(),
                 rank: self.labels.get(rank).cloned().unwrap_or_default(),
                 t_ms: lr.start as f64,
-                seg_start_ns: Ns(from[l]),
-                start_ns: Ns(lr.start),
-                cost_ns: Ns(cost),
-                work_ns: Ns(work),
-                host_ns: Ns(host),
-                late_ns: Ns(late),
-                transfer_ns: Ns(transfer),
+                seg_start_ns: Ns::new(from[l]),
+                start_ns: Ns::new(lr.start),
+                cost_ns: Ns::new(cost),
+                work_ns: Ns::new(work),
+                host_ns: Ns::new(host),
+                late_ns: Ns::new(late),
+                transfer_ns: Ns::new(transfer),
             };
             if self.worst.wants(cost) {
                 self.worst.push(cost, item.clone());
@@ -458,7 +458,7 @@ impl Acc {
                     who: self.label(r),
                     world: world_of(r).unwrap_or(0),
                     kind,
-                    cost_ns: Ns(ns),
+                    cost_ns: Ns::new(ns),
                     collectives: n,
                     per_step_ns: mine,
                     step_pct: m.pct(mine),
@@ -550,7 +550,7 @@ impl Acc {
                         who,
                         world: *w,
                         kind: Kind::Transfer,
-                        cost_ns: Ns(extra),
+                        cost_ns: Ns::new(extra),
                         collectives: n,
                         per_step_ns: each,
                         step_pct: m.pct(each),
@@ -587,7 +587,7 @@ impl Acc {
                 .iter()
                 .zip(&self.row_skipped)
                 .map(|(m, &skipped)| {
-                    (!skipped).then(|| Ns(m.get(&(r, c.kind)).copied().unwrap_or(0)))
+                    (!skipped).then(|| Ns::new(m.get(&(r, c.kind)).copied().unwrap_or(0)))
                 })
                 .collect();
         }
@@ -605,9 +605,9 @@ impl Acc {
                     .map(|(&(r, k), &ns)| (self.label(r), k, ns));
                 PathStep {
                     step: step.clone(),
-                    step_ns: Ns(*dur),
-                    cost_ns: Ns(m.values().sum()),
-                    top_ns: Ns(top.as_ref().map_or(0, |t| t.2)),
+                    step_ns: Ns::new(*dur),
+                    cost_ns: Ns::new(m.values().sum()),
+                    top_ns: Ns::new(top.as_ref().map_or(0, |t| t.2)),
                     top_kind: top.as_ref().map(|t| t.1),
                     top_who: top.map(|t| t.0),
                 }

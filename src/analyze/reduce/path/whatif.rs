@@ -292,10 +292,10 @@ impl WhatIfAcc {
         if steps == 0 {
             return WhatIf::default();
         }
-        let per = |x: i64| Ns((x as f64 / steps as f64).round() as i64);
+        let per = |x: i64| Ns::new((x as f64 / steps as f64).round() as i64);
         let pct = |x: Ns| {
             if step_ns > 0.0 {
-                100.0 * x.0 as f64 / step_ns
+                100.0 * x.get() as f64 / step_ns
             } else {
                 0.0
             }
@@ -374,7 +374,7 @@ impl WhatIfAcc {
                     replayed: per(t.replayed),
                     ideal: per(t.replayed - t.lost),
                     slowdown: ratio(t.replayed, t.replayed - t.lost),
-                    lost_median: Ns(lower_median(t.lost_rows)),
+                    lost_median: Ns::new(lower_median(t.lost_rows)),
                     error_pct: 100.0 * ratio(t.off, t.recorded),
                 }
             })
