@@ -461,176 +461,301 @@ pub(crate) fn build(
             base.overall.steps.count, cur.overall.steps.count
         ));
     }
-
-    let (busy, work) = if steps {
-        (
-            "busy per step (slowest rank)",
-            "work per step (slowest rank)",
-        )
-    } else {
-        ("busy (slowest rank)", "work (slowest rank)")
+    let sides = Sides {
+        base,
+        cur,
+        steps,
+        pairs: &pairs,
     };
-    let ov = |s: &Summary| -> (i64, i64) {
-        if steps {
+    let overall = sides.overall_rows(&mut notes);
+    let class_names = sides.class_names();
+    let (kernels, appeared, vanished) = kernel_rows(base, cur, opts, &mut notes);
+    let (baseline_only_ranks, current_only_ranks) = sides.one_sided_ranks(&mut notes);
+    if base.profile.source != cur.profile.source {
+        notes.push(format!(
+            "baseline figures come from {} events, current from {}: they do not compare well",
+            base.profile.source, cur.profile.source
+        ));
+    }
+    Ok(Comparison {
+        baseline,
+        current,
+        basis,
+        basis_note,
+        normalized: opts.normalize,
+        top_n: opts.top_n,
+        thresholds: opts.thresholds.clone(),
+        overall,
+        ranks: sides.rank_rows(),
+        classes: sides.class_rows(&class_names),
+        rank_classes: sides.rank_class_rows(&class_names),
+        memory: super::memory::rows(base, cur),
+        imbalance: imbalance_row(base, cur),
+        kernels,
+        appeared,
+        vanished,
+        baseline_only_ranks,
+        current_only_ranks,
+        failures: Vec::new(),
+        passed: true,
+        decision: Decision::NoChange,
+        rule: String::new(),
+        noise: String::new(),
+        inconclusive: Vec::new(),
+        more_baselines: Vec::new(),
+        lead: None,
+        different_runs: super::runs::different_runs(base, cur, pairs.len()),
+        notes,
+    })
+}
+
+/// The two summaries, their matched ranks (baseline index, current index), and whether
+/// figures are per step ([`Basis::Steps`]) or totals.
+struct Sides<'a> {
+    base: &'a Summary,
+    cur: &'a Summary,
+    steps: bool,
+    pairs: &'a [(usize, usize)],
+}
+
+impl Sides<'_> {
+    /// The slowest rank's busy and work time, time per unit of work, the wait imposed and
+    /// the bus time per GB; the what-if's lost time as a note (shown, not gated).
+    fn overall_rows(&self, notes: &mut Vec<String>) -> Vec<Row> {
+        let (base, cur, steps) = (self.base, self.cur, self.steps);
+        let (busy, work) = if steps {
             (
-                s.overall.steps.busy_median_ns,
-                s.overall.steps.work_median_ns,
+                "busy per step (slowest rank)",
+                "work per step (slowest rank)",
             )
         } else {
-            (s.overall.busy_ns_max, s.overall.work_ns_max)
-        }
-    };
-    let (bb, bw) = ov(base);
-    let (cb, cw) = ov(cur);
-    let mut overall = vec![
-        Row::new(busy.into(), None, None, bb, cb).keyed(base, cur, Key::Busy, Key::Busy, steps),
-        Row::new(work.into(), None, None, bw, cw).keyed(base, cur, Key::Work, Key::Work, steps),
-    ];
-    // Time per unit of work (version 2 summaries): gated by --max-regression like the others.
-    if let (Some(wb), Some(wc)) = (&base.work, &cur.work) {
-        match (wb.time_per_unit_ns_max, wc.time_per_unit_ns_max) {
-            (Some(b), Some(c)) if wb.unit == wc.unit => overall.push(Row {
-                // A rate, not a time: --min-time-us holds the work it divides.
-                floor_ns: Some((bw, cw)),
-                ..Row::new(
-                    format!("time per {} (slowest rank)", wb.unit),
-                    None,
-                    None,
-                    b,
-                    c,
+            ("busy (slowest rank)", "work (slowest rank)")
+        };
+        let ov = |s: &Summary| -> (i64, i64) {
+            if steps {
+                (
+                    s.overall.steps.busy_median_ns,
+                    s.overall.steps.work_median_ns,
                 )
-            }),
-            (Some(_), Some(_)) => notes.push(format!(
+            } else {
+                (s.overall.busy_ns_max, s.overall.work_ns_max)
+            }
+        };
+        let (bb, bw) = ov(base);
+        let (cb, cw) = ov(cur);
+        let mut overall = vec![
+            Row::new(busy.into(), None, None, bb, cb).keyed(base, cur, Key::Busy, Key::Busy, steps),
+            Row::new(work.into(), None, None, bw, cw).keyed(base, cur, Key::Work, Key::Work, steps),
+        ];
+        overall.extend(time_per_unit_row(base, cur, (bw, cw), notes));
+        overall.extend(path_rows(base, cur, notes));
+        overall
+    }
+
+    /// Each matched rank's work.
+    fn rank_rows(&self) -> Vec<Row> {
+        let rank_work = |r: &RankEntry| {
+            if self.steps {
+                r.steps.work_median_ns
+            } else {
+                r.figures.compute_ns.get()
+            }
+        };
+        self.pairs
+            .iter()
+            .map(|&(i, j)| {
+                let (rb, rc) = (&self.base.ranks[i], &self.cur.ranks[j]);
+                let name = rank_name(rb, rc);
+                Row::new(
+                    name.clone(),
+                    Some(&name),
+                    None,
+                    rank_work(rb),
+                    rank_work(rc),
+                )
+                .keyed(
+                    self.base,
+                    self.cur,
+                    Key::RankWork(rb.figures.rank.clone()),
+                    Key::RankWork(rc.figures.rank.clone()),
+                    self.steps,
+                )
+            })
+            .collect()
+    }
+
+    /// The classes: the baseline's order, then any the current side adds.
+    fn class_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.base.classes.clone();
+        for c in &self.cur.classes {
+            if !names.contains(c) {
+                names.push(c.clone());
+            }
+        }
+        names
+    }
+
+    /// A class's time from the per-step medians or the totals, by the basis.
+    fn class_of(
+        &self,
+        m_steps: &BTreeMap<String, i64>,
+        m_tot: &BTreeMap<String, i64>,
+        c: &str,
+    ) -> i64 {
+        let m = if self.steps { m_steps } else { m_tot };
+        m.get(c).copied().unwrap_or(0)
+    }
+
+    /// Each class over all ranks (those with time on either side).
+    fn class_rows(&self, class_names: &[String]) -> Vec<Row> {
+        let (base, cur) = (self.base, self.cur);
+        class_names
+            .iter()
+            .map(|c| {
+                let b = self.class_of(
+                    &base.overall.steps.class_median_ns,
+                    &base.overall.class_ns,
+                    c,
+                );
+                let x = self.class_of(&cur.overall.steps.class_median_ns, &cur.overall.class_ns, c);
+                Row::new(c.clone(), None, Some(c), b, x).keyed(
+                    base,
+                    cur,
+                    Key::Class(c.clone()),
+                    Key::Class(c.clone()),
+                    self.steps,
+                )
+            })
+            .filter(|r| r.baseline_ns != 0 || r.current_ns != 0)
+            .collect()
+    }
+
+    /// Each class on each matched rank (those with time on either side).
+    fn rank_class_rows(&self, class_names: &[String]) -> Vec<Row> {
+        let mut rows = Vec::new();
+        for &(i, j) in self.pairs {
+            let (rb, rc) = (&self.base.ranks[i], &self.cur.ranks[j]);
+            let name = rank_name(rb, rc);
+            for c in class_names {
+                let b = self.class_of(&rb.steps.class_median_ns, &rb.class_ns, c);
+                let x = self.class_of(&rc.steps.class_median_ns, &rc.class_ns, c);
+                if b != 0 || x != 0 {
+                    let key = |r: &RankEntry| Key::RankClass(r.figures.rank.clone(), c.clone());
+                    rows.push(
+                        Row::new(format!("{c} on {name}"), Some(&name), Some(c), b, x).keyed(
+                            self.base,
+                            self.cur,
+                            key(rb),
+                            key(rc),
+                            self.steps,
+                        ),
+                    );
+                }
+            }
+        }
+        rows
+    }
+
+    /// The ranks of each side without a match on the other, with a note when there are any.
+    fn one_sided_ranks(&self, notes: &mut Vec<String>) -> (Vec<String>, Vec<String>) {
+        let unmatched = |s: &Summary, matched: BTreeSet<usize>| -> Vec<String> {
+            (0..s.ranks.len())
+                .filter(|i| !matched.contains(i))
+                .map(|i| s.ranks[i].figures.rank.clone())
+                .collect()
+        };
+        let b = unmatched(self.base, self.pairs.iter().map(|p| p.0).collect());
+        let c = unmatched(self.cur, self.pairs.iter().map(|p| p.1).collect());
+        if !b.is_empty() || !c.is_empty() {
+            notes.push(format!(
+                "ranks on one side only (not compared one by one): baseline {}; current {}",
+                list_or_none(&b),
+                list_or_none(&c)
+            ));
+        }
+        (b, c)
+    }
+}
+
+/// Time per unit of work (version 2 summaries), gated by --max-regression like the others;
+/// `work`: the slowest rank's work on each side, the floor that --min-time-us holds.
+fn time_per_unit_row(
+    base: &Summary,
+    cur: &Summary,
+    work: (i64, i64),
+    notes: &mut Vec<String>,
+) -> Option<Row> {
+    let (wb, wc) = (base.work.as_ref()?, cur.work.as_ref()?);
+    match (wb.time_per_unit_ns_max, wc.time_per_unit_ns_max) {
+        (Some(b), Some(c)) if wb.unit == wc.unit => Some(Row {
+            // A rate, not a time: --min-time-us holds the work it divides.
+            floor_ns: Some(work),
+            ..Row::new(
+                format!("time per {} (slowest rank)", wb.unit),
+                None,
+                None,
+                b,
+                c,
+            )
+        }),
+        (Some(_), Some(_)) => {
+            notes.push(format!(
                 "the sides measure work in different units ({} vs {}): time per unit not compared",
                 wb.unit, wc.unit
-            )),
-            _ => {}
-        }
-    }
-
-    // The wait the critical path's lead imposes on the others per step: a regression in how
-    // much one rank holds the group up (gated like the others; both sides need steps).
-    // Both 0 (no rank holds the others up on either side): nothing to compare.
-    if let (Some(pb), Some(pc)) = (&base.path, &cur.path) {
-        if pb.imposed_per_step_ns != Ns::ZERO || pc.imposed_per_step_ns != Ns::ZERO {
-            overall.push(Row::new(
-                "wait imposed per step (critical path)".into(),
-                None,
-                None,
-                pb.imposed_per_step_ns.get(),
-                pc.imposed_per_step_ns.get(),
             ));
+            None
         }
-        // The step time the imbalance costs, re-simulated (both sides' replays trusted):
-        // shown, not gated — the imbalance and the wait imposed already gate the same cause,
-        // and one cause is one failure.
-        if let (Some(wb), Some(wc)) = (&pb.what_if, &pc.what_if) {
-            notes.push(format!(
-                "step time lost to imbalance, re-simulated (median step): {:.1} µs → {:.1} µs (slowdown {:.2}× → {:.2}×; shown, not gated)",
-                wb.lost_per_step_ns.as_us(),
-                wc.lost_per_step_ns.as_us(),
-                wb.slowdown,
-                wc.slowdown
-            ));
-        }
-        // Bus bandwidth, as the time per GB of bus traffic of the slowest group (a slower
-        // link is a longer time): each collective both sides size.
-        for (name, &b) in &pb.bus_ns_per_gb {
-            if let Some(&c) = pc.bus_ns_per_gb.get(name) {
-                overall.push(Row::new(
-                    format!("{name}: time per GB of bus traffic (slowest group)"),
-                    None,
-                    None,
-                    b,
-                    c,
-                ));
-            }
-        }
+        _ => None,
     }
-    let rank_work = |r: &RankEntry| {
-        if steps {
-            r.steps.work_median_ns
-        } else {
-            r.figures.compute_ns.get()
-        }
-    };
-    let ranks: Vec<Row> = pairs
-        .iter()
-        .map(|&(i, j)| {
-            let (rb, rc) = (&base.ranks[i], &cur.ranks[j]);
-            let name = rank_name(rb, rc);
-            Row::new(
-                name.clone(),
-                Some(&name),
-                None,
-                rank_work(rb),
-                rank_work(rc),
-            )
-            .keyed(
-                base,
-                cur,
-                Key::RankWork(rb.figures.rank.clone()),
-                Key::RankWork(rc.figures.rank.clone()),
-                steps,
-            )
-        })
-        .collect();
+}
 
-    // Classes: the baseline's order, then any the current side adds.
-    let mut class_names: Vec<String> = base.classes.clone();
-    for c in &cur.classes {
-        if !class_names.contains(c) {
-            class_names.push(c.clone());
-        }
-    }
-    let class_of = |m_steps: &BTreeMap<String, i64>, m_tot: &BTreeMap<String, i64>, c: &str| {
-        let m = if steps { m_steps } else { m_tot };
-        m.get(c).copied().unwrap_or(0)
+/// The critical path's rows: the wait its lead imposes per step (a regression in how much one
+/// rank holds the group up; both 0 is nothing to compare) and each collective's time per GB of
+/// bus traffic (a slower link is a longer time). The step time lost to imbalance,
+/// re-simulated, is a note: shown, not gated — the imbalance and the wait imposed already gate
+/// the same cause, and one cause is one failure.
+fn path_rows(base: &Summary, cur: &Summary, notes: &mut Vec<String>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let (Some(pb), Some(pc)) = (&base.path, &cur.path) else {
+        return rows;
     };
-    let classes: Vec<Row> = class_names
-        .iter()
-        .map(|c| {
-            let b = class_of(
-                &base.overall.steps.class_median_ns,
-                &base.overall.class_ns,
+    if pb.imposed_per_step_ns != Ns::ZERO || pc.imposed_per_step_ns != Ns::ZERO {
+        rows.push(Row::new(
+            "wait imposed per step (critical path)".into(),
+            None,
+            None,
+            pb.imposed_per_step_ns.get(),
+            pc.imposed_per_step_ns.get(),
+        ));
+    }
+    if let (Some(wb), Some(wc)) = (&pb.what_if, &pc.what_if) {
+        notes.push(format!(
+            "step time lost to imbalance, re-simulated (median step): {:.1} µs → {:.1} µs (slowdown {:.2}× → {:.2}×; shown, not gated)",
+            wb.lost_per_step_ns.as_us(),
+            wc.lost_per_step_ns.as_us(),
+            wb.slowdown,
+            wc.slowdown
+        ));
+    }
+    for (name, &b) in &pb.bus_ns_per_gb {
+        if let Some(&c) = pc.bus_ns_per_gb.get(name) {
+            rows.push(Row::new(
+                format!("{name}: time per GB of bus traffic (slowest group)"),
+                None,
+                None,
+                b,
                 c,
-            );
-            let x = class_of(&cur.overall.steps.class_median_ns, &cur.overall.class_ns, c);
-            Row::new(c.clone(), None, Some(c), b, x).keyed(
-                base,
-                cur,
-                Key::Class(c.clone()),
-                Key::Class(c.clone()),
-                steps,
-            )
-        })
-        .filter(|r| r.baseline_ns != 0 || r.current_ns != 0)
-        .collect();
-    let mut rank_classes = Vec::new();
-    for &(i, j) in &pairs {
-        let (rb, rc) = (&base.ranks[i], &cur.ranks[j]);
-        let name = rank_name(rb, rc);
-        for c in &class_names {
-            let b = class_of(&rb.steps.class_median_ns, &rb.class_ns, c);
-            let x = class_of(&rc.steps.class_median_ns, &rc.class_ns, c);
-            if b != 0 || x != 0 {
-                let key = |r: &RankEntry| Key::RankClass(r.figures.rank.clone(), c.clone());
-                rank_classes.push(
-                    Row::new(format!("{c} on {name}"), Some(&name), Some(c), b, x).keyed(
-                        base,
-                        cur,
-                        key(rb),
-                        key(rc),
-                        steps,
-                    ),
-                );
-            }
+            ));
         }
     }
+    rows
+}
 
+/// The work imbalance (max over mean) of each side.
+fn imbalance_row(base: &Summary, cur: &Summary) -> ImbalanceRow {
     let bi = base.imbalance.work_max_over_mean;
     let ci = cur.imbalance.work_max_over_mean;
-    let imbalance = ImbalanceRow {
+    ImbalanceRow {
         baseline: bi,
         current: ci,
         delta: ((ci - bi) * 1e4).round() / 1e4,
@@ -638,8 +763,21 @@ pub(crate) fn build(
         current_slowest: slowest(cur),
         ranks: cur.ranks.len(),
         fails: false,
-    };
+    }
+}
 
+/// A kernel's class, total time and count, by name ([`kernel_totals`]).
+type KernelTotals = BTreeMap<String, (String, i64, u64)>;
+
+/// The kernels both sides ran (the top `opts.top_n` by the larger side), and those only the
+/// current side (appeared) or only the baseline (vanished) has, with a note when a side folds
+/// kernels it does not name.
+fn kernel_rows(
+    base: &Summary,
+    cur: &Summary,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> (Vec<KernelRow>, Vec<KernelOnly>, Vec<KernelOnly>) {
     let kb = kernel_totals(base, opts.normalize);
     let kc = kernel_totals(cur, opts.normalize);
     let mut kernels: Vec<KernelRow> = kb
@@ -664,26 +802,8 @@ pub(crate) fn build(
             .then(a.name.cmp(&b.name))
     });
     kernels.truncate(opts.top_n);
-    let only = |from: &BTreeMap<String, (String, i64, u64)>,
-                other: &BTreeMap<String, (String, i64, u64)>,
-                certain: bool| {
-        let mut v: Vec<KernelOnly> = from
-            .iter()
-            .filter(|(n, _)| !other.contains_key(*n))
-            .map(|(n, (class, t, k))| KernelOnly {
-                name: n.clone(),
-                class: class.clone(),
-                total_ns: *t,
-                count: *k,
-                certain,
-                fails: false,
-            })
-            .collect();
-        v.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
-        v
-    };
-    let appeared = only(&kc, &kb, base.other_kernels.names == 0);
-    let vanished = only(&kb, &kc, cur.other_kernels.names == 0);
+    let appeared = kernels_only(&kc, &kb, base.other_kernels.names == 0);
+    let vanished = kernels_only(&kb, &kc, cur.other_kernels.names == 0);
     for (s, side, n) in [(base, "baseline", &appeared), (cur, "current", &vanished)] {
         if s.other_kernels.names > 0 && !n.is_empty() {
             notes.push(format!(
@@ -693,62 +813,26 @@ pub(crate) fn build(
             ));
         }
     }
+    (kernels, appeared, vanished)
+}
 
-    let matched: BTreeSet<usize> = pairs.iter().map(|p| p.0).collect();
-    let matched_c: BTreeSet<usize> = pairs.iter().map(|p| p.1).collect();
-    let baseline_only_ranks: Vec<String> = (0..base.ranks.len())
-        .filter(|i| !matched.contains(i))
-        .map(|i| base.ranks[i].figures.rank.clone())
+/// The kernels of `from` that `other` does not name, the longest first; `certain`: `other`
+/// names every kernel it ran (folds none).
+fn kernels_only(from: &KernelTotals, other: &KernelTotals, certain: bool) -> Vec<KernelOnly> {
+    let mut v: Vec<KernelOnly> = from
+        .iter()
+        .filter(|(n, _)| !other.contains_key(*n))
+        .map(|(n, (class, t, k))| KernelOnly {
+            name: n.clone(),
+            class: class.clone(),
+            total_ns: *t,
+            count: *k,
+            certain,
+            fails: false,
+        })
         .collect();
-    let current_only_ranks: Vec<String> = (0..cur.ranks.len())
-        .filter(|i| !matched_c.contains(i))
-        .map(|i| cur.ranks[i].figures.rank.clone())
-        .collect();
-    if !baseline_only_ranks.is_empty() || !current_only_ranks.is_empty() {
-        notes.push(format!(
-            "ranks on one side only (not compared one by one): baseline {}; current {}",
-            list_or_none(&baseline_only_ranks),
-            list_or_none(&current_only_ranks)
-        ));
-    }
-    if base.profile.source != cur.profile.source {
-        notes.push(format!(
-            "baseline figures come from {} events, current from {}: they do not compare well",
-            base.profile.source, cur.profile.source
-        ));
-    }
-    let different_runs = super::runs::different_runs(base, cur, pairs.len());
-
-    Ok(Comparison {
-        baseline,
-        current,
-        basis,
-        basis_note,
-        normalized: opts.normalize,
-        top_n: opts.top_n,
-        thresholds: opts.thresholds.clone(),
-        overall,
-        ranks,
-        classes,
-        rank_classes,
-        memory: super::memory::rows(base, cur),
-        imbalance,
-        kernels,
-        appeared,
-        vanished,
-        baseline_only_ranks,
-        current_only_ranks,
-        failures: Vec::new(),
-        passed: true,
-        decision: Decision::NoChange,
-        rule: String::new(),
-        noise: String::new(),
-        inconclusive: Vec::new(),
-        more_baselines: Vec::new(),
-        lead: None,
-        different_runs,
-        notes,
-    })
+    v.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+    v
 }
 
 fn list_or_none(v: &[String]) -> String {
