@@ -163,22 +163,7 @@ pub(crate) fn finish(
         ..
     } = c;
     let ops_map = if gpu { gpu_ops } else { cpu_ops };
-    let mut class_ns = vec![0i64; classes.names().len()];
-    let mut ops: Vec<NameAgg> = ops_map
-        .into_iter()
-        .map(|(k, agg)| {
-            if gpu {
-                if let Some(x) = class_ns.get_mut(agg.class as usize) {
-                    *x += agg.total;
-                }
-            }
-            NameAgg {
-                name: decode(&k),
-                agg,
-            }
-        })
-        .collect();
-    ops.sort_by(|a, b| b.agg.total.cmp(&a.agg.total).then(a.name.cmp(&b.name)));
+    let (ops, mut class_ns) = op_rows(ops_map, gpu, classes);
     let kernels: u64 = ops
         .iter()
         .filter(|o| matches!(o.agg.kind, OpKind::Kernel | OpKind::Cpu))
@@ -199,19 +184,7 @@ pub(crate) fn finish(
         custom_marker,
     );
     let memory = memory.finish(&marks, base);
-    let mut figs: Vec<StepFig> = marks
-        .iter()
-        .map(|m| StepFig {
-            name: m.name.clone(),
-            number: m.number,
-            start_ns: m.start + base,
-            dur_ns: m.dur,
-            busy_ns: 0,
-            work_ns: 0,
-            class_ns: vec![0; classes.names().len()],
-            work: Default::default(),
-        })
-        .collect();
+    let mut figs = step_figs(&marks, base, classes.names().len());
     let mut step_work = vec![StepWork::default(); figs.len()];
     steps::assign(&work_marks, &marks, &mut step_work);
     steps::assign_shapes(
@@ -223,105 +196,22 @@ pub(crate) fn finish(
         f.work = w;
     }
 
-    let mut coll_evs = if gpu { gpu_colls } else { cpu_colls };
-    let totals = if gpu {
+    let (totals, coll_evs) = if gpu {
         drop(cpu_spool);
-        let (with_prev, queries) = segments::prepare(coll_evs, &marks)?;
+        let (with_prev, queries) = segments::prepare(gpu_colls, &marks)?;
         let mut cum = segments::Cumulative::new(queries)?;
         let totals = super::sweep::fold(gpu_ivs, launches, &marks, comm, &mut figs, &mut cum)?;
-        coll_evs = segments::finish(with_prev, cum.finish()?, &marks)?;
-        totals
+        (totals, segments::finish(with_prev, cum.finish()?, &marks)?)
     } else {
-        // CPU ops nest: classes get *self* time (own time minus the children's), so they add
-        // up to the time the threads were busy instead of counting nested ops twice.
-        // A CPU-only trace's ops are held here, once: their nesting needs them together.
-        let mut cpu_ivs = cpu_spool
-            .sorted_by(|c: &CpuIv| (c.tid, c.start, std::cmp::Reverse(c.end)))?
-            .collect::<Result<Vec<CpuIv>>>()?;
-        let selfs = self_times(&mut cpu_ivs);
-        for (c, s) in cpu_ivs.iter().zip(&selfs) {
-            if let Some(x) = class_ns.get_mut(c.class as usize) {
-                *x += s;
-            }
-            if let Some(i) = steps::window_of(&marks, c.start) {
-                if let Some(x) = figs[i].class_ns.get_mut(c.class as usize) {
-                    *x += s;
-                }
-                figs[i].work.launches += 1;
-            }
-        }
-        drop(selfs);
-        cpu_ivs.sort_unstable_by_key(|c| (c.start, c.end));
-        let mut timeline = Timeline::build(&cpu_ivs, |c| {
-            (
-                c.start,
-                c.end,
-                if c.class == comm {
-                    Kind::Comm
-                } else {
-                    Kind::Compute
-                },
-            )
-        });
-        let ops: Vec<(i64, i64)> = cpu_ivs.iter().map(|c| (c.start, c.end)).collect();
-        let mut compute_starts: Vec<i64> = cpu_ivs
-            .iter()
-            .filter(|c| c.class != comm)
-            .map(|c| c.start)
-            .collect();
-        compute_starts.sort_unstable();
-        drop(cpu_ivs);
-        steps::host_begins(&mut marks, &ops);
-        drop(ops);
-        // A collective lasts until its waits end (gloo's range, `work.wait()`): that time is
-        // communication, in the step's work and the rank's totals as in the segments.
-        let (extended, waited) = waited(segments::extend_by_waits(
-            coll_evs,
-            cpu_waits.sorted_by(|w: &(i64, i64)| *w)?,
-            &compute_starts,
-        )?)?;
-        drop(compute_starts);
-        coll_evs = extended;
-        timeline.add_comm(waited);
-        for (f, m) in figs.iter_mut().zip(&marks) {
-            f.busy_ns = m.dur;
-            f.work_ns = m.dur - timeline.comm.len_within(m.start, m.start + m.dur);
-        }
-        coll_evs = segments::fill_in_memory(
-            coll_evs,
-            |lo, hi| timeline.compute.len_within(lo, hi),
-            &marks,
-        )?;
-        GpuTotals {
-            span: match (timeline.all.first(), timeline.all.last()) {
-                (Some(a), Some(b)) => b - a,
-                _ => 0,
-            },
-            window: timeline.all.first().zip(timeline.all.last()),
-            busy: timeline.all.len(),
-            compute: timeline.compute.len(),
-            comm: timeline.comm.len(),
-            exposed_comm: timeline.exposed_comm(),
-            copy: timeline.copy.len(),
-        }
-    };
-
-    // Message sizes: CPU-side `record_param_comms` win over the kernels' copies; a step without
-    // a collective moved 0 elements once any step moved some.
-    let mut step_work: Vec<_> = figs.iter().map(|f| f.work).collect();
-    steps::assign_nelems(
-        cpu_nelems.sorted_by(|n: &(i64, i64)| *n)?,
-        &marks,
-        &mut step_work,
-    )?;
-    let any_nelems = step_work.iter().any(|w| w.nelems.is_some());
-    for (f, w) in figs.iter_mut().zip(step_work) {
-        f.work.nelems = if any_nelems {
-            Some(w.nelems.unwrap_or(0))
-        } else {
-            None
+        let cpu = CpuRank {
+            ops: cpu_spool,
+            colls: cpu_colls,
+            waits: cpu_waits,
+            comm,
         };
-    }
+        cpu.fold(&mut marks, &mut figs, &mut class_ns)?
+    };
+    assign_nelems(&mut figs, cpu_nelems, &marks)?;
     let (span, busy) = (totals.span, totals.busy);
     let summary = RankSummary {
         figures: RankFigures {
@@ -343,15 +233,7 @@ pub(crate) fn finish(
     };
     let labels = super::collstore::labels(&coll_keys, gpu);
     let colls = RankColls::build(coll_evs, &labels, coll_names, base)?;
-    let mut streams: Vec<StreamRow> = streams
-        .into_iter()
-        .map(|(stream, (sum_ns, ops))| StreamRow {
-            stream,
-            ops,
-            sum_ns,
-        })
-        .collect();
-    streams.sort_by_key(|s| s.stream);
+    let streams = stream_rows(streams);
     let earliest = figs
         .iter()
         .map(|f| f.start_ns)
@@ -380,6 +262,187 @@ pub(crate) fn finish(
             .map(|(a, b)| (Ns::new(a + base), Ns::new(b + base))),
         memory,
     })
+}
+
+/// The rank's ops by name, the longest first, and (GPU ranks) its time per class; a CPU-only
+/// rank's classes take self time later ([`CpuRank::fold`]).
+fn op_rows(
+    ops_map: impl IntoIterator<Item = (Box<str>, super::ops::Agg)>,
+    gpu: bool,
+    classes: &Classifier,
+) -> (Vec<NameAgg>, Vec<i64>) {
+    let mut class_ns = vec![0i64; classes.names().len()];
+    let mut ops: Vec<NameAgg> = ops_map
+        .into_iter()
+        .map(|(k, agg)| {
+            if gpu {
+                if let Some(x) = class_ns.get_mut(agg.class as usize) {
+                    *x += agg.total;
+                }
+            }
+            NameAgg {
+                name: decode(&k),
+                agg,
+            }
+        })
+        .collect();
+    ops.sort_by(|a, b| b.agg.total.cmp(&a.agg.total).then(a.name.cmp(&b.name)));
+    (ops, class_ns)
+}
+
+/// One figure per step mark, its times absolute (`base` added); the rest filled in later.
+fn step_figs(marks: &[steps::Mark], base: i64, classes: usize) -> Vec<StepFig> {
+    marks
+        .iter()
+        .map(|m| StepFig {
+            name: m.name.clone(),
+            number: m.number,
+            start_ns: m.start + base,
+            dur_ns: m.dur,
+            busy_ns: 0,
+            work_ns: 0,
+            class_ns: vec![0; classes],
+            work: Default::default(),
+        })
+        .collect()
+}
+
+/// Message sizes per step: CPU-side `record_param_comms` win over the kernels' copies; a step
+/// without a collective moved 0 elements once any step moved some.
+fn assign_nelems(
+    figs: &mut [StepFig],
+    cpu_nelems: Spool<(i64, i64)>,
+    marks: &[steps::Mark],
+) -> Result<()> {
+    let mut step_work: Vec<_> = figs.iter().map(|f| f.work).collect();
+    steps::assign_nelems(
+        cpu_nelems.sorted_by(|n: &(i64, i64)| *n)?,
+        marks,
+        &mut step_work,
+    )?;
+    let any_nelems = step_work.iter().any(|w| w.nelems.is_some());
+    for (f, w) in figs.iter_mut().zip(step_work) {
+        f.work.nelems = if any_nelems {
+            Some(w.nelems.unwrap_or(0))
+        } else {
+            None
+        };
+    }
+    Ok(())
+}
+
+/// The streams' rows, by stream.
+fn stream_rows(streams: impl IntoIterator<Item = (i64, (i64, u64))>) -> Vec<StreamRow> {
+    let mut rows: Vec<StreamRow> = streams
+        .into_iter()
+        .map(|(stream, (sum_ns, ops))| StreamRow {
+            stream,
+            ops,
+            sum_ns,
+        })
+        .collect();
+    rows.sort_by_key(|s| s.stream);
+    rows
+}
+
+/// A CPU-only rank's ops, collectives and waits, to fold into its totals and steps.
+struct CpuRank {
+    ops: Spool<CpuIv>,
+    colls: Spool<CollEv>,
+    waits: Spool<(i64, i64)>,
+    /// The communication class.
+    comm: u8,
+}
+
+impl CpuRank {
+    /// CPU ops nest: classes get *self* time (own time minus the children's), so they add up
+    /// to the time the threads were busy instead of counting nested ops twice; the ops are
+    /// held here, once, since their nesting needs them together. A collective lasts until its
+    /// waits end (gloo's range, `work.wait()`): that time is communication, in the step's work
+    /// and the rank's totals as in the segments. Returns the totals and the collectives.
+    fn fold(
+        self,
+        marks: &mut [steps::Mark],
+        figs: &mut [StepFig],
+        class_ns: &mut [i64],
+    ) -> Result<(GpuTotals, Spool<CollEv>)> {
+        let comm = self.comm;
+        let mut cpu_ivs = self
+            .ops
+            .sorted_by(|c: &CpuIv| (c.tid, c.start, std::cmp::Reverse(c.end)))?
+            .collect::<Result<Vec<CpuIv>>>()?;
+        add_self_times(&mut cpu_ivs, marks, figs, class_ns);
+        cpu_ivs.sort_unstable_by_key(|c| (c.start, c.end));
+        let mut timeline = Timeline::build(&cpu_ivs, |c| {
+            let kind = if c.class == comm {
+                Kind::Comm
+            } else {
+                Kind::Compute
+            };
+            (c.start, c.end, kind)
+        });
+        let ops: Vec<(i64, i64)> = cpu_ivs.iter().map(|c| (c.start, c.end)).collect();
+        let mut compute_starts: Vec<i64> = cpu_ivs
+            .iter()
+            .filter(|c| c.class != comm)
+            .map(|c| c.start)
+            .collect();
+        compute_starts.sort_unstable();
+        drop(cpu_ivs);
+        steps::host_begins(marks, &ops);
+        drop(ops);
+        let (extended, waited) = waited(segments::extend_by_waits(
+            self.colls,
+            self.waits.sorted_by(|w: &(i64, i64)| *w)?,
+            &compute_starts,
+        )?)?;
+        drop(compute_starts);
+        timeline.add_comm(waited);
+        for (f, m) in figs.iter_mut().zip(marks.iter()) {
+            f.busy_ns = m.dur;
+            f.work_ns = m.dur - timeline.comm.len_within(m.start, m.start + m.dur);
+        }
+        let colls = segments::fill_in_memory(
+            extended,
+            |lo, hi| timeline.compute.len_within(lo, hi),
+            marks,
+        )?;
+        let totals = GpuTotals {
+            span: match (timeline.all.first(), timeline.all.last()) {
+                (Some(a), Some(b)) => b - a,
+                _ => 0,
+            },
+            window: timeline.all.first().zip(timeline.all.last()),
+            busy: timeline.all.len(),
+            compute: timeline.compute.len(),
+            comm: timeline.comm.len(),
+            exposed_comm: timeline.exposed_comm(),
+            copy: timeline.copy.len(),
+        };
+        Ok((totals, colls))
+    }
+}
+
+/// Each CPU op's self time, added to its class on the rank and in its step (which counts it
+/// as a launch).
+fn add_self_times(
+    cpu_ivs: &mut [CpuIv],
+    marks: &[steps::Mark],
+    figs: &mut [StepFig],
+    class_ns: &mut [i64],
+) {
+    let selfs = self_times(cpu_ivs);
+    for (c, s) in cpu_ivs.iter().zip(&selfs) {
+        if let Some(x) = class_ns.get_mut(c.class as usize) {
+            *x += s;
+        }
+        if let Some(i) = steps::window_of(marks, c.start) {
+            if let Some(x) = figs[i].class_ns.get_mut(c.class as usize) {
+                *x += s;
+            }
+            figs[i].work.launches += 1;
+        }
+    }
 }
 
 /// Intervals (start, end) on a rank's timeline.
