@@ -16,6 +16,7 @@
 //! `protoc`, and no message structs between the event and its bytes.
 
 pub(crate) mod encode;
+mod ext;
 pub(crate) mod extras;
 mod intern;
 pub(crate) mod tracks;
@@ -56,9 +57,11 @@ pub(super) mod fields {
         pub(crate) const SNAPSHOT_CLOCKS: u32 = 1;
         pub(crate) const CLOCK_ID: u32 = 1;
         pub(crate) const CLOCK_TIMESTAMP: u32 = 2;
+        pub(crate) const CLOCK_IS_INCREMENTAL: u32 = 3;
         /// `BUILTIN_CLOCK_BOOTTIME`: the trace clock, which packets without a clock id are on.
         pub(crate) const BOOTTIME: u64 = 6;
-        /// The first sequence-scoped clock id (64-127 belong to the sequence defining them).
+        /// The first sequence-scoped clock id (64-127 belong to the sequence defining them):
+        /// each track's sequence's incremental clock.
         pub(crate) const RANK_CLOCK: u64 = 64;
     }
     /// `track_event/track_event.proto`.
