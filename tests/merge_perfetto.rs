@@ -3,7 +3,7 @@
 //! `perfetto_trace_pb2` and counts per rank the slices, instants and flows, checks every
 //! interned iid used is defined on its sequence and the ranks' track order, and counts the
 //! same from the JSON merge of the same ranks, which the two must agree on; and every slice
-//! (rank, name, begin, end, args) must be the same in both.
+//! begin (rank, name, time, args) and end (rank, time) must be the same in both.
 //!
 //! The Python comes from `RANKPROF_PERFETTO_PYTHON` (`.ci/run` sets it), else `.venv/bin/python`;
 //! without `perfetto` installed the tests skip loudly.
@@ -106,10 +106,10 @@ fn decode(py: &Path, pf: &Path, json: &Path, raw: &[PathBuf]) -> Value {
 /// track under one rank, slices balanced, one root ordering the ranks explicitly in the order
 /// of their labels (the decoder sorts them by DP, EP, PP, TP itself), every parent track
 /// ordering its children explicitly, no flow id shared by two ranks, per rank the slices,
-/// instants and counter values the JSON merge has, and every slice of the JSON merge, to the
-/// ns, its end too, with its name and its args (the decoder applies the incremental clocks
-/// and reads the args off the debug annotations and the TrackEvent extension the trace
-/// declares), and no other.
+/// instants and counter values the JSON merge has, and every slice begin of the JSON merge,
+/// to the ns, with its name and its args, and every slice end (the decoder applies the
+/// incremental clocks and reads the args off the debug annotations and the TrackEvent
+/// extension the trace declares), and no other.
 fn check_common(v: &Value) {
     let pf = &v["pftrace"];
     let js = &v["json"];

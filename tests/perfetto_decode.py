@@ -17,6 +17,11 @@ JSON side, per rank (the label in front of each `pid`): `X` and `B` events (slic
 (instants), counter values (numeric args of `C` events), distinct (cat, id) of `s` and of `f`
 flow events, and the ranks in the order of the document's `ranks` list.
 
+Both sides, compared here: every slice begin (rank, name, time in ns, args) and every slice
+end (rank, time); the .pftrace's times through its sequences' incremental clocks, its args
+from the debug annotations and from the TrackEvent extension its ExtensionDescriptor
+declares, keyed as trace_processor keys them (`debug.<name>`).
+
 Both sides: the critical path (slices on tracks / in processes named "critical path": how
 many, on which ranks, and in the .pftrace the flow arrows chaining them in time order), and
 the "memory allocated" counter's values per rank. The rank traces given after the two merges
@@ -270,8 +275,7 @@ def per_rank_pb(side):
     unmatched_ends = 0
     memory = defaultdict(list)
     critical = []
-    open_slices = defaultdict(list)  # track -> the begun slices, innermost last
-    slices = Counter()  # (rank, name, begin, end, args)
+    slices = Counter()  # begins (rank, name, time, args) and ends ("end", rank, time)
     for ts, ev, state in sorted(side.events, key=lambda x: x[0]):
         label = rank_of(side, ev.track_uuid, root)
         if label is None:
@@ -284,15 +288,13 @@ def per_rank_pb(side):
             r["last_ts"] = max(r.get("last_ts", ts), ts)
             depth[ev.track_uuid] += 1
             name = ev.name if ev.HasField("name") else (state or {}).get("names", {}).get(ev.name_iid)
-            args = event_args(side, state, ev)
-            open_slices[ev.track_uuid].append((label, name, ts, args))
+            slices[begin_key(label, name, ts, event_args(side, state, ev))] += 1
         elif ev.type == TE.TYPE_SLICE_END:
             if depth[ev.track_uuid] == 0:
                 unmatched_ends += 1
             else:
                 depth[ev.track_uuid] -= 1
-                label_b, name, begin, args = open_slices[ev.track_uuid].pop()
-                slices[slice_key(label_b, name, begin, ts, args)] += 1
+            slices[("end", label, ts)] += 1
         elif ev.type == TE.TYPE_INSTANT:
             r["instants"] += 1
         elif ev.type == TE.TYPE_COUNTER:
@@ -305,9 +307,6 @@ def per_rank_pb(side):
             memory[label].append(ev.double_counter_value)
         if ev.type == TE.TYPE_SLICE_BEGIN and name == "critical path":
             critical.append((ts, label, list(ev.flow_ids), list(ev.terminating_flow_ids)))
-    for opened in open_slices.values():
-        for label_b, name, begin, args in opened:
-            slices[slice_key(label_b, name, begin, None, args)] += 1
     for label in ranks:
         ranks[label]["flows"] = len(flows[label])
         ranks[label]["flow_ends"] = len(ends[label])
@@ -341,9 +340,13 @@ def per_rank_pb(side):
     }, slices
 
 
-def slice_key(label, name, begin, end, args):
-    """A slice as both sides are compared: its rank, name, begin and end (ns) and args."""
-    return (label, name, begin, end, tuple(sorted((k, repr(v)) for k, v in args.items())))
+def begin_key(label, name, begin, args):
+    """A slice's begin as both sides are compared: its rank, name, time (ns) and args. Ends
+    are compared as ("end", rank, time): a TYPE_SLICE_END closes whichever slice is innermost
+    on its track, so two slices of a track that overlap without nesting (SGLang's CPU traces
+    have them) pair up differently in Perfetto than in the JSON, while every begin and end
+    is still where the JSON has it."""
+    return (label, name, begin, tuple(sorted((k, repr(v)) for k, v in args.items())))
 
 
 def critical_summary(critical):
@@ -414,8 +417,7 @@ def per_rank_json(path):
     finishes = defaultdict(set)
     memory = defaultdict(list)
     critical = defaultdict(int)
-    slices = Counter()
-    begun = defaultdict(list)  # (pid, tid) -> B events not yet ended
+    slices = Counter()  # as per_rank_pb's
     for e in doc["traceEvents"]:
         label = label_of(e.get("pid"))
         if label is None:
@@ -437,16 +439,12 @@ def per_rank_json(path):
             ns = int(round(Decimal(e["ts"]) * 1000))
             r["first_ts"] = min(r.get("first_ts", ns), ns)
             r["last_ts"] = max(r.get("last_ts", ns), ns)
-            args = json_args(e)
+            slices[begin_key(label, e.get("name", ""), ns, json_args(e))] += 1
             if ph == "X":
                 dur = max(int(round(Decimal(e.get("dur", 0)) * 1000)), 0)
-                slices[slice_key(label, e.get("name", ""), ns, ns + dur, args)] += 1
-            else:
-                begun[(e.get("pid"), e.get("tid"))].append((label, e.get("name", ""), ns, args))
-        elif ph == "E" and "ts" in e and begun[(e.get("pid"), e.get("tid"))]:
-            label_b, name, ns, args = begun[(e.get("pid"), e.get("tid"))].pop()
-            end = int(round(Decimal(e["ts"]) * 1000))
-            slices[slice_key(label_b, name, ns, end, args)] += 1
+                slices[("end", label, ns + dur)] += 1
+        elif ph == "E" and "ts" in e:
+            slices[("end", label, int(round(Decimal(e["ts"]) * 1000)))] += 1
         elif ph in ("i", "I") and "ts" in e:
             r["instants"] += 1
         elif ph == "s":
@@ -456,9 +454,6 @@ def per_rank_json(path):
     for label in ranks:
         ranks[label]["flows"] = len(starts[label])
         ranks[label]["flow_ends"] = len(finishes[label])
-    for opened in begun.values():
-        for label_b, name, ns, args in opened:
-            slices[slice_key(label_b, name, ns, None, args)] += 1
     order = [r["label"] for r in doc.get("ranks", []) if not r.get("unreadable")]
     return slices, {
         "per_rank": {k: dict(v) for k, v in ranks.items()},
@@ -492,7 +487,8 @@ def main():
     js_slices, js_out = per_rank_json(js)
     only_pf = pf_slices - js_slices
     only_js = js_slices - pf_slices
-    # Every slice of the JSON merge, to the ns, with its name and args, and no other.
+    # Every slice begin of the JSON merge, to the ns, with its name and args, and every end,
+    # and no other.
     pf_out["slices_compared"] = sum(js_slices.values())
     pf_out["slice_mismatches"] = sum(only_pf.values()) + sum(only_js.values())
     pf_out["mismatch_examples"] = {
