@@ -1,7 +1,10 @@
-//! One rank's events as `TracePacket`s on the rank's own packet sequence: slices as
-//! `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs, instants, counters, flows and the metadata
-//! that names the tracks; after a Kineto `[memory]` instant, its rank's "memory allocated"
-//! counter ([`crate::merge::memory`]), as the JSON merge adds it.
+//! One rank's events as `TracePacket`s, each track's on its own packet sequences (each in
+//! time order, its times deltas on an incremental clock, its track the sequence's default):
+//! slices as `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs (an end held back until the track's
+//! next event passes it), instants, counters, flows and the metadata that names the tracks;
+//! numeric `args` as the rank's `TrackEvent` extension ([`super::ext`]); after a Kineto
+//! `[memory]` instant, its rank's "memory allocated" counter ([`crate::merge::memory`]), as
+//! the JSON merge adds it.
 //!
 //! What changes in an event is what the JSON merge changes ([`super::super::rewrite`]): the
 //! clock shift, and integer ids (`correlation`, `External id`, flow ids) made `n * R + r`, so

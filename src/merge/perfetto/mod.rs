@@ -5,12 +5,15 @@
 //!
 //! The same passes, filters and clock alignment as the JSON merge ([`super::pass`]); only the
 //! encoding of each rank's piece differs ([`encode::RankEncoder`] in place of
-//! [`super::rewrite`]). Every rank is its own packet sequence (`trusted_packet_sequence_id` =
-//! its index + 2) with its own interned strings, cleared on its first packet, so the ranks'
-//! pieces, encoded in parallel, concatenate as they are: a `Trace` is nothing but its
-//! repeated field 1. The file is the merge's root track, then per rank its track
-//! descriptors ([`tracks`]: rank → process → thread / GPU stream, and counters) and its
-//! events, written through a temporary file renamed into place.
+//! [`super::rewrite`]). Every track's events are their own packet sequences
+//! (`trusted_packet_sequence_id` = the track's uuid, and fresh uuids for a track's further runs
+//! of events in time order: [`encode`]), each with its own interned strings, cleared on its
+//! first packet, and its own incremental clock, so the ranks' pieces, encoded in parallel,
+//! concatenate as they are: a `Trace` is nothing but its repeated field 1. The file is the
+//! merge's root track, then per rank its `ExtensionDescriptor` (the schema of its numeric
+//! `args`, [`ext`]), its track descriptors ([`tracks`]: rank → process → thread / GPU
+//! stream, and counters) and its events, written through a temporary file renamed into
+//! place.
 //!
 //! The wire encoding is [`crate::trace::write::protobuf`], hand-written: no build-time
 //! `protoc`, and no message structs between the event and its bytes.
