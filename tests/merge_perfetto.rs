@@ -2,7 +2,8 @@
 //! protos: tests/perfetto_decode.py decodes the file with the `perfetto` PyPI package's
 //! `perfetto_trace_pb2` and counts per rank the slices, instants and flows, checks every
 //! interned iid used is defined on its sequence and the ranks' track order, and counts the
-//! same from the JSON merge of the same ranks, which the two must agree on.
+//! same from the JSON merge of the same ranks, which the two must agree on; and every slice
+//! begin (rank, name, time, args) and end (rank, time) must be the same in both.
 //!
 //! The Python comes from `RANKPROF_PERFETTO_PYTHON` (`.ci/run` sets it), else `.venv/bin/python`;
 //! without `perfetto` installed the tests skip loudly.
@@ -104,11 +105,20 @@ fn decode(py: &Path, pf: &Path, json: &Path, raw: &[PathBuf]) -> Value {
 /// What every `.pftrace` must be: decodable, every iid defined, every event on a described
 /// track under one rank, slices balanced, one root ordering the ranks explicitly in the order
 /// of their labels (the decoder sorts them by DP, EP, PP, TP itself), every parent track
-/// ordering its children explicitly, no flow id shared by two ranks, and per rank the slices,
-/// instants and counter values the JSON merge has.
+/// ordering its children explicitly, no flow id shared by two ranks, per rank the slices,
+/// instants and counter values the JSON merge has, and every slice begin of the JSON merge,
+/// to the ns, with its name and its args, and every slice end (the decoder applies the
+/// incremental clocks and reads the args off the debug annotations and the TrackEvent
+/// extension the trace declares), and no other.
 fn check_common(v: &Value) {
     let pf = &v["pftrace"];
     let js = &v["json"];
+    assert!(pf["slices_compared"].as_u64().unwrap() > 0, "{pf}");
+    assert_eq!(
+        pf["slice_mismatches"], 0,
+        "slices not in both merges: {}",
+        pf["mismatch_examples"]
+    );
     assert_eq!(pf["undefined_iids"], 0, "{pf}");
     assert_eq!(pf["clock_errors"], 0, "{pf}");
     assert_eq!(pf["undescribed_tracks"], 0, "{pf}");

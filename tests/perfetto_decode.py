@@ -17,6 +17,11 @@ JSON side, per rank (the label in front of each `pid`): `X` and `B` events (slic
 (instants), counter values (numeric args of `C` events), distinct (cat, id) of `s` and of `f`
 flow events, and the ranks in the order of the document's `ranks` list.
 
+Both sides, compared here: every slice begin (rank, name, time in ns, args) and every slice
+end (rank, time); the .pftrace's times through its sequences' incremental clocks, its args
+from the debug annotations and from the TrackEvent extension its ExtensionDescriptor
+declares, keyed as trace_processor keys them (`debug.<name>`).
+
 Both sides: the critical path (slices on tracks / in processes named "critical path": how
 many, on which ranks, and in the .pftrace the flow arrows chaining them in time order), and
 the "memory allocated" counter's values per rank. The rank traces given after the two merges
@@ -29,8 +34,9 @@ import gzip
 from decimal import Decimal
 import json
 import re
+import struct
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -52,12 +58,17 @@ class Side:
         self.interned = {}  # seq -> {table: set(iid)}
         self.undefined_iids = 0
         self.undescribed_tracks = set()
-        self.events = []  # (trace-clock time, TrackEvent with its track)
+        self.events = []  # (trace-clock time, TrackEvent with its track, its sequence's state)
         self.clock_errors = 0  # events on a clock their sequence never mapped
+        # TrackEvent extensions declared by ExtensionDescriptor packets (trace_processor's
+        # descriptor pool is the whole trace's): field number -> (name, message type), and
+        # message type -> {field number: (name, FieldDescriptorProto.Type)}.
+        self.extensions = {}
+        self.messages = {}
 
 
 def fresh():
-    return {"names": set(), "cats": set(), "ann": set(), "str": set()}
+    return {"names": {}, "cats": {}, "ann": {}, "str": {}}
 
 
 def intern(side, seq, packet):
@@ -70,11 +81,100 @@ def intern(side, seq, packet):
         side.undefined_iids += 1  # interned data before the state was cleared
         state = side.interned[seq] = fresh()
     d = packet.interned_data
-    state["names"].update(e.iid for e in d.event_names)
-    state["cats"].update(e.iid for e in d.event_categories)
-    state["ann"].update(e.iid for e in d.debug_annotation_names)
-    state["str"].update(e.iid for e in d.debug_annotation_string_values)
+    state["names"].update((e.iid, e.name) for e in d.event_names)
+    state["cats"].update((e.iid, e.name) for e in d.event_categories)
+    state["ann"].update((e.iid, e.name) for e in d.debug_annotation_names)
+    state["str"].update((e.iid, e.str.decode("utf-8", "replace")) for e in d.debug_annotation_string_values)
     return state
+
+
+def add_extensions(side, desc):
+    """An ExtensionDescriptor: its FileDescriptorSet's messages and TrackEvent extensions."""
+    for f in desc.extension_set.file:
+        for m in f.message_type:
+            side.messages["." + f.package + "." + m.name] = {
+                x.number: (x.name, x.type) for x in m.field
+            }
+        for x in f.extension:
+            if x.extendee == ".perfetto.protos.TrackEvent":
+                side.extensions[x.number] = (x.name, x.type_name)
+
+
+def varint(b, i):
+    v = s = 0
+    while True:
+        x = b[i]
+        i += 1
+        v |= (x & 0x7F) << s
+        s += 7
+        if x < 0x80:
+            return v, i
+
+
+def wire_fields(b):
+    """A message's fields as (number, wire type, value: int, or bytes for LEN/fixed)."""
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(b, i)
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        elif wt == 2:
+            n, i = varint(b, i)
+            v, i = b[i:i + n], i + n
+        else:
+            raise ValueError("wire type %d" % wt)
+        yield num, wt, v
+
+
+# FieldDescriptorProto.Type values the scalar decoding below knows.
+T_DOUBLE, T_INT64, T_UINT64, T_INT32, T_BOOL, T_STRING = 1, 3, 4, 5, 8, 9
+
+
+def scalar(t, wt, v):
+    if t == T_DOUBLE and wt == 1:
+        return struct.unpack("<d", v)[0]
+    if t in (T_INT64, T_INT32) and wt == 0:
+        return v - (1 << 64) if v >= 1 << 63 else v
+    if t == T_UINT64 and wt == 0:
+        return v
+    if t == T_BOOL and wt == 0:
+        return v != 0
+    if t == T_STRING and wt == 2:
+        return v.decode("utf-8", "replace")
+    return ("undecodable", t, wt)
+
+
+def event_args(side, state, ev):
+    """A TrackEvent's args as trace_processor keys them: each debug annotation as
+    `debug.<name>`, and each field of a TrackEvent extension message as
+    `<extension field name>.<field name>` (ProtoToArgsParser), decoded by the trace's
+    ExtensionDescriptor schema (unknown to the perfetto package, so read off the wire)."""
+    args = {}
+    for a in ev.debug_annotations:
+        name = a.name if a.HasField("name") else (state or {}).get("ann", {}).get(a.name_iid)
+        kind = a.WhichOneof("value")
+        if kind == "string_value_iid":
+            v = (state or {}).get("str", {}).get(a.string_value_iid)
+        elif kind in ("int_value", "double_value", "bool_value", "string_value"):
+            v = getattr(a, kind)
+        else:
+            v = ("unsupported", kind)
+        args["debug." + str(name)] = v
+    if side.extensions:
+        for num, wt, v in wire_fields(ev.SerializeToString()):
+            if num not in side.extensions or wt != 2:
+                continue
+            ext_name, type_name = side.extensions[num]
+            fields = side.messages.get(type_name, {})
+            for fnum, fwt, fv in wire_fields(v):
+                fname, ftype = fields.get(fnum, ("?%d" % fnum, 0))
+                args[ext_name + "." + fname] = scalar(ftype, fwt, fv)
+    return args
 
 
 def check_iids(side, state, ev):
@@ -97,26 +197,41 @@ BOOTTIME = 6
 
 
 def clock_offset(snapshot):
-    """A sequence's ClockSnapshot: each clock id's offset to BOOTTIME (the trace clock)."""
+    """A sequence's ClockSnapshot: each clock id's offset to BOOTTIME (the trace clock) and
+    whether it is incremental."""
     at = {c.clock_id: c.timestamp for c in snapshot.clocks}
-    return {cid: at[BOOTTIME] - ts for cid, ts in at.items()} if BOOTTIME in at else {}
+    if BOOTTIME not in at:
+        return {}
+    return {
+        c.clock_id: (at[BOOTTIME] - c.timestamp, c.is_incremental) for c in snapshot.clocks
+    }
 
 
 def decode(path):
-    """Every TrackEvent with its time on the trace clock (a packet's clock from its
-    timestamp_clock_id, else its sequence's TracePacketDefaults, mapped by the sequence's
-    ClockSnapshot) and its track (its own, else the sequence's default track)."""
+    """Every TrackEvent with its time on the trace clock and its track (its own, else the
+    sequence's default track). A packet's clock is its timestamp_clock_id, else its
+    sequence's TracePacketDefaults'; a sequence-scoped clock (64-127) is mapped to BOOTTIME
+    by the sequence's last ClockSnapshot, and an incremental one (clock_snapshot.proto:
+    `is_incremental`) reads each packet's timestamp as a delta from the last packet on that
+    clock of the sequence, the first after the snapshot from the snapshot's value
+    (trace_processor's ClockSynchronizer: ClockDomain::ToNs, last_timestamp_ns reset by
+    AddSnapshot)."""
     side = Side()
     defaults = {}  # seq -> TracePacketDefaults
-    offsets = {}  # seq -> {clock id: offset to BOOTTIME}
+    offsets = {}  # seq -> {clock id: (offset to BOOTTIME, incremental)}
+    last = {}  # (seq, clock id) -> an incremental clock's last value
     for p in read_trace(path).packet:
         seq = p.trusted_packet_sequence_id
         if p.HasField("track_descriptor"):
             side.tracks[p.track_descriptor.uuid] = p.track_descriptor
         if p.HasField("trace_packet_defaults"):
             defaults[seq] = p.trace_packet_defaults
+        if p.HasField("extension_descriptor"):
+            add_extensions(side, p.extension_descriptor)
         if p.HasField("clock_snapshot"):
             offsets[seq] = clock_offset(p.clock_snapshot)
+            for c in p.clock_snapshot.clocks:
+                last[(seq, c.clock_id)] = c.timestamp
         state = intern(side, seq, p)
         if p.HasField("track_event"):
             check_iids(side, state, p.track_event)
@@ -125,12 +240,17 @@ def decode(path):
                 d.timestamp_clock_id if d is not None and d.HasField("timestamp_clock_id") else BOOTTIME)
             ts = p.timestamp
             if cid != BOOTTIME:
-                ts += offsets.get(seq, {}).get(cid, 0)
-                side.clock_errors += cid not in offsets.get(seq, {})
+                if cid not in offsets.get(seq, {}):
+                    side.clock_errors += 1
+                else:
+                    offset, incremental = offsets[seq][cid]
+                    if incremental:
+                        ts = last[(seq, cid)] = last[(seq, cid)] + ts
+                    ts += offset
             ev = p.track_event
             if not ev.HasField("track_uuid") and d is not None:
                 ev.track_uuid = d.track_event_defaults.track_uuid
-            side.events.append((ts, ev))
+            side.events.append((ts, ev, state))
     return side
 
 
@@ -155,7 +275,8 @@ def per_rank_pb(side):
     unmatched_ends = 0
     memory = defaultdict(list)
     critical = []
-    for ts, ev in sorted(side.events, key=lambda x: x[0]):
+    slices = Counter()  # begins (rank, name, time, args) and ends ("end", rank, time)
+    for ts, ev, state in sorted(side.events, key=lambda x: x[0]):
         label = rank_of(side, ev.track_uuid, root)
         if label is None:
             side.undescribed_tracks.add(ev.track_uuid)
@@ -166,11 +287,14 @@ def per_rank_pb(side):
             r["first_ts"] = min(r.get("first_ts", ts), ts)
             r["last_ts"] = max(r.get("last_ts", ts), ts)
             depth[ev.track_uuid] += 1
+            name = ev.name if ev.HasField("name") else (state or {}).get("names", {}).get(ev.name_iid)
+            slices[begin_key(label, name, ts, event_args(side, state, ev))] += 1
         elif ev.type == TE.TYPE_SLICE_END:
             if depth[ev.track_uuid] == 0:
                 unmatched_ends += 1
             else:
                 depth[ev.track_uuid] -= 1
+            slices[("end", label, ts)] += 1
         elif ev.type == TE.TYPE_INSTANT:
             r["instants"] += 1
         elif ev.type == TE.TYPE_COUNTER:
@@ -213,7 +337,16 @@ def per_rank_pb(side):
         "undescribed_tracks": len(side.undescribed_tracks),
         "tracks": len(side.tracks),
         "events": len(side.events),
-    }
+    }, slices
+
+
+def begin_key(label, name, begin, args):
+    """A slice's begin as both sides are compared: its rank, name, time (ns) and args. Ends
+    are compared as ("end", rank, time): a TYPE_SLICE_END closes whichever slice is innermost
+    on its track, so two slices of a track that overlap without nesting (SGLang's CPU traces
+    have them) pair up differently in Perfetto than in the JSON, while every begin and end
+    is still where the JSON has it."""
+    return (label, name, begin, tuple(sorted((k, repr(v)) for k, v in args.items())))
 
 
 def critical_summary(critical):
@@ -284,6 +417,7 @@ def per_rank_json(path):
     finishes = defaultdict(set)
     memory = defaultdict(list)
     critical = defaultdict(int)
+    slices = Counter()  # as per_rank_pb's
     for e in doc["traceEvents"]:
         label = label_of(e.get("pid"))
         if label is None:
@@ -305,6 +439,12 @@ def per_rank_json(path):
             ns = int(round(Decimal(e["ts"]) * 1000))
             r["first_ts"] = min(r.get("first_ts", ns), ns)
             r["last_ts"] = max(r.get("last_ts", ns), ns)
+            slices[begin_key(label, e.get("name", ""), ns, json_args(e))] += 1
+            if ph == "X":
+                dur = max(int(round(Decimal(e.get("dur", 0)) * 1000)), 0)
+                slices[("end", label, ns + dur)] += 1
+        elif ph == "E" and "ts" in e:
+            slices[("end", label, int(round(Decimal(e["ts"]) * 1000)))] += 1
         elif ph in ("i", "I") and "ts" in e:
             r["instants"] += 1
         elif ph == "s":
@@ -315,7 +455,7 @@ def per_rank_json(path):
         ranks[label]["flows"] = len(starts[label])
         ranks[label]["flow_ends"] = len(finishes[label])
     order = [r["label"] for r in doc.get("ranks", []) if not r.get("unreadable")]
-    return {
+    return slices, {
         "per_rank": {k: dict(v) for k, v in ranks.items()},
         "rank_order": order,
         "memory": sorted([v for _, v in sorted(m)] for m in memory.values()),
@@ -323,11 +463,41 @@ def per_rank_json(path):
     }
 
 
+# The args the .pftrace leaves out (src/merge/perfetto/encode.rs: Kineto's bookkeeping ids).
+LEFT_OUT = {"Python id", "Python parent id", "Python module id", "Ev Idx"}
+
+
+def json_args(e):
+    """An event's scalar args as the .pftrace must hold them: `debug.<key>`, numbers as int
+    or float, strings, booleans (arrays, objects and nulls are not written)."""
+    out = {}
+    args = e.get("args")
+    if not isinstance(args, dict):
+        return out
+    for k, v in args.items():
+        if k in LEFT_OUT or v is None or isinstance(v, (list, dict)):
+            continue
+        out["debug." + k] = float(v) if isinstance(v, Decimal) else v
+    return out
+
+
 def main():
     pf, js = sys.argv[1], sys.argv[2]
+    pf_out, pf_slices = per_rank_pb(decode(pf))
+    js_slices, js_out = per_rank_json(js)
+    only_pf = pf_slices - js_slices
+    only_js = js_slices - pf_slices
+    # Every slice begin of the JSON merge, to the ns, with its name and args, and every end,
+    # and no other.
+    pf_out["slices_compared"] = sum(js_slices.values())
+    pf_out["slice_mismatches"] = sum(only_pf.values()) + sum(only_js.values())
+    pf_out["mismatch_examples"] = {
+        "only_pftrace": [list(map(str, k)) for k in list(only_pf)[:3]],
+        "only_json": [list(map(str, k)) for k in list(only_js)[:3]],
+    }
     out = {
-        "pftrace": per_rank_pb(decode(pf)),
-        "json": per_rank_json(js),
+        "pftrace": pf_out,
+        "json": js_out,
         "raw_memory": raw_memory(sys.argv[3:]),
     }
     json.dump(out, sys.stdout, indent=1, sort_keys=True)

@@ -1,7 +1,10 @@
-//! One rank's events as `TracePacket`s on the rank's own packet sequence: slices as
-//! `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs, instants, counters, flows and the metadata
-//! that names the tracks; after a Kineto `[memory]` instant, its rank's "memory allocated"
-//! counter ([`crate::merge::memory`]), as the JSON merge adds it.
+//! One rank's events as `TracePacket`s, each track's on its own packet sequences (each in
+//! time order, its times deltas on an incremental clock, its track the sequence's default):
+//! slices as `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs (an end held back until the track's
+//! next event passes it), instants, counters, flows and the metadata that names the tracks;
+//! numeric `args` as the rank's `TrackEvent` extension ([`super::ext`]); after a Kineto
+//! `[memory]` instant, its rank's "memory allocated" counter ([`crate::merge::memory`]), as
+//! the JSON merge adds it.
 //!
 //! What changes in an event is what the JSON merge changes ([`super::super::rewrite`]): the
 //! clock shift, and integer ids (`correlation`, `External id`, flow ids) made `n * R + r`, so
@@ -11,6 +14,12 @@
 //! `terminating_flow_ids` (`f`). A flow with no such slice just before it is counted as
 //! unbound and left out.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+
+use super::ext::{ArgFields, Kind};
 use super::fields::{annotation as a, clock, event as e, packet};
 use super::intern::{decoded, Interner, Table};
 use super::tracks::Tracks;
@@ -41,6 +50,8 @@ struct Held {
     /// `X`: its end; `B`: `None` (an `E` ends it).
     end: Option<u64>,
     track: u64,
+    /// Its track's sequence ([`RankEncoder::pick`]), whose strings it uses.
+    run: usize,
     name: u64,
     cat: Option<u64>,
     annotations: Vec<u8>,
@@ -55,19 +66,46 @@ pub(crate) struct RankEncoder {
     n: i64,
     label: String,
     shift: Ns,
-    /// The rank clock's zero on the trace clock ([`RankEncoder::start`]), once the first
-    /// packet is written, and the sequence's default track.
-    start: Option<(u64, u64)>,
-    intern: Interner,
+    /// The packet sequences of each track with events, by its uuid.
+    seqs: FxHashMap<u64, TrackSeqs>,
+    /// The numeric `args` as the rank's `TrackEvent` extension ([`super::ext`]).
+    args: ArgFields,
     tracks: Tracks,
     held: Option<Held>,
     pub(crate) stats: Stats,
 }
 
-/// How far before a rank's first event its clock's zero is put: events up to this much
-/// earlier are on it too (the rest carry the trace clock's id and their full time), and a
-/// time on it takes 5 bytes up to 2^35 ns (34 s) past its zero.
-const CLOCK_MARGIN: u64 = 1 << 32;
+/// A track's packet sequences, each its track's events in time order on an incremental
+/// clock ([`RankEncoder::emit`]), and its slices' ends not yet written. A Kineto thread's
+/// events come in a few runs each in time order (its CPU ops, then its runtime calls from
+/// the start again): each run finds the sequence it continues ([`RankEncoder::pick`]).
+struct TrackSeqs {
+    runs: Vec<Run>,
+    /// The ends of the track's slices not yet written (their begins are), earliest first.
+    ends: BinaryHeap<Reverse<u64>>,
+}
+
+/// One packet sequence of a track: its id (the track's uuid for the first, a fresh uuid for
+/// the others: unique in the file), the last time written on its clock, once started, and
+/// its interned strings.
+struct Run {
+    id: u64,
+    last: Option<u64>,
+    intern: Interner,
+}
+
+impl Run {
+    fn new(id: u64) -> Self {
+        Run {
+            id,
+            last: None,
+            intern: Interner::default(),
+        }
+    }
+}
+
+/// Sequences per track at most; a time before all of theirs goes on the first, in full.
+const MAX_RUNS: usize = 8;
 
 /// Output nanoseconds: `ts` shifted, before the epoch clamped to 0.
 fn out_ns(ts: Ns, shift: Ns) -> u64 {
@@ -84,8 +122,8 @@ impl RankEncoder {
             n: nranks.max(1) as i64,
             label: label.to_string(),
             shift,
-            start: None,
-            intern: Interner::default(),
+            seqs: FxHashMap::default(),
+            args: ArgFields::new(index),
             tracks: Tracks::new(index, nranks),
             held: None,
             stats: Stats::default(),
@@ -104,7 +142,7 @@ impl RankEncoder {
             (b'E', Some(ts)) => {
                 let track = self.tracks.thread(&ev.pid, &ev.tid);
                 let ts = out_ns(ts, self.shift);
-                self.packet(out, ts, track, |t| pb::uint(t, e::TYPE, e::SLICE_END));
+                self.packet(out, ts, track, None, |t| pb::uint(t, e::TYPE, e::SLICE_END));
             }
             (b'i' | b'I', Some(ts)) => self.instant(ev, ts, out),
             (b'C', Some(ts)) => self.counter(ev, ts, out),
@@ -119,6 +157,11 @@ impl RankEncoder {
     /// Writes what is held back; call once the rank is read.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
         self.release(out);
+        let mut tracks: Vec<u64> = self.seqs.keys().copied().collect();
+        tracks.sort_unstable();
+        for track in tracks {
+            self.flush_ends(out, track, u64::MAX);
+        }
     }
 
     /// The rank's `TrackDescriptor` packets, `rank_order` its place among the ranks and
@@ -129,94 +172,139 @@ impl RankEncoder {
         sort_index: impl Fn(Option<i64>) -> i64,
     ) -> Vec<u8> {
         let mut out = Vec::new();
+        self.args.descriptor(self.seq, &mut out);
         self.tracks
             .descriptors(self.seq, &self.label, rank_order, sort_index, &mut out);
         out
     }
 
-    /// Appends one `TracePacket` holding a `TrackEvent` on `track` (`body`'s other fields),
-    /// with the interned strings defined since the last packet. Its time is on the rank's
-    /// clock (from [`RankEncoder::start`]'s zero: five bytes, not nine), or on the trace clock
-    /// when before that zero; its track is the sequence's default, or given.
-    fn packet(&mut self, out: &mut Vec<u8>, ts: u64, track: u64, body: impl FnOnce(&mut Vec<u8>)) {
-        let (zero, default_track) = match self.start {
-            Some(s) => s,
-            None => self.start(out, ts, track),
+    /// Appends one `TracePacket` holding a `TrackEvent` on `track` at `ts` (`body`'s
+    /// fields) on the sequence `run` of the track (picked when `None`), after the ends of the
+    /// track's slices up to `ts`.
+    fn packet(
+        &mut self,
+        out: &mut Vec<u8>,
+        ts: u64,
+        track: u64,
+        run: Option<usize>,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) {
+        self.flush_ends(out, track, ts);
+        let run = run.unwrap_or_else(|| self.pick(track, ts));
+        self.emit(out, ts, track, run, body);
+    }
+
+    /// Writes the held-back ends of `track`'s slices at or before `until`, in time order.
+    fn flush_ends(&mut self, out: &mut Vec<u8>, track: u64, until: u64) {
+        while let Some(end) = self.seqs.get_mut(&track).and_then(|s| {
+            let Reverse(end) = *s.ends.peek()?;
+            (end <= until).then(|| s.ends.pop().map(|Reverse(e)| e))?
+        }) {
+            let run = self.pick(track, end);
+            self.emit(out, end, track, run, |t| pb::uint(t, e::TYPE, e::SLICE_END));
+        }
+    }
+
+    /// The sequence of `track` a packet at `ts` goes on: the one whose last time is the
+    /// latest not after `ts`, else one not started, else a new one ([`MAX_RUNS`] at most),
+    /// else the first.
+    fn pick(&mut self, track: u64, ts: u64) -> usize {
+        let seqs = self.seqs.entry(track).or_insert_with(|| TrackSeqs {
+            runs: vec![Run::new(track)],
+            ends: BinaryHeap::new(),
+        });
+        let mut best: Option<(u64, usize)> = None;
+        let mut idle = None;
+        for (i, r) in seqs.runs.iter().enumerate() {
+            match r.last {
+                Some(l) if l <= ts && best.is_none_or(|(b, _)| l > b) => best = Some((l, i)),
+                None => idle = Some(i),
+                _ => {}
+            }
+        }
+        match best.map(|b| b.1).or(idle) {
+            Some(i) => i,
+            None if seqs.runs.len() < MAX_RUNS => {
+                seqs.runs.push(Run::new(self.tracks.fresh_uuid()));
+                seqs.runs.len() - 1
+            }
+            None => 0,
+        }
+    }
+
+    /// The interner of sequence `run` of `track`.
+    fn intern(&mut self, track: u64, run: usize) -> &mut Interner {
+        let seqs = self.seqs.entry(track).or_insert_with(|| TrackSeqs {
+            runs: vec![Run::new(track)],
+            ends: BinaryHeap::new(),
+        });
+        if run >= seqs.runs.len() {
+            seqs.runs.resize_with(run + 1, || Run::new(track));
+        }
+        &mut seqs.runs[run].intern
+    }
+
+    /// One `TracePacket` on sequence `run` of `track` (started before its first), with the
+    /// interned strings defined since its last packet. Its time is a delta on the sequence's
+    /// incremental clock (one to three bytes for the gaps of a track), or, before the
+    /// sequence's last time (past [`MAX_RUNS`]), the full time on the trace clock.
+    fn emit(
+        &mut self,
+        out: &mut Vec<u8>,
+        ts: u64,
+        track: u64,
+        run: usize,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) {
+        let Some(seq) = self.seqs.get_mut(&track).and_then(|s| s.runs.get_mut(run)) else {
+            return;
         };
-        let interned = self.intern.take_pending();
+        let id = seq.id;
+        let last = *seq.last.get_or_insert_with(|| {
+            start(out, ts, id, track);
+            ts
+        });
+        let interned = seq.intern.take_pending();
         pb::message(out, packet::PACKET, |p| {
-            match ts.checked_sub(zero) {
-                Some(rel) => pb::uint(p, packet::TIMESTAMP, rel),
+            match ts.checked_sub(last) {
+                Some(delta) => {
+                    pb::uint(p, packet::TIMESTAMP, delta);
+                    seq.last = Some(ts);
+                }
                 None => {
                     pb::uint(p, packet::TIMESTAMP, ts);
                     pb::uint(p, packet::TIMESTAMP_CLOCK_ID, clock::BOOTTIME);
                 }
             }
-            pb::uint(p, packet::SEQUENCE_ID, self.seq);
+            pb::uint(p, packet::SEQUENCE_ID, id);
             if !interned.is_empty() {
                 pb::bytes(p, packet::INTERNED_DATA, &interned);
             }
-            pb::message(p, packet::TRACK_EVENT, |t| {
-                if track != default_track {
-                    pb::uint(t, e::TRACK_UUID, track);
-                }
-                body(t);
-            });
+            pb::message(p, packet::TRACK_EVENT, body);
         });
-        self.intern.give_back(interned);
-    }
-
-    /// Starts the sequence before its first event (at `ts`, on `track`): its state cleared
-    /// (the flags only here: a file never loses it), its defaults (the rank's clock, 64, and
-    /// `track` as the default track), and the clock's snapshot: its zero is [`CLOCK_MARGIN`]
-    /// before the first event on the trace clock. The zero and the default track.
-    fn start(&mut self, out: &mut Vec<u8>, ts: u64, track: u64) -> (u64, u64) {
-        let zero = ts.saturating_sub(CLOCK_MARGIN);
-        pb::message(out, packet::PACKET, |p| {
-            pb::uint(p, packet::SEQUENCE_ID, self.seq);
-            pb::uint(
-                p,
-                packet::SEQUENCE_FLAGS,
-                packet::SEQ_INCREMENTAL_STATE_CLEARED | packet::SEQ_NEEDS_INCREMENTAL_STATE,
-            );
-            pb::message(p, packet::TRACE_PACKET_DEFAULTS, |d| {
-                pb::uint(d, clock::DEFAULTS_CLOCK_ID, clock::RANK_CLOCK);
-                pb::message(d, clock::DEFAULTS_TRACK_EVENT, |t| {
-                    pb::uint(t, clock::TRACK_EVENT_DEFAULTS_TRACK_UUID, track);
-                });
-            });
-        });
-        pb::message(out, packet::PACKET, |p| {
-            pb::uint(p, packet::SEQUENCE_ID, self.seq);
-            pb::message(p, packet::CLOCK_SNAPSHOT, |c| {
-                for (id, at) in [(clock::RANK_CLOCK, 0), (clock::BOOTTIME, zero)] {
-                    pb::message(c, clock::SNAPSHOT_CLOCKS, |k| {
-                        pb::uint(k, clock::CLOCK_ID, id);
-                        pb::uint(k, clock::CLOCK_TIMESTAMP, at);
-                    });
-                }
-            });
-        });
-        self.start = Some((zero, track));
-        (zero, track)
+        seq.intern.give_back(interned);
     }
 
     /// An `X` or `B` event: its begin held back for the flows after it.
     fn begin(&mut self, ev: &Event<'_>, ts: Ns) {
         let track = self.tracks.thread(&ev.pid, &ev.tid);
-        let name = self.intern.iid(Table::Name, ev.name.raw().as_bytes());
+        let at = out_ns(ts, self.shift);
+        let run = self.pick(track, at);
+        let intern = self.intern(track, run);
+        let name = intern.iid(Table::Name, ev.name.raw().as_bytes());
         let cat =
-            (!ev.cat.is_empty()).then(|| self.intern.iid(Table::Category, ev.cat.raw().as_bytes()));
+            (!ev.cat.is_empty()).then(|| intern.iid(Table::Category, ev.cat.raw().as_bytes()));
         let end = (ev.ph == b'X').then(|| {
             let dur = ev.dur.unwrap_or(Ns::ZERO).max(Ns::ZERO);
             out_ns(ts + dur, self.shift)
         });
         let mut annotations = Vec::new();
-        self.annotations(ev, &mut annotations);
+        self.annotations(ev, track, run, &mut annotations);
         self.held = Some(Held {
-            ts: out_ns(ts, self.shift),
+            ts: at,
             end,
             track,
+            run,
             name,
             cat,
             annotations,
@@ -231,7 +319,7 @@ impl RankEncoder {
         let Some(h) = self.held.take() else {
             return;
         };
-        self.packet(out, h.ts, h.track, |t| {
+        self.packet(out, h.ts, h.track, Some(h.run), |t| {
             pb::uint(t, e::TYPE, e::SLICE_BEGIN);
             pb::uint(t, e::NAME_IID, h.name);
             if let Some(c) = h.cat {
@@ -245,8 +333,8 @@ impl RankEncoder {
                 pb::fixed64(t, e::TERMINATING_FLOW_IDS, f);
             }
         });
-        if let Some(end) = h.end {
-            self.packet(out, end, h.track, |t| pb::uint(t, e::TYPE, e::SLICE_END));
+        if let (Some(end), Some(seqs)) = (h.end, self.seqs.get_mut(&h.track)) {
+            seqs.ends.push(Reverse(end));
         }
     }
 
@@ -298,10 +386,14 @@ impl RankEncoder {
 
     fn instant(&mut self, ev: &Event<'_>, ts: Ns, out: &mut Vec<u8>) {
         let track = self.tracks.thread(&ev.pid, &ev.tid);
-        let name = self.intern.iid(Table::Name, ev.name.raw().as_bytes());
+        let at = out_ns(ts, self.shift);
+        let run = self.pick(track, at);
+        let name = self
+            .intern(track, run)
+            .iid(Table::Name, ev.name.raw().as_bytes());
         let mut annotations = Vec::new();
-        self.annotations(ev, &mut annotations);
-        self.packet(out, out_ns(ts, self.shift), track, |t| {
+        self.annotations(ev, track, run, &mut annotations);
+        self.packet(out, at, track, Some(run), |t| {
             pb::uint(t, e::TYPE, e::INSTANT);
             pb::uint(t, e::NAME_IID, name);
             t.extend_from_slice(&annotations);
@@ -315,7 +407,7 @@ impl RankEncoder {
 
     /// One counter value packet.
     fn counter_value(&mut self, out: &mut Vec<u8>, ts: u64, track: u64, v: f64) {
-        self.packet(out, ts, track, |t| {
+        self.packet(out, ts, track, None, |t| {
             pb::uint(t, e::TYPE, e::COUNTER);
             pb::double(t, e::DOUBLE_COUNTER_VALUE, v);
         });
@@ -365,13 +457,19 @@ impl RankEncoder {
         }
     }
 
-    /// The event's scalar `args` as debug annotations (names and string values interned):
-    /// numbers, strings and booleans, but Kineto's bookkeeping ids ([`LEFT_OUT`]); arrays,
-    /// objects and nulls are left out. `correlation` and `External id` are made unique across
-    /// ranks as in the JSON merge.
-    fn annotations(&mut self, ev: &Event<'_>, out: &mut Vec<u8>) {
+    /// The event's scalar `args`: numbers and booleans as fields of the rank's extension
+    /// message ([`super::ext`]), strings (and what the extension has no field for) as debug
+    /// annotations, names and string values interned; but Kineto's bookkeeping ids
+    /// ([`LEFT_OUT`]); arrays, objects and nulls are left out. `correlation` and
+    /// `External id` are made unique across ranks as in the JSON merge.
+    fn annotations(&mut self, ev: &Event<'_>, track: u64, run: usize, out: &mut Vec<u8>) {
         let (r, n) = (self.r, self.n);
-        let intern = &mut self.intern;
+        let mut ext = Vec::new();
+        self.intern(track, run);
+        let args = &mut self.args;
+        let Some(intern) = self.seqs.get_mut(&track).map(|s| &mut s.runs[run].intern) else {
+            return;
+        };
         for_each_arg(ev, |arg| {
             let val = arg.val();
             let key = arg.key();
@@ -380,11 +478,21 @@ impl RankEncoder {
             }
             match arg.kind {
                 ArgKind::Num => {
-                    let iid = intern.iid(Table::Annotation, key);
-                    pb::message(out, e::DEBUG_ANNOTATIONS, |m| {
-                        pb::uint(m, a::NAME_IID, iid);
-                        number(m, key, val, r, n);
-                    });
+                    let v = number(key, val, r, n);
+                    let kind = match v {
+                        Number::Int(_) => Kind::Int,
+                        Number::Double(_) => Kind::Double,
+                    };
+                    match args.field(key, kind) {
+                        Some(f) => v.write(&mut ext, f),
+                        None => {
+                            let iid = intern.iid(Table::Annotation, key);
+                            pb::message(out, e::DEBUG_ANNOTATIONS, |m| {
+                                pb::uint(m, a::NAME_IID, iid);
+                                v.write(m, v.annotation_field());
+                            });
+                        }
+                    }
                 }
                 ArgKind::Str => {
                     let iid = intern.iid(Table::Annotation, key);
@@ -398,15 +506,23 @@ impl RankEncoder {
                     });
                 }
                 ArgKind::Other if val == b"true" || val == b"false" => {
-                    let iid = intern.iid(Table::Annotation, key);
-                    pb::message(out, e::DEBUG_ANNOTATIONS, |m| {
-                        pb::uint(m, a::NAME_IID, iid);
-                        pb::boolean(m, a::BOOL_VALUE, val == b"true");
-                    });
+                    match args.field(key, Kind::Bool) {
+                        Some(f) => pb::boolean(&mut ext, f, val == b"true"),
+                        None => {
+                            let iid = intern.iid(Table::Annotation, key);
+                            pb::message(out, e::DEBUG_ANNOTATIONS, |m| {
+                                pb::uint(m, a::NAME_IID, iid);
+                                pb::boolean(m, a::BOOL_VALUE, val == b"true");
+                            });
+                        }
+                    }
                 }
                 ArgKind::Other => {}
             }
         });
+        if let (false, Some(f)) = (ext.is_empty(), args.ext) {
+            pb::bytes(out, f, &ext);
+        }
     }
 }
 
@@ -420,21 +536,78 @@ const LEFT_OUT: &[&[u8]] = &[
     b"Ev Idx",
 ];
 
-/// A number's value field: an integer (an id made unique across ranks), else a double.
-fn number(m: &mut Vec<u8>, key: &[u8], val: &[u8], r: i64, n: i64) {
+/// Starts sequence `seq` of `track` before its first packet, at `ts`: its state cleared (the
+/// flags only here: a file never loses it), its defaults (the sequence's clock, 64, and
+/// `track` as the default track), and the clock's snapshot: 64 is incremental, and reads
+/// as the trace clock (both at `ts`, as the Perfetto SDK's; the first packet's delta is
+/// from there).
+fn start(out: &mut Vec<u8>, ts: u64, seq: u64, track: u64) {
+    pb::message(out, packet::PACKET, |p| {
+        pb::uint(p, packet::SEQUENCE_ID, seq);
+        pb::uint(
+            p,
+            packet::SEQUENCE_FLAGS,
+            packet::SEQ_INCREMENTAL_STATE_CLEARED | packet::SEQ_NEEDS_INCREMENTAL_STATE,
+        );
+        pb::message(p, packet::TRACE_PACKET_DEFAULTS, |d| {
+            pb::uint(d, clock::DEFAULTS_CLOCK_ID, clock::RANK_CLOCK);
+            pb::message(d, clock::DEFAULTS_TRACK_EVENT, |t| {
+                pb::uint(t, clock::TRACK_EVENT_DEFAULTS_TRACK_UUID, track);
+            });
+        });
+    });
+    pb::message(out, packet::PACKET, |p| {
+        pb::uint(p, packet::SEQUENCE_ID, seq);
+        pb::message(p, packet::CLOCK_SNAPSHOT, |c| {
+            pb::message(c, clock::SNAPSHOT_CLOCKS, |k| {
+                pb::uint(k, clock::CLOCK_ID, clock::RANK_CLOCK);
+                pb::uint(k, clock::CLOCK_TIMESTAMP, ts);
+                pb::boolean(k, clock::CLOCK_IS_INCREMENTAL, true);
+            });
+            pb::message(c, clock::SNAPSHOT_CLOCKS, |k| {
+                pb::uint(k, clock::CLOCK_ID, clock::BOOTTIME);
+                pb::uint(k, clock::CLOCK_TIMESTAMP, ts);
+            });
+        });
+    });
+}
+
+/// An `args` number: an integer (an id made unique across ranks), else a double.
+#[derive(Clone, Copy)]
+enum Number {
+    Int(i64),
+    Double(f64),
+}
+
+impl Number {
+    /// The value as field `field` (an `int64` or a `double`).
+    fn write(self, m: &mut Vec<u8>, field: u32) {
+        match self {
+            Number::Int(v) => pb::int(m, field, v),
+            Number::Double(v) => pb::double(m, field, v),
+        }
+    }
+
+    /// Its field in a `DebugAnnotation`.
+    fn annotation_field(self) -> u32 {
+        match self {
+            Number::Int(_) => a::INT_VALUE,
+            Number::Double(_) => a::DOUBLE_VALUE,
+        }
+    }
+}
+
+fn number(key: &[u8], val: &[u8], r: i64, n: i64) -> Number {
     match parse_i64(val) {
         Some(v) if matches!(key, b"correlation" | b"External id") => {
-            match v.checked_mul(n).and_then(|x| x.checked_add(r)) {
-                Some(x) => pb::int(m, a::INT_VALUE, x),
-                None => pb::int(m, a::INT_VALUE, v),
-            }
+            Number::Int(v.checked_mul(n).and_then(|x| x.checked_add(r)).unwrap_or(v))
         }
-        Some(v) => pb::int(m, a::INT_VALUE, v),
+        Some(v) => Number::Int(v),
         None => {
             let d = std::str::from_utf8(val)
                 .ok()
                 .and_then(|s| s.parse::<f64>().ok());
-            pb::double(m, a::DOUBLE_VALUE, d.unwrap_or(f64::NAN));
+            Number::Double(d.unwrap_or(f64::NAN))
         }
     }
 }

@@ -5,17 +5,21 @@
 //!
 //! The same passes, filters and clock alignment as the JSON merge ([`super::pass`]); only the
 //! encoding of each rank's piece differs ([`encode::RankEncoder`] in place of
-//! [`super::rewrite`]). Every rank is its own packet sequence (`trusted_packet_sequence_id` =
-//! its index + 2) with its own interned strings, cleared on its first packet, so the ranks'
-//! pieces, encoded in parallel, concatenate as they are: a `Trace` is nothing but its
-//! repeated field 1. The file is the merge's root track, then per rank its track
-//! descriptors ([`tracks`]: rank → process → thread / GPU stream, and counters) and its
-//! events, written through a temporary file renamed into place.
+//! [`super::rewrite`]). Every track's events are their own packet sequences
+//! (`trusted_packet_sequence_id` = the track's uuid, and fresh uuids for a track's further runs
+//! of events in time order: [`encode`]), each with its own interned strings, cleared on its
+//! first packet, and its own incremental clock, so the ranks' pieces, encoded in parallel,
+//! concatenate as they are: a `Trace` is nothing but its repeated field 1. The file is the
+//! merge's root track, then per rank its `ExtensionDescriptor` (the schema of its numeric
+//! `args`, [`ext`]), its track descriptors ([`tracks`]: rank → process → thread / GPU
+//! stream, and counters) and its events, written through a temporary file renamed into
+//! place.
 //!
 //! The wire encoding is [`crate::trace::write::protobuf`], hand-written: no build-time
 //! `protoc`, and no message structs between the event and its bytes.
 
 pub(crate) mod encode;
+mod ext;
 pub(crate) mod extras;
 mod intern;
 pub(crate) mod tracks;
@@ -56,9 +60,11 @@ pub(super) mod fields {
         pub(crate) const SNAPSHOT_CLOCKS: u32 = 1;
         pub(crate) const CLOCK_ID: u32 = 1;
         pub(crate) const CLOCK_TIMESTAMP: u32 = 2;
+        pub(crate) const CLOCK_IS_INCREMENTAL: u32 = 3;
         /// `BUILTIN_CLOCK_BOOTTIME`: the trace clock, which packets without a clock id are on.
         pub(crate) const BOOTTIME: u64 = 6;
-        /// The first sequence-scoped clock id (64-127 belong to the sequence defining them).
+        /// The first sequence-scoped clock id (64-127 belong to the sequence defining them):
+        /// each track's sequence's incremental clock.
         pub(crate) const RANK_CLOCK: u64 = 64;
     }
     /// `track_event/track_event.proto`.
