@@ -266,7 +266,7 @@ class Rank:
         self.pre = [(i, 128 * MIB) for i in range(8)]  # ids -8..-1 as 0..7 below
 
     def events(self):
-        return simulate(self.rank, self.a, random.Random(1000 + self.rank))
+        return simulate(self.rank, self.a, random.Random(1000))
 
     def end_state(self):
         """Live allocations at the snapshot: id -> (size, site, state)."""

@@ -310,24 +310,6 @@ impl List {
             self.add_block(&d);
         }
     }
-
-    /// Folds a list left on the stack when reading stopped, as if it had been put in place.
-    pub(crate) fn salvage(self, sink: &mut Sink) {
-        if let Kind::Entries(r) = self.kind {
-            let next = sink.traces as i64;
-            sink.trace(next, r.finish());
-        }
-    }
-
-    /// Folds a finished dict left on the stack when reading stopped, into `list` (the list
-    /// below it, if any) or the sink.
-    pub(crate) fn salvage_dict(list: Option<&mut List>, d: Dict, sink: &mut Sink, memo: &mut Memo) {
-        match list {
-            Some(l) => l.push(Value::Dict(Box::new(d)), sink, memo),
-            None if d.is_segment() => sink.segment(&d),
-            None => {}
-        }
-    }
 }
 
 /// One device's figures.

@@ -409,25 +409,18 @@ impl Machine {
         Ok(())
     }
 
-    /// Folds what was left on the stack when reading stopped: finished dicts into the list
-    /// below them, lists of trace entries as the next device traces.
+    /// Folds what was left on the stack when reading stopped, as if the file went on to close
+    /// every open `MARK`: the items since each go into the list (`APPENDS`) or dict
+    /// (`SETITEMS`) below it, innermost first, so a device trace cut short is still put at its
+    /// place in `device_traces`.
     pub(crate) fn salvage(&mut self) {
-        let mut list: Option<Box<List>> = None;
-        for v in std::mem::take(&mut self.stack) {
-            match v {
-                Value::List(l) => {
-                    if let Some(prev) = list.replace(l) {
-                        prev.salvage(&mut self.sink);
-                    }
-                }
-                Value::Dict(d) => {
-                    List::salvage_dict(list.as_deref_mut(), *d, &mut self.sink, &mut self.memo)
-                }
-                _ => {}
-            }
-        }
-        if let Some(l) = list {
-            l.salvage(&mut self.sink);
+        while let Some(&m) = self.marks.last() {
+            // Each pops the mark, whatever it finds: the loop ends.
+            let _ = match m.checked_sub(1).and_then(|k| self.stack.get(k)) {
+                Some(Value::List(_)) => self.appends(),
+                Some(Value::Dict(_)) => self.setitems(),
+                _ => self.drop_to_mark(),
+            };
         }
     }
 }
