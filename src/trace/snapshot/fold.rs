@@ -56,14 +56,20 @@ impl Kept {
     }
 }
 
-/// The memo entries kept, and the bytes of the strings among them.
+/// The memo entries kept, and the bytes of the strings among them. The first [`DENSE`] slots
+/// are a vector (the keys, frames and blocks' stacks, which come first in a snapshot, are
+/// looked up once per entry: a hash per `GET` was a third of the read), the rest a map.
 #[derive(Default)]
 pub(crate) struct Memo {
-    kept: FxHashMap<u32, Kept>,
+    dense: Vec<Option<Kept>>,
+    sparse: FxHashMap<u32, Kept>,
     str_bytes: usize,
     /// Strings not kept because the budget was spent.
     pub dropped_strs: u64,
 }
+
+/// Slots below this are kept in a vector (at most 24 MiB).
+const DENSE: usize = 1 << 20;
 
 /// The most string bytes the memo keeps (then strings are no longer kept; a later `GET` of
 /// one reads as unknown).
@@ -72,12 +78,29 @@ pub(crate) const MEMO_STR_BUDGET: usize = 64 << 20;
 const MEMO_STR_MAX: usize = 4096;
 
 impl Memo {
+    #[inline]
     pub(crate) fn get(&self, slot: u32) -> Value {
-        self.kept.get(&slot).map_or(Value::Opaque, Kept::value)
+        let s = slot as usize;
+        let k = if s < DENSE {
+            self.dense.get(s).and_then(Option::as_ref)
+        } else if self.sparse.is_empty() {
+            None
+        } else {
+            self.sparse.get(&slot)
+        };
+        k.map_or(Value::Opaque, Kept::value)
     }
 
     pub(crate) fn put(&mut self, slot: u32, k: Kept) {
-        self.kept.insert(slot, k);
+        let s = slot as usize;
+        if s < DENSE {
+            if self.dense.len() <= s {
+                self.dense.resize(s + 1, None);
+            }
+            self.dense[s] = Some(k);
+        } else {
+            self.sparse.insert(slot, k);
+        }
     }
 
     /// Keeps a string under `slot` while the budget lasts.
@@ -87,7 +110,7 @@ impl Memo {
             return;
         }
         self.str_bytes += s.len();
-        self.kept.insert(slot, Kept::Str(Rc::clone(s)));
+        self.put(slot, Kept::Str(Rc::clone(s)));
     }
 }
 
