@@ -58,7 +58,8 @@ impl Kept {
 
 /// The memo entries kept, and the bytes of the strings among them. The first [`DENSE`] slots
 /// are a vector (the keys, frames and blocks' stacks, which come first in a snapshot, are
-/// looked up once per entry: a hash per `GET` was a third of the read), the rest a map.
+/// looked up several times per entry; with a hash map per `GET` a 1 GB snapshot read at about
+/// 150 MB/s of CPU, with the vector 168 MB/s), the rest a map.
 #[derive(Default)]
 pub(crate) struct Memo {
     dense: Vec<Option<Kept>>,
