@@ -208,6 +208,7 @@ pub(super) fn cross_rank(
         attribution,
         ep,
         memory,
+        snapshots: Vec::new(),
         depth,
         drill,
         groups,

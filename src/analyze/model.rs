@@ -16,6 +16,7 @@ use super::explain::attribution::Attribution;
 use super::explain::drill::Drill;
 use super::explain::ep::EpRecord;
 use super::explain::memory::MemoryRank;
+use super::explain::snapshot::SnapshotRank;
 use super::explain::verdict::Verdict;
 use super::reduce::collectives::CollectiveReport;
 use super::reduce::groups::Groups;
@@ -88,6 +89,11 @@ pub struct Analysis {
     /// and left out of the JSON, when no trace has one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<MemoryRank>,
+    /// Per rank and device, what its CUDA memory snapshot (`*.pickle` beside the traces) says:
+    /// allocated and reserved at the snapshot, the peak of its allocator trace, the top user
+    /// frames there; empty, and left out of the JSON, without snapshots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<SnapshotRank>,
     pub depth: Option<RankDepth>,
     /// `--rank`: that rank against its peers' median (by class, kernel, step, collective).
     #[serde(default, skip_serializing_if = "Option::is_none")]

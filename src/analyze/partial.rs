@@ -215,6 +215,7 @@ pub(crate) fn combine(paths: &[PathBuf], jobs: Option<usize>) -> Result<Combined
         grid: Vec::new(),
         merged: single && first.read.merged,
         files: Vec::new(),
+        snapshots: Vec::new(),
     };
     for p in parts {
         for n in p.read.plan_notes {
@@ -224,6 +225,7 @@ pub(crate) fn combine(paths: &[PathBuf], jobs: Option<usize>) -> Result<Combined
         }
         read.grid.extend(p.read.grid);
         read.files.extend(p.read.files);
+        read.snapshots.extend(p.read.snapshots);
     }
     read.files.sort_by(FileRead::order);
     Ok(Combined { read, classifier })

@@ -21,6 +21,7 @@ use super::classes::Classifier;
 use super::collect::collector::Config;
 use super::collect::plan::{plan, read_input, FileInfo, FileResult};
 use super::collect::rank::RankResult;
+use super::collect::snapshot::{read_snapshots, snapshot_paths, SnapshotFile};
 use super::collect::spill;
 use super::model::Analysis;
 use super::options::{AnalyzeOptions, RankSel};
@@ -41,6 +42,9 @@ pub struct Read {
     pub merged: bool,
     /// The files in rank order.
     pub files: Vec<FileRead>,
+    /// The memory snapshots (`*.pickle`) beside the traces.
+    #[serde(default)]
+    pub snapshots: Vec<SnapshotFile>,
 }
 
 /// One input file after the read phase.
@@ -142,6 +146,7 @@ pub fn read(
             .map(|i| read_input(i, &cfg, classifier, custom))
             .collect()
     });
+    let snapshots = pool.install(|| read_snapshots(&snapshot_paths(args)));
     let mut files = Vec::new();
     for (input, r) in plan.inputs.iter().zip(read) {
         files.push(match r {
@@ -187,6 +192,7 @@ pub fn read(
         grid: plan.grid,
         merged,
         files,
+        snapshots,
     })
 }
 
@@ -304,7 +310,9 @@ fn check_rank(files: &[FileRead], sel: &RankSel) -> Result<()> {
 /// The reduce phase: every rank of `read` across ranks, into the report.
 pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Result<Analysis> {
     let threshold = args.threshold / 100.0;
+    let (snapshots, snapshot_notes) = attach_snapshots(&read);
     let mut notes = read.plan_notes;
+    notes.extend(snapshot_notes);
     let missing = trace::discover::grid::missing_in(&read.grid);
     if !missing.is_empty() {
         notes.push(format!(
@@ -388,6 +396,10 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         a.merged_trace = files.first().map(|f| f.path.clone());
     }
     a.files = files;
+    a.verdict
+        .lines
+        .extend(super::explain::snapshot::lines(&snapshots, threshold));
+    a.snapshots = snapshots;
     a.notes.splice(0..0, notes);
     a.damaged = damaged;
     if let Some((named, line)) = partial_line {
@@ -402,6 +414,20 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
         ));
     }
     Ok(a)
+}
+
+/// The snapshots of `read`, each given to its rank ([`super::explain::snapshot::attach`]).
+fn attach_snapshots(read: &Read) -> (Vec<super::explain::snapshot::SnapshotRank>, Vec<String>) {
+    let files: Vec<super::explain::snapshot::TraceFile<'_>> = read
+        .files
+        .iter()
+        .map(|f| super::explain::snapshot::TraceFile {
+            id: &f.id,
+            path: &f.info.path,
+            labels: &f.info.ranks,
+        })
+        .collect();
+    super::explain::snapshot::attach(&read.snapshots, &files)
 }
 
 /// The ranks read are one profile: one run ([`super::runs`]), each rank once; notes for a

@@ -86,6 +86,7 @@ pub fn shell(a: &Analysis) -> Result<Value> {
         attribution,
         ep,
         memory,
+        snapshots,
         depth,
         drill,
         groups,
@@ -146,6 +147,9 @@ pub fn shell(a: &Analysis) -> Result<Value> {
     o.insert("ep".into(), to(ep)?);
     if !memory.is_empty() {
         o.insert("memory".into(), Value::Array(Vec::new())); // filled by [`reshape`]
+    }
+    if !snapshots.is_empty() {
+        o.insert("snapshots".into(), to(snapshots)?);
     }
     o.insert("depth".into(), to(depth)?);
     if drill.is_some() {

@@ -47,6 +47,10 @@ pub(crate) fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
     if !a.memory.is_empty() {
         out.push(memory_ranks(a));
     }
+    if !a.snapshots.is_empty() {
+        out.push(snapshot_ranks(a));
+        out.push(snapshot_frames(a));
+    }
     if a.collectives.matched > 0 {
         out.push(collective_tables::ranks(a));
         out.push(collective_tables::groups(a));
@@ -123,6 +127,72 @@ fn memory_ranks(a: &Analysis) -> Table {
                     Cell::Int(r.growth_steps as i64),
                     Cell::Int(r.oom_events as i64),
                 ]
+            })
+            .collect(),
+        terminal: true,
+    }
+}
+
+/// Per rank and device, its memory snapshot: sizes in MiB.
+fn snapshot_ranks(a: &Analysis) -> Table {
+    let mib = |b: i64| Cell::Num(b as f64 / (1024.0 * 1024.0), 1);
+    Table {
+        name: "memory_snapshots",
+        title: "Memory snapshots per rank (MiB; *.pickle)".into(),
+        columns: columns(&[
+            "rank",
+            "device",
+            "allocated",
+            "reserved",
+            "trace peak",
+            "peak entry",
+            "before trace",
+            "entries",
+            "OOM",
+        ]),
+        rows: a
+            .snapshots
+            .iter()
+            .map(|s| {
+                let d = &s.device;
+                vec![
+                    text(s.rank.clone()),
+                    text(d.device.clone()),
+                    mib(d.allocated_bytes),
+                    mib(d.reserved_bytes),
+                    d.peak_allocated_bytes.map_or(Cell::Empty, mib),
+                    d.peak_entry.map_or(Cell::Empty, |e| Cell::Int(e as i64)),
+                    d.before_trace_bytes.map_or(Cell::Empty, mib),
+                    Cell::Int(d.trace_entries as i64),
+                    Cell::Int(d.oom_entries as i64),
+                ]
+            })
+            .collect(),
+        terminal: true,
+    }
+}
+
+/// Per rank and device, the top user frames of what was live at the peak (or the snapshot).
+fn snapshot_frames(a: &Analysis) -> Table {
+    let mib = |b: i64| Cell::Num(b as f64 / (1024.0 * 1024.0), 1);
+    Table {
+        name: "memory_snapshot_frames",
+        title: "Memory snapshots: top user frames (MiB)".into(),
+        columns: columns(&["rank", "device", "at", "frame", "live", "allocations"]),
+        rows: a
+            .snapshots
+            .iter()
+            .flat_map(|s| {
+                s.device.top_frames.iter().map(move |f| {
+                    vec![
+                        text(s.rank.clone()),
+                        text(s.device.device.clone()),
+                        text(s.device.top_frames_at.clone()),
+                        text(f.frame.clone()),
+                        mib(f.bytes),
+                        Cell::Int(f.count as i64),
+                    ]
+                })
             })
             .collect(),
         terminal: true,

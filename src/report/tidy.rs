@@ -40,6 +40,11 @@ pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
     if !a.memory.is_empty() {
         out.push(memory_ranks(a));
     }
+    // Only with memory snapshots (`*.pickle` beside the traces).
+    if !a.snapshots.is_empty() {
+        out.push(memory_snapshots(a));
+        out.push(memory_snapshot_frames(a));
+    }
     out.push(super::groups::tidy(a));
     out.extend(super::tidy_explain::tables(a));
     if let Some(d) = &a.depth {
@@ -126,6 +131,71 @@ pub(super) fn memory_ranks(a: &Analysis) -> Table {
             i(r.oom_events),
             i(r.memory_events),
         ]);
+    }
+    t
+}
+
+/// Per rank and device, its memory snapshot: sizes in bytes.
+fn memory_snapshots(a: &Analysis) -> Table {
+    let mut t = Table::data(
+        "memory_snapshots",
+        &[
+            "rank",
+            "file",
+            "device",
+            "segment_count",
+            "allocated_bytes",
+            "reserved_bytes",
+            "trace_entry_count",
+            "peak_allocated_bytes",
+            "peak_entry",
+            "peak_time_us",
+            "before_trace_bytes",
+            "oom_entry_count",
+            "top_frames_at",
+        ],
+    );
+    for r in &a.snapshots {
+        let d = &r.device;
+        t.rows.push(vec![
+            s(&r.rank),
+            s(&r.file),
+            s(&d.device),
+            i(d.segments),
+            i(d.allocated_bytes),
+            i(d.reserved_bytes),
+            i(d.trace_entries),
+            d.peak_allocated_bytes.map_or(Cell::Empty, i),
+            d.peak_entry.map_or(Cell::Empty, i),
+            d.peak_time_us.map_or(Cell::Empty, i),
+            d.before_trace_bytes.map_or(Cell::Empty, i),
+            i(d.oom_entries),
+            s(&d.top_frames_at),
+        ]);
+    }
+    t
+}
+
+/// Per rank and device, the top user frames at the peak (or the snapshot), largest first.
+fn memory_snapshot_frames(a: &Analysis) -> Table {
+    let mut t = Table::data(
+        "memory_snapshot_frames",
+        &[
+            "rank", "device", "at", "position", "frame", "bytes", "count",
+        ],
+    );
+    for r in &a.snapshots {
+        for (k, f) in r.device.top_frames.iter().enumerate() {
+            t.rows.push(vec![
+                s(&r.rank),
+                s(&r.device.device),
+                s(&r.device.top_frames_at),
+                i(k as i64 + 1),
+                s(&f.frame),
+                i(f.bytes),
+                i(f.count),
+            ]);
+        }
     }
     t
 }

@@ -21,6 +21,8 @@ pub(crate) mod rankid;
 #[doc(hidden)]
 pub mod read;
 pub(crate) mod runs;
+// PyTorch CUDA memory snapshots (`_dump_snapshot` pickles), read streaming.
+pub mod snapshot;
 pub(crate) mod time;
 pub(crate) mod write;
 

@@ -12,7 +12,8 @@
 //!   and its timeline unions ([`busy`]), the GPU figures folded in bounded memory ([`sweep`]),
 //!   the step windows and per-step figures ([`steps`]) and what each step was asked to do
 //!   ([`work`]), and what the rank did before each of its collectives ([`segments`]);
-//! - [`memory`]: memory per device from Kineto's `[memory]` instant events (#53).
+//! - [`memory`]: memory per device from Kineto's `[memory]` instant events (#53);
+//!   [`snapshot`]: the profile's CUDA memory snapshots (`*.pickle`), read beside the traces.
 //! - [`gaps`]: a second, targeted read of one rank's file, naming what its host did while its
 //!   GPU idled before the collectives it arrived last at.
 //!
@@ -32,6 +33,7 @@ pub(crate) mod ops;
 pub(crate) mod plan;
 pub(crate) mod rank;
 pub(crate) mod segments;
+pub mod snapshot;
 pub mod spill;
 pub(crate) mod steps;
 pub(crate) mod sweep;

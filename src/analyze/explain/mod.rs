@@ -12,13 +12,14 @@
 //! - [`moving`]: a slowdown that moves between ranks from step to step (no one rank's).
 //! - [`memory`]: each rank's memory peaks (Kineto's `[memory]` events) and the verdict's line
 //!   when one rank's peak stands above the median rank's.
+//! - [`snapshot`]: each memory snapshot given to its rank, and the verdict's snapshot line.
 //! - [`verdict`]: the lines on top of the report.
 //! - [`drill`]: one rank (`--rank`) against its peers' median, by class, kernel, step and
 //!   collective, with the verdict's lines about it.
 //!
 //! Imports: [`crate::analyze::collect`], [`crate::analyze::reduce`] and the shared bottom;
 //! inside, `attribution` imports `measure`, `ep` imports `attribution`, and `verdict` imports
-//! `attribution`, `ep`, `evidence` and `moving`; `memory` and `drill` import none of them (it takes the verdict's lines).
+//! `attribution`, `ep`, `evidence` and `moving`; `memory`, `snapshot` and `drill` import none of them (it takes the verdict's lines).
 
 pub mod attribution;
 pub(crate) mod drill;
@@ -27,4 +28,5 @@ pub(crate) mod evidence;
 pub(crate) mod measure;
 pub mod memory;
 pub(crate) mod moving;
+pub mod snapshot;
 pub(crate) mod verdict;
