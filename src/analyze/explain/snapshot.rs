@@ -123,7 +123,7 @@ pub(crate) fn lines(rows: &[SnapshotRank], threshold: f64) -> Vec<String> {
     };
     let what = top.device.top_frames.first().map_or_else(String::new, |f| {
         format!(
-            "; the largest group {} is {} ({} in {} allocation(s))",
+            "; the largest group {} is {} ({} in {})",
             if top.device.top_frames_at == "peak" {
                 "live at the peak"
             } else {
@@ -131,7 +131,7 @@ pub(crate) fn lines(rows: &[SnapshotRank], threshold: f64) -> Vec<String> {
             },
             f.frame,
             bytes(f.bytes as f64),
-            f.count
+            crate::analyze::explain::measure::count(f.count, "allocation")
         )
     });
     let kind = if top.device.peak_allocated_bytes.is_some() {
