@@ -53,102 +53,19 @@ fn stage_name(suffix: &str) -> String {
 }
 
 /// Reads the rank identity from a file name alone. `None`: not a rank-file name we know.
+/// The names are tried in order: SGLang's, vLLM's, vLLM's with the global rank alone,
+/// SGLang's CUDA-graph capture trace; torch's handler's names are [`super::handler`]'s; then
+/// any name with a rank or worker number, and Nsight Systems' exports.
 pub fn parse_name(name: &str) -> Option<Parsed> {
-    static SGLANG: OnceLock<Regex> = OnceLock::new();
-    static VLLM: OnceLock<Regex> = OnceLock::new();
-    static VLLM_RANK: OnceLock<Regex> = OnceLock::new();
-    static GENERIC: OnceLock<Regex> = OnceLock::new();
-    let sglang = re(
-        &SGLANG,
-        r"^(?P<key>.+?)-TP-(?P<tp>\d+)(?:-DP-(?P<dp>\d+))?(?:-PP-(?P<pp>\d+))?(?:-EP-(?P<ep>\d+))?(?:-(?P<stage>EXTEND|DECODE|prefill|decode|(?:ForwardMode\.)?(?:EXTEND|DECODE)|1|2))?\.trace\.json(?:\.gz)?$",
-    );
-    if let Some(c) = sglang.captures(name) {
-        return Some(Parsed {
-            naming: Naming::Sglang,
-            key: c["key"].to_string(),
-            stage: c.name("stage").map(|m| stage_name(m.as_str())),
-            id: RankId {
-                tp: num(&c, "tp"),
-                dp: num(&c, "dp"),
-                pp: num(&c, "pp"),
-                ep: num(&c, "ep"),
-                ..Default::default()
-            },
-            ns: None,
-        });
-    }
-    let vllm = re(
-        &VLLM,
-        r"^(?:(?P<key>.+)_)?dp(?P<dp>\d+)_pp(?P<pp>\d+)_tp(?P<tp>\d+)(?:_dcp(?P<dcp>\d+))?(?:_ep(?P<ep>\d+))?_rank(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
-    );
-    if let Some(c) = vllm.captures(name) {
-        return Some(Parsed {
-            naming: Naming::Vllm,
-            key: c.name("key").map_or("vllm", |m| m.as_str()).to_string(),
-            stage: None,
-            id: RankId {
-                tp: num(&c, "tp"),
-                dp: num(&c, "dp"),
-                pp: num(&c, "pp"),
-                ep: num(&c, "ep"),
-                dcp: num(&c, "dcp"),
-                rank: num(&c, "rank"),
-            },
-            ns: c["ns"].parse().ok(),
-        });
-    }
-    // Two more vLLM names with the global rank alone: a dense (non-MoE) model's, whose
-    // workers make no expert-parallel group so their name falls back to `rank{r}`
-    // (`get_worker_rank_suffix`, vllm/distributed/utils.py), and older vLLM's
-    // `{instance}-rank-{r}`. Their stamp is `time.time_ns()`: a 13-digit stamp in ms is
-    // torch 1.8–1.9's handler, a training run's `rank{r}` worker name (generic naming).
-    let vllm_rank = re(
-        &VLLM_RANK,
-        r"^(?:(?P<key>.+)-rank-|(?:(?P<prefix>.+)_)?rank)(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
-    );
-    // A node index in the prefix (`node1_rank3`) is a training run's worker name, over nodes:
-    // [`super::handler_names`] reads it.
-    static NODE: OnceLock<Regex> = OnceLock::new();
-    let node = re(&NODE, r"(?i)(?:^|[^a-z])node[-_]?\d");
-    if let Some(c) = vllm_rank
-        .captures(name)
-        .filter(|c| c.name("prefix").is_none_or(|p| !node.is_match(p.as_str())))
+    if let Some(p) = sglang_name(name)
+        .or_else(|| vllm_name(name))
+        .or_else(|| vllm_rank_name(name))
     {
-        let ms = c["ns"].len() == 13;
-        return Some(Parsed {
-            naming: if ms { Naming::Generic } else { Naming::Vllm },
-            key: c
-                .name("key")
-                .or(c.name("prefix"))
-                // No prefix: `rank{r}.{ns}` is also torch's handler with `worker_name=f"rank{r}"`
-                // (a training run's), so the profile is not called vLLM's.
-                .map_or("rank", |m| m.as_str())
-                .to_string(),
-            stage: None,
-            id: RankId {
-                rank: num(&c, "rank"),
-                ..Default::default()
-            },
-            ns: c["ns"].parse().ok(),
-        });
+        return Some(p);
     }
-    // SGLang's CUDA-graph capture trace (`SGLANG_ENABLE_CUDA_GRAPH_CAPTURE_TRACE=1`,
-    // `export_cuda_graph_capture_trace` in `profile_utils.py`): one profile per runner.
-    if let Some(rest) = name.strip_prefix("cuda_graph_capture-") {
-        let (runner, tp) = rest
-            .strip_suffix(".json.gz")
-            .or_else(|| rest.strip_suffix(".json"))?
-            .rsplit_once("-TP-")?;
-        return Some(Parsed {
-            naming: Naming::Sglang,
-            key: format!("cuda_graph_capture-{runner}"),
-            stage: None,
-            id: RankId {
-                tp: Some(tp.parse().ok()?),
-                ..Default::default()
-            },
-            ns: None,
-        });
+    if name.starts_with(CUDA_GRAPH) {
+        // Named as SGLang names it, or not a rank file at all.
+        return cuda_graph_name(name);
     }
     // `torch.profiler.tensorboard_trace_handler`'s names, `{worker_name}.{stamp}`: their
     // rank, stamp and run are [`super::handler`]'s to read (a host name such as
@@ -156,38 +73,150 @@ pub fn parse_name(name: &str) -> Option<Parsed> {
     if super::handler_names::parse(name).is_some() {
         return None;
     }
+    generic_name(name).or_else(|| nsys_name(name))
+}
+
+/// SGLang's `[{prefix}-]{id}-TP-{tp}[-DP-{dp}][-PP-{pp}][-EP-{ep}][-{STAGE}].trace.json[.gz]`.
+fn sglang_name(name: &str) -> Option<Parsed> {
+    static SGLANG: OnceLock<Regex> = OnceLock::new();
+    let sglang = re(
+        &SGLANG,
+        r"^(?P<key>.+?)-TP-(?P<tp>\d+)(?:-DP-(?P<dp>\d+))?(?:-PP-(?P<pp>\d+))?(?:-EP-(?P<ep>\d+))?(?:-(?P<stage>EXTEND|DECODE|prefill|decode|(?:ForwardMode\.)?(?:EXTEND|DECODE)|1|2))?\.trace\.json(?:\.gz)?$",
+    );
+    let c = sglang.captures(name)?;
+    Some(Parsed {
+        naming: Naming::Sglang,
+        key: c["key"].to_string(),
+        stage: c.name("stage").map(|m| stage_name(m.as_str())),
+        id: RankId {
+            tp: num(&c, "tp"),
+            dp: num(&c, "dp"),
+            pp: num(&c, "pp"),
+            ep: num(&c, "ep"),
+            ..Default::default()
+        },
+        ns: None,
+    })
+}
+
+/// vLLM's `[{prefix}_]dp{d}_pp{p}_tp{t}[_dcp{c}][_ep{e}]_rank{r}.{ns}.pt.trace.json[.gz]`.
+fn vllm_name(name: &str) -> Option<Parsed> {
+    static VLLM: OnceLock<Regex> = OnceLock::new();
+    let vllm = re(
+        &VLLM,
+        r"^(?:(?P<key>.+)_)?dp(?P<dp>\d+)_pp(?P<pp>\d+)_tp(?P<tp>\d+)(?:_dcp(?P<dcp>\d+))?(?:_ep(?P<ep>\d+))?_rank(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
+    );
+    let c = vllm.captures(name)?;
+    Some(Parsed {
+        naming: Naming::Vllm,
+        key: c.name("key").map_or("vllm", |m| m.as_str()).to_string(),
+        stage: None,
+        id: RankId {
+            tp: num(&c, "tp"),
+            dp: num(&c, "dp"),
+            pp: num(&c, "pp"),
+            ep: num(&c, "ep"),
+            dcp: num(&c, "dcp"),
+            rank: num(&c, "rank"),
+        },
+        ns: c["ns"].parse().ok(),
+    })
+}
+
+/// Two more vLLM names with the global rank alone: a dense (non-MoE) model's, whose workers
+/// make no expert-parallel group so their name falls back to `rank{r}`
+/// (`get_worker_rank_suffix`, vllm/distributed/utils.py), and older vLLM's
+/// `{instance}-rank-{r}`. Their stamp is `time.time_ns()`: a 13-digit stamp in ms is torch
+/// 1.8–1.9's handler, a training run's `rank{r}` worker name (generic naming). A node index in
+/// the prefix (`node1_rank3`) is a training run's worker name, over nodes:
+/// [`super::handler_names`] reads it.
+fn vllm_rank_name(name: &str) -> Option<Parsed> {
+    static VLLM_RANK: OnceLock<Regex> = OnceLock::new();
+    static NODE: OnceLock<Regex> = OnceLock::new();
+    let vllm_rank = re(
+        &VLLM_RANK,
+        r"^(?:(?P<key>.+)-rank-|(?:(?P<prefix>.+)_)?rank)(?P<rank>\d+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?$",
+    );
+    let node = re(&NODE, r"(?i)(?:^|[^a-z])node[-_]?\d");
+    let c = vllm_rank
+        .captures(name)
+        .filter(|c| c.name("prefix").is_none_or(|p| !node.is_match(p.as_str())))?;
+    let ms = c["ns"].len() == 13;
+    Some(Parsed {
+        naming: if ms { Naming::Generic } else { Naming::Vllm },
+        key: c
+            .name("key")
+            .or(c.name("prefix"))
+            // No prefix: `rank{r}.{ns}` is also torch's handler with `worker_name=f"rank{r}"`
+            // (a training run's), so the profile is not called vLLM's.
+            .map_or("rank", |m| m.as_str())
+            .to_string(),
+        stage: None,
+        id: RankId {
+            rank: num(&c, "rank"),
+            ..Default::default()
+        },
+        ns: c["ns"].parse().ok(),
+    })
+}
+
+/// The start of [`cuda_graph_name`]'s names.
+const CUDA_GRAPH: &str = "cuda_graph_capture-";
+
+/// SGLang's CUDA-graph capture trace (`SGLANG_ENABLE_CUDA_GRAPH_CAPTURE_TRACE=1`,
+/// `export_cuda_graph_capture_trace` in `profile_utils.py`): one profile per runner.
+fn cuda_graph_name(name: &str) -> Option<Parsed> {
+    let rest = name.strip_prefix(CUDA_GRAPH)?;
+    let (runner, tp) = rest
+        .strip_suffix(".json.gz")
+        .or_else(|| rest.strip_suffix(".json"))?
+        .rsplit_once("-TP-")?;
+    Some(Parsed {
+        naming: Naming::Sglang,
+        key: format!("cuda_graph_capture-{runner}"),
+        stage: None,
+        id: RankId {
+            tp: Some(tp.parse().ok()?),
+            ..Default::default()
+        },
+        ns: None,
+    })
+}
+
+/// Any name with a rank or worker number (`…rank3….json`, `worker-3.sqlite`): the text around
+/// the number is the run's key.
+fn generic_name(name: &str) -> Option<Parsed> {
+    static GENERIC: OnceLock<Regex> = OnceLock::new();
     let generic = re(
         &GENERIC,
         r"(?i)^(?P<key>.*?)[-_.]?(?:rank[-_]?|worker[-_]?)(?P<rank>\d+)(?P<rest>[^/]*?)\.(?:json(?:\.gz)?|sqlite|nsys-rep)$",
     );
-    if let Some(c) = generic.captures(name) {
-        let mut key = c["key"].trim_matches(['-', '_', '.']).to_string();
-        let rest = c["rest"]
-            .trim_end_matches(".trace")
-            .trim_end_matches(".pt")
-            .trim_matches(['-', '_', '.']);
-        if !rest.is_empty() {
-            key = if key.is_empty() {
-                rest.to_string()
-            } else {
-                format!("{key}-{rest}")
-            };
-        }
-        if key.is_empty() {
-            key = "trace".into();
-        }
-        return Some(Parsed {
-            naming: Naming::Generic,
-            key,
-            stage: None,
-            id: RankId {
-                rank: num(&c, "rank"),
-                ..Default::default()
-            },
-            ns: None,
-        });
+    let c = generic.captures(name)?;
+    let mut key = c["key"].trim_matches(['-', '_', '.']).to_string();
+    let rest = c["rest"]
+        .trim_end_matches(".trace")
+        .trim_end_matches(".pt")
+        .trim_matches(['-', '_', '.']);
+    if !rest.is_empty() {
+        key = if key.is_empty() {
+            rest.to_string()
+        } else {
+            format!("{key}-{rest}")
+        };
     }
-    nsys_name(name)
+    if key.is_empty() {
+        key = "trace".into();
+    }
+    Some(Parsed {
+        naming: Naming::Generic,
+        key,
+        stage: None,
+        id: RankId {
+            rank: num(&c, "rank"),
+            ..Default::default()
+        },
+        ns: None,
+    })
 }
 
 /// An Nsight Systems export named by `nsys profile -o NAME_%q{RANK}` (or `%q{SLURM_PROCID}`,
