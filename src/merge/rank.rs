@@ -314,21 +314,9 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
     }
     let written = out.written;
     let mut w = out.w;
-    let mut added = 0u64;
     let mut missing: Vec<_> = out.pids.into_iter().filter(|(_, m)| !m.has_sort).collect();
     missing.sort_by(|a, b| a.0.cmp(&b.0));
-    for (pid, meta) in missing {
-        let buf = w.buf();
-        if written + added > 0 {
-            buf.extend_from_slice(b",\n");
-        }
-        buf.extend_from_slice(b"{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":");
-        escape::write_string(buf, &format!("{} {pid}", job.label));
-        buf.extend_from_slice(b",\"tid\":0,\"args\":{\"sort_index\":");
-        buf.extend_from_slice(ctx.sort_index(meta.int).to_string().as_bytes());
-        buf.extend_from_slice(b"}}");
-        added += 1;
-    }
+    let added = add_sort_indexes(w.buf(), written, &missing, &job.label, &ctx);
     Ok(RankOut {
         report,
         written,
@@ -342,6 +330,31 @@ pub(crate) fn write_rank(job: &RankJob) -> Result<RankOut, RankError> {
         window_held,
         perfetto: None,
     })
+}
+
+/// A `process_sort_index` metadata event for each process (`missing`: pid and what the rank
+/// saw of it) whose trace has none, after the `written` events already in `buf`, so the
+/// viewer keeps the ranks in order. Returns how many were added.
+fn add_sort_indexes(
+    buf: &mut Vec<u8>,
+    written: u64,
+    missing: &[(String, PidMeta)],
+    label: &str,
+    ctx: &Ctx,
+) -> u64 {
+    let mut added = 0u64;
+    for (pid, meta) in missing {
+        if written + added > 0 {
+            buf.extend_from_slice(b",\n");
+        }
+        buf.extend_from_slice(b"{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":");
+        escape::write_string(buf, &format!("{label} {pid}"));
+        buf.extend_from_slice(b",\"tid\":0,\"args\":{\"sort_index\":");
+        buf.extend_from_slice(ctx.sort_index(meta.int).to_string().as_bytes());
+        buf.extend_from_slice(b"}}");
+        added += 1;
+    }
+    added
 }
 
 /// What a rank's read found, besides its output.
