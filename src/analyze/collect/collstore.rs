@@ -290,7 +290,7 @@ impl RankColls {
             .map(|l| uniq.binary_search(&l).unwrap_or(0) as u32)
             .collect();
         let mut counts = vec![0usize; uniq.len()];
-        let mut by_label = Spool::default();
+        let mut by_label = evs.like();
         for e in evs.sorted_by(|_: &CollEv| ())? {
             let mut e = e?;
             e.key = id_of.get(e.key as usize).copied().unwrap_or(0);

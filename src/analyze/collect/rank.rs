@@ -451,7 +451,7 @@ type Intervals = Vec<(i64, i64)>;
 /// The collectives again, and their intervals (start to the end of their waits) sorted by
 /// start: a CPU-only trace's communication.
 fn waited(colls: Spool<CollEv>) -> Result<(Spool<CollEv>, Intervals)> {
-    let mut out = Spool::default();
+    let mut out = colls.like();
     let mut ivs = Vec::new();
     for c in colls.sorted_by(|c: &CollEv| (c.start, c.seq))? {
         let c = c?;

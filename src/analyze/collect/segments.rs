@@ -47,8 +47,8 @@ fn step_start(marks: &[Mark], start: i64) -> Option<i64> {
 
 /// [`prepare`]; the query points only when `want` (an in-memory union needs none).
 fn with_prev(colls: Spool<CollEv>, marks: &[Mark], want: bool) -> Result<Prepared> {
-    let mut out = Spool::default();
-    let mut queries = Spool::default();
+    let mut out = colls.like();
+    let mut queries = colls.like();
     let mut prev: Option<i64> = None;
     let mut first = true;
     for c in colls.sorted_by(|c: &CollEv| (c.start, c.end, c.seq))? {
@@ -89,12 +89,13 @@ pub(crate) struct Cumulative {
 
 impl Cumulative {
     pub(crate) fn new(queries: Spool<(i64, i64)>) -> Result<Cumulative> {
+        let answers = queries.like();
         let mut queries = queries.sorted_by(|q: &(i64, i64)| *q)?;
         let next = queries.next().transpose()?;
         Ok(Cumulative {
             queries,
             next,
-            answers: Spool::default(),
+            answers,
             closed: 0,
             open: None,
         })
@@ -151,7 +152,7 @@ pub(crate) fn finish(
     answers: Spool<(i64, i64)>,
     marks: &[Mark],
 ) -> Result<Spool<CollEv>> {
-    let mut out = Spool::default();
+    let mut out = colls.like();
     let mut ans = answers.sorted_by(|a: &(i64, i64)| *a)?;
     let mut cur = ans.next().transpose()?;
     for c in colls.sorted_by(|c: &CollEv| c.seq)? {
@@ -215,7 +216,7 @@ pub(crate) fn fill_in_memory(
     marks: &[Mark],
 ) -> Result<Spool<CollEv>> {
     let (ordered, _) = with_prev(colls, marks, false)?;
-    let mut out = Spool::default();
+    let mut out = ordered.like();
     for c in ordered.sorted_by(|c: &CollEv| c.seq)? {
         let mut c = c?;
         if c.prev_end != NO_PREV && c.prev_end < c.start {
@@ -247,7 +248,7 @@ pub(crate) fn extend_by_waits(
     mut waits: impl Iterator<Item = Result<(i64, i64)>>,
     compute_starts: &[i64],
 ) -> Result<Spool<CollEv>> {
-    let mut out = Spool::default();
+    let mut out = colls.like();
     let mut sorted = colls.sorted_by(|c: &CollEv| (c.start, c.seq))?.peekable();
     let mut next_wait = waits.next().transpose()?;
     while let Some(c) = sorted.next() {

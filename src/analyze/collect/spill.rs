@@ -119,6 +119,13 @@ impl<T: Rec> Spool<T> {
         }
     }
 
+    /// An empty spool that keeps as many records in memory as `self` does: what a pass that
+    /// turns one spool into another writes to, so a rank that fits in memory on the way in
+    /// is not spilled on the way through.
+    pub(crate) fn like<U: Rec>(&self) -> Spool<U> {
+        Spool::with_cap(self.cap)
+    }
+
     /// Records pushed so far.
     pub(crate) fn len(&self) -> u64 {
         self.len

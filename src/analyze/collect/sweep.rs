@@ -232,7 +232,7 @@ fn assign_steps(
     launches: Spool<(i64, i64)>,
     marks: &[Mark],
 ) -> Result<Spool<GpuIv>> {
-    let mut out = Spool::default();
+    let mut out = ops.like();
     let mut ls = launches.sorted_by(|l: &(i64, i64)| *l)?;
     let mut cur = ls.next().transpose()?;
     for g in ops.sorted_by(|g: &GpuIv| g.corr)? {
