@@ -36,7 +36,8 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::path::acc::Acc;
-use crate::analyze::collect::collstore::RankColls;
+use crate::analyze::collect::collector::CollEv;
+use crate::analyze::collect::collstore::{Cursor, RankColls};
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;
 use crate::analyze::stats::argmax;
@@ -242,9 +243,48 @@ pub(crate) fn analyze_into(
     per_rank: &[RankColls],
     source: &str,
     top_n: usize,
-    mut path: Option<&mut Acc>,
+    path: Option<&mut Acc>,
 ) -> Result<CollectiveReport> {
-    let mut rep = CollectiveReport {
+    let mut m = Matcher {
+        ranks,
+        per_rank,
+        top_n,
+        path,
+        rep: empty_report(ranks, worlds, per_rank, source),
+        worst: BinaryHeap::new(),
+        origin: i64::MAX,
+    };
+    for (w, all) in worlds.iter().enumerate() {
+        if all.len() >= 2 {
+            m.world(w, all)?;
+        }
+    }
+    let Matcher {
+        mut rep,
+        worst,
+        origin,
+        ..
+    } = m;
+    rep.worst = worst_instances(worst, ranks, origin);
+    if let Some((share, r)) = straggler(&rep) {
+        rep.straggler = Some(ranks[r].clone());
+        rep.straggler_pct = 100.0 * share;
+    }
+    if rep.matched == 0 && ranks.len() > 1 {
+        rep.notes
+            .push("no collective could be matched across ranks".to_string());
+    }
+    Ok(rep)
+}
+
+/// The report before any matching: one row per rank, its world and its count of collectives.
+fn empty_report(
+    ranks: &[String],
+    worlds: &[Vec<usize>],
+    per_rank: &[RankColls],
+    source: &str,
+) -> CollectiveReport {
+    CollectiveReport {
         source: source.to_string(),
         worlds: worlds
             .iter()
@@ -262,14 +302,38 @@ pub(crate) fn analyze_into(
             .collect(),
         tie_tolerance_ns: TIE_TOLERANCE_NS,
         ..Default::default()
-    };
-    // Smallest skew at the top, to keep the largest top_n.
-    let mut worst: BinaryHeap<Reverse<Worst>> = BinaryHeap::new();
-    let mut origin = i64::MAX;
-    for (w, all) in worlds.iter().enumerate() {
-        if all.len() < 2 {
-            continue;
-        }
+    }
+}
+
+/// The matching in progress: the report filled in, the largest skews kept (smallest at the
+/// top, to keep the largest `top_n`), and the earliest matched start (the origin of `t_ms`).
+struct Matcher<'a, 'p> {
+    ranks: &'a [String],
+    per_rank: &'a [RankColls],
+    top_n: usize,
+    path: Option<&'p mut Acc>,
+    rep: CollectiveReport,
+    worst: BinaryHeap<Reverse<Worst>>,
+    origin: i64,
+}
+
+/// One key's collectives as they are matched: per member, how often it arrived last; the
+/// skews; the name mismatches and ties; the first collective's name.
+#[derive(Default)]
+struct KeyTally {
+    last_count: Vec<usize>,
+    skew_sum: i128,
+    skew_max: i64,
+    mismatches: usize,
+    ties: usize,
+    first_name: String,
+}
+
+impl Matcher<'_, '_> {
+    /// Every key (process group and stream) of world `w` (its ranks `all`), in order; each
+    /// rank's cursor moves past every record of the key, matched or not.
+    fn world(&mut self, w: usize, all: &[usize]) -> Result<()> {
+        let per_rank = self.per_rank;
         let mut keys: BTreeSet<&String> = BTreeSet::new();
         for &r in all {
             keys.extend(per_rank[r].keys());
@@ -280,144 +344,181 @@ pub(crate) fn analyze_into(
         let mut subset_keys = 0usize;
         for key in keys {
             let lens: Vec<usize> = all.iter().map(|&r| per_rank[r].len_of(key)).collect();
-            if point_to_point(key) {
-                for (c, &l) in curs.iter_mut().zip(&lens) {
-                    c.skip(l)?;
-                }
-                let note = format!(
-                    "{key}: point-to-point transfers are not matched across ranks (the trace names no peer, and the n-th send of one rank is no other rank's n-th)"
-                );
-                if !rep.notes.contains(&note) {
-                    rep.notes.push(note);
-                }
-                continue;
-            }
-            // The ranks that have the key, and their counts.
-            let (members, plens): (Vec<usize>, Vec<usize>) = all
-                .iter()
-                .zip(&lens)
-                .filter(|(_, &l)| l > 0)
-                .map(|(&r, &l)| (r, l))
-                .unzip();
-            if members.len() < all.len() {
-                subset_keys += 1;
-            }
-            let n = if members.len() < 2 {
+            let matched = if point_to_point(key) {
+                self.p2p_note(key);
                 0
             } else {
-                plens.iter().copied().min().unwrap_or(0)
+                subset_keys += usize::from(lens.contains(&0));
+                self.key(w, all, key, &lens, &mut curs)?
             };
-            let most = plens.iter().copied().max().unwrap_or(0);
-            if members.len() >= 2 && most > n {
-                rep.notes.push(format!(
-                    "{key}: ranks have different numbers of collectives ({}); the first {n} are matched",
-                    counts_note(&members, &plens, ranks)
-                ));
-            }
-            if n == 0 {
-                for (c, &l) in curs.iter_mut().zip(&lens) {
-                    c.skip(l)?;
-                }
-                continue;
-            }
-            let mut last_count = vec![0usize; members.len()];
-            let (mut skew_sum, mut skew_max) = (0i128, 0i64);
-            let (mut mismatches, mut ties) = (0usize, 0usize);
-            let mut first_name = String::new();
-            for i in 0..n {
-                let recs = curs
-                    .iter_mut()
-                    .zip(&lens)
-                    .filter(|(_, &l)| l > 0)
-                    .map(|(c, _)| c.next_of(key))
-                    .collect::<Result<Vec<_>>>()?;
-                let name_of = |m: usize| per_rank[members[m]].name(recs[m].name);
-                let starts: Vec<i64> = recs.iter().map(|r| r.start).collect();
-                let lo = *starts.iter().min().unwrap_or(&0);
-                let hi = *starts.iter().max().unwrap_or(&0);
-                let late = latest(&starts);
-                origin = origin.min(lo);
-                let skew = hi - lo;
-                skew_sum += i128::from(skew);
-                skew_max = skew_max.max(skew);
-                if let [last] = late[..] {
-                    last_count[last] += 1;
-                    rep.ranks[members[last]].arrived_last += 1;
-                } else {
-                    ties += 1;
-                }
-                if let Some(acc) = path.as_deref_mut() {
-                    acc.add(
-                        w,
-                        key,
-                        i,
-                        name_of(0),
-                        &members,
-                        &recs,
-                        late.first().copied().unwrap_or(0),
-                        late.len() != 1,
-                    );
-                }
-                if (1..members.len()).any(|m| name_of(m) != name_of(0)) {
-                    mismatches += 1;
-                }
-                if i == 0 {
-                    first_name = name_of(0).to_string();
-                }
-                for (m, &r) in members.iter().enumerate() {
-                    rep.ranks[r].wait_ns += hi - starts[m];
-                    rep.ranks[r].matched += 1;
-                }
-                let item = (
-                    skew,
-                    w,
-                    key.clone(),
-                    i,
-                    name_of(0).to_string(),
-                    late.iter().map(|&m| members[m]).collect(),
-                    lo,
-                );
-                if worst.len() < top_n {
-                    worst.push(Reverse(item));
-                } else if worst.peek().is_some_and(|Reverse(min)| skew > min.0) {
-                    worst.pop();
-                    worst.push(Reverse(item));
-                }
-            }
             for (c, &l) in curs.iter_mut().zip(&lens) {
-                c.skip(if l > 0 { l - n } else { 0 })?;
+                c.skip(l.saturating_sub(matched))?;
             }
-            rep.matched += n;
-            rep.ties += ties;
-            let lm = argmax(&last_count.iter().map(|&c| c as i64).collect::<Vec<_>>())
-                .filter(|&m| last_count[m] > 0);
-            if mismatches > 0 {
-                rep.notes.push(format!(
-                    "{key}: {mismatches} of {n} matched collectives have different names on different ranks"
-                ));
-            }
-            rep.groups.push(GroupRow {
-                world: w,
-                key: key.clone(),
-                name: first_name,
-                matched: n,
-                mean_skew_ns: (skew_sum as f64) / n as f64,
-                max_skew_ns: skew_max,
-                last_most: lm.map_or_else(String::new, |m| ranks[members[m]].clone()),
-                last_most_count: lm.map_or(0, |m| last_count[m]),
-                ties,
-                name_mismatches: mismatches,
-            });
         }
         if subset_keys > 0 {
-            rep.notes.push(format!(
+            self.rep.notes.push(format!(
                 "{subset_keys} process group(s) are on only some of the {} ranks of their world \
                  (as DP attention's attention-TP groups are): their collectives are matched among \
                  the ranks that have them",
                 all.len()
             ));
         }
+        Ok(())
     }
+
+    /// Point-to-point transfers are not matched: said once per key.
+    fn p2p_note(&mut self, key: &str) {
+        let note = format!(
+            "{key}: point-to-point transfers are not matched across ranks (the trace names no peer, and the n-th send of one rank is no other rank's n-th)"
+        );
+        if !self.rep.notes.contains(&note) {
+            self.rep.notes.push(note);
+        }
+    }
+
+    /// Matches the first `n` collectives of `key` among the ranks of `all` that have it (`n`:
+    /// the fewest any of them has), by position; returns `n`. `lens`: each rank's count.
+    fn key(
+        &mut self,
+        w: usize,
+        all: &[usize],
+        key: &String,
+        lens: &[usize],
+        curs: &mut [Cursor<'_>],
+    ) -> Result<usize> {
+        // The ranks that have the key, and their counts.
+        let (members, plens): (Vec<usize>, Vec<usize>) = all
+            .iter()
+            .zip(lens)
+            .filter(|(_, &l)| l > 0)
+            .map(|(&r, &l)| (r, l))
+            .unzip();
+        let n = if members.len() < 2 {
+            0
+        } else {
+            plens.iter().copied().min().unwrap_or(0)
+        };
+        let most = plens.iter().copied().max().unwrap_or(0);
+        if members.len() >= 2 && most > n {
+            self.rep.notes.push(format!(
+                "{key}: ranks have different numbers of collectives ({}); the first {n} are matched",
+                counts_note(&members, &plens, self.ranks)
+            ));
+        }
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut t = KeyTally {
+            last_count: vec![0usize; members.len()],
+            ..Default::default()
+        };
+        for i in 0..n {
+            let recs = curs
+                .iter_mut()
+                .zip(lens)
+                .filter(|(_, &l)| l > 0)
+                .map(|(c, _)| c.next_of(key))
+                .collect::<Result<Vec<_>>>()?;
+            self.one(w, key, i, &members, &recs, &mut t);
+        }
+        self.rep.matched += n;
+        self.rep.ties += t.ties;
+        let lm = argmax(&t.last_count.iter().map(|&c| c as i64).collect::<Vec<_>>())
+            .filter(|&m| t.last_count[m] > 0);
+        if t.mismatches > 0 {
+            self.rep.notes.push(format!(
+                "{key}: {} of {n} matched collectives have different names on different ranks",
+                t.mismatches
+            ));
+        }
+        self.rep.groups.push(GroupRow {
+            world: w,
+            key: key.clone(),
+            name: t.first_name,
+            matched: n,
+            mean_skew_ns: (t.skew_sum as f64) / n as f64,
+            max_skew_ns: t.skew_max,
+            last_most: lm.map_or_else(String::new, |m| self.ranks[members[m]].clone()),
+            last_most_count: lm.map_or(0, |m| t.last_count[m]),
+            ties: t.ties,
+            name_mismatches: t.mismatches,
+        });
+        Ok(n)
+    }
+
+    /// The `i`-th collective of `key`, one record per member: its skew, its last arriver (or a
+    /// tie), each member's wait, the critical path's segment, and the largest skews kept.
+    fn one(
+        &mut self,
+        w: usize,
+        key: &str,
+        i: usize,
+        members: &[usize],
+        recs: &[CollEv],
+        t: &mut KeyTally,
+    ) {
+        let per_rank = self.per_rank;
+        let name_of = |m: usize| per_rank[members[m]].name(recs[m].name);
+        let starts: Vec<i64> = recs.iter().map(|r| r.start).collect();
+        let lo = *starts.iter().min().unwrap_or(&0);
+        let hi = *starts.iter().max().unwrap_or(&0);
+        let late = latest(&starts);
+        self.origin = self.origin.min(lo);
+        let skew = hi - lo;
+        t.skew_sum += i128::from(skew);
+        t.skew_max = t.skew_max.max(skew);
+        if let [last] = late[..] {
+            t.last_count[last] += 1;
+            self.rep.ranks[members[last]].arrived_last += 1;
+        } else {
+            t.ties += 1;
+        }
+        if let Some(acc) = self.path.as_deref_mut() {
+            acc.add(
+                w,
+                key,
+                i,
+                name_of(0),
+                members,
+                recs,
+                late.first().copied().unwrap_or(0),
+                late.len() != 1,
+            );
+        }
+        if (1..members.len()).any(|m| name_of(m) != name_of(0)) {
+            t.mismatches += 1;
+        }
+        if i == 0 {
+            t.first_name = name_of(0).to_string();
+        }
+        for (m, &r) in members.iter().enumerate() {
+            self.rep.ranks[r].wait_ns += hi - starts[m];
+            self.rep.ranks[r].matched += 1;
+        }
+        let item = (
+            skew,
+            w,
+            key.to_string(),
+            i,
+            name_of(0).to_string(),
+            late.iter().map(|&m| members[m]).collect(),
+            lo,
+        );
+        if self.worst.len() < self.top_n {
+            self.worst.push(Reverse(item));
+        } else if self.worst.peek().is_some_and(|Reverse(min)| skew > min.0) {
+            self.worst.pop();
+            self.worst.push(Reverse(item));
+        }
+    }
+}
+
+/// The largest skews kept, largest first, as instances (`t_ms` from `origin`).
+fn worst_instances(
+    worst: BinaryHeap<Reverse<Worst>>,
+    ranks: &[String],
+    origin: i64,
+) -> Vec<Instance> {
     let mut worst: Vec<_> = worst.into_iter().map(|Reverse(x)| x).collect();
     worst.sort_by(|a, b| {
         b.0.cmp(&a.0)
@@ -425,7 +526,7 @@ pub(crate) fn analyze_into(
             .then(a.2.cmp(&b.2))
             .then(a.3.cmp(&b.3))
     });
-    rep.worst = worst
+    worst
         .into_iter()
         .map(|(skew, world, key, index, name, last, lo)| Instance {
             world,
@@ -441,9 +542,13 @@ pub(crate) fn analyze_into(
                 .join(" = "),
             t_ms: (lo - origin) as f64 / 1e6,
         })
-        .collect();
-    // The straggler: most last arrivals, relative to the collectives its world matched, and
-    // more than an even split among the world's ranks would give (jitter alone spreads them).
+        .collect()
+}
+
+/// The straggler (its share of last arrivals, its rank): most last arrivals, relative to the
+/// collectives its world matched, and more than an even split among the world's ranks would
+/// give (jitter alone spreads them).
+fn straggler(rep: &CollectiveReport) -> Option<(f64, usize)> {
     let mut best: Option<(f64, usize)> = None;
     for (r, row) in rep.ranks.iter().enumerate() {
         let world_matched = rep
@@ -464,15 +569,7 @@ pub(crate) fn analyze_into(
             best = Some((share, r));
         }
     }
-    if let Some((share, r)) = best {
-        rep.straggler = Some(ranks[r].clone());
-        rep.straggler_pct = 100.0 * share;
-    }
-    if rep.matched == 0 && ranks.len() > 1 {
-        rep.notes
-            .push("no collective could be matched across ranks".to_string());
-    }
-    Ok(rep)
+    best
 }
 
 #[cfg(test)]
