@@ -17,6 +17,7 @@ mod frames;
 mod input;
 mod machine;
 mod replay;
+mod words;
 
 use std::io::{BufReader, Read};
 use std::path::Path;
