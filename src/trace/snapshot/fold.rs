@@ -22,38 +22,44 @@ use rustc_hash::FxHashMap;
 
 use super::frames::{FrameTable, NO_FRAMES, NO_USER_FRAME};
 use super::replay::{tally, Action, Entry, Groups, Replay, Replayed};
+use super::words::Word;
 
-/// A value on the pickle machine's stack.
+/// A value on the pickle machine's stack. Every payload is one 8-byte scalar (the frame
+/// numbers are `u32`s widened, a string is a thin pointer: [`Text`]), so that a value is two
+/// words the compiler keeps in registers: a memo `GET` (70 % of a snapshot's opcodes) pushes
+/// it with two stores. With mixed payloads (a `Rc<str>`, `u32`s; 24 bytes) each value pushed
+/// was built in a stack slot a byte and a word at a time and copied from there with one
+/// 16-byte load, which stalls until those stores retire (store forwarding fails): a third of
+/// the read.
 pub(crate) enum Value {
     Int(i64),
-    Str(Rc<str>),
+    /// A string the reader acts on ([`Word`]: a key, an action).
+    Word(Word),
+    /// Any other string.
+    Str(Text),
     /// Anything not kept: `None`, floats, bytes, large integers, tuples, objects, a memo entry
     /// that was not kept.
     Opaque,
     Dict(Box<Dict>),
     List(Box<List>),
-    /// A frame, by number.
-    Frame(u32),
-    /// A finished list of frames: its group.
-    Frames(u32),
+    /// A frame, by number (a `u32`).
+    Frame(u64),
+    /// A finished list of frames: its group (a `u32`).
+    Frames(u64),
 }
+
+/// A string on the stack: a thin pointer (see [`Value`]).
+pub(crate) type Text = Rc<Box<str>>;
+
+const _: () = assert!(std::mem::size_of::<Value>() == 16);
 
 /// A memo entry kept for later `GET`s.
 #[derive(Clone)]
 pub(crate) enum Kept {
-    Str(Rc<str>),
-    Frame(u32),
-    Frames(u32),
-}
-
-impl Kept {
-    pub(crate) fn value(&self) -> Value {
-        match self {
-            Kept::Str(s) => Value::Str(Rc::clone(s)),
-            Kept::Frame(f) => Value::Frame(*f),
-            Kept::Frames(g) => Value::Frames(*g),
-        }
-    }
+    Word(Word),
+    Str(Text),
+    Frame(u64),
+    Frames(u64),
 }
 
 /// The memo entries kept, and the bytes of the strings among them. The first [`DENSE`] slots
@@ -69,7 +75,7 @@ pub(crate) struct Memo {
     pub dropped_strs: u64,
 }
 
-/// Slots below this are kept in a vector (at most 24 MiB).
+/// Slots below this are kept in a vector (at most 16 MiB).
 const DENSE: usize = 1 << 20;
 
 /// The most string bytes the memo keeps (then strings are no longer kept; a later `GET` of
@@ -79,17 +85,17 @@ pub(crate) const MEMO_STR_BUDGET: usize = 64 << 20;
 const MEMO_STR_MAX: usize = 4096;
 
 impl Memo {
+    /// What `slot` keeps, if anything.
     #[inline]
-    pub(crate) fn get(&self, slot: u32) -> Value {
+    pub(crate) fn get(&self, slot: u32) -> Option<&Kept> {
         let s = slot as usize;
-        let k = if s < DENSE {
+        if s < DENSE {
             self.dense.get(s).and_then(Option::as_ref)
         } else if self.sparse.is_empty() {
             None
         } else {
             self.sparse.get(&slot)
-        };
-        k.map_or(Value::Opaque, Kept::value)
+        }
     }
 
     pub(crate) fn put(&mut self, slot: u32, k: Kept) {
@@ -105,13 +111,27 @@ impl Memo {
     }
 
     /// Keeps a string under `slot` while the budget lasts.
-    pub(crate) fn put_str(&mut self, slot: u32, s: &Rc<str>) {
-        if s.len() > MEMO_STR_MAX || self.str_bytes + s.len() > MEMO_STR_BUDGET {
-            self.dropped_strs += 1;
-            return;
+    pub(crate) fn put_str(&mut self, slot: u32, s: &Text) {
+        if self.spend(s.len()) {
+            self.put(slot, Kept::Str(Rc::clone(s)));
         }
-        self.str_bytes += s.len();
-        self.put(slot, Kept::Str(Rc::clone(s)));
+    }
+
+    /// Keeps a word under `slot` while the budget lasts (its text counts as a string's).
+    pub(crate) fn put_word(&mut self, slot: u32, w: Word) {
+        if self.spend(w.text().len()) {
+            self.put(slot, Kept::Word(w));
+        }
+    }
+
+    /// Whether a string of `len` bytes may be kept (and if so, counts it).
+    fn spend(&mut self, len: usize) -> bool {
+        if len > MEMO_STR_MAX || self.str_bytes + len > MEMO_STR_BUDGET {
+            self.dropped_strs += 1;
+            return false;
+        }
+        self.str_bytes += len;
+        true
     }
 }
 
@@ -139,31 +159,27 @@ pub(crate) struct Dict {
 impl Dict {
     /// Takes one key and value (`SETITEM`).
     pub(crate) fn set(&mut self, key: &Value, v: Value) {
-        let Value::Str(k) = key else {
+        let Value::Word(k) = key else {
             return;
         };
         let int = |v: &Value| match v {
             Value::Int(i) => Some(*i),
             _ => None,
         };
-        let text = |v: Value| match v {
-            Value::Str(s) => Some(s),
-            _ => None,
-        };
-        match &**k {
-            "action" => self.action = text(v).map(|s| Action::of(&s)),
-            "state" => self.state = text(v),
-            "addr" | "address" => self.addr = int(&v),
-            "size" => self.size = int(&v),
-            "time_us" => self.time_us = int(&v),
-            "device" => self.device = int(&v),
-            "total_size" => self.total_size = int(&v),
-            "allocated_size" => self.allocated_size = int(&v),
-            "filename" => self.filename = text(v),
-            "name" => self.name = text(v),
-            "line" => self.line = int(&v),
-            "frames" => self.frames = frames_of(v),
-            "blocks" => {
+        match k {
+            Word::Action => self.action = action_of(&v),
+            Word::State => self.state = text(v),
+            Word::Addr | Word::Address => self.addr = int(&v),
+            Word::Size => self.size = int(&v),
+            Word::TimeUs => self.time_us = int(&v),
+            Word::Device => self.device = int(&v),
+            Word::TotalSize => self.total_size = int(&v),
+            Word::AllocatedSize => self.allocated_size = int(&v),
+            Word::Filename => self.filename = text(v),
+            Word::Name => self.name = text(v),
+            Word::Line => self.line = int(&v),
+            Word::Frames => self.frames = frames_of(v),
+            Word::Blocks => {
                 if let Value::List(l) = v {
                     self.blocks = Some(match l.kind {
                         Kind::Blocks(b) => b,
@@ -171,7 +187,7 @@ impl Dict {
                     });
                 }
             }
-            _ => {}
+            Word::Alloc | Word::FreeCompleted | Word::Oom => {}
         }
     }
 
@@ -194,10 +210,31 @@ impl Dict {
     }
 }
 
+/// A string value's text (a frame's file and function, a block's state: once each; a word's,
+/// rarely: a function named `size`).
+fn text(v: Value) -> Option<Rc<str>> {
+    match v {
+        Value::Str(s) => Some(Rc::from(&**s)),
+        Value::Word(w) => Some(w.text().into()),
+        _ => None,
+    }
+}
+
+/// What an `action` value does: any string is an action, the replay tells three apart.
+fn action_of(v: &Value) -> Option<Action> {
+    match v {
+        Value::Word(Word::Alloc) => Some(Action::Alloc),
+        Value::Word(Word::FreeCompleted) => Some(Action::FreeCompleted),
+        Value::Word(Word::Oom) => Some(Action::Oom),
+        Value::Word(_) | Value::Str(_) => Some(Action::Other),
+        _ => None,
+    }
+}
+
 /// The group and memo slot of a `frames` value.
 fn frames_of(v: Value) -> Option<(u32, Option<u32>)> {
     match v {
-        Value::Frames(g) => Some((g, None)),
+        Value::Frames(g) => Some((g as u32, None)),
         Value::List(l) => Some((l.group(), l.slot)),
         _ => None,
     }
@@ -297,7 +334,10 @@ impl List {
         let index = self.len;
         self.len += 1;
         match item {
-            Value::Frame(id) => self.add_frame(id, sink.frames.is_user(id)),
+            Value::Frame(id) => {
+                let id = id as u32;
+                self.add_frame(id, sink.frames.is_user(id));
+            }
             Value::Dict(d) => self.push_dict(*d, sink, memo),
             Value::List(l) => match l.kind {
                 Kind::Entries(r) => sink.trace(index as i64, r.finish()),
@@ -322,14 +362,14 @@ impl List {
             };
             let id = sink.frames.intern(file, d.line.unwrap_or(0), name);
             if let Some(s) = d.slot {
-                memo.put(s, Kept::Frame(id));
+                memo.put(s, Kept::Frame(id.into()));
             }
             self.add_frame(id, sink.frames.is_user(id));
         } else if d.is_segment() {
             sink.segment(&d);
         } else if d.is_block() {
             if let Some((g, Some(slot))) = d.frames {
-                memo.put(slot, Kept::Frames(g));
+                memo.put(slot, Kept::Frames(g.into()));
             }
             self.add_block(&d);
         }

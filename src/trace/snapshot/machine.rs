@@ -10,8 +10,9 @@
 use std::io::Read;
 use std::rc::Rc;
 
-use super::fold::{Dict, List, Memo, Sink, Value};
+use super::fold::{Dict, Kept, List, Memo, Sink, Value};
 use super::input::{Input, Stop, WINDOW};
+use super::words::Word;
 
 /// The machine's state over one file.
 pub(crate) struct Machine {
@@ -150,11 +151,15 @@ impl Machine {
             return Ok(());
         }
         let b = inp.take(n as usize)?;
-        let s: Rc<str> = match std::str::from_utf8(b) {
+        if let Some(w) = Word::of(b) {
+            self.stack.push(Value::Word(w));
+            return Ok(());
+        }
+        let s: Box<str> = match std::str::from_utf8(b) {
             Ok(s) => s.into(),
             Err(_) => String::from_utf8_lossy(b).into(),
         };
-        self.stack.push(Value::Str(s));
+        self.stack.push(Value::Str(Rc::new(s)));
         Ok(())
     }
 
@@ -183,11 +188,12 @@ impl Machine {
     fn put(&mut self, slot: u32) -> Result<(), Stop> {
         let memo = &mut self.memo;
         match self.stack.last_mut() {
+            Some(Value::Word(w)) => memo.put_word(slot, *w),
             Some(Value::Str(s)) => memo.put_str(slot, s),
             Some(Value::Dict(d)) => d.slot = Some(slot),
             Some(Value::List(l)) => l.slot = Some(slot),
-            Some(Value::Frame(f)) => memo.put(slot, super::fold::Kept::Frame(*f)),
-            Some(Value::Frames(g)) => memo.put(slot, super::fold::Kept::Frames(*g)),
+            Some(Value::Frame(f)) => memo.put(slot, Kept::Frame(*f)),
+            Some(Value::Frames(g)) => memo.put(slot, Kept::Frames(*g)),
             Some(_) => {}
             None => return Err(Stop::Bad("MEMOIZE on an empty stack".into(), 0)),
         }
@@ -252,8 +258,16 @@ impl Machine {
         Ok(())
     }
 
+    /// `GET`: what the memo kept under `slot`, else an opaque value.
+    #[inline]
     fn get(&mut self, slot: u32) {
-        let v = self.memo.get(slot);
+        let v = match self.memo.get(slot) {
+            Some(&Kept::Word(w)) => Value::Word(w),
+            Some(&Kept::Frame(f)) => Value::Frame(f),
+            Some(&Kept::Frames(g)) => Value::Frames(g),
+            Some(Kept::Str(s)) => Value::Str(Rc::clone(s)),
+            None => Value::Opaque,
+        };
         self.stack.push(v);
     }
 
@@ -361,6 +375,7 @@ impl Machine {
                 // Only what can be shared is duplicated; a container reads as opaque.
                 let v = match self.top()? {
                     Value::Int(i) => Value::Int(*i),
+                    Value::Word(w) => Value::Word(*w),
                     Value::Str(s) => Value::Str(Rc::clone(s)),
                     Value::Frame(f) => Value::Frame(*f),
                     Value::Frames(g) => Value::Frames(*g),

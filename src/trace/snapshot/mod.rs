@@ -4,8 +4,9 @@
 //!
 //! The files, bottom up: [`input`](self) (the byte window and offsets), `frames.rs` (the frame
 //! table and the top-user-frame rule, [`is_internal`]), `replay.rs` (a device's trace replayed),
-//! `fold.rs` (the stack's values, each piece folded as it is put in place), `machine.rs` (the
-//! pickle opcodes). No object tree is built: memory is a read window, the kept memo entries
+//! `words.rs` (the keys and actions recognised once, when a string is read), `fold.rs` (the
+//! stack's values, each piece folded as it is put in place), `machine.rs` (the pickle
+//! opcodes). No object tree is built: memory is a read window, the kept memo entries
 //! (strings, frames, blocks' stacks), the allocations live at one time and the frame groups.
 //!
 //! Damage (a truncated file, an opcode the reader does not know, a broken gzip member) stops
@@ -17,6 +18,7 @@ mod frames;
 mod input;
 mod machine;
 mod replay;
+mod words;
 
 use std::io::{BufReader, Read};
 use std::path::Path;

@@ -23,17 +23,6 @@ pub(crate) enum Action {
     Other,
 }
 
-impl Action {
-    pub(crate) fn of(s: &str) -> Action {
-        match s {
-            "alloc" => Action::Alloc,
-            "free_completed" => Action::FreeCompleted,
-            "oom" => Action::Oom,
-            _ => Action::Other,
-        }
-    }
-}
-
 /// One trace entry, as far as the replay needs it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
