@@ -327,10 +327,10 @@ impl RankEncoder {
             }
             t.extend_from_slice(&h.annotations);
             for &f in &h.flows {
-                pb::fixed64(t, e::FLOW_IDS, f);
+                pb::uint(t, e::FLOW_IDS_OLD, f);
             }
             for &f in &h.terminating {
-                pb::fixed64(t, e::TERMINATING_FLOW_IDS, f);
+                pb::uint(t, e::TERMINATING_FLOW_IDS_OLD, f);
             }
         });
         if let (Some(end), Some(seqs)) = (h.end, self.seqs.get_mut(&h.track)) {
@@ -364,11 +364,28 @@ impl RankEncoder {
         }
     }
 
-    /// A flow's id: its category and its id made unique across ranks as the JSON merge makes
-    /// it (`id * R + r`; a string id with the rank label), hashed together.
+    /// A flow's id, unique across the ranks as the JSON merge makes it (`id * R + r`) and
+    /// across its categories: for an integer id of one of Kineto's flow categories
+    /// ([`FLOW_CATS`]), `(id * R + r) * K + c + 1` with `c` the category's place of the
+    /// `K` (a varint of a few bytes, below 2^62); any other (a string id, another category,
+    /// a negative or huge id) is a hash of the category, the rank and the id with the top
+    /// bit set, so the two never meet.
     fn flow_id(&self, ev: &Event<'_>) -> Option<u64> {
+        let cat = ev.cat.raw().as_bytes();
+        if let (Id::Int(v), Some(c)) = (&ev.id, FLOW_CATS.iter().position(|&k| k == cat)) {
+            let small = v
+                .checked_mul(self.n)
+                .and_then(|x| x.checked_add(self.r))
+                .and_then(|x| x.checked_mul(FLOW_CATS.len() as i64))
+                .and_then(|x| x.checked_add(c as i64 + 1))
+                .and_then(|x| u64::try_from(x).ok())
+                .filter(|&x| x < SMALL_FLOW_IDS);
+            if small.is_some() {
+                return small;
+            }
+        }
         let mut h = Fnv::default();
-        h.write(ev.cat.raw().as_bytes());
+        h.write(cat);
         h.write(b"\0");
         match ev.id {
             Id::Int(v) => match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
@@ -381,7 +398,7 @@ impl RankEncoder {
             }
             Id::None => return None,
         }
-        Some(h.0)
+        Some(h.0 | 1 << 63)
     }
 
     fn instant(&mut self, ev: &Event<'_>, ts: Ns, out: &mut Vec<u8>) {
@@ -525,6 +542,14 @@ impl RankEncoder {
         }
     }
 }
+
+/// Kineto's flow categories (launch → kernel, forward → backward): their integer ids are
+/// made flow ids of a few bytes ([`RankEncoder::flow_id`]).
+const FLOW_CATS: &[&[u8]] = &[b"ac2g", b"fwdbwd"];
+
+/// Flow ids below this are the small ones; the hashed ones have the top bit set, and the
+/// merge's own (the critical path's, [`super::extras`]) are in between.
+const SMALL_FLOW_IDS: u64 = 1 << 62;
 
 /// `args` the `.pftrace` leaves out: Kineto's bookkeeping ids, which only link a Python
 /// function event to its parent and module (the slices' nesting shows the same) and number

@@ -75,6 +75,14 @@ pub(super) mod fields {
         pub(crate) const NAME_IID: u32 = 10;
         pub(crate) const TRACK_UUID: u32 = 11;
         pub(crate) const DOUBLE_COUNTER_VALUE: u32 = 44;
+        /// `flow_ids_old` (`repeated uint64`, varints), read by trace_processor when an event
+        /// has no `flow_ids` (47, `fixed64`): `MaybeParseTrackEventFlows` in
+        /// `src/trace_processor/importers/proto/track_event_event_importer.h`. A rank's ids
+        /// are small, a varint of 3 to 5 bytes where a `fixed64` takes 8.
+        pub(crate) const FLOW_IDS_OLD: u32 = 36;
+        /// `terminating_flow_ids_old` (`repeated uint64`), likewise in place of 48.
+        pub(crate) const TERMINATING_FLOW_IDS_OLD: u32 = 42;
+        /// `flow_ids` / `terminating_flow_ids` (`fixed64`): the critical path's, hashes.
         pub(crate) const FLOW_IDS: u32 = 47;
         pub(crate) const TERMINATING_FLOW_IDS: u32 = 48;
         pub(crate) const SLICE_BEGIN: u64 = 1;
