@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 use super::ext::{ArgFields, Kind};
 use super::fields::{annotation as a, clock, event as e, packet};
 use super::intern::{decoded, Interner, Table};
-use super::tracks::Tracks;
+use super::tracks::{Tracks, Uuids};
 use crate::merge::args::{each_arg, parse_i64, Arg, ArgKind};
 use crate::merge::memory;
 use crate::trace::read::event::Event;
@@ -71,6 +71,10 @@ pub(crate) struct RankEncoder {
     /// The numeric `args` as the rank's `TrackEvent` extension ([`super::ext`]).
     args: ArgFields,
     tracks: Tracks,
+    /// The ids of the rank's packet sequences, apart from its track uuids: the first is the
+    /// rank's own (its descriptors), the others a track's sequences in the order started, so
+    /// the busiest (first met) have the smallest (one byte below 128, on every packet).
+    seq_ids: Uuids,
     held: Option<Held>,
     pub(crate) stats: Stats,
 }
@@ -85,9 +89,8 @@ struct TrackSeqs {
     ends: BinaryHeap<Reverse<u64>>,
 }
 
-/// One packet sequence of a track: its id (the track's uuid for the first, a fresh uuid for
-/// the others: unique in the file), the last time written on its clock, once started, and
-/// its interned strings.
+/// One packet sequence of a track: its id (the rank's next sequence id: unique in the file),
+/// the last time written on its clock, once started, and its interned strings.
 struct Run {
     id: u64,
     last: Option<u64>,
@@ -116,8 +119,9 @@ impl RankEncoder {
     /// The encoder of the rank at `index` of `nranks`, named `label`, its clock moved by
     /// `shift`; its packets are on sequence `index + 2` (1 is the merge's own).
     pub(crate) fn new(index: usize, nranks: usize, label: &str, shift: Ns) -> Self {
+        let mut seq_ids = Uuids::new(index, nranks);
         RankEncoder {
-            seq: index as u64 + 2,
+            seq: seq_ids.fresh(),
             r: index as i64,
             n: nranks.max(1) as i64,
             label: label.to_string(),
@@ -125,6 +129,7 @@ impl RankEncoder {
             seqs: FxHashMap::default(),
             args: ArgFields::new(index),
             tracks: Tracks::new(index, nranks),
+            seq_ids,
             held: None,
             stats: Stats::default(),
         }
@@ -209,8 +214,9 @@ impl RankEncoder {
     /// latest not after `ts`, else one not started, else a new one ([`MAX_RUNS`] at most),
     /// else the first.
     fn pick(&mut self, track: u64, ts: u64) -> usize {
+        let ids = &mut self.seq_ids;
         let seqs = self.seqs.entry(track).or_insert_with(|| TrackSeqs {
-            runs: vec![Run::new(track)],
+            runs: vec![Run::new(ids.fresh())],
             ends: BinaryHeap::new(),
         });
         let mut best: Option<(u64, usize)> = None;
@@ -225,7 +231,7 @@ impl RankEncoder {
         match best.map(|b| b.1).or(idle) {
             Some(i) => i,
             None if seqs.runs.len() < MAX_RUNS => {
-                seqs.runs.push(Run::new(self.tracks.fresh_uuid()));
+                seqs.runs.push(Run::new(ids.fresh()));
                 seqs.runs.len() - 1
             }
             None => 0,
@@ -234,12 +240,13 @@ impl RankEncoder {
 
     /// The interner of sequence `run` of `track`.
     fn intern(&mut self, track: u64, run: usize) -> &mut Interner {
+        let ids = &mut self.seq_ids;
         let seqs = self.seqs.entry(track).or_insert_with(|| TrackSeqs {
-            runs: vec![Run::new(track)],
+            runs: vec![Run::new(ids.fresh())],
             ends: BinaryHeap::new(),
         });
         if run >= seqs.runs.len() {
-            seqs.runs.resize_with(run + 1, || Run::new(track));
+            seqs.runs.resize_with(run + 1, || Run::new(ids.fresh()));
         }
         &mut seqs.runs[run].intern
     }

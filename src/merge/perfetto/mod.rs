@@ -6,8 +6,8 @@
 //! The same passes, filters and clock alignment as the JSON merge ([`super::pass`]); only the
 //! encoding of each rank's piece differs ([`encode::RankEncoder`] in place of
 //! [`super::rewrite`]). Every track's events are their own packet sequences
-//! (`trusted_packet_sequence_id` = the track's uuid, and fresh uuids for a track's further runs
-//! of events in time order: [`encode`]), each with its own interned strings, cleared on its
+//! (`trusted_packet_sequence_id` a number of the rank's, small for the first started, one
+//! per run of a track's events in time order: [`encode`]), each with its own interned strings, cleared on its
 //! first packet, and its own incremental clock, so the ranks' pieces, encoded in parallel,
 //! concatenate as they are: a `Trace` is nothing but its repeated field 1. The file is the
 //! merge's root track, then per rank its `ExtensionDescriptor` (the schema of its numeric
