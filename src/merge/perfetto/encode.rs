@@ -10,9 +10,9 @@
 //! clock shift, and integer ids (`correlation`, `External id`, flow ids) made `n * R + r`, so
 //! nothing joins two ranks. A Kineto flow event (`ph` `s`/`t`/`f`) follows the slice it binds
 //! to (the slice enclosing it on its thread): the last slice is held back until the next
-//! event, so that the flows after it join its `flow_ids` (`s`, `t`) or
-//! `terminating_flow_ids` (`f`). A flow with no such slice just before it is counted as
-//! unbound and left out.
+//! event, so that the flows after it join its `flow_ids_old` (`s`, `t`) or
+//! `terminating_flow_ids_old` (`f`), varints of small ids ([`RankEncoder::flow_id`]). A flow
+//! with no such slice just before it is counted as unbound and left out.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -117,7 +117,8 @@ fn out_ns(ts: Ns, shift: Ns) -> u64 {
 
 impl RankEncoder {
     /// The encoder of the rank at `index` of `nranks`, named `label`, its clock moved by
-    /// `shift`; its packets are on sequence `index + 2` (1 is the merge's own).
+    /// `shift`; its descriptors are on sequence `index + 2` (1 is the merge's own), its
+    /// tracks' events on its next sequence ids (`index + 2 + k * (nranks + 1)`).
     pub(crate) fn new(index: usize, nranks: usize, label: &str, shift: Ns) -> Self {
         let mut seq_ids = Uuids::new(index, nranks);
         RankEncoder {

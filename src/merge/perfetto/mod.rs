@@ -82,7 +82,7 @@ pub(super) mod fields {
         pub(crate) const FLOW_IDS_OLD: u32 = 36;
         /// `terminating_flow_ids_old` (`repeated uint64`), likewise in place of 48.
         pub(crate) const TERMINATING_FLOW_IDS_OLD: u32 = 42;
-        /// `flow_ids` / `terminating_flow_ids` (`fixed64`): the critical path's, hashes.
+        /// `flow_ids` / `terminating_flow_ids` (`fixed64`): the critical path's (`extras.rs`).
         pub(crate) const FLOW_IDS: u32 = 47;
         pub(crate) const TERMINATING_FLOW_IDS: u32 = 48;
         pub(crate) const SLICE_BEGIN: u64 = 1;
