@@ -164,7 +164,9 @@ fn sglang_tp2dp2_pftrace_holds_what_the_json_holds() {
 }
 
 /// A real A100 rank (launch → kernel flows `ac2g`, `fwdbwd`) as two ranks: the flows the JSON
-/// merge has, begun and ended, per rank, none joining the two.
+/// merge has, begun and ended, per rank, none joining the two; written as the varint
+/// `flow_ids_old` / `terminating_flow_ids_old` (fields 36, 42), which trace_processor reads
+/// when an event has no `fixed64` `flow_ids` / `terminating_flow_ids` (47, 48).
 #[test]
 fn a100_flows_are_the_json_flows() {
     let py = python_or_skip!();
@@ -184,6 +186,9 @@ fn a100_flows_are_the_json_flows() {
         assert_eq!(got["flows"], want["flows"], "{label}: {notes:?}");
         assert_eq!(got["flow_ends"], want["flow_ends"], "{label}: {notes:?}");
     }
+    let fields = &v["pftrace"]["flow_fields"];
+    assert_eq!(fields["fixed64"].as_u64().unwrap_or(0), 0, "{fields}");
+    assert!(fields["varint"].as_u64().unwrap() > 2000, "{fields}");
 }
 
 /// `--steps` (found by a scan pass first in a `.pftrace` merge) and `--drop-cat` keep in the

@@ -7,7 +7,9 @@ Usage: perfetto_decode.py MERGED.pftrace MERGED.trace.json.gz [RANK_TRACE ...]
 
 Protobuf side, per rank (a rank is the track under the root, and every track below it):
 slices (TYPE_SLICE_BEGIN), instants, counter values, flows begun (distinct ids in
-`flow_ids`) and ended (distinct ids in `terminating_flow_ids`); ends without a begin on
+`flow_ids`, else `flow_ids_old`) and ended (distinct ids in `terminating_flow_ids`, else
+`terminating_flow_ids_old`: trace_processor reads the deprecated varint fields of an event
+with none of the fixed64 ones, `MaybeParseTrackEventFlows`); ends without a begin on
 their track. Whole file: interned iids used but not defined earlier on their sequence (the
 state cleared by SEQ_INCREMENTAL_STATE_CLEARED), events on tracks never described, the rank
 tracks in `sibling_order_rank` order and whether their parent orders its children
@@ -275,6 +277,7 @@ def per_rank_pb(side):
     unmatched_ends = 0
     memory = defaultdict(list)
     critical = []
+    flow_fields = Counter()  # the ranks' events with flows, by the fields that carry them
     slices = Counter()  # begins (rank, name, time, args) and ends ("end", rank, time)
     for ts, ev, state in sorted(side.events, key=lambda x: x[0]):
         label = rank_of(side, ev.track_uuid, root)
@@ -301,12 +304,16 @@ def per_rank_pb(side):
             r["counters"] += 1
         name = side.tracks[ev.track_uuid].name
         if name != "critical path":  # its arrows join the ranks, by design
-            flows[label].update(ev.flow_ids)
-            ends[label].update(ev.terminating_flow_ids)
+            flows[label].update(flow_ids(ev))
+            ends[label].update(terminating_flow_ids(ev))
+            if len(ev.flow_ids) or len(ev.terminating_flow_ids):
+                flow_fields["fixed64"] += 1
+            if len(ev.flow_ids_old) or len(ev.terminating_flow_ids_old):
+                flow_fields["varint"] += 1
         if ev.type == TE.TYPE_COUNTER and name.startswith("memory allocated"):
             memory[label].append(ev.double_counter_value)
         if ev.type == TE.TYPE_SLICE_BEGIN and name == "critical path":
-            critical.append((ts, label, list(ev.flow_ids), list(ev.terminating_flow_ids)))
+            critical.append((ts, label, flow_ids(ev), terminating_flow_ids(ev)))
     for label in ranks:
         ranks[label]["flows"] = len(flows[label])
         ranks[label]["flow_ends"] = len(ends[label])
@@ -332,12 +339,27 @@ def per_rank_pb(side):
         "unmatched_ends": unmatched_ends,
         "unclosed": sum(depth.values()),
         "flow_ids_shared_by_ranks": len(shared),
+        "flow_fields": dict(flow_fields),
         "undefined_iids": side.undefined_iids,
         "clock_errors": side.clock_errors,
         "undescribed_tracks": len(side.undescribed_tracks),
         "tracks": len(side.tracks),
         "events": len(side.events),
     }, slices
+
+
+def flow_ids(ev):
+    """The flows an event begins or continues, as trace_processor reads them
+    (`track_event_event_importer.h`, `MaybeParseTrackEventFlows`): `flow_ids` (47, fixed64)
+    when the event has any, else `flow_ids_old` (36, varints)."""
+    return list(ev.flow_ids) if len(ev.flow_ids) else list(ev.flow_ids_old)
+
+
+def terminating_flow_ids(ev):
+    """Likewise `terminating_flow_ids` (48), else `terminating_flow_ids_old` (42)."""
+    if len(ev.terminating_flow_ids):
+        return list(ev.terminating_flow_ids)
+    return list(ev.terminating_flow_ids_old)
 
 
 def begin_key(label, name, begin, args):

@@ -10,9 +10,9 @@
 //! clock shift, and integer ids (`correlation`, `External id`, flow ids) made `n * R + r`, so
 //! nothing joins two ranks. A Kineto flow event (`ph` `s`/`t`/`f`) follows the slice it binds
 //! to (the slice enclosing it on its thread): the last slice is held back until the next
-//! event, so that the flows after it join its `flow_ids` (`s`, `t`) or
-//! `terminating_flow_ids` (`f`). A flow with no such slice just before it is counted as
-//! unbound and left out.
+//! event, so that the flows after it join its `flow_ids_old` (`s`, `t`) or
+//! `terminating_flow_ids_old` (`f`), varints of small ids ([`RankEncoder::flow_id`]). A flow
+//! with no such slice just before it is counted as unbound and left out.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 use super::ext::{ArgFields, Kind};
 use super::fields::{annotation as a, clock, event as e, packet};
 use super::intern::{decoded, Interner, Table};
-use super::tracks::Tracks;
+use super::tracks::{Tracks, Uuids};
 use crate::merge::args::{each_arg, parse_i64, Arg, ArgKind};
 use crate::merge::memory;
 use crate::trace::read::event::Event;
@@ -71,6 +71,10 @@ pub(crate) struct RankEncoder {
     /// The numeric `args` as the rank's `TrackEvent` extension ([`super::ext`]).
     args: ArgFields,
     tracks: Tracks,
+    /// The ids of the rank's packet sequences, apart from its track uuids: the first is the
+    /// rank's own (its descriptors), the others a track's sequences in the order started, so
+    /// the busiest (first met) have the smallest (one byte below 128, on every packet).
+    seq_ids: Uuids,
     held: Option<Held>,
     pub(crate) stats: Stats,
 }
@@ -85,9 +89,8 @@ struct TrackSeqs {
     ends: BinaryHeap<Reverse<u64>>,
 }
 
-/// One packet sequence of a track: its id (the track's uuid for the first, a fresh uuid for
-/// the others: unique in the file), the last time written on its clock, once started, and
-/// its interned strings.
+/// One packet sequence of a track: its id (the rank's next sequence id: unique in the file),
+/// the last time written on its clock, once started, and its interned strings.
 struct Run {
     id: u64,
     last: Option<u64>,
@@ -114,10 +117,12 @@ fn out_ns(ts: Ns, shift: Ns) -> u64 {
 
 impl RankEncoder {
     /// The encoder of the rank at `index` of `nranks`, named `label`, its clock moved by
-    /// `shift`; its packets are on sequence `index + 2` (1 is the merge's own).
+    /// `shift`; its descriptors are on sequence `index + 2` (1 is the merge's own), its
+    /// tracks' events on its next sequence ids (`index + 2 + k * (nranks + 1)`).
     pub(crate) fn new(index: usize, nranks: usize, label: &str, shift: Ns) -> Self {
+        let mut seq_ids = Uuids::new(index, nranks);
         RankEncoder {
-            seq: index as u64 + 2,
+            seq: seq_ids.fresh(),
             r: index as i64,
             n: nranks.max(1) as i64,
             label: label.to_string(),
@@ -125,6 +130,7 @@ impl RankEncoder {
             seqs: FxHashMap::default(),
             args: ArgFields::new(index),
             tracks: Tracks::new(index, nranks),
+            seq_ids,
             held: None,
             stats: Stats::default(),
         }
@@ -209,8 +215,9 @@ impl RankEncoder {
     /// latest not after `ts`, else one not started, else a new one ([`MAX_RUNS`] at most),
     /// else the first.
     fn pick(&mut self, track: u64, ts: u64) -> usize {
+        let ids = &mut self.seq_ids;
         let seqs = self.seqs.entry(track).or_insert_with(|| TrackSeqs {
-            runs: vec![Run::new(track)],
+            runs: vec![Run::new(ids.fresh())],
             ends: BinaryHeap::new(),
         });
         let mut best: Option<(u64, usize)> = None;
@@ -225,7 +232,7 @@ impl RankEncoder {
         match best.map(|b| b.1).or(idle) {
             Some(i) => i,
             None if seqs.runs.len() < MAX_RUNS => {
-                seqs.runs.push(Run::new(self.tracks.fresh_uuid()));
+                seqs.runs.push(Run::new(ids.fresh()));
                 seqs.runs.len() - 1
             }
             None => 0,
@@ -234,12 +241,13 @@ impl RankEncoder {
 
     /// The interner of sequence `run` of `track`.
     fn intern(&mut self, track: u64, run: usize) -> &mut Interner {
+        let ids = &mut self.seq_ids;
         let seqs = self.seqs.entry(track).or_insert_with(|| TrackSeqs {
-            runs: vec![Run::new(track)],
+            runs: vec![Run::new(ids.fresh())],
             ends: BinaryHeap::new(),
         });
         if run >= seqs.runs.len() {
-            seqs.runs.resize_with(run + 1, || Run::new(track));
+            seqs.runs.resize_with(run + 1, || Run::new(ids.fresh()));
         }
         &mut seqs.runs[run].intern
     }
@@ -327,10 +335,10 @@ impl RankEncoder {
             }
             t.extend_from_slice(&h.annotations);
             for &f in &h.flows {
-                pb::fixed64(t, e::FLOW_IDS, f);
+                pb::uint(t, e::FLOW_IDS_OLD, f);
             }
             for &f in &h.terminating {
-                pb::fixed64(t, e::TERMINATING_FLOW_IDS, f);
+                pb::uint(t, e::TERMINATING_FLOW_IDS_OLD, f);
             }
         });
         if let (Some(end), Some(seqs)) = (h.end, self.seqs.get_mut(&h.track)) {
@@ -364,11 +372,28 @@ impl RankEncoder {
         }
     }
 
-    /// A flow's id: its category and its id made unique across ranks as the JSON merge makes
-    /// it (`id * R + r`; a string id with the rank label), hashed together.
+    /// A flow's id, unique across the ranks as the JSON merge makes it (`id * R + r`) and
+    /// across its categories: for an integer id of one of Kineto's flow categories
+    /// ([`FLOW_CATS`]), `(id * R + r) * K + c + 1` with `c` the category's place of the
+    /// `K` (a varint of a few bytes, below 2^62); any other (a string id, another category,
+    /// a negative or huge id) is a hash of the category, the rank and the id with the top
+    /// bit set, so the two never meet.
     fn flow_id(&self, ev: &Event<'_>) -> Option<u64> {
+        let cat = ev.cat.raw().as_bytes();
+        if let (Id::Int(v), Some(c)) = (&ev.id, FLOW_CATS.iter().position(|&k| k == cat)) {
+            let small = v
+                .checked_mul(self.n)
+                .and_then(|x| x.checked_add(self.r))
+                .and_then(|x| x.checked_mul(FLOW_CATS.len() as i64))
+                .and_then(|x| x.checked_add(c as i64 + 1))
+                .and_then(|x| u64::try_from(x).ok())
+                .filter(|&x| x < SMALL_FLOW_IDS);
+            if small.is_some() {
+                return small;
+            }
+        }
         let mut h = Fnv::default();
-        h.write(ev.cat.raw().as_bytes());
+        h.write(cat);
         h.write(b"\0");
         match ev.id {
             Id::Int(v) => match v.checked_mul(self.n).and_then(|x| x.checked_add(self.r)) {
@@ -381,7 +406,7 @@ impl RankEncoder {
             }
             Id::None => return None,
         }
-        Some(h.0)
+        Some(h.0 | 1 << 63)
     }
 
     fn instant(&mut self, ev: &Event<'_>, ts: Ns, out: &mut Vec<u8>) {
@@ -525,6 +550,14 @@ impl RankEncoder {
         }
     }
 }
+
+/// Kineto's flow categories (launch → kernel, forward → backward): their integer ids are
+/// made flow ids of a few bytes ([`RankEncoder::flow_id`]).
+const FLOW_CATS: &[&[u8]] = &[b"ac2g", b"fwdbwd"];
+
+/// Flow ids below this are the small ones; the hashed ones have the top bit set, and the
+/// merge's own (the critical path's, [`super::extras`]) are in between.
+const SMALL_FLOW_IDS: u64 = 1 << 62;
 
 /// `args` the `.pftrace` leaves out: Kineto's bookkeeping ids, which only link a Python
 /// function event to its parent and module (the slices' nesting shows the same) and number

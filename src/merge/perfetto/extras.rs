@@ -24,8 +24,8 @@ const EVENT_NAME: u32 = 23;
 const EVENT_CATEGORIES: u32 = 22;
 const ANNOTATION_NAME: u32 = 10;
 
-/// The flow ids of the extras' slices: this base plus the slice's place, far from the ranks'
-/// (hashes of their ids, spread over all 64 bits: a clash is as unlikely as between two).
+/// The flow ids of the extras' slices: this base plus the slice's place, between the ranks'
+/// (below 2^62, or hashes with the top bit set: [`super::encode`]), so none is a rank's.
 const FLOW_BASE: u64 = 0x7261_6e6b_7072_6f66; // "rankprof"
 
 /// One process of the extras: its track and what names and orders it.

@@ -6,8 +6,8 @@
 //! The same passes, filters and clock alignment as the JSON merge ([`super::pass`]); only the
 //! encoding of each rank's piece differs ([`encode::RankEncoder`] in place of
 //! [`super::rewrite`]). Every track's events are their own packet sequences
-//! (`trusted_packet_sequence_id` = the track's uuid, and fresh uuids for a track's further runs
-//! of events in time order: [`encode`]), each with its own interned strings, cleared on its
+//! (`trusted_packet_sequence_id` a number of the rank's, small for the first started, one
+//! per run of a track's events in time order: [`encode`]), each with its own interned strings, cleared on its
 //! first packet, and its own incremental clock, so the ranks' pieces, encoded in parallel,
 //! concatenate as they are: a `Trace` is nothing but its repeated field 1. The file is the
 //! merge's root track, then per rank its `ExtensionDescriptor` (the schema of its numeric
@@ -75,6 +75,14 @@ pub(super) mod fields {
         pub(crate) const NAME_IID: u32 = 10;
         pub(crate) const TRACK_UUID: u32 = 11;
         pub(crate) const DOUBLE_COUNTER_VALUE: u32 = 44;
+        /// `flow_ids_old` (`repeated uint64`, varints), read by trace_processor when an event
+        /// has no `flow_ids` (47, `fixed64`): `MaybeParseTrackEventFlows` in
+        /// `src/trace_processor/importers/proto/track_event_event_importer.h`. A rank's ids
+        /// are small, a varint of 3 to 5 bytes where a `fixed64` takes 8.
+        pub(crate) const FLOW_IDS_OLD: u32 = 36;
+        /// `terminating_flow_ids_old` (`repeated uint64`), likewise in place of 48.
+        pub(crate) const TERMINATING_FLOW_IDS_OLD: u32 = 42;
+        /// `flow_ids` / `terminating_flow_ids` (`fixed64`): the critical path's (`extras.rs`).
         pub(crate) const FLOW_IDS: u32 = 47;
         pub(crate) const TERMINATING_FLOW_IDS: u32 = 48;
         pub(crate) const SLICE_BEGIN: u64 = 1;

@@ -111,11 +111,6 @@ impl Tracks {
         self.uuids.fresh()
     }
 
-    /// A uuid of the rank's no track uses (a packet sequence's id).
-    pub(super) fn fresh_uuid(&mut self) -> u64 {
-        self.uuids.fresh()
-    }
-
     /// The process track of `pid`, made when new.
     fn process_mut(&mut self, pid: &Id<'_>) -> &mut Proc {
         let mut text = String::new();
