@@ -161,6 +161,8 @@ fn check_catapult(name: &str, c: &Value, want: &Value) {
     );
     // Slices per rank; every process belongs to one rank and shows its label.
     let mut slices: BTreeMap<String, u64> = BTreeMap::new();
+    let mut samples: BTreeMap<String, u64> = BTreeMap::new();
+    let mut counter_names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     for p in procs {
         let pid = p["pid"].as_str().unwrap();
@@ -169,6 +171,15 @@ fn check_catapult(name: &str, c: &Value, want: &Value) {
             assert!(n.starts_with(label), "{name}: process {pid} is named {n}");
         }
         *slices.entry(label.to_string()).or_default() += p["slices"].as_u64().unwrap();
+        let n = p["counter_samples"].as_u64().unwrap();
+        if n > 0 {
+            *samples.entry(label.to_string()).or_default() += n;
+            let names = p["counter_names"].as_array().unwrap().iter();
+            counter_names
+                .entry(label.to_string())
+                .or_default()
+                .extend(names.map(|n| n.as_str().unwrap().to_string()));
+        }
         if order.last().map(String::as_str) != Some(label) {
             order.push(label.to_string());
         }
@@ -180,6 +191,26 @@ fn check_catapult(name: &str, c: &Value, want: &Value) {
         *want_slices.entry(label).or_default() += n;
     }
     assert_eq!(slices, want_slices, "{name}: slices per rank");
+    // Counter tracks (the memory counter of a trace with Kineto `[memory]` events): every
+    // sample of every `C` event, on its rank, under the event's name.
+    assert_eq!(
+        samples,
+        counts(&want["counters"]),
+        "{name}: counter samples per rank"
+    );
+    let want_names: BTreeMap<String, BTreeSet<String>> = want["counter_names"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(l, v)| {
+            let v = v.as_array().unwrap().iter();
+            (
+                l.clone(),
+                v.map(|n| n.as_str().unwrap().to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(counter_names, want_names, "{name}: counter tracks per rank");
     // Rank order: one block of processes per rank, blocks sorted as SGLang's sort index says.
     let mut sorted: Vec<String> = slices.keys().cloned().collect();
     sorted.sort_by_key(|l| rank_key(l));
@@ -438,6 +469,7 @@ fn merged_traces_load_in_catapult_and_devtools() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), merged.len() + 2, "one line per trace");
+    let mut memory_seen = false;
     for (file, v) in merged.iter().zip(&lines) {
         let name = file.file_name().unwrap().to_string_lossy().to_string();
         eprintln!(
@@ -449,6 +481,25 @@ fn merged_traces_load_in_catapult_and_devtools() {
         );
         check_catapult(&name, &v["catapult"], &v["expected"]);
         check_devtools(&name, &v["devtools"], &v["expected"]);
+        if name.contains("tp4-extra-memory") {
+            memory_seen = true;
+            // A real recording with `profile_memory=True`: each rank's memory counter track
+            // opens in the viewer (its samples counted against the JSON above).
+            let names = v["expected"]["counter_names"].as_object().unwrap();
+            assert_eq!(
+                names.len(),
+                4,
+                "{name}: memory counters on every rank: {names:?}"
+            );
+            assert!(
+                names.values().all(|n| n
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x == "memory allocated")),
+                "{name}: {names:?}"
+            );
+        }
         if *file == cp_file {
             // The planted rank's critical-path track, drawn with its slices.
             let procs = v["catapult"]["processes"].as_array().unwrap();
@@ -462,6 +513,10 @@ fn merged_traces_load_in_catapult_and_devtools() {
             check_nsys_merged(&name, v, nsys_want.as_deref().unwrap_or_default());
         }
     }
+    assert!(
+        memory_seen,
+        "the memory recording (real-gloo/tp4-extra-memory) was merged"
+    );
     // The real trace with dangling flow ends: the merge adds no warning to the input's own.
     let sorted = |v: &Value| {
         let mut w: Vec<String> = v["catapult"]["warnings"]

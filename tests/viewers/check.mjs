@@ -57,10 +57,13 @@ function labelOf(pid) {
 // (X events, B/E pairs) and the thread-scoped instants (i/I events, scope t or none: Kineto's
 // [memory] events; Catapult makes each a zero-length slice on its thread); the flow ids (cat + id) with both a start and an end, and how many of
 // those join two labels; every pid, and the process and thread names the metadata gives (the
-// last name of each thread).
+// last name of each thread); the counter samples per rank label (a `C` event draws one sample
+// per arg: Kineto's memory counter as merge writes it) and the counters' names.
 function expected(doc) {
   const slices = {};
   const instants = {};
+  const counters = {};
+  const counterNames = {};
   const starts = new Map();
   const ends = new Map();
   const pids = new Set();
@@ -83,6 +86,10 @@ function expected(doc) {
     if ((e.ph === 'i' || e.ph === 'I') && (e.s === undefined || e.s === 't')) {
       instants[lab] = (instants[lab] || 0) + 1;
     }
+    if (e.ph === 'C') {
+      counters[lab] = (counters[lab] || 0) + Object.keys(e.args || {}).length;
+      (counterNames[lab] ||= new Set()).add(e.name);
+    }
     if (e.ph === 's') starts.set(`${e.cat}|${JSON.stringify(e.id)}`, lab);
     if (e.ph === 'f') ends.set(`${e.cat}|${JSON.stringify(e.id)}`, lab);
   }
@@ -96,6 +103,10 @@ function expected(doc) {
   return {
     slices,
     instants,
+    counters,
+    counter_names: Object.fromEntries(
+      Object.entries(counterNames).map(([lab, names]) => [lab, [...names].sort()]),
+    ),
     unlabelled,
     pids: pids.size,
     process_names: processNames,
@@ -150,12 +161,21 @@ async function importInPage() {
   const procs = processes.map((p) => {
     let slices = 0;
     for (const t of Object.values(p.threads)) slices += t.sliceGroup.slices.length;
+    // The counter tracks the viewer built for the process, and their samples (every series).
+    let counterSamples = 0;
+    const counterNames = [];
+    for (const c of Object.values(p.counters)) {
+      counterNames.push(c.name);
+      for (const series of c.series) counterSamples += series.samples.length;
+    }
     return {
       pid: String(p.pid),
       name: p.name === undefined ? null : String(p.name),
       sort_index: p.sortIndex,
       threads: Object.keys(p.threads).length,
       slices,
+      counter_samples: counterSamples,
+      counter_names: counterNames,
     };
   });
   const pidOf = (slice) => String(slice.parentContainer.parent.pid);
