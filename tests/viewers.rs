@@ -198,19 +198,11 @@ fn check_catapult(name: &str, c: &Value, want: &Value) {
         counts(&want["counters"]),
         "{name}: counter samples per rank"
     );
-    let want_names: BTreeMap<String, BTreeSet<String>> = want["counter_names"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(l, v)| {
-            let v = v.as_array().unwrap().iter();
-            (
-                l.clone(),
-                v.map(|n| n.as_str().unwrap().to_string()).collect(),
-            )
-        })
-        .collect();
-    assert_eq!(counter_names, want_names, "{name}: counter tracks per rank");
+    assert_eq!(
+        counter_names,
+        name_sets(&want["counter_names"]),
+        "{name}: counter tracks per rank"
+    );
     // Rank order: one block of processes per rank, blocks sorted as SGLang's sort index says.
     let mut sorted: Vec<String> = slices.keys().cloned().collect();
     sorted.sort_by_key(|l| rank_key(l));
@@ -246,28 +238,30 @@ fn check_catapult(name: &str, c: &Value, want: &Value) {
     );
 }
 
+/// `{key: [name, …]}` as a set of names per key.
+fn name_sets(v: &Value) -> BTreeMap<String, BTreeSet<String>> {
+    v.as_object()
+        .unwrap()
+        .iter()
+        .map(|(key, names)| {
+            let names = names.as_array().unwrap().iter();
+            (
+                key.clone(),
+                names.map(|n| n.as_str().unwrap().into()).collect(),
+            )
+        })
+        .collect()
+}
+
 /// What Chrome DevTools' trace engine made of one merged trace.
 fn check_devtools(name: &str, d: &Value, want: &Value) {
     assert_eq!(
         d["process_names"], want["process_names"],
         "{name}: DevTools' process names"
     );
-    let set = |v: &Value| -> BTreeMap<String, BTreeSet<String>> {
-        v.as_object()
-            .unwrap()
-            .iter()
-            .map(|(pid, names)| {
-                let names = names.as_array().unwrap().iter();
-                (
-                    pid.clone(),
-                    names.map(|n| n.as_str().unwrap().into()).collect(),
-                )
-            })
-            .collect()
-    };
     assert_eq!(
-        set(&d["thread_names"]),
-        set(&want["thread_names"]),
+        name_sets(&d["thread_names"]),
+        name_sets(&want["thread_names"]),
         "{name}: DevTools' thread names"
     );
     let mut per: BTreeMap<String, u64> = BTreeMap::new();
