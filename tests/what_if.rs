@@ -5,6 +5,8 @@
 //!   by less, would give back little alone (the other is still late), though the local
 //!   charge gives it all of its lateness. Truth: `tests/truth_arrivals.py --what-if`, from the
 //!   NCCL kernels' start times alone (no segments, splits or ties).
+//!   Where the two disagree on which rank costs more, the verdict leads with the one that
+//!   gives back the most.
 //! - A real recording (`fixtures/real-gloo/tp4-host-sleep`, torch profiler, 4 processes over
 //!   gloo): the rank that sleeps 40 ms on the host before one collective a step gives back
 //!   about the sleep, per the plant's own measurement (`plant.json`).
@@ -96,6 +98,64 @@ fn fixing_one_of_two_late_ranks_gives_back_only_its_lead() {
     );
     assert!(two.saved > w.worst[0].saved, "{w:#?}");
     assert!(two.lost_pct > 0.0 && two.lost_pct <= 100.0 + 1e-9, "{w:#?}");
+}
+
+/// Two late ranks where the local charge and the re-simulation disagree on which costs more
+/// (the plant is chosen so, and the test checks that the independent figures disagree): the
+/// verdict leads with the rank that gives back the most when made typical, and the other,
+/// charged more, follows with what it gives back alone.
+#[test]
+fn the_verdict_leads_with_what_fixing_a_rank_gives_back() {
+    if !have_python("what-if verdict") {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let files = synth(
+        t.path(),
+        SynthOptions {
+            tp: 4,
+            extra: Some(Extra {
+                rank: 3,
+                per_layer: 12,
+            }),
+            slow: slow(1, 1.6, 0),
+            ..Default::default()
+        },
+    );
+    let a = common::analyze_files(&files, |_| {});
+    let local = python("truth_arrivals.py", &[t.path()], &["8"]);
+    let what_if = python("truth_arrivals.py", &[t.path()], &["8", "--what-if"]);
+    let ms = |v: &serde_json::Value, who: &str| v[who].as_f64().unwrap_or(0.0);
+    let top = |v: &serde_json::Value| {
+        if ms(v, "TP01") > ms(v, "TP03") {
+            "TP01"
+        } else {
+            "TP03"
+        }
+    };
+    let (lead, other) = (top(&what_if), top(&local));
+    assert_ne!(
+        lead, other,
+        "the plant no longer separates the two: {local} vs {what_if}"
+    );
+    let v = &a.verdict;
+    assert!(a.path.what_if.trusted(), "{:#?}", a.path.what_if);
+    assert_eq!(v.lead.as_deref(), Some(lead), "{:#?}", v.lines);
+    assert!(v.lines[0].contains(lead), "{:#?}", v.lines);
+    let also = v
+        .lines
+        .iter()
+        .find(|l| l.starts_with("Also") && l.contains(other))
+        .unwrap_or_else(|| panic!("{:#?}", v.lines));
+    let alone = saved_ms(&a, other);
+    assert!(
+        within(alone, ms(&what_if, other), 0.10, 0.01),
+        "{other} alone: {alone} ms vs {what_if}"
+    );
+    assert!(
+        also.contains(&format!("alone it gives back {alone:.2} ms")),
+        "{also}"
+    );
 }
 
 #[test]

@@ -217,8 +217,10 @@ fn work_per_rank(inp: &Input<'_>) -> Vec<i64> {
 
 /// The candidates for the first line and the one that leads it.
 ///
-/// - the critical path's lead ([`CriticalPath::lead`]) when it costs at least the threshold of
-///   the step ([`lead_pct`]) and more per step than the attribution's lead gap — or is the work of the very
+/// - the critical path's lead ([`path_lead`]) when it costs at least the threshold of the step
+///   ([`lead_pct`]) and more per step than the attribution's lead gap — both measured by
+///   [`order_key`]: what making the rank typical gives back when the what-if is trusted, else
+///   the local charge — or is the work of the very
 ///   rank the attribution leads with (the line then carries both: what the rank costs the
 ///   step, and why its work is longer). In CPU-only traces a rank's attribution time is its
 ///   step less its collectives, so the time its thread records no op counts there too: the
@@ -290,13 +292,11 @@ impl<'a> Leads<'a> {
             !steps.varies()
         });
         let cpu_only = v.metric == "cpu work";
-        l.path = inp.path.lead().filter(|c| {
-            inp.path.steps > 0
-                && lead_pct(c, inp.path, v.onset.as_ref()) >= 100.0 * inp.threshold
-                && l.gap.is_none_or(|g| {
-                    c.net_per_step_ns > gap_per_step(g)
-                        || ((c.kind == path::Kind::Work || cpu_only) && g.who == c.who)
-                })
+        l.path = path_lead(inp, v).filter(|c| {
+            l.gap.is_none_or(|g| {
+                order_key(inp, &c.who, c.net_per_step_ns) > order_key(inp, &g.who, gap_per_step(g))
+                    || ((c.kind == path::Kind::Work || cpu_only) && g.who == c.who)
+            })
         });
         if let Some(c) = l.path {
             let steps = path_steps(c, inp.path, v.onset.as_ref());
@@ -357,6 +357,50 @@ impl<'a> Leads<'a> {
             (None, None)
         }
     }
+}
+
+/// The critical path's candidate for the first line: its lead ([`CriticalPath::lead`], the
+/// largest local charge that is the rank's own) when it costs at least the threshold of the
+/// step — or, when the what-if is trusted, another such cause whose rank gives back more when
+/// made typical ([`order_key`]): a rank charged the most locally may give back little alone,
+/// because another rank arrives late at the same collectives.
+fn path_lead<'a>(inp: &Input<'a>, v: &Verdict) -> Option<&'a path::Cause> {
+    let p = inp.path;
+    let eligible =
+        |c: &path::Cause| p.steps > 0 && lead_pct(c, p, v.onset.as_ref()) >= 100.0 * inp.threshold;
+    let first = p.lead().filter(|c| eligible(c))?;
+    let own = |c: &path::Cause| {
+        c.kind != path::Kind::Transfer
+            && c.net_per_step_ns > 0.0
+            && c.net_per_step_ns >= 0.5 * c.per_step_ns
+    };
+    let key = |c: &path::Cause| order_key(inp, &c.who, c.net_per_step_ns);
+    let best = p
+        .causes
+        .iter()
+        .filter(|c| own(c) && eligible(c))
+        .max_by(|a, b| {
+            key(a)
+                .partial_cmp(&key(b))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    Some(best.filter(|b| key(b) > key(first)).unwrap_or(first))
+}
+
+/// What orders the candidates for the first line, per step (ns): first what making the rank
+/// typical gives back, re-simulated at the collectives ([`replayed_saving`]), when the replay
+/// can be trusted and measured the rank — else its local charge `local`, which also breaks
+/// ties. Whether a candidate is one at all (its threshold, its noise) stays on its local
+/// charge.
+fn order_key(inp: &Input<'_>, who: &str, local: f64) -> (f64, f64) {
+    (replayed_saving(inp, who).unwrap_or(local), local)
+}
+
+/// What making `who` typical gives back per step (ns), when the what-if is trusted (its model
+/// error small) and the critical path measured the rank ([`path_cost`]); `None` otherwise.
+fn replayed_saving(inp: &Input<'_>, who: &str) -> Option<f64> {
+    let w = &inp.path.what_if;
+    (w.trusted() && path_cost(inp, who, 0).is_some()).then(|| w.saved_by(who).get() as f64)
 }
 
 /// What a path cause costs as a share of the step, as its line states it: from the onset on
@@ -644,13 +688,13 @@ impl Also {
     /// it ([`gap_cost`]) — unless the first line charges its rank already: the same time, seen
     /// from the rank's own work, said once.
     fn gap(inp: &Input<'_>, leads: &Leads<'_>, g: &Record) -> Also {
-        let cost_ns = gap_cost_ns(inp, g);
+        let local = gap_cost_ns(inp, g);
         let cost = match leads.path.filter(|c| c.who == g.who) {
             Some(_) => "; it is the time the first line charges".to_string(),
-            None => gap_cost(inp, g),
+            None => gap_cost(inp, g) + &alone_saving(inp, leads, g, local),
         };
         Also {
-            cost_ns,
+            cost_ns: order_key(inp, &g.who, local).0,
             line: format!("Also {}: {}{cost}.", gap_word(g.cause, false), g.sentence),
         }
     }
@@ -661,6 +705,31 @@ impl Also {
             cost_ns: c.per_step_ns,
             line: link_sentence("Also slow link", c, p),
         }
+    }
+}
+
+/// "; made typical alone it gives back …": why a gap charged more locally (`local`, ns per
+/// step) than the first line's rank ([`lead_charge`]) does not lead — its rank gives back
+/// clearly less when made typical ([`replayed_saving`] under 80 % of `local`).
+fn alone_saving(inp: &Input<'_>, leads: &Leads<'_>, g: &Record, local: f64) -> String {
+    let outranks = lead_charge(inp, leads).is_some_and(|lead| local > lead);
+    let Some(saved) = replayed_saving(inp, &g.who).filter(|&s| outranks && s < 0.8 * local) else {
+        return String::new();
+    };
+    format!(
+        "; made typical alone it gives back {:.2} ms a step (re-simulated): others arrive late \
+         at the same collectives",
+        saved / 1e6
+    )
+}
+
+/// What the first line charges its rank per step (ns): the critical path's charge, or the
+/// lead gap's cost ([`gap_cost_ns`]).
+fn lead_charge(inp: &Input<'_>, leads: &Leads<'_>) -> Option<f64> {
+    match (leads.path, leads.gap) {
+        (Some(c), _) => Some(inp.path.rank_per_step(&c.who)),
+        (None, Some(g)) => Some(gap_cost_ns(inp, g)),
+        _ => None,
     }
 }
 
@@ -711,14 +780,22 @@ fn gap_cost_ns(inp: &Input<'_>, g: &Record) -> f64 {
 }
 
 /// The order the attribution's gaps lead in: a gap with evidence before one without (its
-/// cause unclear), then the costliest per step ([`gap_cost_ns`]); ties keep the
-/// attribution's order (by effect).
+/// cause unclear), then the costliest per step ([`order_key`] of [`gap_cost_ns`]: what making
+/// the rank typical gives back when the what-if is trusted); ties keep the attribution's order
+/// (by effect).
 fn rank_gaps<'a>(inp: &Input<'_>, gaps: Vec<&'a Record>) -> Vec<&'a Record> {
-    let mut keyed: Vec<(bool, f64, &Record)> = gaps
+    let mut keyed: Vec<(bool, (f64, f64), &Record)> = gaps
         .into_iter()
-        .map(|g| (g.cause == Cause::NotEnoughEvidence, gap_cost_ns(inp, g), g))
+        .map(|g| {
+            let key = order_key(inp, &g.who, gap_cost_ns(inp, g));
+            (g.cause == Cause::NotEnoughEvidence, key, g)
+        })
         .collect();
-    keyed.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    keyed.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then(b.1 .0.total_cmp(&a.1 .0))
+            .then(b.1 .1.total_cmp(&a.1 .1))
+    });
     keyed.into_iter().map(|k| k.2).collect()
 }
 
@@ -771,7 +848,7 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
             worst_together(w, saved),
         ))
     } else {
-        Some(format!("{head}; {tail})."))
+        Some(format!("{head}; {tail}){}.", worst_together(w, saved)))
     }
 }
 
