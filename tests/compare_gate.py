@@ -12,6 +12,7 @@ comparison exits 1 *and* names gemm on TP01 (the plant's own rank and class) a r
 
     python3 tests/compare_gate.py --pairs 200 --power-pairs 50   # the figures in docs/compare.md
     python3 tests/compare_gate.py --pairs 20 --power-pairs 0     # quick (tests/compare_gate.rs)
+    python3 tests/compare_gate.py --tp 4 --pairs 100 --power-pairs 20   # 4 ranks
 
 Prints a markdown report; --json prints the counts.
 """
@@ -59,12 +60,12 @@ def today_fails(c, pct=5.0):
     return any(r["delta_pct"] is not None and r["delta_pct"] > pct for r in rows)
 
 
-def aa(tmp, pairs, steps):
+def aa(tmp, pairs, steps, tp):
     counts = {0: 0, 1: 0, 4: 0}
     today = 0
     for i in range(pairs):
-        a = summary(tmp, f"aa{i}a", steps, 1000 + i, 1)
-        b = summary(tmp, f"aa{i}b", steps, 1000 + i, 2)
+        a = summary(tmp, f"aa{i}a", steps, 1000 + i, 1, tp=tp)
+        b = summary(tmp, f"aa{i}b", steps, 1000 + i, 2, tp=tp)
         code, c = compare(a, b)
         counts[code] += 1
         today += today_fails(c)
@@ -76,14 +77,14 @@ def detected(c):
                for r in c["rank_classes"])
 
 
-def power(tmp, pairs):
+def power(tmp, pairs, tp):
     table = {}
     for steps in (8, 16, 32):
         for e in (2, 5, 10):
             hits = 0
             for i in range(pairs):
-                a = summary(tmp, f"p{steps}_{e}_{i}a", steps, 5000 + i, 1)
-                b = summary(tmp, f"p{steps}_{e}_{i}b", steps, 5000 + i, 2, plant=e)
+                a = summary(tmp, f"p{steps}_{e}_{i}a", steps, 5000 + i, 1, tp=tp)
+                b = summary(tmp, f"p{steps}_{e}_{i}b", steps, 5000 + i, 2, plant=e, tp=tp)
                 code, c = compare(a, b)
                 hits += code == 1 and detected(c)
             table[(steps, e)] = hits / pairs
@@ -95,18 +96,20 @@ def main():
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--power-pairs", type=int, default=50)
     ap.add_argument("--steps", type=int, default=16)
+    ap.add_argument("--tp", type=int, default=2, help="ranks (3 or more: one baseline's rank "
+                    "rows are held to the ranks' spread)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        counts, today = aa(tmp, a.pairs, a.steps)
-        table = power(tmp, a.power_pairs) if a.power_pairs else {}
+        counts, today = aa(tmp, a.pairs, a.steps, a.tp)
+        table = power(tmp, a.power_pairs, a.tp) if a.power_pairs else {}
     if a.json:
         print(json.dumps({"pairs": a.pairs, "no_change": counts[0], "regression": counts[1],
                           "inconclusive": counts[4], "today_fails": today,
                           "detection": {f"{s}x{e}": v for (s, e), v in table.items()}}))
         return
     n = a.pairs
-    print(f"A/A, {n} synth pairs (TP2, {a.steps} steps, 2 % step noise, same batches):")
+    print(f"A/A, {n} synth pairs (TP{a.tp}, {a.steps} steps, 2 % step noise, same batches):")
     print(f"- false alarms (exit 1): {counts[1]} ({counts[1] / n:.1%})")
     print(f"- inconclusive (exit 4): {counts[4]} ({counts[4] / n:.1%})")
     print(f"- no change (exit 0): {counts[0]} ({counts[0] / n:.1%})")

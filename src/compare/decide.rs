@@ -12,15 +12,21 @@
 //!   chance of any false alarm in the whole comparison stays below [`ALPHA`]);
 //! - **band**: max(`--max-regression`, the row's noise floor); the noise floor is how far one
 //!   more run may land above the baselines' run medians by chance, the one-sided 95 % t
-//!   prediction bound over their mean (several baselines: their run-to-run spread), or 0 with
-//!   one baseline (the step-to-step spread is then in the interval alone);
+//!   prediction bound over their mean (several baselines: their run-to-run spread); with one
+//!   baseline, 0 for the rows in times (the step-to-step spread is then in the interval alone,
+//!   and `super::drift` holds their regressions) and, for a rank's row over its peers, how far
+//!   the ranks' levels spread in the baseline ([`rank_floors`]);
 //! - **regression** when adjusted p < [`ALPHA`] *and* the interval's lower end is above the
 //!   band; **no change** when its upper end is at or below the band; otherwise **inconclusive**,
 //!   with the steps per side that would likely decide (the interval narrows as 1/√steps).
 
 use super::diff::{Comparison, Decision, Row, RowStat};
 use super::samples::{lookup_as, Samples};
-use super::stats::{hodges_lehmann, holm, mann_whitney_greater, median, run_to_run_bound_pct};
+use std::collections::BTreeMap;
+
+use super::stats::{
+    hodges_lehmann, holm, mann_whitney_greater, median, run_to_run_bound_pct, shift_bound_pct,
+};
 use crate::analyze::summary::Summary;
 
 /// The family-wise error rate the Holm adjustment holds.
@@ -59,6 +65,7 @@ pub(crate) fn test(s: &Samples, max_pct: f64) -> Option<RowStat> {
         p_adjusted: p,
         noise_floor_pct: floor,
         band_pct: max_pct.max(floor),
+        floor_from_ranks: false,
         baseline_steps: pooled.len(),
         baseline_runs: s.base.len(),
         current_steps: s.cur.len(),
@@ -103,13 +110,18 @@ pub(crate) fn decision(st: &RowStat) -> Decision {
 /// and decides each; returns how many rows were tested.
 pub(crate) fn run(c: &mut Comparison) -> usize {
     let (max_pct, min_ns) = (c.thresholds.max_regression_pct, c.thresholds.min_time_ns);
+    let floors = rank_floors(c);
     let mut tested: Vec<&mut Row> = Vec::new();
     for r in c.time_rows_mut() {
         r.stat = None;
+        r.drift = false;
         if r.below_min(min_ns) {
             continue;
         }
-        if let Some(st) = r.samples.as_ref().and_then(|s| test(s, max_pct)) {
+        if let Some(mut st) = r.samples.as_ref().and_then(|s| test(s, max_pct)) {
+            if st.vs_peers && st.baseline_runs == 1 {
+                raise_floor(&mut st, floors.get(&r.class).copied().unwrap_or(0.0));
+            }
             r.stat = Some(st);
             tested.push(r);
         }
@@ -128,6 +140,38 @@ pub(crate) fn run(c: &mut Comparison) -> usize {
         }
     }
     tested.len()
+}
+
+/// One baseline knows no run-to-run spread, but a rank's row over its peers has one stand-in:
+/// the ranks themselves. Each rank's level over its peers in the baseline (its median ratio) is
+/// one draw of how a run places that rank (a core it shares, a slower link): on the real A/A
+/// captures the ranks' levels spread as far within one capture as one rank's level moves
+/// between captures. So each metric's floor (a rank's work: key `None`; a class on the ranks:
+/// `Some(class)`) is [`shift_bound_pct`] of the ranks' baseline levels (0 below 3 ranks).
+fn rank_floors(c: &Comparison) -> BTreeMap<Option<String>, f64> {
+    let mut levels: BTreeMap<Option<String>, Vec<i64>> = BTreeMap::new();
+    for r in c.ranks.iter().chain(&c.rank_classes) {
+        let Some(s) = r.samples.as_ref().filter(|s| s.vs_peers) else {
+            continue;
+        };
+        if let [only] = s.base.as_slice() {
+            let level = median(&mut only.clone());
+            levels.entry(r.class.clone()).or_default().push(level);
+        }
+    }
+    levels
+        .into_iter()
+        .map(|(k, v)| (k, shift_bound_pct(&v)))
+        .collect()
+}
+
+/// Raises a tested row's noise floor to `floor` (the ranks' spread) when that is larger.
+fn raise_floor(st: &mut RowStat, floor: f64) {
+    if floor > st.noise_floor_pct {
+        st.noise_floor_pct = floor;
+        st.band_pct = st.band_pct.max(floor);
+        st.floor_from_ranks = true;
+    }
 }
 
 /// Pools the other baselines' steps into every row that has samples (by the first baseline's
@@ -221,6 +265,7 @@ mod tests {
             p_adjusted: p,
             noise_floor_pct: 0.0,
             band_pct: band,
+            floor_from_ranks: false,
             baseline_steps: 16,
             baseline_runs: 1,
             current_steps: 16,

@@ -84,6 +84,10 @@ pub struct RowStat {
     pub noise_floor_pct: f64,
     /// The change that counts: max(`--max-regression`, noise floor), in %.
     pub band_pct: f64,
+    /// One baseline: the noise floor of a rank's row over its peers is how far the ranks'
+    /// levels spread in the baseline (how far one rank's may move in another run).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub floor_from_ranks: bool,
     pub baseline_steps: usize,
     pub baseline_runs: usize,
     pub current_steps: usize,
@@ -126,6 +130,11 @@ pub struct Row {
     /// above their mean by chance, in % (its band is max(`--max-regression`, this)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_floor_pct: Option<f64>,
+    /// Held inconclusive: with one baseline, a row measured in times would regress while no
+    /// rank regressed against its peers, which the machine's drift between runs explains as
+    /// well (the `drift` module of `compare`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drift: bool,
 }
 
 impl Row {
@@ -150,6 +159,7 @@ impl Row {
             key: None,
             stat: None,
             noise_floor_pct: None,
+            drift: false,
         }
     }
 

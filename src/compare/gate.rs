@@ -53,7 +53,9 @@ pub(crate) fn fmt_interval(st: &RowStat) -> String {
 
 /// A band in words: `5 %`, or `7.2 % (noise floor)` when the learned floor sets it.
 pub(crate) fn fmt_band(st: &RowStat) -> String {
-    if st.noise_floor_pct > 0.0 && st.band_pct == st.noise_floor_pct {
+    if st.floor_from_ranks && st.band_pct == st.noise_floor_pct {
+        format!("{:.1} % (the ranks' spread)", st.band_pct)
+    } else if st.noise_floor_pct > 0.0 && st.band_pct == st.noise_floor_pct {
         format!("{:.1} % (noise floor)", st.band_pct)
     } else {
         format!("{} %", st.band_pct)
@@ -65,6 +67,8 @@ pub(crate) fn fmt_band(st: &RowStat) -> String {
 fn judge(r: &mut Row, max_pct: f64, min_ns: i64) -> bool {
     r.status = if r.below_min(min_ns) {
         Status::BelowMinTime
+    } else if r.drift {
+        Status::Inconclusive
     } else if let Some(st) = &r.stat {
         match st.decision {
             Decision::Regression => Status::Regression,
@@ -124,7 +128,8 @@ fn what(kind: &str, r: &Row) -> String {
     }
 }
 
-/// The rows the steps cannot decide, worded, the widest possible regression first.
+/// The rows the gate cannot decide, worded: those one baseline cannot tell from drift first,
+/// then those leaning to a regression, then the widest.
 fn inconclusive(c: &Comparison) -> Vec<Failure> {
     let families = [
         ("overall", &c.overall),
@@ -132,34 +137,70 @@ fn inconclusive(c: &Comparison) -> Vec<Failure> {
         ("class", &c.classes),
         ("rank-class", &c.rank_classes),
     ];
-    let mut rows: Vec<(&str, &Row, &RowStat)> = families
+    let mut rows: Vec<(&str, &Row)> = families
         .iter()
         .flat_map(|(k, rows)| rows.iter().map(move |r| (*k, r)))
-        .filter(|(_, r)| r.status == Status::Inconclusive)
-        .filter_map(|(k, r)| r.stat.as_ref().map(|st| (k, r, st)))
+        .filter(|(_, r)| r.status == Status::Inconclusive && (r.drift || r.stat.is_some()))
         .collect();
-    // Those leaning to a regression (estimate above the band) first, then the widest.
-    rows.sort_by(|a, b| {
-        leans(b.2)
-            .cmp(&leans(a.2))
-            .then(b.2.ci_high_pct.total_cmp(&a.2.ci_high_pct))
+    // Tested rows before those without samples, the highest interval first.
+    let top = |r: &Row| {
+        r.stat
+            .as_ref()
+            .map_or(f64::NEG_INFINITY, |st| st.ci_high_pct)
+    };
+    rows.sort_by(|(_, a), (_, b)| {
+        b.drift
+            .cmp(&a.drift)
+            .then(row_leans(b).cmp(&row_leans(a)))
+            .then(top(b).total_cmp(&top(a)))
     });
+    let max_pct = c.thresholds.max_regression_pct;
     rows.into_iter()
-        .map(|(kind, r, st)| Failure {
+        .map(|(kind, r)| Failure {
             kind: kind.into(),
             rank: r.rank.clone(),
             class: r.class.clone(),
             waiting: false,
-            message: format!(
-                "{}: {} against a {} band: capture ≥ {} steps per side to decide (have {})",
-                what(kind, r),
-                fmt_interval(st),
-                fmt_band(st),
-                steps_text(st.steps_needed),
-                st.current_steps
-            ),
+            message: undecided(kind, r, max_pct),
         })
         .collect()
+}
+
+/// An undecided row in words: held for drift (with its change and band), or the steps that
+/// would likely decide it.
+fn undecided(kind: &str, r: &Row, max_pct: f64) -> String {
+    match (&r.stat, r.drift) {
+        (Some(st), true) => format!(
+            "{}: {} above a {} band, but {}",
+            what(kind, r),
+            fmt_interval(st),
+            fmt_band(st),
+            super::drift::WHY
+        ),
+        (None, _) => format!(
+            "{}: {} ({} → {}) above a {} % band, but {}",
+            what(kind, r),
+            fmt_pct(r.delta_pct),
+            fmt_ns(r.baseline_ns),
+            fmt_ns(r.current_ns),
+            r.fixed_band_pct(max_pct),
+            super::drift::WHY
+        ),
+        (Some(st), false) => format!(
+            "{}: {} against a {} band: capture ≥ {} steps per side to decide (have {})",
+            what(kind, r),
+            fmt_interval(st),
+            fmt_band(st),
+            steps_text(st.steps_needed),
+            st.current_steps
+        ),
+    }
+}
+
+/// An undecided row that makes the comparison inconclusive: held for drift, or its estimate
+/// above the band.
+fn row_leans(r: &Row) -> bool {
+    r.drift || r.stat.as_ref().is_some_and(leans)
 }
 
 /// An undecided row whose estimate is above its band: a regression the steps cannot confirm.
@@ -236,8 +277,11 @@ fn rule(c: &Comparison, tested: usize) -> (String, Option<String>) {
 
 fn noise(c: &Comparison) -> String {
     match c.more_baselines.len() {
-        0 => "one baseline: the step-to-step spread only (in each interval); run-to-run drift is \
-              not learned: give several baselines (--baseline a b c) to learn it"
+        0 => "one baseline: the step-to-step spread (in each interval); run-to-run drift is not \
+              learned, so a regression in times (the job's rows, a rank's communication, rows \
+              without samples) while no rank regressed against its peers is inconclusive, and a \
+              rank's row over its peers is held to how far the ranks' levels spread in the \
+              baseline (3 ranks or more): give several baselines (--baseline a b c) to learn the drift"
             .into(),
         n => format!(
             "{} baselines: each row's noise floor is how far one more run may land above their \
@@ -255,6 +299,9 @@ pub(crate) fn apply(c: &mut Comparison) {
     } else {
         0
     };
+    if tested > 0 {
+        super::drift::hold(c);
+    }
     judge_rows(c);
     let (rule, note) = rule(c, tested);
     c.rule = rule;
@@ -266,8 +313,7 @@ pub(crate) fn apply(c: &mut Comparison) {
     } else if c
         .time_rows()
         .filter(|r| r.status == Status::Inconclusive)
-        .filter_map(|r| r.stat.as_ref())
-        .any(leans)
+        .any(row_leans)
     {
         Decision::Inconclusive
     } else {
@@ -570,6 +616,7 @@ mod tests {
             key: None,
             stat: None,
             noise_floor_pct: None,
+            drift: false,
         }
     }
 

@@ -34,6 +34,7 @@
 
 pub mod decide;
 pub mod diff;
+pub(crate) mod drift;
 pub(crate) mod gate;
 pub mod memory;
 pub(crate) mod normalize;

@@ -75,6 +75,28 @@ pub(crate) fn run_to_run_bound_pct(runs: &[i64]) -> f64 {
     bound / mean * 100.0
 }
 
+/// How far one member's level may move between two runs by chance, in % of the levels' mean:
+/// `levels` are the members' levels in one run (each rank's median ratio over its peers), taken
+/// as draws of one spread. The difference of two draws has twice their variance, so the bound is
+/// the one-sided 95 % t(n−1) · s · √2. 0 with fewer than 3 levels: two ranks' ratios over each
+/// other mirror each other, and their spread is the one imbalance between them, not a sample.
+pub(crate) fn shift_bound_pct(levels: &[i64]) -> f64 {
+    let n = levels.len();
+    if n < 3 {
+        return 0.0;
+    }
+    let mean = levels.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+    if mean <= 0.0 {
+        return 0.0;
+    }
+    let var = levels
+        .iter()
+        .map(|&v| (v as f64 - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1) as f64;
+    t95_one_sided(n - 1) * var.sqrt() * std::f64::consts::SQRT_2 / mean * 100.0
+}
+
 /// The standard normal survival function P(Z > z) (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
 pub(crate) fn normal_sf(z: f64) -> f64 {
     let x = z.abs() / std::f64::consts::SQRT_2;
@@ -180,6 +202,22 @@ pub(crate) fn holm(p: &[f64]) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_rank_may_move_by_t_times_the_ranks_spread_times_root_two() {
+        // Levels 0.9, 1.0, 1.1 (ppm): mean 1, s = 0.1, t(2) = 2.920: 2.920 × 0.1 × √2 = 41.3 %.
+        let b = shift_bound_pct(&[900_000, 1_000_000, 1_100_000]);
+        assert!(
+            (b - 2.920 * 10.0 * std::f64::consts::SQRT_2).abs() < 1e-6,
+            "{b}"
+        );
+        assert_eq!(
+            shift_bound_pct(&[900_000, 1_100_000]),
+            0.0,
+            "two ranks mirror"
+        );
+        assert_eq!(shift_bound_pct(&[1_000_000; 4]), 0.0);
+    }
+
     use super::*;
 
     #[test]

@@ -133,7 +133,7 @@ pub fn headline(c: &Comparison) -> String {
                 plural(c.inconclusive.len(), "row")
             ),
             Some(first) => format!(
-                "INCONCLUSIVE: no regression found, but {} the steps cannot decide (widest: {})",
+                "INCONCLUSIVE: no regression found, but {} undecided (first: {})",
                 plural(c.inconclusive.len(), "row"),
                 first.message
             ),
@@ -510,7 +510,7 @@ pub(crate) fn table(c: &Comparison) -> String {
         }
     }
     if !c.inconclusive.is_empty() {
-        s.push_str("\nInconclusive (the steps cannot decide):\n");
+        s.push_str("\nInconclusive (too few steps to decide, or one baseline's drift):\n");
         for f in &c.inconclusive {
             s.push_str(&format!("  - {}\n", f.message));
         }
@@ -576,7 +576,7 @@ pub(crate) fn markdown(c: &Comparison) -> String {
         }
     }
     if !c.inconclusive.is_empty() {
-        s.push_str("\n**Inconclusive** (the steps cannot decide)\n\n");
+        s.push_str("\n**Inconclusive** (too few steps to decide, or one baseline's drift)\n\n");
         for f in &c.inconclusive {
             s.push_str(&format!("- {}\n", md(&f.message)));
         }
