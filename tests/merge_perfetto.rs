@@ -282,9 +282,10 @@ fn memory_counters_are_the_inputs_total_allocated() {
     assert_eq!(v["json"]["memory"], v["raw_memory"]);
 }
 
-/// `merge --critical-path -o x.pftrace` on the planted TP4 fixture: the late arrivals the
-/// JSON merge draws, on the same ranks' "critical path" tracks, chained in time order by flow
-/// arrows (one fewer than the slices).
+/// `merge --critical-path -o x.pftrace` on the planted TP4 fixture: the late arrivals and the
+/// waits for them the JSON merge draws, on the same ranks' "critical path" tracks, with a flow
+/// arrow from each late arrival to every rank that waited for it: the same pairs as the
+/// JSON's flow events bound as a viewer binds them (`tests/perfetto_decode.py`).
 #[test]
 fn critical_path_is_drawn_with_flows() {
     let py = python_or_skip!();
@@ -313,7 +314,24 @@ fn critical_path_is_drawn_with_flows() {
     let n: u64 = want.values().map(|x| x.as_u64().unwrap()).sum();
     assert!(n > 5, "{v}");
     assert_eq!(crit["per_rank"], v["json"]["critical"]);
-    assert_eq!(crit["flows"], n - 1);
-    assert_eq!(crit["flow_ends"], n - 1);
-    assert_eq!(crit["chained"], true);
+    let pairs = crit["pairs"].as_array().unwrap();
+    assert_eq!(crit["pairs"], v["json"]["critical_pairs"]);
+    assert_eq!(crit["flows"], crit["flow_ends"]);
+    assert_eq!(crit["flows"].as_u64(), Some(pairs.len() as u64), "{crit}");
+    assert!(pairs.len() >= 3, "{crit}");
+    // Each from a late arrival to another rank's wait for that very rank.
+    for p in pairs {
+        let (from, what, to, wait) = (&p[0], &p[1], &p[2], &p[3]);
+        assert_eq!(what, "last at", "{p}");
+        assert_ne!(from, to, "{p}");
+        let late = from
+            .as_str()
+            .unwrap()
+            .trim_matches(|c| c == '[' || c == ']');
+        assert_eq!(
+            wait.as_str(),
+            Some(format!("waits for {late}").as_str()),
+            "{p}"
+        );
+    }
 }

@@ -290,8 +290,8 @@ def per_rank_pb(side):
             r["first_ts"] = min(r.get("first_ts", ts), ts)
             r["last_ts"] = max(r.get("last_ts", ts), ts)
             depth[ev.track_uuid] += 1
-            name = ev.name if ev.HasField("name") else (state or {}).get("names", {}).get(ev.name_iid)
-            slices[begin_key(label, name, ts, event_args(side, state, ev))] += 1
+            slice_name = ev.name if ev.HasField("name") else (state or {}).get("names", {}).get(ev.name_iid)
+            slices[begin_key(label, slice_name, ts, event_args(side, state, ev))] += 1
         elif ev.type == TE.TYPE_SLICE_END:
             if depth[ev.track_uuid] == 0:
                 unmatched_ends += 1
@@ -313,7 +313,7 @@ def per_rank_pb(side):
         if ev.type == TE.TYPE_COUNTER and name.startswith("memory allocated"):
             memory[label].append(ev.double_counter_value)
         if ev.type == TE.TYPE_SLICE_BEGIN and name == "critical path":
-            critical.append((ts, label, flow_ids(ev), terminating_flow_ids(ev)))
+            critical.append((ts, label, slice_name, flow_ids(ev), terminating_flow_ids(ev)))
     for label in ranks:
         ranks[label]["flows"] = len(flows[label])
         ranks[label]["flow_ends"] = len(ends[label])
@@ -372,20 +372,32 @@ def begin_key(label, name, begin, args):
 
 
 def critical_summary(critical):
-    """The critical path's slices in time order: how many per rank, and whether the flows
-    chain them: each slice but the last begins a flow the next one ends."""
+    """The critical path's slices: how many per rank, and the flows between them: each flow
+    as (rank that begins it, the name's head, rank that ends it, the name's head), sorted."""
     per_rank = defaultdict(int)
-    for _, label, _, _ in critical:
+    begins, ends = {}, {}
+    for _, label, name, out, into in critical:
         per_rank[label] += 1
-    chain = all(
-        len(a[2]) == 1 and b[3] == a[2] for a, b in zip(critical, critical[1:])
-    )
+        for i in out:
+            begins[i] = (label, name)
+        for i in into:
+            ends[i] = (label, name)
     return {
         "per_rank": dict(per_rank),
-        "flows": sum(len(c[2]) for c in critical),
-        "flow_ends": sum(len(c[3]) for c in critical),
-        "chained": chain and (not critical or (not critical[-1][2] and not critical[0][3])),
+        "flows": sum(len(c[3]) for c in critical),
+        "flow_ends": sum(len(c[4]) for c in critical),
+        "pairs": sorted(
+            [begins[i][0], head(begins[i][1]), ends[i][0], head(ends[i][1])]
+            for i in begins if i in ends
+        ),
     }
+
+
+def head(name):
+    """A critical-path slice's name up to its collective: "last at" or "waits for TPnn"."""
+    if name.startswith("last at"):
+        return "last at"
+    return " ".join(name.split(" ")[:3])
 
 
 def all_parents_explicit(side):
@@ -439,6 +451,7 @@ def per_rank_json(path):
     finishes = defaultdict(set)
     memory = defaultdict(list)
     critical = defaultdict(int)
+    crit_x, crit_flows = [], []
     slices = Counter()  # as per_rank_pb's
     for e in doc["traceEvents"]:
         label = label_of(e.get("pid"))
@@ -454,8 +467,14 @@ def per_rank_json(path):
             r["counters"] += len(nums)
             if e.get("name") == "memory allocated":
                 memory[label].append((e["ts"], float(nums[0])))
-        if ph == "X" and str(e.get("pid")).endswith(" critical path"):
+        on_path = str(e.get("pid")).endswith(" critical path")
+        if ph == "X" and on_path:
             critical[label] += 1
+            crit_x.append((label, e["name"], int(round(Decimal(e["ts"]) * 1000)),
+                           int(round(Decimal(e.get("dur", 0)) * 1000))))
+        if ph in ("s", "f") and on_path:
+            crit_flows.append((ph, e.get("id"), label, int(round(Decimal(e["ts"]) * 1000))))
+            continue
         if ph in ("X", "B") and "ts" in e:
             r["slices"] += 1
             ns = int(round(Decimal(e["ts"]) * 1000))
@@ -482,7 +501,27 @@ def per_rank_json(path):
         "rank_order": order,
         "memory": sorted([v for _, v in sorted(m)] for m in memory.values()),
         "critical": dict(critical),
+        "critical_pairs": json_pairs(crit_x, crit_flows),
     }
+
+
+def json_pairs(xs, flows):
+    """The JSON's critical-path flows as critical_summary's pairs: each `s`/`f` bound to the
+    slice of its rank's critical-path process that holds its time, as a viewer binds it."""
+    def holder(label, ts):
+        for lab, name, start, dur in xs:
+            if lab == label and start <= ts <= start + dur:
+                return name
+        return None
+    begins, ends = {}, {}
+    for ph, i, label, ts in flows:
+        name = holder(label, ts)
+        if name is not None:
+            (begins if ph == "s" else ends)[i] = (label, name)
+    return sorted(
+        [begins[i][0], head(begins[i][1]), ends[i][0], head(ends[i][1])]
+        for i in begins if i in ends
+    )
 
 
 # The args the .pftrace leaves out (src/merge/perfetto/encode.rs: Kineto's bookkeeping ids).

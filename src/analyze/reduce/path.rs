@@ -132,7 +132,23 @@ pub struct Late {
     pub host_ns: Ns,
     pub late_ns: Ns,
     pub transfer_ns: Ns,
+    /// The members that arrived before it and waited for it (up to [`WAITERS`], the earliest
+    /// first): what `merge --critical-path` joins to it by flow arrows. Not in the JSON.
+    #[serde(skip)]
+    pub waiters: Vec<Waiter>,
 }
+
+/// A member that waited at a late arrival's collective: its label and its own arrival on the
+/// common clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiter {
+    pub rank: String,
+    pub since_ns: Ns,
+}
+
+/// The most waiters kept per late arrival for the merged trace (a world of 1,024 ranks would
+/// otherwise draw 1,023 arrows from each).
+pub(crate) const WAITERS: usize = 16;
 
 /// Transfers of one collective name in one world.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -228,42 +244,24 @@ pub(crate) const MARKS: usize = 20_000;
 impl CriticalPath {
     /// The late arrivals as slices for a merged trace: on each late rank's "critical path"
     /// track, its segment before the collective it arrived last at (what it was doing while the
-    /// others were already waiting), named by cost and cause.
+    /// others were already waiting), named by cost and cause; on each waiter's, the wait from
+    /// its own arrival to the late one, joined to the late slice by a flow arrow
+    /// ([`waiting`]).
     pub fn overlay(&self) -> Overlay {
-        let slices = self
-            .marks
-            .iter()
-            .map(|l| {
-                let parts = [
-                    (l.work_ns, "more work"),
-                    (l.host_ns, "host gap"),
-                    (l.late_ns, "late step start"),
-                ];
-                let why = parts.iter().max_by_key(|p| p.0).map_or("", |p| p.1);
-                let mut args = Map::new();
-                let us = |ns: Ns| Value::from((ns.get() as f64 / 1e3 * 1e3).round() / 1e3);
-                args.insert("cost_us".into(), us(l.cost_ns));
-                args.insert("work_us".into(), us(l.work_ns));
-                args.insert("host_us".into(), us(l.host_ns));
-                args.insert("late_start_us".into(), us(l.late_ns));
-                args.insert("transfer_us".into(), us(l.transfer_ns));
-                args.insert("collective".into(), Value::from(l.name.clone()));
-                args.insert("key".into(), Value::from(l.key.clone()));
-                args.insert("index".into(), Value::from(l.index));
-                Slice {
-                    rank: l.rank.clone(),
-                    name: format!(
-                        "last at {} #{}: +{:.1} µs ({why})",
-                        l.name,
-                        l.index,
-                        l.cost_ns.as_us()
-                    ),
-                    start_ns: l.seg_start_ns.get(),
-                    dur_ns: l.start_ns.get() - l.seg_start_ns.get(),
-                    args,
+        let mut slices = Vec::new();
+        for (k, l) in self.marks.iter().enumerate() {
+            let mut late = late_slice(l);
+            for (j, w) in l.waiters.iter().enumerate() {
+                let id = (k * WAITERS + j) as u64 + 1;
+                let mut wait = waiting(l, w);
+                if late.dur_ns >= 2 && wait.dur_ns >= 2 {
+                    late.flows_out.push(id);
+                    wait.flows_in.push(id);
                 }
-            })
-            .collect();
+                slices.push(wait);
+            }
+            slices.push(late);
+        }
         Overlay {
             track: "critical path".into(),
             slices,
@@ -285,5 +283,56 @@ impl CriticalPath {
             .iter()
             .filter(|c| c.who == who)
             .fold(0.0, |sum, c| sum + c.per_step_ns)
+    }
+}
+
+/// A late arrival on its rank's track: its segment before the collective it arrived last at,
+/// named by cost and cause.
+fn late_slice(l: &Late) -> Slice {
+    let parts = [
+        (l.work_ns, "more work"),
+        (l.host_ns, "host gap"),
+        (l.late_ns, "late step start"),
+    ];
+    let why = parts.iter().max_by_key(|p| p.0).map_or("", |p| p.1);
+    let mut args = Map::new();
+    let us = |ns: Ns| Value::from((ns.get() as f64 / 1e3 * 1e3).round() / 1e3);
+    args.insert("cost_us".into(), us(l.cost_ns));
+    args.insert("work_us".into(), us(l.work_ns));
+    args.insert("host_us".into(), us(l.host_ns));
+    args.insert("late_start_us".into(), us(l.late_ns));
+    args.insert("transfer_us".into(), us(l.transfer_ns));
+    args.insert("collective".into(), Value::from(l.name.clone()));
+    args.insert("key".into(), Value::from(l.key.clone()));
+    args.insert("index".into(), Value::from(l.index));
+    Slice {
+        rank: l.rank.clone(),
+        name: format!(
+            "last at {} #{}: +{:.1} µs ({why})",
+            l.name,
+            l.index,
+            l.cost_ns.as_us()
+        ),
+        start_ns: l.seg_start_ns.get(),
+        dur_ns: l.start_ns.get() - l.seg_start_ns.get(),
+        args,
+        ..Slice::default()
+    }
+}
+
+/// A member's wait at a late arrival's collective, on the member's track: from its own
+/// arrival to the late one's.
+fn waiting(l: &Late, w: &Waiter) -> Slice {
+    let mut args = Map::new();
+    args.insert("for".into(), Value::from(l.rank.clone()));
+    args.insert("collective".into(), Value::from(l.name.clone()));
+    args.insert("index".into(), Value::from(l.index));
+    Slice {
+        rank: w.rank.clone(),
+        name: format!("waits for {} at {} #{}", l.rank, l.name, l.index),
+        start_ns: w.since_ns.get(),
+        dur_ns: l.start_ns.get() - w.since_ns.get(),
+        args,
+        ..Slice::default()
     }
 }

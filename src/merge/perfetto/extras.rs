@@ -5,9 +5,9 @@
 //! Each process (`pid`) of the extras is a track: under its rank's track when its pid names
 //! a rank of the merge (`"[TP02] critical path"`), else under the merge's root; named and
 //! ordered by its `process_name` / `process_sort_index` metadata. Under it, a track per thread
-//! for its slices (`X`), and one per counter series (`C`, `"<name> <arg>"`). The slices are
-//! joined by flow arrows in time order (for the critical path: from one late arrival to the
-//! next, across the ranks). Packets are on the merge's own sequence (1), names written in full
+//! for its slices (`X`), and one per counter series (`C`, `"<name> <arg>"`). The JSON's flow
+//! events (`s`, `f`) become the flow ids of the slices that hold them on their track (for the
+//! critical path: from each late arrival to the ranks that waited for it). Packets are on the merge's own sequence (1), names written in full
 //! (a few thousand events, not worth interning), timestamps on the merged clock (JSON `ts`, µs,
 //! as ns).
 
@@ -47,7 +47,8 @@ pub(crate) struct Encoded {
 
 /// Encodes `json` (the extras as the JSON merge writes them: comma-separated objects) for
 /// the ranks `ranks` (bare label, index in the group) of a group of `n`; track uuids in the
-/// slot past the ranks' ([`Uuids`]). Events that are not `X`, `C` or `M` are left out.
+/// slot past the ranks' ([`Uuids`]). Events that are not `X`, `C`, `M`, `s` or `f` are left
+/// out; a flow event no slice of its track holds is dropped.
 pub(crate) fn encode(json: &[u8], ranks: &[(String, usize)], n: usize) -> Encoded {
     let mut out = Encoded {
         bytes: Vec::new(),
@@ -65,6 +66,7 @@ pub(crate) fn encode(json: &[u8], ranks: &[(String, usize)], n: usize) -> Encode
     let mut next = Uuids::new(n, n);
     let mut body = Vec::new();
     let mut slices: Vec<Slice<'_>> = Vec::new();
+    let mut flows: Vec<FlowEv> = Vec::new();
     for ev in &events {
         let pid = text(ev.get("pid"));
         let p = procs.entry(pid.clone()).or_insert_with(|| {
@@ -87,10 +89,18 @@ pub(crate) fn encode(json: &[u8], ranks: &[(String, usize)], n: usize) -> Encode
                 slices.push((ts, dur, track, ev));
             }
             "C" => out.events += counter(p, ev, &mut next, &mut body),
+            ph @ ("s" | "f") => {
+                let (Some(ts), Some(id)) = (ns(ev.get("ts")), ev.get("id").and_then(Value::as_u64))
+                else {
+                    continue;
+                };
+                let track = thread(p, &text(ev.get("tid")), &mut next);
+                flows.push((track, ts, FLOW_BASE.wrapping_add(id), ph == "s"));
+            }
             _ => {}
         }
     }
-    out.events += chain(&mut slices, &mut body);
+    out.events += write_slices(&mut slices, &flows, &mut body);
     out.events += events.iter().filter(|e| str_of(e, "ph") == "M").count() as u64;
     for p in procs.values() {
         describe_proc(&mut out.bytes, p);
@@ -102,19 +112,41 @@ pub(crate) fn encode(json: &[u8], ranks: &[(String, usize)], n: usize) -> Encode
 /// An `X` event of the extras: its start (ns), duration, track and the event.
 type Slice<'a> = (i64, u64, u64, &'a Map<String, Value>);
 
-/// Writes the slices in time order, each but the last beginning a flow that the next one
-/// ends; how many.
-fn chain(slices: &mut [Slice<'_>], body: &mut Vec<u8>) -> u64 {
-    slices.sort_by_key(|s| s.0);
-    let last = slices.len().saturating_sub(1);
-    for (k, (ts, dur, track, ev)) in slices.iter().enumerate() {
-        let flows = Flows {
-            begins: (k < last).then_some(FLOW_BASE.wrapping_add(k as u64)),
-            ends: (k > 0).then(|| FLOW_BASE.wrapping_add(k as u64 - 1)),
+/// A flow event of the extras (`s` or `f`): its track, time (ns), flow id, and whether it
+/// begins the flow.
+type FlowEv = (u64, i64, u64, bool);
+
+/// Writes the slices in time order, each with the flows that begin or end inside it on its
+/// track (as a viewer binds a JSON flow event to its enclosing slice); how many.
+fn write_slices(slices: &mut [Slice<'_>], flows: &[FlowEv], body: &mut Vec<u8>) -> u64 {
+    slices.sort_by_key(|s| (s.2, s.0));
+    let mut bound: Vec<Flows> = slices.iter().map(|_| Flows::default()).collect();
+    for &(track, ts, id, begins) in flows {
+        let Some(k) = enclosing(slices, track, ts) else {
+            continue;
         };
-        slice(body, *ts, *dur, *track, ev, &flows);
+        if begins {
+            bound[k].begins.push(id);
+        } else {
+            bound[k].ends.push(id);
+        }
+    }
+    let mut order: Vec<usize> = (0..slices.len()).collect();
+    order.sort_by_key(|&k| slices[k].0);
+    for k in order {
+        let (ts, dur, track, ev) = slices[k];
+        slice(body, ts, dur, track, ev, &bound[k]);
     }
     slices.len() as u64
+}
+
+/// The slice of `track` that holds time `ts` (the latest to start at or before it), in
+/// `slices` sorted by track and start.
+fn enclosing(slices: &[Slice<'_>], track: u64, ts: i64) -> Option<usize> {
+    let k = slices.partition_point(|s| (s.2, s.0) <= (track, ts));
+    let k = k.checked_sub(1)?;
+    let (start, dur, t, _) = slices[k];
+    (t == track && ts >= start && ts <= start + dur as i64).then_some(k)
 }
 
 /// The rank a pid of the extras belongs to (`"[TP02] critical path"`: TP02), if in `ranks`.
@@ -192,10 +224,11 @@ fn counter(p: &mut Proc, ev: &Map<String, Value>, next: &mut Uuids, out: &mut Ve
     n
 }
 
-/// The flow a slice begins (towards the next) and the one it ends (from the previous).
+/// The flows a slice begins and those it ends.
+#[derive(Default)]
 struct Flows {
-    begins: Option<u64>,
-    ends: Option<u64>,
+    begins: Vec<u64>,
+    ends: Vec<u64>,
 }
 
 /// An `X` event as a slice's begin and end, its scalar args as debug annotations.
@@ -212,10 +245,10 @@ fn slice(out: &mut Vec<u8>, ts: i64, dur: u64, track: u64, ev: &Map<String, Valu
         if let Some(args) = ev.get("args").and_then(Value::as_object) {
             args.iter().for_each(|(k, v)| annotation(t, k, v));
         }
-        if let Some(id) = f.begins {
+        for &id in &f.begins {
             pb::fixed64(t, e::FLOW_IDS, id);
         }
-        if let Some(id) = f.ends {
+        for &id in &f.ends {
             pb::fixed64(t, e::TERMINATING_FLOW_IDS, id);
         }
     });

@@ -10,7 +10,7 @@
 use serde_json::{json, Map, Value};
 
 /// One annotated interval of one rank.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Slice {
     /// The rank's label as the merged trace shows it (`TP02`, `TP01-DP01`).
     pub rank: String,
@@ -19,6 +19,10 @@ pub struct Slice {
     pub start_ns: i64,
     pub dur_ns: i64,
     pub args: Map<String, Value>,
+    /// Flow arrows it begins and ends (ids unique in the overlay), drawn 1 ns before its end:
+    /// two slices joined by a flow end at the same time (a late arrival, and a wait for it).
+    pub flows_out: Vec<u64>,
+    pub flows_in: Vec<u64>,
 }
 
 /// Slices to add to a merged trace, on a track named `track` per rank.
@@ -59,6 +63,17 @@ impl Overlay {
                 "dur": (s.dur_ns.max(0) as f64).round() / 1e3,
                 "args": s.args,
             }));
+            let at = (s.start_ns + s.dur_ns - 1 - base_ns) as f64 / 1e3;
+            let flow = |ph: &str, id: u64| {
+                let mut f = json!({"ph": ph, "cat": "rankprof", "name": "waited for", "id": id,
+                    "pid": pid, "tid": 0, "ts": (at * 1e3).round() / 1e3});
+                if ph == "f" {
+                    f["bp"] = "e".into();
+                }
+                f
+            };
+            out.extend(s.flows_out.iter().map(|&id| flow("s", id)));
+            out.extend(s.flows_in.iter().map(|&id| flow("f", id)));
         }
         for (pid, sort) in &procs {
             out.push(
@@ -100,6 +115,7 @@ mod tests {
                     start_ns: 1_000_002_500,
                     dur_ns: 2_000_000,
                     args: Map::new(),
+                    ..Slice::default()
                 },
                 Slice {
                     rank: "TP09".into(),
@@ -107,6 +123,7 @@ mod tests {
                     start_ns: 0,
                     dur_ns: 1,
                     args: Map::new(),
+                    ..Slice::default()
                 },
             ],
         };

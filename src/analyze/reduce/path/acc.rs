@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use super::whatif::{Member, WhatIfAcc};
-use super::{Cause, CriticalPath, Kind, Late, PathStep, Transfer, MARKS, ROW_CAUSES};
+use super::{
+    Cause, CriticalPath, Kind, Late, PathStep, Transfer, Waiter, MARKS, ROW_CAUSES, WAITERS,
+};
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::reduce::steps::StepTable;
@@ -250,15 +252,38 @@ impl Acc {
                 host_ns: Ns::new(host),
                 late_ns: Ns::new(late),
                 transfer_ns: Ns::new(transfer),
+                waiters: Vec::new(),
             };
             if self.worst.wants(cost) {
                 self.worst.push(cost, item.clone());
             }
             if self.marks.wants(cost) {
-                self.marks.push(cost, item);
+                let waiters = waiters(members, recs, l, &self.labels);
+                self.marks.push(cost, Late { waiters, ..item });
             }
         }
     }
+}
+
+/// The members of a collective that arrived before its last arriver `l` and waited for it,
+/// the earliest first, up to [`WAITERS`].
+fn waiters(members: &[usize], recs: &[CollEv], l: usize, labels: &[String]) -> Vec<Waiter> {
+    let Some(last) = recs.get(l).map(|r| r.start) else {
+        return Vec::new();
+    };
+    let mut w: Vec<Waiter> = members
+        .iter()
+        .zip(recs)
+        .enumerate()
+        .filter(|&(i, (_, r))| i != l && r.start < last)
+        .map(|(_, (&m, r))| Waiter {
+            rank: labels.get(m).cloned().unwrap_or_default(),
+            since_ns: Ns::new(r.start),
+        })
+        .collect();
+    w.sort_by_key(|x| x.since_ns);
+    w.truncate(WAITERS);
+    w
 }
 
 /// The `n` costliest late arrivals seen so far: a buffer of up to `2n`, cut back to the `n`
