@@ -27,8 +27,8 @@ use crate::trace::Ns;
 
 /// The cross-rank analysis of the ranks kept: the reduce stages (kernel classes and top
 /// kernels, the step table, matched collectives, groups) and the explanation on top of them
-/// (attribution, EP split, verdict), with the saved summary.
-// Long on purpose: every stage in the order each needs the others' results.
+/// (attribution, EP split, verdict), with the saved summary. Every stage runs in the order each
+/// needs the others' results; the notes are said in that order.
 pub(super) fn cross_rank(
     mut results: Vec<RankResult>,
     classifier: &Classifier,
@@ -37,177 +37,44 @@ pub(super) fn cross_rank(
     id: &str,
     stage: Option<&str>,
 ) -> Result<Analysis> {
-    let labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
-    let class_names: Vec<String> = classifier.names().to_vec();
+    let cx = Ctx::new(&results, classifier, args, threshold);
     let mut notes = Vec::new();
 
-    let class_ns: Vec<Vec<i64>> = results.iter().map(|r| r.class_ns.clone()).collect();
-    let (unclassified_pct, unclassified_rank_pct) =
-        classes::other_share(&class_ns, classifier.other() as usize);
-    let classes = ClassTable {
-        classes: class_names.clone(),
-        ranks: labels.clone(),
-        ns: class_ns,
-        unclassified_pct,
-        unclassified_rank_pct,
+    let classes = cx.class_table(&results);
+    let top = cx.top_kernels(&results);
+    let step_source = step_source(&results, &mut notes);
+    let (worlds, clocks) = cx.worlds_and_clocks(&mut results, &mut notes)?;
+    let (steps, step_class_ns) = cx.step_table(&results, &worlds, &step_source);
+    let source = figure_source(&results);
+    let (coll, path) = cx.collectives_and_path(&results, &worlds, &steps, source, &mut notes)?;
+    let reduced = Reduced {
+        summaries: results.iter().map(|r| r.summary.clone()).collect(),
+        classes,
+        steps,
+        step_class_ns,
+        coll,
+        path,
     };
-    let ops: Vec<&[NameAgg]> = results.iter().map(|r| r.ops.as_slice()).collect();
-    let top = kernels::top(&labels, &ops, &class_names, args.top_n);
 
-    let step_source = results
-        .first()
-        .map(|r| r.step_source.clone())
-        .unwrap_or_default();
-    if results.iter().any(|r| r.step_source != step_source) {
-        let mut by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-        for r in &results {
-            by.entry(&r.step_source).or_default().push(&r.label);
-        }
-        let s: Vec<String> = by
-            .iter()
-            .map(|(src, l)| format!("{} {src}", rankset::compact(l)))
-            .collect();
-        notes.push(format!(
-            "ranks found different step markers: {}",
-            s.join("; ")
-        ));
-    }
-    let basis = if results.iter().all(|r| !r.gpu) {
-        "cpu"
-    } else {
-        "gpu"
-    };
-    let (w, wnote) = collectives::worlds(&results);
-    notes.extend(wnote);
-    let clocks = if args.align && results.iter().all(|r| r.gpu) {
-        align_clocks(&mut results, &w, &mut notes)?
-    } else {
-        Vec::new()
-    };
-    let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
-    let mut steps = steps::table(&labels, &figs, &w, &step_source, basis, threshold);
-    if let Some(o) = steps.onset.as_mut() {
-        o.rank_id = results[o.rank_index].id.clone();
-    }
-    let step_class_ns: Vec<Vec<Vec<i64>>> = (0..results.len())
-        .map(|r| {
-            steps
-                .rows
-                .iter()
-                .map(|row| results[r].steps[row.idx[r]].class_ns.clone())
-                .collect()
-        })
-        .collect();
-
-    let colls: Vec<RankColls> = results.iter().map(|r| r.colls.clone()).collect();
-    let csource = if results.iter().all(|r| r.gpu) {
-        "gpu"
-    } else if results.iter().all(|r| !r.gpu) {
-        "cpu"
-    } else {
-        "mixed"
-    };
-    let windows: Vec<Vec<(i64, i64)>> = results
-        .iter()
-        .map(|r| r.steps.iter().map(|f| (f.start_ns, f.dur_ns)).collect())
-        .collect();
-    let mut acc = Acc::new(&labels, &windows, &steps, args.top_n);
-    let coll = collectives::analyze_into(&labels, &w, &colls, csource, args.top_n, Some(&mut acc))?;
-    let mut path = acc.finish(&w);
-    name_host_gaps(&mut path, &results, threshold, &mut notes);
-    // What the critical path could not judge is said with the other notes (which steps its
-    // per-step figures cover stays in its JSON).
-    notes.extend(
-        path.notes
-            .iter()
-            .filter(|n| !n.starts_with("per-step costs are over"))
-            .cloned(),
-    );
-
-    let summaries: Vec<RankSummary> = results.iter().map(|r| r.summary.clone()).collect();
-    let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
-    let mut attribution = attribution::attribute(&attribution::Input {
-        labels: &labels,
-        dp: &dp,
-        figs: &figs,
-        summaries: &summaries,
-        steps: &steps,
-        threshold,
-    });
-    let ep = ep::split(&results, classifier, threshold);
-    ep::defer_hot_experts(&mut attribution, &ep);
-    let mut verdict = verdict::judge(&verdict::Input {
-        summaries: &summaries,
-        class_names: &class_names,
-        comm_class: classifier.comm() as usize,
-        class_ns: &classes.ns,
-        step_class_ns: &step_class_ns,
-        steps: &steps,
-        collectives: &coll,
-        path: &path,
-        attribution: &attribution,
-        ep: &ep,
-        threshold,
-        world: results.iter().filter_map(|r| r.world_size).max(),
-    });
-    let memory = memory::ranks(&results);
-    verdict.lines.extend(memory::lines(&memory, threshold));
-    let summary = summary::build(
-        id,
-        stage,
-        &results,
-        &class_names,
-        &steps,
-        &verdict,
-        &attribution,
-        &path,
-        args.summary_kernels,
-    );
-    let lead = verdict
-        .lead
-        .as_ref()
-        .and_then(|l| labels.iter().position(|x| x == l));
-    let groups = groups::build(&results, &summaries, &steps, lead);
-    let chosen = args.rank.as_ref().and_then(|s| selected(&results, s));
-    if let (Some(sel), None) = (&args.rank, chosen) {
-        notes.push(format!(
-            "--rank {sel}: that rank is left out of the comparison (its data stops early): no \
-             drill-down"
-        ));
-    }
-    let depth = chosen.map(|r| model::depth(&results[r], &class_names, args.top_n));
-    let drill = chosen.map(|r| {
-        drill::drill(
-            &drill::Input {
-                results: &results,
-                class_names: &class_names,
-                comm_class: classifier.comm() as usize,
-                work_ns: &groups.work_ns,
-                steps: &steps,
-                collectives: &coll,
-                verdict_lines: &verdict.lines,
-                threshold,
-                top_n: args.top_n,
-            },
-            r,
-        )
-    });
+    let explained = cx.explain(&results, &reduced);
+    let summary = cx.saved_summary(id, stage, &results, &reduced, &explained);
+    let (groups, depth, drill) = cx.rank_views(&results, &reduced, &explained, &mut notes);
     Ok(Analysis {
         profile_id: id.to_string(),
         stage: stage.map(String::from),
         files: Vec::new(),
-        source: csource.to_string(),
+        source: source.to_string(),
         threshold_pct: args.threshold,
-        verdict,
-        ranks: summaries,
-        classes,
+        verdict: explained.verdict,
+        ranks: reduced.summaries,
+        classes: reduced.classes,
         kernels: top,
-        steps,
-        collectives: coll,
-        path,
-        attribution,
-        ep,
-        memory,
+        steps: reduced.steps,
+        collectives: reduced.coll,
+        path: reduced.path,
+        attribution: explained.attribution,
+        ep: explained.ep,
+        memory: explained.memory,
         snapshots: Vec::new(),
         depth,
         drill,
@@ -221,10 +88,300 @@ pub(super) fn cross_rank(
     })
 }
 
-/// For the host-bound ranks that cost the step at least the threshold (the three costliest),
-/// reads each one's file again to name what its host did while its GPU sat idle before the
-/// collectives it arrived last at ([`super::collect::gaps`]). Only per-rank GPU traces: a
-/// merged trace holds every rank, a CPU-only trace has no GPU to idle.
+/// What every stage reads: the ranks' labels in rank order, the class names and rules, the
+/// options, and the threshold as a fraction.
+struct Ctx<'a> {
+    labels: Vec<String>,
+    class_names: Vec<String>,
+    classifier: &'a Classifier,
+    args: &'a AnalyzeOptions,
+    threshold: f64,
+}
+
+/// The reduce stages' results, which the explanation and the report read.
+struct Reduced {
+    summaries: Vec<RankSummary>,
+    classes: ClassTable,
+    steps: steps::StepTable,
+    /// Per rank, per step row, the rank's time per class in that row's step.
+    step_class_ns: Vec<Vec<Vec<i64>>>,
+    coll: collectives::CollectiveReport,
+    path: CriticalPath,
+}
+
+/// The explanation on top of the reduce stages.
+struct Explained {
+    attribution: attribution::Attribution,
+    ep: Vec<ep::EpRecord>,
+    verdict: verdict::Verdict,
+    memory: Vec<memory::MemoryRank>,
+}
+
+/// The ranks' step marker (the first rank's), with a note when the ranks found different ones.
+fn step_source(results: &[RankResult], notes: &mut Vec<String>) -> String {
+    let step_source = results
+        .first()
+        .map(|r| r.step_source.clone())
+        .unwrap_or_default();
+    if results.iter().any(|r| r.step_source != step_source) {
+        let mut by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for r in results {
+            by.entry(&r.step_source).or_default().push(&r.label);
+        }
+        let s: Vec<String> = by
+            .iter()
+            .map(|(src, l)| format!("{} {src}", rankset::compact(l)))
+            .collect();
+        notes.push(format!(
+            "ranks found different step markers: {}",
+            s.join("; ")
+        ));
+    }
+    step_source
+}
+
+/// Where the figures come from: `gpu` or `cpu` when every rank agrees, else `mixed`.
+fn figure_source(results: &[RankResult]) -> &'static str {
+    if results.iter().all(|r| r.gpu) {
+        "gpu"
+    } else if results.iter().all(|r| !r.gpu) {
+        "cpu"
+    } else {
+        "mixed"
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of the analysis of `results`.
+    fn new(
+        results: &[RankResult],
+        classifier: &'a Classifier,
+        args: &'a AnalyzeOptions,
+        threshold: f64,
+    ) -> Self {
+        Ctx {
+            labels: results.iter().map(|r| r.label.clone()).collect(),
+            class_names: classifier.names().to_vec(),
+            classifier,
+            args,
+            threshold,
+        }
+    }
+
+    /// The kernel-class table: each rank's time per class and the unclassified share.
+    fn class_table(&self, results: &[RankResult]) -> ClassTable {
+        let class_ns: Vec<Vec<i64>> = results.iter().map(|r| r.class_ns.clone()).collect();
+        let (unclassified_pct, unclassified_rank_pct) =
+            classes::other_share(&class_ns, self.classifier.other() as usize);
+        ClassTable {
+            classes: self.class_names.clone(),
+            ranks: self.labels.clone(),
+            ns: class_ns,
+            unclassified_pct,
+            unclassified_rank_pct,
+        }
+    }
+
+    /// The top kernels table (`--top-n`).
+    fn top_kernels(&self, results: &[RankResult]) -> Vec<kernels::KernelRow> {
+        let ops: Vec<&[NameAgg]> = results.iter().map(|r| r.ops.as_slice()).collect();
+        kernels::top(&self.labels, &ops, &self.class_names, self.args.top_n)
+    }
+
+    /// The collective worlds, and with `--align collectives` on GPU ranks, each rank whose
+    /// clock is off its world's put on the others' ([`align_clocks`]).
+    fn worlds_and_clocks(
+        &self,
+        results: &mut [RankResult],
+        notes: &mut Vec<String>,
+    ) -> Result<(Vec<Vec<usize>>, Vec<clocks::ClockOffset>)> {
+        let (w, wnote) = collectives::worlds(results);
+        notes.extend(wnote);
+        let clocks = if self.args.align && results.iter().all(|r| r.gpu) {
+            align_clocks(results, &w, notes)?
+        } else {
+            Vec::new()
+        };
+        Ok((w, clocks))
+    }
+
+    /// The step table (its onset's rank named), and per rank its time per class in each row's
+    /// step.
+    fn step_table(
+        &self,
+        results: &[RankResult],
+        worlds: &[Vec<usize>],
+        step_source: &str,
+    ) -> (steps::StepTable, Vec<Vec<Vec<i64>>>) {
+        let basis = if results.iter().all(|r| !r.gpu) {
+            "cpu"
+        } else {
+            "gpu"
+        };
+        let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
+        let mut steps = steps::table(
+            &self.labels,
+            &figs,
+            worlds,
+            step_source,
+            basis,
+            self.threshold,
+        );
+        if let Some(o) = steps.onset.as_mut() {
+            o.rank_id = results[o.rank_index].id.clone();
+        }
+        let step_class_ns: Vec<Vec<Vec<i64>>> = (0..results.len())
+            .map(|r| {
+                steps
+                    .rows
+                    .iter()
+                    .map(|row| results[r].steps[row.idx[r]].class_ns.clone())
+                    .collect()
+            })
+            .collect();
+        (steps, step_class_ns)
+    }
+
+    /// The matched collectives and the critical path accumulated while matching them, its
+    /// host gaps named; what the path could not judge joins `notes`.
+    fn collectives_and_path(
+        &self,
+        results: &[RankResult],
+        worlds: &[Vec<usize>],
+        steps: &steps::StepTable,
+        source: &str,
+        notes: &mut Vec<String>,
+    ) -> Result<(collectives::CollectiveReport, CriticalPath)> {
+        let top_n = self.args.top_n;
+        let colls: Vec<RankColls> = results.iter().map(|r| r.colls.clone()).collect();
+        let windows: Vec<Vec<(i64, i64)>> = results
+            .iter()
+            .map(|r| r.steps.iter().map(|f| (f.start_ns, f.dur_ns)).collect())
+            .collect();
+        let mut acc = Acc::new(&self.labels, &windows, steps, top_n);
+        let coll =
+            collectives::analyze_into(&self.labels, worlds, &colls, source, top_n, Some(&mut acc))?;
+        let mut path = acc.finish(worlds);
+        name_host_gaps(&mut path, results, self.threshold, notes);
+        // What the critical path could not judge is said with the other notes (which steps its
+        // per-step figures cover stays in its JSON).
+        notes.extend(
+            path.notes
+                .iter()
+                .filter(|n| !n.starts_with("per-step costs are over"))
+                .cloned(),
+        );
+        Ok((coll, path))
+    }
+
+    /// Attribution (hot experts deferred to the EP split), the verdict, and the memory table
+    /// whose lines end the verdict.
+    fn explain(&self, results: &[RankResult], red: &Reduced) -> Explained {
+        let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
+        let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
+        let mut attribution = attribution::attribute(&attribution::Input {
+            labels: &self.labels,
+            dp: &dp,
+            figs: &figs,
+            summaries: &red.summaries,
+            steps: &red.steps,
+            threshold: self.threshold,
+        });
+        let ep = ep::split(results, self.classifier, self.threshold);
+        ep::defer_hot_experts(&mut attribution, &ep);
+        let mut verdict = verdict::judge(&verdict::Input {
+            summaries: &red.summaries,
+            class_names: &self.class_names,
+            comm_class: self.classifier.comm() as usize,
+            class_ns: &red.classes.ns,
+            step_class_ns: &red.step_class_ns,
+            steps: &red.steps,
+            collectives: &red.coll,
+            path: &red.path,
+            attribution: &attribution,
+            ep: &ep,
+            threshold: self.threshold,
+            world: results.iter().filter_map(|r| r.world_size).max(),
+        });
+        let memory = memory::ranks(results);
+        verdict.lines.extend(memory::lines(&memory, self.threshold));
+        Explained {
+            attribution,
+            ep,
+            verdict,
+            memory,
+        }
+    }
+
+    /// The saved summary (`--save-summary`) of the analysis.
+    fn saved_summary(
+        &self,
+        id: &str,
+        stage: Option<&str>,
+        results: &[RankResult],
+        red: &Reduced,
+        ex: &Explained,
+    ) -> summary::Summary {
+        summary::build(
+            id,
+            stage,
+            results,
+            &self.class_names,
+            &red.steps,
+            &ex.verdict,
+            &ex.attribution,
+            &red.path,
+            self.args.summary_kernels,
+        )
+    }
+
+    /// The groups (the verdict's lead marked), and for `--rank` its depth and drill-down, or a
+    /// note when that rank was left out.
+    fn rank_views(
+        &self,
+        results: &[RankResult],
+        red: &Reduced,
+        ex: &Explained,
+        notes: &mut Vec<String>,
+    ) -> (
+        groups::Groups,
+        Option<model::RankDepth>,
+        Option<drill::Drill>,
+    ) {
+        let lead = ex
+            .verdict
+            .lead
+            .as_ref()
+            .and_then(|l| self.labels.iter().position(|x| x == l));
+        let groups = groups::build(results, &red.summaries, &red.steps, lead);
+        let chosen = self.args.rank.as_ref().and_then(|s| selected(results, s));
+        if let (Some(sel), None) = (&self.args.rank, chosen) {
+            notes.push(format!(
+                "--rank {sel}: that rank is left out of the comparison (its data stops early): no \
+                 drill-down"
+            ));
+        }
+        let depth = chosen.map(|r| model::depth(&results[r], &self.class_names, self.args.top_n));
+        let drill = chosen.map(|r| {
+            drill::drill(
+                &drill::Input {
+                    results,
+                    class_names: &self.class_names,
+                    comm_class: self.classifier.comm() as usize,
+                    work_ns: &groups.work_ns,
+                    steps: &red.steps,
+                    collectives: &red.coll,
+                    verdict_lines: &ex.verdict.lines,
+                    threshold: self.threshold,
+                    top_n: self.args.top_n,
+                },
+                r,
+            )
+        });
+        (groups, depth, drill)
+    }
+}
+
 /// Puts a rank whose clock is off its world's by a constant ([`clocks`]) on the others', and
 /// says so with the offset and its spread: an offset is never waiting or skew.
 fn align_clocks(
@@ -259,6 +416,10 @@ fn align_clocks(
     Ok(out)
 }
 
+/// For the host-bound ranks that cost the step at least the threshold (the three costliest),
+/// reads each one's file again to name what its host did while its GPU sat idle before the
+/// collectives it arrived last at ([`super::collect::gaps`]). Only per-rank GPU traces: a
+/// merged trace holds every rank, a CPU-only trace has no GPU to idle.
 fn name_host_gaps(
     path: &mut CriticalPath,
     results: &[RankResult],

@@ -445,6 +445,7 @@ pub struct Imbalance {
     pub straggler_pct: f64,
 }
 
+/// `x` rounded to 4 decimals (0 when not finite).
 fn r4(x: f64) -> f64 {
     if x.is_finite() {
         (x * 1e4).round() / 1e4
@@ -453,9 +454,8 @@ fn r4(x: f64) -> f64 {
     }
 }
 
-/// Builds the summary of analyzed ranks.
-// Long on purpose: a flat mapping of the analysis onto the versioned summary schema, field by
-// field.
+/// Builds the summary of analyzed ranks: the analysis mapped onto the versioned schema, one
+/// section at a time (each section's phase below).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build(
     id: &str,
@@ -468,12 +468,80 @@ pub(crate) fn build(
     path: &CriticalPath,
     max_kernels: usize,
 ) -> Summary {
-    let labels: Vec<String> = results.iter().map(|r| r.label.clone()).collect();
-    let n = results.len();
-    let class_map = |v: &[i64]| -> BTreeMap<String, i64> {
-        class_names.iter().cloned().zip(v.iter().copied()).collect()
-    };
-    let ranks: Vec<RankEntry> = results
+    let ranks = rank_entries(results, class_names);
+    let (kernels, other_kernels) = top_kernels(results, class_names, max_kernels);
+    Summary {
+        version: VERSION,
+        kind: KIND.to_string(),
+        profile: profile_meta(id, stage, results, steps),
+        classes: class_names.to_vec(),
+        overall: overall(results, class_names, steps),
+        ranks,
+        kernels,
+        other_kernels,
+        imbalance: imbalance(verdict, results),
+        work: Some(work_summary(attribution, verdict)),
+        path: path_summary(path, verdict.threshold_pct),
+        memory: memory_peaks(results),
+    }
+}
+
+/// `v` (one figure per class, in column order) keyed by class name.
+fn class_map(class_names: &[String], v: &[i64]) -> BTreeMap<String, i64> {
+    class_names.iter().cloned().zip(v.iter().copied()).collect()
+}
+
+/// One figure of every rank's summary row, in rank order, as integer ns.
+fn per_rank(results: &[RankResult], figure: impl Fn(&RankFigures) -> Ns) -> Vec<i64> {
+    results
+        .iter()
+        .map(|r| figure(&r.summary.figures).get())
+        .collect()
+}
+
+/// The integer mean of `v` (0 when empty).
+fn mean(v: &[i64]) -> i64 {
+    if v.is_empty() {
+        0
+    } else {
+        v.iter().sum::<i64>() / v.len() as i64
+    }
+}
+
+/// Where the figures come from: `gpu` or `cpu` when every rank agrees, else `mixed`.
+fn source_of(results: &[RankResult]) -> &'static str {
+    if results.iter().all(|r| r.gpu) {
+        "gpu"
+    } else if results.iter().all(|r| !r.gpu) {
+        "cpu"
+    } else {
+        "mixed"
+    }
+}
+
+/// The profile's identity: id, stage, rank labels, figure and step sources, devices.
+fn profile_meta(
+    id: &str,
+    stage: Option<&str>,
+    results: &[RankResult],
+    steps: &StepTable,
+) -> ProfileMeta {
+    ProfileMeta {
+        id: id.to_string(),
+        stage: stage.map(String::from),
+        ranks: results.iter().map(|r| r.label.clone()).collect(),
+        source: source_of(results).to_string(),
+        step_source: steps.source.clone(),
+        devices: results
+            .iter()
+            .map(|r| r.summary.figures.device.clone())
+            .collect(),
+    }
+}
+
+/// Each rank's summary row (utilization rounded), class totals and step statistics.
+fn rank_entries(results: &[RankResult], class_names: &[String]) -> Vec<RankEntry> {
+    results
         .iter()
         .map(|r| {
             let s = &r.summary.figures;
@@ -487,38 +555,51 @@ pub(crate) fn build(
                     utilization_pct: r4(s.utilization_pct),
                     ..s.clone()
                 },
-                class_ns: class_map(&r.class_ns),
+                class_ns: class_map(class_names, &r.class_ns),
                 steps: StepStats::of(&t, &b, &w).with_classes(class_names, &c),
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Kernels: top by total over ranks, the rest folded.
-    // name -> (class, kind, total per rank, count per rank)
-    type Entry = (String, String, Vec<i64>, Vec<u64>);
-    let mut by_name: BTreeMap<&str, Entry> = BTreeMap::new();
+/// Every op name over the ranks, in name order: its class, kind, and total and count per rank.
+fn kernels_by_name(results: &[RankResult], class_names: &[String]) -> Vec<KernelEntry> {
+    let n = results.len();
+    let mut by_name: BTreeMap<&str, KernelEntry> = BTreeMap::new();
     for (i, r) in results.iter().enumerate() {
         for op in &r.ops {
-            let e = by_name.entry(op.name.as_str()).or_insert_with(|| {
-                (
-                    class_names
+            let e = by_name
+                .entry(op.name.as_str())
+                .or_insert_with(|| KernelEntry {
+                    name: op.name.clone(),
+                    class: class_names
                         .get(op.agg.class as usize)
                         .cloned()
                         .unwrap_or_default(),
-                    op.agg.kind.as_str().to_string(),
-                    vec![0; n],
-                    vec![0; n],
-                )
-            });
-            e.2[i] += op.agg.total;
-            e.3[i] += op.agg.count;
+                    kind: op.agg.kind.as_str().to_string(),
+                    total_ns: vec![0; n],
+                    count: vec![0; n],
+                });
+            e.total_ns[i] += op.agg.total;
+            e.count[i] += op.agg.count;
         }
     }
-    let mut all: Vec<(&str, Entry)> = by_name.into_iter().collect();
+    by_name.into_values().collect()
+}
+
+/// The kernels by total over ranks (largest first, then by name): the first `max_kernels`
+/// kept by name, the rest folded into one entry.
+fn top_kernels(
+    results: &[RankResult],
+    class_names: &[String],
+    max_kernels: usize,
+) -> (Vec<KernelEntry>, OtherKernels) {
+    let n = results.len();
+    let mut all = kernels_by_name(results, class_names);
     all.sort_by(|a, b| {
-        let ta: i64 = a.1 .2.iter().sum();
-        let tb: i64 = b.1 .2.iter().sum();
-        tb.cmp(&ta).then(a.0.cmp(b.0))
+        let ta: i64 = a.total_ns.iter().sum();
+        let tb: i64 = b.total_ns.iter().sum();
+        tb.cmp(&ta).then(a.name.cmp(&b.name))
     });
     let mut other = OtherKernels {
         names: 0,
@@ -526,45 +607,50 @@ pub(crate) fn build(
         count: vec![0; n],
     };
     let mut kernels = Vec::new();
-    for (i, (name, (class, kind, total, count))) in all.into_iter().enumerate() {
+    for (i, k) in all.into_iter().enumerate() {
         if i < max_kernels {
-            kernels.push(KernelEntry {
-                name: name.to_string(),
-                class,
-                kind,
-                total_ns: total,
-                count,
-            });
+            kernels.push(k);
         } else {
             other.names += 1;
             for r in 0..n {
-                other.total_ns[r] += total[r];
-                other.count[r] += count[r];
+                other.total_ns[r] += k.total_ns[r];
+                other.count[r] += k.count[r];
             }
         }
     }
+    (kernels, other)
+}
 
+/// The whole profile: kernels, busy and work over ranks (mean, max), time per class summed
+/// over ranks, and the job's step statistics.
+fn overall(results: &[RankResult], class_names: &[String], steps: &StepTable) -> Overall {
     let mut class_total = vec![0i64; class_names.len()];
     for r in results {
         for (t, x) in class_total.iter_mut().zip(&r.class_ns) {
             *t += x;
         }
     }
-    let busy: Vec<i64> = results
-        .iter()
-        .map(|r| r.summary.figures.busy_ns.get())
-        .collect();
-    let work: Vec<i64> = results
-        .iter()
-        .map(|r| r.summary.figures.compute_ns.get())
-        .collect();
-    let mean = |v: &[i64]| {
-        if v.is_empty() {
-            0
-        } else {
-            v.iter().sum::<i64>() / v.len() as i64
-        }
-    };
+    let busy = per_rank(results, |f| f.busy_ns);
+    let work = per_rank(results, |f| f.compute_ns);
+    Overall {
+        ranks: results.len(),
+        kernels: results.iter().map(|r| r.summary.figures.kernels).sum(),
+        kernel_sum_ns: results
+            .iter()
+            .map(|r| r.summary.figures.kernel_sum_ns.get())
+            .sum(),
+        busy_ns_mean: mean(&busy),
+        busy_ns_max: busy.iter().copied().max().unwrap_or(0),
+        work_ns_mean: mean(&work),
+        work_ns_max: work.iter().copied().max().unwrap_or(0),
+        class_ns: class_map(class_names, &class_total),
+        steps: job_steps(results, class_names, steps),
+    }
+}
+
+/// The job's step statistics: per step row, the maximum over ranks of its time, busy and work,
+/// and its time per class summed over ranks.
+fn job_steps(results: &[RankResult], class_names: &[String], steps: &StepTable) -> StepStats {
     let raw = |v: &[Ns]| -> Vec<i64> { v.iter().map(|t| t.get()).collect() };
     let max_of = |v: &[Vec<i64>]| -> Vec<i64> {
         v.iter()
@@ -589,75 +675,37 @@ pub(crate) fn build(
             sum
         })
         .collect();
-    let (mom, cv) = spread(&work);
-    let source = if results.iter().all(|r| r.gpu) {
-        "gpu"
-    } else if results.iter().all(|r| !r.gpu) {
-        "cpu"
-    } else {
-        "mixed"
-    };
-    Summary {
-        version: VERSION,
-        kind: KIND.to_string(),
-        profile: ProfileMeta {
-            id: id.to_string(),
-            stage: stage.map(String::from),
-            ranks: labels,
-            source: source.to_string(),
-            step_source: steps.source.clone(),
-            devices: results
-                .iter()
-                .map(|r| r.summary.figures.device.clone())
-                .collect(),
-        },
-        classes: class_names.to_vec(),
-        overall: Overall {
-            ranks: n,
-            kernels: results.iter().map(|r| r.summary.figures.kernels).sum(),
-            kernel_sum_ns: results
-                .iter()
-                .map(|r| r.summary.figures.kernel_sum_ns.get())
-                .sum(),
-            busy_ns_mean: mean(&busy),
-            busy_ns_max: busy.iter().copied().max().unwrap_or(0),
-            work_ns_mean: mean(&work),
-            work_ns_max: work.iter().copied().max().unwrap_or(0),
-            class_ns: class_map(&class_total),
-            steps: StepStats::of(&max_of(&rows_t), &max_of(&rows_b), &max_of(&rows_w))
-                .with_classes(class_names, &rows_c),
-        },
-        ranks,
-        kernels,
-        other_kernels: other,
-        imbalance: Imbalance {
-            balanced: verdict.balanced,
-            threshold_pct: r4(verdict.threshold_pct),
-            metric: verdict.metric.clone(),
-            slowest: verdict.slowest.clone(),
-            excess_pct: r4(verdict.excess_pct),
-            work_max_over_mean: r4(mom),
-            work_cv: r4(cv),
-            classes: verdict
-                .classes
-                .iter()
-                .map(|c| ClassShare {
-                    class: c.class.clone(),
-                    gap_ns: c.gap_ns,
-                    share_pct: r4(c.share_pct),
-                })
-                .collect(),
-            onset: verdict.onset.clone().map(|mut o| {
-                o.t_ms = r4(o.t_ms);
-                o.excess_pct = r4(o.excess_pct);
-                o
-            }),
-            straggler: verdict.straggler.clone(),
-            straggler_pct: r4(verdict.straggler_pct),
-        },
-        work: Some(work_summary(attribution, verdict)),
-        path: path_summary(path, verdict.threshold_pct),
-        memory: memory_peaks(results),
+    StepStats::of(&max_of(&rows_t), &max_of(&rows_b), &max_of(&rows_w))
+        .with_classes(class_names, &rows_c)
+}
+
+/// The verdict's imbalance, its percentages rounded, with the spread of work over ranks.
+fn imbalance(verdict: &Verdict, results: &[RankResult]) -> Imbalance {
+    let (mom, cv) = spread(&per_rank(results, |f| f.compute_ns));
+    Imbalance {
+        balanced: verdict.balanced,
+        threshold_pct: r4(verdict.threshold_pct),
+        metric: verdict.metric.clone(),
+        slowest: verdict.slowest.clone(),
+        excess_pct: r4(verdict.excess_pct),
+        work_max_over_mean: r4(mom),
+        work_cv: r4(cv),
+        classes: verdict
+            .classes
+            .iter()
+            .map(|c| ClassShare {
+                class: c.class.clone(),
+                gap_ns: c.gap_ns,
+                share_pct: r4(c.share_pct),
+            })
+            .collect(),
+        onset: verdict.onset.clone().map(|mut o| {
+            o.t_ms = r4(o.t_ms);
+            o.excess_pct = r4(o.excess_pct);
+            o
+        }),
+        straggler: verdict.straggler.clone(),
+        straggler_pct: r4(verdict.straggler_pct),
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::busy::{pct, Kind, RankFigures, RankSummary, Timeline};
-use super::collector::{CollEv, Collector, CpuIv};
+use super::collector::{CollEv, Collector, CpuIv, GpuIv};
 use super::collstore::RankColls;
 use super::memory::MemoryRow;
 use super::ops::{NameAgg, OpKind};
@@ -17,7 +17,7 @@ use super::segments;
 use super::spill::Spool;
 use super::steps::{self, StepFig};
 use super::sweep::GpuTotals;
-use super::work::StepWork;
+use super::work::{StepWork, WorkMark};
 use crate::analyze::classes::Classifier;
 use crate::trace::read::escape;
 use crate::trace::{Header, Ns, RankId};
@@ -115,6 +115,7 @@ mod figs_with_classes {
     }
 }
 
+/// An op name as the trace wrote it, JSON escapes undone.
 fn decode(raw: &str) -> String {
     if raw.contains('\\') {
         escape::unescape(raw)
@@ -123,9 +124,9 @@ fn decode(raw: &str) -> String {
     }
 }
 
-/// Turns one rank's collector into its results. `label` without brackets.
-// Long on purpose: turns one rank's collector into its results in one place so the intervals
-// can be dropped as soon as each figure is taken from them.
+/// Turns one rank's collector into its results. `label` without brackets. Each phase takes
+/// what it needs from the collector, so that the intervals are dropped as soon as each figure
+/// is taken from them.
 pub(crate) fn finish(
     c: Collector<'_>,
     header: &Header,
@@ -138,107 +139,38 @@ pub(crate) fn finish(
     let base = header.base_time_ns.unwrap_or(0);
     let gpu = !c.gpu.is_empty();
     let device = header_device(header, c.gpu_pid);
-    let Collector {
-        gpu_ops,
-        cpu_ops,
-        gpu: gpu_ivs,
-        cpu: cpu_spool,
-        launches,
-        profiler_steps,
-        sglang_steps,
-        custom_steps,
-        graph_launches,
-        work_marks,
-        shapes,
-        cpu_nelems,
-        moe_rows,
-        gpu_colls,
-        cpu_colls,
-        cpu_waits,
-        coll_keys,
-        coll_names,
-        streams,
-        events,
-        memory,
-        ..
-    } = c;
-    let ops_map = if gpu { gpu_ops } else { cpu_ops };
-    let (ops, mut class_ns) = op_rows(ops_map, gpu, classes);
-    let kernels: u64 = ops
-        .iter()
-        .filter(|o| matches!(o.agg.kind, OpKind::Kernel | OpKind::Cpu))
-        .map(|o| o.agg.count)
-        .sum();
-    let kernel_sum_ns: i64 = ops
-        .iter()
-        .filter(|o| matches!(o.agg.kind, OpKind::Kernel | OpKind::Cpu))
-        .map(|o| o.agg.total)
-        .sum();
+    let (ops, mut class_ns) = op_rows(if gpu { c.gpu_ops } else { c.cpu_ops }, gpu, classes);
     let comm = classes.comm();
 
     let (source, mut marks) = steps::choose(
-        custom_steps,
-        profiler_steps,
-        sglang_steps,
-        graph_launches,
+        c.custom_steps,
+        c.profiler_steps,
+        c.sglang_steps,
+        c.graph_launches,
         custom_marker,
     );
-    let memory = memory.finish(&marks, base);
+    let memory = c.memory.finish(&marks, base);
     let mut figs = step_figs(&marks, base, classes.names().len());
-    let mut step_work = vec![StepWork::default(); figs.len()];
-    steps::assign(&work_marks, &marks, &mut step_work);
-    steps::assign_shapes(
-        shapes.sorted_by(|s: &(i64, i64)| s.0)?,
-        &marks,
-        &mut step_work,
-    )?;
-    for (f, w) in figs.iter_mut().zip(step_work) {
-        f.work = w;
-    }
+    assign_work(&mut figs, &c.work_marks, c.shapes, &marks)?;
 
     let (totals, coll_evs) = if gpu {
-        drop(cpu_spool);
-        let (with_prev, queries) = segments::prepare(gpu_colls, &marks)?;
-        let mut cum = segments::Cumulative::new(queries)?;
-        let totals = super::sweep::fold(gpu_ivs, launches, &marks, comm, &mut figs, &mut cum)?;
-        (totals, segments::finish(with_prev, cum.finish()?, &marks)?)
+        drop(c.cpu);
+        fold_gpu(c.gpu, c.launches, c.gpu_colls, &marks, comm, &mut figs)?
     } else {
         let cpu = CpuRank {
-            ops: cpu_spool,
-            colls: cpu_colls,
-            waits: cpu_waits,
+            ops: c.cpu,
+            colls: c.cpu_colls,
+            waits: c.cpu_waits,
             comm,
         };
         cpu.fold(&mut marks, &mut figs, &mut class_ns)?
     };
-    assign_nelems(&mut figs, cpu_nelems, &marks)?;
-    let (span, busy) = (totals.span, totals.busy);
-    let summary = RankSummary {
-        figures: RankFigures {
-            rank: label.clone(),
-            device,
-            source: if gpu { "gpu" } else { "cpu" }.to_string(),
-            span_ns: Ns::new(span),
-            busy_ns: Ns::new(busy),
-            idle_ns: Ns::new(span - busy),
-            utilization_pct: pct(busy, span),
-            compute_ns: Ns::new(totals.compute),
-            comm_ns: Ns::new(totals.comm),
-            exposed_comm_ns: Ns::new(totals.exposed_comm),
-            memcpy_memset_ns: Ns::new(totals.copy),
-            kernels,
-            kernel_sum_ns: Ns::new(kernel_sum_ns),
-        },
-        events,
-    };
-    let labels = super::collstore::labels(&coll_keys, gpu);
-    let colls = RankColls::build(coll_evs, &labels, coll_names, base)?;
-    let streams = stream_rows(streams);
-    let earliest = figs
-        .iter()
-        .map(|f| f.start_ns)
-        .chain(colls.earliest())
-        .min();
+    assign_nelems(&mut figs, c.cpu_nelems, &marks)?;
+
+    let summary = rank_summary(label.clone(), device, gpu, &totals, &ops, c.events);
+    let labels = super::collstore::labels(&c.coll_keys, gpu);
+    let colls = RankColls::build(coll_evs, &labels, c.coll_names, base)?;
+    let lost_base = lost_base(header, &figs, &colls);
     Ok(RankResult {
         label,
         id,
@@ -250,18 +182,104 @@ pub(crate) fn finish(
         step_source: source,
         steps: figs,
         colls,
-        streams,
+        streams: stream_rows(c.streams),
         world_size: header.world_size(),
         distributed_rank: header.distributed_rank(),
-        lost_base: crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns::new)),
+        lost_base,
         base_ns: header.base_time_ns,
-        moe_rows,
+        moe_rows: c.moe_rows,
         stopped_early: None,
         active: totals
             .window
             .map(|(a, b)| (Ns::new(a + base), Ns::new(b + base))),
         memory,
     })
+}
+
+/// Each step's work: the work marks in it, and the input shapes of its ops.
+fn assign_work(
+    figs: &mut [StepFig],
+    work_marks: &[WorkMark],
+    shapes: Spool<(i64, i64)>,
+    marks: &[steps::Mark],
+) -> Result<()> {
+    let mut step_work = vec![StepWork::default(); figs.len()];
+    steps::assign(work_marks, marks, &mut step_work);
+    steps::assign_shapes(
+        shapes.sorted_by(|s: &(i64, i64)| s.0)?,
+        marks,
+        &mut step_work,
+    )?;
+    for (f, w) in figs.iter_mut().zip(step_work) {
+        f.work = w;
+    }
+    Ok(())
+}
+
+/// A GPU rank's ops swept in bounded memory ([`super::sweep::fold`]) into its totals and
+/// steps, and its collectives given the compute before and within them ([`segments`]).
+fn fold_gpu(
+    ivs: Spool<GpuIv>,
+    launches: Spool<(i64, i64)>,
+    colls: Spool<CollEv>,
+    marks: &[steps::Mark],
+    comm: u8,
+    figs: &mut [StepFig],
+) -> Result<(GpuTotals, Spool<CollEv>)> {
+    let (with_prev, queries) = segments::prepare(colls, marks)?;
+    let mut cum = segments::Cumulative::new(queries)?;
+    let totals = super::sweep::fold(ivs, launches, marks, comm, figs, &mut cum)?;
+    Ok((totals, segments::finish(with_prev, cum.finish()?, marks)?))
+}
+
+/// Whether the file lost its base: it has none but relative times, judged by its earliest
+/// time (its first step or collective).
+fn lost_base(header: &Header, figs: &[StepFig], colls: &RankColls) -> bool {
+    let earliest = figs
+        .iter()
+        .map(|f| f.start_ns)
+        .chain(colls.earliest())
+        .min();
+    crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns::new))
+}
+
+/// The rank's summary row: span, busy, idle and utilization, time by kind, and its kernels
+/// (GPU kernels, or a CPU-only rank's ops) counted and summed; `events`: the events read.
+fn rank_summary(
+    rank: String,
+    device: Option<String>,
+    gpu: bool,
+    totals: &GpuTotals,
+    ops: &[NameAgg],
+    events: u64,
+) -> RankSummary {
+    let kernels: u64 = ops
+        .iter()
+        .filter(|o| matches!(o.agg.kind, OpKind::Kernel | OpKind::Cpu))
+        .map(|o| o.agg.count)
+        .sum();
+    let kernel_sum_ns: i64 = ops
+        .iter()
+        .filter(|o| matches!(o.agg.kind, OpKind::Kernel | OpKind::Cpu))
+        .map(|o| o.agg.total)
+        .sum();
+    let (span, busy) = (totals.span, totals.busy);
+    let figures = RankFigures {
+        rank,
+        device,
+        source: if gpu { "gpu" } else { "cpu" }.to_string(),
+        span_ns: Ns::new(span),
+        busy_ns: Ns::new(busy),
+        idle_ns: Ns::new(span - busy),
+        utilization_pct: pct(busy, span),
+        compute_ns: Ns::new(totals.compute),
+        comm_ns: Ns::new(totals.comm),
+        exposed_comm_ns: Ns::new(totals.exposed_comm),
+        memcpy_memset_ns: Ns::new(totals.copy),
+        kernels,
+        kernel_sum_ns: Ns::new(kernel_sum_ns),
+    };
+    RankSummary { figures, events }
 }
 
 /// The rank's ops by name, the longest first, and (GPU ranks) its time per class; a CPU-only
