@@ -313,8 +313,10 @@ fn plants_in_every_format() {
                 assert_eq!(code, Some(2), "{err}");
                 assert!(err.contains("not a trace"), "{err}");
             } else {
+                // 0 pass, 1 regression, 4 inconclusive (with one baseline, a change no
+                // rank's own rows show is held for drift): never a crash.
                 assert!(
-                    matches!(code, Some(0 | 1)),
+                    matches!(code, Some(0 | 1 | 4)),
                     "compare {b} {c}: {code:?} {err}"
                 );
             }

@@ -251,6 +251,7 @@ impl CriticalPath {
         let mut slices = Vec::new();
         for (k, l) in self.marks.iter().enumerate() {
             let mut late = late_slice(l);
+            let mut waits = Vec::with_capacity(l.waiters.len());
             for (j, w) in l.waiters.iter().enumerate() {
                 let id = (k * WAITERS + j) as u64 + 1;
                 let mut wait = waiting(l, w);
@@ -258,9 +259,12 @@ impl CriticalPath {
                     late.flows_out.push(id);
                     wait.flows_in.push(id);
                 }
-                slices.push(wait);
+                waits.push(wait);
             }
+            // The late slice first: its flows begin at the very time the waits' end, and a
+            // viewer takes events of one time in the order written.
             slices.push(late);
+            slices.append(&mut waits);
         }
         Overlay {
             track: "critical path".into(),

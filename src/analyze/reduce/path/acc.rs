@@ -221,22 +221,15 @@ impl Acc {
         };
         let host = cost - work - late;
         let rank = members[l];
-        let row = self.row_of(rank, lr.start);
-        for (kind, ns) in [
-            (Kind::Work, work),
-            (Kind::Host, host),
-            (Kind::LateStart, late),
-        ] {
-            if ns <= 0 {
-                continue;
-            }
-            let c = self.cost.entry((rank, kind)).or_default();
-            c.0 += ns;
-            c.1 += 1;
-            if let Some(m) = row.and_then(|i| self.row_cost.get_mut(i)) {
-                *m.entry((rank, kind)).or_default() += ns;
-            }
-        }
+        self.charge(
+            rank,
+            lr.start,
+            [
+                (Kind::Work, work),
+                (Kind::Host, host),
+                (Kind::LateStart, late),
+            ],
+        );
         if self.worst.wants(cost) || self.marks.wants(cost) {
             let item = Late {
                 world,
@@ -260,6 +253,23 @@ impl Acc {
             if self.marks.wants(cost) {
                 let waiters = waiters(members, recs, l, &self.labels);
                 self.marks.push(cost, Late { waiters, ..item });
+            }
+        }
+    }
+
+    /// Charges the last arriver `rank` (arrived at `at`) each part of its cost, over the
+    /// profile and in its step-table row.
+    fn charge(&mut self, rank: usize, at: i64, parts: [(Kind, i64); 3]) {
+        let row = self.row_of(rank, at);
+        for (kind, ns) in parts {
+            if ns <= 0 {
+                continue;
+            }
+            let c = self.cost.entry((rank, kind)).or_default();
+            c.0 += ns;
+            c.1 += 1;
+            if let Some(m) = row.and_then(|i| self.row_cost.get_mut(i)) {
+                *m.entry((rank, kind)).or_default() += ns;
             }
         }
     }
