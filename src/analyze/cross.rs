@@ -45,7 +45,7 @@ pub(super) fn cross_rank(
     let step_source = step_source(&results, &mut notes);
     let (worlds, clocks) = cx.worlds_and_clocks(&mut results, &mut notes)?;
     let (steps, step_class_ns) = cx.step_table(&results, &worlds, &step_source);
-    let source = figure_source(&results);
+    let source = RankResult::figure_source(&results);
     let (coll, path) = cx.collectives_and_path(&results, &worlds, &steps, source, &mut notes)?;
     let reduced = Reduced {
         summaries: results.iter().map(|r| r.summary.clone()).collect(),
@@ -138,17 +138,6 @@ fn step_source(results: &[RankResult], notes: &mut Vec<String>) -> String {
         ));
     }
     step_source
-}
-
-/// Where the figures come from: `gpu` or `cpu` when every rank agrees, else `mixed`.
-fn figure_source(results: &[RankResult]) -> &'static str {
-    if results.iter().all(|r| r.gpu) {
-        "gpu"
-    } else if results.iter().all(|r| !r.gpu) {
-        "cpu"
-    } else {
-        "mixed"
-    }
 }
 
 impl<'a> Ctx<'a> {

@@ -508,17 +508,6 @@ fn mean(v: &[i64]) -> i64 {
     }
 }
 
-/// Where the figures come from: `gpu` or `cpu` when every rank agrees, else `mixed`.
-fn source_of(results: &[RankResult]) -> &'static str {
-    if results.iter().all(|r| r.gpu) {
-        "gpu"
-    } else if results.iter().all(|r| !r.gpu) {
-        "cpu"
-    } else {
-        "mixed"
-    }
-}
-
 /// The profile's identity: id, stage, rank labels, figure and step sources, devices.
 fn profile_meta(
     id: &str,
@@ -530,7 +519,7 @@ fn profile_meta(
         id: id.to_string(),
         stage: stage.map(String::from),
         ranks: results.iter().map(|r| r.label.clone()).collect(),
-        source: source_of(results).to_string(),
+        source: RankResult::figure_source(results).to_string(),
         step_source: steps.source.clone(),
         devices: results
             .iter()

@@ -75,6 +75,20 @@ pub struct RankResult {
 }
 
 impl RankResult {
+    /// Where the figures of `results` come from: `gpu` or `cpu` when every rank agrees, else
+    /// `mixed`.
+    pub(crate) fn figure_source(results: &[RankResult]) -> &'static str {
+        if results.iter().all(|r| r.gpu) {
+            "gpu"
+        } else if results.iter().all(|r| !r.gpu) {
+            "cpu"
+        } else {
+            "mixed"
+        }
+    }
+}
+
+impl RankResult {
     /// Moves every time of the rank by `ns` (steps and collectives).
     pub(crate) fn add_base(&mut self, ns: i64) {
         for s in &mut self.steps {
