@@ -28,25 +28,29 @@ fn saved_ms(a: &Analysis, who: &str) -> f64 {
     a.path.what_if.saved_by(who).as_ms()
 }
 
-#[test]
-fn fixing_one_of_two_late_ranks_gives_back_only_its_lead() {
-    if !have_python("what-if plant") {
-        return;
-    }
+/// The plant with two late ranks in one TP4 group: TP03 launches `per_layer` extra kernels
+/// per layer, TP01 runs 1.6× slower; analyzed.
+fn two_late_ranks(per_layer: u32) -> (tempfile::TempDir, Analysis) {
     let t = tempfile::tempdir().unwrap();
     let files = synth(
         t.path(),
         SynthOptions {
             tp: 4,
-            extra: Some(Extra {
-                rank: 3,
-                per_layer: 8,
-            }),
+            extra: Some(Extra { rank: 3, per_layer }),
             slow: slow(1, 1.6, 0),
             ..Default::default()
         },
     );
     let a = common::analyze_files(&files, |_| {});
+    (t, a)
+}
+
+#[test]
+fn fixing_one_of_two_late_ranks_gives_back_only_its_lead() {
+    if !have_python("what-if plant") {
+        return;
+    }
+    let (t, a) = two_late_ranks(8);
     let local = python("truth_arrivals.py", &[t.path()], &["8"]);
     let what_if = python("truth_arrivals.py", &[t.path()], &["8", "--what-if"]);
     let truth = |v: &serde_json::Value, who: &str| v[who].as_f64().unwrap_or(0.0);
@@ -109,20 +113,7 @@ fn the_verdict_leads_with_what_fixing_a_rank_gives_back() {
     if !have_python("what-if verdict") {
         return;
     }
-    let t = tempfile::tempdir().unwrap();
-    let files = synth(
-        t.path(),
-        SynthOptions {
-            tp: 4,
-            extra: Some(Extra {
-                rank: 3,
-                per_layer: 12,
-            }),
-            slow: slow(1, 1.6, 0),
-            ..Default::default()
-        },
-    );
-    let a = common::analyze_files(&files, |_| {});
+    let (t, a) = two_late_ranks(12);
     let local = python("truth_arrivals.py", &[t.path()], &["8"]);
     let what_if = python("truth_arrivals.py", &[t.path()], &["8", "--what-if"]);
     let ms = |v: &serde_json::Value, who: &str| v[who].as_f64().unwrap_or(0.0);
