@@ -21,7 +21,8 @@
 //!    input the validating reader reads whole, it hands over exactly the validating reader's
 //!    events that the rule keeps (`ph` among `X`/`M`, a complete event's `cat` as written
 //!    among a few; for a `cpu_op`, a name test that depends on whether the header lists a
-//!    device; everything from the first `"[label] pid"` on), with the same report, and
+//!    device, and for some, when one is listed, a key their text must hold; everything from
+//!    the first `"[label] pid"` on), with the same report, and
 //!    `ReadReport::narrowed` counts the events turned down only because devices are listed;
 //!    on any input, what it hands over does not depend on the read window.
 //! 5. The validating reader gives each event's `args` members (`Event::arg_fields`, what
@@ -74,7 +75,7 @@ struct Run {
     /// The raw `args` of each event.
     args: Vec<Option<String>>,
     /// The raw `ph`, `cat` and `name` of each event, and whether its `pid` is a rank label.
-    keys: Vec<(u8, String, String, bool)>,
+    keys: Vec<(u8, String, String, bool, String)>,
     /// Some event has `ph`, `cat` or `name` twice.
     twice: bool,
 }
@@ -92,17 +93,26 @@ const WANT: Want = Want {
     names,
     trust_devices: true,
     name_prefixes: &[],
+    needs,
 };
+
+/// Property 4's key test: CPU ops named `kk…`, when devices are listed, only if their text
+/// holds `"need"`.
+fn needs(cat: &[u8], name: &[u8]) -> Option<&'static [u8]> {
+    (cat == b"cpu_op" && name.starts_with(b"kk")).then_some(&b"\"need\""[..])
+}
 
 /// Property 4's rule, event by event: (kept, turned down only because devices are listed),
 /// with `devices` listed before the events.
 fn rule(run: &Run, devices: bool) -> Vec<(bool, bool)> {
     let mut labeled = false;
     let mut out = Vec::new();
-    for (ph, cat, name, label) in &run.keys {
+    for (ph, cat, name, label, raw) in &run.keys {
         let complete = *ph == b'X' && ["kernel", "cpu_op", "a"].contains(&cat.as_str());
         let by_name = |d: bool| cat != "cpu_op" || names(b"", name.as_bytes(), d);
-        let k = labeled || *ph == b'M' || (complete && by_name(devices));
+        let held = |key: &[u8]| raw.as_bytes().windows(key.len()).any(|w| w == key);
+        let by_text = !devices || needs(cat.as_bytes(), name.as_bytes()).is_none_or(held);
+        let k = labeled || *ph == b'M' || (complete && by_name(devices) && by_text);
         let narrowed = !k && complete && by_name(false);
         // From the first handed-over event with a labeled pid on, every event is handed over.
         labeled |= k && *label;
@@ -132,6 +142,7 @@ fn run_with(mode: u8, bytes: &[u8], window: usize, nested: Nested) -> Run {
             e.cat.raw().to_string(),
             e.name.raw().to_string(),
             label,
+            e.raw.to_string(),
         ));
         // Property 5: a validating reader gives the members of `args`, the fields of the
         // object scanned on its own; the others give none.

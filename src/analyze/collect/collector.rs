@@ -37,6 +37,7 @@ use super::steps::Mark;
 use super::work::{gemm_tokens, parse, WorkMark};
 use crate::analyze::classes::Classifier;
 use crate::trace::read::args::ArgKey;
+use crate::trace::read::json::Kind;
 use crate::trace::read::memo::Memo;
 use crate::trace::read::steps::{mark_of_name, StepMark};
 use crate::trace::{Event, Id, Str, Val};
@@ -156,6 +157,29 @@ pub(crate) struct Collector<'a> {
     /// The `args` layouts seen, for the lookups the search leaves to the walk
     /// ([`Event::arg_found`]).
     args_memo: Memo,
+    /// The last GPU collective's ids and what they were made from ([`Collector::coll_ids`]).
+    last_coll: Option<LastColl>,
+}
+
+/// What the ids of a GPU collective are made from, as written (`Collective name`'s and
+/// `Process Group Name`'s text, the kernel's raw name when there is no `Collective name`),
+/// and the ids: a rank's collectives come in runs of the same group, stream and name, and the
+/// next one of a run needs no key built, allocated or hashed.
+struct LastColl {
+    stream: i64,
+    pg: Option<(Kind, String)>,
+    coll: Option<(Kind, String)>,
+    kernel: String,
+    ids: (u32, u32),
+}
+
+/// A value's kind and text, as written, for [`LastColl`]'s compare.
+fn same_val(kept: &Option<(Kind, String)>, v: Option<Val<'_>>) -> bool {
+    match (kept, v) {
+        (None, None) => true,
+        (Some((k, t)), Some(v)) => *k == v.kind && *t == v.text,
+        _ => false,
+    }
 }
 
 /// The `args` keys a GPU op reads: its correlation, its stream (when `tid` is not a number),
@@ -173,8 +197,8 @@ const GPU_OP_KEYS: [&str; 7] = [
 /// The keys of [`GPU_OP_KEYS`] and the CPU ops' keys, found by searching `args` for them
 /// ([`Event::arg_found`]); `OP_KEYS[0]` and `[1]` are a GPU op's `correlation` and `stream`.
 static OP_KEYS: LazyLock<[ArgKey; 7]> = LazyLock::new(|| GPU_OP_KEYS.map(ArgKey::new));
-static INPUT_DIMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new("Input Dims"));
-static IN_NELEMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new("In msg nelems"));
+static INPUT_DIMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(super::names::INPUT_DIMS));
+static IN_NELEMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(super::names::IN_NELEMS));
 
 fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
     if let Some(&i) = map.get(s) {
@@ -227,6 +251,7 @@ impl<'a> Collector<'a> {
             events: 0,
             memory: MemoryTally::default(),
             args_memo: Memo::default(),
+            last_coll: None,
         }
     }
 
@@ -398,6 +423,53 @@ impl<'a> Collector<'a> {
     }
 
     #[inline]
+    /// A GPU collective's key (process group and stream) and name ids; the last ones again
+    /// when they are made from the same values ([`LastColl`]).
+    fn coll_ids(
+        &mut self,
+        ev: &Event<'_>,
+        stream: i64,
+        pg: Option<Val<'_>>,
+        coll: Option<Val<'_>>,
+    ) -> (u32, u32) {
+        if let Some(last) = &self.last_coll {
+            if last.stream == stream
+                && same_val(&last.pg, pg)
+                && same_val(&last.coll, coll)
+                && (coll.is_some() || last.kernel == ev.name.raw())
+            {
+                return last.ids;
+            }
+        }
+        let pg_name = pg
+            .and_then(|v| v.as_str())
+            .map(|s| s.get().into_owned())
+            .unwrap_or_default();
+        let name = coll
+            .and_then(|v| v.as_str())
+            .map(|s| s.get().into_owned())
+            .unwrap_or_else(|| short_name(&ev.name.get()));
+        let key = id_of(
+            &mut self.coll_key_ids,
+            &mut self.coll_keys,
+            &format!("{pg_name}\u{1f}{stream}"),
+        );
+        let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
+        let owned = |v: Option<Val<'_>>| v.map(|v| (v.kind, v.text.to_string()));
+        self.last_coll = Some(LastColl {
+            stream,
+            pg: owned(pg),
+            coll: owned(coll),
+            kernel: if coll.is_some() {
+                String::new()
+            } else {
+                ev.name.raw().to_string()
+            },
+            ids: (key, nid),
+        });
+        (key, nid)
+    }
+
     fn gpu_op(&mut self, ev: &Event<'_>, start: i64, dur: i64, kind: OpKind) {
         let classes = self.cfg.classes;
         let class = Self::add(&mut self.gpu_ops, classes, ev.name, kind, dur);
@@ -440,20 +512,7 @@ impl<'a> Collector<'a> {
         };
         self.gpu.push(iv);
         if is_comm {
-            let pg = pg
-                .and_then(|v| v.as_str())
-                .map(|s| s.get().into_owned())
-                .unwrap_or_default();
-            let name = coll
-                .and_then(|v| v.as_str())
-                .map(|s| s.get().into_owned())
-                .unwrap_or_else(|| short_name(&ev.name.get()));
-            let key = id_of(
-                &mut self.coll_key_ids,
-                &mut self.coll_keys,
-                &format!("{pg}\u{1f}{stream}"),
-            );
-            let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
+            let (key, nid) = self.coll_ids(ev, stream, pg, coll);
             let out_n = out_nelems.and_then(|v| v.as_i64()).unwrap_or(0).max(0);
             let size = dtype
                 .and_then(|v| v.as_str())

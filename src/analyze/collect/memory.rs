@@ -348,6 +348,7 @@ const OPS: Want = Want {
     names: |_, _, _| true,
     trust_devices: false,
     name_prefixes: &[],
+    needs: crate::trace::read::want::no_needs,
 };
 
 /// Reads the CPU ops of the file at `path` again to find the op at each of `tally`'s peaks

@@ -52,7 +52,32 @@ pub const WANT: Want = Want {
     // The only Python functions read are waits ([`names_read`]): the others are turned down
     // by their name's first bytes, the rest of it skimmed.
     name_prefixes: &[(PYTHON_FUNCTION, WAIT_PREFIX)],
+    needs: arg_needed,
 };
+
+/// The `args` key a CPU op's GEMM shapes are read from ([`super::work`]).
+pub(super) const INPUT_DIMS: &str = "Input Dims";
+/// The `args` key `record_param_comms`' size is read from.
+pub(super) const IN_NELEMS: &str = "In msg nelems";
+
+/// The key (with its quotes) a CPU op that [`names_read`] keeps while the header lists
+/// devices must hold in its text to be read ([`crate::trace::Want::needs`]): in a GPU trace
+/// the collector reads a GEMM or fused MoE op only for its `Input Dims` and
+/// `record_param_comms` only for its `In msg nelems`, each looked up as written, so one
+/// without the key changes nothing. A trace taken without `record_shapes` has neither: its
+/// GEMM ops are then skimmed, not decoded (−6 % of analyze's CPU time on the bench's
+/// synthetic set).
+pub fn arg_needed(cat: &[u8], name: &[u8]) -> Option<&'static [u8]> {
+    if cat != CPU_OP.as_bytes() {
+        None
+    } else if is_gemm(name) || is_moe(name) {
+        Some(b"\"Input Dims\"")
+    } else if same_bytes(name, COMM_SIZE_OP.as_bytes()) {
+        Some(b"\"In msg nelems\"")
+    } else {
+        None
+    }
+}
 
 /// Whether the collector reads a runtime call or CPU op of this raw name.
 ///
@@ -152,6 +177,32 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_keys_a_cpu_op_needs_are_the_ones_the_collector_reads() {
+        let quoted = |k: &str| format!("\"{k}\"").into_bytes();
+        let needs = |name: &str| arg_needed(CPU_OP.as_bytes(), name.as_bytes());
+        for g in super::super::work::GEMM_OPS {
+            assert_eq!(needs(g), Some(&quoted(INPUT_DIMS)[..]), "{g}");
+        }
+        assert_eq!(
+            needs("moe::fused_moe_kernel"),
+            Some(&quoted(INPUT_DIMS)[..])
+        );
+        assert_eq!(needs(COMM_SIZE_OP), Some(&quoted(IN_NELEMS)[..]));
+        assert_eq!(needs("ProfilerStep#3"), None);
+        assert_eq!(arg_needed(b"kernel", b"aten::mm"), None);
+        // Only while the header lists devices: a CPU-only trace's ops are all read.
+        let w = WANT;
+        assert_eq!(
+            w.pick(b'X', b"cpu_op", b"aten::mm", false),
+            crate::trace::read::want::Pick::Keep
+        );
+        assert!(matches!(
+            w.pick(b'X', b"cpu_op", b"aten::mm", true),
+            crate::trace::read::want::Pick::Needs(_)
+        ));
+    }
 
     /// The tests as they were written before the word-at-a-time versions: every byte window.
     fn launch_by_windows(name: &[u8]) -> bool {

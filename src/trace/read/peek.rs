@@ -191,6 +191,7 @@ mod tests {
         names,
         trust_devices: true,
         name_prefixes: &[],
+        needs: crate::trace::read::want::no_needs,
     };
 
     #[test]
@@ -279,6 +280,7 @@ mod tests {
             named_cats: &["cpu_op", "python_function"],
             names: waits,
             name_prefixes: &[("python_function", "wait ")],
+            needs: crate::trace::read::want::no_needs,
             ..W
         };
         let peek = |t: &str, devices| w.peek(t.as_bytes(), 0, devices);

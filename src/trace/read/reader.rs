@@ -452,11 +452,24 @@ impl Scanner {
                         _ => None,
                     };
                     // Skimmed from where the peek stopped: the same end as from the `{`.
-                    let unwanted = match peeked {
+                    // An event kept only if its text holds a key is skimmed first, to search
+                    // it: kept, it is then scanned like any other.
+                    let (peeked, unwanted) = match peeked {
                         Some((Pick::Skip | Pick::Narrowed, j)) => {
-                            super::skim::skip_rest_of_object(b, j)
+                            (peeked, super::skim::skip_rest_of_object(b, j))
                         }
-                        _ => None,
+                        Some((Pick::Needs(key), j)) => {
+                            match super::skim::skip_rest_of_object(b, j) {
+                                Some(Ok(end)) => match Pick::Needs(key).given(&b[i..end]) {
+                                    Pick::Keep => (Some((Pick::Keep, j)), None),
+                                    p => (Some((p, j)), Some(Ok(end))),
+                                },
+                                Some(Err(e)) => (peeked, Some(Err(e))),
+                                // Declined by the skim: decoded in full and decided then.
+                                None => (None, None),
+                            }
+                        }
+                        _ => (peeked, None),
                     };
                     let resume_at = peeked.map_or(0, |(_, j)| j);
                     let peeked = peeked.map(|(p, _)| p);
@@ -496,6 +509,7 @@ impl Scanner {
                                                     ev.name.raw().as_bytes(),
                                                     report.devices,
                                                 )
+                                                .given(&b[i..end])
                                             }
                                             _ => Pick::Keep,
                                         };

@@ -79,6 +79,7 @@ fn read_only(b: &[u8], window: usize) -> (ReadReport, Vec<String>) {
         names: crate::trace::read::want::every_name,
         trust_devices: true,
         name_prefixes: &[],
+        needs: crate::trace::read::want::no_needs,
     };
     let mut names = Vec::new();
     let src = Box::new(io::Cursor::new(b.to_vec()));

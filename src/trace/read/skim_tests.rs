@@ -189,6 +189,7 @@ fn the_rest_of_an_object_skims_as_the_whole() {
         names: every_name,
         trust_devices: true,
         name_prefixes: &[],
+        needs: crate::trace::read::want::no_needs,
     };
     const ALPHABET: &[u8] = b"\"\\{}[]{}[]:, \t\n\x01azzzzzzzzzzzzzzzzzzz";
     let mut r = Rng(2024);

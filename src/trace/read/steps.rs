@@ -90,6 +90,7 @@ pub(crate) const STEP_EVENTS: Want = Want {
     names: may_be_step,
     trust_devices: false,
     name_prefixes: &[],
+    needs: crate::trace::read::want::no_needs,
 };
 
 #[cfg(test)]

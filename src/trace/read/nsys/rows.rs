@@ -145,7 +145,8 @@ impl Rows<'_> {
         match self.want {
             None => true,
             Some(w) => match w.pick(b'X', cat.as_bytes(), name.as_bytes(), report.devices) {
-                Pick::Keep => true,
+                // No text to search here: handed over, the consumer looks the key up.
+                Pick::Keep | Pick::Needs(_) => true,
                 Pick::Skip => false,
                 Pick::Narrowed => {
                     report.narrowed += 1;
