@@ -126,6 +126,11 @@ impl<T: Rec> Spool<T> {
         Spool::with_cap(self.cap)
     }
 
+    /// Every record, when none was spilled.
+    pub(crate) fn held(&self) -> Option<&[T]> {
+        self.chunks.is_empty().then_some(&self.buf[..])
+    }
+
     /// Records pushed so far.
     pub(crate) fn len(&self) -> u64 {
         self.len

@@ -141,8 +141,33 @@ pub(crate) fn outermost<T>(items: Vec<T>, span: impl Fn(&T) -> (i64, i64)) -> Ve
 
 /// Index of the window (sorted by start) that contains `t`, if any.
 pub(crate) fn window_of(marks: &[Mark], t: i64) -> Option<usize> {
-    let k = marks.partition_point(|m| m.start <= t);
-    // The latest window starting at or before t, else an earlier one still open (nesting).
+    open_at(marks, t, marks.partition_point(|m| m.start <= t))
+}
+
+/// [`window_of`] for times that mostly come in ascending order (a sweep over ops sorted by
+/// start or correlation): the windows starting at or before the last time are tried first,
+/// and searched for only when the time left them. The same answers as [`window_of`].
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct WindowCursor {
+    /// `marks.partition_point(|m| m.start <= t)` for the last `t`.
+    k: usize,
+}
+
+impl WindowCursor {
+    pub(crate) fn window_of(&mut self, marks: &[Mark], t: i64) -> Option<usize> {
+        let k = self.k;
+        let holds = (k == 0 || marks.get(k - 1).is_some_and(|m| m.start <= t))
+            && marks.get(k).is_none_or(|m| m.start > t);
+        if !holds {
+            self.k = marks.partition_point(|m| m.start <= t);
+        }
+        open_at(marks, t, self.k)
+    }
+}
+
+/// The window holding `t` among the `k` first (those starting at or before `t`): the latest,
+/// else an earlier one still open (nesting).
+fn open_at(marks: &[Mark], t: i64, k: usize) -> Option<usize> {
     (0..k)
         .rev()
         .take(4)
@@ -255,6 +280,11 @@ mod tests {
         assert_eq!(window_of(&marks, 25), None);
         assert_eq!(window_of(&marks, 34), Some(2));
         assert_eq!(window_of(&marks, -1), None);
+        // The cursor answers as the search, in any order of times.
+        let mut cur = WindowCursor::default();
+        for t in [-1, 0, 3, 10, 34, 25, 9, 40, 100, 2, 34, -5, 11] {
+            assert_eq!(cur.window_of(&marks, t), window_of(&marks, t), "t = {t}");
+        }
     }
 
     #[test]

@@ -495,6 +495,11 @@ impl Matcher<'_, '_> {
             self.rep.ranks[r].wait_ns += hi - starts[m];
             self.rep.ranks[r].matched += 1;
         }
+        // Most collectives are not among the largest skews: their row is not built.
+        let full = self.worst.len() >= self.top_n;
+        if full && self.worst.peek().is_none_or(|Reverse(min)| skew <= min.0) {
+            return;
+        }
         let item = (
             skew,
             w,
@@ -504,12 +509,10 @@ impl Matcher<'_, '_> {
             late.iter().map(|&m| members[m]).collect(),
             lo,
         );
-        if self.worst.len() < self.top_n {
-            self.worst.push(Reverse(item));
-        } else if self.worst.peek().is_some_and(|Reverse(min)| skew > min.0) {
+        if full {
             self.worst.pop();
-            self.worst.push(Reverse(item));
         }
+        self.worst.push(Reverse(item));
     }
 }
 
