@@ -151,6 +151,113 @@ fn imbalance_gate_names_the_slowest_rank() {
     assert!(run_cmp(&a).passed);
 }
 
+/// The slowdown gate on a real recording (`fixtures/real-gloo/tp4-host-sleep`: torch
+/// profiler, 4 processes over gloo, RANK01 sleeps ~40 ms on the host before one collective a
+/// step). From the recording's own figures (`plant.json`): each step takes the slowest rank's
+/// time, and the sleep alone, removed, shortens it by itself: S ≥ step / (step − sleep),
+/// ~1.68 here (S makes every rank typical, so the others' uneven gloo waits go too: the model
+/// says ~2.0). A threshold halfway to that bound fails, naming RANK01; one at twice it passes;
+/// a current side with no trusted what-if (the control run: its replay misses by ~7 %) is
+/// not judged, and says so.
+#[test]
+fn slowdown_gate_fails_on_a_real_host_sleep() {
+    let sleep_dir = common::manifest("fixtures/real-gloo/tp4-host-sleep");
+    let control = common::manifest("fixtures/real-gloo/tp4-control");
+    let plant: Value =
+        serde_json::from_str(&std::fs::read_to_string(sleep_dir.join("plant.json")).unwrap())
+            .unwrap();
+    let num = |v: &Value| v.as_f64().unwrap();
+    let sleeps: Vec<f64> = plant["per_step_planted_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(num)
+        .collect();
+    let per_rank = plant["per_rank_step_ms"].as_object().unwrap();
+    let mut s_sleep: Vec<f64> = (0..sleeps.len())
+        .map(|i| {
+            let step = per_rank
+                .values()
+                .map(|v| num(&v[i]))
+                .fold(f64::MIN, f64::max);
+            step / (step - sleeps[i])
+        })
+        .collect();
+    s_sleep.sort_by(f64::total_cmp);
+    let bound = s_sleep[s_sleep.len() / 2];
+    assert!(bound > 1.4, "the sleep's own slowdown {bound}");
+
+    let mut a = args(&control, &sleep_dir);
+    a.max_regression = 1000.0;
+    a.allow_new_kernels = true;
+    a.gate = GateRule::Fixed;
+    a.max_slowdown = Some(1.0 + (bound - 1.0) / 2.0);
+    let c = run_cmp(&a);
+    let current = c
+        .slowdown
+        .current
+        .expect("a trusted what-if on the current side");
+    assert!(
+        current >= 0.9 * bound && current < 2.0 * bound,
+        "S {current} vs the sleep's own {bound}"
+    );
+    assert!(c.slowdown.fails, "{:#?}", c.slowdown);
+    let f: Vec<_> = c.failures.iter().filter(|f| f.kind == "slowdown").collect();
+    assert_eq!(f.len(), 1, "{:#?}", c.failures);
+    assert_eq!(f[0].rank.as_deref(), Some("RANK01"), "{:#?}", f[0]);
+    assert!(
+        f[0].message.contains("RANK01 typical gives back"),
+        "{}",
+        f[0].message
+    );
+
+    a.max_slowdown = Some(2.0 * bound);
+    let c = run_cmp(&a);
+    assert!(!c.slowdown.fails);
+    assert!(
+        c.failures.iter().all(|f| f.kind != "slowdown"),
+        "{:#?}",
+        c.failures
+    );
+
+    // The control run as current: no trusted what-if, not judged, said.
+    let mut a = args(&sleep_dir, &control);
+    a.max_regression = 1000.0;
+    a.allow_new_kernels = true;
+    a.gate = GateRule::Fixed;
+    a.max_slowdown = Some(1.01);
+    let c = run_cmp(&a);
+    assert_eq!(c.slowdown.current, None, "{:#?}", c.slowdown);
+    assert!(c.failures.iter().all(|f| f.kind != "slowdown"));
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n.contains("--max-slowdown 1.01: not judged")),
+        "{:#?}",
+        c.notes
+    );
+
+    // The command line: exit 1, the row and the gate in the table.
+    let out = bin()
+        .args([
+            "compare",
+            "--gate",
+            "fixed",
+            "--max-regression",
+            "1000",
+            "--allow-new-kernels",
+        ])
+        .args(["--max-slowdown", "1.2"])
+        .arg(&control)
+        .arg(&sleep_dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("slowdown, re-simulated"), "{text}");
+    assert!(text.contains("max slowdown 1.2"), "{text}");
+}
+
 /// Copies a set, scaling every GPU op's `dur` by `1 + rank_bias + kernel_jitter`, each
 /// uniform in ±1 %: the current side differs from the baseline by noise within ±2 % only.
 fn noisy_copy(from: &Path, to: &Path) {

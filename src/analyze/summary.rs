@@ -150,6 +150,12 @@ pub struct WhatIfSummary {
     /// Replayed less ideal in the median step: the step time the imbalance costs.
     pub lost_per_step_ns: Ns,
     pub error_pct: f64,
+    /// The rank whose making typical gives back the most, and what it gives back per step
+    /// (absent when no rank gives back anything, and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_rank: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_rank_saved_per_step_ns: Option<Ns>,
 }
 
 /// The world that loses the most to its imbalance, when the what-if can be trusted.
@@ -161,10 +167,13 @@ fn what_if_summary(w: &WhatIf) -> Option<WhatIfSummary> {
         .worlds
         .iter()
         .max_by_key(|x| (x.lost_median, std::cmp::Reverse(x.world)))?;
+    let top = w.ranks.first();
     Some(WhatIfSummary {
         slowdown: worst.slowdown,
         lost_per_step_ns: worst.lost_median,
         error_pct: w.error_pct,
+        worst_rank: top.map(|r| r.who.clone()),
+        worst_rank_saved_per_step_ns: top.map(|r| r.saved),
     })
 }
 

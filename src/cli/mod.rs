@@ -460,6 +460,11 @@ pub struct CompareArgs {
     /// Fail when the current imbalance (slowest rank's work over the mean) exceeds this, e.g. 1.10.
     #[arg(long = "max-imbalance", value_name = "RATIO", value_parser = ratio)]
     pub max_imbalance: Option<f64>,
+    /// Fail when the current slowdown, re-simulated at the collectives (the step over the step
+    /// with every rank typical: the what-if's S), exceeds this, e.g. 1.10. Not judged when the
+    /// current side has no trusted what-if (it says so).
+    #[arg(long = "max-slowdown", value_name = "RATIO", value_parser = ratio)]
+    pub max_slowdown: Option<f64>,
     /// Ignore rows (and new kernels) whose baseline and current are both below this many µs.
     #[arg(long = "min-time-us", value_name = "US", default_value = "0", value_parser = non_negative)]
     pub min_time_us: f64,

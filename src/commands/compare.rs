@@ -55,6 +55,7 @@ pub(crate) fn options(a: &CompareArgs) -> Result<CompareOptions> {
         more_baselines: more.to_vec(),
         max_regression: a.max_regression,
         max_imbalance: a.max_imbalance,
+        max_slowdown: a.max_slowdown,
         min_time_us: a.min_time_us,
         normalize: a.normalize,
         allow_new_kernels: a.allow_new_kernels,

@@ -230,10 +230,28 @@ pub struct ImbalanceRow {
     pub fails: bool,
 }
 
+/// Each side's slowdown, re-simulated at the collectives
+/// ([`crate::analyze::reduce::path::whatif`]): the replayed step over the step with every rank
+/// typical, in the world that loses the most. `None` on a side whose what-if is not trusted
+/// (its replay misses the recording by more than 5 %) or that has no matched collectives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlowdownRow {
+    pub baseline: Option<f64>,
+    pub current: Option<f64>,
+    /// The step time the imbalance costs, median step.
+    pub baseline_lost_per_step_ns: Option<Ns>,
+    pub current_lost_per_step_ns: Option<Ns>,
+    /// On the current side: the rank whose making typical gives back the most, and how much
+    /// a step.
+    pub current_worst_rank: Option<String>,
+    pub current_worst_rank_saved_per_step_ns: Option<Ns>,
+    pub fails: bool,
+}
+
 /// One reason the gate failed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Failure {
-    /// `overall`, `rank`, `class`, `rank-class`, `new-kernel` or `imbalance`.
+    /// `overall`, `rank`, `class`, `rank-class`, `new-kernel`, `imbalance` or `slowdown`.
     pub kind: String,
     pub rank: Option<String>,
     pub class: Option<String>,
@@ -248,6 +266,9 @@ pub struct Failure {
 pub struct Thresholds {
     pub max_regression_pct: f64,
     pub max_imbalance: Option<f64>,
+    /// `--max-slowdown`: the current side's re-simulated slowdown above it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_slowdown: Option<f64>,
     pub min_time_ns: i64,
     pub new_kernels_fail: bool,
     /// `--gate stats`: rows with per-step samples are tested, not held to the fixed threshold.
@@ -277,6 +298,8 @@ pub struct Comparison {
     /// Each rank's peak allocated memory per device (both sides' summaries with memory).
     pub memory: Vec<super::memory::MemoryChange>,
     pub imbalance: ImbalanceRow,
+    /// The slowdown the imbalance causes, re-simulated (the what-if), on each side.
+    pub slowdown: SlowdownRow,
     /// Top kernels found on both sides, by the larger of the two totals.
     pub kernels: Vec<KernelRow>,
     /// Kernels only in CURRENT, largest first.
@@ -501,6 +524,7 @@ pub(crate) fn build(
         rank_classes: sides.rank_class_rows(&class_names),
         memory: super::memory::rows(base, cur),
         imbalance: imbalance_row(base, cur),
+        slowdown: slowdown_row(base, cur),
         kernels,
         appeared,
         vanished,
@@ -558,7 +582,7 @@ impl Sides<'_> {
             Row::new(work.into(), None, None, bw, cw).keyed(base, cur, Key::Work, Key::Work, steps),
         ];
         overall.extend(time_per_unit_row(base, cur, (bw, cw), notes));
-        overall.extend(path_rows(base, cur, notes));
+        overall.extend(path_rows(base, cur));
         overall
     }
 
@@ -721,10 +745,9 @@ fn time_per_unit_row(
 
 /// The critical path's rows: the wait its lead imposes per step (a regression in how much one
 /// rank holds the group up; both 0 is nothing to compare) and each collective's time per GB of
-/// bus traffic (a slower link is a longer time). The step time lost to imbalance,
-/// re-simulated, is a note: shown, not gated — the imbalance and the wait imposed already gate
-/// the same cause, and one cause is one failure.
-fn path_rows(base: &Summary, cur: &Summary, notes: &mut Vec<String>) -> Vec<Row> {
+/// bus traffic (a slower link is a longer time). The slowdown the imbalance causes,
+/// re-simulated, is its own row ([`slowdown_row`]), gated only by `--max-slowdown`.
+fn path_rows(base: &Summary, cur: &Summary) -> Vec<Row> {
     let mut rows = Vec::new();
     let (Some(pb), Some(pc)) = (&base.path, &cur.path) else {
         return rows;
@@ -736,15 +759,6 @@ fn path_rows(base: &Summary, cur: &Summary, notes: &mut Vec<String>) -> Vec<Row>
             None,
             pb.imposed_per_step_ns.get(),
             pc.imposed_per_step_ns.get(),
-        ));
-    }
-    if let (Some(wb), Some(wc)) = (&pb.what_if, &pc.what_if) {
-        notes.push(format!(
-            "step time lost to imbalance, re-simulated (median step): {:.1} µs → {:.1} µs (slowdown {:.2}× → {:.2}×; shown, not gated)",
-            wb.lost_per_step_ns.as_us(),
-            wc.lost_per_step_ns.as_us(),
-            wb.slowdown,
-            wc.slowdown
         ));
     }
     for (name, &b) in &pb.bus_ns_per_gb {
@@ -759,6 +773,21 @@ fn path_rows(base: &Summary, cur: &Summary, notes: &mut Vec<String>) -> Vec<Row>
         }
     }
     rows
+}
+
+/// Each side's re-simulated slowdown (the gate judges it, [`super::gate`]).
+fn slowdown_row(base: &Summary, cur: &Summary) -> SlowdownRow {
+    let what_if = |s: &Summary| s.path.as_ref().and_then(|p| p.what_if.clone());
+    let (b, c) = (what_if(base), what_if(cur));
+    SlowdownRow {
+        baseline: b.as_ref().map(|w| w.slowdown),
+        current: c.as_ref().map(|w| w.slowdown),
+        baseline_lost_per_step_ns: b.as_ref().map(|w| w.lost_per_step_ns),
+        current_lost_per_step_ns: c.as_ref().map(|w| w.lost_per_step_ns),
+        current_worst_rank: c.as_ref().and_then(|w| w.worst_rank.clone()),
+        current_worst_rank_saved_per_step_ns: c.and_then(|w| w.worst_rank_saved_per_step_ns),
+        fails: false,
+    }
 }
 
 /// The work imbalance (max over mean) of each side.

@@ -6,7 +6,8 @@
 //! time: it is judged unless the work it divides is below `--min-time-us`. A kernel found only in CURRENT
 //! fails when it took at least `--min-time-us` in all (unless `--allow-new-kernels`, or the
 //! baseline summary folded kernels so it may have been there). The imbalance fails when the
-//! current slowest-over-mean work exceeds `--max-imbalance`. Kernel rows found on both sides
+//! current slowest-over-mean work exceeds `--max-imbalance`, the slowdown when the current
+//! side's re-simulated slowdown (the what-if's S) exceeds `--max-slowdown`. Kernel rows found on both sides
 //! are shown, not judged: their class is.
 //!
 //! The gate also words its worst regression ([`lead`]): a rank's own class time first (the
@@ -329,6 +330,7 @@ fn judge_rows(c: &mut Comparison) {
     let per_step = c.basis == super::diff::Basis::Steps;
     let m = t.max_regression_pct;
     let mut failures: Vec<Failure> = imbalance_failure(c).into_iter().collect();
+    failures.extend(slowdown_failure(c));
     for r in &mut c.overall {
         if judge(r, m, t.min_time_ns) {
             failures.push(failure(
@@ -397,6 +399,47 @@ fn imbalance_failure(c: &mut Comparison) -> Option<Failure> {
     Some(failure(
         "imbalance",
         c.imbalance.current_slowest.clone(),
+        None,
+        msg,
+    ))
+}
+
+/// The slowdown's failure, when `--max-slowdown` is set and the current side's re-simulated
+/// slowdown exceeds it; a current side without a trusted what-if is not judged, and a note
+/// says so.
+fn slowdown_failure(c: &mut Comparison) -> Option<Failure> {
+    let max = c.thresholds.max_slowdown?;
+    let Some(s) = c.slowdown.current else {
+        c.notes.push(format!(
+            "--max-slowdown {max}: not judged, the current side has no re-simulated slowdown (no matched collectives, or its replay misses the recording by more than {} %)",
+            crate::analyze::reduce::path::whatif::TRUSTED_ERROR_PCT
+        ));
+        return None;
+    };
+    if s <= max {
+        return None;
+    }
+    c.slowdown.fails = true;
+    let row = &c.slowdown;
+    let lost = row.current_lost_per_step_ns.map_or_else(String::new, |l| {
+        format!(", {} a step lost", fmt_ns(l.get()))
+    });
+    let who = match (
+        &row.current_worst_rank,
+        row.current_worst_rank_saved_per_step_ns,
+    ) {
+        (Some(r), Some(x)) => format!("; {r} typical gives back {} a step", fmt_ns(x.get())),
+        _ => String::new(),
+    };
+    let base = row
+        .baseline
+        .map_or_else(|| "none".to_string(), |b| format!("{b:.2}×"));
+    let msg = format!(
+        "slowdown {s:.2}× > {max} (re-simulated: the step over the step with every rank typical{lost}{who}; baseline {base})"
+    );
+    Some(failure(
+        "slowdown",
+        row.current_worst_rank.clone(),
         None,
         msg,
     ))
@@ -550,6 +593,19 @@ pub(crate) fn lead(c: &Comparison) -> Option<String> {
             c.imbalance.current,
             c.imbalance.current_slowest.as_deref().unwrap_or("?"),
             c.imbalance.baseline
+        ));
+    }
+    if c.slowdown.fails {
+        return Some(format!(
+            "slowdown {:.2}× re-simulated ({}; baseline {})",
+            c.slowdown.current.unwrap_or(0.0),
+            c.slowdown.current_worst_rank.as_deref().map_or_else(
+                || "no one rank".to_string(),
+                |r| format!("{r} gives back the most")
+            ),
+            c.slowdown
+                .baseline
+                .map_or_else(|| "none".to_string(), |b| format!("{b:.2}×"))
         ));
     }
     if let Some(r) = worst(&mut c.rank_classes.iter().chain(&c.classes)) {

@@ -88,6 +88,8 @@ pub struct CompareOptions {
     pub max_regression: f64,
     /// Fail when the current imbalance (slowest rank's work over the mean) exceeds this.
     pub max_imbalance: Option<f64>,
+    /// Fail when the current re-simulated slowdown exceeds this.
+    pub max_slowdown: Option<f64>,
     /// Ignore rows whose baseline and current are both below this many µs.
     pub min_time_us: f64,
     /// Match kernels after stripping template arguments and launch-shape suffixes.
@@ -115,6 +117,7 @@ impl Default for CompareOptions {
             more_baselines: Vec::new(),
             max_regression: 5.0,
             max_imbalance: None,
+            max_slowdown: None,
             min_time_us: 0.0,
             normalize: false,
             allow_new_kernels: false,
@@ -160,6 +163,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
         thresholds: diff::Thresholds {
             max_regression_pct: args.max_regression,
             max_imbalance: args.max_imbalance,
+            max_slowdown: args.max_slowdown,
             min_time_ns: (args.min_time_us * 1e3).round() as i64,
             new_kernels_fail: !args.allow_new_kernels,
             statistical: args.gate == GateRule::Stats,

@@ -248,6 +248,10 @@ fn gate_line(c: &Comparison) -> String {
         Some(m) => s.push_str(&format!(", max imbalance {m}")),
         None => s.push_str(", imbalance not gated"),
     }
+    match t.max_slowdown {
+        Some(m) => s.push_str(&format!(", max slowdown {m}")),
+        None => s.push_str(", slowdown not gated"),
+    }
     s.push_str(&format!(", min time {}", fmt_ns(t.min_time_ns)));
     if t.min_time_ns > 0 && c.overall.iter().any(|r| r.floor_ns.is_some()) {
         s.push_str(" (on times; a time per token on the work it divides)");
@@ -300,6 +304,32 @@ fn kernel_only(v: &[KernelOnly], top: usize, what: &str) -> Option<Section> {
     })
 }
 
+/// The re-simulated slowdown's row, when either side has one.
+fn slowdown_line(c: &Comparison) -> Option<Vec<String>> {
+    let s = &c.slowdown;
+    if s.baseline.is_none() && s.current.is_none() {
+        return None;
+    }
+    let x = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.3}"));
+    Some(vec![
+        "slowdown, re-simulated (step / every rank typical)".into(),
+        x(s.baseline),
+        x(s.current),
+        match (s.baseline, s.current) {
+            (Some(b), Some(c)) => format!("{:+.3}", c - b),
+            _ => String::new(),
+        },
+        String::new(),
+        if s.fails {
+            "FAIL".into()
+        } else if c.thresholds.max_slowdown.is_none() || s.current.is_none() {
+            "not gated".into()
+        } else {
+            "ok".into()
+        },
+    ])
+}
+
 fn sections(c: &Comparison, top: usize) -> Vec<Section> {
     let per = if c.basis == Basis::Steps {
         " (per-step medians)"
@@ -323,6 +353,7 @@ fn sections(c: &Comparison, top: usize) -> Vec<Section> {
             "ok".into()
         },
     ]);
+    overall.extend(slowdown_line(c));
     out.push(time_section("Overall".into(), "metric", overall));
     if !c.memory.is_empty() {
         out.push(memory_section(c));
