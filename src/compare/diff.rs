@@ -554,7 +554,7 @@ struct Sides<'a> {
 
 impl Sides<'_> {
     /// The slowest rank's busy and work time, time per unit of work, the wait imposed and
-    /// the bus time per GB; the what-if's lost time as a note (shown, not gated).
+    /// the bus time per GB (the what-if's slowdown is its own row, [`slowdown_row`]).
     fn overall_rows(&self, notes: &mut Vec<String>) -> Vec<Row> {
         let (base, cur, steps) = (self.base, self.cur, self.steps);
         let (busy, work) = if steps {
