@@ -27,9 +27,9 @@ use regex::Regex;
 
 use super::memory::MemoryTally;
 use super::names::{
-    is_gemm, is_gloo_range, is_graph_launch, is_launch, is_moe, is_wait, COMM_SIZE_OP, CPU_OP,
-    CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL,
-    PYTHON_FUNCTION, USER_ANNOTATION,
+    is_gemm, is_gloo_range, is_graph_launch, is_launch, is_moe, is_stream_wait, is_wait,
+    COMM_SIZE_OP, CPU_OP, CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION,
+    KERNEL, PYTHON_FUNCTION, USER_ANNOTATION,
 };
 use super::ops::{short_name, Agg, OpKind};
 use super::spill::Spool;
@@ -93,6 +93,12 @@ pub(crate) struct CollEv {
     /// segments on a common start (the earliest member's step start), so that a rank that
     /// begins the step late is charged at the step's first collective.
     pub(crate) from_step: bool,
+    /// How long the rank's compute waited for it, ns, when compute ran on while it did
+    /// ([`super::overlap`]); [`super::overlap::BLOCKING`]: compute waited for all of it, or
+    /// the trace cannot tell.
+    pub(crate) waited: i64,
+    /// The rank's compute ran during it ([`super::overlap`]).
+    pub(crate) overlapped: bool,
 }
 
 /// What the collector is told to look for.
@@ -141,6 +147,11 @@ pub(crate) struct Collector<'a> {
     /// (start, end) of Python's `work.wait()` calls, for CPU-only traces: where a gloo
     /// collective's thread waits for the others ([`super::names::is_wait`]).
     pub(crate) cpu_waits: Spool<(i64, i64)>,
+    /// (start, end) of the compute kernels (not communication): where compute ran on during
+    /// a collective ([`super::overlap`]); read only when `stream_waits` > 0.
+    pub(crate) compute: Spool<(i64, i64)>,
+    /// `cudaStreamWaitEvent` calls seen: the trace records what waited for what.
+    pub(crate) stream_waits: u64,
     pub(crate) coll_keys: Vec<String>,
     pub(crate) coll_names: Vec<String>,
     coll_key_ids: FxMap<String, u32>,
@@ -218,6 +229,8 @@ impl<'a> Collector<'a> {
             gpu_colls: Spool::holding(cap),
             cpu_colls: Spool::holding(cap),
             cpu_waits: Spool::holding(cap),
+            compute: Spool::holding(cap),
+            stream_waits: 0,
             coll_keys: Vec::new(),
             coll_names: Vec::new(),
             coll_key_ids: FxMap::default(),
@@ -284,6 +297,7 @@ impl<'a> Collector<'a> {
                     self.graph_launches.push(start);
                 }
             }
+            CUDA_RUNTIME if is_stream_wait(ev.name.raw().as_bytes()) => self.stream_waits += 1,
             CPU_OP => {
                 // CPU op totals and intervals only matter for CPU-only traces: none are kept
                 // once a GPU op is seen.
@@ -341,6 +355,8 @@ impl<'a> Collector<'a> {
                             pre: 0,
                             bytes: 0,
                             from_step: false,
+                            waited: super::overlap::BLOCKING,
+                            overlapped: false,
                         });
                     }
                 } else if self.cfg.step_marker.is_none()
@@ -439,6 +455,9 @@ impl<'a> Collector<'a> {
             nelems,
         };
         self.gpu.push(iv);
+        if kind == OpKind::Kernel && !is_comm {
+            self.compute.push((start, start + dur));
+        }
         if is_comm {
             let pg = pg
                 .and_then(|v| v.as_str())
@@ -470,6 +489,8 @@ impl<'a> Collector<'a> {
                 pre: 0,
                 bytes,
                 from_step: false,
+                waited: super::overlap::BLOCKING,
+                overlapped: false,
             });
         }
     }
