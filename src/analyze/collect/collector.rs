@@ -93,13 +93,16 @@ pub(crate) struct CollEv {
     /// segments on a common start (the earliest member's step start), so that a rank that
     /// begins the step late is charged at the step's first collective.
     pub(crate) from_step: bool,
-    /// How long the rank's compute waited for it, ns, when compute ran on while it did
-    /// ([`super::overlap`]); [`super::overlap::BLOCKING`]: compute waited for all of it, or
-    /// the trace cannot tell.
+    /// How long the rank's compute waited for it, ns, when the trace says ([`super::overlap`]);
+    /// [`BLOCKING`]: the trace cannot tell (compute taken to have waited for all of it).
     pub(crate) waited: i64,
     /// The rank's compute ran during it ([`super::overlap`]).
     pub(crate) overlapped: bool,
 }
+
+/// [`CollEv::waited`] of a collective the trace cannot tell about: compute is taken to have
+/// waited for all of it ([`super::overlap`]).
+pub(crate) const BLOCKING: i64 = -1;
 
 /// What the collector is told to look for.
 pub(crate) struct Config<'a> {
@@ -355,7 +358,7 @@ impl<'a> Collector<'a> {
                             pre: 0,
                             bytes: 0,
                             from_step: false,
-                            waited: super::overlap::BLOCKING,
+                            waited: BLOCKING,
                             overlapped: false,
                         });
                     }
@@ -489,7 +492,7 @@ impl<'a> Collector<'a> {
                 pre: 0,
                 bytes,
                 from_step: false,
-                waited: super::overlap::BLOCKING,
+                waited: BLOCKING,
                 overlapped: false,
             });
         }

@@ -379,7 +379,7 @@ impl RankColls {
                     pre,
                     bytes: c.bytes.unwrap_or(0),
                     from_step: c.from_step,
-                    waited: c.waited.unwrap_or(super::overlap::BLOCKING),
+                    waited: c.waited.unwrap_or(super::collector::BLOCKING),
                     overlapped: c.overlapped,
                 })?;
                 seq = seq.wrapping_add(1);

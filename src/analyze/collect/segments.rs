@@ -333,7 +333,7 @@ mod tests {
             pre: 0,
             bytes: 0,
             from_step: false,
-            waited: crate::analyze::collect::overlap::BLOCKING,
+            waited: crate::analyze::collect::collector::BLOCKING,
             overlapped: false,
         }
     }

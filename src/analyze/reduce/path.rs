@@ -20,6 +20,11 @@
 //! waited for no one), per world and collective name; a world whose median transfer is out of
 //! line with the same collective's in the other worlds (a slow link) is charged the difference.
 //!
+//! A collective that compute ran on through (a side stream's: FSDP prefetch, two-batch
+//! overlap; [`crate::analyze::collect::overlap`]) costs only what compute waited for it: its
+//! late arrival is charged at most its members' longest wait, the rest is [`Hidden`] (where a
+//! trace records no `cudaStreamWaitEvent`, every collective is taken as blocking).
+//!
 //! Figures are totals over the profile and per step (the step table's rows), with the mean step
 //! time; the model is checked against an independent script, `tests/check_critical_path.py`.
 //! Here the result types; [`acc`] computes them as the matching reads the collectives.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{mem_records, Coll, Cursor, RankColls};
 use crate::analyze::collect::collector::CollEv;
-use crate::analyze::collect::overlap::BLOCKING;
+use crate::analyze::collect::collector::BLOCKING;
 use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::collect::spill::Spool;
 
