@@ -228,7 +228,7 @@ mod tests {
             colls.iter().for_each(|c| cs.push(*c));
             let mut ks = Spool::with_cap(cap);
             compute.iter().for_each(|c| ks.push(*c));
-            let out: Vec<i64> = mark_waited(cs, ks, 1)
+            let out: Vec<(i64, bool)> = mark_waited(cs, ks, 1)
                 .unwrap()
                 .sorted_by(|c: &CollEv| c.seq)
                 .unwrap()
