@@ -169,7 +169,11 @@ pub(crate) fn finish(
 
     let (totals, coll_evs) = if gpu {
         drop(c.cpu);
-        fold_gpu(c.gpu, c.launches, c.gpu_colls, &marks, comm, &mut figs)?
+        let (totals, colls) = fold_gpu(c.gpu, c.launches, c.gpu_colls, &marks, comm, &mut figs)?;
+        (
+            totals,
+            super::overlap::mark_waited(colls, c.compute, c.stream_waits)?,
+        )
     } else {
         let cpu = CpuRank {
             ops: c.cpu,
