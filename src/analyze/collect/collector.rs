@@ -151,10 +151,8 @@ pub(crate) struct Collector<'a> {
     /// (start, end) of Python's `work.wait()` calls, for CPU-only traces: where a gloo
     /// collective's thread waits for the others ([`super::names::is_wait`]).
     pub(crate) cpu_waits: Spool<(i64, i64)>,
-    /// (start, end) of the compute kernels (not communication): where compute ran on during
-    /// a collective ([`super::overlap`]); read only when `stream_waits` > 0.
-    pub(crate) compute: Spool<(i64, i64)>,
-    /// `cudaStreamWaitEvent` calls seen: the trace records what waited for what.
+    /// `cudaStreamWaitEvent` calls seen: the trace records what waited for what, and the
+    /// GPU sweep keeps the compute kernels for [`super::overlap`] (none kept when 0).
     pub(crate) stream_waits: u64,
     pub(crate) coll_keys: Vec<String>,
     pub(crate) coll_names: Vec<String>,
@@ -256,7 +254,6 @@ impl<'a> Collector<'a> {
             gpu_colls: Spool::holding(cap),
             cpu_colls: Spool::holding(cap),
             cpu_waits: Spool::holding(cap),
-            compute: Spool::holding(cap),
             stream_waits: 0,
             coll_keys: Vec::new(),
             coll_names: Vec::new(),
@@ -530,9 +527,6 @@ impl<'a> Collector<'a> {
             nelems,
         };
         self.gpu.push(iv);
-        if kind == OpKind::Kernel && !is_comm {
-            self.compute.push((start, start + dur));
-        }
         if is_comm {
             let (key, nid) = self.coll_ids(ev, stream, pg, coll);
             let out_n = out_nelems.and_then(|v| v.as_i64()).unwrap_or(0).max(0);
