@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The truth of one real 8-rank NCCL DDP step, from raw Kineto events (Python 3 stdlib only).
 
-Usage: truth_dlrm.py [DIR] [--json]
+Usage: truth_dlrm.py [DIR] [--json] [--overlap]
 
 DIR defaults to ../../shared/fixtures/param-dlrm-v100x8 (relative to this file): eight
 `worker{r}_step_12.{ms}.pt.trace.json` traces (*.json / *.json.gz are read) of one profiled
@@ -9,6 +9,9 @@ iteration of DLRM (torchrec-style pipeline) under DistributedDataParallel over N
 Prints a human-readable report, or with --json one JSON object. Asserts nothing about the
 figures (they are the truth to check rankprof against); exits 1 when DIR holds no trace, 2 when
 the traces cannot be matched at all (no common ProfilerStep, a rank without NCCL kernels).
+With --overlap it prints instead what each collective's end actually held up, read from the
+launches and the GPU timeline, and how much of each last arriver's lead the overlap hid
+(`overlap_truth`'s docstring gives the rules).
 
 This script does NOT model segments between collectives the way rankprof does. It works from
 three raw tables: the arrival/end table of the NCCL kernels, the launch table (runtime events
@@ -569,6 +572,188 @@ def analyse(d):
             "starts_med": starts_med}
 
 
+# ---------------------------------------------------------------- overlap (--overlap)
+def overlap_truth(A):
+    """What each collective's end actually held up, from the launch table and the GPU timeline.
+
+    The blocking model above takes every member to have waited for a collective's end. Here,
+    per rank r and NCCL kernel k (end e_k), three ways the rank can have waited for e_k are
+    read from the raw events, each with its slack: how much earlier the rank would have gone
+    on, had k ended x earlier, is min(x, slack).
+    - device: the first non-NCCL GPU op G (kernel, copy or set, any stream) that was already
+      launched when k ended (launch_G < e_k) and started only at e_k (start_G >= e_k, within
+      one launch latency of it), with a cudaStreamWaitEvent call (on any host thread: a wait is
+      enqueued on a stream) between k's launch and G's (a stream told to wait for an event
+      recorded after k). slack =
+      e_k - max(launch_G + lat_r, end of the op before G on G's stream): lat_r, the rank's launch
+      latency, is the median start - launch of its non-NCCL ops that found their stream idle.
+    - host: a blocking call (the `waits` above: syncs, memcpys that returned after their copy)
+      running at e_k (begun before, returned at or after it). slack = e_k - its start.
+    - queue: r's next NCCL kernel on k's stream was launched before e_k and started within
+      lat_r of it: the delay moves to that collective's start on r, and through it to that
+      collective's end only as far as r's start there was the latest (a replay of that one
+      collective's starts with the queued members' moved x earlier), then on by these rules.
+    A collective's end held the step up by saved(x) = the most over the members; the lead of its
+    last arriver L (x = start_L - second-latest start, or - the others' median) is hidden by
+    overlap for the part x - saved(x). It takes none of rankprof's rule or constants: it reads
+    launches (which the rankprof rule does not) and finds the slack, not a time window."""
+    R, colls = A["R"], A["collectives"]
+
+    def s_(g):
+        return float(g["ts"])
+
+    def e_(g):
+        return float(g["ts"]) + float(g["dur"])
+
+    per = {}
+    for r in R.values():
+        rk = r.rank
+        ops = sorted((g for g in r.gpu_any if not NCCL_RE.search(g["name"])), key=s_)
+        stream_of = lambda g: (g.get("args") or {}).get("stream", g.get("tid"))
+        prev_end, last_on = {}, {}
+        for g in ops:
+            st = stream_of(g)
+            prev_end[id(g)] = last_on.get(st)
+            last_on[st] = max(last_on.get(st, -1e30), e_(g))
+        launch = {}
+        for g in ops:
+            lz = r.rt.get((g.get("args") or {}).get("correlation"))
+            if lz is not None:
+                launch[id(g)] = float(lz["ts"])
+        idle = [s_(g) - launch[id(g)] for g in ops
+                if id(g) in launch and (prev_end[id(g)] is None or prev_end[id(g)] <= launch[id(g)])]
+        lat = statistics.median(idle) if idle else 0.0
+        sw = {}
+        for e in r.host:
+            if e["cat"].lower() in RT_CATS and e["name"] in ("cudaStreamWaitEvent", "hipStreamWaitEvent"):
+                sw.setdefault(e["tid"], []).append(float(e["ts"]))
+        per[rk] = {"ops": ops, "prev_end": prev_end, "launch": launch, "lat": lat, "sw": sw,
+                   "stream_of": stream_of, "stream_waits": sum(len(v) for v in sw.values())}
+
+    def member(c, rk):
+        """(device, host, queue) of rank rk at collective c; raw times (uncorrected)."""
+        r, P = R[rk], per[rk]
+        k = c["kernels"][rk]
+        ek = e_(k)
+        lk = r.rt.get((k.get("args") or {}).get("correlation"))
+        out = {"device": None, "host": None, "queued_next": False, "overlapped": False}
+        out["overlapped"] = any(s_(g) < ek and e_(g) > s_(k) for g in P["ops"]
+                                if (g.get("cat") or "").lower() == "kernel")
+        g = next((g for g in P["ops"] if s_(g) >= ek - 0.5), None)
+        if g is not None and id(g) in P["launch"] and lk is not None:
+            lg = P["launch"][id(g)]
+            # Any host thread: a wait is enqueued on a stream, not a thread (DDP's wait for its
+            # last bucket is issued by the autograd thread, the optimizer launches from main).
+            told = any(float(lk["ts"]) < t < lg for ts in P["sw"].values() for t in ts)
+            if lg < ek and s_(g) - ek <= P["lat"] and told:
+                pe = P["prev_end"][id(g)]
+                ready = max(lg + P["lat"], pe if pe is not None else -1e30)
+                out["device"] = {"op": g["name"][:60], "slack": max(0.0, ek - ready),
+                                 "start_after_end": s_(g) - ek, "launched_before_end": ek - lg}
+        hw = [(a, b) for a, b in r.wait_iv if a < ek <= b + 0.5]
+        if hw:
+            out["host"] = {"slack": max(ek - a for a, b in hw), "returned_after_end": max(b for a, b in hw) - ek}
+        si, n = c["stream_index"], c["n"]
+        if n + 1 < len(r.nccl_streams[si]):
+            k2 = r.nccl_streams[si][n + 1]
+            l2 = r.rt.get((k2.get("args") or {}).get("correlation"))
+            if l2 is not None and float(l2["ts"]) < ek and s_(k2) - ek <= P["lat"]:
+                out["queued_next"] = True
+        return out
+
+    by_pos = {(c["stream_index"], c["n"]): c for c in colls}
+    M = {(c["index"], rk): member(c, rk) for c in colls for rk in c["kernels"]}
+
+    def saved(c, x, depth=0):
+        """How much of the step an end x µs earlier gives back (the most over the members)."""
+        if x <= 0:
+            return 0.0
+        best = 0.0
+        for rk in c["kernels"]:
+            m = M[(c["index"], rk)]
+            for ch in ("device", "host"):
+                if m[ch] is not None:
+                    best = max(best, min(x, m[ch]["slack"]))
+        nxt = by_pos.get((c["stream_index"], c["n"] + 1))
+        if nxt is not None and depth < len(colls):
+            q = {rk for rk in nxt["kernels"] if M[(c["index"], rk)]["queued_next"]}
+            if q:
+                st = {rk: v["start"] for rk, v in nxt["m"].items()}
+                now = max(st.values())
+                moved = max(st[rk] - x if rk in q else st[rk] for rk in st)
+                best = max(best, saved(nxt, now - moved, depth + 1))
+        return min(best, x)
+
+    rows = []
+    hidden = {}
+    for c in colls:
+        L = c["last"]
+        alone_saved = saved(c, c["marginal"])
+        imposed_saved = saved(c, c["imposed"])
+        h = hidden.setdefault(L, {"alone": 0.0, "alone_hidden": 0.0, "imposed": 0.0, "imposed_hidden": 0.0})
+        h["alone"] += c["marginal"]
+        h["alone_hidden"] += c["marginal"] - alone_saved
+        h["imposed"] += c["imposed"]
+        h["imposed_hidden"] += c["imposed"] - imposed_saved
+        waited_by = sorted(rk for rk in c["kernels"]
+                           if (M[(c["index"], rk)]["device"] or {}).get("slack", 0) > 0
+                           or (M[(c["index"], rk)]["host"] or {}).get("slack", 0) > 0)
+        rows.append({"index": c["index"], "name": c["name"], "last": L,
+                     "marginal_us": c["marginal"], "marginal_saved_us": alone_saved,
+                     "imposed_us": c["imposed"], "imposed_saved_us": imposed_saved,
+                     "waited_by": waited_by,
+                     "overlapped_on": sorted(rk for rk in c["kernels"] if M[(c["index"], rk)]["overlapped"]),
+                     "queued_next_on": sorted(rk for rk in c["kernels"] if M[(c["index"], rk)]["queued_next"]),
+                     "members": {str(rk): M[(c["index"], rk)] for rk in sorted(c["kernels"])}})
+    # The worst k made typical together (k = 1..3, the ranks by their blocking cost alone): at
+    # each collective whose last arriver is one of them, the end moves to the latest arrival of
+    # the others (blocking: all of it given back; here: saved). Per collective, no replay: a lag
+    # carried from one collective to the next is not followed.
+    worst = sorted(A["alone"], key=lambda rk: (-A["alone"][rk], rk))
+    fixed = []
+    for S in (worst[:k] for k in range(1, min(3, len(worst)) + 1)):
+        blk = ovl = 0.0
+        for c in colls:
+            st = {rk: v["start"] for rk, v in c["m"].items()}
+            rest = [v for rk, v in st.items() if rk not in S]
+            if c["last"] in S and rest:
+                x = max(0.0, st[c["last"]] - max(rest))
+                blk += x
+                ovl += saved(c, x)
+        fixed.append({"ranks": S, "blocking_us": blk, "overlap_us": ovl})
+    return {"launch_latency_us": {str(rk): P["lat"] for rk, P in sorted(per.items())},
+            "fixed_together": fixed,
+            "stream_waits": {str(rk): P["stream_waits"] for rk, P in sorted(per.items())},
+            "collectives": rows,
+            "by_last_rank": {str(rk): v for rk, v in sorted(hidden.items())}}
+
+
+def overlap_report(O):
+    o = ["# Overlap: what each collective's end held up (--overlap)", ""]
+    o.append("launch latency per rank (µs): " + ", ".join(
+        "%s %.1f" % (rk, v) for rk, v in O["launch_latency_us"].items()))
+    o.append("cudaStreamWaitEvent calls per rank: " + ", ".join(
+        "%s %d" % (rk, v) for rk, v in O["stream_waits"].items()))
+    o.append("")
+    o.append("| coll | last | lead alone | given back | lead vs median | given back | waited by | compute ran during it on | queued next on |")
+    o.append("|---|---|---|---|---|---|---|---|---|")
+    for c in O["collectives"]:
+        o.append("| c%d %s | %d | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |" % (
+            c["index"], c["name"][:28], c["last"], c["marginal_us"], c["marginal_saved_us"],
+            c["imposed_us"], c["imposed_saved_us"], c["waited_by"] or "-", c["overlapped_on"] or "-",
+            c["queued_next_on"] or "-"))
+    o.append("")
+    for rk, h in O["by_last_rank"].items():
+        o.append("rank %s: lead alone %.3f ms, hidden %.3f ms (typical gives back %.3f); lead vs median "
+                 "%.3f ms, hidden %.3f ms (charged %.3f)" % (
+                     rk, h["alone"] / 1e3, h["alone_hidden"] / 1e3, (h["alone"] - h["alone_hidden"]) / 1e3,
+                     h["imposed"] / 1e3, h["imposed_hidden"] / 1e3, (h["imposed"] - h["imposed_hidden"]) / 1e3))
+    for f in O["fixed_together"]:
+        o.append("ranks %s typical together: %.3f ms blocking, %.3f ms given back" % (
+            ",".join(str(x) for x in f["ranks"]), f["blocking_us"] / 1e3, f["overlap_us"] / 1e3))
+    return "\n".join(o)
+
+
 # ---------------------------------------------------------------- output
 def ms(x):
     return "%.3f ms" % (x / 1000.0)
@@ -756,6 +941,11 @@ def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     d = args[0] if args else default_dir()
     A = analyse(d)
+    if "--overlap" in argv:
+        O = overlap_truth(A)
+        r3 = lambda x: round(x, 3) if isinstance(x, float) else str(x)
+        print(json.dumps(O, indent=1, default=r3) if "--json" in argv else overlap_report(O))
+        return
     print(to_json(A) if "--json" in argv else report(A))
 
 

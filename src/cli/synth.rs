@@ -70,7 +70,21 @@ pub struct SynthArgs {
     /// annotation before its ProfilerStep#N; its peers wait at the step's first collective.
     #[arg(long = "late-start-rank")]
     pub late_start_rank: Option<u32>,
-    /// How long the --host-delay-rank / --late-start-rank rank is held up, in µs.
+    /// FSDP-style prefetch on a side stream: after each layer's last all-reduce every rank
+    /// copies the next layer's shard in and all-gathers it over its TP group on its own CUDA
+    /// stream (cudaEventRecord after the launch); the compute stream goes on with the next
+    /// layer and waits for it (cudaStreamWaitEvent) only before that layer's output
+    /// projection. Needs --tp 2 or more.
+    #[arg(long = "overlap-comm")]
+    pub overlap_comm: bool,
+    /// Rank that arrives --delay-us late at every prefetch all-gather (--overlap-comm): its
+    /// side-stream copy-in takes that much longer; its compute stream is not held up. The
+    /// others' all-gathers end that much later: hidden while they still end before the
+    /// output projection needs them, the rest is step time.
+    #[arg(long = "overlap-late-rank")]
+    pub overlap_late_rank: Option<u32>,
+    /// How long the --host-delay-rank / --late-start-rank / --overlap-late-rank rank is held
+    /// up, in µs.
     #[arg(long = "delay-us", default_value_t = 2000)]
     pub delay_us: u64,
     /// Write the traces as a CPU-only (gloo) run writes them, modelled on real SGLang CPU

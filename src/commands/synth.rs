@@ -55,6 +55,8 @@ pub(crate) fn options(a: &SynthArgs) -> Result<SynthOptions> {
             factor: a.factor,
             from_step: a.from_step,
         }),
+        overlap_comm: a.overlap_comm,
+        overlap_delay: a.overlap_late_rank.map(|rank| delay(a, rank)),
         profile_memory: a.profile_memory,
         more_memory: plant(&a.plant_memory, "--plant-memory")?,
         leak: plant(&a.plant_leak, "--plant-leak")?,

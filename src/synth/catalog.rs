@@ -178,6 +178,18 @@ kspec!(
     1
 );
 kspec!(
+    NCCL_AG,
+    "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+    Comm,
+    96,
+    70768,
+    [2, 1, 1],
+    [512, 1, 1],
+    "0.015152",
+    "0.242424",
+    0
+);
+kspec!(
     NCCL_SENDRECV,
     "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
     Comm,
@@ -229,6 +241,20 @@ pub(crate) const SYNC: Call = Call {
     cat: "cuda_runtime",
     cbid: 131,
 };
+
+/// The side stream's collective done: recorded after its launch (`--overlap-comm`).
+pub(crate) const EVENT_RECORD: Call = Call {
+    name: "cudaEventRecord",
+    cat: "cuda_runtime",
+    cbid: 135,
+};
+/// The compute stream waits for a recorded event.
+pub(crate) const STREAM_WAIT_EVENT: Call = Call {
+    name: "cudaStreamWaitEvent",
+    cat: "cuda_runtime",
+    cbid: 147,
+};
+pub(crate) const MEMCPY_DTOD: &str = "Memcpy DtoD (Device -> Device)";
 
 pub(crate) const MEMCPY_HTOD: &str = "Memcpy HtoD (Pageable -> Device)";
 pub(crate) const MEMCPY_DTOH: &str = "Memcpy DtoH (Device -> Pageable)";

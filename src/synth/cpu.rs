@@ -20,7 +20,7 @@ pub(crate) const RUNLOOP_TID: u64 = 45;
 pub(crate) fn transfer_ns(c: &Coll) -> i64 {
     let bytes = (c.nelems * 2) as i64;
     match c.kind {
-        CollKind::AllReduce => 30_000 + bytes / 20,
+        CollKind::AllReduce | CollKind::AllGather => 30_000 + bytes / 20,
         CollKind::Send | CollKind::Recv => 20_000 + bytes / 40,
     }
 }

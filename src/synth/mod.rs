@@ -175,6 +175,15 @@ pub struct SynthOptions {
     pub late_start: Option<Delay>,
     /// Planted slow link of one DP replica.
     pub slow_link: Option<SlowLink>,
+    /// FSDP-style prefetch (`--overlap-comm`, [`model::overlap_prefetch`]): one all-gather
+    /// per layer on a side stream, overlapping the next layer's compute, which waits for it
+    /// (`cudaStreamWaitEvent`) only before its output projection.
+    pub overlap_comm: bool,
+    /// Planted late prefetch (`--overlap-late-rank`): the rank's side-stream copy-in before
+    /// each all-gather takes `delay_ns` longer, so it arrives that late at every prefetch;
+    /// its compute stream is not held up. Hidden while the all-gather still ends before the
+    /// consumer needs it.
+    pub overlap_delay: Option<Delay>,
     /// Kineto `[memory]` events on every rank (`profile_memory=True`); the memory plants
     /// imply it.
     pub profile_memory: bool,
@@ -236,6 +245,8 @@ impl Default for SynthOptions {
             host_delay: None,
             late_start: None,
             slow_link: None,
+            overlap_comm: false,
+            overlap_delay: None,
             profile_memory: false,
             more_memory: None,
             leak: None,
@@ -264,6 +275,7 @@ impl SynthOptions {
         self.validate_rank_plants(world)?;
         self.validate_delays(world)?;
         self.validate_slow_link()?;
+        self.validate_overlap(world)?;
         self.validate_memory(world)?;
         self.validate_times(world)
     }
@@ -397,6 +409,35 @@ impl SynthOptions {
                      (use --tp 2 or more, so that its peers wait for it)",
                     d.rank
                 );
+            }
+        }
+        Ok(())
+    }
+
+    /// The side-stream prefetch: TP all-reduces to place it between, a GPU, layers to
+    /// prefetch; its late rank in the layout.
+    fn validate_overlap(&self, world: u64) -> Result<()> {
+        if self.overlap_delay.is_some() && !self.overlap_comm {
+            bail!("--overlap-late-rank needs --overlap-comm (the prefetch it delays)");
+        }
+        if !self.overlap_comm {
+            return Ok(());
+        }
+        if self.cpu_only {
+            bail!("--overlap-comm is a GPU run's side stream: not with --cpu-only");
+        }
+        if self.tp < 2 || self.layers < 2 {
+            bail!("--overlap-comm needs --tp 2 or more and --layers 2 or more (it prefetches the next layer over the TP group)");
+        }
+        if let Some(d) = &self.overlap_delay {
+            if u64::from(d.rank) >= world {
+                bail!(
+                    "--overlap-late-rank {} is not a rank of a {world}-rank layout",
+                    d.rank
+                );
+            }
+            if d.delay_ns <= 0 {
+                bail!("--overlap-late-rank needs --delay-us above 0");
             }
         }
         Ok(())
@@ -582,6 +623,7 @@ fn write_profile(
             annotations: cfg.annotations,
             vllm: cfg.naming == Vendor::Vllm,
             cpu_only: cfg.cpu_only,
+            side_stream: cfg.overlap_comm,
             memory: cfg.mem_plan(r, layout.device(&pos)),
         };
         writers.push(TraceWriter::create(&path, cfg.plain, cfg.level, info)?);

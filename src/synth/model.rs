@@ -111,6 +111,15 @@ pub(crate) enum Gpu {
         bytes: u64,
     },
     Coll(Coll),
+    /// A collective on the side (prefetch) stream ([`overlap_prefetch`]): the compute stream
+    /// goes on, and waits for it only at a [`Gpu::WaitSide`].
+    SideColl(Coll),
+    /// A copy on the side stream before its collective (FSDP's all-gather copy-in).
+    SideCopy {
+        bytes: u64,
+    },
+    /// `cudaStreamWaitEvent`: the compute stream waits for the side stream's last collective.
+    WaitSide,
     /// Nothing: the call waits for the GPU (`cudaStreamSynchronize`).
     Sync,
     /// No CUDA call at all: host work of [`Op::cpu_ns`] exactly (a planted host stall).
@@ -120,6 +129,7 @@ pub(crate) enum Gpu {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CollKind {
     AllReduce,
+    AllGather,
     Send,
     Recv,
 }
@@ -159,9 +169,9 @@ impl Op {
     pub(crate) fn class(&self) -> Option<Class> {
         match self.gpu {
             Gpu::Kernel(k) => Some(k.class),
-            Gpu::Coll(_) => Some(Class::Comm),
-            Gpu::Memcpy { .. } | Gpu::Memset { .. } => Some(Class::Memory),
-            Gpu::Sync | Gpu::Host => None,
+            Gpu::Coll(_) | Gpu::SideColl(_) => Some(Class::Comm),
+            Gpu::Memcpy { .. } | Gpu::Memset { .. } | Gpu::SideCopy { .. } => Some(Class::Memory),
+            Gpu::Sync | Gpu::Host | Gpu::WaitSide => None,
         }
     }
 }
@@ -195,7 +205,7 @@ fn linear(spec: &'static KSpec, gpu_ns: i64, rows: i64) -> Op {
 pub(crate) fn transfer_ns(c: &Coll) -> i64 {
     let bytes = (c.nelems * 2) as i64;
     match c.kind {
-        CollKind::AllReduce => 9_000 + bytes / 100,
+        CollKind::AllReduce | CollKind::AllGather => 9_000 + bytes / 100,
         CollKind::Send | CollKind::Recv => 6_000 + bytes / 50,
     }
 }
@@ -446,6 +456,87 @@ pub(crate) fn program(
         rows: 0,
     });
     ops
+}
+
+/// Elements each side-stream all-gather moves (`--overlap-comm`): a layer's shard, about
+/// 13 µs of transfer.
+pub(crate) const PREFETCH_NELEMS: u64 = 1 << 18;
+
+/// Nominal time of the side stream's copy-in before each all-gather, ns.
+pub(crate) const COPY_IN_NS: i64 = 2_500;
+
+/// `--overlap-comm`: FSDP-style prefetch on a side stream. After each layer's last all-reduce
+/// (every layer but the last), the rank copies the next layer's shard in and launches an
+/// all-gather of its TP group on the side stream (`c10d::_allgather_base_`, its end recorded
+/// by `cudaEventRecord`); the compute stream goes on with the next layer and waits for it
+/// (`cudaStreamWaitEvent`) only before that layer's output projection, the op that uses it.
+/// `pg`: the TP group. A program without all-reduces is returned as it is.
+pub(crate) fn overlap_prefetch(ops: Vec<Op>, pg: usize) -> Vec<Op> {
+    let layers = ops.iter().filter(|o| is_oproj(o)).count();
+    let mut out = Vec::with_capacity(ops.len() + 3 * layers);
+    let (mut reduces, mut fetched, mut pending) = (0usize, 0usize, false);
+    for op in ops {
+        if is_oproj(&op) && pending {
+            out.push(Op {
+                gpu: Gpu::WaitSide,
+                cpu: "FSDP::pre_forward",
+                inner: None,
+                call: cat::STREAM_WAIT_EVENT,
+                gpu_ns: 0,
+                cpu_ns: 5_000,
+                rows: 0,
+            });
+            pending = false;
+        }
+        let reduce = matches!(op.gpu, Gpu::Coll(c) if c.kind == CollKind::AllReduce);
+        out.push(op);
+        if !reduce {
+            continue;
+        }
+        reduces += 1;
+        if reduces % 2 == 0 && fetched + 1 < layers {
+            fetched += 1;
+            pending = true;
+            out.extend(prefetch(pg));
+        }
+    }
+    out
+}
+
+fn is_oproj(op: &Op) -> bool {
+    matches!(op.gpu, Gpu::Kernel(k) if std::ptr::eq(k, &cat::GEMM_OPROJ))
+}
+
+/// The copy-in and the all-gather of one prefetch, on the side stream.
+fn prefetch(pg: usize) -> [Op; 2] {
+    [
+        Op {
+            gpu: Gpu::SideCopy {
+                bytes: PREFETCH_NELEMS * 2,
+            },
+            cpu: "FSDP::all_gather_copy_in",
+            inner: None,
+            call: cat::MEMCPY,
+            gpu_ns: COPY_IN_NS,
+            cpu_ns: 9_000,
+            rows: 0,
+        },
+        Op {
+            gpu: Gpu::SideColl(Coll {
+                kind: CollKind::AllGather,
+                spec: &cat::NCCL_AG,
+                pg,
+                peer: 0,
+                nelems: PREFETCH_NELEMS,
+            }),
+            cpu: "c10d::_allgather_base_",
+            inner: Some("record_param_comms"),
+            call: cat::LAUNCH_EXC,
+            gpu_ns: 0,
+            cpu_ns: 16_000,
+            rows: 0,
+        },
+    ]
 }
 
 /// A planted host stall of `delay_ns`: `.cpu()` of a GPU tensor (`aten::to` → `aten::_to_copy`,

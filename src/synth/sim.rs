@@ -41,6 +41,10 @@ pub(crate) struct RankState {
     pub(crate) cpu_t: i64,
     /// When the compute stream is free.
     pub(crate) gpu_t: i64,
+    /// When the side (prefetch) stream is free (`--overlap-comm`).
+    side_t: i64,
+    /// Side-stream collectives launched and not yet complete.
+    side_pending: u32,
     pub(crate) corr: u64,
     pub(crate) ext: u64,
     /// Next NCCL `seq` per process group.
@@ -54,6 +58,8 @@ impl RankState {
         RankState {
             cpu_t: start,
             gpu_t: start,
+            side_t: start,
+            side_pending: 0,
             corr: corr0,
             ext: 1,
             seq: vec![0; groups],
@@ -110,6 +116,10 @@ struct Arrival {
     rank: usize,
     at: i64,
     rec: Rec,
+    coll: model::Coll,
+    /// A side-stream collective: the index of its record, already in the rank's step (the
+    /// rank went on without waiting).
+    side: Option<usize>,
 }
 
 /// Runs step `index` of profile number `profile` for every rank.
@@ -176,6 +186,9 @@ pub(crate) fn simulate_step(
         let mut ops = model::program(
             cfg.naming, cfg.layers, layout, &pos, kind, extra, moe_factor,
         );
+        if cfg.overlap_comm {
+            ops = model::overlap_prefetch(ops, layout.tp_group(&pos));
+        }
         if let Some(d) = &cfg.host_delay {
             if d.rank as usize == r && index >= d.from_step {
                 // Before the step's second collective (the one that closes the first layer), so
@@ -253,6 +266,8 @@ pub(crate) fn simulate_step(
 
     let mut pc = vec![0usize; world];
     let mut waiting = vec![false; world];
+    // Waiting at a `cudaStreamWaitEvent` for a side collective (not at a collective).
+    let mut waiting_side = vec![false; world];
     let mut pending: BTreeMap<CollKey, (usize, Vec<Arrival>)> = BTreeMap::new();
     loop {
         let mut moved = false;
@@ -262,6 +277,12 @@ pub(crate) fn simulate_step(
             }
             while pc[r] < steps[r].ops.len() {
                 let op = steps[r].ops[pc[r]];
+                if matches!(op.gpu, Gpu::WaitSide) && states[r].side_pending > 0 {
+                    // The compute stream waits for a side collective not yet complete.
+                    waiting[r] = true;
+                    waiting_side[r] = true;
+                    break;
+                }
                 let st = &mut states[r];
                 let rng = &mut rngs[r];
                 moved = true;
@@ -272,11 +293,12 @@ pub(crate) fn simulate_step(
                     cpu_side(&op, st, rng)
                 };
                 match op.gpu {
-                    Gpu::Coll(c) => {
+                    Gpu::Coll(c) | Gpu::SideColl(c) => {
+                        let side = matches!(op.gpu, Gpu::SideColl(_));
                         let pos = layout.pos(r as u32);
                         let local = layout.local(&pos);
                         let (members, seq, src, dst) = match c.kind {
-                            CollKind::AllReduce => {
+                            CollKind::AllReduce | CollKind::AllGather => {
                                 let s = st.seq[c.pg];
                                 st.seq[c.pg] += 1;
                                 (layout.groups()[c.pg].ranks.len(), s, u32::MAX, u32::MAX)
@@ -296,16 +318,38 @@ pub(crate) fn simulate_step(
                         rec.seq = seq;
                         // gloo: the op starts when the thread gets there; NCCL: the kernel
                         // starts when the stream is free and the launch is done.
+                        // A side collective starts when the side stream is free.
+                        let stream_t = if side { st.side_t } else { st.gpu_t };
                         let at = if cfg.cpu_only {
                             rec.cpu_start
                         } else {
-                            (st.gpu_t + rng.range(800, 1_600) as i64).max(rec.rt_start + rec.rt_dur)
+                            (stream_t + rng.range(800, 1_600) as i64).max(rec.rt_start + rec.rt_dur)
                         };
-                        pending
+                        let arrivals = &mut pending
                             .entry((pos.d, c.pg, seq, src, dst))
                             .or_insert_with(|| (members, Vec::new()))
-                            .1
-                            .push(Arrival { rank: r, at, rec });
+                            .1;
+                        if side {
+                            // The rank goes on; its record is completed when the last arrives.
+                            st.side_pending += 1;
+                            arrivals.push(Arrival {
+                                rank: r,
+                                at,
+                                rec,
+                                coll: c,
+                                side: Some(steps[r].recs.len()),
+                            });
+                            steps[r].recs.push(rec);
+                            pc[r] += 1;
+                            continue;
+                        }
+                        arrivals.push(Arrival {
+                            rank: r,
+                            at,
+                            rec,
+                            coll: c,
+                            side: None,
+                        });
                         waiting[r] = true;
                         break;
                     }
@@ -319,6 +363,20 @@ pub(crate) fn simulate_step(
                         st.cpu_t = rec.cpu_start + rec.cpu_dur;
                     }
                     Gpu::Host => {}
+                    Gpu::WaitSide => st.gpu_t = st.gpu_t.max(st.side_t),
+                    Gpu::SideCopy { .. } => {
+                        // The side stream waits for the compute stream's work so far (torch
+                        // orders a collective's stream after the current one), then copies.
+                        let late = match &cfg.overlap_delay {
+                            Some(d) if d.rank as usize == r && index >= d.from_step => d.delay_ns,
+                            _ => 0,
+                        };
+                        let nominal = op.gpu_ns as f64 * rng.jitter(0.015);
+                        rec.gpu_dur = (nominal.round() as i64).max(1) + late;
+                        rec.gpu_start = (st.side_t.max(st.gpu_t) + rng.range(800, 1_600) as i64)
+                            .max(rec.rt_start + rec.rt_dur);
+                        st.side_t = rec.gpu_start + rec.gpu_dur;
+                    }
                     _ => {
                         let class = op.class().unwrap_or(Class::Memory);
                         let nominal = op.gpu_ns as f64 * rng.jitter(0.015) * slow_mult(r, class);
@@ -343,9 +401,8 @@ pub(crate) fn simulate_step(
             };
             moved = true;
             let latest = arrivals.iter().map(|a| a.at).max().unwrap_or(0);
-            let first = &arrivals[0];
-            let Gpu::Coll(c) = steps[first.rank].ops[pc[first.rank]].gpu else {
-                bail!("synth: a collective lost its op (bug)");
+            let Some(c) = arrivals.first().map(|a| a.coll) else {
+                bail!("synth: a collective without members (bug)");
             };
             let mut rng = Rng::keyed(
                 cfg.seed,
@@ -367,6 +424,14 @@ pub(crate) fn simulate_step(
             transfer *= link_mult(cfg, index, key.0, &arrivals);
             let end = latest + transfer.round() as i64;
             for a in arrivals {
+                if let Some(i) = a.side {
+                    side_done(&mut steps[a.rank], &mut states[a.rank], i, a.at, end);
+                    if waiting_side[a.rank] {
+                        waiting[a.rank] = false;
+                        waiting_side[a.rank] = false;
+                    }
+                    continue;
+                }
                 let mut rec = a.rec;
                 if cfg.cpu_only {
                     // gloo holds every member's thread until the data has moved.
@@ -398,6 +463,17 @@ pub(crate) fn simulate_step(
         step.cpu_end = st.cpu_t;
     }
     Ok(steps)
+}
+
+/// A side collective complete at `end`: its record (index `i` in the rank's step) gets its
+/// kernel, from the rank's arrival `at`; the side stream is free from `end`.
+fn side_done(step: &mut RankStep, st: &mut RankState, i: usize, at: i64, end: i64) {
+    if let Some(rec) = step.recs.get_mut(i) {
+        rec.gpu_start = at;
+        rec.gpu_dur = end - at;
+    }
+    st.side_t = end;
+    st.side_pending = st.side_pending.saturating_sub(1);
 }
 
 /// How much longer a collective of replica `replica` with these members transfers in step

@@ -27,9 +27,9 @@ use regex::Regex;
 
 use super::memory::MemoryTally;
 use super::names::{
-    is_gemm, is_gloo_range, is_graph_launch, is_launch, is_moe, is_wait, COMM_SIZE_OP, CPU_OP,
-    CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION, KERNEL,
-    PYTHON_FUNCTION, USER_ANNOTATION,
+    is_gemm, is_gloo_range, is_graph_launch, is_launch, is_moe, is_stream_wait, is_wait,
+    COMM_SIZE_OP, CPU_OP, CUDA_DRIVER, CUDA_RUNTIME, GPU_MEMCPY, GPU_MEMSET, GPU_USER_ANNOTATION,
+    KERNEL, PYTHON_FUNCTION, USER_ANNOTATION,
 };
 use super::ops::{short_name, Agg, OpKind};
 use super::spill::Spool;
@@ -94,7 +94,16 @@ pub(crate) struct CollEv {
     /// segments on a common start (the earliest member's step start), so that a rank that
     /// begins the step late is charged at the step's first collective.
     pub(crate) from_step: bool,
+    /// How long the rank's compute waited for it, ns, when the trace says ([`super::overlap`]);
+    /// [`BLOCKING`]: the trace cannot tell (compute taken to have waited for all of it).
+    pub(crate) waited: i64,
+    /// The rank's compute ran during it ([`super::overlap`]).
+    pub(crate) overlapped: bool,
 }
+
+/// [`CollEv::waited`] of a collective the trace cannot tell about: compute is taken to have
+/// waited for all of it ([`super::overlap`]).
+pub(crate) const BLOCKING: i64 = -1;
 
 /// What the collector is told to look for.
 pub(crate) struct Config<'a> {
@@ -142,6 +151,9 @@ pub(crate) struct Collector<'a> {
     /// (start, end) of Python's `work.wait()` calls, for CPU-only traces: where a gloo
     /// collective's thread waits for the others ([`super::names::is_wait`]).
     pub(crate) cpu_waits: Spool<(i64, i64)>,
+    /// `cudaStreamWaitEvent` calls seen: the trace records what waited for what, and the
+    /// GPU sweep keeps the compute kernels for [`super::overlap`] (none kept when 0).
+    pub(crate) stream_waits: u64,
     pub(crate) coll_keys: Vec<String>,
     pub(crate) coll_names: Vec<String>,
     coll_key_ids: FxMap<String, u32>,
@@ -242,6 +254,7 @@ impl<'a> Collector<'a> {
             gpu_colls: Spool::holding(cap),
             cpu_colls: Spool::holding(cap),
             cpu_waits: Spool::holding(cap),
+            stream_waits: 0,
             coll_keys: Vec::new(),
             coll_names: Vec::new(),
             coll_key_ids: FxMap::default(),
@@ -309,6 +322,7 @@ impl<'a> Collector<'a> {
                     self.graph_launches.push(start);
                 }
             }
+            CUDA_RUNTIME if is_stream_wait(ev.name.raw().as_bytes()) => self.stream_waits += 1,
             CPU_OP => {
                 // CPU op totals and intervals only matter for CPU-only traces: none are kept
                 // once a GPU op is seen.
@@ -366,6 +380,8 @@ impl<'a> Collector<'a> {
                             pre: 0,
                             bytes: 0,
                             from_step: false,
+                            waited: BLOCKING,
+                            overlapped: false,
                         });
                     }
                 } else if self.cfg.step_marker.is_none()
@@ -529,6 +545,8 @@ impl<'a> Collector<'a> {
                 pre: 0,
                 bytes,
                 from_step: false,
+                waited: BLOCKING,
+                overlapped: false,
             });
         }
     }

@@ -47,6 +47,13 @@ pub(crate) struct Coll {
     /// Its segment starts at its step's start ([`CollEv::from_step`]).
     #[serde(default, skip_serializing_if = "is_false")]
     pub(crate) from_step: bool,
+    /// How long compute waited for it, ns, when compute ran on while it did
+    /// ([`CollEv::waited`]); absent: compute waited for all of it, or the trace cannot tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) waited: Option<i64>,
+    /// The rank's compute ran during it ([`CollEv::overlapped`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub(crate) overlapped: bool,
 }
 
 fn is_false(x: &bool) -> bool {
@@ -69,7 +76,7 @@ impl Coll {
 }
 
 impl Rec for CollEv {
-    const SIZE: usize = 61;
+    const SIZE: usize = 70;
     fn put(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.key.to_le_bytes());
         out.extend_from_slice(&self.name.to_le_bytes());
@@ -81,6 +88,8 @@ impl Rec for CollEv {
         out.extend_from_slice(&self.pre.to_le_bytes());
         out.extend_from_slice(&self.bytes.to_le_bytes());
         out.push(u8::from(self.from_step));
+        out.extend_from_slice(&self.waited.to_le_bytes());
+        out.push(u8::from(self.overlapped));
     }
     fn get(b: &[u8]) -> Self {
         let u32_at = |at: usize| {
@@ -99,6 +108,8 @@ impl Rec for CollEv {
             pre: i64_at(b, 44),
             bytes: i64_at(b, 52) as u64,
             from_step: b.get(60).is_some_and(|&x| x != 0),
+            waited: i64_at(b, 61),
+            overlapped: b.get(69).is_some_and(|&x| x != 0),
         }
     }
 }
@@ -368,6 +379,8 @@ impl RankColls {
                     pre,
                     bytes: c.bytes.unwrap_or(0),
                     from_step: c.from_step,
+                    waited: c.waited.unwrap_or(super::collector::BLOCKING),
+                    overlapped: c.overlapped,
                 })?;
                 seq = seq.wrapping_add(1);
             }

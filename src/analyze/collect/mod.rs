@@ -30,6 +30,7 @@ pub(crate) mod gaps;
 pub(crate) mod memory;
 pub mod names;
 pub(crate) mod ops;
+pub(crate) mod overlap;
 pub(crate) mod plan;
 pub(crate) mod rank;
 pub(crate) mod segments;

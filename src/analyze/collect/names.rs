@@ -96,7 +96,7 @@ pub fn names_read(cat: &[u8], name: &[u8], devices: bool) -> bool {
         return !devices && is_wait(name);
     }
     if cat != CPU_OP.as_bytes() {
-        return is_launch(name);
+        return is_launch(name) || is_stream_wait(name);
     }
     // The cheap tests first: most names fail them all.
     !devices
@@ -151,6 +151,13 @@ pub(super) fn is_graph_launch(name: &[u8]) -> bool {
 
 /// The op whose `In msg nelems` gives a collective's size.
 pub(super) const COMM_SIZE_OP: &str = "record_param_comms";
+
+/// `cudaStreamWaitEvent` (`hipStreamWaitEvent`): a stream waits for an event recorded on
+/// another, which tells that the trace records what waited for a side-stream collective
+/// ([`super::overlap`]).
+pub(super) fn is_stream_wait(name: &[u8]) -> bool {
+    same_bytes(name, b"cudaStreamWaitEvent") || same_bytes(name, b"hipStreamWaitEvent")
+}
 
 /// A runtime or driver call whose correlation analyze reads: a kernel launch, a copy or a set
 /// (`cudaLaunchKernel`, `hipExtModuleLaunchKernel`, `cudaMemcpyAsync`, …).

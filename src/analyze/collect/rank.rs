@@ -169,7 +169,15 @@ pub(crate) fn finish(
 
     let (totals, coll_evs) = if gpu {
         drop(c.cpu);
-        fold_gpu(c.gpu, c.launches, c.gpu_colls, &marks, comm, &mut figs)?
+        fold_gpu(
+            c.gpu,
+            c.launches,
+            c.gpu_colls,
+            c.stream_waits,
+            &marks,
+            comm,
+            &mut figs,
+        )?
     } else {
         let cpu = CpuRank {
             ops: c.cpu,
@@ -231,19 +239,28 @@ fn assign_work(
 }
 
 /// A GPU rank's ops swept in bounded memory ([`super::sweep::fold`]) into its totals and
-/// steps, and its collectives given the compute before and within them ([`segments`]).
+/// steps, and its collectives given the compute before and within them ([`segments`]) and,
+/// when its trace records `cudaStreamWaitEvent` (`stream_waits` > 0), what compute waited
+/// for ([`super::overlap`]: its compute kernels are kept by the same sweep, else none are).
 fn fold_gpu(
     ivs: Spool<GpuIv>,
     launches: Spool<(i64, i64)>,
     colls: Spool<CollEv>,
+    stream_waits: u64,
     marks: &[steps::Mark],
     comm: u8,
     figs: &mut [StepFig],
 ) -> Result<(GpuTotals, Spool<CollEv>)> {
     let (with_prev, queries) = segments::prepare(colls, marks)?;
     let mut cum = segments::Cumulative::new(queries)?;
-    let totals = super::sweep::fold(ivs, launches, marks, comm, figs, &mut cum)?;
-    Ok((totals, segments::finish(with_prev, cum.finish()?, marks)?))
+    let mut kernels = (stream_waits > 0).then(|| ivs.like());
+    let totals = super::sweep::fold(ivs, launches, marks, comm, figs, &mut cum, kernels.as_mut())?;
+    let colls = segments::finish(with_prev, cum.finish()?, marks)?;
+    let colls = match kernels {
+        Some(k) => super::overlap::mark_waited(colls, k, stream_waits)?,
+        None => colls,
+    };
+    Ok((totals, colls))
 }
 
 /// Whether the file lost its base: it has none but relative times, judged by its earliest

@@ -333,6 +333,8 @@ mod tests {
             pre: 0,
             bytes: 0,
             from_step: false,
+            waited: crate::analyze::collect::collector::BLOCKING,
+            overlapped: false,
         }
     }
 

@@ -139,7 +139,9 @@ fn kind_of(g: &GpuIv, comm: u8) -> Kind {
 /// Folds the rank's ops into its totals and fills `figs` (one per mark, in mark order: busy,
 /// work, class sums, launches). `launches`: (correlation, launch ts). `cum` answers, from the
 /// same sweep, how much compute lies before each collective segment's ends
-/// ([`super::segments`]).
+/// ([`super::segments`]). `kernels`, when given, receives (start, end) of every compute
+/// kernel (not communication, not a copy), in order of start: what [`super::overlap`] reads,
+/// asked for only of a rank whose trace records `cudaStreamWaitEvent`.
 pub(crate) fn fold(
     ops: Spool<GpuIv>,
     launches: Spool<(i64, i64)>,
@@ -147,6 +149,7 @@ pub(crate) fn fold(
     comm: u8,
     figs: &mut [StepFig],
     cum: &mut Cumulative,
+    mut kernels: Option<&mut Spool<(i64, i64)>>,
 ) -> Result<GpuTotals> {
     let by_launch = !marks.is_empty() && !marks.iter().all(|m| m.on_gpu);
     // How each op finds its step: by its own start, by its launch's time in a table indexed
@@ -178,6 +181,11 @@ pub(crate) fn fold(
                 compute.add(g.start, g.end);
                 cum.reach(g.start)?;
                 cum.add(g.start, g.end);
+                if g.kind == OpKind::Kernel {
+                    if let Some(k) = kernels.as_deref_mut() {
+                        k.push((g.start, g.end));
+                    }
+                }
             }
             Kind::Comm => comm_u.add(g.start, g.end),
             Kind::Copy => copy.add(g.start, g.end),
@@ -424,7 +432,7 @@ mod tests {
             launches.iter().for_each(|l| sl.push(*l));
             let mut figs = vec![fig(), fig(), fig()];
             let mut cum = Cumulative::new(Spool::default()).unwrap();
-            let t = fold(so, sl, &marks, comm, &mut figs, &mut cum).unwrap();
+            let t = fold(so, sl, &marks, comm, &mut figs, &mut cum, None).unwrap();
             assert_eq!(t.busy, all.len(), "cap {cap}");
             assert_eq!(t.compute, compute.len());
             assert_eq!(t.comm, comm_u.len());
@@ -461,7 +469,7 @@ mod tests {
         launches.iter().for_each(|l| sl.push(*l));
         let mut figs = vec![fig(), fig()];
         let mut cum = Cumulative::new(Spool::default()).unwrap();
-        fold(so, sl, &marks, 2, &mut figs, &mut cum).unwrap();
+        fold(so, sl, &marks, 2, &mut figs, &mut cum, None).unwrap();
         let busy0 = Union::from_unsorted(
             ops.iter()
                 .filter(|g| window_of(&marks, g.start) == Some(0))

@@ -136,6 +136,8 @@ mod tests {
                     pre: 0,
                     bytes: None,
                     from_step: false,
+                    waited: None,
+                    overlapped: false,
                 })
                 .collect(),
         );

@@ -20,6 +20,11 @@
 //! waited for no one), per world and collective name; a world whose median transfer is out of
 //! line with the same collective's in the other worlds (a slow link) is charged the difference.
 //!
+//! A collective that compute ran on through (a side stream's: FSDP prefetch, two-batch
+//! overlap; [`crate::analyze::collect::overlap`]) costs only what compute waited for it: its
+//! late arrival is charged at most its members' longest wait, the rest is [`Hidden`] (where a
+//! trace records no `cudaStreamWaitEvent`, every collective is taken as blocking).
+//!
 //! Figures are totals over the profile and per step (the step table's rows), with the mean step
 //! time; the model is checked against an independent script, `tests/check_critical_path.py`.
 //! Here the result types; [`acc`] computes them as the matching reads the collectives.
@@ -194,6 +199,36 @@ pub struct HostOp {
     pub ns: Ns,
 }
 
+/// A rank's late arrivals at collectives that compute ran on through (a side stream's:
+/// [`crate::analyze::collect::overlap`]): charged only the part compute waited for, the rest
+/// hidden by the overlap.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Hidden {
+    pub who: String,
+    pub world: usize,
+    /// Overlapped collectives it arrived last at.
+    pub collectives: usize,
+    /// Per step: its lead at them over the median member (what the critical path would charge
+    /// had compute waited for them), ns.
+    pub lead_per_step_ns: f64,
+    /// Of it, the part compute did not wait for, ns.
+    pub hidden_per_step_ns: f64,
+}
+
+impl Hidden {
+    /// "hidden by overlap: 0.09 ms of TP01's 0.09 ms a step …".
+    pub fn note(&self) -> String {
+        format!(
+            "hidden by overlap: {:.2} ms of {}'s {:.2} ms a step (its late arrivals at {} side-stream collectives that compute ran on through; charged only the {:.2} ms compute waited for them)",
+            self.hidden_per_step_ns / 1e6,
+            self.who,
+            self.lead_per_step_ns / 1e6,
+            self.collectives,
+            (self.lead_per_step_ns - self.hidden_per_step_ns).max(0.0) / 1e6
+        )
+    }
+}
+
 /// One step of the step table: what the late arrivals cost it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PathStep {
@@ -228,6 +263,10 @@ pub struct CriticalPath {
     /// For the host-bound ranks that cost the step the most: what their host did in the gaps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_ops: Vec<HostOps>,
+    /// The ranks whose late arrivals at side-stream collectives the overlap hid, in part or
+    /// all ([`Hidden`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<Hidden>,
     /// What making each rank, or removing each cause, would give back, re-simulated on the
     /// matched collectives ([`whatif`]).
     #[serde(default)]

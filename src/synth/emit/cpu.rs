@@ -83,6 +83,7 @@ impl TraceWriter {
                     let tail = 2_000.min(dur / 4);
                     let name = match c.kind {
                         CollKind::AllReduce => "gloo:all_reduce",
+                        CollKind::AllGather => "gloo:all_gather",
                         CollKind::Send => "gloo:send",
                         CollKind::Recv => "gloo:recv",
                     };

@@ -26,6 +26,8 @@ mod step;
 pub(crate) const STREAM_COMPUTE: u32 = 7;
 pub(crate) const STREAM_NCCL: u32 = 28;
 pub(crate) const STREAM_P2P: u32 = 32;
+/// The side stream of `--overlap-comm`'s prefetch (copy-in and all-gather).
+pub(crate) const STREAM_SIDE: u32 = 36;
 
 const FLUSH_AT: usize = 1 << 17;
 
@@ -71,6 +73,8 @@ pub(crate) struct RankInfo {
     pub(crate) vllm: bool,
     /// A CPU-only (gloo) run: no device, no GPU events ([`super::cpu`]).
     pub(crate) cpu_only: bool,
+    /// `--overlap-comm`: the side stream is named too.
+    pub(crate) side_stream: bool,
     /// `[memory]` events (`profile_memory`): the rank's allocations ([`memory`]).
     pub(crate) memory: Option<memory::MemPlan>,
 }
@@ -395,6 +399,9 @@ impl TraceWriter {
         }
         if layout.pp > 1 {
             streams.push(STREAM_P2P);
+        }
+        if self.info.side_stream {
+            streams.push(STREAM_SIDE);
         }
         for s in streams {
             let s = u64::from(s);

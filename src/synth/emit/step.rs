@@ -81,14 +81,25 @@ impl TraceWriter {
             self.bytes(b", \"correlation\": ");
             self.n(rec.corr);
             self.args_close();
-            if matches!(op.gpu, Gpu::Sync) {
+            if matches!(op.gpu, Gpu::Sync | Gpu::WaitSide) {
                 continue;
             }
             let stream = match op.gpu {
                 Gpu::Coll(c) if c.kind == CollKind::AllReduce => STREAM_NCCL,
                 Gpu::Coll(_) => STREAM_P2P,
+                Gpu::SideColl(_) | Gpu::SideCopy { .. } => STREAM_SIDE,
                 _ => STREAM_COMPUTE,
             };
+            if matches!(op.gpu, Gpu::SideColl(_)) {
+                // The collective's end, recorded for the compute stream to wait on.
+                let at = rec.rt_start + rec.rt_dur + 200;
+                let c = cat::EVENT_RECORD;
+                self.x_head(c.cat, c.name, pid, pid, at, 900);
+                self.args_open();
+                self.bytes(b"\"cbid\": ");
+                self.n(u64::from(c.cbid));
+                self.args_close();
+            }
             self.flow(true, rec.corr, pid, pid, rec.rt_start);
             self.gpu_activity(op.gpu, rec, launch_ext, stream, layout);
             self.flow(
@@ -153,7 +164,7 @@ impl TraceWriter {
                 self.launch_shape(k);
                 self.args_close();
             }
-            Gpu::Coll(c) => {
+            Gpu::Coll(c) | Gpu::SideColl(c) => {
                 self.x_head(
                     "kernel",
                     c.spec.name,
@@ -170,6 +181,7 @@ impl TraceWriter {
                 let g = &layout.groups()[c.pg];
                 let (coll, size) = match c.kind {
                     CollKind::AllReduce => ("allreduce", g.ranks.len() as u64),
+                    CollKind::AllGather => ("_allgather_base", g.ranks.len() as u64),
                     CollKind::Send => ("send", 2),
                     CollKind::Recv => ("recv", 2),
                 };
@@ -197,7 +209,7 @@ impl TraceWriter {
                         self.bytes(b", \"Src Rank\": ");
                         self.n(u64::from(c.peer));
                     }
-                    CollKind::AllReduce => {}
+                    CollKind::AllReduce | CollKind::AllGather => {}
                 }
                 self.bytes(b", \"seq\": ");
                 self.n(rec.seq);
@@ -207,7 +219,10 @@ impl TraceWriter {
             Gpu::Memset { bytes } => {
                 self.copy("gpu_memset", cat::MEMSET_DEVICE, rec, bytes, ext, stream)
             }
-            Gpu::Sync | Gpu::Host => {}
+            Gpu::SideCopy { bytes } => {
+                self.copy("gpu_memcpy", cat::MEMCPY_DTOD, rec, bytes, ext, stream)
+            }
+            Gpu::Sync | Gpu::Host | Gpu::WaitSide => {}
         }
     }
 

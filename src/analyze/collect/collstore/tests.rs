@@ -14,6 +14,8 @@ fn ev(key: u32, name: u32, seq: u32, start: i64) -> CollEv {
         pre: 0,
         bytes: 7,
         from_step: false,
+        waited: crate::analyze::collect::collector::BLOCKING,
+        overlapped: false,
     }
 }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{mem_records, Coll, Cursor, RankColls};
 use crate::analyze::collect::collector::CollEv;
+use crate::analyze::collect::collector::BLOCKING;
 use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::collect::spill::Spool;
 
@@ -28,6 +29,10 @@ struct CollRef<'a> {
     bytes: Option<u64>,
     #[serde(skip_serializing_if = "is_false")]
     from_step: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waited: Option<i64>,
+    #[serde(skip_serializing_if = "is_false")]
+    overlapped: bool,
 }
 
 fn is_false(x: &bool) -> bool {
@@ -64,6 +69,8 @@ impl Serialize for List<'_, '_> {
                 pre: r.pre,
                 bytes: (r.bytes > 0).then_some(r.bytes),
                 from_step: r.from_step,
+                waited: (r.waited != BLOCKING).then_some(r.waited),
+                overlapped: r.overlapped,
             })?;
         }
         seq.end()
@@ -128,6 +135,8 @@ impl Incoming {
             pre,
             bytes: c.bytes.unwrap_or(0),
             from_step: c.from_step,
+            waited: c.waited.unwrap_or(BLOCKING),
+            overlapped: c.overlapped,
         });
         self.seq = self.seq.wrapping_add(1);
     }

@@ -20,6 +20,8 @@ fn colls(key: &str, starts: &[i64]) -> RankColls {
                 pre: 0,
                 bytes: None,
                 from_step: false,
+                waited: None,
+                overlapped: false,
             })
             .collect(),
     );
@@ -189,6 +191,8 @@ fn lockstep_reading_skips_surplus_and_missing_keys() {
                         pre: 0,
                         bytes: None,
                         from_step: false,
+                        waited: None,
+                        overlapped: false,
                     })
                     .collect();
                 (k.to_string(), v)

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::whatif::{Member, WhatIfAcc};
 use super::{
-    Cause, CriticalPath, Kind, Late, PathStep, Transfer, Waiter, MARKS, ROW_CAUSES, WAITERS,
+    Cause, CriticalPath, Hidden, Kind, Late, PathStep, Transfer, Waiter, MARKS, ROW_CAUSES, WAITERS,
 };
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
@@ -74,6 +74,10 @@ pub(crate) struct Acc {
     origin: i64,
     /// The re-simulations ([`super::whatif`]).
     whatif: WhatIfAcc,
+    /// (rank, step-table row) → its lead at the overlapped collectives it arrived last at
+    /// (what it would cost had compute waited for them), the part the overlap hid, and how
+    /// many ([`overlap_cap`]).
+    hidden: BTreeMap<(usize, Option<usize>), (i64, i64, usize)>,
 }
 
 /// One matched collective's transfer (ns), bytes (0: unknown) and member count.
@@ -125,6 +129,7 @@ impl Acc {
             transfers: BTreeMap::new(),
             origin: i64::MAX,
             whatif: WhatIfAcc::default(),
+            hidden: BTreeMap::new(),
         }
     }
 
@@ -183,6 +188,7 @@ impl Acc {
         let from = common_start(recs);
         let parts: Vec<(i64, i64, i64, i64)> =
             recs.iter().zip(&from).map(|(r, &f)| split(r, f)).collect();
+        let cap = overlap_cap(recs);
         if let Some(row) = self.row_of(members[l], lr.start) {
             let replayed: Vec<Member> = members
                 .iter()
@@ -197,14 +203,27 @@ impl Acc {
                     end: r.end,
                 })
                 .collect();
-            self.whatif.add(row, world, &replayed, transfer);
+            self.whatif
+                .add(row, world, &replayed, transfer, cap.unwrap_or(i64::MAX));
         }
         if tie {
             return;
         }
         let med = |f: fn(&(i64, i64, i64, i64)) -> i64| lower_median(parts.iter().map(f).collect());
         let mine = parts[l];
-        let cost = mine.0 - med(|p| p.0);
+        let lead = mine.0 - med(|p| p.0);
+        if lead <= 0 {
+            return;
+        }
+        // A collective that compute ran on through costs what compute waited for it.
+        let cost = cap.map_or(lead, |w| lead.min(w));
+        if let Some(w) = cap {
+            let row = self.row_of(members[l], lr.start);
+            let h = self.hidden.entry((members[l], row)).or_default();
+            h.0 += lead;
+            h.1 += lead - lead.min(w);
+            h.2 += 1;
+        }
         if cost <= 0 {
             return;
         }
@@ -273,6 +292,18 @@ impl Acc {
             }
         }
     }
+}
+
+/// How long compute waited for a collective that it ran on through (a side-stream
+/// collective, [`crate::analyze::collect::overlap`]: compute ran during it on some member):
+/// the longest wait of its members, when every member's trace says how long; `None` (compute
+/// waited for all of it, as the critical path assumes) for a blocking collective or one a
+/// member's trace cannot tell about.
+fn overlap_cap(recs: &[CollEv]) -> Option<i64> {
+    if recs.iter().any(|r| r.waited < 0) || !recs.iter().any(|r| r.overlapped) {
+        return None;
+    }
+    recs.iter().map(|r| r.waited).max()
 }
 
 /// The members of a collective that arrived before its last arriver `l` and waited for it,
@@ -395,6 +426,8 @@ impl Acc {
         self.keep_rows(&mut causes);
         let per_step = self.per_step();
         notes.extend(self.notes(m.steps()));
+        let hidden = self.hidden(&m, worlds);
+        notes.extend(hidden.iter().map(Hidden::note));
         let labels = std::mem::take(&mut self.labels);
         let what_if = std::mem::take(&mut self.whatif).finish(&m.rows, m.step_ns, &labels, worlds);
         CriticalPath {
@@ -409,8 +442,43 @@ impl Acc {
             per_step,
             notes,
             host_ops: Vec::new(),
+            hidden,
             marks,
         }
+    }
+
+    /// Per rank, its late arrivals at collectives that compute ran on through: what they would
+    /// cost had compute waited for them and the part hidden, per step over the measured rows;
+    /// the most hidden first.
+    fn hidden(&self, m: &Measured, worlds: &[Vec<usize>]) -> Vec<Hidden> {
+        let mut by_rank: BTreeMap<usize, (i64, i64, usize, i64, i64)> = BTreeMap::new();
+        for (&(r, row), &(lead, hidden, n)) in &self.hidden {
+            let x = by_rank.entry(r).or_default();
+            x.0 += lead;
+            x.1 += hidden;
+            x.2 += n;
+            if row.is_some_and(|i| m.rows.contains(&i)) {
+                x.3 += lead;
+                x.4 += hidden;
+            }
+        }
+        let mut out: Vec<Hidden> = by_rank
+            .into_iter()
+            .filter(|x| x.1 .1 > 0)
+            .map(|(r, (lead, hidden, n, lead_in, hidden_in))| Hidden {
+                who: self.label(r),
+                world: worlds.iter().position(|w| w.contains(&r)).unwrap_or(0),
+                collectives: n,
+                lead_per_step_ns: m.per(lead, lead_in),
+                hidden_per_step_ns: m.per(hidden, hidden_in),
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.hidden_per_step_ns
+                .total_cmp(&a.hidden_per_step_ns)
+                .then(a.who.cmp(&b.who))
+        });
+        out
     }
 
     /// A late arrival's time as ms from the first matched collective's.

@@ -23,10 +23,15 @@
 //! reported. Where it is large the what-if figures are not to be trusted (and the
 //! report says so).
 //!
+//! **Side-stream overlap**: a collective that compute ran on through
+//! ([`crate::analyze::collect::overlap`]) ends later when a member arrives late, but the step
+//! waits only as long as compute waited for it: what an earlier end gives back there is capped
+//! at that wait (the longest of its members'), in every re-simulation. Where a trace cannot
+//! tell (no `cudaStreamWaitEvent` recorded), compute is taken to have waited for all of it.
+//!
 //! Limits, said where they apply: each world is replayed on its own (a delay that carries from
-//! a TP group into a later DP synchronisation is not followed); a collective that overlaps
-//! compute on a side stream counts as if the compute waited for it; pipeline send/recv are
-//! not paired.
+//! a TP group into a later DP synchronisation is not followed); pipeline send/recv are not
+//! paired.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -201,6 +206,8 @@ struct Longest {
     median: i64,
     top: [(usize, i64); WORST_K + 1],
     n: usize,
+    /// How long compute waited for it (`i64::MAX`: in full): what it gives back at most.
+    cap: i64,
 }
 
 impl Longest {
@@ -223,6 +230,7 @@ impl Longest {
             median,
             top,
             n,
+            cap: i64::MAX,
         }
     }
 
@@ -237,7 +245,7 @@ impl Longest {
             .iter()
             .find(|(r, _)| !fixed.contains(r))
             .map_or(self.median, |&(_, seg)| seg);
-        (latest - others.max(self.median)).max(0)
+        (latest - others.max(self.median)).clamp(0, self.cap.max(0))
     }
 }
 
@@ -256,7 +264,17 @@ const KINDS: [Kind; 3] = [Kind::Work, Kind::Host, Kind::LateStart];
 impl WhatIfAcc {
     /// One matched collective of `world` in step-table row `row`: its members and the last
     /// arriver's transfer.
-    pub(crate) fn add(&mut self, row: usize, world: usize, members: &[Member], transfer: i64) {
+    /// `cap`: how long compute waited for it (a side-stream collective that compute ran on
+    /// through, [`crate::analyze::collect::overlap`]; `i64::MAX` for one it waited for in
+    /// full): an earlier end gives back no more than that.
+    pub(crate) fn add(
+        &mut self,
+        row: usize,
+        world: usize,
+        members: &[Member],
+        transfer: i64,
+        cap: i64,
+    ) {
         if members.len() < 2 {
             return;
         }
@@ -268,15 +286,19 @@ impl WhatIfAcc {
         let end = members.iter().map(|m| m.end).max().unwrap_or(0);
         s.first_from = Some(s.first_from.map_or(from, |f| f.min(from)));
         s.last_end = Some(s.last_end.map_or(end, |e| e.max(end)));
+        let capped = |x: i64| x.clamp(0, cap.max(0));
         s.replayed += latest + transfer;
-        s.ideal_saved += (latest - latest_arrival(members, |_| median)).max(0);
+        s.ideal_saved += capped(latest - latest_arrival(members, |_| median));
         if let Some((who, saved)) = typical_rank_saves(members, latest, median) {
-            *s.ranks.entry(who).or_default() += saved;
+            *s.ranks.entry(who).or_default() += capped(saved);
         }
         for (k, saved) in s.kinds.iter_mut().enumerate() {
-            *saved += (latest - latest_without(members, k)).max(0);
+            *saved += capped(latest - latest_without(members, k));
         }
-        self.longest.push(Longest::of(row, members, median));
+        self.longest.push(Longest {
+            cap,
+            ..Longest::of(row, members, median)
+        });
     }
 
     /// The totals per step over the rows measured in full (`measured`), with the mean step
