@@ -622,7 +622,8 @@ fn compare_gates_on_the_wait_imposed() {
     assert_eq!(row.status, Status::Regression, "{row:?}");
     // Re-simulated, the step time the imbalance costs rises by the planted delay too (both
     // sides keep their jitter: every collective's longest segment over the median); the
-    // saved summaries keep it and compare shows it.
+    // saved summaries keep it and compare shows both sides' slowdown as a row (not gated
+    // without --max-slowdown).
     let lost = |dir: &std::path::Path| {
         let a = rankprof::analyze::analyze(&rankprof::analyze::AnalyzeOptions {
             profile_dir: Some(dir.to_path_buf()),
@@ -644,13 +645,22 @@ fn compare_gates_on_the_wait_imposed() {
         (cur_lost - b - D_NS).abs() < D_NS / 10,
         "{b} → {cur_lost} ns: planted {D_NS} ns per step"
     );
-    assert!(
-        c.notes
-            .iter()
-            .any(|n| n.starts_with("step time lost to imbalance, re-simulated")),
+    assert_eq!(
+        (
+            c.slowdown.current_lost_per_step_ns.map(|x| x.get()),
+            c.slowdown.baseline_lost_per_step_ns.map(|x| x.get())
+        ),
+        (Some(cur_lost), Some(b)),
         "{:#?}",
-        c.notes
+        c.slowdown
     );
+    assert!(
+        c.slowdown.current > c.slowdown.baseline,
+        "{:#?}",
+        c.slowdown
+    );
+    assert!(!c.slowdown.fails, "{:#?}", c.slowdown);
+    assert!(c.failures.iter().all(|f| f.kind != "slowdown"));
 }
 
 /// `compare` gates on bus bandwidth: the slowest group's time per GB of bus traffic, ×3 with a

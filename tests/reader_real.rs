@@ -168,9 +168,9 @@ const GEMMS: [&str; 5] = [
 
 /// The test's own reading of analyze's [`Want`] rule for an event: (kept, turned down only
 /// because the header lists a device). `ph` among `XM`; a complete event's `cat` (as written)
-/// among analyze's eight; a runtime call only if it launches or copies; a CPU op, when devices
-/// are listed, only if analyze reads it in a GPU trace (GEMM shapes, fused MoE, comm sizes,
-/// profiler steps), and then a GEMM or fused MoE op only if its text holds `"Input Dims"` and
+/// among analyze's eight; a runtime call only if it launches or copies, or is a stream's wait on
+/// an event; a CPU op, when devices are listed, only if analyze reads it in a GPU trace (GEMM
+/// shapes, fused MoE, comm sizes, profiler steps), and then a GEMM or fused MoE op only if its text holds `"Input Dims"` and
 /// `record_param_comms` only if it holds `"In msg nelems"` (what analyze reads them for).
 fn kept(ph: u8, cat: &str, name: &str, raw: &str, devices: bool) -> (bool, bool) {
     const CATS: [&str; 9] = [
@@ -192,10 +192,14 @@ fn kept(ph: u8, cat: &str, name: &str, raw: &str, devices: bool) -> (bool, bool)
         return (false, false);
     }
     match cat {
+        // Launches and copies for their correlation; a stream's wait on an event for the
+        // side-stream rule (whether the trace records what waited for a collective).
         "cuda_runtime" | "cuda_driver" => (
             ["Launch", "Memcpy", "Memset"]
                 .iter()
-                .any(|w| name.contains(w)),
+                .any(|w| name.contains(w))
+                || name == "cudaStreamWaitEvent"
+                || name == "hipStreamWaitEvent",
             false,
         ),
         "cpu_op" => {
