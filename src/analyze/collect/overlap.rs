@@ -237,41 +237,31 @@ mod tests {
                 .collect();
             assert_eq!(out, vec![(55, true), (0, true), (0, false)], "cap {cap}");
         }
-        // A collective queued right behind the second: it waited for all of the second.
-        let mut cs = Spool::default();
-        for c in colls.iter().chain([&ev(3, 20_452, 20_480)]) {
-            cs.push(*c);
-        }
-        let mut ks = Spool::default();
-        compute.iter().for_each(|c| ks.push(*c));
-        let second = mark_waited(cs, ks, 1)
-            .unwrap()
-            .sorted_by(|c: &CollEv| c.seq)
-            .unwrap()
-            .map(|c| c.unwrap())
-            .nth(1)
-            .unwrap();
+        // The second's (waited, overlapped) with a fourth collective after it.
+        let second_with = |fourth: CollEv| {
+            let mut cs = Spool::default();
+            colls.iter().chain([&fourth]).for_each(|c| cs.push(*c));
+            let mut ks = Spool::default();
+            compute.iter().for_each(|c| ks.push(*c));
+            let second = mark_waited(cs, ks, 1)
+                .unwrap()
+                .sorted_by(|c: &CollEv| c.seq)
+                .unwrap()
+                .map(|c| c.unwrap())
+                .nth(1)
+                .unwrap();
+            (second.waited, second.overlapped)
+        };
+        // Queued right behind the second: it waited for all of the second.
         assert_eq!(
-            (second.waited, second.overlapped),
+            second_with(ev(3, 20_452, 20_480)),
             (100 + WAIT_TOL_NS, true)
         );
         // Of another stream (key), it is not queued behind it.
-        let mut cs = Spool::default();
-        for c in colls.iter().chain([&CollEv {
+        let other = CollEv {
             key: 1,
             ..ev(3, 20_452, 20_480)
-        }]) {
-            cs.push(*c);
-        }
-        let mut ks = Spool::default();
-        compute.iter().for_each(|c| ks.push(*c));
-        let second = mark_waited(cs, ks, 1)
-            .unwrap()
-            .sorted_by(|c: &CollEv| c.seq)
-            .unwrap()
-            .map(|c| c.unwrap())
-            .nth(1)
-            .unwrap();
-        assert_eq!((second.waited, second.overlapped), (0, true));
+        };
+        assert_eq!(second_with(other), (0, true));
     }
 }
