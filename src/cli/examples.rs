@@ -91,8 +91,8 @@ const COMPARE: &[Example] = &[
         "rankprof compare base.summary.json fixtures/sglang-tp4",
     ),
     ex(
-        "The CI gate: 5 % per row, imbalance at most 1.10, rows under 50 µs not judged",
-        "rankprof compare base.summary.json /tmp/profile \\\n    --max-regression 5% --max-imbalance 1.10 --min-time-us 50 --normalize",
+        "The CI gate: 5 % per row, imbalance and re-simulated slowdown at most 1.10, rows under 50 µs not judged",
+        "rankprof compare base.summary.json /tmp/profile \\\n    --max-regression 5% --max-imbalance 1.10 --max-slowdown 1.10 --min-time-us 50 --normalize",
     ),
     ex(
         "Markdown for a pull-request comment or $GITHUB_STEP_SUMMARY",
