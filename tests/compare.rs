@@ -195,7 +195,8 @@ fn slowdown_gate_fails_on_a_real_host_sleep() {
     let c = run_cmp(&a);
     let current = c
         .slowdown
-        .current
+        .slowdowns()
+        .1
         .expect("a trusted what-if on the current side");
     assert!(
         current >= 0.9 * bound && current < 2.0 * bound,

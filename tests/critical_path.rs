@@ -647,15 +647,21 @@ fn compare_gates_on_the_wait_imposed() {
     );
     assert_eq!(
         (
-            c.slowdown.current_lost_per_step_ns.map(|x| x.get()),
-            c.slowdown.baseline_lost_per_step_ns.map(|x| x.get())
+            c.slowdown
+                .current
+                .as_ref()
+                .map(|w| w.lost_per_step_ns.get()),
+            c.slowdown
+                .baseline
+                .as_ref()
+                .map(|w| w.lost_per_step_ns.get())
         ),
         (Some(cur_lost), Some(b)),
         "{:#?}",
         c.slowdown
     );
     assert!(
-        c.slowdown.current > c.slowdown.baseline,
+        c.slowdown.slowdowns().1 > c.slowdown.slowdowns().0,
         "{:#?}",
         c.slowdown
     );

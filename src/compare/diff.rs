@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::normalize::normalize;
 use super::samples::{pair, Key, Samples};
 use super::sides::SideInfo;
-use crate::analyze::summary::{RankEntry, Summary};
+use crate::analyze::summary::{RankEntry, Summary, WhatIfSummary};
 use crate::trace::Ns;
 
 /// Which times `compare` gates on.
@@ -234,18 +234,21 @@ pub struct ImbalanceRow {
 /// ([`crate::analyze::reduce::path::whatif`]): the replayed step over the step with every rank
 /// typical, in the world that loses the most. `None` on a side whose what-if is not trusted
 /// (its replay misses the recording by more than 5 %) or that has no matched collectives.
+/// Each side's figures are its saved summary's (`path.what_if`: the slowdown, the step time
+/// lost in the median step, the rank that gives back the most).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlowdownRow {
-    pub baseline: Option<f64>,
-    pub current: Option<f64>,
-    /// The step time the imbalance costs, median step.
-    pub baseline_lost_per_step_ns: Option<Ns>,
-    pub current_lost_per_step_ns: Option<Ns>,
-    /// On the current side: the rank whose making typical gives back the most, and how much
-    /// a step.
-    pub current_worst_rank: Option<String>,
-    pub current_worst_rank_saved_per_step_ns: Option<Ns>,
+    pub baseline: Option<WhatIfSummary>,
+    pub current: Option<WhatIfSummary>,
     pub fails: bool,
+}
+
+impl SlowdownRow {
+    /// The baseline's and the current side's slowdown.
+    pub fn slowdowns(&self) -> (Option<f64>, Option<f64>) {
+        let s = |w: &Option<WhatIfSummary>| w.as_ref().map(|w| w.slowdown);
+        (s(&self.baseline), s(&self.current))
+    }
 }
 
 /// One reason the gate failed.
@@ -778,14 +781,9 @@ fn path_rows(base: &Summary, cur: &Summary) -> Vec<Row> {
 /// Each side's re-simulated slowdown (the gate judges it, [`super::gate`]).
 fn slowdown_row(base: &Summary, cur: &Summary) -> SlowdownRow {
     let what_if = |s: &Summary| s.path.as_ref().and_then(|p| p.what_if.clone());
-    let (b, c) = (what_if(base), what_if(cur));
     SlowdownRow {
-        baseline: b.as_ref().map(|w| w.slowdown),
-        current: c.as_ref().map(|w| w.slowdown),
-        baseline_lost_per_step_ns: b.as_ref().map(|w| w.lost_per_step_ns),
-        current_lost_per_step_ns: c.as_ref().map(|w| w.lost_per_step_ns),
-        current_worst_rank: c.as_ref().and_then(|w| w.worst_rank.clone()),
-        current_worst_rank_saved_per_step_ns: c.and_then(|w| w.worst_rank_saved_per_step_ns),
+        baseline: what_if(base),
+        current: what_if(cur),
         fails: false,
     }
 }

@@ -409,40 +409,33 @@ fn imbalance_failure(c: &mut Comparison) -> Option<Failure> {
 /// says so.
 fn slowdown_failure(c: &mut Comparison) -> Option<Failure> {
     let max = c.thresholds.max_slowdown?;
-    let Some(s) = c.slowdown.current else {
+    let Some(cur) = c.slowdown.current.clone() else {
         c.notes.push(format!(
             "--max-slowdown {max}: not judged, the current side has no re-simulated slowdown (no matched collectives, or its replay misses the recording by more than {} %)",
             crate::analyze::reduce::path::whatif::TRUSTED_ERROR_PCT
         ));
         return None;
     };
-    if s <= max {
+    if cur.slowdown <= max {
         return None;
     }
     c.slowdown.fails = true;
-    let row = &c.slowdown;
-    let lost = row.current_lost_per_step_ns.map_or_else(String::new, |l| {
-        format!(", {} a step lost", fmt_ns(l.get()))
-    });
-    let who = match (
-        &row.current_worst_rank,
-        row.current_worst_rank_saved_per_step_ns,
-    ) {
+    let who = match (&cur.worst_rank, cur.worst_rank_saved_per_step_ns) {
         (Some(r), Some(x)) => format!("; {r} typical gives back {} a step", fmt_ns(x.get())),
         _ => String::new(),
     };
-    let base = row
-        .baseline
-        .map_or_else(|| "none".to_string(), |b| format!("{b:.2}×"));
     let msg = format!(
-        "slowdown {s:.2}× > {max} (re-simulated: the step over the step with every rank typical{lost}{who}; baseline {base})"
+        "slowdown {:.2}× > {max} (re-simulated: the step over the step with every rank typical, {} a step lost{who}; baseline {})",
+        cur.slowdown,
+        fmt_ns(cur.lost_per_step_ns.get()),
+        fmt_slowdown(c.slowdown.slowdowns().0)
     );
-    Some(failure(
-        "slowdown",
-        row.current_worst_rank.clone(),
-        None,
-        msg,
-    ))
+    Some(failure("slowdown", cur.worst_rank, None, msg))
+}
+
+/// A side's slowdown in words: `1.23×`, or `none` (no trusted what-if).
+fn fmt_slowdown(s: Option<f64>) -> String {
+    s.map_or_else(|| "none".to_string(), |s| format!("{s:.2}×"))
 }
 
 /// The failures of the class-on-rank rows (already judged). `slow_ranks`: the ranks whose work
@@ -595,17 +588,15 @@ pub(crate) fn lead(c: &Comparison) -> Option<String> {
             c.imbalance.baseline
         ));
     }
-    if c.slowdown.fails {
+    if let Some(cur) = c.slowdown.current.as_ref().filter(|_| c.slowdown.fails) {
         return Some(format!(
-            "slowdown {:.2}× re-simulated ({}; baseline {})",
-            c.slowdown.current.unwrap_or(0.0),
-            c.slowdown.current_worst_rank.as_deref().map_or_else(
+            "slowdown {} re-simulated ({}; baseline {})",
+            fmt_slowdown(Some(cur.slowdown)),
+            cur.worst_rank.as_deref().map_or_else(
                 || "no one rank".to_string(),
                 |r| format!("{r} gives back the most")
             ),
-            c.slowdown
-                .baseline
-                .map_or_else(|| "none".to_string(), |b| format!("{b:.2}×"))
+            fmt_slowdown(c.slowdown.slowdowns().0)
         ));
     }
     if let Some(r) = worst(&mut c.rank_classes.iter().chain(&c.classes)) {

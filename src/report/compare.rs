@@ -306,23 +306,23 @@ fn kernel_only(v: &[KernelOnly], top: usize, what: &str) -> Option<Section> {
 
 /// The re-simulated slowdown's row, when either side has one.
 fn slowdown_line(c: &Comparison) -> Option<Vec<String>> {
-    let s = &c.slowdown;
-    if s.baseline.is_none() && s.current.is_none() {
+    let (base, cur) = c.slowdown.slowdowns();
+    if base.is_none() && cur.is_none() {
         return None;
     }
     let x = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.3}"));
     Some(vec![
         "slowdown, re-simulated (step / every rank typical)".into(),
-        x(s.baseline),
-        x(s.current),
-        match (s.baseline, s.current) {
+        x(base),
+        x(cur),
+        match (base, cur) {
             (Some(b), Some(c)) => format!("{:+.3}", c - b),
             _ => String::new(),
         },
         String::new(),
-        if s.fails {
+        if c.slowdown.fails {
             "FAIL".into()
-        } else if c.thresholds.max_slowdown.is_none() || s.current.is_none() {
+        } else if c.thresholds.max_slowdown.is_none() || cur.is_none() {
             "not gated".into()
         } else {
             "ok".into()
