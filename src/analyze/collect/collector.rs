@@ -211,6 +211,8 @@ const GPU_OP_KEYS: [&str; 7] = [
 static OP_KEYS: LazyLock<[ArgKey; 7]> = LazyLock::new(|| GPU_OP_KEYS.map(ArgKey::new));
 static INPUT_DIMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(super::names::INPUT_DIMS));
 static IN_NELEMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(super::names::IN_NELEMS));
+static CONCRETE_INPUTS: LazyLock<ArgKey> =
+    LazyLock::new(|| ArgKey::new(super::names::CONCRETE_INPUTS));
 
 fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
     if let Some(&i) = map.get(s) {
@@ -367,7 +369,17 @@ impl<'a> Collector<'a> {
                 if raw.starts_with("c10d::") {
                     if self.gpu.is_empty() {
                         let name = ev.name.get();
-                        let key = id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name);
+                        // A send or receive is keyed by its peer too ([`super::p2p`]).
+                        let peer = super::p2p::direction(&name)
+                            .and_then(|_| ev.arg_found(&CONCRETE_INPUTS, &mut self.args_memo))
+                            .and_then(|v| super::p2p::peer(v.text));
+                        let key = match peer {
+                            Some(p) => {
+                                let k = super::p2p::key(&name, p);
+                                id_of(&mut self.coll_key_ids, &mut self.coll_keys, &k)
+                            }
+                            None => id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name),
+                        };
                         let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
                         self.cpu_colls.push(CollEv {
                             key,

@@ -226,12 +226,13 @@ impl Writer {
     }
 }
 
-/// The label of each collector key: an op name as it is (CPU); `pg\x1fstream` (GPU) as the
-/// process group and the stream's position among that group's streams on the rank, so that
-/// stream numbers may differ between ranks.
-pub(crate) fn labels(keys: &[String], gpu: bool) -> Vec<String> {
+/// The label of each collector key: an op name as it is (CPU), a send or receive with its
+/// peer as its pair key on the rank numbered `own` ([`super::p2p::label`]); `pg\x1fstream`
+/// (GPU) as the process group and the stream's position among that group's streams on the
+/// rank, so that stream numbers may differ between ranks.
+pub(crate) fn labels(keys: &[String], gpu: bool, own: Option<i64>) -> Vec<String> {
     if !gpu {
-        return keys.to_vec();
+        return keys.iter().map(|k| super::p2p::label(k, own)).collect();
     }
     // pg -> sorted streams
     let mut streams: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();

@@ -31,6 +31,7 @@ pub(crate) mod memory;
 pub mod names;
 pub(crate) mod ops;
 pub(crate) mod overlap;
+pub(crate) mod p2p;
 pub(crate) mod plan;
 pub(crate) mod rank;
 pub(crate) mod segments;

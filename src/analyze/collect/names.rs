@@ -59,6 +59,8 @@ pub const WANT: Want = Want {
 pub(super) const INPUT_DIMS: &str = "Input Dims";
 /// The `args` key `record_param_comms`' size is read from.
 pub(super) const IN_NELEMS: &str = "In msg nelems";
+/// The `args` key a CPU point-to-point op's peer is read from ([`super::p2p`]).
+pub(super) const CONCRETE_INPUTS: &str = "Concrete Inputs";
 
 /// The key (with its quotes) a CPU op that [`names_read`] keeps while the header lists
 /// devices must hold in its text to be read ([`crate::trace::Want::needs`]): in a GPU trace

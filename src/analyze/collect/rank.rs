@@ -190,7 +190,7 @@ pub(crate) fn finish(
     assign_nelems(&mut figs, c.cpu_nelems, &marks)?;
 
     let summary = rank_summary(label.clone(), device, gpu, &totals, &ops, c.events);
-    let labels = super::collstore::labels(&c.coll_keys, gpu);
+    let labels = super::collstore::labels(&c.coll_keys, gpu, header.distributed_rank());
     let colls = RankColls::build(coll_evs, &labels, c.coll_names, base)?;
     let lost_base = lost_base(header, &figs, &colls);
     Ok(RankResult {

@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::path::acc::Acc;
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::collstore::{Cursor, RankColls};
+use crate::analyze::collect::p2p;
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;
 use crate::analyze::stats::argmax;
@@ -133,12 +134,12 @@ pub struct CollectiveReport {
 type Worst = (i64, usize, String, usize, String, Vec<usize>, i64);
 
 /// A CPU-only trace's point-to-point op (`c10d::send`, `c10d::recv_`,
-/// `c10d::recv_any_source_`): its key is the op's name, which every stage of a pipeline
-/// shares, while its partner is one peer the trace does not name. Matching it by position
-/// across the world's ranks would pair transfers with the wrong peers.
+/// `c10d::recv_any_source_`) whose trace names no peer (taken without `record_shapes`): its
+/// key is the op's name, which every stage of a pipeline shares. Matching it by position
+/// across the world's ranks would pair transfers with the wrong peers. (With a peer its key is
+/// the pair's, `p2p 1>2`, matched between those two ranks: [`p2p`].)
 fn point_to_point(key: &str) -> bool {
-    key.strip_prefix("c10d::")
-        .is_some_and(|op| op.starts_with("send") || op.starts_with("recv"))
+    p2p::direction(key).is_some()
 }
 
 /// The member positions whose start is less than the tolerance before the latest, latest first (equal
@@ -341,19 +342,35 @@ impl Matcher<'_, '_> {
         let mut curs: Vec<_> = all.iter().map(|&r| per_rank[r].cursor()).collect();
         // Keys (process group and stream) that only some ranks of the world have: a group of
         // a subset, as DP attention's attention-TP groups are. Matched among those ranks.
+        if keys.iter().any(|k| p2p::is_pair(k)) {
+            if let Some(acc) = self.path.as_deref_mut() {
+                acc.graph_world(w);
+            }
+        }
         let mut subset_keys = 0usize;
+        let mut pairs = 0usize;
         for key in keys {
             let lens: Vec<usize> = all.iter().map(|&r| per_rank[r].len_of(key)).collect();
             let matched = if point_to_point(key) {
                 self.p2p_note(key);
                 0
             } else {
-                subset_keys += usize::from(lens.contains(&0));
+                if p2p::is_pair(key) {
+                    pairs += 1;
+                } else {
+                    subset_keys += usize::from(lens.contains(&0));
+                }
                 self.key(w, all, key, &lens, &mut curs)?
             };
             for (c, &l) in curs.iter_mut().zip(&lens) {
                 c.skip(l.saturating_sub(matched))?;
             }
+        }
+        if pairs > 0 {
+            self.rep.notes.push(format!(
+                "point-to-point transfers are paired by peer (the sender's and the receiver's \
+                 ranks, in order per pair; from their `Concrete Inputs`): {pairs} pair(s) of ranks"
+            ));
         }
         if subset_keys > 0 {
             self.rep.notes.push(format!(
@@ -485,7 +502,8 @@ impl Matcher<'_, '_> {
                 late.len() != 1,
             );
         }
-        if (1..members.len()).any(|m| name_of(m) != name_of(0)) {
+        // A pair's two ends are a send and a receive: their names differ by design.
+        if !p2p::is_pair(key) && (1..members.len()).any(|m| name_of(m) != name_of(0)) {
             t.mismatches += 1;
         }
         if i == 0 {

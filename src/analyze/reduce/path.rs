@@ -30,6 +30,7 @@
 //! Here the result types; [`acc`] computes them as the matching reads the collectives.
 
 pub(crate) mod acc;
+pub(crate) mod graph;
 pub mod whatif;
 
 use serde::{Deserialize, Serialize};

@@ -143,6 +143,12 @@ impl Acc {
             .and_then(|i| w[i].2)
     }
 
+    /// World `world`'s collectives are replayed on the graph ([`super::graph`]): it has
+    /// point-to-point pairs, which are not joined by every member.
+    pub(crate) fn graph_world(&mut self, world: usize) {
+        self.whatif.graph_world(world);
+    }
+
     /// One matched collective: its members (rank indices) and their records; `latest`: the
     /// member position with the latest start, `tie`: another started less than the tolerance
     /// before it (no one arrived last).
@@ -197,6 +203,7 @@ impl Acc {
                 .zip(&parts)
                 .map(|(((&rank, r), &f), p)| Member {
                     rank,
+                    seq: r.seq,
                     from: f,
                     seg: p.0,
                     parts: [p.1, p.2, p.3],

@@ -29,14 +29,19 @@
 //! at that wait (the longest of its members'), in every re-simulation. Where a trace cannot
 //! tell (no `cudaStreamWaitEvent` recorded), compute is taken to have waited for all of it.
 //!
+//! **Pipelines**: a world with point-to-point pairs (gloo sends and receives that name their
+//! peer, [`crate::analyze::collect::p2p`]) is replayed on the graph, each rank on its own clock
+//! ([`super::graph`]), not as a chain.
+//!
 //! Limits, said where they apply: each world is replayed on its own (a delay that carries from
-//! a TP group into a later DP synchronisation is not followed); pipeline send/recv are not
-//! paired.
+//! a TP group into a later DP synchronisation is not followed); send/recv that name no peer are
+//! not paired.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::graph::{self, GMember, Node};
 use super::Kind;
 use crate::analyze::stats::lower_median;
 use crate::trace::Ns;
@@ -147,6 +152,8 @@ impl WhatIf {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Member {
     pub(crate) rank: usize,
+    /// Its arrival order on the rank ([`super::graph`]).
+    pub(crate) seq: u32,
     pub(crate) from: i64,
     pub(crate) seg: i64,
     pub(crate) parts: [i64; 3],
@@ -188,12 +195,17 @@ struct WorldTotals {
 
 impl WorldTotals {
     fn add(&mut self, s: &Sums) {
-        self.collectives += s.collectives;
-        self.recorded += s.recorded();
-        self.replayed += s.replayed;
-        self.lost += s.ideal_saved;
-        self.off += (s.replayed - s.recorded()).abs();
-        self.lost_rows.push(s.ideal_saved);
+        self.add_row(s.collectives, s.recorded(), s.replayed, s.ideal_saved);
+    }
+
+    /// One row: its collectives, its recorded and replayed spans, and replayed less ideal.
+    fn add_row(&mut self, collectives: usize, recorded: i64, replayed: i64, lost: i64) {
+        self.collectives += collectives;
+        self.recorded += recorded;
+        self.replayed += replayed;
+        self.lost += lost;
+        self.off += (replayed - recorded).abs();
+        self.lost_rows.push(lost);
     }
 }
 
@@ -203,6 +215,7 @@ impl WorldTotals {
 #[derive(Debug, Clone, Copy)]
 struct Longest {
     row: usize,
+    world: usize,
     median: i64,
     top: [(usize, i64); WORST_K + 1],
     n: usize,
@@ -211,7 +224,7 @@ struct Longest {
 }
 
 impl Longest {
-    fn of(row: usize, members: &[Member], median: i64) -> Longest {
+    fn of(row: usize, world: usize, members: &[Member], median: i64) -> Longest {
         let mut top = [(usize::MAX, i64::MIN); WORST_K + 1];
         let mut n = 0;
         for m in members {
@@ -227,6 +240,7 @@ impl Longest {
         }
         Longest {
             row,
+            world,
             median,
             top,
             n,
@@ -256,12 +270,21 @@ pub(crate) struct WhatIfAcc {
     sums: BTreeMap<(usize, usize), Sums>,
     /// Every collective's longest segments, for the worst ranks fixed together.
     longest: Vec<Longest>,
+    /// The worlds replayed on the graph ([`super::graph`]: those with point-to-point pairs),
+    /// and their collectives.
+    graph: BTreeMap<usize, Vec<Node>>,
 }
 
 /// The kinds a segment splits into, in [`Member::parts`] order.
 const KINDS: [Kind; 3] = [Kind::Work, Kind::Host, Kind::LateStart];
 
 impl WhatIfAcc {
+    /// World `world` is replayed on the graph, not as a chain ([`super::graph`]): its
+    /// collectives are not all joined by every member (a pipeline's transfers).
+    pub(crate) fn graph_world(&mut self, world: usize) {
+        self.graph.entry(world).or_default();
+    }
+
     /// One matched collective of `world` in step-table row `row`: its members and the last
     /// arriver's transfer.
     /// `cap`: how long compute waited for it (a side-stream collective that compute ran on
@@ -297,8 +320,24 @@ impl WhatIfAcc {
         }
         self.longest.push(Longest {
             cap,
-            ..Longest::of(row, members, median)
+            ..Longest::of(row, world, members, median)
         });
+        if let Some(nodes) = self.graph.get_mut(&world) {
+            nodes.push(Node {
+                row,
+                members: members
+                    .iter()
+                    .map(|m| GMember {
+                        rank: m.rank,
+                        seq: m.seq,
+                        from: m.from,
+                        seg: m.seg,
+                        parts: m.parts,
+                        end: m.end,
+                    })
+                    .collect(),
+            });
+        }
     }
 
     /// The totals per step over the rows measured in full (`measured`), with the mean step
@@ -326,8 +365,28 @@ impl WhatIfAcc {
         let mut by_world: BTreeMap<usize, WorldTotals> = BTreeMap::new();
         let mut ranks: BTreeMap<(usize, usize), i64> = BTreeMap::new();
         let mut kinds = [0i64; 3];
+        // The graph worlds that replay; the others (orders that cannot be met) stay chains.
+        let graphs: BTreeMap<usize, graph::World<'_>> = self
+            .graph
+            .iter()
+            .filter_map(|(&w, nodes)| Some((w, graph::World::new(nodes, &measured)?)))
+            .collect();
+        for (&w, g) in &graphs {
+            let f = g.figures();
+            let t = by_world.entry(w).or_default();
+            for (row, &(recorded, replayed, ideal)) in &f.rows {
+                let n = self.graph[&w].iter().filter(|n| n.row == *row).count();
+                t.add_row(n, recorded, replayed, replayed - ideal);
+            }
+            for (&r, &ns) in &f.ranks {
+                *ranks.entry((r, w)).or_default() += ns;
+            }
+            for (t, x) in kinds.iter_mut().zip(f.kinds) {
+                *t += x;
+            }
+        }
         for ((row, world), s) in &self.sums {
-            if !measured.contains(row) {
+            if !measured.contains(row) || graphs.contains_key(world) {
                 continue;
             }
             by_world.entry(*world).or_default().add(s);
@@ -340,7 +399,14 @@ impl WhatIfAcc {
         }
         let label = |r: usize| labels.get(r).cloned().unwrap_or_default();
         let lost_all: i64 = by_world.values().map(|w| w.lost).sum();
-        let worst = worst_fixed(&self.longest, &measured, &ranks, lost_all)
+        let chain: Vec<Longest> = self
+            .longest
+            .iter()
+            .filter(|c| !graphs.contains_key(&c.world))
+            .copied()
+            .collect();
+        let on_graphs = |fixed: &[usize]| graphs.values().map(|g| g.saved_fixed(fixed)).sum();
+        let worst = worst_fixed(&chain, &measured, &ranks, lost_all, on_graphs)
             .into_iter()
             .map(|(fixed, ns)| WorstIf {
                 k: fixed.len(),
@@ -414,12 +480,14 @@ impl WhatIfAcc {
 
 /// The worst 1 … [`WORST_K`] ranks (those that give back the most alone, over every world;
 /// `alone`: (rank, world) → ns) made typical together, each set with what it gives back over
-/// the measured rows. Sets are cut where the imbalance is all given back.
+/// the measured rows (the chain worlds' `longest`, plus `on_graphs` for the graph worlds).
+/// Sets are cut where the imbalance is all given back.
 fn worst_fixed(
     longest: &[Longest],
     measured: &BTreeSet<usize>,
     alone: &BTreeMap<(usize, usize), i64>,
     lost_all: i64,
+    on_graphs: impl Fn(&[usize]) -> i64,
 ) -> Vec<(Vec<usize>, i64)> {
     let mut by_rank: BTreeMap<usize, i64> = BTreeMap::new();
     for (&(r, _), &ns) in alone {
@@ -434,7 +502,8 @@ fn worst_fixed(
             .iter()
             .filter(|c| measured.contains(&c.row))
             .map(|c| c.saved_without(&fixed))
-            .sum();
+            .sum::<i64>()
+            + on_graphs(&fixed);
         let done = ns >= lost_all;
         out.push((fixed, ns));
         if done {
@@ -492,6 +561,7 @@ mod tests {
     fn m(rank: usize, seg: i64) -> Member {
         Member {
             rank,
+            seq: 0,
             from: 0,
             seg,
             parts: [seg, 0, 0],
@@ -517,7 +587,7 @@ mod tests {
         // 100, 90, 70, 50, 50 (median 70): fixing 0 gives back 10; 0 and 1, 30; 0, 1 and 2
         // still 30, the median is the floor; fixing 1 alone, nothing (0 is still last).
         let ms = [m(0, 100), m(1, 90), m(2, 70), m(3, 50), m(4, 50)];
-        let c = Longest::of(0, &ms, 70);
+        let c = Longest::of(0, 0, &ms, 70);
         assert_eq!(c.top[..c.n], [(0, 100), (1, 90), (2, 70), (3, 50)]);
         assert_eq!(c.saved_without(&[0]), 10);
         assert_eq!(c.saved_without(&[0, 1]), 30);
@@ -528,7 +598,7 @@ mod tests {
         );
         assert_eq!(c.saved_without(&[1]), 0);
         // Fewer members than the set: all typical, down to the median.
-        let two = Longest::of(0, &[m(0, 80), m(1, 40)], 40);
+        let two = Longest::of(0, 0, &[m(0, 80), m(1, 40)], 40);
         assert_eq!(two.saved_without(&[0, 1]), 40);
     }
 
