@@ -13,6 +13,11 @@
 //! - the costliest rank of a costly step costs it at least twice the threshold, on the mean
 //!   over the costly steps: one rank holds each step up, the step-to-step jitter of every rank
 //!   does not (a control recording's costliest ranks cost it 6–11 %).
+//!
+//! What it costs: the late arrivals' local charge per step, or, when the what-if's replay is
+//! trusted, what the replay loses to imbalance (replayed less ideal, every world): in a
+//! pipeline the local charge counts each fill and drain bubble as a late arrival (the
+//! receiver did nothing before the transfer), the replay does not.
 
 use crate::analyze::reduce::path::{CriticalPath, Kind, PathStep};
 
@@ -23,8 +28,11 @@ pub(super) struct Moving {
     pub(super) turns: Vec<(String, String)>,
     /// The ranks that take turns.
     pub(super) ranks: usize,
-    /// What the late arrivals cost, per step (the mean over every measured step), ns.
+    /// What the late arrivals cost, per step (the mean over every measured step), ns: the
+    /// replay's loss to imbalance when `replayed`, else their local charge.
     pub(super) cost_ns: f64,
+    /// The cost is the trusted what-if's.
+    pub(super) replayed: bool,
     /// The mean step, ns.
     pub(super) step_ns: f64,
     /// The costliest ranks' common kind, when they share one.
@@ -49,13 +57,22 @@ pub(super) fn moving(p: &CriticalPath, threshold: f64) -> Option<Moving> {
     ranks.sort_unstable();
     ranks.dedup();
     let first_kind = costly.first().and_then(|s| s.top_kind);
+    let w = &p.what_if;
+    let (cost_ns, replayed) = if w.trusted() {
+        let lost: i64 = w.worlds.iter().map(|x| x.replayed.get() - x.ideal.get()).sum();
+        (lost.max(0) as f64, true)
+    } else {
+        let local = steps.iter().map(|s| s.cost_ns.get() as f64).sum::<f64>();
+        (local / steps.len() as f64, false)
+    };
     Some(Moving {
         turns: costly
             .iter()
             .filter_map(|s| Some((s.step.clone(), s.top_who.clone()?)))
             .collect(),
         ranks: ranks.len(),
-        cost_ns: steps.iter().map(|s| s.cost_ns.get() as f64).sum::<f64>() / steps.len() as f64,
+        cost_ns,
+        replayed,
         step_ns: p.step_ns,
         kind: first_kind.filter(|k| costly.iter().all(|s| s.top_kind == Some(*k))),
         steps: steps.len(),
@@ -114,8 +131,18 @@ pub(super) fn line(m: &Moving, metric: &str) -> String {
     } else {
         0.0
     };
+    let cost = if m.replayed {
+        "The imbalance costs"
+    } else {
+        "Late arrivals cost"
+    };
+    let how = if m.replayed {
+        "; re-simulated with every rank typical"
+    } else {
+        ""
+    };
     format!(
-        "Imbalanced, the slowdown moves between ranks: in {} of {} steps one rank arrives last at the collectives and the others wait for it, a different one from step to step ({}; {} ranks take turns){after}. Late arrivals cost {:.2} ms a step ({pct:.1} % of the {:.2} ms step), and no one rank most of it: look at what changes from step to step (the batch or sequence lengths a rank draws, data loading, pauses).",
+        "Imbalanced, the slowdown moves between ranks: in {} of {} steps one rank arrives last at the collectives and the others wait for it, a different one from step to step ({}; {} ranks take turns){after}. {cost} {:.2} ms a step ({pct:.1} % of the {:.2} ms step{how}), and no one rank most of it: look at what changes from step to step (the batch or sequence lengths a rank draws, data loading, pauses).",
         m.turns.len(),
         m.steps,
         turns.join(", "),
@@ -163,6 +190,43 @@ mod tests {
         assert_eq!((m.turns.len(), m.ranks, m.steps), (4, 4, 4));
         assert!((m.cost_ns - 45e6).abs() < 1.0);
         assert_eq!(m.kind, Some(Kind::Work));
+    }
+
+    #[test]
+    fn a_trusted_replay_gives_the_cost_not_the_local_charge() {
+        use crate::analyze::reduce::path::whatif::{WhatIf, WorldIf};
+        let mut p = path(vec![
+            step(2, "R2", 100.0, 50.0, 40.0),
+            step(3, "R3", 100.0, 40.0, 30.0),
+            step(4, "R0", 100.0, 40.0, 30.0),
+        ]);
+        let world = |error_pct: f64| WorldIf {
+            world: 0,
+            who: "R0–R3".to_string(),
+            collectives: 12,
+            recorded: Ns::new(100_000_000),
+            replayed: Ns::new(100_000_000),
+            ideal: Ns::new(88_000_000),
+            slowdown: 100.0 / 88.0,
+            lost_median: Ns::new(12_000_000),
+            error_pct,
+        };
+        p.what_if = WhatIf {
+            worlds: vec![world(0.5)],
+            error_pct: 0.5,
+            ..Default::default()
+        };
+        let m = moving(&p, 0.05).expect("moves");
+        assert!(m.replayed && (m.cost_ns - 12e6).abs() < 1.0, "{m:?}");
+        assert!(line(&m, "cpu work").contains("The imbalance costs 12.00 ms a step"));
+        // Not trusted: the local charge, (50 + 40 + 40) / 3.
+        p.what_if = WhatIf {
+            worlds: vec![world(9.0)],
+            error_pct: 9.0,
+            ..Default::default()
+        };
+        let m = moving(&p, 0.05).expect("moves");
+        assert!(!m.replayed && (m.cost_ns - 130e6 / 3.0).abs() < 1.0, "{m:?}");
     }
 
     #[test]
