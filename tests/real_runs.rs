@@ -803,11 +803,17 @@ fn raw_transfers(dir: &Path) -> std::collections::BTreeMap<(i64, i64), (usize, u
 /// peer, so each transfer is paired with its other end (the n-th send from stage 1 to 2 with
 /// the n-th receive at 2 from 1), and the what-if replays the pipeline on each rank's own
 /// clock (concurrent transfers of different stage pairs are not summed). Checked against the
-/// raw events (every send and receive, by peer) and the plant (the extra matmuls' own
-/// duration, measured by stage 2 itself: in GPipe the slow stage is the bottleneck, so fixing
-/// it gives back about that much).
+/// raw events (every send and receive, by peer) and against `tests/truth_pp_replay.py`, which
+/// pairs the transfers itself and replays the recording with exactly the planted matmuls
+/// removed (their own durations), where rankprof scales the rank's busy time to the median
+/// rank's. Both give about half the plant (see docs/analysis.md: on 2 shared cores the other
+/// stages' matmuls ran 20 % slower beside the slow stage's, which no replay of the recorded
+/// durations can give back).
 #[test]
 fn gloo_pipeline_transfers_paired_by_peer_are_replayed() {
+    if !have_python("gloo pipeline replay") {
+        return;
+    }
     let dir = gloo("pp4-slow-stage-shapes");
     let raw = raw_transfers(&dir);
     let stages: Vec<(i64, i64)> = raw.keys().copied().collect();
@@ -833,26 +839,29 @@ fn gloo_pipeline_transfers_paired_by_peer_are_replayed() {
     assert!(w.error_pct <= 2.0, "model error {:.1} %", w.error_pct);
     let plant = plant_of(&dir);
     let planted = format!("RANK{:02}", plant["planted_rank"].as_u64().expect("rank"));
-    let per_step: Vec<f64> = plant["per_step_planted_ms"]
-        .as_array()
-        .expect("planted ms")
-        .iter()
-        .filter_map(Value::as_f64)
-        .collect();
-    let plant_ms = per_step.iter().sum::<f64>() / per_step.len() as f64;
+    let truth = python("truth_pp_replay.py", &[&dir], &["--json"]);
+    assert!(
+        truth["replay_error_us"].as_f64().expect("error") < 1.0,
+        "{truth}"
+    );
+    let truth_ms = truth["given_back_ms_per_step"]
+        .as_f64()
+        .expect("given back");
     let top = w.ranks.first().expect("a rank gives back time");
     assert_eq!(top.who, planted, "{:#?}", w.ranks);
     let ms = top.saved.get() as f64 / 1e6;
-    // 15 %, not 10: four recordings of this scenario on this 2-core machine gave 0.89–1.28×
-    // the plant (the other three processes share the cores with the planted matmuls).
     assert!(
-        (ms / plant_ms - 1.0).abs() <= 0.15,
-        "{planted} typical gives back {ms:.2} ms a step; the plant is {plant_ms:.2}"
+        (ms / truth_ms - 1.0).abs() <= 0.10,
+        "{planted} typical gives back {ms:.2} ms a step; the replay without the planted matmuls {truth_ms:.2}"
     );
     // The control, recorded the same way: no rank gives back a third of that.
     let c = analyze_dir(&gloo("pp4-control-shapes"));
     let cw = &c.path.what_if;
-    assert!(cw.error_pct <= 2.0, "control model error {:.1} %", cw.error_pct);
+    assert!(
+        cw.error_pct <= 2.0,
+        "control model error {:.1} %",
+        cw.error_pct
+    );
     let worst = cw.ranks.first().map_or(0.0, |r| r.saved.get() as f64 / 1e6);
     assert!(
         worst < ms / 3.0,

@@ -59,7 +59,11 @@ pub(super) fn moving(p: &CriticalPath, threshold: f64) -> Option<Moving> {
     let first_kind = costly.first().and_then(|s| s.top_kind);
     let w = &p.what_if;
     let (cost_ns, replayed) = if w.trusted() {
-        let lost: i64 = w.worlds.iter().map(|x| x.replayed.get() - x.ideal.get()).sum();
+        let lost: i64 = w
+            .worlds
+            .iter()
+            .map(|x| x.replayed.get() - x.ideal.get())
+            .sum();
         (lost.max(0) as f64, true)
     } else {
         let local = steps.iter().map(|s| s.cost_ns.get() as f64).sum::<f64>();
@@ -226,7 +230,10 @@ mod tests {
             ..Default::default()
         };
         let m = moving(&p, 0.05).expect("moves");
-        assert!(!m.replayed && (m.cost_ns - 130e6 / 3.0).abs() < 1.0, "{m:?}");
+        assert!(
+            !m.replayed && (m.cost_ns - 130e6 / 3.0).abs() < 1.0,
+            "{m:?}"
+        );
     }
 
     #[test]

@@ -342,7 +342,9 @@ impl Matcher<'_, '_> {
         let mut curs: Vec<_> = all.iter().map(|&r| per_rank[r].cursor()).collect();
         // Keys (process group and stream) that only some ranks of the world have: a group of
         // a subset, as DP attention's attention-TP groups are. Matched among those ranks.
-        if keys.iter().any(|k| p2p::is_pair(k)) {
+        // CPU-only (gloo) worlds are replayed on the graph: their members leave a collective
+        // milliseconds apart, and a pipeline's transfers are not a chain.
+        if self.rep.source == "cpu" || keys.iter().any(|k| p2p::is_pair(k)) {
             if let Some(acc) = self.path.as_deref_mut() {
                 acc.graph_world(w);
             }

@@ -41,9 +41,10 @@ pub(crate) struct Node {
     pub(crate) members: Vec<GMember>,
 }
 
-/// Each node's replayed end, when every member's segment is `seg(node, member)`; `None` when
-/// the ranks' orders cannot all be met.
-pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Option<Vec<i64>> {
+/// Each node's replayed (start, end), when every member's segment is `seg(node, member)`: its
+/// earliest member's segment start and its last member's leave; `None` when the ranks' orders
+/// cannot all be met.
+pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Option<Vec<(i64, i64)>> {
     // Each rank's nodes in its own order: (seq, node, member position).
     let mut queues: BTreeMap<usize, Vec<(u32, usize, usize)>> = BTreeMap::new();
     for (n, node) in nodes.iter().enumerate() {
@@ -82,21 +83,28 @@ pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Optio
     };
     // Per rank queue: (recorded end, replayed end) of its previous node.
     let mut clock: Vec<Option<(i64, i64)>> = vec![None; queues.len()];
-    let mut ends = vec![0i64; nodes.len()];
+    let mut ends = vec![(0i64, 0i64); nodes.len()];
     let mut done = 0usize;
     while let Some(n) = ready.pop() {
         let node = &nodes[n];
         let mut last = i64::MIN;
+        let mut start = i64::MAX;
         for (m, mem) in node.members.iter().enumerate() {
             let q = rank_queue[&mem.rank];
             let base = match clock[q] {
                 Some((rec, rep)) if rec == mem.from => rep,
                 _ => mem.from,
             };
+            start = start.min(base);
             last = last.max(base + seg(n, m));
         }
         // Each member leaves as long after the last arrival as it did in the recording.
-        let rec_last = node.members.iter().map(|m| m.from + m.seg).max().unwrap_or(0);
+        let rec_last = node
+            .members
+            .iter()
+            .map(|m| m.from + m.seg)
+            .max()
+            .unwrap_or(0);
         let mut end = last;
         done += 1;
         for mem in &node.members {
@@ -109,7 +117,7 @@ pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Optio
                 arrive(next, &mut waiting, &mut ready);
             }
         }
-        ends[n] = end;
+        ends[n] = (start, end);
     }
     (done == nodes.len()).then_some(ends)
 }
@@ -133,9 +141,8 @@ fn factors(nodes: &[Node]) -> BTreeMap<(usize, usize), [f64; 3]> {
     let medians: BTreeMap<usize, [i64; 3]> = by_row
         .into_iter()
         .map(|(row, v)| {
-            let med = [0, 1, 2].map(|k| {
-                crate::analyze::stats::lower_median(v.iter().map(|s| s[k]).collect())
-            });
+            let med = [0, 1, 2]
+                .map(|k| crate::analyze::stats::lower_median(v.iter().map(|s| s[k]).collect()));
             (row, med)
         })
         .collect();
@@ -154,11 +161,13 @@ fn factors(nodes: &[Node]) -> BTreeMap<(usize, usize), [f64; 3]> {
         .collect()
 }
 
-/// Per row, the replayed span: the last end less the first segment start of its nodes.
-pub(crate) fn spans(nodes: &[Node], ends: &[i64]) -> BTreeMap<usize, i64> {
+/// Per row, the span: the last end less the first segment start of its nodes (`times`: each
+/// node's (start, end), replayed or recorded). A replayed start moves with what came before
+/// (a segment that starts at the previous collective's end, across a step's boundary too), so
+/// a change gives back in each step only what it gives back there.
+pub(crate) fn spans(nodes: &[Node], times: &[(i64, i64)]) -> BTreeMap<usize, i64> {
     let mut by_row: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
-    for (node, &end) in nodes.iter().zip(ends) {
-        let from = node.members.iter().map(|m| m.from).min().unwrap_or(end);
+    for (node, &(from, end)) in nodes.iter().zip(times) {
         let e = by_row.entry(node.row).or_insert((from, end));
         e.0 = e.0.min(from);
         e.1 = e.1.max(end);
@@ -168,11 +177,14 @@ pub(crate) fn spans(nodes: &[Node], ends: &[i64]) -> BTreeMap<usize, i64> {
 
 /// Per row, the recorded span: the last recorded end less the first segment start.
 pub(crate) fn recorded(nodes: &[Node]) -> BTreeMap<usize, i64> {
-    let ends: Vec<i64> = nodes
+    let times: Vec<(i64, i64)> = nodes
         .iter()
-        .map(|n| n.members.iter().map(|m| m.end).max().unwrap_or(0))
+        .map(|n| {
+            let from = n.members.iter().map(|m| m.from).min().unwrap_or(0);
+            (from, n.members.iter().map(|m| m.end).max().unwrap_or(0))
+        })
         .collect();
-    spans(nodes, &ends)
+    spans(nodes, &times)
 }
 
 /// One graph world's figures over the measured rows: per row (recorded, replayed, ideal)
@@ -331,7 +343,7 @@ mod tests {
     fn concurrent_transfers_are_not_summed() {
         let nodes = pipeline();
         let ends = replay(&nodes, |n, m| nodes[n].members[m].seg).expect("replayable");
-        assert_eq!(ends, vec![11, 22, 23]);
+        assert_eq!(ends, vec![(0, 11), (0, 22), (11, 23)]);
         // The recording is reproduced: span 23, where a chain would sum 11 + 11 + 11.
         assert_eq!(spans(&nodes, &ends), recorded(&nodes));
         assert_eq!(spans(&nodes, &ends)[&0], 23);
@@ -351,7 +363,7 @@ mod tests {
             }
         })
         .expect("replayable");
-        assert_eq!(ends, vec![6, 17, 18]);
+        assert_eq!(ends, vec![(0, 6), (0, 17), (6, 18)]);
     }
 
     #[test]
