@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use super::whatif::{Member, WhatIfAcc};
+use super::graph::Member;
+use super::whatif::WhatIfAcc;
 use super::{
     Cause, CriticalPath, Hidden, Kind, Late, PathStep, Transfer, Waiter, MARKS, ROW_CAUSES, WAITERS,
 };

@@ -22,10 +22,11 @@
 
 use std::collections::BTreeMap;
 
-/// One member of a collective in the graph: its rank, its arrival order on that rank, its
-/// recorded segment start, segment and parts (busy, host, late start), and recorded end.
+/// A member of one matched collective, as the critical path split its segment: its rank, its
+/// arrival order on that rank, where its segment starts, its length and its parts (busy, host,
+/// late start), and where it ends (the chain's replay, [`super::whatif`], reads it too).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct GMember {
+pub(crate) struct Member {
     pub(crate) rank: usize,
     pub(crate) seq: u32,
     pub(crate) from: i64,
@@ -38,7 +39,7 @@ pub(crate) struct GMember {
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
     pub(crate) row: usize,
-    pub(crate) members: Vec<GMember>,
+    pub(crate) members: Vec<Member>,
 }
 
 /// Each node's replayed (start, end), when every member's segment is `seg(node, member)`: its
@@ -306,8 +307,12 @@ impl<'a> World<'a> {
 mod tests {
     use super::*;
 
-    fn mem(rank: usize, seq: u32, from: i64, seg: i64, end: i64) -> GMember {
-        GMember {
+    fn node(members: Vec<Member>) -> Node {
+        Node { row: 0, members }
+    }
+
+    fn mem(rank: usize, seq: u32, from: i64, seg: i64, end: i64) -> Member {
+        Member {
             rank,
             seq,
             from,
@@ -322,20 +327,11 @@ mod tests {
     fn pipeline() -> Vec<Node> {
         vec![
             // 0 → 1, first micro-batch: 0 arrives at 10, 1 at 0; ends 11.
-            Node {
-                row: 0,
-                members: vec![mem(0, 0, 0, 10, 11), mem(1, 0, 0, 0, 11)],
-            },
+            node(vec![mem(0, 0, 0, 10, 11), mem(1, 0, 0, 0, 11)]),
             // 1 → 2: 1 computes 10 after 11, arrives 21; 2 waits from 0; ends 22.
-            Node {
-                row: 0,
-                members: vec![mem(1, 1, 11, 10, 22), mem(2, 0, 0, 0, 22)],
-            },
+            node(vec![mem(1, 1, 11, 10, 22), mem(2, 0, 0, 0, 22)]),
             // 0 → 1, second: 0 computes 10 after 11, arrives 21; 1 arrives at 22; ends 23.
-            Node {
-                row: 0,
-                members: vec![mem(0, 1, 11, 10, 23), mem(1, 2, 22, 0, 23)],
-            },
+            node(vec![mem(0, 1, 11, 10, 23), mem(1, 2, 22, 0, 23)]),
         ]
     }
 
@@ -369,14 +365,8 @@ mod tests {
     #[test]
     fn orders_that_cannot_be_met_are_not_replayed() {
         let nodes = vec![
-            Node {
-                row: 0,
-                members: vec![mem(0, 0, 0, 1, 2), mem(1, 1, 0, 1, 2)],
-            },
-            Node {
-                row: 0,
-                members: vec![mem(0, 1, 0, 1, 2), mem(1, 0, 0, 1, 2)],
-            },
+            node(vec![mem(0, 0, 0, 1, 2), mem(1, 1, 0, 1, 2)]),
+            node(vec![mem(0, 1, 0, 1, 2), mem(1, 0, 0, 1, 2)]),
         ];
         assert!(replay(&nodes, |_, _| 1).is_none());
     }

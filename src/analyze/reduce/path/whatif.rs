@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::graph::{self, GMember, Node};
+use super::graph::{self, Member, Node};
 use super::Kind;
 use crate::analyze::stats::lower_median;
 use crate::trace::Ns;
@@ -145,19 +145,6 @@ impl WhatIf {
     pub fn saved_by(&self, who: &str) -> Ns {
         self.rank(who).map_or(Ns::ZERO, |r| r.saved)
     }
-}
-
-/// A member of one matched collective, as the critical path split its segment: where the
-/// segment starts, its length and its parts (busy, host, late start), and where it ends.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Member {
-    pub(crate) rank: usize,
-    /// Its arrival order on the rank ([`super::graph`]).
-    pub(crate) seq: u32,
-    pub(crate) from: i64,
-    pub(crate) seg: i64,
-    pub(crate) parts: [i64; 3],
-    pub(crate) end: i64,
 }
 
 /// One world's sums in one row of the step table.
@@ -325,17 +312,7 @@ impl WhatIfAcc {
         if let Some(nodes) = self.graph.get_mut(&world) {
             nodes.push(Node {
                 row,
-                members: members
-                    .iter()
-                    .map(|m| GMember {
-                        rank: m.rank,
-                        seq: m.seq,
-                        from: m.from,
-                        seg: m.seg,
-                        parts: m.parts,
-                        end: m.end,
-                    })
-                    .collect(),
+                members: members.to_vec(),
             });
         }
     }
