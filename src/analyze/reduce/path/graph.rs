@@ -8,7 +8,7 @@
 //!
 //! Here each rank keeps its own clock. A collective (a pair, or any matched collective of the
 //! world) is replayed once every member has reached it in its own order (the order it arrived
-//! in on that rank): each member arrives its segment after its clock, and leaves as long after
+//! in on that rank, by its start): each member arrives its segment after its clock, and leaves as long after
 //! the last arrival as it did in the recording (gloo's members leave a transfer at different
 //! times: a sender that was not waited for returns before its receiver has the data); its
 //! clock moves to that leave. A member's
@@ -46,14 +46,20 @@ pub(crate) struct Node {
 /// earliest member's segment start and its last member's leave; `None` when the ranks' orders
 /// cannot all be met.
 pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Option<Vec<(i64, i64)>> {
-    // Each rank's nodes in its own order: (seq, node, member position).
-    let mut queues: BTreeMap<usize, Vec<(u32, usize, usize)>> = BTreeMap::new();
+    // Each rank's nodes in its own order: by arrival, then by the order the file wrote them
+    // (a partial writes its collectives by key, so `seq` alone is not the arrival order there):
+    // (arrival, seq, node, member position).
+    type Queue = Vec<(i64, u32, usize, usize)>;
+    let mut queues: BTreeMap<usize, Queue> = BTreeMap::new();
     for (n, node) in nodes.iter().enumerate() {
         for (m, mem) in node.members.iter().enumerate() {
-            queues.entry(mem.rank).or_default().push((mem.seq, n, m));
+            queues
+                .entry(mem.rank)
+                .or_default()
+                .push((mem.from + mem.seg, mem.seq, n, m));
         }
     }
-    let mut queues: Vec<Vec<(u32, usize, usize)>> = queues.into_values().collect();
+    let mut queues: Vec<Queue> = queues.into_values().collect();
     for q in &mut queues {
         q.sort_unstable();
     }
@@ -68,7 +74,7 @@ pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Optio
         }
     };
     for q in &queues {
-        if let Some(&(_, n, _)) = q.first() {
+        if let Some(&(_, _, n, _)) = q.first() {
             arrive(n, &mut waiting, &mut ready);
         }
     }
@@ -114,7 +120,7 @@ pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Optio
             let q = rank_queue[&mem.rank];
             clock[q] = Some((mem.end, leave));
             head[q] += 1;
-            if let Some(&(_, next, _)) = queues[q].get(head[q]) {
+            if let Some(&(_, _, next, _)) = queues[q].get(head[q]) {
                 arrive(next, &mut waiting, &mut ready);
             }
         }
@@ -364,9 +370,10 @@ mod tests {
 
     #[test]
     fn orders_that_cannot_be_met_are_not_replayed() {
+        // Rank 0 arrives at the first at 1 and the second at 3; rank 1 the other way round.
         let nodes = vec![
-            node(vec![mem(0, 0, 0, 1, 2), mem(1, 1, 0, 1, 2)]),
-            node(vec![mem(0, 1, 0, 1, 2), mem(1, 0, 0, 1, 2)]),
+            node(vec![mem(0, 0, 0, 1, 4), mem(1, 1, 0, 3, 4)]),
+            node(vec![mem(0, 1, 0, 3, 4), mem(1, 0, 0, 1, 4)]),
         ];
         assert!(replay(&nodes, |_, _| 1).is_none());
     }
