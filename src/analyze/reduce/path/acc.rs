@@ -144,8 +144,8 @@ impl Acc {
             .and_then(|i| w[i].2)
     }
 
-    /// World `world`'s collectives are replayed on the graph ([`super::graph`]): it has
-    /// point-to-point pairs, which are not joined by every member.
+    /// World `world`'s collectives are replayed on the graph ([`super::graph`]): a CPU-only
+    /// world, or one with point-to-point pairs.
     pub(crate) fn graph_world(&mut self, world: usize) {
         self.whatif.graph_world(world);
     }

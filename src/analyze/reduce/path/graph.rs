@@ -2,20 +2,22 @@
 //!
 //! [`super::whatif`]'s chain replay takes a world's matched collectives one after another,
 //! every member in each: a step is the sum of its collectives' longest segments plus
-//! transfers. A pipeline's point-to-point transfers break that: stage 0 → 1 and stage 2 → 3
-//! run at the same time, each between two ranks, so summing them counts concurrent time twice
-//! (the gloo GPipe recording replayed 31 % over its recorded step as a chain).
+//! transfers, every member leaving each collective with the others. Two kinds of world break
+//! that. A CPU-only (gloo) world's members leave a collective milliseconds apart on a busy CPU
+//! (the chain missed such recordings by up to 7 %). A pipeline's point-to-point transfers run
+//! at the same time, stage 0 → 1 beside stage 2 → 3, each between two ranks, so summing them
+//! counts concurrent time twice (the gloo GPipe recording replayed 31 % over its step as a
+//! chain). Those worlds are replayed here.
 //!
 //! Here each rank keeps its own clock. A collective (a pair, or any matched collective of the
 //! world) is replayed once every member has reached it in its own order (the order it arrived
-//! in on that rank, by its start): each member arrives its segment after its clock, and leaves as long after
-//! the last arrival as it did in the recording (gloo's members leave a transfer at different
-//! times: a sender that was not waited for returns before its receiver has the data); its
-//! clock moves to that leave. A member's
-//! clock is the replayed end of its previous collective when the recorded segment started
-//! there; otherwise (a step's first collective, whose segment starts at the step's common
-//! start, or a collective after an unmatched one) the recorded segment start. A step's span
-//! is its last replayed end less its first segment start.
+//! in on that rank, by its start): each member arrives its segment after its clock, and leaves
+//! as long after the last arrival as it did in the recording (gloo's members leave a
+//! collective at different times); its clock moves to that leave. A member's clock is the
+//! replayed end of its previous collective when the recorded segment started there;
+//! otherwise (a step's first collective, whose segment starts at the step's common start, or
+//! a collective after an unmatched one) the recorded segment start. A step's span is its last
+//! replayed end less its first replayed segment start.
 //!
 //! Ranks whose orders cannot all be met (rank A has x before y, rank B y before x) cannot be
 //! replayed: [`replay`] says so and the chain is used.

@@ -29,9 +29,10 @@
 //! at that wait (the longest of its members'), in every re-simulation. Where a trace cannot
 //! tell (no `cudaStreamWaitEvent` recorded), compute is taken to have waited for all of it.
 //!
-//! **Pipelines**: a world with point-to-point pairs (gloo sends and receives that name their
-//! peer, [`crate::analyze::collect::p2p`]) is replayed on the graph, each rank on its own clock
-//! ([`super::graph`]), not as a chain.
+//! **CPU-only runs and pipelines**: a CPU-only (gloo) world, whose members leave a collective
+//! milliseconds apart, and a world with point-to-point pairs (sends and receives that name
+//! their peer, [`crate::analyze::collect::p2p`]) are replayed on the graph, each rank on its
+//! own clock ([`super::graph`]), not as a chain.
 //!
 //! Limits, said where they apply: each world is replayed on its own (a delay that carries from
 //! a TP group into a later DP synchronisation is not followed); send/recv that name no peer are
@@ -257,8 +258,8 @@ pub(crate) struct WhatIfAcc {
     sums: BTreeMap<(usize, usize), Sums>,
     /// Every collective's longest segments, for the worst ranks fixed together.
     longest: Vec<Longest>,
-    /// The worlds replayed on the graph ([`super::graph`]: those with point-to-point pairs),
-    /// and their collectives.
+    /// The worlds replayed on the graph ([`super::graph`]: CPU-only ones, and those with
+    /// point-to-point pairs), and their collectives.
     graph: BTreeMap<usize, Vec<Node>>,
 }
 
@@ -266,8 +267,9 @@ pub(crate) struct WhatIfAcc {
 const KINDS: [Kind; 3] = [Kind::Work, Kind::Host, Kind::LateStart];
 
 impl WhatIfAcc {
-    /// World `world` is replayed on the graph, not as a chain ([`super::graph`]): its
-    /// collectives are not all joined by every member (a pipeline's transfers).
+    /// World `world` is replayed on the graph, not as a chain ([`super::graph`]): its members
+    /// leave a collective at different times (gloo), or its collectives are not all joined by
+    /// every member (a pipeline's transfers).
     pub(crate) fn graph_world(&mut self, world: usize) {
         self.graph.entry(world).or_default();
     }
