@@ -196,11 +196,12 @@ pub(crate) fn recorded(nodes: &[Node]) -> BTreeMap<usize, i64> {
     spans(nodes, &times)
 }
 
-/// One graph world's figures over the measured rows: per row (recorded, replayed, ideal)
-/// spans; what each rank made typical and each cause removed give back, summed over rows.
+/// One graph world's figures over the measured rows: per row its collectives and (recorded,
+/// replayed, ideal) spans; what each rank made typical and each cause removed give back,
+/// summed over rows.
 #[derive(Debug, Default)]
 pub(crate) struct Figures {
-    pub(crate) rows: BTreeMap<usize, (i64, i64, i64)>,
+    pub(crate) rows: BTreeMap<usize, (usize, i64, i64, i64)>,
     pub(crate) ranks: BTreeMap<usize, i64>,
     pub(crate) kinds: [i64; 3],
 }
@@ -287,12 +288,17 @@ impl<'a> World<'a> {
         let ideal = self
             .spans_with(|n, m| self.typical_seg(n, m, &[0, 1, 2]))
             .unwrap_or_else(|| self.base.clone());
+        let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+        for n in self.nodes {
+            *counts.entry(n.row).or_default() += 1;
+        }
         let rows = self
             .base
             .iter()
             .map(|(&r, &rep)| {
                 let i = ideal.get(&r).copied().unwrap_or(rep);
-                (r, (rec.get(&r).copied().unwrap_or(rep), rep, i))
+                let n = counts.get(&r).copied().unwrap_or(0);
+                (r, (n, rec.get(&r).copied().unwrap_or(rep), rep, i))
             })
             .collect();
         let mut ranks: Vec<usize> = self

@@ -353,8 +353,7 @@ impl WhatIfAcc {
         for (&w, g) in &graphs {
             let f = g.figures();
             let t = by_world.entry(w).or_default();
-            for (row, &(recorded, replayed, ideal)) in &f.rows {
-                let n = self.graph[&w].iter().filter(|n| n.row == *row).count();
+            for &(n, recorded, replayed, ideal) in f.rows.values() {
                 t.add_row(n, recorded, replayed, replayed - ideal);
             }
             for (&r, &ns) in &f.ranks {
