@@ -179,6 +179,7 @@ pub(crate) struct Collector<'a> {
 /// next one of a run needs no key built, allocated or hashed.
 struct LastColl {
     stream: i64,
+    peer: Option<(bool, i64)>,
     pg: Option<(Kind, String)>,
     coll: Option<(Kind, String)>,
     kernel: String,
@@ -205,6 +206,11 @@ const GPU_OP_KEYS: [&str; 7] = [
     "Out msg nelems",
     "dtype",
 ];
+
+/// The `args` keys a send's or receive's kernel is read for too: its peer (a rank of its
+/// group) and the group's ranks ([`super::p2p`]).
+static P2P_KEYS: LazyLock<[ArgKey; 3]> =
+    LazyLock::new(|| ["Dst Rank", "Src Rank", "Process Group Ranks"].map(ArgKey::new));
 
 /// The keys of [`GPU_OP_KEYS`] and the CPU ops' keys, found by searching `args` for them
 /// ([`Event::arg_found`]); `OP_KEYS[0]` and `[1]` are a GPU op's `correlation` and `stream`.
@@ -459,9 +465,11 @@ impl<'a> Collector<'a> {
         stream: i64,
         pg: Option<Val<'_>>,
         coll: Option<Val<'_>>,
+        peer: Option<(bool, i64)>,
     ) -> (u32, u32) {
         if let Some(last) = &self.last_coll {
             if last.stream == stream
+                && last.peer == peer
                 && same_val(&last.pg, pg)
                 && same_val(&last.coll, coll)
                 && (coll.is_some() || last.kernel == ev.name.raw())
@@ -477,15 +485,17 @@ impl<'a> Collector<'a> {
             .and_then(|v| v.as_str())
             .map(|s| s.get().into_owned())
             .unwrap_or_else(|| short_name(&ev.name.get()));
-        let key = id_of(
-            &mut self.coll_key_ids,
-            &mut self.coll_keys,
-            &format!("{pg_name}\u{1f}{stream}"),
-        );
+        // A send or receive with its peer is keyed by it, as a gloo one ([`super::p2p`]).
+        let key_text = match peer {
+            Some((send, p)) => super::p2p::gpu_key(send, p),
+            None => format!("{pg_name}\u{1f}{stream}"),
+        };
+        let key = id_of(&mut self.coll_key_ids, &mut self.coll_keys, &key_text);
         let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
         let owned = |v: Option<Val<'_>>| v.map(|v| (v.kind, v.text.to_string()));
         self.last_coll = Some(LastColl {
             stream,
+            peer,
             pg: owned(pg),
             coll: owned(coll),
             kernel: if coll.is_some() {
@@ -540,7 +550,19 @@ impl<'a> Collector<'a> {
         };
         self.gpu.push(iv);
         if is_comm {
-            let (key, nid) = self.coll_ids(ev, stream, pg, coll);
+            let p2p = coll.is_some_and(|c| matches!(c.text, "send" | "recv"));
+            let peer = if p2p {
+                let mut arg = |i: usize| ev.arg_found(&P2P_KEYS[i], &mut self.args_memo);
+                let (dst, src, ranks) = (arg(0), arg(1), arg(2));
+                super::p2p::gpu_peer(
+                    dst.and_then(|v| v.as_i64()),
+                    src.and_then(|v| v.as_i64()),
+                    ranks.map(|v| v.text),
+                )
+            } else {
+                None
+            };
+            let (key, nid) = self.coll_ids(ev, stream, pg, coll, peer);
             let out_n = out_nelems.and_then(|v| v.as_i64()).unwrap_or(0).max(0);
             let size = dtype
                 .and_then(|v| v.as_str())

@@ -16,10 +16,14 @@
 //!   kernel to start at or after its end starts within [`WAIT_TOL_NS`] of it, that kernel
 //!   waited for it, from the end of the compute before it (or the collective's start, if
 //!   later) to its own start; otherwise 0 (the collective was over before compute needed it:
-//!   hidden by the overlap); and all of it when the rank's next collective of the same
-//!   stream and group starts right at its end (within [`QUEUE_TOL_NS`]): a collective
-//!   stream's queue, which carries the delay to that one. (The "next" is the next by start,
-//!   so a collective of another stream that starts in between hides a queued one.)
+//!   hidden by the overlap);
+//! - **the stream's queue** ([`drained`]): where compute sat idle waiting for a collective,
+//!   it waited for every earlier collective of the same stream and group that ended during
+//!   that idle wait, each from the wait's start (or its own start, if later) to its own end.
+//!   A late member of the first bucket of a DDP backward delays it, and through the NCCL
+//!   stream the last bucket, which the optimizer waits for. (Real NCCL on one shared H200:
+//!   the next bucket's kernel started 3 to 342 µs after the previous one's end, so "starts
+//!   right at its end" cannot tell queued from not; the idle wait can.)
 //!
 //! The reduce stage (`reduce::path`) takes a matched collective as overlapped when compute ran
 //! during it on any member (a blocking collective holds every member's compute stream; the
@@ -43,10 +47,6 @@ use super::spill::{i64_at, Rec, Spool};
 /// How soon after a collective's end the next compute kernel must start to have waited for it
 /// (a wait through the host — a sync, then the launch — takes tens of µs).
 pub(crate) const WAIT_TOL_NS: i64 = 50_000;
-
-/// How soon after a collective's end the next collective of its stream must start to have been
-/// queued behind it.
-pub(crate) const QUEUE_TOL_NS: i64 = 5_000;
 
 /// The sweep's answer to a query point `t`: the first compute kernel starting at or after
 /// `t`, and the latest end of the compute kernels that started before `t`.
@@ -84,40 +84,71 @@ pub(crate) fn mark_waited(
     if stream_waits == 0 {
         return Ok(colls);
     }
-    // One query per collective, at its end; its id `2·seq + 1` when the rank's next
-    // collective starts right at that end (its stream's queue: the delay carries to it).
+    // One query per collective, at its end, with its seq as the id.
     let mut queries: Spool<(i64, i64)> = colls.like();
     let mut again = colls.like();
-    let mut prev: Option<CollEv> = None;
-    for c in colls.sorted_by(|c: &CollEv| (c.start, c.seq))? {
+    for c in colls.sorted_by(|c: &CollEv| c.seq)? {
         let c = c?;
-        if let Some(p) = prev.replace(c) {
-            let bound =
-                c.key == p.key && (p.end..=p.end.saturating_add(QUEUE_TOL_NS)).contains(&c.start);
-            queries.push((p.end, 2 * i64::from(p.seq) + i64::from(bound)));
-            again.push(p);
-        }
-    }
-    if let Some(p) = prev {
-        queries.push((p.end, 2 * i64::from(p.seq)));
-        again.push(p);
+        queries.push((c.end, i64::from(c.seq)));
+        again.push(c);
     }
     let answers = sweep(queries, compute)?;
     let mut ans = answers.sorted_by(|a: &Answer| a.id)?;
     let mut cur = ans.next().transpose()?;
-    let mut out = again.like();
+    let mut marked = again.like();
+    // (seq, the start of compute's idle wait) of each collective compute waited for.
+    let mut windows: Spool<(i64, i64)> = again.like();
     for c in again.sorted_by(|c: &CollEv| c.seq)? {
         let mut c = c?;
         let seq = i64::from(c.seq);
-        while let Some(a) = cur.filter(|a| a.id / 2 <= seq) {
-            if a.id / 2 == seq {
+        while let Some(a) = cur.filter(|a| a.id <= seq) {
+            if a.id == seq {
                 (c.waited, c.overlapped) = waited_for(c.start, c.end, a.next, a.before);
-                if a.id % 2 == 1 {
-                    // The next collective waited for all of it.
-                    c.waited = c.waited.max(full_wait(c.start, c.end));
+                if c.waited > 0 {
+                    windows.push((seq, a.before));
                 }
             }
             cur = ans.next().transpose()?;
+        }
+        marked.push(c);
+    }
+    drained(marked, windows)
+}
+
+/// The stream's queue: where compute sat idle waiting for a collective, it waited for every
+/// collective of that stream queued before it that ended during the wait, each from the wait's
+/// start (or its own start, if later) to its own end. A late member of an earlier one delays
+/// it, and through the queue the one compute waited for.
+fn drained(colls: Spool<CollEv>, windows: Spool<(i64, i64)>) -> Result<Spool<CollEv>> {
+    use std::cmp::Reverse;
+    use std::collections::HashMap;
+    let mut out = colls.like();
+    let mut wins = windows.sorted_by(|w: &(i64, i64)| Reverse(w.0))?.peekable();
+    // Per stream (key): the start of the idle wait still open, going back in arrival order.
+    let mut open: HashMap<u32, i64> = HashMap::new();
+    for c in colls.sorted_by(|c: &CollEv| Reverse(c.seq))? {
+        let mut c = c?;
+        let seq = i64::from(c.seq);
+        match open.get(&c.key) {
+            Some(&from) if c.end > from => {
+                c.waited = c.waited.max(c.end - from.max(c.start));
+            }
+            Some(_) => {
+                open.remove(&c.key);
+            }
+            None => {}
+        }
+        while let Some(&Ok((id, from))) = wins.peek() {
+            if id < seq {
+                break;
+            }
+            if id == seq {
+                open.insert(c.key, from);
+            }
+            wins.next();
+        }
+        if let Some(Err(_)) = wins.peek() {
+            wins.next().transpose()?;
         }
         out.push(c);
     }
@@ -237,31 +268,60 @@ mod tests {
                 .collect();
             assert_eq!(out, vec![(55, true), (0, true), (0, false)], "cap {cap}");
         }
-        // The second's (waited, overlapped) with a fourth collective after it.
-        let second_with = |fourth: CollEv| {
-            let mut cs = Spool::default();
-            colls.iter().chain([&fourth]).for_each(|c| cs.push(*c));
-            let mut ks = Spool::default();
-            compute.iter().for_each(|c| ks.push(*c));
-            let second = mark_waited(cs, ks, 1)
-                .unwrap()
-                .sorted_by(|c: &CollEv| c.seq)
-                .unwrap()
-                .map(|c| c.unwrap())
-                .nth(1)
-                .unwrap();
-            (second.waited, second.overlapped)
-        };
-        // Queued right behind the second: it waited for all of the second.
+    }
+
+    /// (waited, overlapped) of each collective, by seq, for compute kernels `compute`.
+    fn marked(colls: &[CollEv], compute: &[(i64, i64)]) -> Vec<(i64, bool)> {
+        let mut cs = Spool::with_cap(1);
+        colls.iter().for_each(|c| cs.push(*c));
+        let mut ks = Spool::with_cap(1);
+        compute.iter().for_each(|c| ks.push(*c));
+        mark_waited(cs, ks, 1)
+            .unwrap()
+            .sorted_by(|c: &CollEv| c.seq)
+            .unwrap()
+            .map(|c| c.unwrap())
+            .map(|c| (c.waited, c.overlapped))
+            .collect()
+    }
+
+    #[test]
+    fn compute_waiting_for_a_stream_waits_for_what_was_queued_before_it() {
+        // Compute runs to 1 ms and waits from there for the second collective, which
+        // followed the first on the stream: the first ended during the wait.
+        let compute = [(0, 1_000_000), (5_020_000, 6_000_000)];
+        let first = ev(0, 500_000, 3_000_000);
+        let second = ev(1, 3_004_000, 5_000_000);
         assert_eq!(
-            second_with(ev(3, 20_452, 20_480)),
-            (100 + WAIT_TOL_NS, true)
+            marked(&[first, second], &compute),
+            vec![
+                (3_000_000 - 1_000_000, true),
+                (5_020_000 - 3_004_000, false)
+            ]
         );
-        // Of another stream (key), it is not queued behind it.
-        let other = CollEv {
-            key: 1,
-            ..ev(3, 20_452, 20_480)
-        };
-        assert_eq!(second_with(other), (0, true));
+        // A first of another stream is not in that stream's queue: nothing waited for it.
+        let other = CollEv { key: 1, ..first };
+        assert_eq!(
+            marked(&[other, second], &compute),
+            vec![(0, true), (5_020_000 - 3_004_000, false)]
+        );
+        // A first that ended before compute went idle was not waited for.
+        let early = ev(0, 100_000, 900_000);
+        assert_eq!(
+            marked(&[early, second], &compute),
+            vec![(0, true), (5_020_000 - 3_004_000, false)]
+        );
+        // Compute that went on past the second's end waited for neither.
+        assert_eq!(
+            marked(
+                &[first, second],
+                &[
+                    (0, 1_000_000),
+                    (4_000_000, 5_500_000),
+                    (90_000_000, 90_100_000)
+                ]
+            ),
+            vec![(0, true), (0, true)]
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Point-to-point transfers of CPU-only (gloo) traces, paired by peer.
+//! Point-to-point transfers, paired by peer: CPU-only (gloo) traces' ops and NCCL kernels.
 //!
 //! A pipeline's `c10d::send` and `c10d::recv_` share one op name on every stage, and the
 //! process group is usually the default one, so matching them by name and position pairs
@@ -19,6 +19,12 @@
 //! of the op's process group, which a gloo trace does not name (`distributedInfo` lists the
 //! default group only), so a pipeline on a sub-group whose ranks differ from the global ones
 //! pairs the wrong ranks — its counts then differ between the two ends and a note says so.
+
+//! NCCL: torch writes a send's or receive's kernel with `Collective name` `send` / `recv` and
+//! the peer as `Dst Rank` / `Src Rank` (torch 2.11, NCCL 2.28: `fixtures/real-nccl/pp4-*`),
+//! a rank of the kernel's process group, whose global ranks `Process Group Ranks` lists
+//! (`[0, 1, 2, 3]`); [`gpu_peer`] maps it through that list when it can. The collector keys
+//! the kernel as the gloo op ([`gpu_key`]), so both become the same pair key.
 
 /// Separates an op's name from its peer in a collector key.
 const SEP: char = '\u{1f}';
@@ -70,6 +76,36 @@ pub(crate) fn label(key: &str, own: Option<i64>) -> String {
     }
 }
 
+/// The collector key of an NCCL send (`send`) or receive with global peer `peer`: the gloo
+/// op's ([`key`]), so that [`label`] makes it a pair key.
+pub(crate) fn gpu_key(send: bool, peer: i64) -> String {
+    key(if send { "c10d::send" } else { "c10d::recv_" }, peer)
+}
+
+/// An NCCL kernel's direction and global peer, from its `Dst Rank` (a send) or `Src Rank` (a
+/// receive), a rank of its process group, and the group's `Process Group Ranks` (the JSON
+/// text of a list of global ranks): the peer's global rank when the list holds it, else the
+/// group rank as written. `None` when neither is there or both are.
+pub(crate) fn gpu_peer(
+    dst: Option<i64>,
+    src: Option<i64>,
+    ranks: Option<&str>,
+) -> Option<(bool, i64)> {
+    let (send, p) = match (dst, src) {
+        (Some(d), None) => (true, d),
+        (None, Some(s)) => (false, s),
+        _ => return None,
+    };
+    if p < 0 {
+        return None;
+    }
+    let global = ranks
+        .and_then(|r| serde_json::from_str::<Vec<i64>>(r).ok())
+        .and_then(|r| r.get(usize::try_from(p).ok()?).copied())
+        .unwrap_or(p);
+    Some((send, global))
+}
+
 /// Whether a label is a pair key.
 pub(crate) fn is_pair(label: &str) -> bool {
     label.starts_with(PAIR_PREFIX)
@@ -103,5 +139,30 @@ mod tests {
         assert!(is_pair(&send) && !is_pair("c10d::send"));
         assert_eq!(direction("c10d::recv_any_source_"), Some(false));
         assert_eq!(direction("c10d::allreduce_"), None);
+    }
+
+    #[test]
+    fn an_nccl_kernel_names_its_peer_as_a_rank_of_its_group() {
+        // The default group: group ranks are global ranks.
+        assert_eq!(
+            gpu_peer(Some(1), None, Some("[0, 1, 2, 3]")),
+            Some((true, 1))
+        );
+        assert_eq!(
+            gpu_peer(None, Some(0), Some("[0, 1, 2, 3]")),
+            Some((false, 0))
+        );
+        // A sub-group [4, 6]: its rank 1 is global rank 6.
+        assert_eq!(gpu_peer(Some(1), None, Some("[4, 6]")), Some((true, 6)));
+        // No list, or one that does not hold it: the rank as written.
+        assert_eq!(gpu_peer(Some(5), None, None), Some((true, 5)));
+        assert_eq!(gpu_peer(Some(5), None, Some("[0, 1]")), Some((true, 5)));
+        // Neither, both, or a negative one: no peer.
+        assert_eq!(gpu_peer(None, None, None), None);
+        assert_eq!(gpu_peer(Some(1), Some(2), None), None);
+        assert_eq!(gpu_peer(Some(-1), None, None), None);
+        // Both ends of an NCCL transfer get the gloo one's pair key.
+        assert_eq!(label(&gpu_key(true, 2), Some(1)), "p2p 1>2");
+        assert_eq!(label(&gpu_key(false, 1), Some(2)), "p2p 1>2");
     }
 }

@@ -407,11 +407,29 @@ fn replayed_saving(inp: &Input<'_>, who: &str) -> Option<f64> {
 /// for the rank that became slower there (the steps before it do not dilute it), else its cost
 /// over the typical rank's.
 fn lead_pct(c: &path::Cause, p: &CriticalPath, onset: Option<&Onset>) -> f64 {
-    onset
-        .filter(|o| o.rank == c.who && o.step_index > 0)
+    cost_onset(c, p, onset)
         .and_then(|o| c.per_step_from(o.step_index, &p.per_step))
         .filter(|&(_, step)| step > 0.0)
         .map_or(c.net_step_pct, |(ns, step)| 100.0 * ns / step)
+}
+
+/// The onset of a path cause: the work onset of its rank, when its cost began there too —
+/// the steps before cost at most half of what the steps from it on cost each. A rank late in
+/// every step whose work grew in a later one did not start costing there.
+fn cost_onset<'a>(
+    c: &path::Cause,
+    p: &CriticalPath,
+    onset: Option<&'a Onset>,
+) -> Option<&'a Onset> {
+    onset.filter(|o| {
+        o.rank == c.who
+            && o.step_index > 0
+            && c.per_step_from(o.step_index, &p.per_step)
+                .is_some_and(|(from, _)| {
+                    c.per_step_before(o.step_index)
+                        .is_none_or(|b| b <= from / 2.0)
+                })
+    })
 }
 
 /// What a rank costs the step at the collectives, per step, and the step it is a share of
@@ -1137,8 +1155,7 @@ fn path_line(
     };
     // A rank that became slower at an onset costs the steps from there on: their figure,
     // not the mean over steps it did not slow down.
-    let from = onset
-        .filter(|o| o.rank == c.who && o.step_index > 0)
+    let from = cost_onset(c, p, onset)
         .and_then(|o| c.per_step_from(o.step_index, &p.per_step).map(|x| (o, x)));
     let cost = match from {
         Some((o, (ns, step))) if step > 0.0 => format!(

@@ -115,6 +115,18 @@ impl Cause {
             rows.iter().map(|r| r.1 as f64).sum::<f64>() / n,
         ))
     }
+
+    /// Mean cost per step over the rows before `upto` that were measured in full; `None`
+    /// without any.
+    pub fn per_step_before(&self, upto: usize) -> Option<f64> {
+        let rows: Vec<i64> = self
+            .per_row_ns
+            .iter()
+            .take(upto)
+            .filter_map(|c| c.map(Ns::get))
+            .collect();
+        (!rows.is_empty()).then(|| rows.iter().sum::<i64>() as f64 / rows.len() as f64)
+    }
 }
 
 /// One expensive late arrival.

@@ -104,3 +104,17 @@ fn a_spilled_store_spans_segments_and_buffers() {
     let got: Vec<i64> = read_all(&c).into_iter().map(|r| r.2).collect();
     assert_eq!(got, (0..i64::from(n)).map(|t| t + 3).collect::<Vec<_>>());
 }
+
+#[test]
+fn gpu_labels_pair_nccl_transfers_and_number_the_other_streams() {
+    let keys: Vec<String> = vec![
+        "0\u{1f}16".into(),
+        super::super::p2p::gpu_key(true, 2),
+        "0\u{1f}20".into(),
+        super::super::p2p::gpu_key(false, 0),
+    ];
+    assert_eq!(
+        labels(&keys, true, Some(1)),
+        vec!["pg 0 stream #0", "p2p 1>2", "pg 0 stream #1", "p2p 0>1"]
+    );
+}
