@@ -371,7 +371,8 @@ impl Matcher<'_, '_> {
         if pairs > 0 {
             self.rep.notes.push(format!(
                 "point-to-point transfers are paired by peer (the sender's and the receiver's \
-                 ranks, in order per pair; from their `Concrete Inputs`): {pairs} pair(s) of ranks"
+                 ranks, in order per pair, as the trace names them: a gloo op's `Concrete \
+                 Inputs`, an NCCL kernel's `Dst Rank` / `Src Rank`): {pairs} pair(s) of ranks"
             ));
         }
         if subset_keys > 0 {
