@@ -234,32 +234,30 @@ pub(crate) fn labels(keys: &[String], gpu: bool, own: Option<i64>) -> Vec<String
     if !gpu {
         return keys.iter().map(|k| super::p2p::label(k, own)).collect();
     }
-    // An NCCL send or receive keyed by its peer ([`super::p2p::gpu_key`]): its pair key.
-    let p2p = |k: &str| {
-        k.split_once('\u{1f}')
-            .is_some_and(|(name, _)| super::p2p::direction(name).is_some())
-            .then(|| super::p2p::label(k, own))
-    };
-    // pg -> sorted streams
-    let mut streams: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
-    let split: Vec<(&str, i64)> = keys
+    // An NCCL send or receive keyed by its peer ([`super::p2p::gpu_key`]) is its pair key;
+    // any other key a process group and a stream.
+    let split: Vec<Result<String, (&str, i64)>> = keys
         .iter()
-        .filter(|k| p2p(k).is_none())
         .map(|k| {
             let (pg, s) = k.split_once('\u{1f}').unwrap_or((k.as_str(), "-1"));
-            (pg, s.parse().unwrap_or(-1))
+            match super::p2p::direction(pg) {
+                Some(_) => Ok(super::p2p::label(k, own)),
+                None => Err((pg, s.parse().unwrap_or(-1))),
+            }
         })
         .collect();
-    for &(pg, s) in &split {
+    // pg -> sorted streams
+    let mut streams: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
+    for &(pg, s) in split.iter().filter_map(|x| x.as_ref().err()) {
         streams.entry(pg).or_default().insert(s);
     }
-    keys.iter()
-        .map(|k| {
-            if let Some(pair) = p2p(k) {
-                return pair;
-            }
-            let (pg, s) = k.split_once('\u{1f}').unwrap_or((k.as_str(), "-1"));
-            let s: i64 = s.parse().unwrap_or(-1);
+    split
+        .into_iter()
+        .map(|x| {
+            let (pg, s) = match x {
+                Ok(pair) => return pair,
+                Err(ps) => ps,
+            };
             let ord = streams[pg].iter().position(|&x| x == s).unwrap_or(0);
             if pg.is_empty() {
                 format!("stream #{ord}")

@@ -138,17 +138,12 @@ fn drained(colls: Spool<CollEv>, windows: Spool<(i64, i64)>) -> Result<Spool<Col
             }
             None => {}
         }
-        while let Some(&Ok((id, from))) = wins.peek() {
-            if id < seq {
-                break;
-            }
+        // Its own wait, if compute waited for it, opens one for the collectives before it.
+        while let Some(w) = wins.next_if(|w| w.as_ref().map_or(true, |&(id, _)| id >= seq)) {
+            let (id, from) = w?;
             if id == seq {
                 open.insert(c.key, from);
             }
-            wins.next();
-        }
-        if let Some(Err(_)) = wins.peek() {
-            wins.next().transpose()?;
         }
         out.push(c);
     }

@@ -19,7 +19,7 @@
 //! of the op's process group, which a gloo trace does not name (`distributedInfo` lists the
 //! default group only), so a pipeline on a sub-group whose ranks differ from the global ones
 //! pairs the wrong ranks — its counts then differ between the two ends and a note says so.
-
+//!
 //! NCCL: torch writes a send's or receive's kernel with `Collective name` `send` / `recv` and
 //! the peer as `Dst Rank` / `Src Rank` (torch 2.11, NCCL 2.28: `fixtures/real-nccl/pp4-*`),
 //! a rank of the kernel's process group, whose global ranks `Process Group Ranks` lists
