@@ -857,6 +857,9 @@ fn gloo_pipeline_transfers_paired_by_peer_are_replayed() {
         (ms / truth_ms - 1.0).abs() <= 0.10,
         "{planted} typical gives back {ms:.2} ms a step; the replay without the planted matmuls {truth_ms:.2}"
     );
+    // In a pipeline the first line states that figure, not the local charge (the waits the
+    // stage imposes on its neighbours, 27.85 ms a step).
+    assert_verdict(&a, &planted, "more kernels", truth_ms);
     // The control, recorded the same way: no rank gives back a third of that.
     let c = analyze_dir(&gloo("pp4-control-shapes"));
     let cw = &c.path.what_if;
@@ -1030,6 +1033,23 @@ fn nccl_pipeline_transfers_paired_by_peer() {
     assert!(
         a.path.what_if.trusted() && (saved - truth).abs() <= 0.15 * truth,
         "making RANK02 typical gives back {saved:.2} ms a step; the control says {truth:.2}"
+    );
+    // The first line states that figure, not the waits RANK02 imposes on its neighbours
+    // (72 ms a step: a pipeline's neighbour may wait for it where it would have idled anyway).
+    assert_verdict(&a, "RANK02", "more kernels", truth);
+    // The saved summary keeps the same figure, for compare to gate on.
+    let t = tempfile::tempdir().unwrap();
+    let saved_file = save_summary(&nccl("pp4-slow-stage"), &t.path().join("pp.json"));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(saved_file).unwrap()).unwrap();
+    let imposed_ms = summary["path"]["imposed_per_step_ns"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / 1e6;
+    assert!(
+        (imposed_ms - first_cost(&a).1).abs() < 0.01,
+        "the summary keeps {imposed_ms:.2} ms: {}",
+        summary["path"]
     );
     let control = analyze_dir(&nccl("pp4-control"));
     assert!(control.verdict.balanced, "{:#?}", control.verdict.lines);

@@ -58,7 +58,7 @@ use super::collect::rank::RankResult;
 use super::explain::attribution::Attribution;
 use super::explain::verdict::{ClassShare, Verdict};
 use super::reduce::path::whatif::WhatIf;
-use super::reduce::path::{CriticalPath, Kind as PathKind};
+use super::reduce::path::{Cause, CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
 use super::stats::{median_p90, spread};
 use crate::trace::Ns;
@@ -124,7 +124,8 @@ pub struct PathSummary {
     pub lead: Option<String>,
     pub cause: Option<String>,
     /// What the lead's rank costs the step, all its causes, per step, ns (0 without a lead):
-    /// the figure the verdict's first line states.
+    /// the figure the verdict's first line states — in a pipeline, when the replay is trusted,
+    /// what making the rank typical gives back ([`WhatIf::pipeline_saving`]).
     pub imposed_per_step_ns: Ns,
     pub ranks: Vec<PathRank>,
     /// Every (rank, cause) charged, per step, as the critical-path table states them (absent
@@ -198,7 +199,18 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
     if p.steps == 0 {
         return None;
     }
-    let lead = p.lead().filter(|c| c.net_step_pct >= threshold_pct);
+    let replayed = |c: &Cause| {
+        (c.kind != PathKind::Transfer)
+            .then(|| p.what_if.pipeline_saving(&c.who))
+            .flatten()
+            .map(|ns| ns.get() as f64)
+    };
+    let pct = |c: &Cause| {
+        replayed(c)
+            .filter(|_| p.step_ns > 0.0)
+            .map_or(c.net_step_pct, |ns| 100.0 * ns / p.step_ns)
+    };
+    let lead = p.lead().filter(|c| pct(c) >= threshold_pct);
     let mut ranks: BTreeMap<&str, f64> = BTreeMap::new();
     for c in p.causes.iter().filter(|c| c.kind != PathKind::Transfer) {
         *ranks.entry(c.who.as_str()).or_default() += c.per_step_ns;
@@ -211,7 +223,9 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
         imposed_per_step_ns: Ns::new(
             lead.map(|c| match c.kind {
                 PathKind::Transfer => c.per_step_ns,
-                _ => ranks.get(c.who.as_str()).copied().unwrap_or(0.0),
+                _ => {
+                    replayed(c).unwrap_or_else(|| ranks.get(c.who.as_str()).copied().unwrap_or(0.0))
+                }
             })
             .map_or(0, |ns| ns.round() as i64),
         ),

@@ -214,6 +214,7 @@ mod tests {
             slowdown: 100.0 / 88.0,
             lost_median: Ns::new(12_000_000),
             error_pct,
+            pipeline: false,
         };
         p.what_if = WhatIf {
             worlds: vec![world(0.5)],

@@ -366,8 +366,10 @@ impl<'a> Leads<'a> {
 /// because another rank arrives late at the same collectives.
 fn path_lead<'a>(inp: &Input<'a>, v: &Verdict) -> Option<&'a path::Cause> {
     let p = inp.path;
-    let eligible =
-        |c: &path::Cause| p.steps > 0 && lead_pct(c, p, v.onset.as_ref()) >= 100.0 * inp.threshold;
+    let eligible = |c: &path::Cause| {
+        let pct = pipeline_pct(p, &c.who).unwrap_or_else(|| lead_pct(c, p, v.onset.as_ref()));
+        p.steps > 0 && pct >= 100.0 * inp.threshold
+    };
     let first = p.lead().filter(|c| eligible(c))?;
     let own = |c: &path::Cause| {
         c.kind != path::Kind::Transfer
@@ -400,7 +402,17 @@ fn order_key(inp: &Input<'_>, who: &str, local: f64) -> (f64, f64) {
 /// error small) and the critical path measured the rank ([`path_cost`]); `None` otherwise.
 fn replayed_saving(inp: &Input<'_>, who: &str) -> Option<f64> {
     let w = &inp.path.what_if;
-    (w.trusted() && path_cost(inp, who, 0).is_some()).then(|| w.saved_by(who).get() as f64)
+    (w.trusted() && local_path_cost(inp, who, 0).is_some()).then(|| w.saved_by(who).get() as f64)
+}
+
+/// What a rank of a pipeline costs the step, as a share of it, when the replay is trusted
+/// ([`path::whatif::WhatIf::pipeline_saving`]): what making it typical gives back. `None`
+/// for a rank of no pipeline, whose local charge stands.
+fn pipeline_pct(p: &CriticalPath, who: &str) -> Option<f64> {
+    p.what_if
+        .pipeline_saving(who)
+        .filter(|_| p.step_ns > 0.0)
+        .map(|ns| 100.0 * ns.get() as f64 / p.step_ns)
 }
 
 /// What a path cause costs as a share of the step, as its line states it: from the onset on
@@ -434,9 +446,22 @@ fn cost_onset<'a>(
 
 /// What a rank costs the step at the collectives, per step, and the step it is a share of
 /// (ns), from row `from` of the step table on — when the critical path measured it: its
-/// world's collectives were matched and charged per step. `None` when the path cannot say
-/// (no matched collective of that rank, no steps): the rank's own gap then stands.
+/// [`local_path_cost`], except in a pipeline, where the replay's saving over the profile
+/// stands for it when trusted ([`path::whatif::WhatIf::pipeline_saving`]: a wait imposed
+/// on a neighbour may sit in a bubble). `None` when the path cannot say (no matched
+/// collective of that rank, no steps): the rank's own gap then stands.
 fn path_cost(inp: &Input<'_>, who: &str, from: usize) -> Option<(f64, f64)> {
+    let local = local_path_cost(inp, who, from)?;
+    Some(match inp.path.what_if.pipeline_saving(who) {
+        Some(ns) => (ns.get() as f64, inp.path.step_ns),
+        None => local,
+    })
+}
+
+/// What a rank's late arrivals are charged at the collectives, per step, and the step it is
+/// a share of (ns), from row `from` of the step table on — when the critical path measured
+/// it: its world's collectives were matched and charged per step.
+fn local_path_cost(inp: &Input<'_>, who: &str, from: usize) -> Option<(f64, f64)> {
     let p = inp.path;
     let matched = inp
         .collectives
@@ -745,7 +770,12 @@ fn alone_saving(inp: &Input<'_>, leads: &Leads<'_>, g: &Record, local: f64) -> S
 /// lead gap's cost ([`gap_cost_ns`]).
 fn lead_charge(inp: &Input<'_>, leads: &Leads<'_>) -> Option<f64> {
     match (leads.path, leads.gap) {
-        (Some(c), _) => Some(inp.path.rank_per_step(&c.who)),
+        (Some(c), _) => Some(
+            inp.path
+                .what_if
+                .pipeline_saving(&c.who)
+                .map_or_else(|| inp.path.rank_per_step(&c.who), |ns| ns.get() as f64),
+        ),
         (None, Some(g)) => Some(gap_cost_ns(inp, g)),
         _ => None,
     }
@@ -835,6 +865,16 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
         .rank(&c.who)
         .map_or((Ns::ZERO, 0.0), |r| (r.saved, r.step_pct));
     let charged = inp.path.rank_per_step(&c.who);
+    if w.pipeline_saving(&c.who).is_some() {
+        return Some(format!(
+            "What if: the {:.2} ms are replayed on the pipeline's transfers (model error {:.1} %). The waits {} imposes where it arrives last come to {:.2} ms a step (the critical-path table), but a neighbour in a pipeline that waits for it may otherwise have idled in a bubble or waited for another stage{}.",
+            w.saved_by(&c.who).as_ms(),
+            w.error_pct,
+            c.who,
+            charged / 1e6,
+            worst_together(w, w.saved_by(&c.who)),
+        ));
+    }
     let head = format!(
         "What if: making {} typical gives back {:.2} ms a step ({pct:.1} % of the step",
         c.who,
@@ -1157,8 +1197,17 @@ fn path_line(
     // not the mean over steps it did not slow down.
     let from = cost_onset(c, p, onset)
         .and_then(|o| c.per_step_from(o.step_index, &p.per_step).map(|x| (o, x)));
-    let cost = match from {
-        Some((o, (ns, step))) if step > 0.0 => format!(
+    let replayed = (c.kind != path::Kind::Transfer)
+        .then(|| p.what_if.pipeline_saving(&c.who))
+        .flatten();
+    let cost = match (replayed, from) {
+        (Some(ns), _) => format!(
+            "{who} costs every step {:.2} ms ({:.0} % of the {:.2} ms step; what making it typical gives back, re-simulated on the pipeline)",
+            ns.as_ms(),
+            pipeline_pct(p, &c.who).unwrap_or(0.0),
+            p.step_ns / 1e6
+        ),
+        (None, Some((o, (ns, step)))) if step > 0.0 => format!(
             "{who} costs {:.2} ms every step from step {} on ({:.0} % of the {:.2} ms step)",
             ns / 1e6,
             o.step,

@@ -344,9 +344,10 @@ impl Matcher<'_, '_> {
         // a subset, as DP attention's attention-TP groups are. Matched among those ranks.
         // CPU-only (gloo) worlds are replayed on the graph: their members leave a collective
         // milliseconds apart, and a pipeline's transfers are not a chain.
-        if self.rep.source == "cpu" || keys.iter().any(|k| p2p::is_pair(k)) {
+        let pipeline = keys.iter().any(|k| p2p::is_pair(k));
+        if self.rep.source == "cpu" || pipeline {
             if let Some(acc) = self.path.as_deref_mut() {
-                acc.graph_world(w);
+                acc.graph_world(w, pipeline);
             }
         }
         let mut subset_keys = 0usize;

@@ -146,8 +146,8 @@ impl Acc {
 
     /// World `world`'s collectives are replayed on the graph ([`super::graph`]): a CPU-only
     /// world, or one with point-to-point pairs.
-    pub(crate) fn graph_world(&mut self, world: usize) {
-        self.whatif.graph_world(world);
+    pub(crate) fn graph_world(&mut self, world: usize, pipeline: bool) {
+        self.whatif.graph_world(world, pipeline);
     }
 
     /// One matched collective: its members (rank indices) and their records; `latest`: the

@@ -107,6 +107,12 @@ pub struct WorldIf {
     pub lost_median: Ns,
     /// |replayed − recorded| over recorded, percent.
     pub error_pct: f64,
+    /// A pipeline: its ranks pass point-to-point transfers that name their peer. A wait one
+    /// rank imposes on a neighbour there may sit in a bubble the neighbour would have idled in
+    /// anyway, so the local charge overstates what the rank costs; the replay does not
+    /// ([`WhatIf::pipeline_saving`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pipeline: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -122,6 +128,9 @@ pub struct WhatIf {
     pub slowdown: f64,
     /// The model error over every world, percent.
     pub error_pct: f64,
+    /// The ranks of the pipeline worlds ([`WorldIf::pipeline`]).
+    #[serde(skip)]
+    pub pipeline_ranks: Vec<String>,
 }
 
 impl WorstIf {
@@ -145,6 +154,19 @@ impl WhatIf {
     /// What making `who` typical gives back per step, ns (0 when nothing).
     pub fn saved_by(&self, who: &str) -> Ns {
         self.rank(who).map_or(Ns::ZERO, |r| r.saved)
+    }
+
+    /// Whether `who` is a rank of a pipeline world ([`WorldIf::pipeline`]).
+    pub fn in_pipeline(&self, who: &str) -> bool {
+        self.pipeline_ranks.iter().any(|r| r == who)
+    }
+
+    /// What `who` costs the step when it is a rank of a pipeline and the replay is trusted:
+    /// what making it typical gives back per step (its local charge counts waits its
+    /// neighbours would have spent in the pipeline's bubbles anyway). `None` otherwise: the
+    /// local charge stands.
+    pub fn pipeline_saving(&self, who: &str) -> Option<Ns> {
+        (self.trusted() && self.in_pipeline(who)).then(|| self.saved_by(who))
     }
 }
 
@@ -184,6 +206,34 @@ struct WorldTotals {
 impl WorldTotals {
     fn add(&mut self, s: &Sums) {
         self.add_row(s.collectives, s.recorded(), s.replayed, s.ideal_saved);
+    }
+
+    /// The world's record: its `members` named by `labels`, its totals per step (`per`).
+    fn world_if(
+        self,
+        world: usize,
+        members: &[usize],
+        labels: &[String],
+        pipeline: bool,
+        per: impl Fn(i64) -> Ns,
+    ) -> WorldIf {
+        let names: Vec<&str> = members
+            .iter()
+            .filter_map(|&r| labels.get(r))
+            .map(String::as_str)
+            .collect();
+        WorldIf {
+            world,
+            who: crate::analyze::rankset::compact(&names),
+            collectives: self.collectives,
+            recorded: per(self.recorded),
+            replayed: per(self.replayed),
+            ideal: per(self.replayed - self.lost),
+            slowdown: ratio(self.replayed, self.replayed - self.lost),
+            lost_median: Ns::new(lower_median(self.lost_rows)),
+            error_pct: 100.0 * ratio(self.off, self.recorded),
+            pipeline,
+        }
     }
 
     /// One row: its collectives, its recorded and replayed spans, and replayed less ideal.
@@ -261,6 +311,8 @@ pub(crate) struct WhatIfAcc {
     /// The worlds replayed on the graph ([`super::graph`]: CPU-only ones, and those with
     /// point-to-point pairs), and their collectives.
     graph: BTreeMap<usize, Vec<Node>>,
+    /// The worlds with point-to-point pairs: pipelines.
+    pipelines: BTreeSet<usize>,
 }
 
 /// The kinds a segment splits into, in [`Member::parts`] order.
@@ -269,9 +321,12 @@ const KINDS: [Kind; 3] = [Kind::Work, Kind::Host, Kind::LateStart];
 impl WhatIfAcc {
     /// World `world` is replayed on the graph, not as a chain ([`super::graph`]): its members
     /// leave a collective at different times (gloo), or its collectives are not all joined by
-    /// every member (a pipeline's transfers).
-    pub(crate) fn graph_world(&mut self, world: usize) {
+    /// every member (a pipeline's transfers: `pipeline`).
+    pub(crate) fn graph_world(&mut self, world: usize, pipeline: bool) {
         self.graph.entry(world).or_default();
+        if pipeline {
+            self.pipelines.insert(world);
+        }
     }
 
     /// One matched collective of `world` in step-table row `row`: its members and the last
@@ -350,19 +405,7 @@ impl WhatIfAcc {
             .iter()
             .filter_map(|(&w, nodes)| Some((w, graph::World::new(nodes, &measured)?)))
             .collect();
-        for (&w, g) in &graphs {
-            let f = g.figures();
-            let t = by_world.entry(w).or_default();
-            for &(n, recorded, replayed, ideal) in f.rows.values() {
-                t.add_row(n, recorded, replayed, replayed - ideal);
-            }
-            for (&r, &ns) in &f.ranks {
-                *ranks.entry((r, w)).or_default() += ns;
-            }
-            for (t, x) in kinds.iter_mut().zip(f.kinds) {
-                *t += x;
-            }
-        }
+        add_graphs(&graphs, &mut by_world, &mut ranks, &mut kinds);
         for ((row, world), s) in &self.sums {
             if !measured.contains(row) || graphs.contains_key(world) {
                 continue;
@@ -420,30 +463,21 @@ impl WhatIfAcc {
             .collect();
         let off: i64 = by_world.values().map(|w| w.off).sum();
         let recorded_all: i64 = by_world.values().map(|w| w.recorded).sum();
+        let all_worlds = worlds;
         let worlds: Vec<WorldIf> = by_world
             .into_iter()
             .map(|(world, t)| {
-                let members: Vec<&str> = worlds
-                    .get(world)
-                    .map(|m| {
-                        m.iter()
-                            .filter_map(|&r| labels.get(r))
-                            .map(String::as_str)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                WorldIf {
-                    world,
-                    who: crate::analyze::rankset::compact(&members),
-                    collectives: t.collectives,
-                    recorded: per(t.recorded),
-                    replayed: per(t.replayed),
-                    ideal: per(t.replayed - t.lost),
-                    slowdown: ratio(t.replayed, t.replayed - t.lost),
-                    lost_median: Ns::new(lower_median(t.lost_rows)),
-                    error_pct: 100.0 * ratio(t.off, t.recorded),
-                }
+                let members = all_worlds.get(world).map_or(&[][..], Vec::as_slice);
+                // A pipeline replayed on its graph (one that could not be stays a chain).
+                let pipeline = self.pipelines.contains(&world) && graphs.contains_key(&world);
+                t.world_if(world, members, labels, pipeline, per)
             })
+            .collect();
+        let pipeline_ranks = worlds
+            .iter()
+            .filter(|w| w.pipeline)
+            .flat_map(|w| all_worlds.get(w.world).into_iter().flatten())
+            .map(|&r| label(r))
             .collect();
         WhatIf {
             ranks,
@@ -452,6 +486,30 @@ impl WhatIfAcc {
             slowdown: worlds.iter().map(|w| w.slowdown).fold(1.0, f64::max),
             error_pct: 100.0 * ratio(off, recorded_all),
             worlds,
+            pipeline_ranks,
+        }
+    }
+}
+
+/// The graph worlds' replays added to the totals: each world's rows, what each of its ranks
+/// gives back ((rank, world) → ns) and each cause.
+fn add_graphs(
+    graphs: &BTreeMap<usize, graph::World<'_>>,
+    by_world: &mut BTreeMap<usize, WorldTotals>,
+    ranks: &mut BTreeMap<(usize, usize), i64>,
+    kinds: &mut [i64; 3],
+) {
+    for (&w, g) in graphs {
+        let f = g.figures();
+        let t = by_world.entry(w).or_default();
+        for &(n, recorded, replayed, ideal) in f.rows.values() {
+            t.add_row(n, recorded, replayed, replayed - ideal);
+        }
+        for (&r, &ns) in &f.ranks {
+            *ranks.entry((r, w)).or_default() += ns;
+        }
+        for (t, x) in kinds.iter_mut().zip(f.kinds) {
+            *t += x;
         }
     }
 }
@@ -592,5 +650,40 @@ mod tests {
         // Host: 40 → 10 on rank 0: 70; work: 60 → 60 (median): rank 0 stays 100.
         assert_eq!(latest_without(&ms, 1), 70);
         assert_eq!(latest_without(&ms, 0), 100);
+    }
+
+    #[test]
+    fn only_a_trusted_pipelines_ranks_are_costed_by_the_replay() {
+        let w = |error_pct: f64| WhatIf {
+            ranks: vec![RankIf {
+                who: "RANK02".into(),
+                world: 0,
+                saved: Ns::new(40),
+                step_pct: 4.0,
+            }],
+            error_pct,
+            worlds: vec![WorldIf {
+                world: 0,
+                who: "RANK00–03".into(),
+                collectives: 8,
+                recorded: Ns::new(1000),
+                replayed: Ns::new(1000),
+                ideal: Ns::new(950),
+                slowdown: 1000.0 / 950.0,
+                lost_median: Ns::new(50),
+                error_pct,
+                pipeline: true,
+            }],
+            pipeline_ranks: ["RANK00", "RANK01", "RANK02", "RANK03"]
+                .map(String::from)
+                .into(),
+            ..Default::default()
+        };
+        assert_eq!(w(1.0).pipeline_saving("RANK02"), Some(Ns::new(40)));
+        // A rank of the pipeline that gives back nothing costs nothing, not its charge.
+        assert_eq!(w(1.0).pipeline_saving("RANK01"), Some(Ns::ZERO));
+        // Not a rank of it; or the replay misses the recording: the local charge stands.
+        assert_eq!(w(1.0).pipeline_saving("RANK04"), None);
+        assert_eq!(w(TRUSTED_ERROR_PCT + 1.0).pipeline_saving("RANK02"), None);
     }
 }
