@@ -1053,6 +1053,46 @@ fn nccl_pipeline_transfers_paired_by_peer() {
     );
     let control = analyze_dir(&nccl("pp4-control"));
     assert!(control.verdict.balanced, "{:#?}", control.verdict.lines);
+    // Each stage's bubble as recorded: its waits at the transfers, against the raw events'
+    // (every send and receive paired by peer, each member's wait the later start less its own).
+    for (run, truth) in [(&a, &v), (&control, &nccl_truth_alone("pp4-control"))] {
+        let stages = &run.path.what_if.stages;
+        assert_eq!(stages.len(), 4, "{stages:#?}");
+        for st in stages {
+            let r = st.who.trim_start_matches("RANK").trim_start_matches('0');
+            let want = truth["mean_wait_ms"][if r.is_empty() { "0" } else { r }]
+                .as_f64()
+                .expect("the stage's wait");
+            let got = st.bubble.as_ms();
+            assert!(
+                (got - want).abs() <= 0.02 * want + 0.5,
+                "{}: bubble {got:.2} ms a step, the raw events {want:.2}",
+                st.who
+            );
+        }
+    }
+    // With every rank typical, the slow run's bubbles are what the schedule leaves: the
+    // control's, recorded in the same session with nothing planted (by stage within 20 %, on
+    // the shared GPU; in all within 10 %).
+    let (ideal, control_bubbles) = (&a.path.what_if.stages, &control.path.what_if.stages);
+    for (i, c) in ideal.iter().zip(control_bubbles) {
+        let (got, want) = (i.ideal_bubble.as_ms(), c.bubble.as_ms());
+        assert!(
+            (got - want).abs() <= 0.20 * want,
+            "{}: {got:.2} ms a step with every rank typical; the control's {want:.2}",
+            i.who
+        );
+    }
+    let total = |v: &[rankprof::analyze::reduce::path::whatif::StageIf], ideal: bool| -> f64 {
+        v.iter()
+            .map(|s| if ideal { s.ideal_bubble } else { s.bubble }.as_ms())
+            .sum()
+    };
+    let (got, want) = (total(ideal, true), total(control_bubbles, false));
+    assert!(
+        (got - want).abs() <= 0.10 * want,
+        "all stages: {got:.2} ms a step with every rank typical; the control's {want:.2}"
+    );
 }
 
 /// One rank with twice the batch (the same kernels, 2× the tokens). On the shared GPU its

@@ -17,6 +17,8 @@ It shares nothing with rankprof's model. The rule, per folder:
    arriver *imposes* on the others the median over them of (last start - their start).
 4. Per step and rank: the sum of what it imposed at the collectives it arrived last at. The
    culprit is the rank with the largest mean per step; `per_step_imposed_ms` lists its steps.
+   `mean_wait_ms`: per rank, the mean per step of (last start - its start) over every
+   collective it is a member of: how long it waited for others (a pipeline stage's bubble).
 5. `end_spread_us`: per collective, the latest member's kernel end minus the earliest's.
 6. `exposed_wait_ms`: per step and rank, how long the rank's compute (its non-NCCL kernels)
    sat idle right before the first compute kernel that starts after the step's last NCCL
@@ -112,6 +114,9 @@ def truth(folder):
     groups = instances(ranks, order)
     steps = sorted({k["step"] for r in order for k in ranks[r]["kernels"]})
     imposed = {r: {s: 0.0 for s in steps} for r in order}
+    # Each member's wait at each collective: the last arrival less its own (a pipeline
+    # stage's bubble, summed over its transfers).
+    waited = {r: 0.0 for r in order}
     colls = []
     for i, ks in enumerate(groups):
         members = sorted(ks)
@@ -119,6 +124,8 @@ def truth(folder):
         if any(k["step"] != step for k in ks.values()):
             sys.exit(f"collective {i}: ranks put it in different steps")
         last = max(members, key=lambda r: ks[r]["start"])
+        for r in members:
+            waited[r] += (ks[last]["start"] - ks[r]["start"]) / 1e3
         waits = [ks[last]["start"] - ks[r]["start"] for r in members if r != last]
         imp = statistics.median(waits) / 1e3
         imposed[last][step] += imp
@@ -139,6 +146,7 @@ def truth(folder):
         culprit_mean_imposed_ms=round(mean_imposed[culprit], 3),
         per_step_imposed_ms=[round(imposed[culprit][s], 3) for s in steps],
         mean_imposed_ms={str(r): round(v, 3) for r, v in mean_imposed.items()},
+        mean_wait_ms={str(r): round(v / len(steps), 3) for r, v in waited.items()},
         end_spread_us_median=round(statistics.median(c["end_spread_us"] for c in colls), 1),
         end_spread_us_max=max(c["end_spread_us"] for c in colls),
         step_ms=step_ms,

@@ -265,6 +265,34 @@ fn without(k: Kind, cpu: bool) -> &'static str {
 /// Rows of the what-if table: the ranks that give back the most, then every cause.
 const WHAT_IF_RANKS: usize = 8;
 
+/// A pipeline's stages: each one's bubble per step (its wait at the transfers for its
+/// neighbours), as recorded and re-simulated with every rank typical.
+pub(super) fn stages(a: &Analysis) -> Table {
+    let w = &a.path.what_if;
+    let rows = w
+        .stages
+        .iter()
+        .map(|s| {
+            vec![
+                text(s.who.clone()),
+                ms(s.bubble),
+                Cell::Num(s.step_pct, 1),
+                ms(s.ideal_bubble),
+            ]
+        })
+        .collect();
+    Table {
+        name: "what_if_stages",
+        title: "Pipeline stages: each stage's bubble (its wait at the transfers for its neighbours), per step, as recorded and re-simulated with every rank typical".to_string(),
+        columns: ["stage", "bubble ms / step", "% of step", "every rank typical ms"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        rows,
+        terminal: true,
+    }
+}
+
 /// What if: the step time each rank would give back if it were typical, and each cause if it
 /// were removed, re-simulated on the matched collectives, beside the local charge of the
 /// causes table; the title carries the slowdown and the model error.

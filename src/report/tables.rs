@@ -35,6 +35,9 @@ pub(crate) fn sections_for(a: &Analysis, width: Option<usize>) -> Vec<Table> {
         if !a.path.what_if.worlds.is_empty() {
             out.push(super::critical_path::what_if(a));
         }
+        if !a.path.what_if.stages.is_empty() {
+            out.push(super::critical_path::stages(a));
+        }
     }
     if !a.kernels.is_empty() {
         out.push(kernels(a, &ranks, wide));

@@ -56,8 +56,35 @@ pub(crate) fn tables(a: &Analysis) -> Vec<Table> {
             what_if_worst(a),
             what_if_worlds(a),
         ]);
+        if !a.path.what_if.stages.is_empty() {
+            out.push(what_if_stages(a));
+        }
     }
     out
+}
+
+/// Each pipeline stage's bubble per step: recorded, and with every rank typical.
+fn what_if_stages(a: &Analysis) -> Table {
+    let mut t = Table::data(
+        "what_if_stages",
+        &[
+            "world",
+            "stage",
+            "bubble_ns_per_step",
+            "step_pct",
+            "ideal_bubble_ns_per_step",
+        ],
+    );
+    for s in &a.path.what_if.stages {
+        t.rows.push(vec![
+            i(s.world as i64),
+            super::table::s(&s.who),
+            i(s.bubble.get()),
+            f(s.step_pct),
+            i(s.ideal_bubble.get()),
+        ]);
+    }
+    t
 }
 
 /// The what-if, one row per rank made typical and per cause removed.

@@ -867,12 +867,13 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
     let charged = inp.path.rank_per_step(&c.who);
     if w.pipeline_saving(&c.who).is_some() {
         return Some(format!(
-            "What if: the {:.2} ms are replayed on the pipeline's transfers (model error {:.1} %). The waits {} imposes where it arrives last come to {:.2} ms a step (the critical-path table), but a neighbour in a pipeline that waits for it may otherwise have idled in a bubble or waited for another stage{}.",
+            "What if: the {:.2} ms are replayed on the pipeline's transfers (model error {:.1} %). The waits {} imposes where it arrives last come to {:.2} ms a step (the critical-path table), but a neighbour in a pipeline that waits for it may otherwise have idled in a bubble or waited for another stage{}.{}",
             w.saved_by(&c.who).as_ms(),
             w.error_pct,
             c.who,
             charged / 1e6,
             worst_together(w, w.saved_by(&c.who)),
+            stage_bubbles(w),
         ));
     }
     let head = format!(
@@ -909,6 +910,33 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
         Some(format!("{head}; {tail}){}.", worst_together(w, saved)))
     }
 }
+
+/// " Each stage's bubble …": a pipeline's stages' waits at the transfers per step, recorded
+/// and with every rank typical (up to [`STAGES_SAID`] stages; the table has them all).
+fn stage_bubbles(w: &path::whatif::WhatIf) -> String {
+    if w.stages.is_empty() || w.stages.len() > STAGES_SAID {
+        return String::new();
+    }
+    let each: Vec<String> = w
+        .stages
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {:.2} → {:.2}",
+                s.who,
+                s.bubble.as_ms(),
+                s.ideal_bubble.as_ms()
+            )
+        })
+        .collect();
+    format!(
+        " Each stage's bubble (its wait at the transfers) per step, recorded → with every rank typical: {} ms.",
+        each.join(", ")
+    )
+}
+
+/// The most pipeline stages [`stage_bubbles`] names in the verdict.
+const STAGES_SAID: usize = 8;
 
 /// "; fixing the worst 3 (…) together gives back …": the largest set of worst ranks that gives
 /// back more than the first line's rank alone (`alone`), or nothing.

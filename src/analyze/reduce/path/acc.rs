@@ -3,7 +3,7 @@
 //! cause, keeps the costliest, the transfers per world and the costs per step, and turns them
 //! into a [`CriticalPath`] ([`Acc::finish`]). The model is in [`super`]'s documentation.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::graph::Member;
 use super::whatif::WhatIfAcc;
@@ -437,7 +437,11 @@ impl Acc {
         let hidden = self.hidden(&m, worlds);
         notes.extend(hidden.iter().map(Hidden::note));
         let labels = std::mem::take(&mut self.labels);
-        let what_if = std::mem::take(&mut self.whatif).finish(&m.rows, m.step_ns, &labels, worlds);
+        let lockstep: BTreeSet<usize> = (0..worlds.len())
+            .filter(|&w| self.lockstep(&worlds[w]))
+            .collect();
+        let what_if =
+            std::mem::take(&mut self.whatif).finish(&m.rows, m.step_ns, &labels, worlds, &lockstep);
         CriticalPath {
             what_if,
             collectives: self.collectives,
@@ -453,6 +457,31 @@ impl Acc {
             hidden,
             marks,
         }
+    }
+
+    /// Whether the ranks `members` run their steps in lockstep, as a training pipeline's
+    /// stages do (each step on every stage, one after another): in the median pair of
+    /// consecutive steps, the next begins on some rank less than a third of the step before
+    /// the last rank ends this one. A serving pipeline's stages work on different batches at
+    /// once (stage 0 takes the next while the last finishes this one: two thirds of the step
+    /// on `rankprof synth --pp 4`; 0–13 % on the recorded training pipelines).
+    fn lockstep(&self, members: &[usize]) -> bool {
+        let mut rows: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
+        for &r in members {
+            for &(s, e, row) in self.windows.get(r).into_iter().flatten() {
+                if let Some(row) = row {
+                    let x = rows.entry(row).or_insert((s, e));
+                    *x = (x.0.min(s), x.1.max(e));
+                }
+            }
+        }
+        let spans: Vec<(i64, i64)> = rows.into_values().collect();
+        let overlaps: Vec<f64> = spans
+            .windows(2)
+            .filter(|p| p[0].1 > p[0].0)
+            .map(|p| (p[0].1 - p[1].0) as f64 / (p[0].1 - p[0].0) as f64)
+            .collect();
+        overlaps.is_empty() || crate::analyze::stats::median(&overlaps) <= 1.0 / 3.0
     }
 
     /// Per rank, its late arrivals at collectives that compute ran on through: what they would

@@ -48,6 +48,19 @@ pub(crate) struct Node {
 /// earliest member's segment start and its last member's leave; `None` when the ranks' orders
 /// cannot all be met.
 pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Option<Vec<(i64, i64)>> {
+    replay_with(nodes, seg, None)
+}
+
+/// What a replay tells each member of a node: (node, member position, its wait there: the
+/// last arrival less its own).
+pub(crate) type Waited<'a> = &'a mut dyn FnMut(usize, usize, i64);
+
+/// [`replay`], telling `waited` (when given) each member's wait at each node.
+pub(crate) fn replay_with(
+    nodes: &[Node],
+    seg: impl Fn(usize, usize) -> i64,
+    mut waited: Option<Waited<'_>>,
+) -> Option<Vec<(i64, i64)>> {
     // Each rank's nodes in its own order: by arrival, then by the order the file wrote them
     // (a partial writes its collectives by key, so `seq` alone is not the arrival order there):
     // (arrival, seq, node, member position).
@@ -116,10 +129,17 @@ pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Optio
             .unwrap_or(0);
         let mut end = last;
         done += 1;
-        for mem in &node.members {
+        for (m, mem) in node.members.iter().enumerate() {
             let leave = last + (mem.end - rec_last).max(0);
             end = end.max(leave);
             let q = rank_queue[&mem.rank];
+            if let Some(w) = waited.as_deref_mut() {
+                let base = match clock[q] {
+                    Some((rec, rep)) if rec == mem.from => rep,
+                    _ => mem.from,
+                };
+                w(n, m, last - (base + seg(n, m)));
+            }
             clock[q] = Some((mem.end, leave));
             head[q] += 1;
             if let Some(&(_, _, next, _)) = queues[q].get(head[q]) {
@@ -204,6 +224,9 @@ pub(crate) struct Figures {
     pub(crate) rows: BTreeMap<usize, (usize, i64, i64, i64)>,
     pub(crate) ranks: BTreeMap<usize, i64>,
     pub(crate) kinds: [i64; 3],
+    /// Per rank, its waits at the collectives summed over the rows (a pipeline stage's
+    /// bubble): as recorded, and replayed with every rank typical.
+    pub(crate) waits: BTreeMap<usize, [i64; 2]>,
 }
 
 /// A world's nodes, replayed under the what-if's changes.
@@ -246,6 +269,33 @@ impl<'a> World<'a> {
         Some(s)
     }
 
+    /// Per rank, its waits at the collectives of the measured rows (the last arrival less its
+    /// own), replayed with segments `seg`.
+    fn waits_with(&self, seg: impl Fn(usize, usize) -> i64) -> BTreeMap<usize, i64> {
+        let mut out: BTreeMap<usize, i64> = BTreeMap::new();
+        let mut add = |n: usize, m: usize, wait: i64| {
+            let node = &self.nodes[n];
+            if self.measured.contains(&node.row) {
+                *out.entry(node.members[m].rank).or_default() += wait.max(0);
+            }
+        };
+        replay_with(self.nodes, seg, Some(&mut add));
+        out
+    }
+
+    /// Per rank, its waits at the collectives of the measured rows as recorded.
+    fn recorded_waits(&self) -> BTreeMap<usize, i64> {
+        let mut out: BTreeMap<usize, i64> = BTreeMap::new();
+        for node in self.nodes.iter().filter(|n| self.measured.contains(&n.row)) {
+            let arrive = |m: &Member| m.from + m.seg;
+            let last = node.members.iter().map(arrive).max().unwrap_or(0);
+            for m in &node.members {
+                *out.entry(m.rank).or_default() += last - arrive(m);
+            }
+        }
+        out
+    }
+
     /// What the change `seg` gives back over the measured rows: the base spans less its.
     fn saved(&self, seg: impl Fn(usize, usize) -> i64) -> i64 {
         self.spans_with(seg).map_or(0, |s| {
@@ -281,8 +331,9 @@ impl<'a> World<'a> {
     }
 
     /// The figures: spans recorded, replayed and ideal per row; each rank typical alone; each
-    /// cause cut to the members' median part.
-    pub(crate) fn figures(&self) -> Figures {
+    /// cause cut to the members' median part; with `waits` (a pipeline), each rank's waits
+    /// as recorded and with every rank typical.
+    pub(crate) fn figures(&self, waits: bool) -> Figures {
         let mut rec = recorded(self.nodes);
         rec.retain(|r, _| self.measured.contains(r));
         let ideal = self
@@ -313,7 +364,21 @@ impl<'a> World<'a> {
             .map(|r| (r, self.saved_fixed(&[r])))
             .collect();
         let kinds = [0usize, 1, 2].map(|k| self.saved(|n, m| self.typical_seg(n, m, &[k])));
-        Figures { rows, ranks, kinds }
+        let waits = if waits {
+            let ideal = self.waits_with(|n, m| self.typical_seg(n, m, &[0, 1, 2]));
+            self.recorded_waits()
+                .into_iter()
+                .map(|(r, rec)| (r, [rec, ideal.get(&r).copied().unwrap_or(rec)]))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        Figures {
+            rows,
+            ranks,
+            kinds,
+            waits,
+        }
     }
 }
 
@@ -357,6 +422,35 @@ mod tests {
         // The recording is reproduced: span 23, where a chain would sum 11 + 11 + 11.
         assert_eq!(spans(&nodes, &ends), recorded(&nodes));
         assert_eq!(spans(&nodes, &ends)[&0], 23);
+    }
+
+    #[test]
+    fn each_member_waits_for_the_last_arrival() {
+        let nodes = pipeline();
+        let measured = std::collections::BTreeSet::from([0]);
+        let w = World::new(&nodes, &measured).expect("replayable");
+        // Recorded: 1 waits 10 at the first 0 → 1 (arrives 0, 0 at 10), 2 waits 21 for 1 → 2,
+        // 0 waits 1 at the second 0 → 1 (arrives 21, 1 at 22).
+        assert_eq!(
+            w.recorded_waits(),
+            BTreeMap::from([(0, 1), (1, 10), (2, 21)])
+        );
+        // Replayed as recorded, the same.
+        assert_eq!(
+            w.waits_with(|n, m| nodes[n].members[m].seg),
+            w.recorded_waits()
+        );
+        // Stage 0 computing 5: 1 waits 5 at the first, 2 waits 16; the second 0 → 1 sees 0 at
+        // 11 and 1 at 17 (0 waits 6).
+        let faster = w.waits_with(|n, m| {
+            let mm = nodes[n].members[m];
+            if mm.rank == 0 {
+                5
+            } else {
+                mm.seg
+            }
+        });
+        assert_eq!(faster, BTreeMap::from([(0, 6), (1, 5), (2, 16)]));
     }
 
     #[test]

@@ -88,6 +88,19 @@ pub struct WorstIf {
     pub lost_pct: f64,
 }
 
+/// A pipeline stage (a rank of a pipeline world): its bubble — how long it waits at the
+/// transfers for its neighbours — per step, as recorded and with every rank typical (what the
+/// schedule leaves when nobody is slow).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageIf {
+    pub who: String,
+    pub world: usize,
+    pub bubble: Ns,
+    pub ideal_bubble: Ns,
+    /// `bubble` of the mean step, percent.
+    pub step_pct: f64,
+}
+
 /// One world replayed: its time per step as recorded and replayed, and with every rank typical.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WorldIf {
@@ -128,9 +141,13 @@ pub struct WhatIf {
     pub slowdown: f64,
     /// The model error over every world, percent.
     pub error_pct: f64,
-    /// The ranks of the pipeline worlds ([`WorldIf::pipeline`]).
+    /// The ranks of the pipeline worlds ([`WorldIf::pipeline`]) that run their steps in
+    /// lockstep, as training pipelines do ([`WhatIf::pipeline_saving`]).
     #[serde(skip)]
     pub pipeline_ranks: Vec<String>,
+    /// Each pipeline stage's bubble, in rank order (empty without a pipeline).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageIf>,
 }
 
 impl WorstIf {
@@ -156,15 +173,21 @@ impl WhatIf {
         self.rank(who).map_or(Ns::ZERO, |r| r.saved)
     }
 
-    /// Whether `who` is a rank of a pipeline world ([`WorldIf::pipeline`]).
+    /// Whether `who` is a rank of a pipeline world ([`WorldIf::pipeline`]) that runs its
+    /// steps in lockstep.
     pub fn in_pipeline(&self, who: &str) -> bool {
         self.pipeline_ranks.iter().any(|r| r == who)
     }
 
-    /// What `who` costs the step when it is a rank of a pipeline and the replay is trusted:
-    /// what making it typical gives back per step (its local charge counts waits its
+    /// What `who` costs the step when it is a rank of a pipeline whose stages run their steps
+    /// in lockstep (training: each step on every stage, one after another) and the replay is
+    /// trusted: what making it typical gives back per step (its local charge counts waits its
     /// neighbours would have spent in the pipeline's bubbles anyway). `None` otherwise: the
-    /// local charge stands.
+    /// local charge stands — also in a serving pipeline, whose stages work on different
+    /// batches at once, where the replay of one step's span is no measure of the throughput
+    /// (`rankprof synth --pp 4`, stage 2 at 2× its kernel time: the local charge 0.16 ms a
+    /// step, the plant's 4 steps ending 0.16 ms a step later than the control's; the replay
+    /// 0.40).
     pub fn pipeline_saving(&self, who: &str) -> Option<Ns> {
         (self.trusted() && self.in_pipeline(who)).then(|| self.saved_by(who))
     }
@@ -375,13 +398,15 @@ impl WhatIfAcc {
     }
 
     /// The totals per step over the rows measured in full (`measured`), with the mean step
-    /// time; `labels` and `worlds` name the ranks.
+    /// time; `labels` and `worlds` name the ranks; `lockstep`: the worlds whose ranks run
+    /// their steps one after another ([`WhatIf::pipeline_saving`]).
     pub(crate) fn finish(
         self,
         measured: &[usize],
         step_ns: f64,
         labels: &[String],
         worlds: &[Vec<usize>],
+        lockstep: &BTreeSet<usize>,
     ) -> WhatIf {
         let steps = measured.len();
         if steps == 0 {
@@ -405,7 +430,13 @@ impl WhatIfAcc {
             .iter()
             .filter_map(|(&w, nodes)| Some((w, graph::World::new(nodes, &measured)?)))
             .collect();
-        add_graphs(&graphs, &mut by_world, &mut ranks, &mut kinds);
+        let waits = add_graphs(
+            &graphs,
+            &self.pipelines,
+            &mut by_world,
+            &mut ranks,
+            &mut kinds,
+        );
         for ((row, world), s) in &self.sums {
             if !measured.contains(row) || graphs.contains_key(world) {
                 continue;
@@ -475,9 +506,20 @@ impl WhatIfAcc {
             .collect();
         let pipeline_ranks = worlds
             .iter()
-            .filter(|w| w.pipeline)
+            .filter(|w| w.pipeline && lockstep.contains(&w.world))
             .flat_map(|w| all_worlds.get(w.world).into_iter().flatten())
             .map(|&r| label(r))
+            .collect();
+        // In (world, rank) order: the stages in rank order.
+        let stages: Vec<StageIf> = waits
+            .into_iter()
+            .map(|((world, r), [rec, ideal])| StageIf {
+                who: label(r),
+                world,
+                bubble: per(rec),
+                ideal_bubble: per(ideal),
+                step_pct: pct(per(rec)),
+            })
             .collect();
         WhatIf {
             ranks,
@@ -487,20 +529,25 @@ impl WhatIfAcc {
             error_pct: 100.0 * ratio(off, recorded_all),
             worlds,
             pipeline_ranks,
+            stages,
         }
     }
 }
 
 /// The graph worlds' replays added to the totals: each world's rows, what each of its ranks
-/// gives back ((rank, world) → ns) and each cause.
+/// gives back ((rank, world) → ns) and each cause. Returns the waits of the ranks of the
+/// `pipelines` ((world, rank) → recorded, ideal).
 fn add_graphs(
     graphs: &BTreeMap<usize, graph::World<'_>>,
+    pipelines: &BTreeSet<usize>,
     by_world: &mut BTreeMap<usize, WorldTotals>,
     ranks: &mut BTreeMap<(usize, usize), i64>,
     kinds: &mut [i64; 3],
-) {
+) -> BTreeMap<(usize, usize), [i64; 2]> {
+    let mut waits = BTreeMap::new();
     for (&w, g) in graphs {
-        let f = g.figures();
+        let f = g.figures(pipelines.contains(&w));
+        waits.extend(f.waits.iter().map(|(&r, &x)| ((w, r), x)));
         let t = by_world.entry(w).or_default();
         for &(n, recorded, replayed, ideal) in f.rows.values() {
             t.add_row(n, recorded, replayed, replayed - ideal);
@@ -512,6 +559,7 @@ fn add_graphs(
             *t += x;
         }
     }
+    waits
 }
 
 /// The worst 1 … [`WORST_K`] ranks (those that give back the most alone, over every world;
