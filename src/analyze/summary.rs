@@ -58,7 +58,7 @@ use super::collect::rank::RankResult;
 use super::explain::attribution::Attribution;
 use super::explain::verdict::{ClassShare, Verdict};
 use super::reduce::path::whatif::WhatIf;
-use super::reduce::path::{Cause, CriticalPath, Kind as PathKind};
+use super::reduce::path::{CriticalPath, Kind as PathKind};
 use super::reduce::steps::{Onset, StepTable};
 use super::stats::{median_p90, spread};
 use crate::trace::Ns;
@@ -199,18 +199,9 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
     if p.steps == 0 {
         return None;
     }
-    let replayed = |c: &Cause| {
-        (c.kind != PathKind::Transfer)
-            .then(|| p.what_if.pipeline_saving(&c.who))
-            .flatten()
-            .map(|ns| ns.get() as f64)
-    };
-    let pct = |c: &Cause| {
-        replayed(c)
-            .filter(|_| p.step_ns > 0.0)
-            .map_or(c.net_step_pct, |ns| 100.0 * ns / p.step_ns)
-    };
-    let lead = p.lead().filter(|c| pct(c) >= threshold_pct);
+    let lead = p
+        .lead()
+        .filter(|c| p.replayed_pct(c).unwrap_or(c.net_step_pct) >= threshold_pct);
     let mut ranks: BTreeMap<&str, f64> = BTreeMap::new();
     for c in p.causes.iter().filter(|c| c.kind != PathKind::Transfer) {
         *ranks.entry(c.who.as_str()).or_default() += c.per_step_ns;
@@ -223,9 +214,9 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
         imposed_per_step_ns: Ns::new(
             lead.map(|c| match c.kind {
                 PathKind::Transfer => c.per_step_ns,
-                _ => {
-                    replayed(c).unwrap_or_else(|| ranks.get(c.who.as_str()).copied().unwrap_or(0.0))
-                }
+                _ => p
+                    .replayed_cost(c)
+                    .unwrap_or_else(|| ranks.get(c.who.as_str()).copied().unwrap_or(0.0)),
             })
             .map_or(0, |ns| ns.round() as i64),
         ),

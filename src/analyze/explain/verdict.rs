@@ -367,7 +367,9 @@ impl<'a> Leads<'a> {
 fn path_lead<'a>(inp: &Input<'a>, v: &Verdict) -> Option<&'a path::Cause> {
     let p = inp.path;
     let eligible = |c: &path::Cause| {
-        let pct = pipeline_pct(p, &c.who).unwrap_or_else(|| lead_pct(c, p, v.onset.as_ref()));
+        let pct = p
+            .replayed_pct(c)
+            .unwrap_or_else(|| lead_pct(c, p, v.onset.as_ref()));
         p.steps > 0 && pct >= 100.0 * inp.threshold
     };
     let first = p.lead().filter(|c| eligible(c))?;
@@ -403,16 +405,6 @@ fn order_key(inp: &Input<'_>, who: &str, local: f64) -> (f64, f64) {
 fn replayed_saving(inp: &Input<'_>, who: &str) -> Option<f64> {
     let w = &inp.path.what_if;
     (w.trusted() && local_path_cost(inp, who, 0).is_some()).then(|| w.saved_by(who).get() as f64)
-}
-
-/// What a rank of a pipeline costs the step, as a share of it, when the replay is trusted
-/// ([`path::whatif::WhatIf::pipeline_saving`]): what making it typical gives back. `None`
-/// for a rank of no pipeline, whose local charge stands.
-fn pipeline_pct(p: &CriticalPath, who: &str) -> Option<f64> {
-    p.what_if
-        .pipeline_saving(who)
-        .filter(|_| p.step_ns > 0.0)
-        .map(|ns| 100.0 * ns.get() as f64 / p.step_ns)
 }
 
 /// What a path cause costs as a share of the step, as its line states it: from the onset on
@@ -772,9 +764,8 @@ fn lead_charge(inp: &Input<'_>, leads: &Leads<'_>) -> Option<f64> {
     match (leads.path, leads.gap) {
         (Some(c), _) => Some(
             inp.path
-                .what_if
-                .pipeline_saving(&c.who)
-                .map_or_else(|| inp.path.rank_per_step(&c.who), |ns| ns.get() as f64),
+                .replayed_cost(c)
+                .unwrap_or_else(|| inp.path.rank_per_step(&c.who)),
         ),
         (None, Some(g)) => Some(gap_cost_ns(inp, g)),
         _ => None,
@@ -1225,14 +1216,11 @@ fn path_line(
     // not the mean over steps it did not slow down.
     let from = cost_onset(c, p, onset)
         .and_then(|o| c.per_step_from(o.step_index, &p.per_step).map(|x| (o, x)));
-    let replayed = (c.kind != path::Kind::Transfer)
-        .then(|| p.what_if.pipeline_saving(&c.who))
-        .flatten();
-    let cost = match (replayed, from) {
+    let cost = match (p.replayed_cost(c), from) {
         (Some(ns), _) => format!(
             "{who} costs every step {:.2} ms ({:.0} % of the {:.2} ms step; what making it typical gives back, re-simulated on the pipeline)",
-            ns.as_ms(),
-            pipeline_pct(p, &c.who).unwrap_or(0.0),
+            ns / 1e6,
+            p.replayed_pct(c).unwrap_or(0.0),
             p.step_ns / 1e6
         ),
         (None, Some((o, (ns, step)))) if step > 0.0 => format!(

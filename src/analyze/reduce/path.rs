@@ -340,6 +340,24 @@ impl CriticalPath {
             .filter(|c| c.who == who)
             .fold(0.0, |sum, c| sum + c.per_step_ns)
     }
+
+    /// What the rank of `c` costs the step, per step (ns), when it is a stage of a pipeline
+    /// that runs its steps in lockstep and the replay is trusted
+    /// ([`whatif::WhatIf::pipeline_saving`]); `None` for a slow link or any other rank, whose
+    /// local charge stands.
+    pub fn replayed_cost(&self, c: &Cause) -> Option<f64> {
+        (c.kind != Kind::Transfer)
+            .then(|| self.what_if.pipeline_saving(&c.who))
+            .flatten()
+            .map(|ns| ns.get() as f64)
+    }
+
+    /// [`CriticalPath::replayed_cost`] as a percentage of the step.
+    pub fn replayed_pct(&self, c: &Cause) -> Option<f64> {
+        self.replayed_cost(c)
+            .filter(|_| self.step_ns > 0.0)
+            .map(|ns| 100.0 * ns / self.step_ns)
+    }
 }
 
 /// A late arrival on its rank's track: its segment before the collective it arrived last at,

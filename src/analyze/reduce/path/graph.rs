@@ -112,11 +112,7 @@ pub(crate) fn replay_with(
         let mut last = i64::MIN;
         let mut start = i64::MAX;
         for (m, mem) in node.members.iter().enumerate() {
-            let q = rank_queue[&mem.rank];
-            let base = match clock[q] {
-                Some((rec, rep)) if rec == mem.from => rep,
-                _ => mem.from,
-            };
+            let base = clock_of(clock[rank_queue[&mem.rank]], mem);
             start = start.min(base);
             last = last.max(base + seg(n, m));
         }
@@ -134,11 +130,7 @@ pub(crate) fn replay_with(
             end = end.max(leave);
             let q = rank_queue[&mem.rank];
             if let Some(w) = waited.as_deref_mut() {
-                let base = match clock[q] {
-                    Some((rec, rep)) if rec == mem.from => rep,
-                    _ => mem.from,
-                };
-                w(n, m, last - (base + seg(n, m)));
+                w(n, m, last - (clock_of(clock[q], mem) + seg(n, m)));
             }
             clock[q] = Some((mem.end, leave));
             head[q] += 1;
@@ -149,6 +141,16 @@ pub(crate) fn replay_with(
         ends[n] = (start, end);
     }
     (done == nodes.len()).then_some(ends)
+}
+
+/// Where a member's segment starts in the replay: its rank's replayed end of its previous
+/// collective (`clock`: that collective's recorded and replayed end) when its recorded segment
+/// started there, else its recorded start.
+fn clock_of(clock: Option<(i64, i64)>, mem: &Member) -> i64 {
+    match clock {
+        Some((rec, rep)) if rec == mem.from => rep,
+        _ => mem.from,
+    }
 }
 
 /// Per (row, rank), the factor each part is scaled by to make the rank typical: the world's

@@ -184,10 +184,10 @@ impl WhatIf {
     /// trusted: what making it typical gives back per step (its local charge counts waits its
     /// neighbours would have spent in the pipeline's bubbles anyway). `None` otherwise: the
     /// local charge stands — also in a serving pipeline, whose stages work on different
-    /// batches at once, where the replay of one step's span is no measure of the throughput
-    /// (`rankprof synth --pp 4`, stage 2 at 2× its kernel time: the local charge 0.16 ms a
-    /// step, the plant's 4 steps ending 0.16 ms a step later than the control's; the replay
-    /// 0.40).
+    /// batches at once, where the replay of one step's span is no measure of what a stage
+    /// costs (`rankprof synth --pp 4 --steps 8`, stage 2 at 2× its kernel time: the local
+    /// charge 0.14 ms a step, the plant's last step ending 0.13 ms a step later than the
+    /// control's; the replay 0.36).
     pub fn pipeline_saving(&self, who: &str) -> Option<Ns> {
         (self.trusted() && self.in_pipeline(who)).then(|| self.saved_by(who))
     }
