@@ -120,9 +120,9 @@ pub struct WorldIf {
     pub lost_median: Ns,
     /// |replayed − recorded| over recorded, percent.
     pub error_pct: f64,
-    /// A pipeline: its ranks pass point-to-point transfers that name their peer. A wait one
-    /// rank imposes on a neighbour there may sit in a bubble the neighbour would have idled in
-    /// anyway, so the local charge overstates what the rank costs; the replay does not
+    /// A pipeline: its ranks pass point-to-point transfers that name their peer, and its graph
+    /// replays. Its stages' bubbles are reported ([`WhatIf::stages`]); whether the replay
+    /// also stands for a rank's cost depends on its steps running in lockstep
     /// ([`WhatIf::pipeline_saving`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipeline: bool,
