@@ -86,7 +86,9 @@ def work_of(events):
         a = e.get("args") or {}
         if cat == "kernel":
             gpu.append((ts, a.get("correlation")))
-            if isinstance(a.get("In msg nelems"), int):
+            # A send or receive moves what the stage's place in a pipeline makes it move,
+            # not its work: rankprof's rule too (a shared rule, stated here).
+            if isinstance(a.get("In msg nelems"), int) and a.get("Collective name") not in ("send", "recv"):
                 gpu_nel.append((ts, a.get("correlation"), a["In msg nelems"]))
         elif cat in ("cuda_runtime", "cuda_driver"):
             if any(w in name for w in ("Launch", "Memcpy", "Memset")) and "correlation" in a:
@@ -95,7 +97,8 @@ def work_of(events):
             cpu.append(ts)
             if name in GEMMS and gemm_m(a.get("Input Dims")) is not None:
                 shapes.append((ts, gemm_m(a["Input Dims"])))
-            if name == "record_param_comms" and isinstance(a.get("In msg nelems"), int):
+            if (name == "record_param_comms" and isinstance(a.get("In msg nelems"), int)
+                    and a.get("Collective name") not in ("send", "recv")):
                 cpu_nel.append((ts, a["In msg nelems"]))
         is_step = cat in ("user_annotation", "gpu_user_annotation") or (
             cat == "cpu_op" and name.startswith("ProfilerStep#"))

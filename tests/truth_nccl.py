@@ -109,7 +109,10 @@ def instances(ranks, order):
 
 
 def truth(folder):
-    ranks = dict(load_rank(p) for p in sorted(glob.glob(os.path.join(folder, "*.pt.trace.json.gz"))))
+    # torch's handler names its files `*.pt.trace.json.gz`; `rankprof synth`, SGLang's way.
+    paths = sorted(glob.glob(os.path.join(folder, "*.pt.trace.json.gz"))) or sorted(
+        glob.glob(os.path.join(folder, "*.trace.json.gz")))
+    ranks = dict(load_rank(p) for p in paths)
     order = sorted(ranks)
     groups = instances(ranks, order)
     steps = sorted({k["step"] for r in order for k in ranks[r]["kernels"]})

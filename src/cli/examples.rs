@@ -240,6 +240,10 @@ const SYNTH: &[Example] = &[
         "MoE: hot experts on rank 2 (2× the routed tokens), Input Dims recorded",
         "rankprof synth -o /tmp/moe --tp 4 --ep 4 --record-shapes --hot-expert-rank 2 --work-factor 2",
     ),
+    ex(
+        "Training: 4 pipeline stages, 8 micro-batches a step on 1F1B, stage 2 at 2× its kernel time",
+        "rankprof synth -o /tmp/1f1b --tp 1 --pp 4 --microbatches 8 --slow-rank 2 --factor 2",
+    ),
 ];
 
 const DEMO: &[Example] = &[

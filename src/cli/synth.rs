@@ -70,6 +70,18 @@ pub struct SynthArgs {
     /// annotation before its ProfilerStep#N; its peers wait at the step's first collective.
     #[arg(long = "late-start-rank")]
     pub late_start_rank: Option<u32>,
+    /// A training step instead of a serving one: each step runs N micro-batches forward and
+    /// backward through the --pp stages on Megatron's 1F1B schedule (warm-up forwards, one
+    /// forward one backward, the remaining backwards), activations and gradients sent by
+    /// c10d::send / c10d::recv_, and ends with the gradient-norm all-reduce over the pipeline,
+    /// the optimizer and loss.item(). E.g. --tp 1 --pp 4 --microbatches 8 --slow-rank 2.
+    #[arg(
+        long = "microbatches",
+        value_name = "N",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
+    pub microbatches: u32,
     /// FSDP-style prefetch on a side stream: after each layer's last all-reduce every rank
     /// copies the next layer's shard in and all-gathers it over its TP group on its own CUDA
     /// stream (cudaEventRecord after the launch); the compute stream goes on with the next

@@ -55,6 +55,7 @@ pub(crate) fn options(a: &SynthArgs) -> Result<SynthOptions> {
             factor: a.factor,
             from_step: a.from_step,
         }),
+        microbatches: a.microbatches,
         overlap_comm: a.overlap_comm,
         overlap_delay: a.overlap_late_rank.map(|rank| delay(a, rank)),
         profile_memory: a.profile_memory,

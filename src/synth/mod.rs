@@ -34,6 +34,7 @@ pub(crate) mod layout;
 pub(crate) mod model;
 pub(crate) mod rng;
 pub(crate) mod sim;
+pub(crate) mod train;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -175,6 +176,11 @@ pub struct SynthOptions {
     pub late_start: Option<Delay>,
     /// Planted slow link of one DP replica.
     pub slow_link: Option<SlowLink>,
+    /// Training through the pipeline (`--microbatches N`, [`train`]): every step runs `N`
+    /// micro-batches forward and backward on Megatron's 1F1B schedule, and ends with the
+    /// gradient-norm all-reduce, the optimizer and `loss.item()`; no batch annotations. 0: a
+    /// serving step (one forward).
+    pub microbatches: u32,
     /// FSDP-style prefetch (`--overlap-comm`, [`model::overlap_prefetch`]): one all-gather
     /// per layer on a side stream, overlapping the next layer's compute, which waits for it
     /// (`cudaStreamWaitEvent`) only before its output projection.
@@ -245,6 +251,7 @@ impl Default for SynthOptions {
             host_delay: None,
             late_start: None,
             slow_link: None,
+            microbatches: 0,
             overlap_comm: false,
             overlap_delay: None,
             profile_memory: false,
@@ -276,6 +283,7 @@ impl SynthOptions {
         self.validate_delays(world)?;
         self.validate_slow_link()?;
         self.validate_overlap(world)?;
+        self.validate_training()?;
         self.validate_memory(world)?;
         self.validate_times(world)
     }
@@ -439,6 +447,31 @@ impl SynthOptions {
             if d.delay_ns <= 0 {
                 bail!("--overlap-late-rank needs --delay-us above 0");
             }
+        }
+        Ok(())
+    }
+
+    /// Training (`--microbatches`): a dense model, one file a rank, the default stream.
+    fn validate_training(&self) -> Result<()> {
+        if self.microbatches == 0 {
+            return Ok(());
+        }
+        if self.microbatches > 4096 {
+            bail!("--microbatches {}: at most 4096", self.microbatches);
+        }
+        for (on, flag) in [
+            (self.by_stage, "--by-stage"),
+            (self.overlap_comm, "--overlap-comm"),
+            (self.dp_attention, "--dp-attention"),
+            (self.ep > 1, "--ep above 1"),
+            (self.hot_expert.is_some(), "--hot-expert-rank"),
+        ] {
+            if on {
+                bail!("--microbatches (a training step) is generated for a dense model without {flag}");
+            }
+        }
+        if self.heavy.is_some() {
+            bail!("--heavy-rank: in a training pipeline every stage runs the same micro-batches; plant a heavier stage with --extra-kernels or --slow-rank");
         }
         Ok(())
     }
@@ -620,7 +653,7 @@ fn write_profile(
             trace_name: format!("/tmp/tmp{tmpname}.json"),
             base_first: cfg.base_first,
             record_shapes: cfg.record_shapes,
-            annotations: cfg.annotations,
+            annotations: cfg.annotations && cfg.microbatches == 0,
             vllm: cfg.naming == Vendor::Vllm,
             cpu_only: cfg.cpu_only,
             side_stream: cfg.overlap_comm,

@@ -176,7 +176,7 @@ impl Op {
     }
 }
 
-fn kernel(spec: &'static KSpec, cpu: &'static str, gpu_ns: i64, cpu_ns: i64) -> Op {
+pub(super) fn kernel(spec: &'static KSpec, cpu: &'static str, gpu_ns: i64, cpu_ns: i64) -> Op {
     let call = if spec.name == cat::MOE_FUSED.name {
         cat::LAUNCH_DRIVER
     } else {
@@ -193,11 +193,58 @@ fn kernel(spec: &'static KSpec, cpu: &'static str, gpu_ns: i64, cpu_ns: i64) -> 
     }
 }
 
-fn linear(spec: &'static KSpec, gpu_ns: i64, rows: i64) -> Op {
+pub(super) fn linear(spec: &'static KSpec, gpu_ns: i64, rows: i64) -> Op {
     Op {
         inner: Some("aten::mm"),
         rows: rows.max(0) as u64,
         ..kernel(spec, "aten::linear", gpu_ns, 12_000)
+    }
+}
+
+/// `c10d::allreduce_` of `nelems` over process group `pg` (LL for small messages, LL128 else).
+pub(super) fn all_reduce(pg: usize, nelems: u64) -> Op {
+    Op {
+        gpu: Gpu::Coll(Coll {
+            kind: CollKind::AllReduce,
+            spec: if nelems <= 64 * 1024 {
+                &cat::NCCL_AR_LL
+            } else {
+                &cat::NCCL_AR_LL128
+            },
+            pg,
+            peer: 0,
+            nelems,
+        }),
+        cpu: "c10d::allreduce_",
+        inner: Some("record_param_comms"),
+        call: cat::LAUNCH_EXC,
+        gpu_ns: 0,
+        cpu_ns: 18_000,
+        rows: 0,
+    }
+}
+
+/// A send to (or receive from) pipeline stage `peer_p`, the same TP rank there, over the
+/// rank's pipeline group.
+pub(super) fn p2p(layout: &Layout, pos: &RankPos, kind: CollKind, peer_p: u32, nelems: u64) -> Op {
+    Op {
+        gpu: Gpu::Coll(Coll {
+            kind,
+            spec: &cat::NCCL_SENDRECV,
+            pg: layout.pp_group(pos.t),
+            peer: peer_p * layout.tp + pos.t,
+            nelems,
+        }),
+        cpu: if kind == CollKind::Send {
+            "c10d::send"
+        } else {
+            "c10d::recv_"
+        },
+        inner: Some("record_param_comms"),
+        call: cat::LAUNCH_EXC,
+        gpu_ns: 0,
+        cpu_ns: 16_000,
+        rows: 0,
     }
 }
 
@@ -211,18 +258,18 @@ pub(crate) fn transfer_ns(c: &Coll) -> i64 {
 }
 
 /// Per-framework names of the kernels and CPU ops that differ.
-struct Flavour {
-    attn_decode: &'static KSpec,
-    attn_prefill: &'static KSpec,
-    norm_first: &'static KSpec,
-    norm_add: &'static KSpec,
-    act: &'static KSpec,
-    cpu_norm: &'static str,
-    cpu_attn: &'static str,
-    cpu_act: &'static str,
+pub(super) struct Flavour {
+    pub(super) attn_decode: &'static KSpec,
+    pub(super) attn_prefill: &'static KSpec,
+    pub(super) norm_first: &'static KSpec,
+    pub(super) norm_add: &'static KSpec,
+    pub(super) act: &'static KSpec,
+    pub(super) cpu_norm: &'static str,
+    pub(super) cpu_attn: &'static str,
+    pub(super) cpu_act: &'static str,
 }
 
-fn flavour(naming: Vendor) -> Flavour {
+pub(super) fn flavour(naming: Vendor) -> Flavour {
     match naming {
         Vendor::Sglang => Flavour {
             attn_decode: &cat::ATTN_DECODE_FI,
@@ -271,44 +318,8 @@ pub(crate) fn program(
     let bs = kind.bs() as i64;
     let nelems = kind.tokens() * HIDDEN;
     let tp_pg = layout.tp_group(pos);
-    let allreduce = Op {
-        gpu: Gpu::Coll(Coll {
-            kind: CollKind::AllReduce,
-            spec: if nelems <= 64 * 1024 {
-                &cat::NCCL_AR_LL
-            } else {
-                &cat::NCCL_AR_LL128
-            },
-            pg: tp_pg,
-            peer: 0,
-            nelems,
-        }),
-        cpu: "c10d::allreduce_",
-        inner: Some("record_param_comms"),
-        call: cat::LAUNCH_EXC,
-        gpu_ns: 0,
-        cpu_ns: 18_000,
-        rows: 0,
-    };
-    let p2p = |kind: CollKind, peer_p: u32| Op {
-        gpu: Gpu::Coll(Coll {
-            kind,
-            spec: &cat::NCCL_SENDRECV,
-            pg: layout.pp_group(pos.t),
-            peer: peer_p * layout.tp + pos.t,
-            nelems,
-        }),
-        cpu: if kind == CollKind::Send {
-            "c10d::send"
-        } else {
-            "c10d::recv_"
-        },
-        inner: Some("record_param_comms"),
-        call: cat::LAUNCH_EXC,
-        gpu_ns: 0,
-        cpu_ns: 16_000,
-        rows: 0,
-    };
+    let allreduce = all_reduce(tp_pg, nelems);
+    let p2p = |kind: CollKind, peer_p: u32| p2p(layout, pos, kind, peer_p, nelems);
 
     let mut ops = Vec::with_capacity(16 + 14 * layers as usize);
     ops.push(Op {

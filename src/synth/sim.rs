@@ -32,6 +32,7 @@ use super::cpu;
 use super::layout::{Layout, Stage};
 use super::model::{self, CollKind, Gpu, Op, StepKind};
 use super::rng::Rng;
+use super::train;
 use super::SynthOptions;
 
 /// What carries over from one step to the next, per rank.
@@ -137,7 +138,11 @@ pub(crate) fn simulate_step(
     let kinds: Vec<StepKind> = (0..layout.dp)
         .map(|d| {
             let d = if cfg.same_batches { 0 } else { d };
-            model::step_kind(cfg.seed, stage, profile, d, index)
+            if cfg.microbatches > 0 {
+                train::MICRO_BATCH
+            } else {
+                model::step_kind(cfg.seed, stage, profile, d, index)
+            }
         })
         .collect();
     let mut steps = Vec::with_capacity(world);
@@ -183,9 +188,21 @@ pub(crate) fn simulate_step(
             Some(h) if h.rank as usize == r => h.factor,
             _ => 1.0,
         };
-        let mut ops = model::program(
-            cfg.naming, cfg.layers, layout, &pos, kind, extra, moe_factor,
-        );
+        let mut ops = if cfg.microbatches > 0 {
+            train::program(
+                cfg.naming,
+                cfg.layers,
+                layout,
+                &pos,
+                kind,
+                cfg.microbatches,
+                extra,
+            )
+        } else {
+            model::program(
+                cfg.naming, cfg.layers, layout, &pos, kind, extra, moe_factor,
+            )
+        };
         if cfg.overlap_comm {
             ops = model::overlap_prefetch(ops, layout.tp_group(&pos));
         }

@@ -369,7 +369,13 @@ impl<'a> Collector<'a> {
                         .arg_found(&IN_NELEMS, &mut self.args_memo)
                         .and_then(|v| v.as_i64())
                     {
-                        self.cpu_nelems.push((start, n.max(0)));
+                        // Sends and receives are no measure of the work (as for kernels).
+                        let p2p = ev
+                            .arg_found(&OP_KEYS[4], &mut self.args_memo)
+                            .is_some_and(|c| is_p2p(c.text));
+                        if !p2p {
+                            self.cpu_nelems.push((start, n.max(0)));
+                        }
                     }
                 }
                 if raw.starts_with("c10d::") {
@@ -539,7 +545,15 @@ impl<'a> Collector<'a> {
         s.0 += dur;
         s.1 += 1;
         let in_n = nelems.and_then(|v| v.as_i64()).unwrap_or(0).max(0);
-        let nelems = in_n.min(i64::from(u32::MAX)) as u32;
+        let p2p = is_comm && coll.is_some_and(|c| is_p2p(c.text));
+        // A pipeline stage's sends and receives move what its place in the pipeline makes
+        // them move (a middle stage twice an end stage's), not its share of the work: only
+        // collectives count as the rank's message elements.
+        let nelems = if p2p {
+            0
+        } else {
+            in_n.min(i64::from(u32::MAX)) as u32
+        };
         let iv = GpuIv {
             start,
             end: start + dur,
@@ -550,7 +564,6 @@ impl<'a> Collector<'a> {
         };
         self.gpu.push(iv);
         if is_comm {
-            let p2p = coll.is_some_and(|c| matches!(c.text, "send" | "recv"));
             let peer = if p2p {
                 let mut arg = |i: usize| ev.arg_found(&P2P_KEYS[i], &mut self.args_memo);
                 let (dst, src, ranks) = (arg(0), arg(1), arg(2));
@@ -584,6 +597,11 @@ impl<'a> Collector<'a> {
             });
         }
     }
+}
+
+/// Whether a collective's `Collective name` is a point-to-point transfer.
+fn is_p2p(name: &str) -> bool {
+    matches!(name, "send" | "recv")
 }
 
 /// The size of one element of a collective's `dtype` as Kineto writes it (torch's scalar type

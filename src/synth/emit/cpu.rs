@@ -68,6 +68,11 @@ impl TraceWriter {
                 Gpu::Coll(c) => {
                     let pid = self.info.pid;
                     let dims = format!("[[[{}, {HIDDEN}]], [], [], [], [], []]", c.nelems / HIDDEN);
+                    // torch's `send(tensors, pg, dstRank, tag)` / `recv_(tensors, pg,
+                    // srcRank, tag)`: with record_shapes Kineto writes the peer as the third
+                    // concrete input.
+                    let concrete = matches!(c.kind, CollKind::Send | CollKind::Recv)
+                        .then(|| format!("[\"\", \"\", \"{}\", \"0\"]", c.peer));
                     self.span_on(
                         pid,
                         "cpu_op",
@@ -76,6 +81,7 @@ impl TraceWriter {
                         rec.cpu_dur,
                         rec.ext,
                         &dims,
+                        concrete.as_deref(),
                     );
                     // gloo's worker runs the algorithm from soon after the enqueue to the end.
                     let dur = rec.cpu_dur;
@@ -96,6 +102,7 @@ impl TraceWriter {
                         dur - lead - tail,
                         rec.ext,
                         &dims,
+                        None,
                     );
                 }
                 _ => {
@@ -137,6 +144,7 @@ impl TraceWriter {
         dur: i64,
         ext: u64,
         dims: &str,
+        concrete: Option<&str>,
     ) {
         let (pid, idx) = (self.info.pid, self.ev_idx);
         self.ev_idx += 1;
@@ -150,6 +158,10 @@ impl TraceWriter {
             self.bytes(b", \"Input Dims\": ");
             self.bytes(dims.as_bytes());
             self.bytes(b", \"Input type\": [\"c10::BFloat16\"]");
+            if let Some(c) = concrete {
+                self.bytes(b", \"Concrete Inputs\": ");
+                self.bytes(c.as_bytes());
+            }
         }
         self.args_close();
     }
