@@ -219,8 +219,13 @@ def check_file(path, collectives):
             continue
         end_abs = base + g[4] + g[5]
         if coll in ("send", "recv"):
-            src = local if coll == "send" else args.get("Src Rank")
-            dst = args.get("Dst Rank") if coll == "send" else local
+            # torch names the peer by its rank in the group: the group's ranks give the
+            # world's.
+            group = json.loads(args.get("Process Group Ranks") or "null")
+            def world(p):
+                return group[p] if isinstance(group, list) and 0 <= p < len(group) else p
+            src = local if coll == "send" else world(args.get("Src Rank"))
+            dst = world(args.get("Dst Rank")) if coll == "send" else local
             key = (dp, args["Process Group Name"], int(args["seq"]), src, dst)
             size = 2
         else:

@@ -9,8 +9,8 @@ It shares nothing with rankprof's model. The rule, per folder:
    `cuda_driver` event with the same `correlation`.
 2. The n-th NCCL kernel of every rank is one collective (one process group and one stream in
    these recordings; the script checks every rank has the same count per step). A send or
-   receive (`Collective name` `send` / `recv`, peer in `Dst Rank` / `Src Rank`: the default
-   group's, so global ranks) is one end of a transfer instead: the n-th send from s to d and
+   receive (`Collective name` `send` / `recv`, peer in `Dst Rank` / `Src Rank`: a rank of the
+   kernel's group, turned into a world rank by its `Process Group Ranks`) is one end of a transfer instead: the n-th send from s to d and
    the n-th receive at d from s are one, of two members.
 3. A member *arrives* when its kernel starts: an NCCL kernel cannot finish before every member's
    has started, so a member that started early spins in it until the last one arrives. The last
@@ -66,10 +66,18 @@ def load_rank(path):
                     None)
         a = e.get("args", {})
         pair = None
+        # The peer is a rank of the kernel's group (`Process Group Ranks` lists its world
+        # ranks; the default group's are the world's own).
+        try:
+            group = json.loads(a.get("Process Group Ranks") or "null")
+        except ValueError:
+            group = None
+        def world(p):
+            return group[p] if isinstance(group, list) and 0 <= p < len(group) else p
         if a.get("Collective name") == "send" and "Dst Rank" in a:
-            pair = (rank, a["Dst Rank"])
+            pair = (rank, world(a["Dst Rank"]))
         elif a.get("Collective name") == "recv" and "Src Rank" in a:
-            pair = (a["Src Rank"], rank)
+            pair = (world(a["Src Rank"]), rank)
         kernels.append(dict(start=e["ts"], end=e["ts"] + e["dur"], step=step, name=e["name"],
                             pair=pair))
     kernels.sort(key=lambda k: k["start"])

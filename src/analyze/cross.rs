@@ -268,9 +268,11 @@ impl<'a> Ctx<'a> {
     fn explain(&self, results: &[RankResult], red: &Reduced) -> Explained {
         let figs: Vec<&[StepFig]> = results.iter().map(|r| r.steps.as_slice()).collect();
         let dp: Vec<Option<u32>> = results.iter().map(|r| r.id.dp).collect();
+        let pp: Vec<Option<u32>> = results.iter().map(|r| r.id.pp).collect();
         let mut attribution = attribution::attribute(&attribution::Input {
             labels: &self.labels,
             dp: &dp,
+            pp: &pp,
             figs: &figs,
             summaries: &red.summaries,
             steps: &red.steps,

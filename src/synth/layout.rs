@@ -62,6 +62,15 @@ impl Group {
         let parts: Vec<String> = self.ranks.iter().map(u32::to_string).collect();
         format!("[{}]", parts.join(", "))
     }
+
+    /// Where rank `rank` (of the replica's world) stands in the group: the rank a
+    /// point-to-point op names its peer by (torch's `group_dst` / `group_src`).
+    pub(crate) fn rank_in(&self, rank: u32) -> u32 {
+        self.ranks
+            .iter()
+            .position(|&r| r == rank)
+            .map_or(rank, |i| i as u32)
+    }
 }
 
 /// SGLang's by-stage profiles: one file per stage and rank.

@@ -229,6 +229,8 @@ pub(crate) struct Input<'a> {
     pub(crate) labels: &'a [String],
     /// DP replica of each rank, when the file names say.
     pub(crate) dp: &'a [Option<u32>],
+    /// Pipeline stage of each rank, when the file names say.
+    pub(crate) pp: &'a [Option<u32>],
     pub(crate) figs: &'a [&'a [StepFig]],
     pub(crate) summaries: &'a [RankSummary],
     pub(crate) steps: &'a StepTable,
@@ -372,16 +374,11 @@ fn replicas(dp: &[Option<u32>]) -> Replicas {
     out
 }
 
-/// Every rank against the other ranks of its group: its DP replica when there are two or
-/// more, else all ranks.
+/// Every rank against the other ranks of its group ([`rank_groups`]).
 fn rank_records(ctx: &Ctx<'_>, sums: &Sums<'_>, replicas: &Replicas) -> Vec<Record> {
     let inp = sums.inp;
     let n = inp.labels.len();
-    let groups: Vec<Vec<usize>> = if replicas.len() >= 2 {
-        replicas.values().cloned().collect()
-    } else {
-        vec![(0..n).collect()]
-    };
+    let groups = rank_groups(inp.pp, replicas, n);
     let whole: Vec<Totals> = (0..n).map(|r| sums.totals(r, 0)).collect();
     let mut out = Vec::new();
     for g in groups.iter().filter(|g| g.len() >= 2) {
@@ -402,6 +399,33 @@ fn rank_records(ctx: &Ctx<'_>, sums: &Sums<'_>, replicas: &Replicas) -> Vec<Reco
         }
     }
     out
+}
+
+/// The ranks each rank is compared with: its DP replica when there are two or more, else all
+/// ranks; and within those, its pipeline stage when every stage has two ranks or more (TP
+/// inside the stages). The stages of a pipeline run different programs (the first embeds,
+/// the last runs the LM head and the loss), so a rank of one is no typical peer of another:
+/// compared across stages, a 2× slower rank of the last stage read as "more kernels".
+fn rank_groups(pp: &[Option<u32>], replicas: &Replicas, n: usize) -> Vec<Vec<usize>> {
+    let base: Vec<Vec<usize>> = if replicas.len() >= 2 {
+        replicas.values().cloned().collect()
+    } else {
+        vec![(0..n).collect()]
+    };
+    let mut stages: Vec<Vec<usize>> = Vec::new();
+    for g in &base {
+        let mut by: std::collections::BTreeMap<Option<u32>, Vec<usize>> = Default::default();
+        for &r in g {
+            by.entry(pp.get(r).copied().flatten()).or_default().push(r);
+        }
+        stages.extend(by.into_values());
+    }
+    let staged = pp.iter().all(Option::is_some) && stages.len() > base.len();
+    if staged && stages.iter().all(|g| g.len() >= 2) {
+        stages
+    } else {
+        base
+    }
 }
 
 /// Every replica against the other replicas, on the mean of its ranks. Replicas each run
@@ -748,5 +772,27 @@ mod tests {
         assert_eq!(replica_cause(1.0, Some(0.125), 1.0, th), Cause::Balanced);
         // More load, but most of a large gap is time per unit: the device.
         assert_eq!(replica_cause(3.0, Some(1.1), 1.0, th), Cause::SlowerDevice);
+    }
+
+    #[test]
+    fn a_rank_is_compared_within_its_stage_when_the_stage_has_peers() {
+        let none = Replicas::new();
+        // TP 2 × PP 2: each stage's two ranks.
+        let pp = [Some(0), Some(0), Some(1), Some(1)];
+        assert_eq!(rank_groups(&pp, &none, 4), vec![vec![0, 1], vec![2, 3]]);
+        // TP 1 × PP 4: no stage has a peer; the whole replica.
+        let pp = [Some(0), Some(1), Some(2), Some(3)];
+        assert_eq!(rank_groups(&pp, &none, 4), vec![vec![0, 1, 2, 3]]);
+        // No stage in the names: the replica.
+        assert_eq!(rank_groups(&[None, None], &none, 2), vec![vec![0, 1]]);
+        // DP 2 × PP 2 × TP 2: per replica, per stage.
+        let mut reps = Replicas::new();
+        reps.insert(0, vec![0, 1, 2, 3]);
+        reps.insert(1, vec![4, 5, 6, 7]);
+        let pp = [0, 0, 1, 1, 0, 0, 1, 1].map(Some);
+        assert_eq!(
+            rank_groups(&pp, &reps, 8),
+            vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
+        );
     }
 }

@@ -36,7 +36,7 @@ impl TraceWriter {
     }
 
     /// All events of one step of a CPU-only run.
-    pub(super) fn cpu_step(&mut self, s: &RankStep) -> Result<()> {
+    pub(super) fn cpu_step(&mut self, s: &RankStep, layout: &Layout) -> Result<()> {
         if let Some((at, dur, ext)) = s.loader {
             self.cpu_span("user_annotation", super::step::LOADER, at, dur, ext);
         }
@@ -70,9 +70,10 @@ impl TraceWriter {
                     let dims = format!("[[[{}, {HIDDEN}]], [], [], [], [], []]", c.nelems / HIDDEN);
                     // torch's `send(tensors, pg, dstRank, tag)` / `recv_(tensors, pg,
                     // srcRank, tag)`: with record_shapes Kineto writes the peer as the third
-                    // concrete input.
+                    // concrete input, by its rank in the group.
+                    let peer = layout.groups()[c.pg].rank_in(c.peer);
                     let concrete = matches!(c.kind, CollKind::Send | CollKind::Recv)
-                        .then(|| format!("[\"\", \"\", \"{}\", \"0\"]", c.peer));
+                        .then(|| format!("[\"\", \"\", \"{peer}\", \"0\"]"));
                     self.span_on(
                         pid,
                         "cpu_op",

@@ -13,7 +13,7 @@ impl TraceWriter {
     /// All events of one step.
     pub(crate) fn step(&mut self, s: &RankStep, layout: &Layout) -> Result<()> {
         if self.info.cpu_only {
-            return self.cpu_step(s);
+            return self.cpu_step(s, layout);
         }
         let ann = if self.info.vllm {
             s.kind.vllm_annotation()
@@ -200,14 +200,15 @@ impl TraceWriter {
                 self.str(desc);
                 self.bytes(b", \"Process Group Ranks\": ");
                 self.str(&ranks);
+                // torch names a send's or receive's peer by its rank in the group.
                 match c.kind {
                     CollKind::Send => {
                         self.bytes(b", \"Dst Rank\": ");
-                        self.n(u64::from(c.peer));
+                        self.n(u64::from(g.rank_in(c.peer)));
                     }
                     CollKind::Recv => {
                         self.bytes(b", \"Src Rank\": ");
-                        self.n(u64::from(c.peer));
+                        self.n(u64::from(g.rank_in(c.peer)));
                     }
                     CollKind::AllReduce | CollKind::AllGather => {}
                 }
