@@ -233,6 +233,14 @@ fn dlrm_fixing_rank_7_alone_gives_back_its_lead() {
     assert!(line.contains("other ranks arrive late"), "{line}");
 }
 
+/// The cost a first line states: "… costs every step 14.92 ms …", in ms.
+fn first_line_cost(line: &str) -> f64 {
+    line.split_once("costs every step ")
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no cost: {line}"))
+}
+
 /// The latest `ProfilerStep#N` end over the rank files of `dir`, µs, read from the raw events.
 fn last_step_end_us(dir: &Path) -> f64 {
     let mut last = 0.0f64;
@@ -293,11 +301,7 @@ fn a_serving_pipeline_keeps_the_local_charge() {
         "{:#?}",
         a.verdict.lines
     );
-    let ms: f64 = line
-        .split_once("costs every step ")
-        .and_then(|(_, r)| r.split_whitespace().next())
-        .and_then(|x| x.parse().ok())
-        .unwrap_or_else(|| panic!("no cost: {line}"));
+    let ms = first_line_cost(&line);
     assert!(
         within(ms, truth_ms, 0.25, 0.0),
         "the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.3} ms a step later than the control's"
@@ -357,11 +361,7 @@ fn a_training_pipeline_names_the_slow_stage_and_its_bubble() {
         "{:#?}",
         a.verdict.lines
     );
-    let ms: f64 = line
-        .split_once("costs every step ")
-        .and_then(|(_, r)| r.split_whitespace().next())
-        .and_then(|x| x.parse().ok())
-        .unwrap_or_else(|| panic!("no cost: {line}"));
+    let ms = first_line_cost(&line);
     assert!(
         within(ms, over_control, 0.10, 0.0),
         "the first line says {ms:.2} ms a step; the plant's steps are {over_control:.2} ms longer than the control's"
@@ -404,41 +404,77 @@ fn a_training_pipeline_names_the_slow_stage_and_its_bubble() {
     assert!(line.starts_with("Balanced"), "{:#?}", c.verdict.lines);
 }
 
-/// Training pipelines whose transfers are paired only by the peer they name, by its rank in
-/// the pipeline's group as torch names it:
-/// - the same run as above written as a CPU-only (gloo) run with `record_shapes`, whose
-///   `c10d::send` / `c10d::recv_` name their peer only in `Concrete Inputs`;
-/// - TP 2 inside each of the 4 stages (`Dst Rank` 1 of the group `[1, 3, 5, 7]` is rank 3;
-///   read as a world rank it paired the wrong stages, the replay could not follow the ranks'
-///   orders and the first line was 24 % under the plant's cost).
+/// Training pipelines (1F1B, 4 stages, 8 micro-batches) with each kind of plant, whose
+/// transfers are paired only by the peer they name, by its rank in the pipeline's group as
+/// torch names it:
+/// - the run above written as a CPU-only (gloo) run with `record_shapes`, whose `c10d::send` /
+///   `c10d::recv_` name their peer only in `Concrete Inputs`;
+/// - TP 2 inside each stage (`Dst Rank` 1 of the group `[1, 3, 5, 7]` is rank 3; read as a
+///   world rank it paired the wrong stages, the replay could not follow the ranks' orders and
+///   the first line was 24 % under the plant's cost);
+/// - a host stall of 5 ms a step on stage 2, and a 5 ms late step start on stage 1.
 ///
 /// Truth from the raw events, plant against control: how much later the last step ends, per
-/// step.
+/// step. The first line names the rank and the cause, within 10 %; the control is balanced.
 #[test]
 fn training_pipelines_pair_their_transfers_by_peer() {
+    use rankprof::synth::Delay;
+    let delay = |rank: u32| {
+        Some(Delay {
+            rank,
+            delay_ns: 5_000_000,
+            from_step: 0,
+        })
+    };
+    let gloo = SynthOptions {
+        tp: 1,
+        cpu_only: true,
+        record_shapes: true,
+        slow: slow(2, 2.0, 0),
+        ..Default::default()
+    };
+    let tp2 = SynthOptions {
+        tp: 2,
+        slow: slow(5, 2.0, 0),
+        ..Default::default()
+    };
+    let host = SynthOptions {
+        tp: 1,
+        host_delay: delay(2),
+        ..Default::default()
+    };
+    let late = SynthOptions {
+        tp: 1,
+        late_start: delay(1),
+        ..Default::default()
+    };
     let t = tempfile::tempdir().unwrap();
-    for (name, tp, slow_rank, cpu_only, who) in [
-        ("gloo", 1, 2, true, "TP00-PP02"),
-        ("tp2", 2, 5, false, "TP01-PP02"),
+    for (name, plant, who) in [
+        ("gloo", gloo, "slower device or host: TP00-PP02"),
+        ("tp2", tp2, "slower device or host: TP01-PP02"),
+        ("host", host, "host-bound: TP00-PP02"),
+        ("late", late, "late step start: TP00-PP01"),
     ] {
-        let set = |kind: &str, slow_rank: Option<rankprof::synth::Slow>| {
+        let write = |kind: &str, cfg: SynthOptions| {
             let dir = t.path().join(format!("{name}-{kind}"));
             let cfg = SynthOptions {
-                tp,
                 pp: 4,
                 steps: 4,
                 layers: 4,
                 microbatches: 8,
-                cpu_only,
-                record_shapes: cpu_only,
-                slow: slow_rank,
-                ..Default::default()
+                ..cfg
             };
             rankprof::synth::write_set(&cfg, &dir).expect("synth");
             dir
         };
-        let plant = set("plant", slow(slow_rank, 2.0, 0));
-        let control = set("control", None);
+        let control_cfg = SynthOptions {
+            slow: None,
+            host_delay: None,
+            late_start: None,
+            ..plant.clone()
+        };
+        let plant = write("plant", plant);
+        let control = write("control", control_cfg);
         let truth_ms = (last_step_end_us(&plant) - last_step_end_us(&control)) / 4.0 / 1e3;
         let a = analyze(&plant);
         let line = common::attrib::first(&a);
@@ -448,11 +484,7 @@ fn training_pipelines_pair_their_transfers_by_peer() {
             "{name}: {:#?}",
             a.verdict.lines
         );
-        let ms: f64 = line
-            .split_once("costs every step ")
-            .and_then(|(_, r)| r.split_whitespace().next())
-            .and_then(|x| x.parse().ok())
-            .unwrap_or_else(|| panic!("no cost: {line}"));
+        let ms = first_line_cost(&line);
         assert!(
             within(ms, truth_ms, 0.10, 0.0),
             "{name}: the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.2} ms a step later than the control's"

@@ -322,18 +322,7 @@ pub(crate) fn program(
     let p2p = |kind: CollKind, peer_p: u32| p2p(layout, pos, kind, peer_p, nelems);
 
     let mut ops = Vec::with_capacity(16 + 14 * layers as usize);
-    ops.push(Op {
-        gpu: Gpu::Memcpy {
-            name: cat::MEMCPY_HTOD,
-            bytes: kind.tokens() * 8,
-        },
-        cpu: "aten::copy_",
-        inner: None,
-        call: cat::MEMCPY,
-        gpu_ns: 1_800 + n,
-        cpu_ns: 14_000,
-        rows: 0,
-    });
+    ops.push(input_copy(kind));
     ops.push(Op {
         gpu: Gpu::Memset {
             bytes: (bs as u64) * 4,
@@ -457,7 +446,30 @@ pub(crate) fn program(
     } else {
         ops.push(p2p(CollKind::Send, pos.p + 1));
     }
-    ops.push(Op {
+    ops.push(item_sync());
+    ops
+}
+
+/// The step's input copied to the GPU.
+pub(super) fn input_copy(kind: StepKind) -> Op {
+    Op {
+        gpu: Gpu::Memcpy {
+            name: cat::MEMCPY_HTOD,
+            bytes: kind.tokens() * 8,
+        },
+        cpu: "aten::copy_",
+        inner: None,
+        call: cat::MEMCPY,
+        gpu_ns: 1_800 + kind.tokens() as i64,
+        cpu_ns: 14_000,
+        rows: 0,
+    }
+}
+
+/// `.item()` of the step's result: `cudaStreamSynchronize`, which returns once the GPU has
+/// drained.
+pub(super) fn item_sync() -> Op {
+    Op {
         gpu: Gpu::Sync,
         cpu: "aten::item",
         inner: None,
@@ -465,8 +477,7 @@ pub(crate) fn program(
         gpu_ns: 0,
         cpu_ns: 6_000,
         rows: 0,
-    });
-    ops
+    }
 }
 
 /// Elements each side-stream all-gather moves (`--overlap-comm`): a layer's shard, about

@@ -515,18 +515,28 @@ fn link_mult(cfg: &SynthOptions, index: u32, replica: u32, arrivals: &[Arrival])
 /// Collectives (and point-to-point transfers) `rank` launches per step.
 pub(crate) fn collectives_per_step(cfg: &SynthOptions, layout: &Layout, rank: u32) -> usize {
     let pos = layout.pos(rank);
-    model::program(
-        cfg.naming,
-        cfg.layers,
-        layout,
-        &pos,
-        StepKind::Decode { bs: 8 },
-        0,
-        1.0,
-    )
-    .iter()
-    .filter(|o| matches!(o.gpu, Gpu::Coll(_)))
-    .count()
+    let ops = if cfg.microbatches > 0 {
+        train::program(
+            cfg.naming,
+            cfg.layers,
+            layout,
+            &pos,
+            train::MICRO_BATCH,
+            cfg.microbatches,
+            0,
+        )
+    } else {
+        model::program(
+            cfg.naming,
+            cfg.layers,
+            layout,
+            &pos,
+            StepKind::Decode { bs: 8 },
+            0,
+            1.0,
+        )
+    };
+    ops.iter().filter(|o| matches!(o.gpu, Gpu::Coll(_))).count()
 }
 
 /// The CPU side of one op: outer op, CUDA call inside it. Advances the CPU clock.

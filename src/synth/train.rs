@@ -97,7 +97,7 @@ pub(crate) fn program(
     let body = Bodies::new(naming, layers, layout, pos, kind, extra_per_layer);
     let nelems = kind.tokens() * HIDDEN;
     let p2p = |k: CollKind, peer: u32| model::p2p(layout, pos, k, peer, nelems);
-    let mut ops = vec![input_copy(kind)];
+    let mut ops = vec![model::input_copy(kind)];
     for phase in schedule(layout.pp, pos.p, m) {
         match phase {
             Phase::RecvForward(_) => ops.push(p2p(CollKind::Recv, pos.p - 1)),
@@ -233,22 +233,6 @@ fn backward_of(op: &Op, tp: bool) -> Vec<Op> {
     }
 }
 
-/// The step's input copied to the GPU.
-fn input_copy(kind: StepKind) -> Op {
-    Op {
-        gpu: Gpu::Memcpy {
-            name: cat::MEMCPY_HTOD,
-            bytes: kind.tokens() * 8,
-        },
-        cpu: "aten::copy_",
-        inner: None,
-        call: cat::MEMCPY,
-        gpu_ns: 1_800 + kind.tokens() as i64,
-        cpu_ns: 14_000,
-        rows: 0,
-    }
-}
-
 /// After the last backward: the gradient-norm all-reduce over the pipeline group (one float a
 /// stage), the optimizer, and `loss.item()`, which waits for the GPU.
 fn step_end(layout: &Layout, pos: &RankPos) -> Vec<Op> {
@@ -262,15 +246,7 @@ fn step_end(layout: &Layout, pos: &RankPos) -> Vec<Op> {
         60_000,
         40_000,
     ));
-    ops.push(Op {
-        gpu: Gpu::Sync,
-        cpu: "aten::item",
-        inner: None,
-        call: cat::SYNC,
-        gpu_ns: 0,
-        cpu_ns: 6_000,
-        rows: 0,
-    });
+    ops.push(model::item_sync());
     ops
 }
 
