@@ -301,7 +301,7 @@ fn a_serving_pipeline_keeps_the_local_charge() {
         "{:#?}",
         a.verdict.lines
     );
-    let ms = first_line_cost(&line);
+    let ms = first_line_cost(line);
     assert!(
         within(ms, truth_ms, 0.25, 0.0),
         "the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.3} ms a step later than the control's"
@@ -361,7 +361,7 @@ fn a_training_pipeline_names_the_slow_stage_and_its_bubble() {
         "{:#?}",
         a.verdict.lines
     );
-    let ms = first_line_cost(&line);
+    let ms = first_line_cost(line);
     assert!(
         within(ms, over_control, 0.10, 0.0),
         "the first line says {ms:.2} ms a step; the plant's steps are {over_control:.2} ms longer than the control's"
@@ -484,7 +484,7 @@ fn training_pipelines_pair_their_transfers_by_peer() {
             "{name}: {:#?}",
             a.verdict.lines
         );
-        let ms = first_line_cost(&line);
+        let ms = first_line_cost(line);
         assert!(
             within(ms, truth_ms, 0.10, 0.0),
             "{name}: the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.2} ms a step later than the control's"
