@@ -35,24 +35,21 @@ pub(crate) fn schedule(pp: u32, p: u32, m: u32) -> Vec<Phase> {
     let warmup = (pp - p - 1).min(m);
     let steady = m - warmup;
     let mut out = Vec::with_capacity(6 * m as usize);
-    let forward = |out: &mut Vec<Phase>, i: u32, recv: bool, send: bool| {
-        if recv && !first {
+    for i in 0..warmup {
+        if !first {
             out.push(RecvForward(i));
         }
         out.push(Forward(i));
-        if send && !last {
+        if !last {
             out.push(SendForward(i));
         }
-    };
-    for i in 0..warmup {
-        forward(&mut out, i, true, true);
     }
     if steady > 0 && !first {
         out.push(RecvForward(warmup));
     }
     for i in 0..steady {
         let (f, b) = (warmup + i, i);
-        forward(&mut out, f, false, false);
+        out.push(Forward(f));
         if !last {
             // send_forward_recv_backward: this stage is the lower one, it sends first.
             out.extend([SendForward(f), RecvBackward(b)]);
@@ -167,13 +164,7 @@ impl Bodies {
                 model::linear(&cat::GEMM_DOWN, 25_000 + 45 * n, n),
             ]);
             layer.extend(tp);
-            backward.splice(
-                0..0,
-                layer
-                    .iter()
-                    .rev()
-                    .flat_map(|op| backward_of(op, tp.is_some())),
-            );
+            backward.splice(0..0, layer.iter().rev().flat_map(backward_of));
             forward.extend(layer);
         }
         if last {
@@ -187,10 +178,7 @@ impl Bodies {
                     10_000,
                 ),
             ];
-            backward.splice(
-                0..0,
-                head.iter().rev().flat_map(|op| backward_of(op, false)),
-            );
+            backward.splice(0..0, head.iter().rev().flat_map(backward_of));
             forward.extend(head);
         }
         if first {
@@ -206,10 +194,9 @@ impl Bodies {
 }
 
 /// What autograd runs for one forward op: a GEMM's input and weight gradients (two GEMMs), an
-/// attention's backward at 2.5× its forward, other kernels at their forward's time; the TP
-/// all-reduces of the forward are the backward's all-reduces of the input gradients (kept only
-/// where `tp`).
-fn backward_of(op: &Op, tp: bool) -> Vec<Op> {
+/// attention's backward at 2.5× its forward, other kernels at their forward's time; a TP
+/// all-reduce of the forward is the backward's all-reduce of the input gradients.
+fn backward_of(op: &Op) -> Vec<Op> {
     match op.gpu {
         Gpu::Kernel(_) if op.inner == Some("aten::mm") => {
             let grad = Op {
@@ -228,7 +215,7 @@ fn backward_of(op: &Op, tp: bool) -> Vec<Op> {
             inner: None,
             ..*op
         }],
-        Gpu::Coll(_) if tp => vec![*op],
+        Gpu::Coll(_) => vec![*op],
         _ => Vec::new(),
     }
 }

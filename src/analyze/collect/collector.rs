@@ -217,6 +217,8 @@ static P2P_KEYS: LazyLock<[ArgKey; 3]> =
 static OP_KEYS: LazyLock<[ArgKey; 7]> = LazyLock::new(|| GPU_OP_KEYS.map(ArgKey::new));
 static INPUT_DIMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(super::names::INPUT_DIMS));
 static IN_NELEMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(super::names::IN_NELEMS));
+/// `record_param_comms`' `Collective name` (a GPU op's `OP_KEYS[4]`).
+static COLLECTIVE_NAME: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(GPU_OP_KEYS[4]));
 static CONCRETE_INPUTS: LazyLock<ArgKey> =
     LazyLock::new(|| ArgKey::new(super::names::CONCRETE_INPUTS));
 
@@ -300,6 +302,104 @@ impl<'a> Collector<'a> {
         class
     }
 
+    /// A CPU op: its time (in a CPU-only trace), what it says of the step's work, a
+    /// collective's record (gloo), or a `ProfilerStep#` mark.
+    #[inline]
+    fn cpu_op(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
+        // CPU op totals and intervals only matter for CPU-only traces: none are kept
+        // once a GPU op is seen.
+        if self.gpu.is_empty() {
+            let class = Self::add(
+                &mut self.cpu_ops,
+                self.cfg.classes,
+                ev.name,
+                OpKind::Cpu,
+                dur,
+            );
+            self.cpu.push(CpuIv {
+                start,
+                end: start + dur,
+                tid: ev.tid.as_int().unwrap_or(-1),
+                class,
+            });
+        }
+        let raw = ev.name.raw();
+        self.cpu_work_args(ev, raw, start);
+        if raw.starts_with("c10d::") {
+            self.cpu_collective(ev, start, dur);
+        } else if self.cfg.step_marker.is_none()
+            && matches!(mark_of_name(raw), Some(StepMark::Profiler(_)))
+        {
+            self.mark(ev, start, dur, false);
+        }
+    }
+
+    /// A GEMM's tokens, a fused MoE op's rows, `record_param_comms`' message elements.
+    fn cpu_work_args(&mut self, ev: &Event<'_>, raw: &str, start: i64) {
+        if is_gemm(raw.as_bytes()) {
+            if let Some(m) = ev
+                .arg_found(&INPUT_DIMS, &mut self.args_memo)
+                .and_then(|v| gemm_tokens(v.text))
+            {
+                self.shapes.push((start, m.min(i64::MAX as u64) as i64));
+            }
+        } else if is_moe(raw.as_bytes()) {
+            if let Some(m) = ev
+                .arg_found(&INPUT_DIMS, &mut self.args_memo)
+                .and_then(|v| gemm_tokens(v.text))
+            {
+                self.moe_rows = Some(self.moe_rows.unwrap_or(0).saturating_add(m));
+            }
+        } else if raw == COMM_SIZE_OP {
+            if let Some(n) = ev
+                .arg_found(&IN_NELEMS, &mut self.args_memo)
+                .and_then(|v| v.as_i64())
+            {
+                // Sends and receives are no measure of the work (as for kernels).
+                let p2p = ev
+                    .arg_found(&COLLECTIVE_NAME, &mut self.args_memo)
+                    .is_some_and(|c| is_p2p(c.text));
+                if !p2p {
+                    self.cpu_nelems.push((start, n.max(0)));
+                }
+            }
+        }
+    }
+
+    /// A `c10d::` op of a CPU-only trace: a collective (or one end of a transfer, keyed by its
+    /// peer).
+    fn cpu_collective(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
+        if self.gpu.is_empty() {
+            let name = ev.name.get();
+            // A send or receive is keyed by its peer too ([`super::p2p`]).
+            let peer = super::p2p::direction(&name)
+                .and_then(|_| ev.arg_found(&CONCRETE_INPUTS, &mut self.args_memo))
+                .and_then(|v| super::p2p::peer(v.text));
+            let key = match peer {
+                Some(p) => {
+                    let k = super::p2p::key(&name, p);
+                    id_of(&mut self.coll_key_ids, &mut self.coll_keys, &k)
+                }
+                None => id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name),
+            };
+            let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
+            self.cpu_colls.push(CollEv {
+                key,
+                name: nid,
+                seq: self.cpu_colls.len() as u32,
+                start,
+                end: start + dur,
+                prev_end: 0,
+                busy: 0,
+                pre: 0,
+                bytes: 0,
+                from_step: false,
+                waited: BLOCKING,
+                overlapped: false,
+            });
+        }
+    }
+
     /// Takes one event: only those [`WANT`](super::names::WANT) names change anything.
     #[inline]
     pub(crate) fn on_event(&mut self, ev: &Event<'_>) {
@@ -331,89 +431,7 @@ impl<'a> Collector<'a> {
                 }
             }
             CUDA_RUNTIME if is_stream_wait(ev.name.raw().as_bytes()) => self.stream_waits += 1,
-            CPU_OP => {
-                // CPU op totals and intervals only matter for CPU-only traces: none are kept
-                // once a GPU op is seen.
-                if self.gpu.is_empty() {
-                    let class = Self::add(
-                        &mut self.cpu_ops,
-                        self.cfg.classes,
-                        ev.name,
-                        OpKind::Cpu,
-                        dur,
-                    );
-                    self.cpu.push(CpuIv {
-                        start,
-                        end: start + dur,
-                        tid: ev.tid.as_int().unwrap_or(-1),
-                        class,
-                    });
-                }
-                let raw = ev.name.raw();
-                if is_gemm(raw.as_bytes()) {
-                    if let Some(m) = ev
-                        .arg_found(&INPUT_DIMS, &mut self.args_memo)
-                        .and_then(|v| gemm_tokens(v.text))
-                    {
-                        self.shapes.push((start, m.min(i64::MAX as u64) as i64));
-                    }
-                } else if is_moe(raw.as_bytes()) {
-                    if let Some(m) = ev
-                        .arg_found(&INPUT_DIMS, &mut self.args_memo)
-                        .and_then(|v| gemm_tokens(v.text))
-                    {
-                        self.moe_rows = Some(self.moe_rows.unwrap_or(0).saturating_add(m));
-                    }
-                } else if raw == COMM_SIZE_OP {
-                    if let Some(n) = ev
-                        .arg_found(&IN_NELEMS, &mut self.args_memo)
-                        .and_then(|v| v.as_i64())
-                    {
-                        // Sends and receives are no measure of the work (as for kernels).
-                        let p2p = ev
-                            .arg_found(&OP_KEYS[4], &mut self.args_memo)
-                            .is_some_and(|c| is_p2p(c.text));
-                        if !p2p {
-                            self.cpu_nelems.push((start, n.max(0)));
-                        }
-                    }
-                }
-                if raw.starts_with("c10d::") {
-                    if self.gpu.is_empty() {
-                        let name = ev.name.get();
-                        // A send or receive is keyed by its peer too ([`super::p2p`]).
-                        let peer = super::p2p::direction(&name)
-                            .and_then(|_| ev.arg_found(&CONCRETE_INPUTS, &mut self.args_memo))
-                            .and_then(|v| super::p2p::peer(v.text));
-                        let key = match peer {
-                            Some(p) => {
-                                let k = super::p2p::key(&name, p);
-                                id_of(&mut self.coll_key_ids, &mut self.coll_keys, &k)
-                            }
-                            None => id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name),
-                        };
-                        let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
-                        self.cpu_colls.push(CollEv {
-                            key,
-                            name: nid,
-                            seq: self.cpu_colls.len() as u32,
-                            start,
-                            end: start + dur,
-                            prev_end: 0,
-                            busy: 0,
-                            pre: 0,
-                            bytes: 0,
-                            from_step: false,
-                            waited: BLOCKING,
-                            overlapped: false,
-                        });
-                    }
-                } else if self.cfg.step_marker.is_none()
-                    && matches!(mark_of_name(raw), Some(StepMark::Profiler(_)))
-                {
-                    self.mark(ev, start, dur, false);
-                }
-            }
+            CPU_OP => self.cpu_op(ev, start, dur),
             USER_ANNOTATION => {
                 if self.gpu.is_empty() && is_gloo_range(ev.name.raw().as_bytes()) {
                     self.cpu_waits.push((start, start + dur));
