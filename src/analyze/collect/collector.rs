@@ -101,6 +101,34 @@ pub(crate) struct CollEv {
     pub(crate) overlapped: bool,
 }
 
+impl CollEv {
+    /// A collective as the trace records it (`key`, `name`, `seq`, its span and bytes), before
+    /// the pass fills its segment and overlap.
+    pub(crate) fn recorded(
+        key: u32,
+        name: u32,
+        seq: u32,
+        start: i64,
+        end: i64,
+        bytes: u64,
+    ) -> Self {
+        CollEv {
+            key,
+            name,
+            seq,
+            start,
+            end,
+            prev_end: 0,
+            busy: 0,
+            pre: 0,
+            bytes,
+            from_step: false,
+            waited: BLOCKING,
+            overlapped: false,
+        }
+    }
+}
+
 /// [`CollEv::waited`] of a collective the trace cannot tell about: compute is taken to have
 /// waited for all of it ([`super::overlap`]).
 pub(crate) const BLOCKING: i64 = -1;
@@ -383,20 +411,9 @@ impl<'a> Collector<'a> {
                 None => id_of(&mut self.coll_key_ids, &mut self.coll_keys, &name),
             };
             let nid = id_of(&mut self.coll_name_ids, &mut self.coll_names, &name);
-            self.cpu_colls.push(CollEv {
-                key,
-                name: nid,
-                seq: self.cpu_colls.len() as u32,
-                start,
-                end: start + dur,
-                prev_end: 0,
-                busy: 0,
-                pre: 0,
-                bytes: 0,
-                from_step: false,
-                waited: BLOCKING,
-                overlapped: false,
-            });
+            let seq = self.cpu_colls.len() as u32;
+            self.cpu_colls
+                .push(CollEv::recorded(key, nid, seq, start, start + dur, 0));
         }
     }
 
@@ -599,20 +616,9 @@ impl<'a> Collector<'a> {
                 .and_then(|v| v.as_str())
                 .map_or(0, |d| dtype_bytes(&d.get()));
             let bytes = (in_n.max(out_n) as u64).saturating_mul(size);
-            self.gpu_colls.push(CollEv {
-                key,
-                name: nid,
-                seq: self.gpu_colls.len() as u32,
-                start,
-                end: start + dur,
-                prev_end: 0,
-                busy: 0,
-                pre: 0,
-                bytes,
-                from_step: false,
-                waited: BLOCKING,
-                overlapped: false,
-            });
+            let seq = self.gpu_colls.len() as u32;
+            self.gpu_colls
+                .push(CollEv::recorded(key, nid, seq, start, start + dur, bytes));
         }
     }
 }

@@ -198,7 +198,6 @@ fn waited_for(start: i64, end: i64, consumer: i64, before: i64) -> (i64, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::collect::collector::BLOCKING;
 
     #[test]
     fn compute_waits_only_where_the_next_kernel_starts_at_the_end() {
@@ -216,20 +215,7 @@ mod tests {
     }
 
     fn ev(seq: u32, start: i64, end: i64) -> CollEv {
-        CollEv {
-            key: 0,
-            name: 0,
-            seq,
-            start,
-            end,
-            prev_end: 0,
-            busy: 0,
-            pre: 0,
-            bytes: 0,
-            from_step: false,
-            waited: BLOCKING,
-            overlapped: false,
-        }
+        CollEv::recorded(0, 0, seq, start, end, 0)
     }
 
     #[test]
