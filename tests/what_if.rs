@@ -497,3 +497,93 @@ fn training_pipelines_pair_their_transfers_by_peer() {
         );
     }
 }
+
+/// A whole pipeline stage slow (`synth --tp 2 --dp 2 --pp 4 --microbatches 8 --slow-rank 4
+/// --slow-stage --factor 1.5`: both TP ranks of stage 2, on both DP replicas). The stage's two
+/// ranks wait for each other at their own TP all-reduces, so neither made typical alone gives
+/// anything back (each costs the step about 0.2 %), and a verdict that names ranks called it
+/// Balanced. The first line names the stage, at what its ranks made typical together give
+/// back, and the other replica's same stage beside it.
+///
+/// Truth from the raw events, plant against control: how much later the last step ends, per
+/// step. The stage lies in the middle of the pipeline: the last stage also runs the LM head,
+/// work a control has too.
+#[test]
+fn a_whole_slow_stage_is_named_as_the_stage() {
+    let t = tempfile::tempdir().unwrap();
+    let cfg = SynthOptions {
+        tp: 2,
+        dp: 2,
+        pp: 4,
+        steps: 4,
+        layers: 4,
+        microbatches: 8,
+        slow: slow(4, 1.5, 0),
+        slow_stage: true,
+        ..Default::default()
+    };
+    let plant = t.path().join("plant");
+    let control = t.path().join("control");
+    rankprof::synth::write_set(&cfg, &plant).expect("synth");
+    let control_cfg = SynthOptions {
+        slow: None,
+        slow_stage: false,
+        ..cfg.clone()
+    };
+    rankprof::synth::write_set(&control_cfg, &control).expect("synth");
+    let truth_ms = (last_step_end_us(&plant) - last_step_end_us(&control)) / 4.0 / 1e3;
+    let a = analyze(&plant);
+    let line = common::attrib::first(&a);
+    assert!(
+        line.starts_with(
+            "Imbalanced, slow pipeline stage: stage PP02 (TP00-DP00-PP02, TP01-DP00-PP02) costs every step"
+        ) && line.contains("TP00-DP01-PP02, TP01-DP01-PP02"),
+        "{:#?}",
+        a.verdict.lines
+    );
+    let ms = first_line_cost(line);
+    assert!(
+        within(ms, truth_ms, 0.10, 0.0),
+        "the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.2} ms a step later than the control's"
+    );
+    // Alone, no rank of the stage gives back a tenth of it: the stage, not a rank.
+    for who in ["TP00-DP00-PP02", "TP01-DP00-PP02"] {
+        assert!(saved_ms(&a, who) < 0.1 * ms, "{who}: {:#?}", a.path.what_if);
+    }
+    assert_eq!(a.verdict.cause.as_deref(), Some("slow pipeline stage"));
+    assert!(
+        a.verdict
+            .lines
+            .iter()
+            .all(|l| !l.contains("the others do not wait for it")),
+        "{:#?}",
+        a.verdict.lines
+    );
+    let c = analyze(&control);
+    assert!(
+        common::attrib::first(&c).starts_with("Balanced"),
+        "{:#?}",
+        c.verdict.lines
+    );
+    // One rank a stage (TP 1): the stage is that rank, named as such, and the other
+    // replica's same stage beside it.
+    let tp1 = t.path().join("tp1");
+    rankprof::synth::write_set(
+        &SynthOptions {
+            tp: 1,
+            slow: slow(2, 1.5, 0),
+            ..cfg
+        },
+        &tp1,
+    )
+    .expect("synth");
+    let a = analyze(&tp1);
+    let line = common::attrib::first(&a);
+    assert!(
+        line.contains("TP00-DP00-PP02 costs every step")
+            && line.contains("The same stage costs as much in the other worlds")
+            && line.contains("TP00-DP01-PP02"),
+        "{:#?}",
+        a.verdict.lines
+    );
+}

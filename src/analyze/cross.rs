@@ -250,7 +250,8 @@ impl<'a> Ctx<'a> {
         let mut acc = Acc::new(&self.labels, &windows, steps, top_n);
         let coll =
             collectives::analyze_into(&self.labels, worlds, &colls, source, top_n, Some(&mut acc))?;
-        let mut path = acc.finish(worlds);
+        let stage_of: Vec<Option<u32>> = results.iter().map(|r| r.id.pp).collect();
+        let mut path = acc.finish(worlds, &stage_of);
         name_host_gaps(&mut path, results, self.threshold, notes);
         // What the critical path could not judge is said with the other notes (which steps its
         // per-step figures cover stays in its JSON).

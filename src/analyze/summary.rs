@@ -206,20 +206,30 @@ fn path_summary(p: &CriticalPath, threshold_pct: f64) -> Option<PathSummary> {
     for c in p.causes.iter().filter(|c| c.kind != PathKind::Transfer) {
         *ranks.entry(c.who.as_str()).or_default() += c.per_step_ns;
     }
-    Some(PathSummary {
-        steps: p.steps,
-        step_ns: Ns::new(p.step_ns.round() as i64),
-        lead: lead.map(|c| c.who.clone()),
-        cause: lead.map(|c| c.kind.as_str().to_string()),
-        imposed_per_step_ns: Ns::new(
+    // A pipeline stage that leads the verdict leads here too, at what the verdict says.
+    let (who, cause, imposed) = match p.stage_lead(threshold_pct) {
+        Some(g) => (
+            Some(g.who.clone()),
+            Some(crate::analyze::reduce::path::whatif::STAGE.to_string()),
+            Some(g.saved.get() as f64),
+        ),
+        None => (
+            lead.map(|c| c.who.clone()),
+            lead.map(|c| c.kind.as_str().to_string()),
             lead.map(|c| match c.kind {
                 PathKind::Transfer => c.per_step_ns,
                 _ => p
                     .replayed_cost(c)
                     .unwrap_or_else(|| ranks.get(c.who.as_str()).copied().unwrap_or(0.0)),
-            })
-            .map_or(0, |ns| ns.round() as i64),
+            }),
         ),
+    };
+    Some(PathSummary {
+        steps: p.steps,
+        step_ns: Ns::new(p.step_ns.round() as i64),
+        lead: who,
+        cause,
+        imposed_per_step_ns: Ns::new(imposed.map_or(0, |ns| ns.round() as i64)),
         causes: p
             .causes
             .iter()

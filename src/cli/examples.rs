@@ -244,6 +244,10 @@ const SYNTH: &[Example] = &[
         "Training: 4 pipeline stages, 8 micro-batches a step on 1F1B, stage 2 at 2× its kernel time",
         "rankprof synth -o /tmp/1f1b --tp 1 --pp 4 --microbatches 8 --slow-rank 2 --factor 2",
     ),
+    ex(
+        "Training: a whole stage slow (both TP ranks of stage 2, on both DP replicas)",
+        "rankprof synth -o /tmp/stage --tp 2 --dp 2 --pp 4 --microbatches 8 --slow-rank 4 --slow-stage --factor 1.5",
+    ),
 ];
 
 const DEMO: &[Example] = &[

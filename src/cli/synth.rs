@@ -44,6 +44,10 @@ pub struct SynthArgs {
     /// Rank made slower (global rank index).
     #[arg(long = "slow-rank")]
     pub slow_rank: Option<u32>,
+    /// With --slow-rank and --pp 2 or more: every rank of its pipeline stage is that much slower
+    /// (each DP replica's and TP rank's), the stage itself the cause.
+    #[arg(long = "slow-stage", requires = "slow_rank")]
+    pub slow_stage: bool,
     /// How much slower the slow rank's kernels are (the --slow-link replica's transfers).
     #[arg(long, default_value_t = 1.3)]
     pub factor: f64,

@@ -36,6 +36,7 @@ pub(crate) fn options(a: &SynthArgs) -> Result<SynthOptions> {
             from_step: a.from_step,
             class,
         }),
+        slow_stage: a.slow_stage,
         heavy: a.heavy_rank.map(|rank| Heavy {
             rank,
             factor: a.work_factor,
@@ -116,7 +117,12 @@ pub(crate) fn run(args: &SynthArgs) -> Result<i32> {
     }
     let plant = match &cfg.slow {
         Some(s) => format!(
-            "rank {} ×{} on {} from step {}",
+            "{} {} ×{} on {} from step {}",
+            if cfg.slow_stage {
+                "the stage of rank"
+            } else {
+                "rank"
+            },
             s.rank,
             s.factor,
             s.class.map_or("all compute", Class::name),

@@ -335,6 +335,21 @@ pub(super) fn what_if(a: &Analysis) -> Table {
                 ]
             }),
     );
+    // Each pipeline stage's ranks together, where that gives back more than any one alone.
+    rows.extend(
+        w.stage_groups
+            .iter()
+            .filter(|g| g.ranks.len() >= 2 && g.saved > g.alone && g.step_pct >= 0.1)
+            .map(|g| {
+                let charge: f64 = g.ranks.iter().map(|r| p.rank_per_step(r)).sum();
+                vec![
+                    text(format!("stage PP{:02} typical ({})", g.stage, g.who)),
+                    ms(g.saved),
+                    Cell::Num(g.step_pct, 1),
+                    Cell::Num(charge / 1e6, 3),
+                ]
+            }),
+    );
     rows.extend(w.kinds.iter().filter(|k| k.saved > Ns::ZERO).map(|k| {
         vec![
             text(without(k.kind, cpu).to_string()),

@@ -87,7 +87,8 @@ fn what_if_stages(a: &Analysis) -> Table {
     t
 }
 
-/// The what-if, one row per rank made typical and per cause removed.
+/// The what-if, one row per rank made typical, per pipeline stage made typical and per cause
+/// removed.
 fn what_if(a: &Analysis) -> Table {
     let mut t = Table::data(
         "what_if",
@@ -101,6 +102,17 @@ fn what_if(a: &Analysis) -> Table {
             Cell::Empty,
             i(r.saved.get()),
             f(r.step_pct),
+        ]);
+    }
+    // Each pipeline stage of two or more ranks made typical together (its `who` as the verdict
+    // names it; a stage of one rank is that rank's row).
+    for g in w.stage_groups.iter().filter(|g| g.ranks.len() >= 2) {
+        t.rows.push(vec![
+            s("stage"),
+            s(&g.who),
+            Cell::Empty,
+            i(g.saved.get()),
+            f(g.step_pct),
         ]);
     }
     for k in &w.kinds {

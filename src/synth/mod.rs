@@ -45,7 +45,7 @@ use rayon::prelude::*;
 use catalog::Class;
 use emit::{RankInfo, TraceWriter};
 pub use layout::Vendor;
-use layout::{FileNaming, Layout, Stage};
+use layout::{FileNaming, Layout, RankPos, Stage};
 use rng::{mix, Rng};
 use sim::RankState;
 
@@ -160,6 +160,9 @@ pub struct SynthOptions {
     /// Prefix of the file names (SGLang `{instance}-…`, vLLM `{instance}_…`).
     pub instance: Option<String>,
     pub slow: Option<Slow>,
+    /// With `slow`: every rank of the slow rank's pipeline stage is slow (each DP replica's,
+    /// each TP rank's), the stage itself the cause (`--slow-stage`).
+    pub slow_stage: bool,
     /// Planted uneven load (more work on one rank).
     pub heavy: Option<Heavy>,
     /// Planted extra kernels on one rank.
@@ -245,6 +248,7 @@ impl Default for SynthOptions {
             profile_id: "synth".into(),
             instance: None,
             slow: None,
+            slow_stage: false,
             heavy: None,
             extra: None,
             hot_expert: None,
@@ -275,6 +279,14 @@ impl Default for SynthOptions {
 }
 
 impl SynthOptions {
+    /// Whether the planted slowness (`slow`) is on `pos`: its rank, or with `slow_stage`
+    /// any rank of that rank's pipeline stage.
+    pub(crate) fn slow_on(&self, layout: &Layout, pos: &RankPos) -> bool {
+        self.slow.as_ref().is_some_and(|s| {
+            s.rank == pos.rank || (self.slow_stage && layout.pos(s.rank).p == pos.p)
+        })
+    }
+
     /// Rejects layouts and plants the generator cannot honour: the layout, each plant, the
     /// clock.
     pub fn validate(&self) -> Result<()> {
@@ -355,6 +367,9 @@ impl SynthOptions {
             if !(s.factor.is_finite() && s.factor > 0.0) {
                 bail!("--factor must be a positive number");
             }
+        }
+        if self.slow_stage && (self.slow.is_none() || self.pp < 2) {
+            bail!("--slow-stage slows --slow-rank's pipeline stage: it needs --slow-rank and --pp 2 or more");
         }
         if let Some(h) = &self.heavy {
             if u64::from(h.rank) >= world {

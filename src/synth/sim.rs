@@ -261,10 +261,13 @@ pub(crate) fn simulate_step(
             }
         })
         .collect();
+    let slow_here: Vec<bool> = (0..world as u32)
+        .map(|r| cfg.slow_on(layout, &layout.pos(r)))
+        .collect();
     let slow_mult = |rank: usize, class: Class| -> f64 {
         noise[rank]
             * match &cfg.slow {
-                Some(s) if s.rank as usize == rank && index >= s.from_step => {
+                Some(s) if slow_here[rank] && index >= s.from_step => {
                     let hit = match s.class {
                         // Comm-class kernels (DeepEP dispatch/combine) slow down with `comm`;
                         // collectives' transfers are slowed where they are matched, below.
@@ -438,7 +441,7 @@ pub(crate) fn simulate_step(
                 model::transfer_ns(&c)
             };
             let mut transfer = nominal as f64 * rng.jitter(0.02);
-            transfer *= link_mult(cfg, index, key.0, &arrivals);
+            transfer *= link_mult(cfg, index, key.0, &arrivals, &slow_here);
             let end = latest + transfer.round() as i64;
             for a in arrivals {
                 if let Some(i) = a.side {
@@ -494,12 +497,19 @@ fn side_done(step: &mut RankStep, st: &mut RankState, i: usize, at: i64, end: i6
 }
 
 /// How much longer a collective of replica `replica` with these members transfers in step
-/// `index`: `--slow-class comm` (a member is the slow rank) and `--slow-link` (the replica's
+/// `index`: `--slow-class comm` (a member is a slow rank) and `--slow-link` (the replica's
 /// link) each multiply by their factor.
-fn link_mult(cfg: &SynthOptions, index: u32, replica: u32, arrivals: &[Arrival]) -> f64 {
+/// `slow_here`: which ranks the planted slowness is on.
+fn link_mult(
+    cfg: &SynthOptions,
+    index: u32,
+    replica: u32,
+    arrivals: &[Arrival],
+    slow_here: &[bool],
+) -> f64 {
     let mut m = 1.0;
     if let Some(s) = &cfg.slow {
-        let slow_in = arrivals.iter().any(|a| a.rank == s.rank as usize);
+        let slow_in = arrivals.iter().any(|a| slow_here[a.rank]);
         if s.class == Some(Class::Comm) && slow_in && index >= s.from_step {
             m *= s.factor;
         }

@@ -59,12 +59,19 @@ pub(super) fn moving(p: &CriticalPath, threshold: f64) -> Option<Moving> {
     let first_kind = costly.first().and_then(|s| s.top_kind);
     let w = &p.what_if;
     let (cost_ns, replayed) = if w.trusted() {
+        // The worlds (DP replicas) step side by side: a step loses their mean, not their sum.
         let lost: i64 = w
             .worlds
             .iter()
             .map(|x| x.replayed.get() - x.ideal.get())
             .sum();
-        (lost.max(0) as f64, true)
+        let cost = lost.max(0) as f64 / w.worlds.len().max(1) as f64;
+        // What the replay says every rank typical gives back must reach the threshold too:
+        // the local charges that made the steps costly count waits a pipeline's bubbles hold.
+        if cost < threshold * p.step_ns {
+            return None;
+        }
+        (cost, true)
     } else {
         let local = steps.iter().map(|s| s.cost_ns.get() as f64).sum::<f64>();
         (local / steps.len() as f64, false)
@@ -235,6 +242,31 @@ mod tests {
             !m.replayed && (m.cost_ns - 130e6 / 3.0).abs() < 1.0,
             "{m:?}"
         );
+        // Two replicas side by side, each losing 12 ms a step: the step loses 12, not 24.
+        p.what_if = WhatIf {
+            worlds: vec![
+                world(0.5),
+                WorldIf {
+                    world: 1,
+                    ..world(0.5)
+                },
+            ],
+            error_pct: 0.5,
+            ..Default::default()
+        };
+        let m = moving(&p, 0.05).expect("moves");
+        assert!((m.cost_ns - 12e6).abs() < 1.0, "{m:?}");
+        // Trusted, and every rank typical gives back 2 % of the 100 ms step: under the 5 %
+        // threshold, whatever the local charges (a pipeline's bubbles): no verdict.
+        p.what_if = WhatIf {
+            worlds: vec![WorldIf {
+                ideal: Ns::new(98_000_000),
+                ..world(0.5)
+            }],
+            error_pct: 0.5,
+            ..Default::default()
+        };
+        assert_eq!(moving(&p, 0.05), None);
     }
 
     #[test]

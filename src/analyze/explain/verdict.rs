@@ -24,6 +24,7 @@ use super::evidence::Steps;
 use super::moving::{self, Moving};
 use crate::analyze::collect::busy::RankSummary;
 use crate::analyze::reduce::collectives::CollectiveReport;
+use crate::analyze::reduce::path::whatif::StageGroupIf;
 use crate::analyze::reduce::path::{self, CriticalPath};
 use crate::analyze::reduce::steps::{excess_among, Onset, StepTable};
 use crate::trace::Ns;
@@ -154,7 +155,8 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
         && onset_even
         && leads.gap.is_none()
         && leads.ep_lead().is_none()
-        && leads.moving.is_none();
+        && leads.moving.is_none()
+        && leads.stage.is_none();
     v.inconclusive = v.balanced && !leads.noisy.is_empty();
     v.balanced &= !v.inconclusive;
     (v.lead, v.cause) = leads.subject();
@@ -245,7 +247,13 @@ struct Leads<'a> {
     noisy: Vec<Noisy>,
     /// When nothing else leads: a slowdown that moves between ranks from step to step.
     moving: Option<Moving>,
+    /// A pipeline stage whose ranks give back more together than the critical path's lead
+    /// ([`CriticalPath::stage_lead`]): it leads instead.
+    stage: Option<&'a StageGroupIf>,
 }
+
+/// The verdict's cause when a pipeline stage leads ([`stage_line`]).
+pub(crate) const SLOW_STAGE: &str = "slow pipeline stage";
 
 /// The cause of a slowdown that moves between ranks ([`moving`]), as the verdict and the
 /// saved summary name it.
@@ -272,6 +280,7 @@ impl<'a> Leads<'a> {
             path_record: None,
             noisy: Vec::new(),
             moving: None,
+            stage: inp.path.stage_lead(100.0 * inp.threshold),
         };
         let mut noisy = Vec::new();
         let gaps: Vec<&Record> = inp
@@ -311,7 +320,11 @@ impl<'a> Leads<'a> {
             }
         }
         l.noisy = noisy;
-        if l.path.is_none() && l.gap.is_none() && l.ep_gaps.is_empty() {
+        if l.stage.is_some() {
+            // The stage's line says what its ranks cost; a rank's is below it, if at all.
+            l.path = None;
+        }
+        if l.path.is_none() && l.gap.is_none() && l.ep_gaps.is_empty() && l.stage.is_none() {
             l.moving = moving::moving(inp.path, inp.threshold);
         }
         let work_lead = l.path.filter(|c| c.kind == path::Kind::Work);
@@ -344,7 +357,9 @@ impl<'a> Leads<'a> {
 
     /// The first line's subject and cause.
     fn subject(&self) -> (Option<String>, Option<String>) {
-        if let Some(c) = self.path {
+        if let Some(g) = self.stage {
+            (Some(g.who.clone()), Some(SLOW_STAGE.to_string()))
+        } else if let Some(c) = self.path {
             let cause = self.told().map_or(path_cause(c.kind), |t| t.0);
             (Some(c.who.clone()), Some(cause.to_string()))
         } else if let Some(e) = self.ep_lead() {
@@ -659,19 +674,19 @@ fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
     if let Some(m) = &leads.moving {
         lines.push(moving::line(m, &v.metric));
     }
+    if let Some(g) = leads.stage {
+        lines.push(stage_line(inp, g, &v.metric));
+    }
     if let Some(c) = leads.path {
-        lines.push(path_line(
-            c,
-            leads.told(),
-            inp.path,
-            &v.metric,
-            v.onset.as_ref(),
-        ));
+        lines.push(
+            path_line(c, leads.told(), inp.path, &v.metric, v.onset.as_ref())
+                + &rank_stage_elsewhere(inp, c),
+        );
     }
     let ep_told = |e: &EpRecord| leads.path_ep.is_some_and(|t| std::ptr::eq(t, e));
     let mut also: Vec<Also> = Vec::new();
     let mut ep_left = leads.ep_gaps.iter().filter(|e| !ep_told(e)).take(3);
-    if leads.path.is_none() {
+    if leads.path.is_none() && leads.stage.is_none() {
         if let Some(e) = ep_left.next() {
             lines.push(format!("Imbalanced, {}: {}.", e.cause, e.sentence));
         }
@@ -679,7 +694,7 @@ fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
     also.extend(ep_left.map(|e| Also::ep(inp, e)));
     let headline_gap = leads
         .gap
-        .filter(|_| leads.path.is_none() && leads.ep_lead().is_none());
+        .filter(|_| leads.path.is_none() && leads.ep_lead().is_none() && leads.stage.is_none());
     if let Some(g) = headline_gap {
         lines.push(format!(
             "Imbalanced, {}: {}{}.",
@@ -902,6 +917,81 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
     }
 }
 
+/// The first line when a pipeline stage leads ([`Leads::stage`]): what its ranks made typical
+/// together give back, how much more work they do than the rest of their world, what any one
+/// of them gives back alone, and the same stage of the other worlds (DP replicas) where it
+/// costs as much.
+fn stage_line(inp: &Input<'_>, g: &StageGroupIf, metric: &str) -> String {
+    let w = &inp.path.what_if;
+    let work = work_per_rank(inp);
+    let index = |name: &str| inp.summaries.iter().position(|s| s.figures.rank == name);
+    let mine: Vec<usize> = g.ranks.iter().filter_map(|r| index(r)).collect();
+    // The rest of its replica (its world, as the step table pairs ranks).
+    let rest: Vec<usize> = mine.first().map_or(Vec::new(), |&r| {
+        inp.steps
+            .peers_of(r, inp.summaries.len())
+            .into_iter()
+            .filter(|p| !mine.contains(p))
+            .collect()
+    });
+    let mean =
+        |rs: &[usize]| rs.iter().map(|&r| work[r] as f64).sum::<f64>() / rs.len().max(1) as f64;
+    let ratio = if rest.is_empty() || mean(&rest) <= 0.0 {
+        String::new()
+    } else {
+        format!(
+            "its ranks do {:.2}× the {metric} of the other stages' ranks a step, ",
+            mean(&mine) / mean(&rest)
+        )
+    };
+    let likewise = same_stage_elsewhere(w, g, 100.0 * inp.threshold);
+    format!(
+        "Imbalanced, {SLOW_STAGE}: stage PP{:02} ({}) costs every step {:.2} ms ({:.0} % of the {:.2} ms step; what making its {} ranks typical together gives back, re-simulated on the pipeline, model error {:.1} %): {ratio}and any one of them made typical alone gives back at most {:.2} ms — they wait for each other at their own collectives, so the stage, not one rank, holds the pipeline up.{likewise}",
+        g.stage,
+        g.who,
+        g.saved.as_ms(),
+        g.step_pct,
+        inp.path.step_ns / 1e6,
+        g.ranks.len(),
+        w.error_pct,
+        g.alone.as_ms(),
+    )
+}
+
+/// " The same stage costs as much in the other worlds …": the stages with `g`'s PP index in
+/// the other worlds (each DP replica its own pipeline) that give back at least `threshold_pct`
+/// of the step made typical, with what they give back; or nothing.
+fn same_stage_elsewhere(w: &path::whatif::WhatIf, g: &StageGroupIf, threshold_pct: f64) -> String {
+    if !w.trusted() {
+        return String::new();
+    }
+    let each: Vec<String> = w
+        .stage_groups
+        .iter()
+        .filter(|o| o.stage == g.stage && o.world != g.world && o.step_pct >= threshold_pct)
+        .map(|o| format!("{} {:.2} ms", o.who, o.saved.as_ms()))
+        .collect();
+    if each.is_empty() {
+        return String::new();
+    }
+    format!(
+        " The same stage costs as much in the other worlds (each DP replica its own pipeline): {} a step.",
+        each.join(", ")
+    )
+}
+
+/// [`same_stage_elsewhere`] for a rank that leads the first line at its replayed pipeline
+/// cost: its stage's other worlds.
+fn rank_stage_elsewhere(inp: &Input<'_>, c: &path::Cause) -> String {
+    let w = &inp.path.what_if;
+    inp.path
+        .replayed_cost(c)
+        .and_then(|_| w.stage_groups.iter().find(|g| g.ranks.contains(&c.who)))
+        .map_or(String::new(), |g| {
+            same_stage_elsewhere(w, g, 100.0 * inp.threshold)
+        })
+}
+
 /// " Each stage's bubble …": a pipeline's stages' waits at the transfers per step, recorded
 /// and with every rank typical (up to [`STAGES_SAID`] stages; the table has them all).
 fn stage_bubbles(w: &path::whatif::WhatIf) -> String {
@@ -1085,7 +1175,11 @@ fn slow_but(inp: &Input<'_>, slow: usize, from: usize) -> Option<(String, String
                 "Balanced: no rank costs the step {:.0} % or more at the collectives. ",
                 100.0 * inp.threshold
             ),
-            format!("but it costs the step only {pct:.1} %: the others do not wait for it"),
+            if in_lead_stage(inp, who) {
+                format!("but alone it costs the step only {pct:.1} %: its stage's other ranks are as slow (the first line)")
+            } else {
+                format!("but it costs the step only {pct:.1} %: the others do not wait for it")
+            },
         ));
     }
     let steps = work_steps(inp, slow, from);
@@ -1163,9 +1257,19 @@ fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
 fn onset_line(inp: &Input<'_>, v: &Verdict) -> Option<String> {
     match &v.onset {
         Some(o) if hidden(inp, &o.rank, o.step_index) => Some(format!(
-            "Onset: {}, but it costs the step only {:.1} % at the collectives.",
+            "Onset: {}, but {} costs the step only {:.1} % at the collectives{}.",
             o.sentence(),
-            path_cost_pct(inp, &o.rank, o.step_index).unwrap_or(0.0)
+            if in_lead_stage(inp, &o.rank) {
+                "alone it"
+            } else {
+                "it"
+            },
+            path_cost_pct(inp, &o.rank, o.step_index).unwrap_or(0.0),
+            if in_lead_stage(inp, &o.rank) {
+                " (its stage together: the first line)"
+            } else {
+                ""
+            },
         )),
         Some(o) => Some(format!("Onset: {}.", o.sentence())),
         None if !inp.steps.rows.is_empty() && any_peers(inp) => Some(format!(
@@ -1174,6 +1278,13 @@ fn onset_line(inp: &Input<'_>, v: &Verdict) -> Option<String> {
         )),
         None => None,
     }
+}
+
+/// Whether `who` is a rank of the pipeline stage that leads the first line ([`stage_line`]).
+fn in_lead_stage(inp: &Input<'_>, who: &str) -> bool {
+    inp.path
+        .stage_lead(100.0 * inp.threshold)
+        .is_some_and(|g| g.ranks.iter().any(|r| r == who))
 }
 
 /// Whether some rank has a peer to be compared with (not when each replica is one rank).

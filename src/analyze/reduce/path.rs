@@ -352,6 +352,18 @@ impl CriticalPath {
             .map(|ns| ns.get() as f64)
     }
 
+    /// The pipeline stage the first line names instead of a rank ([`whatif::WhatIf::lead_stage`])
+    /// when its ranks made typical together give back more than the critical path's lead
+    /// costs (its replayed cost where there is one, else its local charge).
+    pub fn stage_lead(&self, threshold_pct: f64) -> Option<&whatif::StageGroupIf> {
+        let g = self.what_if.lead_stage(threshold_pct)?;
+        let lead = self.lead().map_or(0.0, |c| {
+            self.replayed_cost(c)
+                .unwrap_or_else(|| self.rank_per_step(&c.who))
+        });
+        (g.saved.get() as f64 > lead).then_some(g)
+    }
+
     /// [`CriticalPath::replayed_cost`] as a percentage of the step.
     pub fn replayed_pct(&self, c: &Cause) -> Option<f64> {
         self.replayed_cost(c)

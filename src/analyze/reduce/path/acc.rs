@@ -416,8 +416,12 @@ impl Acc {
     /// The totals; `worlds` as the matching used them. In phases: the steps measured in full,
     /// the (rank, kind) causes against their world's typical rank, the transfers and slow
     /// links, the order, the per-row costs of the costliest, the per-step table, the notes and
-    /// the what-if.
-    pub(crate) fn finish(mut self, worlds: &[Vec<usize>]) -> CriticalPath {
+    /// the what-if (`stage_of`: each rank's pipeline stage, for its stages made typical).
+    pub(crate) fn finish(
+        mut self,
+        worlds: &[Vec<usize>],
+        stage_of: &[Option<u32>],
+    ) -> CriticalPath {
         let marks = self.marks();
         let worst = self.worst();
         let m = self.measured();
@@ -440,8 +444,8 @@ impl Acc {
         let lockstep: BTreeSet<usize> = (0..worlds.len())
             .filter(|&w| self.lockstep(&worlds[w]))
             .collect();
-        let what_if =
-            std::mem::take(&mut self.whatif).finish(&m.rows, m.step_ns, &labels, worlds, &lockstep);
+        let what_if = std::mem::take(&mut self.whatif)
+            .finish(&m.rows, m.step_ns, &labels, worlds, &lockstep, stage_of);
         CriticalPath {
             what_if,
             collectives: self.collectives,

@@ -53,6 +53,31 @@ pub const TRUSTED_ERROR_PCT: f64 = 5.0;
 /// The most ranks made typical together ([`WorstIf`]).
 pub const WORST_K: usize = 3;
 
+/// The saved summary's cause for a pipeline stage that leads ([`WhatIf::lead_stage`]).
+pub const STAGE: &str = "stage";
+
+/// How much more than any one of its ranks alone a pipeline stage's ranks must give back
+/// together for the stage, not a rank, to be named ([`WhatIf::lead_stage`]).
+pub const STAGE_OVER_ALONE: f64 = 1.25;
+
+/// What making every rank of one pipeline stage typical together gives back, in one world.
+/// A stage whose ranks are all slow (the TP ranks of one stage) waits for itself at its own
+/// collectives, so no one of its ranks made typical alone gives back much: the stage is the
+/// cause.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageGroupIf {
+    /// The stage's PP index.
+    pub stage: u32,
+    pub world: usize,
+    /// Its ranks, compact ([`crate::analyze::rankset::compact`]).
+    pub who: String,
+    pub ranks: Vec<String>,
+    pub saved: Ns,
+    pub step_pct: f64,
+    /// The most any one of its ranks gives back made typical alone.
+    pub alone: Ns,
+}
+
 /// What making one rank typical gives back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RankIf {
@@ -148,6 +173,10 @@ pub struct WhatIf {
     /// Each pipeline stage's bubble, in rank order (empty without a pipeline).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageIf>,
+    /// Each stage of a lockstep pipeline world (its ranks by their PP index), made typical
+    /// together; only one of two or more ranks can lead ([`WhatIf::lead_stage`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stage_groups: Vec<StageGroupIf>,
 }
 
 impl WorstIf {
@@ -190,6 +219,21 @@ impl WhatIf {
     /// control's; the replay 0.36).
     pub fn pipeline_saving(&self, who: &str) -> Option<Ns> {
         (self.trusted() && self.in_pipeline(who)).then(|| self.saved_by(who))
+    }
+
+    /// The pipeline stage whose ranks made typical together give back the most, when the
+    /// replay is trusted, that is at least `threshold_pct` of the step, and clearly more than
+    /// any one of its ranks alone ([`STAGE_OVER_ALONE`]): otherwise a rank explains it. A
+    /// stage of one rank is that rank.
+    pub fn lead_stage(&self, threshold_pct: f64) -> Option<&StageGroupIf> {
+        if !self.trusted() {
+            return None;
+        }
+        self.stage_groups
+            .iter()
+            .filter(|g| g.ranks.len() >= 2 && g.step_pct >= threshold_pct)
+            .filter(|g| g.saved.get() as f64 >= STAGE_OVER_ALONE * g.alone.get() as f64)
+            .max_by(|a, b| a.saved.cmp(&b.saved).then(b.who.cmp(&a.who)))
     }
 }
 
@@ -240,14 +284,9 @@ impl WorldTotals {
         pipeline: bool,
         per: impl Fn(i64) -> Ns,
     ) -> WorldIf {
-        let names: Vec<&str> = members
-            .iter()
-            .filter_map(|&r| labels.get(r))
-            .map(String::as_str)
-            .collect();
         WorldIf {
             world,
-            who: crate::analyze::rankset::compact(&names),
+            who: named(members, labels).0,
             collectives: self.collectives,
             recorded: per(self.recorded),
             replayed: per(self.replayed),
@@ -399,7 +438,8 @@ impl WhatIfAcc {
 
     /// The totals per step over the rows measured in full (`measured`), with the mean step
     /// time; `labels` and `worlds` name the ranks; `lockstep`: the worlds whose ranks run
-    /// their steps one after another ([`WhatIf::pipeline_saving`]).
+    /// their steps one after another ([`WhatIf::pipeline_saving`]); `stage_of`: each rank's
+    /// pipeline stage, where its name says it.
     pub(crate) fn finish(
         self,
         measured: &[usize],
@@ -407,6 +447,7 @@ impl WhatIfAcc {
         labels: &[String],
         worlds: &[Vec<usize>],
         lockstep: &BTreeSet<usize>,
+        stage_of: &[Option<u32>],
     ) -> WhatIf {
         let steps = measured.len();
         if steps == 0 {
@@ -458,6 +499,22 @@ impl WhatIfAcc {
             .copied()
             .collect();
         let on_graphs = |fixed: &[usize]| graphs.values().map(|g| g.saved_fixed(fixed)).sum();
+        let pipelines: BTreeSet<usize> = self.pipelines.intersection(lockstep).copied().collect();
+        let stage_groups = stage_groups(&graphs, &pipelines, worlds, stage_of)
+            .into_iter()
+            .map(|(world, stage, members, ns)| {
+                let (who, names) = named(&members, labels);
+                StageGroupIf {
+                    stage,
+                    world,
+                    who,
+                    ranks: names,
+                    saved: per(ns),
+                    step_pct: pct(per(ns)),
+                    alone: per(most_alone(&members, world, &ranks)),
+                }
+            })
+            .collect();
         let worst = worst_fixed(&chain, &measured, &ranks, lost_all, on_graphs)
             .into_iter()
             .map(|(fixed, ns)| WorstIf {
@@ -530,8 +587,58 @@ impl WhatIfAcc {
             worlds,
             pipeline_ranks,
             stages,
+            stage_groups,
         }
     }
+}
+
+/// `members` named by `labels`: compact ([`crate::analyze::rankset::compact`]), and each.
+fn named(members: &[usize], labels: &[String]) -> (String, Vec<String>) {
+    let names: Vec<&str> = members
+        .iter()
+        .filter_map(|&r| labels.get(r))
+        .map(String::as_str)
+        .collect();
+    (
+        crate::analyze::rankset::compact(&names),
+        names.iter().map(|n| n.to_string()).collect(),
+    )
+}
+
+/// The most any one of `members` gives back made typical alone in `world` (`alone`:
+/// (rank, world) → ns over the rows).
+fn most_alone(members: &[usize], world: usize, alone: &BTreeMap<(usize, usize), i64>) -> i64 {
+    members
+        .iter()
+        .filter_map(|&r| alone.get(&(r, world)))
+        .fold(0, |m, &x| m.max(x))
+}
+
+/// Each stage (not the whole world) of the `pipelines` replayed on their graphs, with what its ranks made typical together give back over the measured rows:
+/// (world, stage, its ranks, ns).
+fn stage_groups(
+    graphs: &BTreeMap<usize, graph::World<'_>>,
+    pipelines: &BTreeSet<usize>,
+    worlds: &[Vec<usize>],
+    stage_of: &[Option<u32>],
+) -> Vec<(usize, u32, Vec<usize>, i64)> {
+    let mut out = Vec::new();
+    for (&w, g) in graphs.iter().filter(|(w, _)| pipelines.contains(w)) {
+        let members = worlds.get(w).map_or(&[][..], Vec::as_slice);
+        let mut by: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for &r in members {
+            if let Some(&Some(p)) = stage_of.get(r) {
+                by.entry(p).or_default().push(r);
+            }
+        }
+        for (stage, ranks) in by {
+            if ranks.len() < members.len() {
+                let ns = g.saved_fixed(&ranks);
+                out.push((w, stage, ranks, ns));
+            }
+        }
+    }
+    out
 }
 
 /// The graph worlds' replays added to the totals: each world's rows, what each of its ranks
@@ -733,5 +840,49 @@ mod tests {
         // Not a rank of it; or the replay misses the recording: the local charge stands.
         assert_eq!(w(1.0).pipeline_saving("RANK04"), None);
         assert_eq!(w(TRUSTED_ERROR_PCT + 1.0).pipeline_saving("RANK02"), None);
+    }
+
+    #[test]
+    fn a_stage_leads_when_its_ranks_together_give_back_clearly_more_than_one_alone() {
+        let group = |stage: u32, saved: i64, step_pct: f64, alone: i64| StageGroupIf {
+            stage,
+            world: 0,
+            who: format!("TP00-PP{stage:02}, TP01-PP{stage:02}"),
+            ranks: vec![format!("TP00-PP{stage:02}"), format!("TP01-PP{stage:02}")],
+            saved: Ns::new(saved),
+            step_pct,
+            alone: Ns::new(alone),
+        };
+        let w = |error_pct: f64, groups: Vec<StageGroupIf>| WhatIf {
+            error_pct,
+            worlds: vec![WorldIf {
+                world: 0,
+                who: "TP00-PP00 … TP01-PP03".into(),
+                collectives: 8,
+                recorded: Ns::new(1000),
+                replayed: Ns::new(1000),
+                ideal: Ns::new(900),
+                slowdown: 1000.0 / 900.0,
+                lost_median: Ns::new(100),
+                error_pct,
+                pipeline: true,
+            }],
+            stage_groups: groups,
+            ..Default::default()
+        };
+        // Stage 2 gives back 14 % together and 0.2 % alone: it leads over stage 3's 6 %.
+        let both = vec![group(2, 140, 14.0, 2), group(3, 60, 6.0, 1)];
+        assert_eq!(
+            w(0.5, both.clone()).lead_stage(5.0).map(|g| g.stage),
+            Some(2)
+        );
+        // Under the threshold; not clearly more than one rank alone (1.2×); untrusted: none.
+        assert_eq!(w(0.5, both.clone()).lead_stage(15.0), None);
+        assert_eq!(w(0.5, vec![group(2, 120, 12.0, 100)]).lead_stage(5.0), None);
+        assert_eq!(w(TRUSTED_ERROR_PCT + 1.0, both).lead_stage(5.0), None);
+        // A stage of one rank is that rank: never a stage lead.
+        let mut one = group(2, 140, 14.0, 0);
+        one.ranks.truncate(1);
+        assert_eq!(w(0.5, vec![one]).lead_stage(5.0), None);
     }
 }
