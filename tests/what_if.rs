@@ -241,6 +241,16 @@ fn first_line_cost(line: &str) -> f64 {
         .unwrap_or_else(|| panic!("no cost: {line}"))
 }
 
+/// The cost the first line states is within `rel` of the truth: how much later, per step, the
+/// plant's last step ends than the control's (`what`: which plant, for the message).
+fn assert_first_line_near(line: &str, truth_ms: f64, rel: f64, what: &str) {
+    let ms = first_line_cost(line);
+    assert!(
+        within(ms, truth_ms, rel, 0.0),
+        "{what}the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.3} ms a step later than the control's"
+    );
+}
+
 /// The latest `ProfilerStep#N` end over the rank files of `dir`, µs, read from the raw events.
 fn last_step_end_us(dir: &Path) -> f64 {
     let mut last = 0.0f64;
@@ -301,11 +311,7 @@ fn a_serving_pipeline_keeps_the_local_charge() {
         "{:#?}",
         a.verdict.lines
     );
-    let ms = first_line_cost(line);
-    assert!(
-        within(ms, truth_ms, 0.25, 0.0),
-        "the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.3} ms a step later than the control's"
-    );
+    assert_first_line_near(line, truth_ms, 0.25, "");
 }
 
 /// A training pipeline (`synth --pp 4 --microbatches 8`: Megatron's 1F1B, blocking sends and
@@ -484,11 +490,7 @@ fn training_pipelines_pair_their_transfers_by_peer() {
             "{name}: {:#?}",
             a.verdict.lines
         );
-        let ms = first_line_cost(line);
-        assert!(
-            within(ms, truth_ms, 0.10, 0.0),
-            "{name}: the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.2} ms a step later than the control's"
-        );
+        assert_first_line_near(line, truth_ms, 0.10, &format!("{name}: "));
         let c = analyze(&control);
         assert!(
             common::attrib::first(&c).starts_with("Balanced"),
@@ -542,10 +544,7 @@ fn a_whole_slow_stage_is_named_as_the_stage() {
         a.verdict.lines
     );
     let ms = first_line_cost(line);
-    assert!(
-        within(ms, truth_ms, 0.10, 0.0),
-        "the first line says {ms:.2} ms a step; the plant's last step ends {truth_ms:.2} ms a step later than the control's"
-    );
+    assert_first_line_near(line, truth_ms, 0.10, "");
     // Alone, no rank of the stage gives back a tenth of it: the stage, not a rank.
     for who in ["TP00-DP00-PP02", "TP01-DP00-PP02"] {
         assert!(saved_ms(&a, who) < 0.1 * ms, "{who}: {:#?}", a.path.what_if);
