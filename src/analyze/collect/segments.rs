@@ -322,20 +322,7 @@ mod tests {
     }
 
     fn coll(seq: u32, start: i64, end: i64) -> CollEv {
-        CollEv {
-            key: 0,
-            name: 0,
-            seq,
-            start,
-            end,
-            prev_end: 0,
-            busy: 0,
-            pre: 0,
-            bytes: 0,
-            from_step: false,
-            waited: crate::analyze::collect::collector::BLOCKING,
-            overlapped: false,
-        }
+        CollEv::recorded(0, 0, seq, start, end, 0)
     }
 
     fn mark(start: i64) -> Mark {

@@ -167,7 +167,7 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     let who = v.onset.as_ref().map_or(slow, |o| o.rank_index);
     v.classes = class_shares(inp, who, v.onset.as_ref(), &peers_of(who));
 
-    v.lines = lead_lines(inp, &leads, &v);
+    v.lines = lead_lines(inp, &leads, &v, &work);
     // Right below the first line, which it qualifies (the path's line is first when it leads).
     if let Some(w) = what_if_line(inp, &leads) {
         v.lines.insert(1.min(v.lines.len()), w);
@@ -665,8 +665,8 @@ fn class_shares(
 /// The first line and the causes below it: the first line ([`Leads`]), then every other cause
 /// in the order of what it costs the step ([`Also`]): the EP gaps not told by the first line
 /// (at most three), the attribution's gaps (three subjects in all, the first line's included)
-/// and, when the profile is imbalanced, a slow link.
-fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
+/// and, when the profile is imbalanced, a slow link. `work`: each rank's, as [`judge`] measured.
+fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict, work: &[i64]) -> Vec<String> {
     let mut lines = Vec::new();
     if v.inconclusive {
         lines.extend(inconclusive_line(&leads.noisy));
@@ -675,7 +675,7 @@ fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict) -> Vec<String> {
         lines.push(moving::line(m, &v.metric));
     }
     if let Some(g) = leads.stage {
-        lines.push(stage_line(inp, g, &v.metric));
+        lines.push(stage_line(inp, g, &v.metric, work));
     }
     if let Some(c) = leads.path {
         lines.push(
@@ -920,10 +920,9 @@ fn what_if_line(inp: &Input<'_>, leads: &Leads<'_>) -> Option<String> {
 /// The first line when a pipeline stage leads ([`Leads::stage`]): what its ranks made typical
 /// together give back, how much more work they do than the rest of their world, what any one
 /// of them gives back alone, and the same stage of the other worlds (DP replicas) where it
-/// costs as much.
-fn stage_line(inp: &Input<'_>, g: &StageGroupIf, metric: &str) -> String {
+/// costs as much. `work`: each rank's, as [`judge`] measured.
+fn stage_line(inp: &Input<'_>, g: &StageGroupIf, metric: &str, work: &[i64]) -> String {
     let w = &inp.path.what_if;
-    let work = work_per_rank(inp);
     let index = |name: &str| inp.summaries.iter().position(|s| s.figures.rank == name);
     let mine: Vec<usize> = g.ranks.iter().filter_map(|r| index(r)).collect();
     // The rest of its replica (its world, as the step table pairs ranks).
