@@ -486,7 +486,7 @@ fn the_merged_trace_draws_the_late_arrivals() {
     let d = gather(Some(&dir), &[], false, None, None).unwrap();
     let out = tmp.path().join("merged.trace.json.gz");
     let opts = MergeOptions {
-        overlay: Some(std::sync::Arc::new(a.path.overlay())),
+        overlays: vec![std::sync::Arc::new(a.path.overlay())],
         ..Default::default()
     };
     let r = merge_group(&d.groups[0], &out, &opts).unwrap();

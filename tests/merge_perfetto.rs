@@ -335,3 +335,37 @@ fn critical_path_is_drawn_with_flows() {
         );
     }
 }
+
+/// `merge --what-if --critical-path -o x.pftrace` on the planted TP4 fixture: both overlays
+/// drawn together, each rank's ideal steps and collectives the same slices (names, times to
+/// the ns, args) as the JSON merge's, nested without an end left open or unmatched, beside the
+/// critical path's.
+#[test]
+fn the_ideal_timeline_is_drawn_beside_the_critical_path() {
+    let py = python_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sglang-tp4");
+    let merge = |out: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rankprof"))
+            .args(["merge", "--what-if", "--critical-path", "--profile-dir"])
+            .arg(&dir)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let (pf, json) = (
+        tmp.path().join("m.pftrace"),
+        tmp.path().join("m.trace.json.gz"),
+    );
+    merge(&pf);
+    merge(&json);
+    let v = decode(&py, &pf, &json, &[]);
+    check_common(&v);
+    let want = v["json"]["ideal"].as_object().unwrap();
+    assert_eq!(want.len(), 4, "every rank has its ideal track: {v}");
+    assert!(want.values().all(|n| n.as_u64().unwrap() > 4), "{v}");
+    assert_eq!(v["pftrace"]["ideal"], v["json"]["ideal"]);
+    assert_eq!(v["pftrace"]["critical"]["per_rank"], v["json"]["critical"]);
+}

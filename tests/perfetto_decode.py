@@ -25,7 +25,9 @@ from the debug annotations and from the TrackEvent extension its ExtensionDescri
 declares, keyed as trace_processor keys them (`debug.<name>`).
 
 Both sides: the critical path (slices on tracks / in processes named "critical path": how
-many, on which ranks, and in the .pftrace the flow arrows chaining them in time order), and
+many, on which ranks, and in the .pftrace the flow arrows chaining them in time order), the
+what-if's ideal timeline (slices per rank on its "ideal steps, world N" threads / in its "what
+if (every rank typical)" processes), and
 the "memory allocated" counter's values per rank. The rank traces given after the two merges
 (the inputs) are read for their `[memory]` events' `Total Allocated`, per file in time order,
 the independent figure both merges' memory counters must show; and the rank labels of the
@@ -277,6 +279,7 @@ def per_rank_pb(side):
     unmatched_ends = 0
     memory = defaultdict(list)
     critical = []
+    ideal = defaultdict(int)
     flow_fields = Counter()  # the ranks' events with flows, by the fields that carry them
     slices = Counter()  # begins (rank, name, time, args) and ends ("end", rank, time)
     for ts, ev, state in sorted(side.events, key=lambda x: x[0]):
@@ -314,6 +317,8 @@ def per_rank_pb(side):
             memory[label].append(ev.double_counter_value)
         if ev.type == TE.TYPE_SLICE_BEGIN and name == "critical path":
             critical.append((ts, label, slice_name, flow_ids(ev), terminating_flow_ids(ev)))
+        if ev.type == TE.TYPE_SLICE_BEGIN and name.startswith("ideal steps, world "):
+            ideal[label] += 1
     for label in ranks:
         ranks[label]["flows"] = len(flows[label])
         ranks[label]["flow_ends"] = len(ends[label])
@@ -330,6 +335,7 @@ def per_rank_pb(side):
         "per_rank": {k: dict(v) for k, v in ranks.items()},
         "memory": sorted(memory.values()),
         "critical": critical_summary(critical),
+        "ideal": dict(ideal),
         "all_parents_explicit": all_parents_explicit(side),
         "rank_order": [t.name for t in order],
         "label_order": sorted((t.name for t in order), key=label_key),
@@ -451,6 +457,7 @@ def per_rank_json(path):
     finishes = defaultdict(set)
     memory = defaultdict(list)
     critical = defaultdict(int)
+    ideal = defaultdict(int)
     crit_x, crit_flows = [], []
     slices = Counter()  # as per_rank_pb's
     for e in doc["traceEvents"]:
@@ -472,6 +479,8 @@ def per_rank_json(path):
             critical[label] += 1
             crit_x.append((label, e["name"], int(round(Decimal(e["ts"]) * 1000)),
                            int(round(Decimal(e.get("dur", 0)) * 1000))))
+        if ph == "X" and str(e.get("pid")).endswith(" what if (every rank typical)"):
+            ideal[label] += 1
         if ph in ("s", "f") and on_path:
             crit_flows.append((ph, e.get("id"), label, int(round(Decimal(e["ts"]) * 1000))))
             continue
@@ -501,6 +510,7 @@ def per_rank_json(path):
         "rank_order": order,
         "memory": sorted([v for _, v in sorted(m)] for m in memory.values()),
         "critical": dict(critical),
+        "ideal": dict(ideal),
         "critical_pairs": json_pairs(crit_x, crit_flows),
     }
 

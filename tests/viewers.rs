@@ -466,7 +466,7 @@ fn merged_traces_load_in_catapult_and_devtools() {
         .unwrap()
         .groups[0];
     let opts = MergeOptions {
-        overlay: Some(path),
+        overlays: vec![path],
         ..MergeOptions::default()
     };
     assert!(!merge_group(g, &cp_file, &opts).unwrap().damaged());

@@ -68,6 +68,10 @@ const MERGE: &[Example] = &[
         "With a track per rank of the collectives it arrived last at (analyzes the ranks first)",
         "rankprof merge --profile-dir /data/prof --critical-path",
     ),
+    ex(
+        "Beside each rank, its steps as they would run with every rank typical, and the critical path",
+        "rankprof merge --profile-dir /data/prof --what-if --critical-path",
+    ),
 ];
 
 const ANALYZE: &[Example] = &[

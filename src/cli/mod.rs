@@ -188,6 +188,12 @@ pub struct MergeArgs {
     /// named by what it cost the others and why). Reads every rank twice.
     #[arg(long = "critical-path")]
     pub critical_path: bool,
+    /// Analyze the ranks first and draw, beside each rank, its steps as the what-if replays
+    /// them with every rank typical: a "what if (every rank typical)" track per rank with each
+    /// ideal step (named with its ideal and recorded time) and, inside it, each collective from
+    /// its ideal arrival to its ideal end. Reads every rank twice.
+    #[arg(long = "what-if")]
+    pub what_if: bool,
     /// gzip level of the output (0-9).
     #[arg(long, default_value_t = 1)]
     pub level: u32,

@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::analyze::reduce::path::ideal::IDEAL_KEPT;
+use crate::analyze::reduce::path::whatif::TRUSTED_ERROR_PCT;
 use crate::analyze::{analyze, Analysis, AnalyzeOptions};
 use crate::cli::MergeArgs;
 use crate::exit;
@@ -31,7 +33,7 @@ pub(crate) fn options(a: &MergeArgs) -> Result<MergeOptions> {
         gpu_only: a.gpu_only,
         strict: a.strict,
         level: a.level,
-        overlay: None,
+        overlays: Vec::new(),
         clock_offsets: None,
         trace_format: trace_format(a)?,
     };
@@ -97,9 +99,13 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
     for (g, out) in d.groups.iter().zip(&outs) {
         let t = Instant::now();
         let mut opts = opts.clone();
-        if args.critical_path || opts.align == Align::Collectives {
+        if args.critical_path || args.what_if || opts.align == Align::Collectives {
             let a = pool.install(|| analyzed(g));
-            from_analysis(g, a.as_ref(), args.critical_path, &mut opts);
+            let drawn = Drawn {
+                critical_path: args.critical_path,
+                what_if: args.what_if,
+            };
+            from_analysis(g, a.as_ref(), drawn, &mut opts);
         }
         let res = pool.install(|| merge_group(g, out, &opts))?;
         let secs = t.elapsed().as_secs_f64();
@@ -189,11 +195,22 @@ fn check_outputs(
     Ok(())
 }
 
+/// The overlays the command line asks for.
+#[derive(Clone, Copy)]
+struct Drawn {
+    critical_path: bool,
+    what_if: bool,
+}
+
 /// What the merge takes from the group's analysis: the critical path's tracks
-/// (`--critical-path`) and, with `--align collectives`, each rank's clock offset (noted).
-fn from_analysis(g: &Group, a: Option<&Analysis>, critical_path: bool, opts: &mut MergeOptions) {
-    if critical_path {
-        opts.overlay = a.and_then(|a| overlay(g, a));
+/// (`--critical-path`), the ideal timeline's (`--what-if`) and, with `--align collectives`,
+/// each rank's clock offset (noted).
+fn from_analysis(g: &Group, a: Option<&Analysis>, drawn: Drawn, opts: &mut MergeOptions) {
+    if drawn.critical_path {
+        opts.overlays.extend(a.and_then(|a| overlay(g, a)));
+    }
+    if drawn.what_if {
+        opts.overlays.extend(a.and_then(|a| ideal_overlay(g, a)));
     }
     let Some(a) = a.filter(|_| opts.align == Align::Collectives) else {
         return;
@@ -227,7 +244,7 @@ fn analyzed(g: &Group) -> Option<Analysis> {
         Ok(a) => Some(a),
         Err(e) => {
             eprintln!(
-                "note: {}: cannot analyze ({e:#}); merged without the critical path or clock offsets",
+                "note: {}: cannot analyze ({e:#}); merged without its critical path, what-if or clock offsets",
                 g.merged_name()
             );
             None
@@ -246,6 +263,38 @@ fn overlay(g: &Group, a: &Analysis) -> Option<Arc<Overlay>> {
         g.merged_name()
     );
     None
+}
+
+/// The what-if's ideal timeline of the group's ranks as merged-trace tracks, or `None` (said
+/// on stderr) when there is none to draw: no collective matched, or none in a step. Said too:
+/// a replay not to be trusted (drawn all the same), and steps left out past the kept records.
+fn ideal_overlay(g: &Group, a: &Analysis) -> Option<Arc<Overlay>> {
+    let name = g.merged_name();
+    let w = &a.path.what_if;
+    if a.path.collectives == 0 {
+        eprintln!("note: {name}: no collective matched across ranks, so no what-if to draw");
+        return None;
+    }
+    if w.timeline.steps.is_empty() {
+        eprintln!(
+            "note: {name}: no step was replayed in full (the what-if needs the step table's steps and a collective before each rank's first), so no ideal timeline to draw"
+        );
+        return None;
+    }
+    if !w.trusted() {
+        eprintln!(
+            "note: {name}: the what-if replays the recording only within {:.1} % (over {TRUSTED_ERROR_PCT} %): its ideal timeline is drawn but not to be trusted",
+            w.error_pct
+        );
+    }
+    if w.timeline.left_out > 0 {
+        let drawn = w.timeline.steps.len();
+        eprintln!(
+            "note: {name}: the ideal track holds the first {drawn} steps (of {}; it keeps at most {IDEAL_KEPT} collective members)",
+            drawn + w.timeline.left_out
+        );
+    }
+    Some(Arc::new(w.timeline.overlay()))
 }
 
 /// Where `-o` sends the merged traces.

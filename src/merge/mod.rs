@@ -60,9 +60,10 @@ pub struct MergeOptions {
     pub gpu_only: bool,
     pub strict: bool,
     pub level: u32,
-    /// Annotations to draw on extra tracks per rank (`--critical-path`); times on the common
-    /// clock, so only with [`Align::Base`] (or [`Align::Collectives`], the analysis' clock).
-    pub overlay: Option<std::sync::Arc<Overlay>>,
+    /// Annotations to draw on extra tracks per rank (`--critical-path`, `--what-if`), each its
+    /// own process per rank; times on the common clock, so only with [`Align::Base`] (or
+    /// [`Align::Collectives`], the analysis' clock).
+    pub overlays: Vec<std::sync::Arc<Overlay>>,
     /// With [`Align::Collectives`]: each rank's clock offset by label (what to subtract), from
     /// the analysis.
     pub clock_offsets: Option<std::sync::Arc<Vec<(String, Ns)>>>,
@@ -104,7 +105,7 @@ impl Default for MergeOptions {
             gpu_only: false,
             strict: false,
             level: 1,
-            overlay: None,
+            overlays: Vec::new(),
             clock_offsets: None,
             trace_format: TraceFormat::Json,
         }
@@ -367,8 +368,8 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
 
 /// What a merge adds after the ranks: a `rankprof watch` timeline beside the traces, its
 /// polls inside this trace's time span as load counter tracks ([`crate::load::evidence`]),
-/// and the `--critical-path` overlay; as JSON events (a `.pftrace` encodes them in turn,
-/// [`perfetto::extras`]). Its events and how many.
+/// and the `--critical-path` and `--what-if` overlays; as JSON events (a `.pftrace` encodes
+/// them in turn, [`perfetto::extras`]). Its events and how many.
 fn extras(
     g: &Group,
     opts: &MergeOptions,
@@ -384,7 +385,7 @@ fn extras(
     notes.extend(load.notes);
     let mut extra = load.json;
     let mut extra_events = load.events;
-    if let Some(ov) = &opts.overlay {
+    for ov in &opts.overlays {
         let (json, n) = overlay_events(g, ov, opts.align, alignment.base_ns, notes);
         if !json.is_empty() {
             if !extra.is_empty() {
@@ -475,8 +476,9 @@ fn perfetto_notes(g: &Group, ranks: &Ranks<'_>, notes: &mut Vec<String>) {
     }
 }
 
-/// The critical path's slices as events on each rank's track (with a note of how many), when
-/// the ranks are on the common clock; else a note that they are not drawn.
+/// An overlay's slices (the critical path's, the ideal timeline's) as events on each rank's
+/// track (with a note of how many), when the ranks are on the common clock; else a note that
+/// they are not drawn.
 fn overlay_events(
     g: &Group,
     ov: &Overlay,

@@ -31,12 +31,13 @@
 
 pub(crate) mod acc;
 pub(crate) mod graph;
+pub mod ideal;
 pub mod whatif;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::trace::write::overlay::{Overlay, Slice};
+use crate::trace::write::overlay::{Overlay, Slice, CRITICAL_PATH_SORT};
 use crate::trace::Ns;
 
 /// Why the last arriver's segment was longer than the median member's.
@@ -320,6 +321,8 @@ impl CriticalPath {
         }
         Overlay {
             track: "critical path".into(),
+            sort: CRITICAL_PATH_SORT,
+            threads: Vec::new(),
             slices,
         }
     }

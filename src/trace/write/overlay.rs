@@ -1,8 +1,10 @@
 //! Annotations written into a merged trace on top of the ranks' own events: slices on one
-//! extra track per rank (e.g. the critical path's late arrivals, `merge --critical-path`),
-//! each in a process that belongs to its rank (`"[TP02] critical path"`, sorted at the end of
-//! the rank's processes), so that a viewer shows them beside the rank they explain and every
-//! process of the merged trace still carries its rank's label.
+//! extra process per rank and overlay (e.g. the critical path's late arrivals, `merge
+//! --critical-path`; the ideal timeline, `merge --what-if`), each process belonging to its rank
+//! (`"[TP02] critical path"`, sorted at the end of the rank's processes by the overlay's own
+//! offset), so that a viewer shows them beside the rank they explain and every process of the
+//! merged trace still carries its rank's label. Inside the process, one thread per `tid` the
+//! slices name (slices on one thread must nest).
 //!
 //! Times come in on the common clock (absolute ns, as an analysis holds them) and are written
 //! as the merge writes every event: µs from the merged trace's base time.
@@ -19,6 +21,8 @@ pub struct Slice {
     pub start_ns: i64,
     pub dur_ns: i64,
     pub args: Map<String, Value>,
+    /// The thread of the rank's process it is on ([`Overlay::threads`] names it).
+    pub tid: u32,
     /// Flow arrows it begins and ends (ids unique in the overlay), drawn 1 ns before its end:
     /// two slices joined by a flow end at the same time (a late arrival, and a wait for it).
     pub flows_out: Vec<u64>,
@@ -29,8 +33,18 @@ pub struct Slice {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overlay {
     pub track: String,
+    /// Added to the rank's process sort index base: where its process sits among the rank's
+    /// (the rank's own processes are below 99; each overlay takes its own offset).
+    pub sort: i64,
+    /// The names of the threads other than `track` (tid, name); a tid not named is `track`.
+    pub threads: Vec<(u32, String)>,
     pub slices: Vec<Slice>,
 }
+
+/// The sort offset of the critical path's process ([`Overlay::sort`]): last of the rank's.
+pub(crate) const CRITICAL_PATH_SORT: i64 = 99;
+/// The what-if's ideal timeline: just before the critical path's.
+pub(crate) const WHAT_IF_SORT: i64 = 98;
 
 impl Overlay {
     /// The overlay's events as comma-separated JSON objects (no leading or trailing comma), with
@@ -45,6 +59,7 @@ impl Overlay {
     ) -> (Vec<u8>, u64) {
         let mut out: Vec<Value> = Vec::new();
         let mut procs: Vec<(String, i64)> = Vec::new();
+        let mut threads: Vec<(String, u32)> = Vec::new();
         for s in &self.slices {
             let Some(sort) = sort_base(&s.rank) else {
                 if !missing.contains(&s.rank) {
@@ -56,9 +71,13 @@ impl Overlay {
             if !procs.iter().any(|(p, _)| *p == pid) {
                 procs.push((pid.clone(), sort));
             }
+            if !threads.iter().any(|(p, t)| *p == pid && *t == s.tid) {
+                threads.push((pid.clone(), s.tid));
+            }
+            let tid = s.tid;
             let ts = (s.start_ns - base_ns) as f64 / 1e3;
             out.push(json!({
-                "ph": "X", "cat": "rankprof", "name": s.name, "pid": pid, "tid": 0,
+                "ph": "X", "cat": "rankprof", "name": s.name, "pid": pid, "tid": tid,
                 "ts": (ts * 1e3).round() / 1e3,
                 "dur": (s.dur_ns.max(0) as f64).round() / 1e3,
                 "args": s.args,
@@ -66,7 +85,7 @@ impl Overlay {
             let at = (s.start_ns + s.dur_ns - 1 - base_ns) as f64 / 1e3;
             let flow = |ph: &str, id: u64| {
                 let mut f = json!({"ph": ph, "cat": "rankprof", "name": "waited for", "id": id,
-                    "pid": pid, "tid": 0, "ts": (at * 1e3).round() / 1e3});
+                    "pid": pid, "tid": tid, "ts": (at * 1e3).round() / 1e3});
                 if ph == "f" {
                     f["bp"] = "e".into();
                 }
@@ -82,11 +101,13 @@ impl Overlay {
             );
             out.push(
                 json!({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
-                            "args": {"sort_index": sort + 99}}),
+                            "args": {"sort_index": sort + self.sort}}),
             );
+        }
+        for (pid, tid) in &threads {
             out.push(
-                json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": 0,
-                            "args": {"name": self.track}}),
+                json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                            "args": {"name": self.thread_name(*tid)}}),
             );
         }
         let mut bytes = Vec::new();
@@ -98,6 +119,14 @@ impl Overlay {
         }
         (bytes, out.len() as u64)
     }
+
+    /// The name of thread `tid` of each rank's process.
+    fn thread_name(&self, tid: u32) -> &str {
+        self.threads
+            .iter()
+            .find(|(t, _)| *t == tid)
+            .map_or(self.track.as_str(), |(_, name)| name.as_str())
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +137,8 @@ mod tests {
     fn slices_land_in_their_rank_process_on_the_base() {
         let o = Overlay {
             track: "critical path".into(),
+            sort: CRITICAL_PATH_SORT,
+            threads: vec![(1, "other".into())],
             slices: vec![
                 Slice {
                     rank: "TP02".into(),
@@ -115,6 +146,14 @@ mod tests {
                     start_ns: 1_000_002_500,
                     dur_ns: 2_000_000,
                     args: Map::new(),
+                    ..Slice::default()
+                },
+                Slice {
+                    rank: "TP02".into(),
+                    name: "beside".into(),
+                    start_ns: 1_000_002_500,
+                    dur_ns: 10,
+                    tid: 1,
                     ..Slice::default()
                 },
                 Slice {
@@ -134,11 +173,18 @@ mod tests {
             &mut missing,
         );
         assert_eq!(missing, vec!["TP09".to_string()]);
-        assert_eq!(n, 4);
+        assert_eq!(n, 6);
         let v: Value = serde_json::from_slice(&[b"[", &bytes[..], b"]"].concat()).unwrap();
         assert_eq!(v[0]["pid"], "[TP02] critical path");
         assert_eq!(v[0]["ts"], 2.5);
         assert_eq!(v[0]["dur"], 2000.0);
-        assert_eq!(v[2]["args"]["sort_index"], 299);
+        assert_eq!(v[1]["tid"], 1);
+        assert_eq!(v[3]["args"]["sort_index"], 299);
+        // One thread name per thread of the process: the track's, and the one named.
+        assert_eq!(v[4]["args"]["name"], "critical path");
+        assert_eq!(
+            (&v[5]["tid"], &v[5]["args"]["name"]),
+            (&1.into(), &"other".into())
+        );
     }
 }

@@ -129,7 +129,7 @@ impl Acc {
             marks: Kept::new(MARKS),
             transfers: BTreeMap::new(),
             origin: i64::MAX,
-            whatif: WhatIfAcc::default(),
+            whatif: WhatIfAcc::new(steps.rows.iter().map(|r| r.step.clone()).collect()),
             hidden: BTreeMap::new(),
         }
     }
@@ -211,8 +211,14 @@ impl Acc {
                     end: r.end,
                 })
                 .collect();
-            self.whatif
-                .add(row, world, &replayed, transfer, cap.unwrap_or(i64::MAX));
+            self.whatif.add(
+                row,
+                world,
+                name,
+                &replayed,
+                transfer,
+                cap.unwrap_or(i64::MAX),
+            );
         }
         if tie {
             return;

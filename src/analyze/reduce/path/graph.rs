@@ -51,15 +51,34 @@ pub(crate) fn replay(nodes: &[Node], seg: impl Fn(usize, usize) -> i64) -> Optio
     replay_with(nodes, seg, None)
 }
 
-/// What a replay tells each member of a node: (node, member position, its wait there: the
-/// last arrival less its own).
-pub(crate) type Waited<'a> = &'a mut dyn FnMut(usize, usize, i64);
+/// One member at one node, as replayed: its arrival, the node's last arrival (its wait there is
+/// the difference) and its leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Replayed {
+    pub(crate) arrival: i64,
+    pub(crate) last: i64,
+    pub(crate) leave: i64,
+}
 
-/// [`replay`], telling `waited` (when given) each member's wait at each node.
+impl Replayed {
+    /// How long it waited for the last arrival.
+    pub(crate) fn wait(&self) -> i64 {
+        self.last - self.arrival
+    }
+}
+
+/// A world replayed with every rank typical ([`World::ideal_times`]): each node's (start,
+/// end), and each member's replayed times by node and member position.
+pub(crate) type IdealReplay = (Vec<(i64, i64)>, Vec<Vec<Replayed>>);
+
+/// What a replay tells each member of a node: (node, member position, its replayed times).
+pub(crate) type Told<'a> = &'a mut dyn FnMut(usize, usize, Replayed);
+
+/// [`replay`], telling `told` (when given) each member's replayed times at each node.
 pub(crate) fn replay_with(
     nodes: &[Node],
     seg: impl Fn(usize, usize) -> i64,
-    mut waited: Option<Waited<'_>>,
+    mut told: Option<Told<'_>>,
 ) -> Option<Vec<(i64, i64)>> {
     // Each rank's nodes in its own order: by arrival, then by the order the file wrote them
     // (a partial writes its collectives by key, so `seq` alone is not the arrival order there):
@@ -129,8 +148,17 @@ pub(crate) fn replay_with(
             let leave = last + (mem.end - rec_last).max(0);
             end = end.max(leave);
             let q = rank_queue[&mem.rank];
-            if let Some(w) = waited.as_deref_mut() {
-                w(n, m, last - (clock_of(clock[q], mem) + seg(n, m)));
+            if let Some(t) = told.as_deref_mut() {
+                let arrival = clock_of(clock[q], mem) + seg(n, m);
+                t(
+                    n,
+                    m,
+                    Replayed {
+                        arrival,
+                        last,
+                        leave,
+                    },
+                );
             }
             clock[q] = Some((mem.end, leave));
             head[q] += 1;
@@ -275,10 +303,10 @@ impl<'a> World<'a> {
     /// own), replayed with segments `seg`.
     fn waits_with(&self, seg: impl Fn(usize, usize) -> i64) -> BTreeMap<usize, i64> {
         let mut out: BTreeMap<usize, i64> = BTreeMap::new();
-        let mut add = |n: usize, m: usize, wait: i64| {
+        let mut add = |n: usize, m: usize, r: Replayed| {
             let node = &self.nodes[n];
             if self.measured.contains(&node.row) {
-                *out.entry(node.members[m].rank).or_default() += wait.max(0);
+                *out.entry(node.members[m].rank).or_default() += r.wait().max(0);
             }
         };
         replay_with(self.nodes, seg, Some(&mut add));
@@ -296,6 +324,32 @@ impl<'a> World<'a> {
             }
         }
         out
+    }
+
+    /// The world replayed with every rank typical (the what-if's ideal, as [`World::figures`]
+    /// replays it): each node's (start, end) and each member's replayed times, by node and
+    /// member position; `None` when it cannot be replayed.
+    pub(crate) fn ideal_times(&self) -> Option<IdealReplay> {
+        let mut members: Vec<Vec<Replayed>> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let none = Replayed {
+                    arrival: 0,
+                    last: 0,
+                    leave: 0,
+                };
+                vec![none; n.members.len()]
+            })
+            .collect();
+        let mut keep = |n: usize, m: usize, r: Replayed| {
+            if let Some(x) = members.get_mut(n).and_then(|v| v.get_mut(m)) {
+                *x = r;
+            }
+        };
+        let seg = |n: usize, m: usize| self.typical_seg(n, m, &[0, 1, 2]);
+        let nodes = replay_with(self.nodes, seg, Some(&mut keep))?;
+        Some((nodes, members))
     }
 
     /// What the change `seg` gives back over the measured rows: the base spans less its.

@@ -34,6 +34,9 @@
 //! their peer, [`crate::analyze::collect::p2p`]) are replayed on the graph, each rank on its
 //! own clock ([`super::graph`]), not as a chain.
 //!
+//! **The ideal timeline** (`merge --what-if`): the "every rank typical" replay kept step by
+//! step, on the common clock, to be drawn beside each rank ([`super::ideal`]).
+//!
 //! Limits, said where they apply: each world is replayed on its own (a delay that carries from
 //! a TP group into a later DP synchronisation is not followed); send/recv that name no peer are
 //! not paired.
@@ -43,6 +46,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::graph::{self, Member, Node};
+use super::ideal::{IdealAcc, IdealTimeline, Seen};
 use super::Kind;
 use crate::analyze::stats::lower_median;
 use crate::trace::Ns;
@@ -177,6 +181,10 @@ pub struct WhatIf {
     /// together; only one of two or more ranks can lead ([`WhatIf::lead_stage`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stage_groups: Vec<StageGroupIf>,
+    /// Every rank typical, step by step on the common clock: what `merge --what-if` draws
+    /// ([`IdealTimeline::overlay`]). Not in the JSON.
+    #[serde(skip)]
+    pub timeline: IdealTimeline,
 }
 
 impl WorstIf {
@@ -375,12 +383,22 @@ pub(crate) struct WhatIfAcc {
     graph: BTreeMap<usize, Vec<Node>>,
     /// The worlds with point-to-point pairs: pipelines.
     pipelines: BTreeSet<usize>,
+    /// The ideal timeline's records (bounded).
+    ideal: IdealAcc,
 }
 
 /// The kinds a segment splits into, in [`Member::parts`] order.
 const KINDS: [Kind; 3] = [Kind::Work, Kind::Host, Kind::LateStart];
 
 impl WhatIfAcc {
+    /// `steps`: the step table's step names, by row (the ideal timeline names its steps so).
+    pub(crate) fn new(steps: Vec<String>) -> WhatIfAcc {
+        WhatIfAcc {
+            ideal: IdealAcc::new(steps),
+            ..WhatIfAcc::default()
+        }
+    }
+
     /// World `world` is replayed on the graph, not as a chain ([`super::graph`]): its members
     /// leave a collective at different times (gloo), or its collectives are not all joined by
     /// every member (a pipeline's transfers: `pipeline`).
@@ -391,8 +409,8 @@ impl WhatIfAcc {
         }
     }
 
-    /// One matched collective of `world` in step-table row `row`: its members and the last
-    /// arriver's transfer.
+    /// One matched collective `name` of `world` in step-table row `row`: its members and the
+    /// last arriver's transfer.
     /// `cap`: how long compute waited for it (a side-stream collective that compute ran on
     /// through, [`crate::analyze::collect::overlap`]; `i64::MAX` for one it waited for in
     /// full): an earlier end gives back no more than that.
@@ -400,6 +418,7 @@ impl WhatIfAcc {
         &mut self,
         row: usize,
         world: usize,
+        name: &str,
         members: &[Member],
         transfer: i64,
         cap: i64,
@@ -417,7 +436,8 @@ impl WhatIfAcc {
         s.last_end = Some(s.last_end.map_or(end, |e| e.max(end)));
         let capped = |x: i64| x.clamp(0, cap.max(0));
         s.replayed += latest + transfer;
-        s.ideal_saved += capped(latest - latest_arrival(members, |_| median));
+        let ideal_saved = capped(latest - latest_arrival(members, |_| median));
+        s.ideal_saved += ideal_saved;
         if let Some((who, saved)) = typical_rank_saves(members, latest, median) {
             *s.ranks.entry(who).or_default() += capped(saved);
         }
@@ -428,12 +448,22 @@ impl WhatIfAcc {
             cap,
             ..Longest::of(row, world, members, median)
         });
-        if let Some(nodes) = self.graph.get_mut(&world) {
+        let node = self.graph.get_mut(&world).map(|nodes| {
             nodes.push(Node {
                 row,
                 members: members.to_vec(),
             });
-        }
+            nodes.len() - 1
+        });
+        self.ideal.add(Seen {
+            row,
+            world,
+            name,
+            node,
+            members,
+            seg: latest - ideal_saved,
+            transfer,
+        });
     }
 
     /// The totals per step over the rows measured in full (`measured`), with the mean step
@@ -471,6 +501,7 @@ impl WhatIfAcc {
             .iter()
             .filter_map(|(&w, nodes)| Some((w, graph::World::new(nodes, &measured)?)))
             .collect();
+        let timeline = self.ideal.finish(&graphs, &measured, labels);
         let waits = add_graphs(
             &graphs,
             &self.pipelines,
@@ -588,6 +619,7 @@ impl WhatIfAcc {
             pipeline_ranks,
             stages,
             stage_groups,
+            timeline,
         }
     }
 }
