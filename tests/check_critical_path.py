@@ -37,7 +37,11 @@ plus their own pre (clamped to seg - busy), busy as before (inside [own prev_end
 L = the latest start; a tie (another member starting less
 than 1000 ns before L) costs nothing. cost = seg_L - lowermedian(seg); when > 0 it is split over
 work/host/late by the excesses e_k = max(0, x_k(L) - lowermedian(x_k)) (floor for work and late,
-host the rest; all host when every excess is 0). transfer = end_L - start_L.
+host the rest; all host when every excess is 0). transfer = end_L - start_L. On GPU ranks
+(every file has kernels) a late arrival's lag carries: taking each rank's late arrivals in time
+order, when one's segment starts at the end of the rank's previous late arrival's collective, up
+to that one's cost of its host part is re-split as that one was settled (work and late by floor,
+host the rest).
 
 Prints one JSON object, asserts nothing:
 - "ranks": per rank label (as `rankprof ls` labels ranks: TP00, TP00-DP01, ...): file, mode
@@ -378,6 +382,35 @@ def worlds_of(files):
     return [worlds[k] for k in sorted(worlds, key=lambda k: (k[0], -1 if k[1] is None else k[1]))]
 
 
+def settle(files, pending, cost, by_step, gap_windows):
+    """Charges each late arrival, each rank's in time order (arrival, then end); on GPU ranks
+    (every file "gpu") with the lag carried from the rank's previous one: when this segment
+    starts at that collective's end, up to that one's cost of this one's host part moves to work
+    and late in that one's proportions (as settled; floor each)."""
+    gpu = all(f["mode"] == "gpu" for f in files)
+    prev = None
+    for lm, start, end, seg_start, c, split in sorted(pending, key=lambda x: (x[0], x[1], x[2])):
+        if gpu and prev is not None and prev[0] == lm and prev[1] == seg_start:
+            _, _, budget, was = prev
+            total = sum(was.values())
+            if total > 0:
+                moved = max(0, min(split["host"], budget))
+                work = moved * was["work"] // total
+                late = moved * was["late"] // total
+                split = {"work": split["work"] + work, "late": split["late"] + late, "host": split["host"] - work - late}
+        prev = (lm, end, c, split)
+        if split["host"] > 0:
+            gap_windows[lm].append((seg_start, start))
+        for k in KINDS:
+            cost[lm][k] += split[k]
+        # The step (ProfilerStep mark of the last arriver) holding its arrival.
+        step = next((i for i, (t0, dur) in enumerate(files[lm]["marks"]) if t0 <= start < t0 + dur), None)
+        if step is not None:
+            row = by_step[lm].setdefault(step, {k: 0 for k in KINDS})
+            for k in KINDS:
+                row[k] += split[k]
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -390,6 +423,7 @@ def main():
     charged = [0] * len(files)
     gap_windows = [[] for _ in files]
     by_step = [{} for _ in files]
+    pending = []  # (rank, arrival, end, segment start, cost, split) of every late arrival
     worlds_out = []
     for members in worlds_of(files):
         keys = []
@@ -445,22 +479,14 @@ def main():
                     work = c * e["work"] // total
                     late = c * e["late"] // total
                     split = {"work": work, "late": late, "host": c - work - late}
-                if split["host"] > 0:
-                    gap_windows[lm].append((lr["prev_end"], lr["start"]))
-                for k in KINDS:
-                    cost[lm][k] += split[k]
-                # The step (ProfilerStep mark of the last arriver) holding its arrival.
-                step = next((i for i, (t0, dur) in enumerate(files[lm]["marks"]) if t0 <= lr["start"] < t0 + dur), None)
-                if step is not None:
-                    row = by_step[lm].setdefault(step, {k: 0 for k in KINDS})
-                    for k in KINDS:
-                        row[k] += split[k]
+                pending.append((lm, lr["start"], lr["end"], lr["prev_end"], c, split))
                 charged[lm] += 1
                 w["charged"] += 1
         w["transfer_median_ns"] = {k: lower_median(v) for k, v in sorted(transfers.items())}
         w["bytes_median"] = {k: (lower_median(v) if all(b > 0 for b in v) else None) for k, v in sorted(sizes.items())}
         w["busbw_gbps"] = {k: lower_median(v) / 1e3 for k, v in sorted(bws.items())}
         worlds_out.append(w)
+    settle(files, pending, cost, by_step, gap_windows)
     ranks = {}
     for i, f in enumerate(files):
         steps = f["steps"]

@@ -282,18 +282,16 @@ fn memory_counters_are_the_inputs_total_allocated() {
     assert_eq!(v["json"]["memory"], v["raw_memory"]);
 }
 
-/// `merge --critical-path -o x.pftrace` on the planted TP4 fixture: the late arrivals and the
-/// waits for them the JSON merge draws, on the same ranks' "critical path" tracks, with a flow
-/// arrow from each late arrival to every rank that waited for it: the same pairs as the
-/// JSON's flow events bound as a viewer binds them (`tests/perfetto_decode.py`).
-#[test]
-fn critical_path_is_drawn_with_flows() {
-    let py = python_or_skip!();
+/// The planted TP4 fixture merged with `flags` to `.pftrace` and to `.trace.json.gz` by the
+/// command line, both decoded ([`decode`]).
+fn tp4_both(py: &Path, flags: &[&str]) -> Value {
     let tmp = tempfile::tempdir().unwrap();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sglang-tp4");
     let merge = |out: &Path| {
         let o = Command::new(env!("CARGO_BIN_EXE_rankprof"))
-            .args(["merge", "--critical-path", "--profile-dir"])
+            .arg("merge")
+            .args(flags)
+            .arg("--profile-dir")
             .arg(&dir)
             .arg("-o")
             .arg(out)
@@ -307,7 +305,17 @@ fn critical_path_is_drawn_with_flows() {
     );
     merge(&pf);
     merge(&json);
-    let v = decode(&py, &pf, &json, &[]);
+    decode(py, &pf, &json, &[])
+}
+
+/// `merge --critical-path -o x.pftrace` on the planted TP4 fixture: the late arrivals and the
+/// waits for them the JSON merge draws, on the same ranks' "critical path" tracks, with a flow
+/// arrow from each late arrival to every rank that waited for it: the same pairs as the
+/// JSON's flow events bound as a viewer binds them (`tests/perfetto_decode.py`).
+#[test]
+fn critical_path_is_drawn_with_flows() {
+    let py = python_or_skip!();
+    let v = tp4_both(&py, &["--critical-path"]);
     check_common(&v);
     let crit = &v["pftrace"]["critical"];
     let want = v["json"]["critical"].as_object().unwrap();
@@ -343,25 +351,7 @@ fn critical_path_is_drawn_with_flows() {
 #[test]
 fn the_ideal_timeline_is_drawn_beside_the_critical_path() {
     let py = python_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sglang-tp4");
-    let merge = |out: &Path| {
-        let o = Command::new(env!("CARGO_BIN_EXE_rankprof"))
-            .args(["merge", "--what-if", "--critical-path", "--profile-dir"])
-            .arg(&dir)
-            .arg("-o")
-            .arg(out)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    };
-    let (pf, json) = (
-        tmp.path().join("m.pftrace"),
-        tmp.path().join("m.trace.json.gz"),
-    );
-    merge(&pf);
-    merge(&json);
-    let v = decode(&py, &pf, &json, &[]);
+    let v = tp4_both(&py, &["--what-if", "--critical-path"]);
     check_common(&v);
     let want = v["json"]["ideal"].as_object().unwrap();
     assert_eq!(want.len(), 4, "every rank has its ideal track: {v}");

@@ -247,7 +247,10 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|r| r.steps.iter().map(|f| (f.start_ns, f.dur_ns)).collect())
             .collect();
-        let mut acc = Acc::new(&self.labels, &windows, steps, top_n);
+        let ideal = self.args.ideal_timeline;
+        // GPU ranks' hosts run ahead of their devices: a late arrival's lag carries on.
+        let run_ahead = results.iter().all(|r| r.gpu);
+        let mut acc = Acc::new(&self.labels, &windows, steps, top_n, ideal, run_ahead);
         let coll =
             collectives::analyze_into(&self.labels, worlds, &colls, source, top_n, Some(&mut acc))?;
         let stage_of: Vec<Option<u32>> = results.iter().map(|r| r.id.pp).collect();

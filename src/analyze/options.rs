@@ -82,6 +82,9 @@ pub struct AnalyzeOptions {
     /// [`crate::analyze::reduce::clocks`]): `--align collectives`, the default. `false`:
     /// `--align none`, every rank on its own clock.
     pub align: bool,
+    /// Keep the what-if's "every rank typical" timeline, step by step (`merge --what-if` draws
+    /// it; [`crate::analyze::reduce::path::ideal`]). Off by default: `analyze` does not keep it.
+    pub ideal_timeline: bool,
 }
 
 impl Default for AnalyzeOptions {
@@ -101,6 +104,7 @@ impl Default for AnalyzeOptions {
             jobs: None,
             keep_partial: false,
             align: true,
+            ideal_timeline: false,
         }
     }
 }

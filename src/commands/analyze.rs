@@ -32,6 +32,7 @@ pub(crate) fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
         jobs: a.jobs,
         keep_partial: a.keep_partial,
         align: a.align == crate::cli::AlignArg::Collectives,
+        ideal_timeline: false,
     }
 }
 

@@ -100,7 +100,7 @@ pub(crate) fn run(args: &MergeArgs) -> Result<i32> {
         let t = Instant::now();
         let mut opts = opts.clone();
         if args.critical_path || args.what_if || opts.align == Align::Collectives {
-            let a = pool.install(|| analyzed(g));
+            let a = pool.install(|| analyzed(g, args.what_if));
             let drawn = Drawn {
                 critical_path: args.critical_path,
                 what_if: args.what_if,
@@ -232,12 +232,14 @@ fn from_analysis(g: &Group, a: Option<&Analysis>, drawn: Drawn, opts: &mut Merge
     }
 }
 
-/// The analysis of the group's ranks (for the critical path's tracks and the clock offsets of
+/// The analysis of the group's ranks (for the critical path's tracks, the ideal timeline when
+/// `ideal_timeline` (`--what-if`) and the clock offsets of
 /// `--align collectives`), or `None` (said on stderr) when they cannot be analyzed: the merge
 /// goes on without it.
-fn analyzed(g: &Group) -> Option<Analysis> {
+fn analyzed(g: &Group, ideal_timeline: bool) -> Option<Analysis> {
     let opts = AnalyzeOptions {
         files: g.files.iter().map(|f| f.path.clone()).collect(),
+        ideal_timeline,
         ..Default::default()
     };
     match analyze(&opts) {

@@ -79,6 +79,57 @@ pub(crate) struct Acc {
     /// (what it would cost had compute waited for them), the part the overlap hid, and how
     /// many ([`overlap_cap`]).
     hidden: BTreeMap<(usize, Option<usize>), (i64, i64, usize)>,
+    /// The late arrivals charged so far, each rank's settled in its time order at the end (the
+    /// lag one leaves may carry to the rank's next, [`Carry`]; collectives are matched key by
+    /// key, not in time order).
+    charged: Vec<Charged>,
+    /// The ranks' hosts run ahead of their devices (GPU traces): lag carries ([`Carry`]).
+    run_ahead: bool,
+    /// (rank, arrival) → its parts (work, host, late start) once settled.
+    settled: BTreeMap<(usize, i64), [i64; 3]>,
+}
+
+/// One late arrival as charged: the rank, its arrival, its segment's start, the collective's
+/// end, its cost and its parts (work, host, late start) before any carried lag.
+#[derive(Debug, Clone, Copy)]
+struct Charged {
+    rank: usize,
+    at: i64,
+    from: i64,
+    end: i64,
+    cost: i64,
+    parts: [i64; 3],
+}
+
+/// What a last arrival leaves behind on GPU ranks. Its peers waited for it inside the
+/// collective's kernel, and their hosts ran on meanwhile, launching what comes next; its own
+/// host could not. So at its next collective its GPU finds less queued than theirs, and
+/// idles while its host catches up. That idle is the lag carried from this collective, not
+/// a new host gap: up to `budget` (what the peers waited here) of the next segment's host part
+/// is charged as this collective was (`parts`: its work, host and late start shares, as
+/// settled). Only from the rank's previous late arrival, in time order, and only when the
+/// next collective's segment starts at its `end`.
+#[derive(Debug, Clone, Copy)]
+struct Carry {
+    end: i64,
+    budget: i64,
+    parts: [i64; 3],
+}
+
+impl Carry {
+    /// `parts` (work, host, late start) of a late arrival whose segment starts at `from`:
+    /// its host share, up to this carry's budget, taken as lag carried and split as this
+    /// collective's cost was.
+    fn carried(&self, from: i64, parts: [i64; 3]) -> [i64; 3] {
+        let total: i64 = self.parts.iter().sum();
+        if from != self.end || total <= 0 {
+            return parts;
+        }
+        let moved = parts[1].min(self.budget).max(0);
+        let share = |x: i64| (i128::from(moved) * i128::from(x) / i128::from(total)) as i64;
+        let (work, late) = (share(self.parts[0]), share(self.parts[2]));
+        [parts[0] + work, parts[1] - work - late, parts[2] + late]
+    }
 }
 
 /// One matched collective's transfer (ns), bytes (0: unknown) and member count.
@@ -86,12 +137,16 @@ type Moved = (i64, u64, u32);
 
 impl Acc {
     /// `windows[r]`: rank r's step windows (start, duration) on the common clock, in its own
-    /// step order (the step table's `idx` points into them).
+    /// step order (the step table's `idx` points into them). `ideal`: keep the what-if's ideal
+    /// timeline ([`super::ideal`]). `run_ahead`: the ranks' hosts run ahead of their devices
+    /// (GPU traces), so a last arrival's lag carries to its next collective ([`Carry`]).
     pub(crate) fn new(
         labels: &[String],
         windows: &[Vec<(i64, i64)>],
         steps: &StepTable,
         top_n: usize,
+        ideal: bool,
+        run_ahead: bool,
     ) -> Acc {
         let mut w: Vec<Vec<(i64, i64, Option<usize>)>> = windows
             .iter()
@@ -129,8 +184,13 @@ impl Acc {
             marks: Kept::new(MARKS),
             transfers: BTreeMap::new(),
             origin: i64::MAX,
-            whatif: WhatIfAcc::new(steps.rows.iter().map(|r| r.step.clone()).collect()),
+            whatif: WhatIfAcc::new(
+                ideal.then(|| steps.rows.iter().map(|r| r.step.clone()).collect()),
+            ),
             hidden: BTreeMap::new(),
+            charged: Vec::new(),
+            run_ahead,
+            settled: BTreeMap::new(),
         }
     }
 
@@ -252,17 +312,16 @@ impl Acc {
             let share = |x: i64| (i128::from(cost) * i128::from(x) / i128::from(e)) as i64;
             (share(e_work), share(e_late))
         };
-        let host = cost - work - late;
         let rank = members[l];
-        self.charge(
+        let host = cost - work - late;
+        self.charged.push(Charged {
             rank,
-            lr.start,
-            [
-                (Kind::Work, work),
-                (Kind::Host, host),
-                (Kind::LateStart, late),
-            ],
-        );
+            at: lr.start,
+            from: from[l],
+            end: lr.end,
+            cost,
+            parts: [work, host, late],
+        });
         if self.worst.wants(cost) || self.marks.wants(cost) {
             let item = Late {
                 world,
@@ -288,6 +347,55 @@ impl Acc {
                 self.marks.push(cost, Late { waiters, ..item });
             }
         }
+    }
+
+    /// Charges every late arrival, each rank's in time order, with the lag carried from the
+    /// rank's previous one moved out of its host share ([`Carry`], GPU ranks only); what
+    /// changed is kept in `settled` for the arrivals listed ([`Acc::settled`]).
+    fn settle(&mut self) {
+        let mut charged = std::mem::take(&mut self.charged);
+        charged.sort_by_key(|c| (c.rank, c.at, c.end));
+        let mut prev: Option<(usize, Carry)> = None;
+        for c in charged {
+            let parts = match prev {
+                Some((r, carry)) if self.run_ahead && r == c.rank => carry.carried(c.from, c.parts),
+                _ => c.parts,
+            };
+            if parts != c.parts {
+                self.settled.insert((c.rank, c.at), parts);
+            }
+            prev = Some((
+                c.rank,
+                Carry {
+                    end: c.end,
+                    budget: c.cost,
+                    parts,
+                },
+            ));
+            let [work, host, late] = parts;
+            self.charge(
+                c.rank,
+                c.at,
+                [
+                    (Kind::Work, work),
+                    (Kind::Host, host),
+                    (Kind::LateStart, late),
+                ],
+            );
+        }
+    }
+
+    /// A listed late arrival with its parts as settled.
+    fn settled(&self, mut l: Late) -> Late {
+        let rank = self.labels.iter().position(|x| *x == l.rank);
+        if let Some([work, host, late]) =
+            rank.and_then(|r| self.settled.get(&(r, l.start_ns.get())))
+        {
+            l.work_ns = Ns::new(*work);
+            l.host_ns = Ns::new(*host);
+            l.late_ns = Ns::new(*late);
+        }
+        l
     }
 
     /// Charges the last arriver `rank` (arrived at `at`) each part of its cost, over the
@@ -428,6 +536,7 @@ impl Acc {
         worlds: &[Vec<usize>],
         stage_of: &[Option<u32>],
     ) -> CriticalPath {
+        self.settle();
         let marks = self.marks();
         let worst = self.worst();
         let m = self.measured();
@@ -540,7 +649,7 @@ impl Acc {
         let mut marks: Vec<Late> = kept
             .finish()
             .into_iter()
-            .map(|l| self.since_origin(l))
+            .map(|l| self.since_origin(self.settled(l)))
             .collect();
         marks.sort_by_key(|l| (l.start_ns, l.world, l.index));
         marks
@@ -551,7 +660,7 @@ impl Acc {
         std::mem::replace(&mut self.worst, Kept::new(0))
             .finish()
             .into_iter()
-            .map(|l| self.since_origin(l))
+            .map(|l| self.since_origin(self.settled(l)))
             .collect()
     }
 
@@ -874,5 +983,34 @@ mod bus_tests {
         assert_eq!(dtype_bytes("Float"), 4);
         assert_eq!(dtype_bytes("Float8_e4m3fn"), 1);
         assert_eq!(dtype_bytes("Quaternion"), 0);
+    }
+}
+
+#[cfg(test)]
+mod carry_tests {
+    use super::Carry;
+
+    #[test]
+    fn the_lag_a_late_start_leaves_is_charged_as_the_late_start_up_to_the_wait_it_made() {
+        // The DLRM step's rank 7 (tests/truth_dlrm.md): last at c0 by its late start, the
+        // others waiting 4669 µs there; at c1, ending at c0's end + its segment, 1017 µs of
+        // idle GPU ahead of the median, no more work.
+        let c0 = Carry {
+            end: 10_735,
+            budget: 4_669,
+            parts: [0, 0, 4_669],
+        };
+        assert_eq!(c0.carried(10_735, [0, 1_017, 0]), [0, 0, 1_017]);
+        // More idle than the others waited: the rest is its own host gap.
+        assert_eq!(c0.carried(10_735, [0, 5_000, 0]), [0, 331, 4_669]);
+        // A segment that does not start at c0's end (another collective between): no carry.
+        assert_eq!(c0.carried(10_800, [0, 1_017, 0]), [0, 1_017, 0]);
+        // Split as the previous collective's cost was: a quarter work, three quarters late.
+        let mixed = Carry {
+            end: 0,
+            budget: 400,
+            parts: [100, 0, 300],
+        };
+        assert_eq!(mixed.carried(0, [10, 200, 0]), [60, 0, 150]);
     }
 }

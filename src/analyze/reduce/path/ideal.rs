@@ -62,9 +62,12 @@ pub(crate) struct Seen<'a> {
     pub(crate) transfer: i64,
 }
 
-/// The records of the ideal timeline, kept as the collectives are read (bounded).
+/// The records of the ideal timeline, kept as the collectives are read (bounded). The default
+/// keeps nothing (`analyze` does not draw it).
 #[derive(Debug, Default)]
 pub(crate) struct IdealAcc {
+    /// Whether it keeps records ([`IdealAcc::new`]).
+    on: bool,
     /// The step table's step names, by row.
     steps: Vec<String>,
     names: Vec<String>,
@@ -80,6 +83,7 @@ impl IdealAcc {
     /// `steps`: the step table's step names, by row.
     pub(crate) fn new(steps: Vec<String>) -> IdealAcc {
         IdealAcc {
+            on: true,
             steps,
             ..IdealAcc::default()
         }
@@ -88,6 +92,9 @@ impl IdealAcc {
     /// Keeps one collective, unless [`IDEAL_KEPT`] member-slices are kept already (then none
     /// after it either: its step and theirs are cut).
     pub(crate) fn add(&mut self, c: Seen<'_>) {
+        if !self.on {
+            return;
+        }
         if !self.cut.is_empty() || self.members + c.members.len() > IDEAL_KEPT {
             self.cut.insert((c.row, c.world));
             return;

@@ -113,7 +113,8 @@ pub struct WorstIf {
     pub saved: Ns,
     /// Of the mean step, percent.
     pub step_pct: f64,
-    /// Of the step time lost to imbalance (replayed less ideal, every world), percent.
+    /// Of the step time lost to imbalance (replayed less ideal; worlds combined as one step:
+    /// those a rank takes part in add up, side-by-side ones do not), percent.
     pub lost_pct: f64,
 }
 
@@ -391,10 +392,11 @@ pub(crate) struct WhatIfAcc {
 const KINDS: [Kind; 3] = [Kind::Work, Kind::Host, Kind::LateStart];
 
 impl WhatIfAcc {
-    /// `steps`: the step table's step names, by row (the ideal timeline names its steps so).
-    pub(crate) fn new(steps: Vec<String>) -> WhatIfAcc {
+    /// `steps`: the step table's step names, by row, when the ideal timeline is kept (it names
+    /// its steps so); `None`: not kept.
+    pub(crate) fn new(steps: Option<Vec<String>>) -> WhatIfAcc {
         WhatIfAcc {
-            ideal: IdealAcc::new(steps),
+            ideal: steps.map(IdealAcc::new).unwrap_or_default(),
             ..WhatIfAcc::default()
         }
     }
@@ -522,14 +524,18 @@ impl WhatIfAcc {
             }
         }
         let label = |r: usize| labels.get(r).cloned().unwrap_or_default();
-        let lost_all: i64 = by_world.values().map(|w| w.lost).sum();
         let chain: Vec<Longest> = self
             .longest
             .iter()
             .filter(|c| !graphs.contains_key(&c.world))
             .copied()
             .collect();
-        let on_graphs = |fixed: &[usize]| graphs.values().map(|g| g.saved_fixed(fixed)).sum();
+        let on_graphs = |fixed: &[usize]| {
+            graphs
+                .iter()
+                .map(|(&w, g)| (w, g.saved_fixed(fixed)))
+                .collect()
+        };
         let pipelines: BTreeSet<usize> = self.pipelines.intersection(lockstep).copied().collect();
         let stage_groups = stage_groups(&graphs, &pipelines, worlds, stage_of)
             .into_iter()
@@ -546,7 +552,9 @@ impl WhatIfAcc {
                 }
             })
             .collect();
-        let worst = worst_fixed(&chain, &measured, &ranks, lost_all, on_graphs)
+        let lost: BTreeMap<usize, i64> = by_world.iter().map(|(&w, t)| (w, t.lost)).collect();
+        let lost_all = along_ranks(&lost, worlds);
+        let worst = worst_fixed(&chain, &measured, &ranks, worlds, lost_all, on_graphs)
             .into_iter()
             .map(|(fixed, ns)| WorstIf {
                 k: fixed.len(),
@@ -701,16 +709,22 @@ fn add_graphs(
     waits
 }
 
-/// The worst 1 … [`WORST_K`] ranks (those that give back the most alone, over every world;
-/// `alone`: (rank, world) → ns) made typical together, each set with what it gives back over
-/// the measured rows (the chain worlds' `longest`, plus `on_graphs` for the graph worlds).
-/// Sets are cut where the imbalance is all given back.
+/// How many of the ranks that give back the most alone [`worst_fixed`] tries, in that order.
+const WORST_TRIED: usize = 4 * WORST_K;
+
+/// The worst 1 … [`WORST_K`] ranks made typical together, each set with what it gives back
+/// over the measured rows ([`along_ranks`] of each world's: the chain worlds' `longest`, plus
+/// `on_graphs` for the graph worlds). The ranks are taken in the order of what they give back
+/// alone (`alone`: (rank, world) → ns), skipping one that adds nothing to the set: a rank of
+/// another DP replica steps beside the set's, not after it. Sets are cut where the imbalance
+/// (`lost_all`, the worlds' combined the same way) is all given back.
 fn worst_fixed(
     longest: &[Longest],
     measured: &BTreeSet<usize>,
     alone: &BTreeMap<(usize, usize), i64>,
+    worlds: &[Vec<usize>],
     lost_all: i64,
-    on_graphs: impl Fn(&[usize]) -> i64,
+    on_graphs: impl Fn(&[usize]) -> BTreeMap<usize, i64>,
 ) -> Vec<(Vec<usize>, i64)> {
     let mut by_rank: BTreeMap<usize, i64> = BTreeMap::new();
     for (&(r, _), &ns) in alone {
@@ -718,22 +732,50 @@ fn worst_fixed(
     }
     let mut order: Vec<(usize, i64)> = by_rank.into_iter().filter(|&(_, ns)| ns > 0).collect();
     order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let saved = |fixed: &[usize]| {
+        let mut by_world = on_graphs(fixed);
+        for c in longest.iter().filter(|c| measured.contains(&c.row)) {
+            *by_world.entry(c.world).or_default() += c.saved_without(fixed);
+        }
+        along_ranks(&by_world, worlds)
+    };
     let mut out: Vec<(Vec<usize>, i64)> = Vec::new();
-    for k in 1..=order.len().min(WORST_K) {
-        let fixed: Vec<usize> = order[..k].iter().map(|&(r, _)| r).collect();
-        let ns: i64 = longest
-            .iter()
-            .filter(|c| measured.contains(&c.row))
-            .map(|c| c.saved_without(&fixed))
-            .sum::<i64>()
-            + on_graphs(&fixed);
-        let done = ns >= lost_all;
-        out.push((fixed, ns));
-        if done {
+    let mut fixed: Vec<usize> = Vec::new();
+    let mut have = 0;
+    for &(r, _) in order.iter().take(WORST_TRIED) {
+        fixed.push(r);
+        let ns = saved(&fixed);
+        if ns <= have && !out.is_empty() {
+            fixed.pop();
+            continue;
+        }
+        have = ns;
+        out.push((fixed.clone(), ns));
+        if ns >= lost_all || out.len() == WORST_K {
             break;
         }
     }
     out
+}
+
+/// Per-world figures (world → ns) as one step's: the most any one rank's own worlds add up
+/// to. A rank's collectives of several worlds (its TP group's, then its DP group's) follow one
+/// another in its step, so theirs add; worlds that share no rank (the TP groups of two DP
+/// replicas) step side by side, so theirs do not. A world `worlds` does not list counts alone.
+fn along_ranks(by_world: &BTreeMap<usize, i64>, worlds: &[Vec<usize>]) -> i64 {
+    let mut per_rank: BTreeMap<usize, i64> = BTreeMap::new();
+    let mut most = 0;
+    for (&w, &ns) in by_world {
+        match worlds.get(w) {
+            Some(members) if !members.is_empty() => {
+                for &r in members {
+                    *per_rank.entry(r).or_default() += ns;
+                }
+            }
+            _ => most = most.max(ns),
+        }
+    }
+    per_rank.into_values().fold(most, i64::max)
 }
 
 /// `a / b`, 0 when `b` is not positive (no NaN, no inf).
@@ -823,6 +865,55 @@ mod tests {
         // Fewer members than the set: all typical, down to the median.
         let two = Longest::of(0, 0, &[m(0, 80), m(1, 40)], 40);
         assert_eq!(two.saved_without(&[0, 1]), 40);
+    }
+
+    #[test]
+    fn ranks_of_side_by_side_replicas_do_not_add_up() {
+        // Two DP replicas' TP worlds ({0, 1, 4, 6, 7} and {2, 3, 5, 8, 9}) and a DP world
+        // {0, 2}: a rank's own worlds add up, side-by-side ones do not.
+        let worlds = vec![vec![0, 1, 4, 6, 7], vec![2, 3, 5, 8, 9], vec![0, 2]];
+        let by = |v: &[(usize, i64)]| v.iter().copied().collect::<BTreeMap<usize, i64>>();
+        assert_eq!(along_ranks(&by(&[(0, 10), (1, 8)]), &worlds), 10);
+        assert_eq!(along_ranks(&by(&[(0, 10), (1, 8), (2, 3)]), &worlds), 13);
+        assert_eq!(
+            along_ranks(&by(&[(7, 5)]), &worlds),
+            5,
+            "a world not listed"
+        );
+        // Rank 0 arrives 4 after rank 1 and 10 after the median in the first (step, world),
+        // rank 2 9 after everyone in the second.
+        let two = |a: (usize, usize), b: (usize, usize)| {
+            [
+                Longest::of(
+                    a.0,
+                    a.1,
+                    &[m(0, 100), m(1, 96), m(4, 90), m(6, 90), m(7, 90)],
+                    90,
+                ),
+                Longest::of(
+                    b.0,
+                    b.1,
+                    &[m(2, 99), m(3, 90), m(5, 90), m(8, 90), m(9, 90)],
+                    90,
+                ),
+            ]
+        };
+        // Replicas 0 and 1 in one step: fixing rank 2 gives back 9; fixing rank 0 too gives
+        // replica 0 back 4, beside replica 1's step, not after it: no better set of two.
+        let longest = two((0, 0), (0, 1));
+        let alone = BTreeMap::from([((0, 0), 4), ((2, 1), 9)]);
+        let measured = BTreeSet::from([0]);
+        let sets = worst_fixed(&longest, &measured, &alone, &worlds, 10, |_| {
+            BTreeMap::new()
+        });
+        assert_eq!(sets, vec![(vec![2], 9)]);
+        // One world: the two ranks follow one another in every member's step.
+        let one = vec![vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9]];
+        let longest = two((0, 0), (1, 0));
+        let alone = BTreeMap::from([((0, 0), 4), ((2, 0), 9)]);
+        let measured = BTreeSet::from([0, 1]);
+        let sets = worst_fixed(&longest, &measured, &alone, &one, 19, |_| BTreeMap::new());
+        assert_eq!(sets, vec![(vec![2], 9), (vec![2, 0], 13)]);
     }
 
     #[test]
