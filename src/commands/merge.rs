@@ -232,10 +232,9 @@ fn from_analysis(g: &Group, a: Option<&Analysis>, drawn: Drawn, opts: &mut Merge
     }
 }
 
-/// The analysis of the group's ranks (for the critical path's tracks, the ideal timeline when
-/// `ideal_timeline` (`--what-if`) and the clock offsets of
-/// `--align collectives`), or `None` (said on stderr) when they cannot be analyzed: the merge
-/// goes on without it.
+/// The analysis of the group's ranks (for the critical path's tracks, the clock offsets of
+/// `--align collectives` and, with `ideal_timeline` (`--what-if`), the ideal timeline), or
+/// `None` (said on stderr) when they cannot be analyzed: the merge goes on without it.
 fn analyzed(g: &Group, ideal_timeline: bool) -> Option<Analysis> {
     let opts = AnalyzeOptions {
         files: g.files.iter().map(|f| f.path.clone()).collect(),

@@ -80,17 +80,18 @@ pub(crate) struct Acc {
     /// many ([`overlap_cap`]).
     hidden: BTreeMap<(usize, Option<usize>), (i64, i64, usize)>,
     /// The late arrivals charged so far, each rank's settled in its time order at the end (the
-    /// lag one leaves may carry to the rank's next, [`Carry`]; collectives are matched key by
+    /// lag one leaves may carry to the rank's next, [`Charged::carried`]; collectives are matched key by
     /// key, not in time order).
     charged: Vec<Charged>,
-    /// The ranks' hosts run ahead of their devices (GPU traces): lag carries ([`Carry`]).
+    /// The ranks' hosts run ahead of their devices (GPU traces): lag carries
+    /// ([`Charged::carried`]).
     run_ahead: bool,
     /// (rank, arrival) → its parts (work, host, late start) once settled.
     settled: BTreeMap<(usize, i64), [i64; 3]>,
 }
 
 /// One late arrival as charged: the rank, its arrival, its segment's start, the collective's
-/// end, its cost and its parts (work, host, late start) before any carried lag.
+/// end, its cost and its parts (work, host, late start).
 #[derive(Debug, Clone, Copy)]
 struct Charged {
     rank: usize,
@@ -101,34 +102,23 @@ struct Charged {
     parts: [i64; 3],
 }
 
-/// What a last arrival leaves behind on GPU ranks. Its peers waited for it inside the
-/// collective's kernel, and their hosts ran on meanwhile, launching what comes next; its own
-/// host could not. So at its next collective its GPU finds less queued than theirs, and
-/// idles while its host catches up. That idle is the lag carried from this collective, not
-/// a new host gap: up to `budget` (what the peers waited here) of the next segment's host part
-/// is charged as this collective was (`parts`: its work, host and late start shares, as
-/// settled). Only from the rank's previous late arrival, in time order, and only when the
-/// next collective's segment starts at its `end`.
-#[derive(Debug, Clone, Copy)]
-struct Carry {
-    end: i64,
-    budget: i64,
-    parts: [i64; 3],
-}
-
-impl Carry {
-    /// `parts` (work, host, late start) of a late arrival whose segment starts at `from`:
-    /// its host share, up to this carry's budget, taken as lag carried and split as this
-    /// collective's cost was.
-    fn carried(&self, from: i64, parts: [i64; 3]) -> [i64; 3] {
-        let total: i64 = self.parts.iter().sum();
-        if from != self.end || total <= 0 {
-            return parts;
+impl Charged {
+    /// Its parts with the lag carried from `prev`, the same rank's previous late arrival as
+    /// settled (GPU ranks). Its peers waited for it inside that collective's kernel, and their
+    /// hosts ran on meanwhile, launching what comes next; its own host could not. So at its
+    /// next collective its GPU finds less queued than theirs, and idles while its host catches
+    /// up: lag carried, not a new host gap. When this segment starts at `prev`'s end, up to
+    /// `prev`'s cost (what the peers waited there) of this host part is split as `prev`'s was.
+    fn carried(&self, prev: &Charged) -> [i64; 3] {
+        let total: i64 = prev.parts.iter().sum();
+        if self.from != prev.end || total <= 0 {
+            return self.parts;
         }
-        let moved = parts[1].min(self.budget).max(0);
+        let [work, host, late] = self.parts;
+        let moved = host.min(prev.cost).max(0);
         let share = |x: i64| (i128::from(moved) * i128::from(x) / i128::from(total)) as i64;
-        let (work, late) = (share(self.parts[0]), share(self.parts[2]));
-        [parts[0] + work, parts[1] - work - late, parts[2] + late]
+        let (w, l) = (share(prev.parts[0]), share(prev.parts[2]));
+        [work + w, host - w - l, late + l]
     }
 }
 
@@ -139,7 +129,7 @@ impl Acc {
     /// `windows[r]`: rank r's step windows (start, duration) on the common clock, in its own
     /// step order (the step table's `idx` points into them). `ideal`: keep the what-if's ideal
     /// timeline ([`super::ideal`]). `run_ahead`: the ranks' hosts run ahead of their devices
-    /// (GPU traces), so a last arrival's lag carries to its next collective ([`Carry`]).
+    /// (GPU traces), so a last arrival's lag carries to its next collective ([`Charged::carried`]).
     pub(crate) fn new(
         labels: &[String],
         windows: &[Vec<(i64, i64)>],
@@ -350,28 +340,21 @@ impl Acc {
     }
 
     /// Charges every late arrival, each rank's in time order, with the lag carried from the
-    /// rank's previous one moved out of its host share ([`Carry`], GPU ranks only); what
+    /// rank's previous one moved out of its host share ([`Charged::carried`], GPU ranks only); what
     /// changed is kept in `settled` for the arrivals listed ([`Acc::settled`]).
     fn settle(&mut self) {
         let mut charged = std::mem::take(&mut self.charged);
         charged.sort_by_key(|c| (c.rank, c.at, c.end));
-        let mut prev: Option<(usize, Carry)> = None;
+        let mut prev: Option<Charged> = None;
         for c in charged {
             let parts = match prev {
-                Some((r, carry)) if self.run_ahead && r == c.rank => carry.carried(c.from, c.parts),
+                Some(p) if self.run_ahead && p.rank == c.rank => c.carried(&p),
                 _ => c.parts,
             };
             if parts != c.parts {
                 self.settled.insert((c.rank, c.at), parts);
             }
-            prev = Some((
-                c.rank,
-                Carry {
-                    end: c.end,
-                    budget: c.cost,
-                    parts,
-                },
-            ));
+            prev = Some(Charged { parts, ..c });
             let [work, host, late] = parts;
             self.charge(
                 c.rank,
@@ -988,29 +971,34 @@ mod bus_tests {
 
 #[cfg(test)]
 mod carry_tests {
-    use super::Carry;
+    use super::Charged;
+
+    /// Rank 7's late arrival whose segment starts at `from`, at a collective ending at `end`.
+    fn late(from: i64, end: i64, cost: i64, parts: [i64; 3]) -> Charged {
+        Charged {
+            rank: 7,
+            at: from + 1,
+            from,
+            end,
+            cost,
+            parts,
+        }
+    }
 
     #[test]
     fn the_lag_a_late_start_leaves_is_charged_as_the_late_start_up_to_the_wait_it_made() {
         // The DLRM step's rank 7 (tests/truth_dlrm.md): last at c0 by its late start, the
         // others waiting 4669 µs there; at c1, ending at c0's end + its segment, 1017 µs of
         // idle GPU ahead of the median, no more work.
-        let c0 = Carry {
-            end: 10_735,
-            budget: 4_669,
-            parts: [0, 0, 4_669],
-        };
-        assert_eq!(c0.carried(10_735, [0, 1_017, 0]), [0, 0, 1_017]);
+        let c0 = late(0, 10_735, 4_669, [0, 0, 4_669]);
+        let c1 = |from: i64, host: i64| late(from, 20_000, host, [0, host, 0]);
+        assert_eq!(c1(10_735, 1_017).carried(&c0), [0, 0, 1_017]);
         // More idle than the others waited: the rest is its own host gap.
-        assert_eq!(c0.carried(10_735, [0, 5_000, 0]), [0, 331, 4_669]);
+        assert_eq!(c1(10_735, 5_000).carried(&c0), [0, 331, 4_669]);
         // A segment that does not start at c0's end (another collective between): no carry.
-        assert_eq!(c0.carried(10_800, [0, 1_017, 0]), [0, 1_017, 0]);
+        assert_eq!(c1(10_800, 1_017).carried(&c0), [0, 1_017, 0]);
         // Split as the previous collective's cost was: a quarter work, three quarters late.
-        let mixed = Carry {
-            end: 0,
-            budget: 400,
-            parts: [100, 0, 300],
-        };
-        assert_eq!(mixed.carried(0, [10, 200, 0]), [60, 0, 150]);
+        let mixed = late(-10, 0, 400, [100, 0, 300]);
+        assert_eq!(late(0, 9, 210, [10, 200, 0]).carried(&mixed), [60, 0, 150]);
     }
 }
