@@ -1,7 +1,10 @@
-//! The critical path across ranks (issue #42) against an independent computation and against
+//! The critical path across ranks (issue #42) against a second implementation and against
 //! what was planted:
 //! - every (rank, cause) cost `analyze` charges equals what `tests/check_critical_path.py`
-//!   computes from the raw events, on synthetic plants and on real gloo traces;
+//!   computes from the raw events, on synthetic plants and on real gloo traces. That script
+//!   shares the model's rules (its docstring states them: segments, the cost split, the lag
+//!   carried on GPU ranks): it checks the code against the written rules, not the rules against
+//!   the truth, which the `truth_*.py` scripts and `tests/real_runs.rs` do;
 //! - on each plant the verdict's first line names the planted rank and cause, and its cost per
 //!   step is the planted delay within ±5 %: a host delay, a late step start, a slow link, and
 //!   the plants the attribution already explained (slow kernels, more kernels, uneven load)
