@@ -86,8 +86,9 @@ pub(crate) struct Acc {
     /// The ranks' hosts run ahead of their devices (GPU traces): lag carries
     /// ([`Charged::carried`]).
     run_ahead: bool,
-    /// (rank, arrival) → its parts (work, host, late start) once settled.
-    settled: BTreeMap<(usize, i64), [i64; 3]>,
+    /// (rank, arrival, end) → its parts (work, host, late start) once settled, where the lag
+    /// carried changed them (two collectives on two streams may share an arrival, not an end).
+    settled: BTreeMap<(usize, i64, i64), [i64; 3]>,
 }
 
 /// One late arrival as charged: the rank, its arrival, its segment's start, the collective's
@@ -352,7 +353,7 @@ impl Acc {
                 _ => c.parts,
             };
             if parts != c.parts {
-                self.settled.insert((c.rank, c.at), parts);
+                self.settled.insert((c.rank, c.at, c.end), parts);
             }
             prev = Some(Charged { parts, ..c });
             let [work, host, late] = parts;
@@ -371,9 +372,10 @@ impl Acc {
     /// A listed late arrival with its parts as settled.
     fn settled(&self, mut l: Late) -> Late {
         let rank = self.labels.iter().position(|x| *x == l.rank);
-        if let Some([work, host, late]) =
-            rank.and_then(|r| self.settled.get(&(r, l.start_ns.get())))
-        {
+        if let Some([work, host, late]) = rank.and_then(|r| {
+            let at = l.start_ns.get();
+            self.settled.get(&(r, at, at + l.transfer_ns.get()))
+        }) {
             l.work_ns = Ns::new(*work);
             l.host_ns = Ns::new(*host);
             l.late_ns = Ns::new(*late);
