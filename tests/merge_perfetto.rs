@@ -252,7 +252,10 @@ fn the_extension_chooses_the_format() {
         &mut unpacked,
     )
     .unwrap();
+    // One gzip member (GzDecoder reads only the first) holding the same bytes: the ranks are
+    // compressed on their threads into pieces of one deflate stream.
     assert_eq!(unpacked.len(), bytes.len(), "the same trace inside");
+    assert!(unpacked == bytes, "the same bytes inside");
     assert_eq!(unpacked[0], 0x0a);
     let o = Command::new(env!("CARGO_BIN_EXE_rankprof"))
         .args(["merge", "--trace-format", "json", "--profile-dir"])
@@ -358,4 +361,102 @@ fn the_ideal_timeline_is_drawn_beside_the_critical_path() {
     assert!(want.values().all(|n| n.as_u64().unwrap() > 4), "{v}");
     assert_eq!(v["pftrace"]["ideal"], v["json"]["ideal"]);
     assert_eq!(v["pftrace"]["critical"]["per_rank"], v["json"]["critical"]);
+}
+
+/// The profile folders bundled and shared: synthetic sets, real recordings (gloo, NCCL, SGLang
+/// serving, the DLRM step) — those holding Kineto JSON.
+fn every_fixture() -> Vec<PathBuf> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = Vec::new();
+    for top in [
+        "fixtures",
+        "fixtures/real-gloo",
+        "fixtures/real-nccl",
+        "fixtures/real-sglang",
+    ] {
+        for e in std::fs::read_dir(manifest.join(top)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() && !rank_files(&p).is_empty() {
+                dirs.push(p);
+            }
+        }
+    }
+    for s in [
+        "sglang-cpu/tp1",
+        "sglang-cpu/tp2",
+        "sglang-cpu/by_stage",
+        "param-dlrm-v100x8",
+    ] {
+        dirs.push(shared(s));
+    }
+    dirs.sort();
+    dirs
+}
+
+/// #54: every fixture's profiles, merged to `.pftrace`, decode with Perfetto's schema with
+/// the JSON merge's counts per rank (slices, instants, counter values, first and last times)
+/// and the same slices, to the ns ([`check_common`], but the floor of 100 slices a rank).
+#[test]
+fn every_fixture_decodes_with_the_json_merges_counts() {
+    let py = python_or_skip!();
+    let dirs = every_fixture();
+    assert!(dirs.len() >= 40, "{} fixture folders", dirs.len());
+    let mut groups = 0;
+    for dir in &dirs {
+        let d = gather(Some(dir.as_path()), &[], false, None, None).unwrap();
+        for g in &d.groups {
+            let tmp = tempfile::tempdir().unwrap();
+            let json = tmp.path().join("m.trace.json.gz");
+            let pf = tmp.path().join("m.pftrace.gz");
+            merge_group(g, &json, &MergeOptions::default()).unwrap();
+            let opts = MergeOptions {
+                trace_format: TraceFormat::Perfetto,
+                ..MergeOptions::default()
+            };
+            merge_group(g, &pf, &opts).unwrap();
+            let raw: Vec<PathBuf> = g.files.iter().map(|f| f.path.clone()).collect();
+            let v = decode(&py, &pf, &json, &raw);
+            check_counts(&v, dir);
+            groups += 1;
+        }
+    }
+    assert!(
+        groups >= dirs.len(),
+        "{groups} profiles in {} folders",
+        dirs.len()
+    );
+}
+
+/// [`check_common`]'s checks of one merge, named by its folder, without the floor on slices.
+fn check_counts(v: &Value, dir: &Path) {
+    let pf = &v["pftrace"];
+    let js = &v["json"];
+    let at = dir.display();
+    for k in [
+        "slice_mismatches",
+        "undefined_iids",
+        "clock_errors",
+        "undescribed_tracks",
+        "unmatched_ends",
+        "unclosed",
+        "flow_ids_shared_by_ranks",
+    ] {
+        assert_eq!(pf[k], 0, "{at} {k}: {}", pf["mismatch_examples"]);
+    }
+    assert_eq!(pf["rank_order"], pf["label_order"], "{at}");
+    assert_eq!(pf["all_parents_explicit"], true, "{at}");
+    let ranks = js["per_rank"].as_object().unwrap();
+    assert!(!ranks.is_empty(), "{at}");
+    assert_eq!(
+        pf["per_rank"].as_object().unwrap().len(),
+        ranks.len(),
+        "{at}"
+    );
+    for (label, want) in ranks {
+        let got = &pf["per_rank"][label];
+        for k in ["slices", "instants", "counters", "first_ts", "last_ts"] {
+            let w = want[k].as_u64().unwrap_or(0);
+            assert_eq!(got[k].as_u64().unwrap_or(0), w, "{at} {label} {k}");
+        }
+    }
 }

@@ -50,8 +50,12 @@ CLEARED = pb.TracePacket.SequenceFlags.Value("SEQ_INCREMENTAL_STATE_CLEARED")
 
 
 def read_trace(path):
+    """The `Trace` in a `.pftrace`, or in a `.pftrace.gz` (as trace_processor reads it: gzip
+    first; Python's gzip reads every member, so a file of two members would pass here — the
+    Rust test checks that a `.pftrace.gz` is one)."""
     trace = pb.Trace()
-    with open(path, "rb") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
         trace.ParseFromString(f.read())
     return trace
 

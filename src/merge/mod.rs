@@ -285,7 +285,10 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         .tempdir_in(&dir)
         .with_context(|| format!("creating a temporary directory in {}", dir.display()))?;
 
-    let mut ranks = Ranks::new(g, opts, chosen, tmp.path().to_path_buf());
+    // A `.pftrace.gz`'s ranks are compressed each on its own thread, as the JSON's are.
+    let gzip = out.extension().is_some_and(|e| e == "gz");
+    let raw_pieces = opts.trace_format == TraceFormat::Perfetto && !gzip;
+    let mut ranks = Ranks::new(g, opts, chosen, tmp.path().to_path_buf(), raw_pieces);
     let first_shifts = ranks.scan();
     ranks.write_pass(&ranks.live(), &first_shifts, "writing the merged trace")?;
     let live = ranks.live();
@@ -358,7 +361,6 @@ pub fn merge_group(g: &Group, out: &Path, opts: &MergeOptions) -> Result<MergeRe
         TraceFormat::Perfetto => {
             perfetto_notes(g, &ranks, &mut result.notes);
             let tail = perfetto_extras(g, &ranks, &extra);
-            let gzip = out.extension().is_some_and(|e| e == "gz");
             write_perfetto(g, out, &ranks, &tail, gzip.then_some(opts.level))?
         }
     };
@@ -434,7 +436,7 @@ fn write_perfetto(
             let pf = o.perfetto.as_ref()?;
             Some(perfetto::RankPart {
                 head: &pf.head,
-                events: &o.piece.data,
+                events: &o.piece,
             })
         })
         .collect();

@@ -26,6 +26,8 @@ pub(super) struct Ranks<'a> {
     pub chosen: Vec<usize>,
     /// Where the pieces go.
     pub tmp: PathBuf,
+    /// Whether the pieces are written uncompressed (a `.pftrace` merge, not gzipped).
+    pub raw_pieces: bool,
     pub scans: Vec<Option<ScanInfo>>,
     /// `--steps` windows, in the rank's own units.
     pub step_windows: Vec<Option<(Ns, Ns)>>,
@@ -46,6 +48,7 @@ impl<'a> Ranks<'a> {
         opts: &'a MergeOptions,
         chosen: Vec<usize>,
         tmp: PathBuf,
+        raw_pieces: bool,
     ) -> Self {
         let n = chosen.len();
         Ranks {
@@ -53,6 +56,7 @@ impl<'a> Ranks<'a> {
             opts,
             chosen,
             tmp,
+            raw_pieces,
             scans: vec![None; n],
             step_windows: vec![None; n],
             windows_known: opts.steps.is_none(),
@@ -272,6 +276,7 @@ impl<'a> Ranks<'a> {
             level: self.opts.level,
             piece_path: self.tmp.join(format!("rank-{i}.deflate")),
             perfetto: self.opts.trace_format == super::TraceFormat::Perfetto,
+            raw: self.raw_pieces,
         }
     }
 

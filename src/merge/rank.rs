@@ -38,9 +38,11 @@ pub(crate) struct RankJob {
     pub(crate) find_steps: Option<(u64, u64)>,
     pub(crate) level: u32,
     pub(crate) piece_path: PathBuf,
-    /// Encode the rank as Perfetto packets ([`super::perfetto`]), uncompressed, rather than
-    /// as JSON; the `--steps` window is then known before (`find_steps` is `None`).
+    /// Encode the rank as Perfetto packets ([`super::perfetto`]) rather than as JSON; the
+    /// `--steps` window is then known before (`find_steps` is `None`).
     pub(crate) perfetto: bool,
+    /// Write the piece uncompressed (a `.pftrace`, which is not gzipped).
+    pub(crate) raw: bool,
 }
 
 /// What one rank's write pass did.
@@ -113,9 +115,10 @@ struct Out {
 }
 
 impl Out {
-    /// The rank's piece, created: compressed JSON, or raw Perfetto packets.
+    /// The rank's piece, created: compressed JSON or Perfetto packets, or raw Perfetto
+    /// packets.
     fn new(job: &RankJob) -> io::Result<Out> {
-        let w = match job.perfetto {
+        let w = match job.raw {
             true => PieceWriter::create_raw(&job.piece_path)?,
             false => PieceWriter::create(&job.piece_path, job.level)?,
         };

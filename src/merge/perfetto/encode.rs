@@ -76,7 +76,19 @@ pub(crate) struct RankEncoder {
     /// the busiest (first met) have the smallest (one byte below 128, on every packet).
     seq_ids: Uuids,
     held: Option<Held>,
+    /// Buffers kept between events, so that encoding allocates nothing in the steady state.
+    spare: Spare,
     pub(crate) stats: Stats,
+}
+
+/// A released slice's buffers, emptied, for the next ([`RankEncoder::begin`]); and the
+/// extension message's scratch ([`RankEncoder::annotations`]).
+#[derive(Default)]
+struct Spare {
+    annotations: Vec<u8>,
+    flows: Vec<u64>,
+    terminating: Vec<u64>,
+    ext: Vec<u8>,
 }
 
 /// A track's packet sequences, each its track's events in time order on an incremental
@@ -95,6 +107,24 @@ struct Run {
     id: u64,
     last: Option<u64>,
     intern: Interner,
+}
+
+impl Spare {
+    /// Keeps a released slice's buffers, emptied.
+    fn give_back(&mut self, h: Held) {
+        let Held {
+            mut annotations,
+            mut flows,
+            mut terminating,
+            ..
+        } = h;
+        annotations.clear();
+        flows.clear();
+        terminating.clear();
+        self.annotations = annotations;
+        self.flows = flows;
+        self.terminating = terminating;
+    }
 }
 
 impl Run {
@@ -132,6 +162,7 @@ impl RankEncoder {
             tracks: Tracks::new(index, nranks),
             seq_ids,
             held: None,
+            spare: Spare::default(),
             stats: Stats::default(),
         }
     }
@@ -306,7 +337,8 @@ impl RankEncoder {
             let dur = ev.dur.unwrap_or(Ns::ZERO).max(Ns::ZERO);
             out_ns(ts + dur, self.shift)
         });
-        let mut annotations = Vec::new();
+        let mut annotations = std::mem::take(&mut self.spare.annotations);
+        annotations.clear();
         self.annotations(ev, track, run, &mut annotations);
         self.held = Some(Held {
             ts: at,
@@ -316,8 +348,8 @@ impl RankEncoder {
             name,
             cat,
             annotations,
-            flows: Vec::new(),
-            terminating: Vec::new(),
+            flows: std::mem::take(&mut self.spare.flows),
+            terminating: std::mem::take(&mut self.spare.terminating),
         });
         self.stats.slices += 1;
     }
@@ -344,6 +376,7 @@ impl RankEncoder {
         if let (Some(end), Some(seqs)) = (h.end, self.seqs.get_mut(&h.track)) {
             seqs.ends.push(Reverse(end));
         }
+        self.spare.give_back(h);
     }
 
     /// A flow event: joins the held slice when it is on the slice's thread inside its span.
@@ -416,13 +449,15 @@ impl RankEncoder {
         let name = self
             .intern(track, run)
             .iid(Table::Name, ev.name.raw().as_bytes());
-        let mut annotations = Vec::new();
+        let mut annotations = std::mem::take(&mut self.spare.annotations);
+        annotations.clear();
         self.annotations(ev, track, run, &mut annotations);
         self.packet(out, at, track, Some(run), |t| {
             pb::uint(t, e::TYPE, e::INSTANT);
             pb::uint(t, e::NAME_IID, name);
             t.extend_from_slice(&annotations);
         });
+        self.spare.annotations = annotations;
         self.stats.instants += 1;
         if let Some(s) = memory::sample(ev) {
             let track = self.tracks.counter(&ev.pid, memory::COUNTER, &s.series);
@@ -489,10 +524,12 @@ impl RankEncoder {
     /// `External id` are made unique across ranks as in the JSON merge.
     fn annotations(&mut self, ev: &Event<'_>, track: u64, run: usize, out: &mut Vec<u8>) {
         let (r, n) = (self.r, self.n);
-        let mut ext = Vec::new();
+        let mut ext = std::mem::take(&mut self.spare.ext);
+        ext.clear();
         self.intern(track, run);
         let args = &mut self.args;
         let Some(intern) = self.seqs.get_mut(&track).map(|s| &mut s.runs[run].intern) else {
+            self.spare.ext = ext;
             return;
         };
         for_each_arg(ev, |arg| {
@@ -548,6 +585,7 @@ impl RankEncoder {
         if let (false, Some(f)) = (ext.is_empty(), args.ext) {
             pb::bytes(out, f, &ext);
         }
+        self.spare.ext = ext;
     }
 }
 

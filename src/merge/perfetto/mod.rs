@@ -13,7 +13,8 @@
 //! merge's root track, then per rank its `ExtensionDescriptor` (the schema of its numeric
 //! `args`, [`ext`]), its track descriptors ([`tracks`]: rank → process → thread / GPU
 //! stream, and counters) and its events, written through a temporary file renamed into
-//! place.
+//! place. A `.pftrace.gz`'s ranks are compressed each on its own thread, into pieces of one
+//! deflate stream, as the JSON merge's are ([`crate::trace::write::writer`]).
 //!
 //! The wire encoding is [`crate::trace::write::protobuf`], hand-written: no build-time
 //! `protoc`, and no message structs between the event and its bytes.
@@ -27,10 +28,7 @@ pub(crate) mod tracks;
 use std::io::{self, Write};
 use std::path::Path;
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
-
-use crate::trace::write::writer::{write_atomic, PieceData};
+use crate::trace::write::writer::{write_atomic, write_gzip, Piece, PieceData, SmallPieces};
 
 pub(crate) use encode::{RankEncoder, Stats};
 
@@ -123,16 +121,18 @@ pub(super) mod fields {
     }
 }
 
-/// One rank's share of the file: its track descriptors and its events' piece.
+/// One rank's share of the file: its track descriptors and its events' piece (raw, or
+/// compressed when the file is gzipped).
 pub(crate) struct RankPart<'a> {
     pub(crate) head: &'a [u8],
-    pub(crate) events: &'a PieceData,
+    pub(crate) events: &'a Piece,
 }
 
 /// Writes the merged `.pftrace` to `out` atomically: the root track named `title`, then each
 /// rank's part in order, then `tail` (the merge's extras, [`extras`]); gzip-compressed at
 /// `gzip`'s level when given (`.pftrace.gz`: Perfetto's trace_processor, and so the UI,
-/// recognises gzip and reads the protobuf inside). Returns its uncompressed size.
+/// recognises gzip and reads the protobuf inside), the ranks' events then already
+/// compressed. Returns its uncompressed size.
 pub(crate) fn write_file(
     out: &Path,
     title: &str,
@@ -142,16 +142,32 @@ pub(crate) fn write_file(
 ) -> io::Result<u64> {
     let mut root = Vec::new();
     tracks::describe(&mut root, 1, tracks::ROOT_UUID, 0, title, 0);
-    let mut len = 0;
-    write_atomic(out, |w| match gzip {
-        Some(level) => {
-            let mut z = GzEncoder::new(w, Compression::new(level));
-            len = write_parts(&mut z, &root, parts, tail)?;
-            z.finish().map(drop)
+    match gzip {
+        Some(level) => write_gzip(out, &gzip_pieces(level, &root, parts, tail)?),
+        None => {
+            let mut len = 0;
+            write_atomic(out, |w| write_parts(w, &root, parts, tail).map(|n| len = n))?;
+            Ok(len)
         }
-        None => write_parts(w, &root, parts, tail).map(|n| len = n),
-    })?;
-    Ok(len)
+    }
+}
+
+/// The gzipped file's pieces of one deflate stream, in order: the root, each rank's head
+/// (compressed here) and events (compressed by its thread), and the tail, which ends it.
+fn gzip_pieces(
+    level: u32,
+    root: &[u8],
+    parts: &[RankPart<'_>],
+    tail: &[u8],
+) -> io::Result<Vec<Piece>> {
+    let mut z = SmallPieces::new(level);
+    let mut pieces = vec![z.piece(root, false)?];
+    for p in parts {
+        pieces.push(z.piece(p.head, false)?);
+        pieces.push(p.events.clone());
+    }
+    pieces.push(z.piece(tail, true)?);
+    Ok(pieces)
 }
 
 /// The file's bytes, in order, to `w`; how many.
@@ -166,7 +182,7 @@ fn write_parts(
     for p in parts {
         w.write_all(p.head)?;
         len += p.head.len() as u64;
-        len += match p.events {
+        len += match &p.events.data {
             PieceData::Bytes(b) => {
                 w.write_all(b)?;
                 b.len() as u64

@@ -69,16 +69,39 @@ pub(crate) fn bytes(buf: &mut Vec<u8>, field: u32, v: &[u8]) {
 }
 
 /// An embedded message: `body` appends its fields to `buf`, and its length is put in front
-/// of them (moving only the message's own bytes).
+/// of them. One byte is kept for the length, which a body under 128 bytes fits; a longer
+/// one moves its own bytes up by the few more its length takes (nothing is allocated: the
+/// merge writes tens of millions of these).
 #[inline]
 pub(crate) fn message(buf: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<u8>)) {
     key(buf, field, LEN);
-    let start = buf.len();
+    let at = buf.len();
+    buf.push(0);
     body(buf);
-    let len = (buf.len() - start) as u64;
-    let mut head = Vec::with_capacity(10);
-    varint(&mut head, len);
-    buf.splice(start..start, head);
+    let len = buf.len() - at - 1;
+    if len < 0x80 {
+        buf[at] = len as u8;
+        return;
+    }
+    let mut head = [0u8; 10];
+    let n = varint_into(&mut head, len as u64);
+    let end = buf.len();
+    buf.resize(end + n - 1, 0);
+    buf.copy_within(at + 1..end, at + n);
+    buf[at..at + n].copy_from_slice(&head[..n]);
+}
+
+/// `v` as a varint into `out`; how many bytes it took.
+#[inline]
+fn varint_into(out: &mut [u8; 10], mut v: u64) -> usize {
+    let mut i = 0;
+    while v >= 0x80 {
+        out[i] = (v as u8) | 0x80;
+        v >>= 7;
+        i += 1;
+    }
+    out[i] = v as u8;
+    i + 1
 }
 
 #[cfg(test)]
@@ -147,5 +170,37 @@ mod tests {
         assert_eq!(&b[..4], [0xaa, 0x0a, 0xcb, 0x01]);
         assert_eq!(&b[4..7], [0x12, 0xc8, 0x01]);
         assert_eq!(b.len(), 4 + 203);
+    }
+
+    /// At each varint length's edge, nested or not, a message is its key, its body's length
+    /// and its body, as written separately.
+    #[test]
+    fn lengths_at_the_edges() {
+        for n in [
+            0usize, 1, 124, 125, 126, 127, 128, 16_380, 16_381, 16_384, 2_097_152,
+        ] {
+            let body = |m: &mut Vec<u8>| bytes(m, 2, &vec![3u8; n]);
+            let mut inner = Vec::new();
+            body(&mut inner);
+            let mut want = vec![0x55, 0x0a];
+            varint(&mut want, inner.len() as u64);
+            want.extend_from_slice(&inner);
+            let mut got = vec![0x55];
+            message(&mut got, 1, body);
+            assert_eq!(got, want, "{n}");
+            // The same inside another message, after a field.
+            let mut outer_body = Vec::new();
+            uint(&mut outer_body, 1, 9);
+            outer_body.extend_from_slice(&want[1..]);
+            let mut want2 = vec![0x1a];
+            varint(&mut want2, outer_body.len() as u64);
+            want2.extend_from_slice(&outer_body);
+            let mut got2 = Vec::new();
+            message(&mut got2, 3, |o| {
+                uint(o, 1, 9);
+                message(o, 1, body);
+            });
+            assert_eq!(got2, want2, "nested {n}");
+        }
     }
 }
