@@ -1386,8 +1386,9 @@ fn path_line(
 /// What the lead's rank costs every step in all — the sum of its causes on the critical path
 /// (what fixing the rank would give back), each part as the critical-path table states it:
 /// "RANK07 costs every step 6.10 ms (31 % of the 19.90 ms step: 4.58 ms late start, 1.49 ms
-/// host gaps)": the parts of at least a fifth of the total are named. A slow link is its
-/// group's alone.
+/// host gaps)": the parts of at least a fifth of the total are named, the rest summed as
+/// "other causes", so that the parts add up to the total the line states and each is the
+/// table's (one cost per rank and cause). A slow link is its group's alone.
 fn rank_cost(c: &path::Cause, p: &CriticalPath, metric: &str) -> String {
     let who = if c.kind == path::Kind::Transfer {
         format!("the group of {}", c.who)
@@ -1411,8 +1412,9 @@ fn rank_cost(c: &path::Cause, p: &CriticalPath, metric: &str) -> String {
         .iter()
         .filter(|x| x.per_step_ns >= 0.2 * total)
         .collect();
-    let split = if shown.len() > 1 {
-        let each: Vec<String> = shown
+    let rest = total - shown.iter().fold(0.0, |t, x| t + x.per_step_ns);
+    let split = if shown.len() > 1 || rest >= 5e3 {
+        let mut each: Vec<String> = shown
             .iter()
             .map(|x| {
                 format!(
@@ -1422,6 +1424,9 @@ fn rank_cost(c: &path::Cause, p: &CriticalPath, metric: &str) -> String {
                 )
             })
             .collect();
+        if rest >= 5e3 {
+            each.push(format!("{:.2} ms other causes", rest / 1e6));
+        }
         format!(": {}", each.join(", "))
     } else {
         String::new()
