@@ -586,3 +586,127 @@ fn a_whole_slow_stage_is_named_as_the_stage() {
         a.verdict.lines
     );
 }
+
+/// The analysis of a folder, as `analyze --profile-dir DIR [--stage STAGE]` does it.
+fn analyze_dir(dir: &Path, stage: Option<&str>) -> Analysis {
+    let opts = AnalyzeOptions {
+        profile_dir: Some(dir.to_path_buf()),
+        stage: stage.map(str::to_string),
+        ..Default::default()
+    };
+    rankprof::analyze::analyze(&opts).unwrap_or_else(|e| panic!("analyze {}: {e:#}", dir.display()))
+}
+
+/// Each rank's DeepEP kernel starts (µs), read from the raw trace: the kernels the trace
+/// names no process group for.
+fn deep_ep_starts(file: &Path) -> Vec<f64> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .filter(|e| e["name"].as_str().is_some_and(|n| n.contains("deep_ep::")))
+        .map(|e| e["ts"].as_f64().unwrap())
+        .collect()
+}
+
+/// TP2 × PP2 × EP2 serving (the bundled `sglang-tp2pp2ep2`): DeepEP's dispatch and combine
+/// kernels carry no process group, so all four ranks' were matched as one group, stage 0's
+/// n-th with stage 1's — kernels that run milliseconds apart in a pipeline. The replay missed
+/// the recording by 21 % and was not trusted. Each stage's are its own group: from the raw
+/// events, the two ranks of a stage start their n-th DeepEP kernel within a few µs of each
+/// other, and the two stages' n-th ones far apart.
+#[test]
+fn kernels_without_a_group_are_matched_within_a_pipeline_stage() {
+    let dir = manifest("fixtures/sglang-tp2pp2ep2");
+    let starts = |tp: u32, pp: u32| {
+        deep_ep_starts(&dir.join(format!(
+            "1790857400.5-TP-{tp}-PP-{pp}-EP-{tp}.trace.json.gz"
+        )))
+    };
+    let (s0, s0b, s1) = (starts(0, 0), starts(1, 0), starts(0, 1));
+    let gap = |a: &[f64], b: &[f64]| {
+        let mut d: Vec<f64> = a.iter().zip(b).map(|(x, y)| (x - y).abs()).collect();
+        d.sort_by(f64::total_cmp);
+        d[d.len() / 2]
+    };
+    assert_eq!(s0.len(), 24);
+    assert!(gap(&s0, &s0b) < 100.0, "within a stage {}", gap(&s0, &s0b));
+    assert!(gap(&s0, &s1) > 500.0, "across stages {}", gap(&s0, &s1));
+    let a = analyze_dir(&dir, None);
+    let groups: Vec<(&str, usize)> = a
+        .collectives
+        .groups
+        .iter()
+        .map(|g| (g.key.as_str(), g.matched))
+        .collect();
+    assert!(groups.contains(&("stream #0 PP00", 24)), "{groups:?}");
+    assert!(groups.contains(&("stream #0 PP01", 24)), "{groups:?}");
+    assert!(!groups.iter().any(|g| g.0 == "stream #0"), "{groups:?}");
+    let w = &a.path.what_if;
+    assert!(w.error_pct <= 2.0, "model error {:.1} %", w.error_pct);
+}
+
+/// Recordings whose chain replay misses by more than 2 %, and why: four NCCL ranks sharing
+/// one GPU over the socket transport, whose members leave an all-reduce up to 1.6 ms apart
+/// (fixtures/real-nccl/README.md), where the chain has them leave together. Replayed as a
+/// gloo world is (each member leaving when it did), they would miss by 0 %; that is not
+/// built for GPU worlds. They must stay trusted (≤ 5 %).
+const MISSED_BY_THE_CHAIN: &[&str] = &["real-nccl/tp4-control", "real-nccl/tp4-host-sleep"];
+
+/// #51: every bundled fixture, synthetic or recorded, whose collectives the what-if replays
+/// reports its model error, at most 2 % of the step (but [`MISSED_BY_THE_CHAIN`]).
+#[test]
+fn every_fixture_is_replayed_within_two_percent() {
+    let mut dirs = Vec::new();
+    for top in [
+        "fixtures",
+        "fixtures/real-gloo",
+        "fixtures/real-nccl",
+        "fixtures/real-sglang",
+    ] {
+        for e in std::fs::read_dir(manifest(top)).unwrap() {
+            let p = e.unwrap().path();
+            let is_set = std::fs::read_dir(&p).is_ok_and(|mut d| {
+                d.any(|f| f.is_ok_and(|f| f.file_name().to_string_lossy().ends_with(".json.gz")))
+            });
+            if p.is_dir() && is_set {
+                dirs.push(p);
+            }
+        }
+    }
+    assert!(dirs.len() >= 40, "{} fixture folders", dirs.len());
+    let mut replayed = 0;
+    let mut off = Vec::new();
+    for d in &dirs {
+        // SGLang's by-stage profile is two profiles, one per stage.
+        let stages: &[Option<&str>] = if d.ends_with("sglang-bystage-tp2") {
+            &[Some("EXTEND"), Some("DECODE")]
+        } else {
+            &[None]
+        };
+        for &stage in stages {
+            let a = analyze_dir(d, stage);
+            let w = &a.path.what_if;
+            if w.worlds.is_empty() {
+                continue;
+            }
+            replayed += 1;
+            let known = MISSED_BY_THE_CHAIN.iter().any(|k| d.ends_with(k));
+            if known {
+                assert!(w.error_pct <= 5.0, "{}: {:.1} %", d.display(), w.error_pct);
+            } else if w.error_pct > 2.0 {
+                off.push(format!("{} {stage:?}: {:.1} %", d.display(), w.error_pct));
+            }
+        }
+    }
+    assert!(replayed >= 30, "{replayed} replayed");
+    assert!(off.is_empty(), "model error over 2 %: {off:#?}");
+}

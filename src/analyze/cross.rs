@@ -251,9 +251,16 @@ impl<'a> Ctx<'a> {
         // GPU ranks' hosts run ahead of their devices: a late arrival's lag carries on.
         let run_ahead = results.iter().all(|r| r.gpu);
         let mut acc = Acc::new(&self.labels, &windows, steps, top_n, ideal, run_ahead);
-        let coll =
-            collectives::analyze_into(&self.labels, worlds, &colls, source, top_n, Some(&mut acc))?;
         let stage_of: Vec<Option<u32>> = results.iter().map(|r| r.id.pp).collect();
+        let coll = collectives::analyze_into(
+            &self.labels,
+            worlds,
+            &colls,
+            &stage_of,
+            source,
+            top_n,
+            Some(&mut acc),
+        )?;
         let mut path = acc.finish(worlds, &stage_of);
         name_host_gaps(&mut path, results, self.threshold, notes);
         // What the critical path could not judge is said with the other notes (which steps its

@@ -232,16 +232,18 @@ pub(crate) fn analyze(
     source: &str,
     top_n: usize,
 ) -> Result<CollectiveReport> {
-    analyze_into(ranks, worlds, per_rank, source, top_n, None)
+    analyze_into(ranks, worlds, per_rank, &[], source, top_n, None)
 }
 
-/// `analyze` (tests), also feeding every matched collective to the critical path's accumulator.
+/// `analyze` (tests), also feeding every matched collective to the critical path's accumulator;
+/// `stage_of`: each rank's pipeline stage, when its label says (empty: none known).
 // Long on purpose: one pass matches every world's collectives and fills four tables (ranks,
 // groups, worst, notes) from the same match state.
 pub(crate) fn analyze_into(
     ranks: &[String],
     worlds: &[Vec<usize>],
     per_rank: &[RankColls],
+    stage_of: &[Option<u32>],
     source: &str,
     top_n: usize,
     path: Option<&mut Acc>,
@@ -249,6 +251,7 @@ pub(crate) fn analyze_into(
     let mut m = Matcher {
         ranks,
         per_rank,
+        stage_of,
         top_n,
         path,
         rep: empty_report(ranks, worlds, per_rank, source),
@@ -311,6 +314,7 @@ fn empty_report(
 struct Matcher<'a, 'p> {
     ranks: &'a [String],
     per_rank: &'a [RankColls],
+    stage_of: &'a [Option<u32>],
     top_n: usize,
     path: Option<&'p mut Acc>,
     rep: CollectiveReport,
@@ -354,19 +358,22 @@ impl Matcher<'_, '_> {
         let mut pairs = 0usize;
         for key in keys {
             let lens: Vec<usize> = all.iter().map(|&r| per_rank[r].len_of(key)).collect();
-            let matched = if point_to_point(key) {
-                self.p2p_note(key);
-                0
-            } else {
-                if p2p::is_pair(key) {
-                    pairs += 1;
+            let parts = self.stage_parts(all, key, &lens);
+            for (label, lens) in &parts {
+                let matched = if point_to_point(key) {
+                    self.p2p_note(key);
+                    0
                 } else {
-                    subset_keys += usize::from(lens.contains(&0));
+                    if p2p::is_pair(key) {
+                        pairs += 1;
+                    } else if parts.len() == 1 {
+                        subset_keys += usize::from(lens.contains(&0));
+                    }
+                    self.key(w, all, label, lens, &mut curs)?
+                };
+                for (c, &l) in curs.iter_mut().zip(lens) {
+                    c.skip(l.saturating_sub(matched))?;
                 }
-                self.key(w, all, key, &lens, &mut curs)?
-            };
-            for (c, &l) in curs.iter_mut().zip(&lens) {
-                c.skip(l.saturating_sub(matched))?;
             }
         }
         if pairs > 0 {
@@ -385,6 +392,42 @@ impl Matcher<'_, '_> {
             ));
         }
         Ok(())
+    }
+
+    /// How key `key` of the world's ranks `all` (`lens`: each one's count) is matched: as one
+    /// group, or — a GPU key without a process group (`stream #N`: DeepEP's dispatch and
+    /// combine kernels, an old Kineto's NCCL kernels) among ranks of two or more pipeline
+    /// stages — within each stage, as `stream #N PPss`: no group a trace leaves unnamed spans
+    /// stages (TP, EP and DP groups lie within one; a pipeline's transfers name their peers and
+    /// are paired apart), and matching stage 0's n-th kernel with stage 1's joins kernels that
+    /// run at different times. Each part: its label and the counts, 0 for the ranks outside.
+    fn stage_parts(&self, all: &[usize], key: &str, lens: &[usize]) -> Vec<(String, Vec<usize>)> {
+        let whole = || vec![(key.to_string(), lens.to_vec())];
+        if !key.starts_with("stream #") {
+            return whole();
+        }
+        let stage = |r: usize| self.stage_of.get(r).copied().flatten();
+        let having = || {
+            all.iter()
+                .zip(lens)
+                .filter(|(_, &l)| l > 0)
+                .map(|(&r, _)| r)
+        };
+        let stages: BTreeSet<u32> = having().filter_map(stage).collect();
+        if stages.len() < 2 || having().any(|r| stage(r).is_none()) {
+            return whole();
+        }
+        stages
+            .into_iter()
+            .map(|s| {
+                let part = all
+                    .iter()
+                    .zip(lens)
+                    .map(|(&r, &l)| if stage(r) == Some(s) { l } else { 0 })
+                    .collect();
+                (format!("{key} PP{s:02}"), part)
+            })
+            .collect()
     }
 
     /// Point-to-point transfers are not matched: said once per key.
