@@ -59,7 +59,10 @@ fn terminal_report_names_the_slow_rank() {
     ] {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let s = stdout(&out);
-        assert!(s.contains("Imbalanced: rank TP02 is the slowest"), "{s}");
+        // The first line says "Imbalanced"; the work line below it does not again.
+        assert!(s.contains("  Imbalanced, "), "{s}");
+        assert!(s.contains("Rank TP02 is the slowest"), "{s}");
+        assert!(!s.contains("Imbalanced: rank TP02"), "{s}");
         assert!(
             s.contains("Onset: rank TP02 slower by 27 % from step 3 (t = 30.0 ms) on."),
             "{s}"

@@ -176,6 +176,11 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     let balance = balance_line(inp, &v, slow, who, work[slow], others, all_others);
     // A balanced verdict says so first; the ranks that cost the step little follow it.
     let early = early_arrivers(inp, &leads);
+    // Below a first line that said "Imbalanced", the work line does not say it again.
+    let balance = match balance.strip_prefix("Imbalanced: rank ") {
+        Some(rest) if !(v.lines.is_empty() && early.is_empty()) => format!("Rank {rest}"),
+        _ => balance,
+    };
     if v.balanced {
         v.lines.push(balance);
         v.lines.extend(early);
