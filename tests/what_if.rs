@@ -654,15 +654,11 @@ fn kernels_without_a_group_are_matched_within_a_pipeline_stage() {
     assert!(w.error_pct <= 2.0, "model error {:.1} %", w.error_pct);
 }
 
-/// Recordings whose chain replay misses by more than 2 %, and why: four NCCL ranks sharing
-/// one GPU over the socket transport, whose members leave an all-reduce up to 1.6 ms apart
-/// (fixtures/real-nccl/README.md), where the chain has them leave together. Replayed as a
-/// gloo world is (each member leaving when it did), they would miss by 0 %; that is not
-/// built for GPU worlds. They must stay trusted (≤ 5 %).
-const MISSED_BY_THE_CHAIN: &[&str] = &["real-nccl/tp4-control", "real-nccl/tp4-host-sleep"];
-
 /// #51: every bundled fixture, synthetic or recorded, whose collectives the what-if replays
-/// reports its model error, at most 2 % of the step (but [`MISSED_BY_THE_CHAIN`]).
+/// reports its model error, at most 2 % of the step. (The four NCCL ranks sharing one GPU over
+/// the socket transport, `real-nccl/tp4-*`, leave an all-reduce up to 1.6 ms apart: as a chain,
+/// which has them leave together, they missed by 4.1 and 4.2 %; they are replayed on the graph
+/// now, as gloo worlds are.)
 #[test]
 fn every_fixture_is_replayed_within_two_percent() {
     let mut dirs = Vec::new();
@@ -699,10 +695,7 @@ fn every_fixture_is_replayed_within_two_percent() {
                 continue;
             }
             replayed += 1;
-            let known = MISSED_BY_THE_CHAIN.iter().any(|k| d.ends_with(k));
-            if known {
-                assert!(w.error_pct <= 5.0, "{}: {:.1} %", d.display(), w.error_pct);
-            } else if w.error_pct > 2.0 {
+            if w.error_pct > 2.0 {
                 off.push(format!("{} {stage:?}: {:.1} %", d.display(), w.error_pct));
             }
         }

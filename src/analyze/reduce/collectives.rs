@@ -349,9 +349,11 @@ impl Matcher<'_, '_> {
         // CPU-only (gloo) worlds are replayed on the graph: their members leave a collective
         // milliseconds apart, and a pipeline's transfers are not a chain.
         let pipeline = keys.iter().any(|k| p2p::is_pair(k));
-        if self.rep.source == "cpu" || pipeline {
-            if let Some(acc) = self.path.as_deref_mut() {
+        if let Some(acc) = self.path.as_deref_mut() {
+            if self.rep.source == "cpu" || pipeline {
                 acc.graph_world(w, pipeline);
+            } else {
+                acc.maybe_graph_world(w);
             }
         }
         let mut subset_keys = 0usize;

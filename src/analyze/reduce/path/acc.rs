@@ -201,6 +201,12 @@ impl Acc {
         self.whatif.graph_world(world, pipeline);
     }
 
+    /// GPU world `world` is replayed on the graph if its members leave its collectives at
+    /// different times ([`super::whatif`]).
+    pub(crate) fn maybe_graph_world(&mut self, world: usize) {
+        self.whatif.maybe_graph_world(world);
+    }
+
     /// One matched collective: its members (rank indices) and their records; `latest`: the
     /// member position with the latest start, `tie`: another started less than the tolerance
     /// before it (no one arrived last).

@@ -32,7 +32,8 @@
 //! **CPU-only runs and pipelines**: a CPU-only (gloo) world, whose members leave a collective
 //! milliseconds apart, and a world with point-to-point pairs (sends and receives that name
 //! their peer, [`crate::analyze::collect::p2p`]) are replayed on the graph, each rank on its
-//! own clock ([`super::graph`]), not as a chain.
+//! own clock ([`super::graph`]), not as a chain; so is a GPU world whose members leave its
+//! collectives at different times ([`Spread`]).
 //!
 //! **The ideal timeline** (`merge --what-if`): the "every rank typical" replay kept step by
 //! step, on the common clock, to be drawn beside each rank ([`super::ideal`]).
@@ -384,8 +385,81 @@ pub(crate) struct WhatIfAcc {
     graph: BTreeMap<usize, Vec<Node>>,
     /// The worlds with point-to-point pairs: pipelines.
     pipelines: BTreeSet<usize>,
+    /// GPU worlds replayed on the graph if their members leave collectives at different
+    /// times ([`Spread`]), and their collectives so far.
+    maybe: BTreeMap<usize, Spread>,
+    /// Members kept in [`WhatIfAcc::maybe`], in all.
+    maybe_kept: usize,
     /// The ideal timeline's records (bounded).
     ideal: IdealAcc,
+}
+
+/// A GPU world that may be replayed on the graph: NCCL members end a collective within µs of
+/// each other, and the chain has them leave together; but ranks that share a GPU or talk
+/// over sockets leave up to ms apart (`fixtures/real-nccl/tp4-*`: the chain missed them by
+/// 4 %). Such a world is replayed on the graph, as a gloo world is, when the median spread of
+/// its collectives' ends is over [`SPREAD_NS`] and no collective of it ran beside compute (a
+/// side-stream cap, which only the chain applies). Decided on its first [`SPREAD_SAMPLE`]
+/// collectives: under the spread, or past [`MAYBE_MEMBERS`] members kept in all, its nodes
+/// are dropped and it stays a chain.
+#[derive(Debug, Default)]
+struct Spread {
+    nodes: Vec<Node>,
+    /// Each collective's end spread (last member's end less the first's), the first ones.
+    spreads: Vec<i64>,
+    /// Decided: a chain.
+    chain: bool,
+}
+
+/// The median end spread over which a GPU world's members leave at different times, ns.
+const SPREAD_NS: i64 = 50_000;
+
+/// How many collectives decide a GPU world's spread.
+const SPREAD_SAMPLE: usize = 32;
+
+/// The most members of undecided and spread GPU worlds kept, in all (~56 bytes each).
+const MAYBE_MEMBERS: usize = 1 << 20;
+
+impl Spread {
+    /// Keeps a collective of the world, unless it is decided a chain: `capped`, it ran
+    /// beside compute; `kept`: members kept so far in all such worlds.
+    fn add(
+        &mut self,
+        row: usize,
+        members: &[Member],
+        capped: bool,
+        kept: &mut usize,
+    ) -> Option<usize> {
+        if self.chain {
+            return None;
+        }
+        let lo = members.iter().map(|m| m.end).min().unwrap_or(0);
+        let hi = members.iter().map(|m| m.end).max().unwrap_or(0);
+        let tight = self.spreads.len() < SPREAD_SAMPLE && {
+            self.spreads.push(hi - lo);
+            self.spreads.len() == SPREAD_SAMPLE && !self.spread()
+        };
+        if capped || tight || *kept + members.len() > MAYBE_MEMBERS {
+            *kept -= self.nodes.iter().map(|n| n.members.len()).sum::<usize>();
+            *self = Spread {
+                chain: true,
+                ..Spread::default()
+            };
+            return None;
+        }
+        *kept += members.len();
+        self.nodes.push(Node {
+            row,
+            members: members.to_vec(),
+        });
+        Some(self.nodes.len() - 1)
+    }
+
+    /// Whether its members leave at different times: the median end spread of the first
+    /// collectives over [`SPREAD_NS`].
+    fn spread(&self) -> bool {
+        lower_median(self.spreads.clone()) > SPREAD_NS
+    }
 }
 
 /// The kinds a segment splits into, in [`Member::parts`] order.
@@ -409,6 +483,12 @@ impl WhatIfAcc {
         if pipeline {
             self.pipelines.insert(world);
         }
+    }
+
+    /// GPU world `world` is replayed on the graph if its members leave its collectives at
+    /// different times ([`Spread`]).
+    pub(crate) fn maybe_graph_world(&mut self, world: usize) {
+        self.maybe.entry(world).or_default();
     }
 
     /// One matched collective `name` of `world` in step-table row `row`: its members and the
@@ -450,13 +530,17 @@ impl WhatIfAcc {
             cap,
             ..Longest::of(row, world, members, median)
         });
-        let node = self.graph.get_mut(&world).map(|nodes| {
-            nodes.push(Node {
-                row,
-                members: members.to_vec(),
-            });
-            nodes.len() - 1
-        });
+        let node = match (self.graph.get_mut(&world), self.maybe.get_mut(&world)) {
+            (Some(nodes), _) => {
+                nodes.push(Node {
+                    row,
+                    members: members.to_vec(),
+                });
+                Some(nodes.len() - 1)
+            }
+            (None, Some(m)) => m.add(row, members, cap < i64::MAX, &mut self.maybe_kept),
+            (None, None) => None,
+        };
         self.ideal.add(Seen {
             row,
             world,
@@ -473,7 +557,7 @@ impl WhatIfAcc {
     /// their steps one after another ([`WhatIf::pipeline_saving`]); `stage_of`: each rank's
     /// pipeline stage, where its name says it.
     pub(crate) fn finish(
-        self,
+        mut self,
         measured: &[usize],
         step_ns: f64,
         labels: &[String],
@@ -497,6 +581,12 @@ impl WhatIfAcc {
         let mut by_world: BTreeMap<usize, WorldTotals> = BTreeMap::new();
         let mut ranks: BTreeMap<(usize, usize), i64> = BTreeMap::new();
         let mut kinds = [0i64; 3];
+        // The GPU worlds whose members leave at different times join the graph worlds.
+        for (w, m) in std::mem::take(&mut self.maybe) {
+            if !m.chain && !m.nodes.is_empty() && m.spread() {
+                self.graph.insert(w, m.nodes);
+            }
+        }
         // The graph worlds that replay; the others (orders that cannot be met) stay chains.
         let graphs: BTreeMap<usize, graph::World<'_>> = self
             .graph
