@@ -87,8 +87,10 @@ fn terminal_names_the_planted_ranks_compactly(a: &Analysis) {
     for l in text.lines() {
         assert!(re.find_iter(l).count() <= 8, "a long list: {l}");
     }
+    // Bounded, whatever the number of ranks (the first line names its cost's parts, "0.15 ms
+    // more gpu work, 0.03 ms other causes", since 2026-12-02: 421 bytes here).
     for l in &a.verdict.lines {
-        assert!(l.len() < 400, "verdict line of {} bytes: {l}", l.len());
+        assert!(l.len() < 480, "verdict line of {} bytes: {l}", l.len());
     }
     // Forced either way; --group-by tp.
     let ranks = render_view(a, View::Ranks, None);
