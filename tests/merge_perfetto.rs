@@ -111,38 +111,13 @@ fn decode(py: &Path, pf: &Path, json: &Path, raw: &[PathBuf]) -> Value {
 /// incremental clocks and reads the args off the debug annotations and the TrackEvent
 /// extension the trace declares), and no other.
 fn check_common(v: &Value) {
+    check_counts(v, Path::new("-"));
     let pf = &v["pftrace"];
-    let js = &v["json"];
     assert!(pf["slices_compared"].as_u64().unwrap() > 0, "{pf}");
-    assert_eq!(
-        pf["slice_mismatches"], 0,
-        "slices not in both merges: {}",
-        pf["mismatch_examples"]
-    );
-    assert_eq!(pf["undefined_iids"], 0, "{pf}");
-    assert_eq!(pf["clock_errors"], 0, "{pf}");
-    assert_eq!(pf["undescribed_tracks"], 0, "{pf}");
-    assert_eq!(pf["unmatched_ends"], 0, "{pf}");
-    assert_eq!(pf["unclosed"], 0, "{pf}");
     assert_eq!(pf["roots"], 1);
     assert_eq!(pf["root_explicit"], true);
     assert_eq!(pf["ranks_explicit"], true);
-    assert_eq!(pf["flow_ids_shared_by_ranks"], 0);
-    assert_eq!(pf["rank_order"], pf["label_order"], "{pf}");
-    assert_eq!(pf["all_parents_explicit"], true);
-    let ranks = js["per_rank"].as_object().unwrap();
-    assert!(!ranks.is_empty());
-    assert_eq!(
-        pf["per_rank"].as_object().unwrap().len(),
-        ranks.len(),
-        "{v}"
-    );
-    for (label, want) in ranks {
-        let got = &pf["per_rank"][label];
-        for k in ["slices", "instants", "counters", "first_ts", "last_ts"] {
-            let w = want[k].as_u64().unwrap_or(0);
-            assert_eq!(got[k].as_u64().unwrap_or(0), w, "{label} {k}: {v}");
-        }
+    for (label, want) in v["json"]["per_rank"].as_object().unwrap() {
         assert!(want["slices"].as_u64().unwrap() > 100, "{label}: {want}");
     }
 }
@@ -366,21 +341,7 @@ fn the_ideal_timeline_is_drawn_beside_the_critical_path() {
 /// The profile folders bundled and shared: synthetic sets, real recordings (gloo, NCCL, SGLang
 /// serving, the DLRM step) — those holding Kineto JSON.
 fn every_fixture() -> Vec<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut dirs = Vec::new();
-    for top in [
-        "fixtures",
-        "fixtures/real-gloo",
-        "fixtures/real-nccl",
-        "fixtures/real-sglang",
-    ] {
-        for e in std::fs::read_dir(manifest.join(top)).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() && !rank_files(&p).is_empty() {
-                dirs.push(p);
-            }
-        }
-    }
+    let mut dirs = common::bundled_profile_dirs();
     for s in [
         "sglang-cpu/tp1",
         "sglang-cpu/tp2",
@@ -389,7 +350,6 @@ fn every_fixture() -> Vec<PathBuf> {
     ] {
         dirs.push(shared(s));
     }
-    dirs.sort();
     dirs
 }
 
@@ -427,11 +387,12 @@ fn every_fixture_decodes_with_the_json_merges_counts() {
     );
 }
 
-/// [`check_common`]'s checks of one merge, named by its folder, without the floor on slices.
+/// The checks of [`check_common`] but its floor of slices and root, of one merge of `dir`.
 fn check_counts(v: &Value, dir: &Path) {
     let pf = &v["pftrace"];
     let js = &v["json"];
     let at = dir.display();
+    assert!(pf["slices_compared"].as_u64().is_some(), "{at}: {pf}");
     for k in [
         "slice_mismatches",
         "undefined_iids",

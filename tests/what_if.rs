@@ -661,23 +661,7 @@ fn kernels_without_a_group_are_matched_within_a_pipeline_stage() {
 /// now, as gloo worlds are.)
 #[test]
 fn every_fixture_is_replayed_within_two_percent() {
-    let mut dirs = Vec::new();
-    for top in [
-        "fixtures",
-        "fixtures/real-gloo",
-        "fixtures/real-nccl",
-        "fixtures/real-sglang",
-    ] {
-        for e in std::fs::read_dir(manifest(top)).unwrap() {
-            let p = e.unwrap().path();
-            let is_set = std::fs::read_dir(&p).is_ok_and(|mut d| {
-                d.any(|f| f.is_ok_and(|f| f.file_name().to_string_lossy().ends_with(".json.gz")))
-            });
-            if p.is_dir() && is_set {
-                dirs.push(p);
-            }
-        }
-    }
+    let dirs = common::bundled_profile_dirs();
     assert!(dirs.len() >= 40, "{} fixture folders", dirs.len());
     let mut replayed = 0;
     let mut off = Vec::new();

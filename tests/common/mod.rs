@@ -409,6 +409,27 @@ fn write_maybe_gz(path: &Path, bytes: &[u8], gzip: bool) {
 }
 
 /// The rank trace files of a directory (`*.json.gz`, not a merged output), sorted.
+/// The profile folders bundled with the project, synthetic and recorded (real gloo, NCCL,
+/// SGLang serving): those holding rank traces, sorted.
+pub fn bundled_profile_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for top in [
+        "fixtures",
+        "fixtures/real-gloo",
+        "fixtures/real-nccl",
+        "fixtures/real-sglang",
+    ] {
+        for e in std::fs::read_dir(manifest(top)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() && !rank_files(&p).is_empty() {
+                dirs.push(p);
+            }
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
 pub fn rank_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
