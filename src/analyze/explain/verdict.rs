@@ -176,11 +176,7 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
     let balance = balance_line(inp, &v, slow, who, work[slow], others, all_others);
     // A balanced verdict says so first; the ranks that cost the step little follow it.
     let early = early_arrivers(inp, &leads);
-    // Below a first line that said "Imbalanced", the work line does not say it again.
-    let balance = match balance.strip_prefix("Imbalanced: rank ") {
-        Some(rest) if !(v.lines.is_empty() && early.is_empty()) => format!("Rank {rest}"),
-        _ => balance,
-    };
+    let balance = not_said_again(balance, v.lines.is_empty() && early.is_empty());
     if v.balanced {
         v.lines.push(balance);
         v.lines.extend(early);
@@ -1165,6 +1161,16 @@ fn balance_line(
             "Imbalanced: rank {} is the slowest, with {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms).",
             name(slow), v.excess_pct, v.metric
         )
+    }
+}
+
+/// The work line ([`balance_line`]) as it reads below a first line that said "Imbalanced":
+/// "Rank TP02 is the slowest, …", not "Imbalanced: rank TP02 is the slowest, …" again;
+/// unchanged when it is the `first` line.
+fn not_said_again(balance: String, first: bool) -> String {
+    match balance.strip_prefix("Imbalanced: rank ") {
+        Some(rest) if !first => format!("Rank {rest}"),
+        _ => balance,
     }
 }
 

@@ -433,12 +433,14 @@ impl Spread {
         if self.chain {
             return None;
         }
-        let lo = members.iter().map(|m| m.end).min().unwrap_or(0);
-        let hi = members.iter().map(|m| m.end).max().unwrap_or(0);
-        let tight = self.spreads.len() < SPREAD_SAMPLE && {
+        let sampling = self.spreads.len() < SPREAD_SAMPLE;
+        if sampling {
+            let lo = members.iter().map(|m| m.end).min().unwrap_or(0);
+            let hi = members.iter().map(|m| m.end).max().unwrap_or(0);
             self.spreads.push(hi - lo);
-            self.spreads.len() == SPREAD_SAMPLE && !self.spread()
-        };
+        }
+        // Decided once, on the sample's last collective.
+        let tight = sampling && self.spreads.len() == SPREAD_SAMPLE && !self.spread();
         if capped || tight || *kept + members.len() > MAYBE_MEMBERS {
             *kept -= self.nodes.iter().map(|n| n.members.len()).sum::<usize>();
             *self = Spread {
