@@ -110,15 +110,21 @@ struct Run {
 }
 
 impl Spare {
-    /// Keeps a released slice's buffers, emptied.
+    /// The annotations buffer, emptied (given back by [`Spare::give_back`] or directly).
+    fn annotations(&mut self) -> Vec<u8> {
+        let mut b = std::mem::take(&mut self.annotations);
+        b.clear();
+        b
+    }
+
+    /// Keeps a released slice's buffers, its flows emptied.
     fn give_back(&mut self, h: Held) {
         let Held {
-            mut annotations,
+            annotations,
             mut flows,
             mut terminating,
             ..
         } = h;
-        annotations.clear();
         flows.clear();
         terminating.clear();
         self.annotations = annotations;
@@ -337,8 +343,7 @@ impl RankEncoder {
             let dur = ev.dur.unwrap_or(Ns::ZERO).max(Ns::ZERO);
             out_ns(ts + dur, self.shift)
         });
-        let mut annotations = std::mem::take(&mut self.spare.annotations);
-        annotations.clear();
+        let mut annotations = self.spare.annotations();
         self.annotations(ev, track, run, &mut annotations);
         self.held = Some(Held {
             ts: at,
@@ -449,8 +454,7 @@ impl RankEncoder {
         let name = self
             .intern(track, run)
             .iid(Table::Name, ev.name.raw().as_bytes());
-        let mut annotations = std::mem::take(&mut self.spare.annotations);
-        annotations.clear();
+        let mut annotations = self.spare.annotations();
         self.annotations(ev, track, run, &mut annotations);
         self.packet(out, at, track, Some(run), |t| {
             pb::uint(t, e::TYPE, e::INSTANT);

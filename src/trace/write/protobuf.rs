@@ -91,7 +91,8 @@ pub(crate) fn message(buf: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<
     buf[at..at + n].copy_from_slice(&head[..n]);
 }
 
-/// `v` as a varint into `out`; how many bytes it took.
+/// `v` as a varint ([`varint`]) into `out`; how many bytes it took. (A second loop, not
+/// `varint` through a stack buffer: `varint` is the merge's hottest call, on one-byte values.)
 #[inline]
 fn varint_into(out: &mut [u8; 10], mut v: u64) -> usize {
     let mut i = 0;
