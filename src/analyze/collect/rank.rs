@@ -190,7 +190,8 @@ pub(crate) fn finish(
     assign_nelems(&mut figs, c.cpu_nelems, &marks)?;
 
     let summary = rank_summary(label.clone(), device, gpu, &totals, &ops, c.events);
-    let labels = super::collstore::labels(&c.coll_keys, gpu, header.distributed_rank());
+    let dist = header.distributed();
+    let labels = super::collstore::labels(&c.coll_keys, gpu, dist.rank);
     let colls = RankColls::build(coll_evs, &labels, c.coll_names, base)?;
     let lost_base = lost_base(header, &figs, &colls);
     Ok(RankResult {
@@ -205,8 +206,8 @@ pub(crate) fn finish(
         steps: figs,
         colls,
         streams: stream_rows(c.streams),
-        world_size: header.world_size(),
-        distributed_rank: header.distributed_rank(),
+        world_size: dist.world_size,
+        distributed_rank: dist.rank,
         lost_base,
         base_ns: header.base_time_ns,
         moe_rows: c.moe_rows,
@@ -537,15 +538,9 @@ pub(crate) fn self_times(ivs: &mut [CpuIv]) -> Vec<i64> {
 /// The name of the device the rank's GPU ops ran on (by `deviceProperties[].id`), else the
 /// first listed device.
 fn header_device(header: &Header, pid: Option<i64>) -> Option<String> {
-    let raw = header.device_properties.as_deref()?;
-    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
-    let arr = v.as_array()?;
-    let by_id = pid.and_then(|p| {
-        arr.iter()
-            .find(|d| d.get("id").and_then(|i| i.as_i64()) == Some(p))
-            .and_then(|d| d.get("name")?.as_str().map(String::from))
-    });
-    by_id.or_else(|| header.device_names().into_iter().next())
+    let devices = header.devices();
+    let by_id = pid.and_then(|p| devices.iter().find(|d| d.id == Some(p))?.name.clone());
+    by_id.or_else(|| devices.into_iter().find_map(|d| d.name))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::escape;
 use super::json;
+use super::header_json;
 use super::stop::Stop;
 
 /// Top-level keys of a trace other than `traceEvents`. Values are kept as raw JSON text.
@@ -35,13 +36,17 @@ pub struct Header {
 impl Header {
     /// `distributedInfo.rank`, if present.
     pub fn distributed_rank(&self) -> Option<i64> {
-        let v: serde_json::Value = serde_json::from_str(self.distributed_info.as_deref()?).ok()?;
-        v.get("rank")?.as_i64()
+        self.distributed().rank
     }
     /// `distributedInfo.world_size`, if present.
     pub fn world_size(&self) -> Option<i64> {
-        let v: serde_json::Value = serde_json::from_str(self.distributed_info.as_deref()?).ok()?;
-        v.get("world_size")?.as_i64()
+        self.distributed().world_size
+    }
+    /// `distributedInfo`'s `rank` and `world_size`, read in one parse.
+    pub fn distributed(&self) -> Distributed {
+        self.distributed_info
+            .as_deref()
+            .map_or_else(Distributed::default, header_json::distributed)
     }
     /// Whether `deviceProperties` lists a device (is an array with something in it).
     pub fn lists_devices(&self) -> bool {
@@ -52,18 +57,29 @@ impl Header {
     }
     /// Device names from `deviceProperties`.
     pub fn device_names(&self) -> Vec<String> {
-        let Some(raw) = self.device_properties.as_deref() else {
-            return Vec::new();
-        };
-        let v: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|d| d.get("name").and_then(|n| n.as_str()).map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.devices().into_iter().filter_map(|d| d.name).collect()
     }
+    /// Each entry of `deviceProperties` that is an object: its `id` and `name` where they are
+    /// an integer and a string.
+    pub fn devices(&self) -> Vec<Device> {
+        self.device_properties
+            .as_deref()
+            .map_or_else(Vec::new, header_json::devices)
+    }
+}
+
+/// `distributedInfo`'s members that analysis reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Distributed {
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+}
+
+/// One entry of `deviceProperties`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Device {
+    pub id: Option<i64>,
+    pub name: Option<String>,
 }
 
 /// A problem found while reading, at a byte offset of the decompressed input.

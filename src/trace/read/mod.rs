@@ -26,6 +26,7 @@ pub mod escape;
 pub mod event;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`gz::Members`)
 pub mod gz;
+mod header_json;
 pub mod json;
 #[doc(hidden)] // not API: for the fuzz targets/benches (`memo::Memo`)
 pub mod memo;

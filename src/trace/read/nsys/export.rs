@@ -113,6 +113,11 @@ pub(crate) fn prefer_exports(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
 
 /// Whether this run has exported `rep` already (its export is in the run's cache).
 fn exported_in_this_run(rep: &Path) -> bool {
+    // Nothing exported yet (every run without a report): no path to resolve (at 1,024 ranks
+    // a `realpath` of three `readlink`s and a `getcwd` for each file).
+    if state().exports.is_empty() {
+        return false;
+    }
     let key = std::fs::canonicalize(rep).unwrap_or_else(|_| rep.to_path_buf());
     state()
         .exports
