@@ -155,7 +155,13 @@ fn spilled_collectives_give_the_in_memory_json() {
             ..Default::default()
         };
         let (classifier, _) = phases::rules(&opts).unwrap();
-        let read = phases::read(&opts, &classifier, None).unwrap();
+        let read = phases::read(
+            &opts,
+            rankprof::analyze::find(&opts).unwrap(),
+            &classifier,
+            None,
+        )
+        .unwrap();
         let ranks: Vec<_> = read.files.iter().flat_map(|f| &f.ranks).collect();
         let counts: Vec<usize> = ranks.iter().map(|r| r.colls.count()).collect();
         assert!(

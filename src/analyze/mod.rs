@@ -96,7 +96,7 @@ pub mod summary;
 use anyhow::Result;
 
 // The facade (see the module doc).
-pub use collect::plan::{stages, FileInfo};
+pub use collect::plan::{find, stages, FileInfo, Found};
 pub use model::{Analysis, DepthClass, DepthKernel, RankDepth};
 pub use options::{AnalyzeOptions, RankSel};
 pub use summary::{load_summary, Summary};
@@ -115,7 +115,12 @@ pub use reduce::steps::StepTable;
 /// Reads and analyzes a profile as `args` say, without printing anything: the read phase
 /// then the reduce phase ([`phases`]).
 pub fn analyze(args: &AnalyzeOptions) -> Result<Analysis> {
+    analyze_found(args, find(args)?)
+}
+
+/// [`analyze`] of the files [`find`] found for `args`.
+pub fn analyze_found(args: &AnalyzeOptions, found: Found) -> Result<Analysis> {
     let (classifier, _) = phases::rules(args)?;
-    let read = phases::read(args, &classifier, None)?;
+    let read = phases::read(args, found, &classifier, None)?;
     phases::reduce(read, &classifier, args)
 }

@@ -277,7 +277,7 @@ fn rules_id(text: Option<&str>) -> String {
 /// The read phase of the files `args` name (of shard `k` of `n` of them) as a partial.
 pub fn read_partial(args: &AnalyzeOptions, shard: Option<(usize, usize)>) -> Result<Partial> {
     let (classifier, rules) = phases::rules(args)?;
-    let read = phases::read(args, &classifier, shard)?;
+    let read = phases::read(args, super::find(args)?, &classifier, shard)?;
     Ok(Partial::new(
         read,
         &classifier,

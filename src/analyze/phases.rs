@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::classes::Classifier;
 use super::collect::collector::Config;
-use super::collect::plan::{plan, read_input, FileInfo, FileResult};
+use super::collect::plan::{plan, read_input, FileInfo, FileResult, Found};
 use super::collect::rank::RankResult;
 use super::collect::snapshot::{read_snapshots, snapshot_paths, SnapshotFile};
 use super::collect::spill;
@@ -82,10 +82,12 @@ pub fn rules(args: &AnalyzeOptions) -> Result<(Classifier, Option<String>)> {
     }
 }
 
-/// The read phase over the files `args` name; with `shard = (k, n)`, only the k-th of n
-/// contiguous slices of the planned files (1-based), for one map task of a driver.
+/// The read phase over the files `args` name (`found`: what [`super::find`] found for them); with
+/// `shard = (k, n)`, only the k-th of n contiguous slices of the planned files (1-based), for
+/// one map task of a driver.
 pub fn read(
     args: &AnalyzeOptions,
+    found: Found,
     classifier: &Classifier,
     shard: Option<(usize, usize)>,
 ) -> Result<Read> {
@@ -95,7 +97,7 @@ pub fn read(
         ),
         None => None,
     };
-    let mut plan = plan(args)?;
+    let mut plan = plan(args, found)?;
     if let Some((k, n)) = shard {
         if n == 0 || k == 0 || k > n {
             bail!("--shard {k}/{n}: K must be 1 to N");

@@ -80,14 +80,17 @@ pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
     if args.quiet && format != crate::report::Format::Terminal {
         bail!("--quiet prints the verdict as text: drop it, or drop --format/--json");
     }
-    let stages = if args.save_partial.is_none() && args.from_partials.is_empty() {
-        crate::analyze::stages(&options(args))?
+    // Found once: which stages the profile has, then (when it is one) what it reads.
+    let found = if args.save_partial.is_none() && args.from_partials.is_empty() {
+        let found = crate::analyze::find(&options(args))?;
+        let stages = found.stages(&options(args));
+        if !stages.is_empty() {
+            return by_stage(args, format, &stages);
+        }
+        Some(found)
     } else {
-        Vec::new()
+        None
     };
-    if !stages.is_empty() {
-        return by_stage(args, format, &stages);
-    }
     for (flag, out) in [
         ("--html", &args.html),
         ("--save-summary", &args.save_summary),
@@ -106,10 +109,12 @@ pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
     if let Some(path) = &args.save_partial {
         return save_partial(args, &opts, path);
     }
-    let a = if args.from_partials.is_empty() {
-        analyze(&opts)?
-    } else {
-        partial::analyze_partials(&args.from_partials, &opts)?
+    let a = match found {
+        Some(found) if args.from_partials.is_empty() => {
+            crate::analyze::analyze_found(&opts, found)?
+        }
+        _ if args.from_partials.is_empty() => analyze(&opts)?,
+        _ => partial::analyze_partials(&args.from_partials, &opts)?,
     };
     refuse_to_overwrite_inputs(args, &a)?;
     for n in &a.notes {

@@ -227,12 +227,12 @@ fn same_val(kept: &Option<(Kind, String)>, v: Option<Val<'_>>) -> bool {
 /// and for a collective its size, process group, name, output size and element type.
 const GPU_OP_KEYS: [&str; 7] = [
     "correlation",
-    "stream",
     "In msg nelems",
     "Process Group Name",
     "Collective name",
     "Out msg nelems",
     "dtype",
+    "stream",
 ];
 
 /// The `args` keys a send's or receive's kernel is read for too: its peer (a rank of its
@@ -241,12 +241,13 @@ static P2P_KEYS: LazyLock<[ArgKey; 3]> =
     LazyLock::new(|| ["Dst Rank", "Src Rank", "Process Group Ranks"].map(ArgKey::new));
 
 /// The keys of [`GPU_OP_KEYS`] and the CPU ops' keys, found by searching `args` for them
-/// ([`Event::arg_found`]); `OP_KEYS[0]` and `[1]` are a GPU op's `correlation` and `stream`.
+/// ([`Event::arg_found`]); `OP_KEYS[0]` and `[6]` are a GPU op's `correlation` and `stream`
+/// (last, so that a collective whose `tid` is its stream searches for the first six only).
 static OP_KEYS: LazyLock<[ArgKey; 7]> = LazyLock::new(|| GPU_OP_KEYS.map(ArgKey::new));
 static INPUT_DIMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(super::names::INPUT_DIMS));
 static IN_NELEMS: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(super::names::IN_NELEMS));
-/// `record_param_comms`' `Collective name` (a GPU op's `OP_KEYS[4]`).
-static COLLECTIVE_NAME: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(GPU_OP_KEYS[4]));
+/// `record_param_comms`' `Collective name` (a GPU op's `OP_KEYS[3]`).
+static COLLECTIVE_NAME: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(GPU_OP_KEYS[3]));
 static CONCRETE_INPUTS: LazyLock<ArgKey> =
     LazyLock::new(|| ArgKey::new(super::names::CONCRETE_INPUTS));
 
@@ -553,17 +554,19 @@ impl<'a> Collector<'a> {
         let classes = self.cfg.classes;
         let class = Self::add(&mut self.gpu_ops, classes, ev.name, kind, dur);
         let is_comm = kind == OpKind::Kernel && class == classes.comm();
-        // A collective's five keys in one walk of `args`; other ops look up one or two.
+        // A collective's keys in one walk of `args`; other ops look up one or two. `stream`
+        // only where `tid` is not the stream.
         let mut v: [Option<Val<'_>>; 7] = [None; 7];
+        let keys = if matches!(ev.tid, Id::Int(_)) { 6 } else { 7 };
         if is_comm {
-            ev.arg_found_all(&*OP_KEYS, &mut self.args_memo, &mut v);
+            ev.arg_found_all(&OP_KEYS[..keys], &mut self.args_memo, &mut v[..keys]);
         } else {
             v[0] = ev.arg_found(&OP_KEYS[0], &mut self.args_memo);
-            if !matches!(ev.tid, Id::Int(_)) {
-                v[1] = ev.arg_found(&OP_KEYS[1], &mut self.args_memo);
+            if keys == 7 {
+                v[6] = ev.arg_found(&OP_KEYS[6], &mut self.args_memo);
             }
         }
-        let [corr, stream_arg, nelems, pg, coll, out_nelems, dtype] = v;
+        let [corr, nelems, pg, coll, out_nelems, dtype, stream_arg] = v;
         let corr = corr.and_then(|v| v.as_i64()).unwrap_or(-1);
         let stream = match ev.tid {
             Id::Int(v) => v,

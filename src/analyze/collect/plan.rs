@@ -56,10 +56,18 @@ pub(in crate::analyze) struct Plan {
 }
 
 /// What discovery found for `args`' inputs, before a profile is chosen: the rank files' groups,
-/// the merged traces, and the listing's notes.
-fn discovery(
-    args: &AnalyzeOptions,
-) -> Result<(trace::discover::Discovery, Vec<PathBuf>, Vec<String>)> {
+/// the merged traces, and the listing's notes. Found once per command ([`find`]): asking
+/// which stages a profile has ([`Found::stages`]) and planning the read ([`plan`]) share it,
+/// so that a directory of 1,024 rank files is listed and named once, not twice.
+#[derive(Debug, Clone)]
+pub struct Found {
+    disc: trace::discover::Discovery,
+    merged: Vec<PathBuf>,
+    notes: Vec<String>,
+}
+
+/// Lists and names the files `args` give ([`Found`]).
+pub fn find(args: &AnalyzeOptions) -> Result<Found> {
     let mut ranks: Vec<PathBuf> = Vec::new();
     let mut merged: Vec<PathBuf> = Vec::new();
     // Regular files only; unreadable rank files kept (reported later); see trace::discover.
@@ -95,7 +103,11 @@ fn discovery(
     } else {
         trace::discover::discover_files_with(&ranks, args.rank_from)
     };
-    Ok((disc, merged, listing.notes))
+    Ok(Found {
+        disc,
+        merged,
+        notes: listing.notes,
+    })
 }
 
 /// The stages of a by-stage profile (SGLang's `profile_by_stage`: one file per rank and stage,
@@ -103,11 +115,23 @@ fn discovery(
 /// profile split by stage only, in name order; empty otherwise. Each stage is analyzed on its
 /// own (a rank's two files are not two ranks), as merge merges each.
 pub fn stages(args: &AnalyzeOptions) -> Result<Vec<String>> {
-    if args.stage.is_some() {
-        return Ok(Vec::new());
+    Ok(find(args)?.stages(args))
+}
+
+impl Found {
+    /// [`stages`] from what was found.
+    pub fn stages(&self, args: &AnalyzeOptions) -> Vec<String> {
+        if args.stage.is_some() {
+            return Vec::new();
+        }
+        let mut disc = self.disc.clone();
+        disc.select(args.profile_id.as_deref(), None);
+        stages_of(&disc)
     }
-    let (mut disc, _, _) = discovery(args)?;
-    disc.select(args.profile_id.as_deref(), None);
+}
+
+/// The stages of the groups `disc` selected, when they are one profile split by stage only.
+fn stages_of(disc: &trace::discover::Discovery) -> Vec<String> {
     let one_id = disc.groups.iter().all(|g| {
         disc.groups
             .first()
@@ -115,16 +139,20 @@ pub fn stages(args: &AnalyzeOptions) -> Result<Vec<String>> {
     });
     let mut st: Vec<String> = disc.groups.iter().filter_map(|g| g.stage.clone()).collect();
     if disc.groups.len() < 2 || !one_id || st.len() < disc.groups.len() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     st.sort();
     st.dedup();
-    Ok(st)
+    st
 }
 
 /// Finds the files to read: rank files win over a merged trace in the same directory.
-pub(in crate::analyze) fn plan(args: &AnalyzeOptions) -> Result<Plan> {
-    let (mut disc, merged, listing_notes) = discovery(args)?;
+pub(in crate::analyze) fn plan(args: &AnalyzeOptions, found: Found) -> Result<Plan> {
+    let Found {
+        mut disc,
+        merged,
+        notes: listing_notes,
+    } = found;
     let mut profiles: Vec<String> = Vec::new();
     for g in &disc.groups {
         if !profiles.contains(&g.profile_id) {

@@ -9,8 +9,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::escape;
-use super::json;
 use super::header_json;
+pub use super::header_json::{Device, Distributed};
+use super::json;
 use super::stop::Stop;
 
 /// Top-level keys of a trace other than `traceEvents`. Values are kept as raw JSON text.
@@ -66,20 +67,6 @@ impl Header {
             .as_deref()
             .map_or_else(Vec::new, header_json::devices)
     }
-}
-
-/// `distributedInfo`'s members that analysis reads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Distributed {
-    pub rank: Option<i64>,
-    pub world_size: Option<i64>,
-}
-
-/// One entry of `deviceProperties`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Device {
-    pub id: Option<i64>,
-    pub name: Option<String>,
 }
 
 /// A problem found while reading, at a byte offset of the decompressed input.

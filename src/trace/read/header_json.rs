@@ -11,7 +11,19 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::damage::{Device, Distributed};
+/// `distributedInfo`'s members that analysis reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Distributed {
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+}
+
+/// One entry of `deviceProperties`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Device {
+    pub id: Option<i64>,
+    pub name: Option<String>,
+}
 
 /// `rank` and `world_size` of `distributedInfo`'s text.
 pub(super) fn distributed(raw: &str) -> Distributed {
