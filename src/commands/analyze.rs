@@ -80,10 +80,11 @@ pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
     if args.quiet && format != crate::report::Format::Terminal {
         bail!("--quiet prints the verdict as text: drop it, or drop --format/--json");
     }
+    let opts = options(args);
     // Found once: which stages the profile has, then (when it is one) what it reads.
     let found = if args.save_partial.is_none() && args.from_partials.is_empty() {
-        let found = crate::analyze::find(&options(args))?;
-        let stages = found.stages(&options(args));
+        let found = crate::analyze::find(&opts)?;
+        let stages = found.stages(&opts);
         if !stages.is_empty() {
             return by_stage(args, format, &stages);
         }
@@ -105,16 +106,13 @@ pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
             super::make_output_dir(flag, d)?;
         }
     }
-    let opts = options(args);
     if let Some(path) = &args.save_partial {
         return save_partial(args, &opts, path);
     }
+    // Not found only for `--from-partials` (`--save-partial` returned above).
     let a = match found {
-        Some(found) if args.from_partials.is_empty() => {
-            crate::analyze::analyze_found(&opts, found)?
-        }
-        _ if args.from_partials.is_empty() => analyze(&opts)?,
-        _ => partial::analyze_partials(&args.from_partials, &opts)?,
+        Some(found) => crate::analyze::analyze_found(&opts, found)?,
+        None => partial::analyze_partials(&args.from_partials, &opts)?,
     };
     refuse_to_overwrite_inputs(args, &a)?;
     for n in &a.notes {
