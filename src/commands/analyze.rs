@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::analyze::reduce::groups::Dim;
-use crate::analyze::{analyze, partial, summary, Analysis, AnalyzeOptions, RankSel};
+use crate::analyze::{analyze_found, partial, summary, Analysis, AnalyzeOptions, Found, RankSel};
 use crate::cli::{AnalyzeArgs, ColorArg, GroupByArg, ViewArg};
 use crate::exit;
 use crate::report::analysis::AnalysisReport;
@@ -86,7 +86,7 @@ pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
         let found = crate::analyze::find(&opts)?;
         let stages = found.stages(&opts);
         if !stages.is_empty() {
-            return by_stage(args, format, &stages);
+            return by_stage(args, format, &found, &stages);
         }
         Some(found)
     } else {
@@ -111,7 +111,7 @@ pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
     }
     // Not found only for `--from-partials` (`--save-partial` returned above).
     let a = match found {
-        Some(found) => crate::analyze::analyze_found(&opts, found)?,
+        Some(found) => analyze_found(&opts, found)?,
         None => partial::analyze_partials(&args.from_partials, &opts)?,
     };
     refuse_to_overwrite_inputs(args, &a)?;
@@ -151,7 +151,12 @@ pub(crate) fn run(args: &AnalyzeArgs) -> Result<i32> {
 /// A by-stage profile (SGLang's `profile_by_stage`) without `--stage`: each stage analyzed
 /// and printed on its own, in turn, as `merge` merges each. The files written per analysis
 /// (and JSON/CSV, one document) hold one stage: those ask for `--stage`.
-fn by_stage(args: &AnalyzeArgs, format: crate::report::Format, stages: &[String]) -> Result<i32> {
+fn by_stage(
+    args: &AnalyzeArgs,
+    format: crate::report::Format,
+    found: &Found,
+    stages: &[String],
+) -> Result<i32> {
     use crate::report::Format;
     let list = stages.join(", ");
     let one_doc = matches!(format, Format::Json | Format::Csv);
@@ -181,7 +186,7 @@ fn by_stage(args: &AnalyzeArgs, format: crate::report::Format, stages: &[String]
     for (i, st) in stages.iter().enumerate() {
         let mut opts = options(args);
         opts.stage = Some(st.clone());
-        let a = analyze(&opts)?;
+        let a = analyze_found(&opts, found.clone())?;
         for n in &a.notes {
             eprintln!("{}", crate::report::note(n));
         }

@@ -83,14 +83,9 @@ pub(super) fn groups(
                 }
             }
         };
-        let head_rank = head
-            .as_ref()
-            .and_then(|h| h.distributed_rank())
-            .and_then(|r| u32::try_from(r).ok());
-        let world = head
-            .as_ref()
-            .and_then(|h| h.world_size())
-            .and_then(|r| u32::try_from(r).ok());
+        let dist = head.as_ref().map(|h| h.distributed()).unwrap_or_default();
+        let head_rank = dist.rank.and_then(|r| u32::try_from(r).ok());
+        let world = dist.world_size.and_then(|r| u32::try_from(r).ok());
         let named = name.rank.as_ref().map(|r| r.rank);
         let (rank, naming) = match rank_from {
             RankFrom::Name => (named, Naming::Generic),
