@@ -1487,6 +1487,56 @@ fn sglang_tp2dp2_slow_rank_costs_what_its_peer_waits() {
     assert!(line.contains(&format!("from step {onset} on")), "{line}");
 }
 
+/// `../shared/fixtures/sglang-cpu/tp2`: a real SGLang server (TP2, CPU, gloo), one prefill and
+/// two decode steps, the two ranks on two cores taking turns. The raw waits
+/// (`tests/truth_sglang_tp.py`): the prefill held up by TP01 (3.2 ms), the decodes by TP00
+/// (4.8 ms, then 1.25 ms: 2.2 % of the median step, under the 5 % threshold), so no rank stays
+/// the one waited for above the threshold to the end: balanced. The verdict must not name a
+/// rank either, and its what-if must agree that making either rank typical gives back less than
+/// the threshold.
+#[test]
+fn sglang_tp2_ranks_taking_turns_is_balanced() {
+    if !have_python("sglang tp2 waits") {
+        return;
+    }
+    let dir = shared("sglang-cpu/tp2");
+    let truth = python("truth_sglang_tp.py", &[&dir], &[]);
+    assert_eq!(truth["verdict"], "balanced", "{truth}");
+    let steps = truth["replicas"][0]["steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{truth}"));
+    let culprits: Vec<&str> = steps
+        .iter()
+        .map(|s| s["culprit"].as_str().unwrap_or(""))
+        .collect();
+    // What the raw events say (measured 2026-12-02): the ranks take turns.
+    assert_eq!(culprits, ["TP01", "TP00", "TP00"], "{truth}");
+    let median_ms = truth["replicas"][0]["median_step_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{truth}"));
+    let last_ms = steps[2]["imposed_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{truth}"));
+    assert!(last_ms < 0.05 * median_ms, "{truth}");
+    let a = analyze_dir(&dir);
+    assert!(
+        a.verdict.lines[0].starts_with("Balanced"),
+        "{:#?}",
+        a.verdict.lines
+    );
+    assert_eq!(a.verdict.lead, None, "{:#?}", a.verdict.lines);
+    let wi = &a.path.what_if;
+    assert!(wi.trusted(), "{wi:#?}");
+    for who in ["TP00", "TP01"] {
+        let saved = wi.saved_by(who).get() as f64;
+        assert!(
+            saved < 0.05 * a.path.step_ns,
+            "{who} typical gives back {saved} ns of a {} ns step",
+            a.path.step_ns
+        );
+    }
+}
+
 /// `fixtures/real-sglang/`: a real SGLang server (TP1 × DP2, CPU) with 8× the requests routed
 /// to replica 1, and the even control. Truth from `tests/truth_sglang_dp.py`: each replica's
 /// tokens and sequences from its own `step[…]` annotations (and checked there against what

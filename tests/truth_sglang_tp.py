@@ -32,9 +32,11 @@ THE RULE (times in µs, the traces' own clock; the ranks ran on one host, one cl
              it cost them is the median over the other ranks of (their wait - its wait).
   own time   per rank per step: the step's duration less its wait (what it did itself).
   onset      per rank: the earliest step k such that the rank is the culprit of every step from
-             k to the last, and imposes at least `--threshold` percent (default 5, rankprof's
-             default) of the replica's median step duration at step k (a slowdown that stays);
-             its cost per step is the mean imposed wait over those steps.  A rank with no such k
+             k to the last and imposes at least `--threshold` percent (default 5, rankprof's
+             default) of the replica's median step duration in each of them, over at least two
+             steps (or the only one): a slowdown that stays, as docs/analysis.md defines the
+             onset (before 2026-12-02 this script applied the threshold at step k alone); its
+             cost per step is the mean imposed wait over those steps.  A rank with no such k
              has no onset.  A replica's culprit is its rank with the largest cost per step.
   cause      "slower device or host" when the culprit ran the same batches as its peers (the
              same step names, one for one) and its own time from the onset on is larger than
@@ -95,13 +97,14 @@ def median(v):
 
 def onset_of(rank, steps, least_ms):
     """The earliest step from which `rank` is the culprit of every step to the last, imposing at
-    least `least_ms` there; None when there is none."""
+    least `least_ms` in each of them, over at least two steps (or the only one); None when there
+    is none."""
     k = len(steps)
-    while k > 0 and steps[k - 1]["culprit"] == rank:
+    while k > 0 and steps[k - 1]["culprit"] == rank and steps[k - 1]["imposed_ms"] >= least_ms:
         k -= 1
-    while k < len(steps) and steps[k]["imposed_ms"] < least_ms:
-        k += 1
-    return k if k < len(steps) else None
+    if k == len(steps) or (len(steps) > 1 and len(steps) - k < 2):
+        return None
+    return k
 
 
 def main(argv):
