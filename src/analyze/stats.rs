@@ -43,8 +43,16 @@ pub(crate) fn argmax<T: Copy + Ord>(v: &[T]) -> Option<usize> {
 
 /// The lower median (index `(n − 1) / 2` of the sorted values); 0 when empty.
 pub(crate) fn lower_median(mut v: Vec<i64>) -> i64 {
-    v.sort_unstable();
-    v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+    lower_median_in(&mut v)
+}
+
+/// [`lower_median`] of a slice, reordered in place (no allocation).
+pub(crate) fn lower_median_in(v: &mut [i64]) -> i64 {
+    if v.is_empty() {
+        return 0;
+    }
+    let k = (v.len() - 1) / 2;
+    *v.select_nth_unstable(k).1
 }
 
 /// Median and 90th percentile (nearest rank) of a list.

@@ -478,13 +478,12 @@ impl Matcher<'_, '_> {
             last_count: vec![0usize; members.len()],
             ..Default::default()
         };
+        let mut recs = Vec::with_capacity(members.len());
         for i in 0..n {
-            let recs = curs
-                .iter_mut()
-                .zip(lens)
-                .filter(|(_, &l)| l > 0)
-                .map(|(c, _)| c.next_of(key))
-                .collect::<Result<Vec<_>>>()?;
+            recs.clear();
+            for (c, _) in curs.iter_mut().zip(lens).filter(|(_, &l)| l > 0) {
+                recs.push(c.next_of(key)?);
+            }
             self.one(w, key, i, &members, &recs, &mut t);
         }
         self.rep.matched += n;

@@ -13,7 +13,7 @@ use super::{
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
 use crate::analyze::reduce::steps::StepTable;
-use crate::analyze::stats::lower_median;
+use crate::analyze::stats::{lower_median, lower_median_in};
 use crate::trace::Ns;
 
 /// A member's segment split: (seg, busy, host, late), its segment starting at `from` (its own
@@ -35,19 +35,69 @@ fn split(r: &CollEv, from: i64) -> (i64, i64, i64, i64) {
 /// Where the members' segments start: their own `prev_end`, except that the members whose
 /// segment starts at their step's start ([`CollEv::from_step`]: the first collective of a
 /// profile) all start at the earliest of those step starts, so that a rank which began the
-/// step after the others has that much more segment, as late start.
-fn common_start(recs: &[CollEv]) -> Vec<i64> {
+/// step after the others has that much more segment, as late start. Into `out`, one per record.
+fn common_start(recs: &[CollEv], out: &mut Vec<i64>) {
     let first = recs
         .iter()
         .filter(|r| r.from_step)
         .map(|r| r.prev_end)
         .min();
-    recs.iter()
-        .map(|r| match first {
-            Some(t) if r.from_step => t,
-            _ => r.prev_end,
-        })
-        .collect()
+    out.clear();
+    out.extend(recs.iter().map(|r| match first {
+        Some(t) if r.from_step => t,
+        _ => r.prev_end,
+    }));
+}
+
+/// A cost split over (work, host gap, late start) in proportion to the last arriver's excess
+/// in each over the median member's; the host gap takes what rounding leaves, and all of it
+/// when there is no excess.
+fn split_cost(cost: i64, [e_work, e_host, e_late]: [i64; 3]) -> [i64; 3] {
+    let e = e_work + e_host + e_late;
+    let (work, late) = if e == 0 {
+        (0, 0)
+    } else {
+        let share = |x: i64| (i128::from(cost) * i128::from(x) / i128::from(e)) as i64;
+        (share(e_work), share(e_late))
+    };
+    [work, cost - work - late, late]
+}
+
+/// Which collective a late arrival is at.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    world: usize,
+    key: &'a str,
+    index: usize,
+    name: &'a str,
+}
+
+/// One collective's members' segments, in buffers kept from one collective to the next (a
+/// profile matches hundreds of thousands).
+#[derive(Default)]
+struct Segments {
+    /// Where each member's segment starts ([`common_start`]).
+    from: Vec<i64>,
+    /// Each member's (segment, work, host gap, late start) ([`split`]).
+    parts: Vec<(i64, i64, i64, i64)>,
+    replayed: Vec<Member>,
+    sorted: Vec<i64>,
+}
+
+impl Segments {
+    fn fill(&mut self, recs: &[CollEv]) {
+        common_start(recs, &mut self.from);
+        self.parts.clear();
+        self.parts
+            .extend(recs.iter().zip(&self.from).map(|(r, &f)| split(r, f)));
+    }
+
+    /// The lower median over the members of one part of their segments.
+    fn median(&mut self, f: fn(&(i64, i64, i64, i64)) -> i64) -> i64 {
+        self.sorted.clear();
+        self.sorted.extend(self.parts.iter().map(f));
+        lower_median_in(&mut self.sorted)
+    }
 }
 
 /// Accumulates the matched collectives as the matching reads them.
@@ -68,10 +118,15 @@ pub(crate) struct Acc {
     worst: Kept,
     /// The costliest late arrivals for the merged trace (up to [`MARKS`]).
     marks: Kept,
+    /// Buffers for one collective at a time ([`Acc::add`]).
+    scratch: Segments,
     /// (world, name) → the transfer of each matched collective, its bytes (0: unknown) and
     /// its members (one record per collective of a world, not per rank: the medians need
     /// them).
     transfers: BTreeMap<(usize, String), Vec<Moved>>,
+    /// The key of `transfers` last added to: a world's collectives come key by key, most
+    /// with one name, so its `String` is made once a run, not once a collective.
+    last_transfer: (usize, String),
     origin: i64,
     /// The re-simulations ([`super::whatif`]).
     whatif: WhatIfAcc,
@@ -174,6 +229,8 @@ impl Acc {
             worst: Kept::new(top_n),
             marks: Kept::new(MARKS),
             transfers: BTreeMap::new(),
+            scratch: Segments::default(),
+            last_transfer: (usize::MAX, String::new()),
             origin: i64::MAX,
             whatif: WhatIfAcc::new(
                 ideal.then(|| steps.rows.iter().map(|r| r.step.clone()).collect()),
@@ -228,65 +285,117 @@ impl Acc {
         if members.len() < 2 {
             return;
         }
-        if let Some(r) = recs.get(latest) {
-            self.transfers
-                .entry((world, name.to_string()))
-                .or_default()
-                .push(((r.end - r.start).max(0), r.bytes, members.len() as u32));
-        }
+        let Some(lr) = recs.get(latest) else { return };
+        self.add_transfer(world, name, members.len(), lr);
         if recs.iter().any(|r| r.prev_end == NO_PREV) {
-            for (&m, r) in members.iter().zip(recs) {
-                if let Some(x) = self
-                    .row_of(m, r.start)
-                    .and_then(|i| self.row_skipped.get_mut(i))
-                {
-                    *x = true;
-                }
-            }
+            self.skip_rows(members, recs);
             return;
         }
         self.collectives += 1;
-        let l = latest;
-        let Some(lr) = recs.get(l) else { return };
-        let transfer = (lr.end - lr.start).max(0);
-        let from = common_start(recs);
-        let parts: Vec<(i64, i64, i64, i64)> =
-            recs.iter().zip(&from).map(|(r, &f)| split(r, f)).collect();
+        let mut seg = std::mem::take(&mut self.scratch);
+        seg.fill(recs);
         let cap = overlap_cap(recs);
-        if let Some(row) = self.row_of(members[l], lr.start) {
-            let replayed: Vec<Member> = members
-                .iter()
-                .zip(recs)
-                .zip(&from)
-                .zip(&parts)
-                .map(|(((&rank, r), &f), p)| Member {
+        self.replay(world, name, members, recs, &mut seg, latest, cap);
+        if !tie {
+            let at = At {
+                world,
+                key,
+                index,
+                name,
+            };
+            self.charge_late(at, members, recs, &mut seg, latest, cap);
+        }
+        self.scratch = seg;
+    }
+
+    /// The transfer of a collective (its last arriver's record `lr`: from its start, when all
+    /// members are in, to its end), one per collective, by world and name.
+    fn add_transfer(&mut self, world: usize, name: &str, members: usize, lr: &CollEv) {
+        let moved = ((lr.end - lr.start).max(0), lr.bytes, members as u32);
+        if self.last_transfer.0 != world || self.last_transfer.1 != name {
+            self.last_transfer = (world, name.to_string());
+        }
+        match self.transfers.get_mut(&self.last_transfer) {
+            Some(v) => v.push(moved),
+            None => {
+                self.transfers
+                    .insert(self.last_transfer.clone(), vec![moved]);
+            }
+        }
+    }
+
+    /// A collective some member has no segment before (nothing before it in its window): the
+    /// step rows it falls in are not measured in full.
+    fn skip_rows(&mut self, members: &[usize], recs: &[CollEv]) {
+        for (&m, r) in members.iter().zip(recs) {
+            if let Some(x) = self
+                .row_of(m, r.start)
+                .and_then(|i| self.row_skipped.get_mut(i))
+            {
+                *x = true;
+            }
+        }
+    }
+
+    /// The collective for the re-simulation ([`super::whatif`]), in the step row of its last
+    /// arriver `l`.
+    #[allow(clippy::too_many_arguments)]
+    fn replay(
+        &mut self,
+        world: usize,
+        name: &str,
+        members: &[usize],
+        recs: &[CollEv],
+        seg: &mut Segments,
+        l: usize,
+        cap: Option<i64>,
+    ) {
+        let lr = &recs[l];
+        let Some(row) = self.row_of(members[l], lr.start) else {
+            return;
+        };
+        seg.replayed.clear();
+        seg.replayed
+            .extend(members.iter().zip(recs).zip(&seg.from).zip(&seg.parts).map(
+                |(((&rank, r), &f), p)| Member {
                     rank,
                     seq: r.seq,
                     from: f,
                     seg: p.0,
                     parts: [p.1, p.2, p.3],
                     end: r.end,
-                })
-                .collect();
-            self.whatif.add(
-                row,
-                world,
-                name,
-                &replayed,
-                transfer,
-                cap.unwrap_or(i64::MAX),
-            );
-        }
-        if tie {
-            return;
-        }
-        let med = |f: fn(&(i64, i64, i64, i64)) -> i64| lower_median(parts.iter().map(f).collect());
-        let mine = parts[l];
-        let lead = mine.0 - med(|p| p.0);
+                },
+            ));
+        let transfer = (lr.end - lr.start).max(0);
+        self.whatif.add(
+            row,
+            world,
+            name,
+            &seg.replayed,
+            transfer,
+            cap.unwrap_or(i64::MAX),
+        );
+    }
+
+    /// Charges the last arriver `l` what the others waited for it at one collective: its
+    /// segment's lead over the median member's, capped by what compute waited for the
+    /// collective (`cap`, when compute ran on through it), split over its causes
+    /// ([`split_cost`]). Nothing when it has no lead.
+    fn charge_late(
+        &mut self,
+        at: At<'_>,
+        members: &[usize],
+        recs: &[CollEv],
+        seg: &mut Segments,
+        l: usize,
+        cap: Option<i64>,
+    ) {
+        let lr = &recs[l];
+        let mine = seg.parts[l];
+        let lead = mine.0 - seg.median(|p| p.0);
         if lead <= 0 {
             return;
         }
-        // A collective that compute ran on through costs what compute waited for it.
         let cost = cap.map_or(lead, |w| lead.min(w));
         if let Some(w) = cap {
             let row = self.row_of(members[l], lr.start);
@@ -299,50 +408,61 @@ impl Acc {
             return;
         }
         self.late += 1;
-        let e_work = (mine.1 - med(|p| p.1)).max(0);
-        let e_host = (mine.2 - med(|p| p.2)).max(0);
-        let e_late = (mine.3 - med(|p| p.3)).max(0);
-        let e = e_work + e_host + e_late;
-        let (work, late) = if e == 0 {
-            (0, 0)
-        } else {
-            let share = |x: i64| (i128::from(cost) * i128::from(x) / i128::from(e)) as i64;
-            (share(e_work), share(e_late))
-        };
+        let excess = [
+            (mine.1 - seg.median(|p| p.1)).max(0),
+            (mine.2 - seg.median(|p| p.2)).max(0),
+            (mine.3 - seg.median(|p| p.3)).max(0),
+        ];
+        let parts = split_cost(cost, excess);
         let rank = members[l];
-        let host = cost - work - late;
         self.charged.push(Charged {
             rank,
             at: lr.start,
-            from: from[l],
+            from: seg.from[l],
             end: lr.end,
             cost,
-            parts: [work, host, late],
+            parts,
         });
         if self.worst.wants(cost) || self.marks.wants(cost) {
-            let item = Late {
-                world,
-                key: key.to_string(),
-                index,
-                name: name.to_string(),
-                rank: self.labels.get(rank).cloned().unwrap_or_default(),
-                t_ms: lr.start as f64,
-                seg_start_ns: Ns::new(from[l]),
-                start_ns: Ns::new(lr.start),
-                cost_ns: Ns::new(cost),
-                work_ns: Ns::new(work),
-                host_ns: Ns::new(host),
-                late_ns: Ns::new(late),
-                transfer_ns: Ns::new(transfer),
-                waiters: Vec::new(),
-            };
-            if self.worst.wants(cost) {
-                self.worst.push(cost, item.clone());
-            }
-            if self.marks.wants(cost) {
-                let waiters = waiters(members, recs, l, &self.labels);
-                self.marks.push(cost, Late { waiters, ..item });
-            }
+            self.keep_late(at, members, recs, l, seg.from[l], cost, parts);
+        }
+    }
+
+    /// A late arrival among the costliest: kept for the report and the merged trace's marks.
+    #[allow(clippy::too_many_arguments)]
+    fn keep_late(
+        &mut self,
+        at: At<'_>,
+        members: &[usize],
+        recs: &[CollEv],
+        l: usize,
+        from: i64,
+        cost: i64,
+        [work, host, late]: [i64; 3],
+    ) {
+        let lr = &recs[l];
+        let item = Late {
+            world: at.world,
+            key: at.key.to_string(),
+            index: at.index,
+            name: at.name.to_string(),
+            rank: self.labels.get(members[l]).cloned().unwrap_or_default(),
+            t_ms: lr.start as f64,
+            seg_start_ns: Ns::new(from),
+            start_ns: Ns::new(lr.start),
+            cost_ns: Ns::new(cost),
+            work_ns: Ns::new(work),
+            host_ns: Ns::new(host),
+            late_ns: Ns::new(late),
+            transfer_ns: Ns::new((lr.end - lr.start).max(0)),
+            waiters: Vec::new(),
+        };
+        if self.worst.wants(cost) {
+            self.worst.push(cost, item.clone());
+        }
+        if self.marks.wants(cost) {
+            let waiters = waiters(members, recs, l, &self.labels);
+            self.marks.push(cost, Late { waiters, ..item });
         }
     }
 

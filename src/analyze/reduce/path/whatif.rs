@@ -567,28 +567,15 @@ impl WhatIfAcc {
         lockstep: &BTreeSet<usize>,
         stage_of: &[Option<u32>],
     ) -> WhatIf {
-        let steps = measured.len();
-        if steps == 0 {
+        if measured.is_empty() {
             return WhatIf::default();
         }
-        let per = |x: i64| Ns::new((x as f64 / steps as f64).round() as i64);
-        let pct = |x: Ns| {
-            if step_ns > 0.0 {
-                100.0 * x.get() as f64 / step_ns
-            } else {
-                0.0
-            }
+        let at = PerStep {
+            steps: measured.len(),
+            step_ns,
         };
         let measured: BTreeSet<usize> = measured.iter().copied().collect();
-        let mut by_world: BTreeMap<usize, WorldTotals> = BTreeMap::new();
-        let mut ranks: BTreeMap<(usize, usize), i64> = BTreeMap::new();
-        let mut kinds = [0i64; 3];
-        // The GPU worlds whose members leave at different times join the graph worlds.
-        for (w, m) in std::mem::take(&mut self.maybe) {
-            if !m.chain && !m.nodes.is_empty() && m.spread() {
-                self.graph.insert(w, m.nodes);
-            }
-        }
+        self.join_spread_worlds();
         // The graph worlds that replay; the others (orders that cannot be met) stay chains.
         let graphs: BTreeMap<usize, graph::World<'_>> = self
             .graph
@@ -596,131 +583,226 @@ impl WhatIfAcc {
             .filter_map(|(&w, nodes)| Some((w, graph::World::new(nodes, &measured)?)))
             .collect();
         let timeline = self.ideal.finish(&graphs, &measured, labels);
+        let mut t = Totals::default();
         let waits = add_graphs(
             &graphs,
             &self.pipelines,
-            &mut by_world,
-            &mut ranks,
-            &mut kinds,
+            &mut t.by_world,
+            &mut t.ranks,
+            &mut t.kinds,
         );
-        for ((row, world), s) in &self.sums {
-            if !measured.contains(row) || graphs.contains_key(world) {
-                continue;
-            }
-            by_world.entry(*world).or_default().add(s);
-            for (&r, &ns) in &s.ranks {
-                *ranks.entry((r, *world)).or_default() += ns;
-            }
-            for (t, x) in kinds.iter_mut().zip(s.kinds) {
-                *t += x;
-            }
-        }
-        let label = |r: usize| labels.get(r).cloned().unwrap_or_default();
+        t.add_chains(&self.sums, &measured, &graphs);
+        let pipelines: BTreeSet<usize> = self.pipelines.intersection(lockstep).copied().collect();
+        let stage_groups = stage_groups(&graphs, &pipelines, worlds, stage_of)
+            .into_iter()
+            .map(|(world, stage, members, ns)| {
+                at.stage_group(world, stage, &members, ns, &t, labels)
+            })
+            .collect();
         let chain: Vec<Longest> = self
             .longest
             .iter()
             .filter(|c| !graphs.contains_key(&c.world))
             .copied()
             .collect();
-        let on_graphs = |fixed: &[usize]| {
-            graphs
-                .iter()
-                .map(|(&w, g)| (w, g.saved_fixed(fixed)))
-                .collect()
-        };
-        let pipelines: BTreeSet<usize> = self.pipelines.intersection(lockstep).copied().collect();
-        let stage_groups = stage_groups(&graphs, &pipelines, worlds, stage_of)
-            .into_iter()
-            .map(|(world, stage, members, ns)| {
-                let (who, names) = named(&members, labels);
-                StageGroupIf {
-                    stage,
-                    world,
-                    who,
-                    ranks: names,
-                    saved: per(ns),
-                    step_pct: pct(per(ns)),
-                    alone: per(most_alone(&members, world, &ranks)),
-                }
-            })
-            .collect();
-        let lost: BTreeMap<usize, i64> = by_world.iter().map(|(&w, t)| (w, t.lost)).collect();
-        let lost_all = along_ranks(&lost, worlds);
-        let worst = worst_fixed(&chain, &measured, &ranks, worlds, lost_all, on_graphs)
-            .into_iter()
-            .map(|(fixed, ns)| WorstIf {
-                k: fixed.len(),
-                who: fixed
-                    .iter()
-                    .map(|&r| label(r))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                saved: per(ns),
-                step_pct: pct(per(ns)),
-                lost_pct: 100.0 * ratio(ns, lost_all),
-            })
-            .collect();
-        let mut ranks: Vec<RankIf> = ranks
-            .into_iter()
-            .filter(|&(_, ns)| ns > 0)
-            .map(|((r, world), ns)| RankIf {
-                who: label(r),
-                world,
-                saved: per(ns),
-                step_pct: pct(per(ns)),
-            })
-            .collect();
-        ranks.sort_by(|a, b| b.saved.cmp(&a.saved).then(a.who.cmp(&b.who)));
+        let worst = t.worst(&chain, &graphs, &measured, worlds, labels, at);
+        let ranks = t.ranks_if(labels, at);
         let kinds = KINDS
             .iter()
-            .zip(kinds)
+            .zip(t.kinds)
             .map(|(&kind, ns)| KindIf {
                 kind,
-                saved: per(ns),
-                step_pct: pct(per(ns)),
+                saved: at.per(ns),
+                step_pct: at.pct(at.per(ns)),
             })
             .collect();
-        let off: i64 = by_world.values().map(|w| w.off).sum();
-        let recorded_all: i64 = by_world.values().map(|w| w.recorded).sum();
-        let all_worlds = worlds;
-        let worlds: Vec<WorldIf> = by_world
+        let off: i64 = t.by_world.values().map(|w| w.off).sum();
+        let recorded_all: i64 = t.by_world.values().map(|w| w.recorded).sum();
+        let worlds_if: Vec<WorldIf> = t
+            .by_world
             .into_iter()
-            .map(|(world, t)| {
-                let members = all_worlds.get(world).map_or(&[][..], Vec::as_slice);
+            .map(|(world, w)| {
+                let members = worlds.get(world).map_or(&[][..], Vec::as_slice);
                 // A pipeline replayed on its graph (one that could not be stays a chain).
                 let pipeline = self.pipelines.contains(&world) && graphs.contains_key(&world);
-                t.world_if(world, members, labels, pipeline, per)
+                w.world_if(world, members, labels, pipeline, |x| at.per(x))
             })
             .collect();
-        let pipeline_ranks = worlds
+        let pipeline_ranks = worlds_if
             .iter()
             .filter(|w| w.pipeline && lockstep.contains(&w.world))
-            .flat_map(|w| all_worlds.get(w.world).into_iter().flatten())
-            .map(|&r| label(r))
+            .flat_map(|w| worlds.get(w.world).into_iter().flatten())
+            .map(|&r| label(labels, r))
             .collect();
         // In (world, rank) order: the stages in rank order.
         let stages: Vec<StageIf> = waits
             .into_iter()
             .map(|((world, r), [rec, ideal])| StageIf {
-                who: label(r),
+                who: label(labels, r),
                 world,
-                bubble: per(rec),
-                ideal_bubble: per(ideal),
-                step_pct: pct(per(rec)),
+                bubble: at.per(rec),
+                ideal_bubble: at.per(ideal),
+                step_pct: at.pct(at.per(rec)),
             })
             .collect();
         WhatIf {
             ranks,
             kinds,
             worst,
-            slowdown: worlds.iter().map(|w| w.slowdown).fold(1.0, f64::max),
+            slowdown: worlds_if.iter().map(|w| w.slowdown).fold(1.0, f64::max),
             error_pct: 100.0 * ratio(off, recorded_all),
-            worlds,
+            worlds: worlds_if,
             pipeline_ranks,
             stages,
             stage_groups,
             timeline,
         }
+    }
+
+    /// The GPU worlds whose members leave at different times join the graph worlds.
+    fn join_spread_worlds(&mut self) {
+        for (w, m) in std::mem::take(&mut self.maybe) {
+            if !m.chain && !m.nodes.is_empty() && m.spread() {
+                self.graph.insert(w, m.nodes);
+            }
+        }
+    }
+}
+
+/// The label of rank `r` (empty when `labels` has none).
+fn label(labels: &[String], r: usize) -> String {
+    labels.get(r).cloned().unwrap_or_default()
+}
+
+/// Sums over the measured rows as per-step figures: over `steps` rows, against a mean step
+/// of `step_ns`.
+#[derive(Debug, Clone, Copy)]
+struct PerStep {
+    steps: usize,
+    step_ns: f64,
+}
+
+impl PerStep {
+    /// A sum over the rows, per step.
+    fn per(self, x: i64) -> Ns {
+        Ns::new((x as f64 / self.steps as f64).round() as i64)
+    }
+
+    /// A per-step figure as a percentage of the step (0 without a step time).
+    fn pct(self, x: Ns) -> f64 {
+        if self.step_ns > 0.0 {
+            100.0 * x.get() as f64 / self.step_ns
+        } else {
+            0.0
+        }
+    }
+
+    /// A pipeline stage's ranks made typical together (`ns` over the rows), beside the most
+    /// one of them gives back alone.
+    fn stage_group(
+        self,
+        world: usize,
+        stage: u32,
+        members: &[usize],
+        ns: i64,
+        t: &Totals,
+        labels: &[String],
+    ) -> StageGroupIf {
+        let (who, names) = named(members, labels);
+        StageGroupIf {
+            stage,
+            world,
+            who,
+            ranks: names,
+            saved: self.per(ns),
+            step_pct: self.pct(self.per(ns)),
+            alone: self.per(most_alone(members, world, &t.ranks)),
+        }
+    }
+}
+
+/// What the replays give back over the measured rows: per world, per (rank, world) made
+/// typical alone, and per kind of cause.
+#[derive(Debug, Default)]
+struct Totals {
+    by_world: BTreeMap<usize, WorldTotals>,
+    ranks: BTreeMap<(usize, usize), i64>,
+    kinds: [i64; 3],
+}
+
+impl Totals {
+    /// The chain worlds' sums (`sums`: (row, world) → sums) over the `measured` rows; the
+    /// `graphs` worlds are added from their replays instead ([`add_graphs`]).
+    fn add_chains(
+        &mut self,
+        sums: &BTreeMap<(usize, usize), Sums>,
+        measured: &BTreeSet<usize>,
+        graphs: &BTreeMap<usize, graph::World<'_>>,
+    ) {
+        for ((row, world), s) in sums {
+            if !measured.contains(row) || graphs.contains_key(world) {
+                continue;
+            }
+            self.by_world.entry(*world).or_default().add(s);
+            for (&r, &ns) in &s.ranks {
+                *self.ranks.entry((r, *world)).or_default() += ns;
+            }
+            for (t, x) in self.kinds.iter_mut().zip(s.kinds) {
+                *t += x;
+            }
+        }
+    }
+
+    /// The worst 1 … [`WORST_K`] ranks made typical together ([`worst_fixed`]): `chain`, the
+    /// chain worlds' collectives; `graphs`, the graph worlds.
+    fn worst(
+        &self,
+        chain: &[Longest],
+        graphs: &BTreeMap<usize, graph::World<'_>>,
+        measured: &BTreeSet<usize>,
+        worlds: &[Vec<usize>],
+        labels: &[String],
+        at: PerStep,
+    ) -> Vec<WorstIf> {
+        let on_graphs = |fixed: &[usize]| {
+            graphs
+                .iter()
+                .map(|(&w, g)| (w, g.saved_fixed(fixed)))
+                .collect()
+        };
+        let lost: BTreeMap<usize, i64> = self.by_world.iter().map(|(&w, t)| (w, t.lost)).collect();
+        let lost_all = along_ranks(&lost, worlds);
+        worst_fixed(chain, measured, &self.ranks, worlds, lost_all, on_graphs)
+            .into_iter()
+            .map(|(fixed, ns)| WorstIf {
+                k: fixed.len(),
+                who: fixed
+                    .iter()
+                    .map(|&r| label(labels, r))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                saved: at.per(ns),
+                step_pct: at.pct(at.per(ns)),
+                lost_pct: 100.0 * ratio(ns, lost_all),
+            })
+            .collect()
+    }
+
+    /// Each rank that gives back anything made typical alone, the most first.
+    fn ranks_if(&self, labels: &[String], at: PerStep) -> Vec<RankIf> {
+        let mut ranks: Vec<RankIf> = self
+            .ranks
+            .iter()
+            .filter(|&(_, &ns)| ns > 0)
+            .map(|(&(r, world), &ns)| RankIf {
+                who: label(labels, r),
+                world,
+                saved: at.per(ns),
+                step_pct: at.pct(at.per(ns)),
+            })
+            .collect();
+        ranks.sort_by(|a, b| b.saved.cmp(&a.saved).then(a.who.cmp(&b.who)));
+        ranks
     }
 }
 
