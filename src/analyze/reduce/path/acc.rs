@@ -72,6 +72,24 @@ struct At<'a> {
     name: &'a str,
 }
 
+/// One matched collective as [`Acc::add`] takes it: its members (rank indices), their
+/// records, the position `l` of the last arriver, and what compute waited for it when compute
+/// ran on through it ([`overlap_cap`]).
+struct Matched<'a> {
+    at: At<'a>,
+    members: &'a [usize],
+    recs: &'a [CollEv],
+    l: usize,
+    cap: Option<i64>,
+}
+
+impl Matched<'_> {
+    /// The last arriver's record.
+    fn last(&self) -> &CollEv {
+        &self.recs[self.l]
+    }
+}
+
 /// One collective's members' segments, in buffers kept from one collective to the next (a
 /// profile matches hundreds of thousands).
 #[derive(Default)]
@@ -294,16 +312,21 @@ impl Acc {
         self.collectives += 1;
         let mut seg = std::mem::take(&mut self.scratch);
         seg.fill(recs);
-        let cap = overlap_cap(recs);
-        self.replay(world, name, members, recs, &mut seg, latest, cap);
-        if !tie {
-            let at = At {
+        let c = Matched {
+            at: At {
                 world,
                 key,
                 index,
                 name,
-            };
-            self.charge_late(at, members, recs, &mut seg, latest, cap);
+            },
+            members,
+            recs,
+            l: latest,
+            cap: overlap_cap(recs),
+        };
+        self.replay(&c, &mut seg);
+        if !tie {
+            self.charge_late(&c, &mut seg);
         }
         self.scratch = seg;
     }
@@ -338,59 +361,46 @@ impl Acc {
     }
 
     /// The collective for the re-simulation ([`super::whatif`]), in the step row of its last
-    /// arriver `l`.
-    #[allow(clippy::too_many_arguments)]
-    fn replay(
-        &mut self,
-        world: usize,
-        name: &str,
-        members: &[usize],
-        recs: &[CollEv],
-        seg: &mut Segments,
-        l: usize,
-        cap: Option<i64>,
-    ) {
-        let lr = &recs[l];
-        let Some(row) = self.row_of(members[l], lr.start) else {
+    /// arriver.
+    fn replay(&mut self, c: &Matched<'_>, seg: &mut Segments) {
+        let lr = c.last();
+        let Some(row) = self.row_of(c.members[c.l], lr.start) else {
             return;
         };
         seg.replayed.clear();
-        seg.replayed
-            .extend(members.iter().zip(recs).zip(&seg.from).zip(&seg.parts).map(
-                |(((&rank, r), &f), p)| Member {
+        seg.replayed.extend(
+            c.members
+                .iter()
+                .zip(c.recs)
+                .zip(&seg.from)
+                .zip(&seg.parts)
+                .map(|(((&rank, r), &f), p)| Member {
                     rank,
                     seq: r.seq,
                     from: f,
                     seg: p.0,
                     parts: [p.1, p.2, p.3],
                     end: r.end,
-                },
-            ));
+                }),
+        );
         let transfer = (lr.end - lr.start).max(0);
         self.whatif.add(
             row,
-            world,
-            name,
+            c.at.world,
+            c.at.name,
             &seg.replayed,
             transfer,
-            cap.unwrap_or(i64::MAX),
+            c.cap.unwrap_or(i64::MAX),
         );
     }
 
-    /// Charges the last arriver `l` what the others waited for it at one collective: its
+    /// Charges the last arriver what the others waited for it at one collective: its
     /// segment's lead over the median member's, capped by what compute waited for the
-    /// collective (`cap`, when compute ran on through it), split over its causes
+    /// collective (its `cap`, when compute ran on through it), split over its causes
     /// ([`split_cost`]). Nothing when it has no lead.
-    fn charge_late(
-        &mut self,
-        at: At<'_>,
-        members: &[usize],
-        recs: &[CollEv],
-        seg: &mut Segments,
-        l: usize,
-        cap: Option<i64>,
-    ) {
-        let lr = &recs[l];
+    fn charge_late(&mut self, c: &Matched<'_>, seg: &mut Segments) {
+        let (members, l, cap) = (c.members, c.l, c.cap);
+        let lr = c.last();
         let mine = seg.parts[l];
         let lead = mine.0 - seg.median(|p| p.0);
         if lead <= 0 {
@@ -424,29 +434,20 @@ impl Acc {
             parts,
         });
         if self.worst.wants(cost) || self.marks.wants(cost) {
-            self.keep_late(at, members, recs, l, seg.from[l], cost, parts);
+            self.keep_late(c, seg.from[l], cost, parts);
         }
     }
 
-    /// A late arrival among the costliest: kept for the report and the merged trace's marks.
-    #[allow(clippy::too_many_arguments)]
-    fn keep_late(
-        &mut self,
-        at: At<'_>,
-        members: &[usize],
-        recs: &[CollEv],
-        l: usize,
-        from: i64,
-        cost: i64,
-        [work, host, late]: [i64; 3],
-    ) {
-        let lr = &recs[l];
+    /// A late arrival among the costliest (its segment from `from`, its cost and the cost's
+    /// parts): kept for the report and the merged trace's marks.
+    fn keep_late(&mut self, c: &Matched<'_>, from: i64, cost: i64, [work, host, late]: [i64; 3]) {
+        let (at, lr) = (c.at, c.last());
         let item = Late {
             world: at.world,
             key: at.key.to_string(),
             index: at.index,
             name: at.name.to_string(),
-            rank: self.labels.get(members[l]).cloned().unwrap_or_default(),
+            rank: self.labels.get(c.members[c.l]).cloned().unwrap_or_default(),
             t_ms: lr.start as f64,
             seg_start_ns: Ns::new(from),
             start_ns: Ns::new(lr.start),
@@ -461,7 +462,7 @@ impl Acc {
             self.worst.push(cost, item.clone());
         }
         if self.marks.wants(cost) {
-            let waiters = waiters(members, recs, l, &self.labels);
+            let waiters = waiters(c.members, c.recs, c.l, &self.labels);
             self.marks.push(cost, Late { waiters, ..item });
         }
     }
