@@ -138,13 +138,11 @@ pub(crate) struct Acc {
     marks: Kept,
     /// Buffers for one collective at a time ([`Acc::add`]).
     scratch: Segments,
-    /// (world, name) → the transfer of each matched collective, its bytes (0: unknown) and
+    /// world → name → the transfer of each matched collective, its bytes (0: unknown) and
     /// its members (one record per collective of a world, not per rank: the medians need
-    /// them).
-    transfers: BTreeMap<(usize, String), Vec<Moved>>,
-    /// The key of `transfers` last added to: a world's collectives come key by key, most
-    /// with one name, so its `String` is made once a run, not once a collective.
-    last_transfer: (usize, String),
+    /// them). By world, then name, so that a collective's name is looked up as it is (not
+    /// made a `String` a collective).
+    transfers: BTreeMap<usize, BTreeMap<String, Vec<Moved>>>,
     origin: i64,
     /// The re-simulations ([`super::whatif`]).
     whatif: WhatIfAcc,
@@ -248,7 +246,6 @@ impl Acc {
             marks: Kept::new(MARKS),
             transfers: BTreeMap::new(),
             scratch: Segments::default(),
-            last_transfer: (usize::MAX, String::new()),
             origin: i64::MAX,
             whatif: WhatIfAcc::new(
                 ideal.then(|| steps.rows.iter().map(|r| r.step.clone()).collect()),
@@ -335,14 +332,11 @@ impl Acc {
     /// members are in, to its end), one per collective, by world and name.
     fn add_transfer(&mut self, world: usize, name: &str, members: usize, lr: &CollEv) {
         let moved = ((lr.end - lr.start).max(0), lr.bytes, members as u32);
-        if self.last_transfer.0 != world || self.last_transfer.1 != name {
-            self.last_transfer = (world, name.to_string());
-        }
-        match self.transfers.get_mut(&self.last_transfer) {
+        let by_name = self.transfers.entry(world).or_default();
+        match by_name.get_mut(name) {
             Some(v) => v.push(moved),
             None => {
-                self.transfers
-                    .insert(self.last_transfer.clone(), vec![moved]);
+                by_name.insert(name.to_string(), vec![moved]);
             }
         }
     }
@@ -447,7 +441,7 @@ impl Acc {
             key: at.key.to_string(),
             index: at.index,
             name: at.name.to_string(),
-            rank: self.labels.get(c.members[c.l]).cloned().unwrap_or_default(),
+            rank: self.label(c.members[c.l]),
             t_ms: lr.start as f64,
             seg_start_ns: Ns::new(from),
             start_ns: Ns::new(lr.start),
@@ -851,19 +845,21 @@ impl Acc {
         // Transfers: each world's median against the other worlds' (the median of their
         // medians) for the same collective name; medians, as one collective that also moves
         // more data or waits on something else does not make a link slow.
-        let medians: BTreeMap<&(usize, String), (i64, Option<u64>)> = self
+        let each: Vec<((usize, &String), &Vec<Moved>)> = self
             .transfers
             .iter()
-            .map(|(k, v)| (k, median_transfer(v)))
+            .flat_map(|(&w, by_name)| by_name.iter().map(move |(name, v)| ((w, name), v)))
             .collect();
+        let medians: BTreeMap<(usize, &String), (i64, Option<u64>)> =
+            each.iter().map(|&(k, v)| (k, median_transfer(v))).collect();
         let rows = self.rows.len();
         let mut links = Vec::new();
         let mut transfers = Vec::new();
         let mut no_size: Vec<String> = Vec::new();
-        for (key, v) in &self.transfers {
+        for &(key, v) in &each {
             let (w, name) = key;
             let n = v.len();
-            let (median, bytes) = medians.get(key).copied().unwrap_or((0, None));
+            let (median, bytes) = medians.get(&key).copied().unwrap_or((0, None));
             // The same collective in the other worlds, when it moves as much data (within
             // 10 %, or the sizes are not known: shown, not judged).
             let alike = |b: Option<u64>| match (bytes, b) {
@@ -872,7 +868,7 @@ impl Acc {
             };
             let others: Vec<i64> = medians
                 .iter()
-                .filter(|((ow, on), (_, ob))| ow != w && on == name && alike(*ob))
+                .filter(|((ow, on), (_, ob))| *ow != w && *on == name && alike(*ob))
                 .map(|(_, &(m, _))| m)
                 .collect();
             let others_ns = (!others.is_empty()).then(|| lower_median(others) as f64);
@@ -883,7 +879,7 @@ impl Acc {
             let sized = bytes.is_some()
                 && medians
                     .iter()
-                    .filter(|((ow, on), _)| ow != w && on == name)
+                    .filter(|((ow, on), _)| *ow != w && *on == name)
                     .all(|(_, (_, ob))| ob.is_some());
             if !sized {
                 if let Some(o) = others_ns.filter(|&o| mean > 1.2 * o && mean - o >= 1_000.0) {
@@ -901,7 +897,7 @@ impl Acc {
                 // Out of line: more than a fifth over the others' and at least 1 µs a time.
                 if mean > 1.2 * o && mean - o >= 1_000.0 {
                     let who = worlds
-                        .get(*w)
+                        .get(w)
                         .map(|m| {
                             let l: Vec<&str> = m
                                 .iter()
@@ -919,7 +915,7 @@ impl Acc {
                     };
                     links.push(Cause {
                         who,
-                        world: *w,
+                        world: w,
                         kind: Kind::Transfer,
                         cost_ns: Ns::new(extra),
                         collectives: n,
@@ -932,7 +928,7 @@ impl Acc {
                 }
             }
             transfers.push(Transfer {
-                world: *w,
+                world: w,
                 name: name.clone(),
                 collectives: n,
                 median_ns: mean,
