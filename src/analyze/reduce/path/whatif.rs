@@ -285,15 +285,16 @@ impl WorldTotals {
         self.add_row(s.collectives, s.recorded(), s.replayed, s.ideal_saved);
     }
 
-    /// The world's record: its `members` named by `labels`, its totals per step (`per`).
+    /// The world's record: its `members` named by `labels`, its totals per step (`at`).
     fn world_if(
         self,
         world: usize,
         members: &[usize],
         labels: &[String],
         pipeline: bool,
-        per: impl Fn(i64) -> Ns,
+        at: PerStep,
     ) -> WorldIf {
+        let per = |x: i64| at.per(x);
         WorldIf {
             world,
             who: named(members, labels).0,
@@ -584,19 +585,13 @@ impl WhatIfAcc {
             .collect();
         let timeline = self.ideal.finish(&graphs, &measured, labels);
         let mut t = Totals::default();
-        let waits = add_graphs(
-            &graphs,
-            &self.pipelines,
-            &mut t.by_world,
-            &mut t.ranks,
-            &mut t.kinds,
-        );
+        let waits = t.add_graphs(&graphs, &self.pipelines);
         t.add_chains(&self.sums, &measured, &graphs);
         let pipelines: BTreeSet<usize> = self.pipelines.intersection(lockstep).copied().collect();
         let stage_groups = stage_groups(&graphs, &pipelines, worlds, stage_of)
             .into_iter()
             .map(|(world, stage, members, ns)| {
-                at.stage_group(world, stage, &members, ns, &t, labels)
+                t.stage_group(world, stage, &members, ns, labels, at)
             })
             .collect();
         let chain: Vec<Longest> = self
@@ -625,7 +620,7 @@ impl WhatIfAcc {
                 let members = worlds.get(world).map_or(&[][..], Vec::as_slice);
                 // A pipeline replayed on its graph (one that could not be stays a chain).
                 let pipeline = self.pipelines.contains(&world) && graphs.contains_key(&world);
-                w.world_if(world, members, labels, pipeline, |x| at.per(x))
+                w.world_if(world, members, labels, pipeline, at)
             })
             .collect();
         let pipeline_ranks = worlds_if
@@ -696,29 +691,6 @@ impl PerStep {
             0.0
         }
     }
-
-    /// A pipeline stage's ranks made typical together (`ns` over the rows), beside the most
-    /// one of them gives back alone.
-    fn stage_group(
-        self,
-        world: usize,
-        stage: u32,
-        members: &[usize],
-        ns: i64,
-        t: &Totals,
-        labels: &[String],
-    ) -> StageGroupIf {
-        let (who, names) = named(members, labels);
-        StageGroupIf {
-            stage,
-            world,
-            who,
-            ranks: names,
-            saved: self.per(ns),
-            step_pct: self.pct(self.per(ns)),
-            alone: self.per(most_alone(members, world, &t.ranks)),
-        }
-    }
 }
 
 /// What the replays give back over the measured rows: per world, per (rank, world) made
@@ -731,8 +703,34 @@ struct Totals {
 }
 
 impl Totals {
+    /// The graph worlds' replays added: each world's rows, what each of its ranks gives back
+    /// and each cause. Returns the waits of the ranks of the `pipelines` ((world, rank) →
+    /// recorded, ideal).
+    fn add_graphs(
+        &mut self,
+        graphs: &BTreeMap<usize, graph::World<'_>>,
+        pipelines: &BTreeSet<usize>,
+    ) -> BTreeMap<(usize, usize), [i64; 2]> {
+        let mut waits = BTreeMap::new();
+        for (&w, g) in graphs {
+            let f = g.figures(pipelines.contains(&w));
+            waits.extend(f.waits.iter().map(|(&r, &x)| ((w, r), x)));
+            let t = self.by_world.entry(w).or_default();
+            for &(n, recorded, replayed, ideal) in f.rows.values() {
+                t.add_row(n, recorded, replayed, replayed - ideal);
+            }
+            for (&r, &ns) in &f.ranks {
+                *self.ranks.entry((r, w)).or_default() += ns;
+            }
+            for (t, x) in self.kinds.iter_mut().zip(f.kinds) {
+                *t += x;
+            }
+        }
+        waits
+    }
+
     /// The chain worlds' sums (`sums`: (row, world) → sums) over the `measured` rows; the
-    /// `graphs` worlds are added from their replays instead ([`add_graphs`]).
+    /// `graphs` worlds are added from their replays instead ([`Totals::add_graphs`]).
     fn add_chains(
         &mut self,
         sums: &BTreeMap<(usize, usize), Sums>,
@@ -786,6 +784,29 @@ impl Totals {
                 lost_pct: 100.0 * ratio(ns, lost_all),
             })
             .collect()
+    }
+
+    /// A pipeline stage's ranks made typical together (`ns` over the rows), beside the most
+    /// one of them gives back alone.
+    fn stage_group(
+        &self,
+        world: usize,
+        stage: u32,
+        members: &[usize],
+        ns: i64,
+        labels: &[String],
+        at: PerStep,
+    ) -> StageGroupIf {
+        let (who, names) = named(members, labels);
+        StageGroupIf {
+            stage,
+            world,
+            who,
+            ranks: names,
+            saved: at.per(ns),
+            step_pct: at.pct(at.per(ns)),
+            alone: at.per(most_alone(members, world, &self.ranks)),
+        }
     }
 
     /// Each rank that gives back anything made typical alone, the most first.
@@ -853,34 +874,6 @@ fn stage_groups(
         }
     }
     out
-}
-
-/// The graph worlds' replays added to the totals: each world's rows, what each of its ranks
-/// gives back ((rank, world) → ns) and each cause. Returns the waits of the ranks of the
-/// `pipelines` ((world, rank) → recorded, ideal).
-fn add_graphs(
-    graphs: &BTreeMap<usize, graph::World<'_>>,
-    pipelines: &BTreeSet<usize>,
-    by_world: &mut BTreeMap<usize, WorldTotals>,
-    ranks: &mut BTreeMap<(usize, usize), i64>,
-    kinds: &mut [i64; 3],
-) -> BTreeMap<(usize, usize), [i64; 2]> {
-    let mut waits = BTreeMap::new();
-    for (&w, g) in graphs {
-        let f = g.figures(pipelines.contains(&w));
-        waits.extend(f.waits.iter().map(|(&r, &x)| ((w, r), x)));
-        let t = by_world.entry(w).or_default();
-        for &(n, recorded, replayed, ideal) in f.rows.values() {
-            t.add_row(n, recorded, replayed, replayed - ideal);
-        }
-        for (&r, &ns) in &f.ranks {
-            *ranks.entry((r, w)).or_default() += ns;
-        }
-        for (t, x) in kinds.iter_mut().zip(f.kinds) {
-            *t += x;
-        }
-    }
-    waits
 }
 
 /// How many of the ranks that give back the most alone [`worst_fixed`] tries, in that order.
