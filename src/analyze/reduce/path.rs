@@ -377,6 +377,12 @@ impl CriticalPath {
 
 /// A late arrival on its rank's track: its segment before the collective it arrived last at,
 /// named by cost and cause.
+/// The label of rank `r` (empty when `labels` has none): the accumulator's, the what-if's and
+/// the ideal timeline's.
+fn label(labels: &[String], r: usize) -> String {
+    labels.get(r).cloned().unwrap_or_default()
+}
+
 fn late_slice(l: &Late) -> Slice {
     let parts = [
         (l.work_ns, "more work"),

@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::graph::Member;
 use super::whatif::WhatIfAcc;
 use super::{
-    Cause, CriticalPath, Hidden, Kind, Late, PathStep, Transfer, Waiter, MARKS, ROW_CAUSES, WAITERS,
+    label, Cause, CriticalPath, Hidden, Kind, Late, PathStep, Transfer, Waiter, MARKS, ROW_CAUSES,
+    WAITERS,
 };
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
@@ -441,7 +442,7 @@ impl Acc {
             key: at.key.to_string(),
             index: at.index,
             name: at.name.to_string(),
-            rank: self.label(c.members[c.l]),
+            rank: label(&self.labels, c.members[c.l]),
             t_ms: lr.start as f64,
             seg_start_ns: Ns::new(from),
             start_ns: Ns::new(lr.start),
@@ -728,7 +729,7 @@ impl Acc {
             .into_iter()
             .filter(|x| x.1 .1 > 0)
             .map(|(r, (lead, hidden, n, lead_in, hidden_in))| Hidden {
-                who: self.label(r),
+                who: label(&self.labels, r),
                 world: worlds.iter().position(|w| w.contains(&r)).unwrap_or(0),
                 collectives: n,
                 lead_per_step_ns: m.per(lead, lead_in),
@@ -783,10 +784,6 @@ impl Acc {
         Measured { rows, step_ns }
     }
 
-    fn label(&self, r: usize) -> String {
-        self.labels.get(r).cloned().unwrap_or_default()
-    }
-
     /// Each (rank, kind) charged: its cost per step, and its net over the typical rank of its
     /// world in the same kind (the lower median over the world's ranks).
     fn rank_causes(&self, m: &Measured, worlds: &[Vec<usize>]) -> Vec<Cause> {
@@ -820,7 +817,7 @@ impl Acc {
                     .unwrap_or(0.0);
                 let net = (mine - typical).max(0.0);
                 Cause {
-                    who: self.label(r),
+                    who: label(&self.labels, r),
                     world: world_of(r).unwrap_or(0),
                     kind,
                     cost_ns: Ns::new(ns),
@@ -969,7 +966,7 @@ impl Acc {
                 let top = m
                     .iter()
                     .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-                    .map(|(&(r, k), &ns)| (self.label(r), k, ns));
+                    .map(|(&(r, k), &ns)| (label(&self.labels, r), k, ns));
                 PathStep {
                     step: step.clone(),
                     step_ns: Ns::new(*dur),

@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::graph::{IdealReplay as Ideal, Member, World};
+use super::label;
 use crate::trace::write::overlay::{Overlay, Slice, WHAT_IF_SORT};
 use crate::trace::Ns;
 
@@ -373,10 +374,6 @@ impl IdealTimeline {
         }
     }
 
-    fn label(&self, rank: usize) -> String {
-        self.labels.get(rank).cloned().unwrap_or_default()
-    }
-
     /// One step's slices: the step on each of its ranks, then its collectives.
     fn step_slices(&self, s: &IdealStep, out: &mut Vec<Slice>) {
         let ms = |ns: Ns| Value::from((ns.get() as f64 / 1e3).round() / 1e3);
@@ -395,7 +392,7 @@ impl IdealTimeline {
         );
         for r in s.ranks() {
             out.push(Slice {
-                rank: self.label(r),
+                rank: label(&self.labels, r),
                 name: name.clone(),
                 start_ns: s.start.get(),
                 dur_ns: s.ideal().get(),
@@ -424,7 +421,7 @@ impl IdealTimeline {
         args.insert("ideal_end_us".into(), us(m.end));
         args.insert("recorded_end_us".into(), us(m.recorded_end));
         Slice {
-            rank: self.label(m.rank),
+            rank: label(&self.labels, m.rank),
             name: name.to_string(),
             start_ns: m.arrival.get(),
             dur_ns: (m.end - m.arrival).get().max(0),

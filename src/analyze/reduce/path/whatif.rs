@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 
 use super::graph::{self, Member, Node};
 use super::ideal::{IdealAcc, IdealTimeline, Seen};
-use super::Kind;
+use super::{label, Kind};
 use crate::analyze::stats::lower_median;
 use crate::trace::Ns;
 
@@ -605,10 +605,13 @@ impl WhatIfAcc {
         let kinds = KINDS
             .iter()
             .zip(t.kinds)
-            .map(|(&kind, ns)| KindIf {
-                kind,
-                saved: at.per(ns),
-                step_pct: at.pct(at.per(ns)),
+            .map(|(&kind, ns)| {
+                let (saved, step_pct) = at.share(ns);
+                KindIf {
+                    kind,
+                    saved,
+                    step_pct,
+                }
             })
             .collect();
         let off: i64 = t.by_world.values().map(|w| w.off).sum();
@@ -632,12 +635,15 @@ impl WhatIfAcc {
         // In (world, rank) order: the stages in rank order.
         let stages: Vec<StageIf> = waits
             .into_iter()
-            .map(|((world, r), [rec, ideal])| StageIf {
-                who: label(labels, r),
-                world,
-                bubble: at.per(rec),
-                ideal_bubble: at.per(ideal),
-                step_pct: at.pct(at.per(rec)),
+            .map(|((world, r), [rec, ideal])| {
+                let (bubble, step_pct) = at.share(rec);
+                StageIf {
+                    who: label(labels, r),
+                    world,
+                    bubble,
+                    ideal_bubble: at.per(ideal),
+                    step_pct,
+                }
             })
             .collect();
         WhatIf {
@@ -664,11 +670,6 @@ impl WhatIfAcc {
     }
 }
 
-/// The label of rank `r` (empty when `labels` has none).
-fn label(labels: &[String], r: usize) -> String {
-    labels.get(r).cloned().unwrap_or_default()
-}
-
 /// Sums over the measured rows as per-step figures: over `steps` rows, against a mean step
 /// of `step_ns`.
 #[derive(Debug, Clone, Copy)]
@@ -690,6 +691,12 @@ impl PerStep {
         } else {
             0.0
         }
+    }
+
+    /// A sum over the rows, per step and as a percentage of the step.
+    fn share(self, x: i64) -> (Ns, f64) {
+        let per = self.per(x);
+        (per, self.pct(per))
     }
 }
 
@@ -772,16 +779,19 @@ impl Totals {
         let lost_all = along_ranks(&lost, worlds);
         worst_fixed(chain, measured, &self.ranks, worlds, lost_all, on_graphs)
             .into_iter()
-            .map(|(fixed, ns)| WorstIf {
-                k: fixed.len(),
-                who: fixed
-                    .iter()
-                    .map(|&r| label(labels, r))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                saved: at.per(ns),
-                step_pct: at.pct(at.per(ns)),
-                lost_pct: 100.0 * ratio(ns, lost_all),
+            .map(|(fixed, ns)| {
+                let (saved, step_pct) = at.share(ns);
+                WorstIf {
+                    k: fixed.len(),
+                    who: fixed
+                        .iter()
+                        .map(|&r| label(labels, r))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    saved,
+                    step_pct,
+                    lost_pct: 100.0 * ratio(ns, lost_all),
+                }
             })
             .collect()
     }
@@ -798,13 +808,14 @@ impl Totals {
         at: PerStep,
     ) -> StageGroupIf {
         let (who, names) = named(members, labels);
+        let (saved, step_pct) = at.share(ns);
         StageGroupIf {
             stage,
             world,
             who,
             ranks: names,
-            saved: at.per(ns),
-            step_pct: at.pct(at.per(ns)),
+            saved,
+            step_pct,
             alone: at.per(most_alone(members, world, &self.ranks)),
         }
     }
@@ -815,11 +826,14 @@ impl Totals {
             .ranks
             .iter()
             .filter(|&(_, &ns)| ns > 0)
-            .map(|(&(r, world), &ns)| RankIf {
-                who: label(labels, r),
-                world,
-                saved: at.per(ns),
-                step_pct: at.pct(at.per(ns)),
+            .map(|(&(r, world), &ns)| {
+                let (saved, step_pct) = at.share(ns);
+                RankIf {
+                    who: label(labels, r),
+                    world,
+                    saved,
+                    step_pct,
+                }
             })
             .collect();
         ranks.sort_by(|a, b| b.saved.cmp(&a.saved).then(a.who.cmp(&b.who)));
