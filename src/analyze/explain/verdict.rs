@@ -150,15 +150,12 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
         .onset
         .as_ref()
         .is_none_or(|o| hidden(inp, &o.rank, o.step_index));
-    v.balanced = leads.path.is_none()
-        && slow_even
-        && onset_even
-        && leads.gap.is_none()
-        && leads.ep_lead().is_none()
-        && leads.moving.is_none()
-        && leads.stage.is_none();
-    v.inconclusive = v.balanced && !leads.noisy.is_empty();
-    v.balanced &= !v.inconclusive;
+    // Nothing leads: balanced when nothing costs the step the threshold either, else
+    // inconclusive (a candidate that does not hold from step to step, or an onset the others
+    // wait for that no cause explains over its few steps): never a first line that says neither.
+    let nothing_leads = leads.nothing();
+    v.balanced = nothing_leads && slow_even && onset_even && leads.noisy.is_empty();
+    v.inconclusive = nothing_leads && !v.balanced;
     (v.lead, v.cause) = leads.subject();
     if v.inconclusive {
         v.cause = Some("inconclusive".to_string());
@@ -341,6 +338,15 @@ impl<'a> Leads<'a> {
     /// Records an EP split already tells (the rank, or its replica: hot experts): not repeated.
     fn is_ep_gap(&self, g: &Record) -> bool {
         g.cause == Cause::HotExperts || self.ep_gaps.iter().any(|e| e.rank == g.who)
+    }
+
+    /// No candidate leads the first line.
+    fn nothing(&self) -> bool {
+        self.path.is_none()
+            && self.gap.is_none()
+            && self.ep_lead().is_none()
+            && self.moving.is_none()
+            && self.stage.is_none()
     }
 
     fn ep_lead(&self) -> Option<&'a EpRecord> {
@@ -670,7 +676,7 @@ fn class_shares(
 fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict, work: &[i64]) -> Vec<String> {
     let mut lines = Vec::new();
     if v.inconclusive {
-        lines.extend(inconclusive_line(&leads.noisy));
+        lines.extend(inconclusive_line(&leads.noisy).or_else(|| unexplained_onset_line(inp, v)));
     }
     if let Some(m) = &leads.moving {
         lines.push(moving::line(m, &v.metric));
@@ -1062,6 +1068,29 @@ fn inconclusive_line(noisy: &[Noisy]) -> Option<String> {
         } else {
             format!(", and so does {}'s", others.join(", "))
         }
+    ))
+}
+
+/// The first line when nothing leads and no candidate was set aside as noise, yet the onset's
+/// rank costs the step the threshold at the collectives from its onset on: too few steps for a
+/// cause. (Or, without an onset, the busiest rank's work.)
+fn unexplained_onset_line(inp: &Input<'_>, v: &Verdict) -> Option<String> {
+    let capture = "capture more steps to decide.";
+    if let Some(o) = &v.onset {
+        let cost = path_cost_pct(inp, &o.rank, o.step_index).map_or(String::new(), |p| {
+            format!(", and it costs those steps {p:.1} % at the collectives")
+        });
+        return Some(format!(
+            "Inconclusive: {} ({} step{}){cost}, but no cause of it holds over those steps — {capture}",
+            o.sentence(),
+            o.steps_after,
+            if o.steps_after == 1 { "" } else { "s" },
+        ));
+    }
+    let slow = v.slowest.as_deref()?;
+    Some(format!(
+        "Inconclusive: the busiest rank ({slow}) has {:.1} % more {} than its peers, but no cause of it holds — {capture}",
+        v.excess_pct, v.metric
     ))
 }
 
