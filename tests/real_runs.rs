@@ -1656,7 +1656,7 @@ fn sglang_merge_by_sglang_names_the_rank_of_the_last_steps() {
 
 /// `fixtures/real-sglang/tp2-host-sleep`: a real SGLang server (TP2, CPU, gloo) whose TP01
 /// slept 8 ms before every all-reduce (`fixtures/real-sglang/record_tp.py`, the plant in
-/// `plant/sitecustomize.py`, each sleep measured by the planted process). The truth first:
+/// `plant_sitecustomize.py`, each sleep measured by the planted process). The truth first:
 /// the plant covers every all-reduce TP01 recorded, and what the peer waited for TP01 by the
 /// arrivals is within 15 % of the sleep per step (TP00's own work overlaps part of it). Then the
 /// verdict: TP01, host-bound (the sleep is time its thread records no op in), within 10 % of
