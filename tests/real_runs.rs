@@ -365,6 +365,15 @@ fn gloo_control_extra_time_nobody_waits_for_is_balanced() {
     );
 }
 
+/// The mean of per-step figures and the one-sided t-test's bound for it, `t`·sd/√n (`t` for
+/// 95 % at n − 1 degrees of freedom): a mean at or under it is within its step-to-step noise.
+fn mean_and_noise(steps: &[f64], t: f64) -> (f64, f64) {
+    let n = steps.len() as f64;
+    let mean = steps.iter().sum::<f64>() / n;
+    let sd = (steps.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    (mean, t * sd / n.sqrt())
+}
+
 /// The torch 2.4.1 control: its costliest rank (RANK00) held the others up 0, 7.1 and 18.4 ms
 /// in the three steps (the raw events). That is within its own step-to-step spread of zero
 /// (the one-sided t-test at 95 %: a rule this test shares with the tool, on the raw events'
@@ -378,11 +387,9 @@ fn gloo_control_noise_over_three_steps_is_inconclusive() {
     let imposed = imposed_per_step(&dir);
     let t95_df2 = 2.920;
     for (r, steps) in &imposed {
-        let n = steps.len() as f64;
-        let mean = steps.iter().sum::<f64>() / n;
-        let sd = (steps.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let (mean, bound) = mean_and_noise(steps, t95_df2);
         assert!(
-            mean <= t95_df2 * sd / n.sqrt(),
+            mean <= bound,
             "{r} holds the others up beyond noise: {steps:?}"
         );
     }
@@ -1725,14 +1732,9 @@ fn sglang_tp2_control_is_inconclusive() {
         })
         .collect();
     assert_eq!(net.len(), 10, "{truth}");
-    let n = net.len() as f64;
-    let mean = net.iter().sum::<f64>() / n;
-    let sd = (net.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
     // t at 95 %, one-sided, 9 degrees of freedom.
-    assert!(
-        mean < 1.833 * sd / n.sqrt(),
-        "net {net:?}: TP00 holds from step to step"
-    );
+    let (mean, bound) = mean_and_noise(&net, 1.833);
+    assert!(mean < bound, "net {net:?}: TP00 holds from step to step");
     let step_ms = rep["median_step_ms"].as_f64().unwrap_or(0.0);
     assert!(
         mean >= 0.05 * step_ms,
