@@ -1750,6 +1750,119 @@ fn sglang_tp2_control_is_inconclusive() {
     assert_eq!(a.verdict.lead, None);
 }
 
+/// `fixtures/real-sglang/dp2tp2-host-sleep` (SGLang 0.5.23, DP=2 × TP=2 on CPU, gloo;
+/// `record_tp.py`): TP01 of replica 1 sleeps 8 ms before every all-reduce (each replica is its
+/// own process group with ranks from 0, so the plant also checks the process title). Four
+/// schedulers share two cores, TP t of each replica on core t, so what a peer waits is noisy:
+/// both of the truth script's measures name TP01-DP01, but only from step 6 (in step 5 its
+/// peer was the later one), while the plant is in every step. So the verdict is held to the
+/// plant: TP01-DP01, host-bound, every step, and a cost per step within 10 % of the sleep per
+/// step the planted process measured, and within the span of the two measures over all steps.
+#[test]
+fn sglang_dp2tp2_host_sleep_is_host_bound() {
+    if !have_python("sglang dp2tp2 host sleep") {
+        return;
+    }
+    let dir = manifest("fixtures/real-sglang/dp2tp2-host-sleep");
+    let plant = plant_of(&dir);
+    let rank = "TP01-DP01";
+    assert_eq!(plant["planted_rank"].as_str(), Some(rank));
+    let reduces = raw_events(&dir, "TP-1-DP-1.", |e| {
+        e["ph"] == "X"
+            && e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("c10d::allreduce_"))
+    });
+    assert_eq!(
+        plant["sleeps_in_window"].as_u64(),
+        Some(reduces as u64),
+        "{plant}"
+    );
+    let truth = python("truth_sglang_tp.py", &[&dir], &[]);
+    for measure in ["verdict", "verdict_by_arrivals"] {
+        assert_eq!(truth[measure]["rank"].as_str(), Some(rank), "{truth}");
+    }
+    let steps = truth["replicas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| {
+            r["ranks"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|x| x == rank))
+        })
+        .and_then(|r| r["steps"].as_array())
+        .unwrap_or_else(|| panic!("{rank} in no replica: {truth}"));
+    let n = steps.len() as f64;
+    let planted = plant["sleep_ms_total"].as_f64().unwrap_or(0.0) / n;
+    let mean = |field: &str| {
+        steps
+            .iter()
+            .map(|s| s[field][rank].as_f64().unwrap_or(f64::NAN))
+            .sum::<f64>()
+            / n
+    };
+    let (waits, arrivals) = (mean("imposed_by_waits_ms"), mean("blocked_ms"));
+    let a = analyze_dir(&dir);
+    assert_eq!(
+        a.verdict.lead.as_deref(),
+        Some(rank),
+        "{:#?}",
+        a.verdict.lines
+    );
+    let (line, ms) = first_cost(&a);
+    assert!(
+        line.starts_with(&format!("Imbalanced, host-bound: {rank} costs every step ")),
+        "{line}"
+    );
+    assert!(
+        (ms - planted).abs() <= 0.10 * planted,
+        "the verdict {ms:.2} ms a step, the sleep {planted:.2}: {line}"
+    );
+    assert!(
+        ms >= 0.9 * waits.min(arrivals) && ms <= 1.1 * waits.max(arrivals),
+        "the verdict {ms:.2} ms a step, the waits {waits:.2}, the arrivals {arrivals:.2}: {line}"
+    );
+}
+
+/// `fixtures/real-sglang/dp2tp2-control`: the same server and load as `dp2tp2-host-sleep`,
+/// recorded just before it with nothing planted. On two shared cores a rank of each replica is
+/// waited for in every step, but not the same one: by the arrivals each replica's two ranks
+/// are each the later one in at least three of the ten steps, and by the waits no rank stays
+/// above the threshold. So the verdict names no rank.
+#[test]
+fn sglang_dp2tp2_control_names_no_rank() {
+    if !have_python("sglang dp2tp2 control") {
+        return;
+    }
+    let dir = manifest("fixtures/real-sglang/dp2tp2-control");
+    let truth = python("truth_sglang_tp.py", &[&dir], &[]);
+    assert!(truth["verdict"]["rank"].is_null(), "{truth}");
+    let replicas = truth["replicas"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{truth}"));
+    assert_eq!(replicas.len(), 2, "{truth}");
+    for r in replicas {
+        let steps = r["steps"].as_array().unwrap_or_else(|| panic!("{truth}"));
+        assert_eq!(steps.len(), 10, "{truth}");
+        for member in r["ranks"].as_array().into_iter().flatten() {
+            let turns = steps
+                .iter()
+                .filter(|s| s["culprit_by_arrivals"] == *member)
+                .count();
+            assert!(turns >= 3, "{member} the later in {turns} steps: {truth}");
+        }
+    }
+    let a = analyze_dir(&dir);
+    assert_eq!(a.verdict.lead, None, "{:#?}", a.verdict.lines);
+    assert!(
+        !a.verdict.lines[0].contains(" costs every step ")
+            && !a.verdict.lines[0].contains(" costs those steps "),
+        "{:#?}",
+        a.verdict.lines
+    );
+}
+
 /// The number of events of the one file in `dir` whose name holds `file_part` that `keep`
 /// keeps, read from the raw JSON.
 fn raw_events(dir: &Path, file_part: &str, keep: impl Fn(&Value) -> bool) -> usize {
