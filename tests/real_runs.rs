@@ -1377,6 +1377,71 @@ fn a_host_clock_offset_is_aligned_from_the_collectives() {
     assert!(unaligned.clocks.is_empty());
 }
 
+/// `src`'s gloo traces with ranks 2 and 3 as if recorded on another host whose clock is 3 ms
+/// ahead, written into `dst`.
+fn gloo_on_two_clocks(src: &Path, dst: &Path) {
+    use std::io::{Read, Write};
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).expect("fixture") {
+        let f = e.expect("entry").path();
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".pt.trace.json.gz") {
+            continue;
+        }
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&f).expect("trace"))
+            .read_to_string(&mut text)
+            .expect("gzip");
+        let mut doc: Value = serde_json::from_str(&text).expect("trace JSON");
+        if name.starts_with("rank2.") || name.starts_with("rank3.") {
+            for e in doc["traceEvents"].as_array_mut().expect("events") {
+                if let Some(ts) = e.get("ts").and_then(Value::as_f64) {
+                    e["ts"] = Value::from(ts + 3000.0);
+                }
+            }
+        }
+        let out = std::fs::File::create(dst.join(&name)).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+        gz.write_all(doc.to_string().as_bytes()).unwrap();
+        gz.finish().unwrap();
+    }
+}
+
+/// gloo traces are not aligned (their members leave a collective milliseconds apart on a busy
+/// CPU, so the ends are no clock), but the charge is mostly a rank's own times: a segment runs
+/// from its own leave of one collective to its own arrival at the next. So two hosts 3 ms
+/// apart give the one-host verdict on the real gloo plants: the same rank and cause (or
+/// Balanced), the cost within 10 % (a late start compares step starts across ranks, so it
+/// moves by part of the offset: RANK03's 39.44 ms become 40.74).
+#[test]
+fn gloo_verdicts_hold_across_a_host_clock_offset() {
+    let t = tempfile::tempdir().unwrap();
+    for name in [
+        "tp4-control",
+        "tp4-host-sleep",
+        "tp4-extra-ops",
+        "tp4-late-start",
+    ] {
+        let moved = t.path().join(name);
+        gloo_on_two_clocks(&gloo(name), &moved);
+        let (one, two) = (analyze_dir(&gloo(name)), analyze_dir(&moved));
+        let head = |a: &Analysis| {
+            let line = &a.verdict.lines[0];
+            line.split_once(" costs ")
+                .map_or(line.clone(), |(h, _)| h.to_string())
+        };
+        assert_eq!(head(&two), head(&one), "{name}: {:#?}", two.verdict.lines);
+        assert_eq!(two.verdict.lead, one.verdict.lead, "{name}");
+        if one.verdict.lead.is_some() {
+            let ((_, a), (line, b)) = (first_cost(&one), first_cost(&two));
+            assert!(
+                (b - a).abs() <= 0.10 * a,
+                "{name}: one host {a:.2} ms a step, two {b:.2}: {line}"
+            );
+        }
+    }
+}
+
 /// The n-th NCCL kernel's end on every rank of a merged trace: the largest spread over n, µs
 /// (read from the merged file's raw events).
 fn nccl_end_spread_us(merged: &Path) -> f64 {
