@@ -1773,6 +1773,71 @@ fn sglang_tp2_host_sleep_is_host_bound() {
     );
 }
 
+/// `fixtures/real-sglang/tp2-extra-ops` (the TP2 server of `tp2-host-sleep`, recorded after):
+/// before every all-reduce TP01 multiplies two 256 × 256 matrices ten times, CPU work the
+/// profiler records: TP01's trace holds exactly the plant's 500 `aten::mm` more than TP00's.
+/// Both of the truth script's measures name TP01 from step 0; the verdict: TP01, more work,
+/// every step, within 10 % of the plant's time per step as the planted process measured it,
+/// and inside the two measures' span.
+#[test]
+fn sglang_tp2_extra_ops_is_more_work() {
+    if !have_python("sglang tp2 extra ops") {
+        return;
+    }
+    let dir = manifest("fixtures/real-sglang/tp2-extra-ops");
+    let plant = plant_of(&dir);
+    assert_eq!(plant["planted_rank"].as_str(), Some("TP01"));
+    let runs = plant["matmul_runs_in_window"].as_u64().unwrap_or(0);
+    let is = |name: &'static str| move |e: &Value| e["ph"] == "X" && e["name"] == name;
+    let reduces = raw_events(&dir, "TP-1.", |e| {
+        e["ph"] == "X"
+            && e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("c10d::allreduce_"))
+    });
+    assert_eq!(runs, reduces as u64, "{plant}");
+    let extra =
+        raw_events(&dir, "TP-1.", is("aten::mm")) - raw_events(&dir, "TP-0.", is("aten::mm"));
+    assert_eq!(
+        Some(extra as u64),
+        plant["planted_matmuls"].as_u64().map(|m| m * runs),
+        "{plant}"
+    );
+    let truth = python("truth_sglang_tp.py", &[&dir], &[]);
+    for measure in ["verdict", "verdict_by_arrivals"] {
+        let v = &truth[measure];
+        assert_eq!(
+            (v["rank"].as_str(), v["onset_step"].as_u64()),
+            (Some("TP01"), Some(0)),
+            "{truth}"
+        );
+    }
+    let steps = truth["replicas"][0]["steps"].as_array().map_or(0, Vec::len);
+    let planted = plant["matmul_run_ms_total"].as_f64().unwrap_or(0.0) / steps as f64;
+    let cost = |m: &str| truth[m]["cost_ms_per_step"].as_f64().unwrap_or(f64::NAN);
+    let (waits, arrivals) = (cost("verdict"), cost("verdict_by_arrivals"));
+    let a = analyze_dir(&dir);
+    assert_eq!(
+        a.verdict.lead.as_deref(),
+        Some("TP01"),
+        "{:#?}",
+        a.verdict.lines
+    );
+    let (line, ms) = first_cost(&a);
+    assert!(
+        line.starts_with("Imbalanced, more kernels: TP01 costs every step "),
+        "{line}"
+    );
+    assert!(
+        (ms - planted).abs() <= 0.10 * planted,
+        "the verdict {ms:.2} ms a step, the plant {planted:.2}: {line}"
+    );
+    assert!(
+        ms >= 0.9 * waits.min(arrivals) && ms <= 1.1 * waits.max(arrivals),
+        "the verdict {ms:.2} ms a step, the waits {waits:.2}, the arrivals {arrivals:.2}: {line}"
+    );
+}
+
 /// `fixtures/real-sglang/tp2-control`: the same server and load as `tp2-host-sleep`, recorded
 /// just before it with nothing planted. TP00 (SGLang's TP 0 also schedules and broadcasts the
 /// batch) is waited for more often than TP01, but not from step to step: per step, what TP01
