@@ -1838,6 +1838,63 @@ fn sglang_tp2_extra_ops_is_more_work() {
     );
 }
 
+/// `fixtures/real-sglang/tp2-late-start` (the TP2 server of `tp2-host-sleep`): TP01 sleeps
+/// 40 ms before every `Scheduler.run_batch`, after the batch came from TP 0 and before the
+/// forward pass, so it starts every step late: one sleep a step. The arrivals name TP01 from
+/// step 0. The verdict: TP01, late step start, every step; its cost per step within 10 % of the
+/// arrivals, and the late start it names within 10 % of the sleep per step as the planted
+/// process measured it (the rest of the cost is what TP00 waited for TP01 at later
+/// collectives).
+#[test]
+fn sglang_tp2_late_start_is_a_late_start() {
+    if !have_python("sglang tp2 late start") {
+        return;
+    }
+    let dir = manifest("fixtures/real-sglang/tp2-late-start");
+    let plant = plant_of(&dir);
+    assert_eq!(plant["planted_rank"].as_str(), Some("TP01"));
+    let truth = python("truth_sglang_tp.py", &[&dir], &[]);
+    let steps = truth["replicas"][0]["steps"].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        plant["sleeps_in_window"].as_u64(),
+        Some(steps as u64),
+        "one sleep a step: {plant}"
+    );
+    let planted = plant["sleep_ms_total"].as_f64().unwrap_or(0.0) / steps as f64;
+    let v = &truth["verdict_by_arrivals"];
+    assert_eq!(
+        (v["rank"].as_str(), v["onset_step"].as_u64()),
+        (Some("TP01"), Some(0)),
+        "{truth}"
+    );
+    let arrivals = v["cost_ms_per_step"].as_f64().unwrap_or(f64::NAN);
+    let a = analyze_dir(&dir);
+    assert_eq!(
+        a.verdict.lead.as_deref(),
+        Some("TP01"),
+        "{:#?}",
+        a.verdict.lines
+    );
+    let (line, ms) = first_cost(&a);
+    assert!(
+        line.starts_with("Imbalanced, late step start: TP01 costs every step "),
+        "{line}"
+    );
+    assert!(
+        (ms - arrivals).abs() <= 0.10 * arrivals,
+        "the verdict {ms:.2} ms a step, the arrivals {arrivals:.2}: {line}"
+    );
+    let late = line
+        .split_once(" ms late start")
+        .and_then(|(before, _)| before.rsplit(' ').next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no late start in {line}"));
+    assert!(
+        (late - planted).abs() <= 0.10 * planted,
+        "the late start {late:.2} ms a step, the sleep {planted:.2}: {line}"
+    );
+}
+
 /// `fixtures/real-sglang/tp2-control`: the same server and load as `tp2-host-sleep`, recorded
 /// just before it with nothing planted. TP00 (SGLang's TP 0 also schedules and broadcasts the
 /// batch) is waited for more often than TP01, but not from step to step: per step, what TP01
