@@ -1742,17 +1742,7 @@ fn sglang_tp2_host_sleep_is_host_bound() {
     let dir = manifest("fixtures/real-sglang/tp2-host-sleep");
     let plant = plant_of(&dir);
     assert_eq!(plant["planted_rank"].as_str(), Some("TP01"));
-    let reduces = raw_events(&dir, "TP-1.", |e| {
-        e["ph"] == "X"
-            && e["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("c10d::allreduce_"))
-    });
-    assert_eq!(
-        plant["sleeps_in_window"].as_u64(),
-        Some(reduces as u64),
-        "{plant}"
-    );
+    one_plant_per_all_reduce(&dir, "TP-1.", &plant, "sleeps_in_window");
     let (truth, a) = sglang_tp_against_both_measures(&dir, "host-bound");
     let v = &truth["verdict_by_arrivals"];
     let steps = truth["replicas"][0]["steps"].as_array().map_or(0, Vec::len);
@@ -1787,15 +1777,8 @@ fn sglang_tp2_extra_ops_is_more_work() {
     let dir = manifest("fixtures/real-sglang/tp2-extra-ops");
     let plant = plant_of(&dir);
     assert_eq!(plant["planted_rank"].as_str(), Some("TP01"));
-    let runs = plant["matmul_runs_in_window"].as_u64().unwrap_or(0);
+    let runs = one_plant_per_all_reduce(&dir, "TP-1.", &plant, "matmul_runs_in_window");
     let is = |name: &'static str| move |e: &Value| e["ph"] == "X" && e["name"] == name;
-    let reduces = raw_events(&dir, "TP-1.", |e| {
-        e["ph"] == "X"
-            && e["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("c10d::allreduce_"))
-    });
-    assert_eq!(runs, reduces as u64, "{plant}");
     let extra =
         raw_events(&dir, "TP-1.", is("aten::mm")) - raw_events(&dir, "TP-0.", is("aten::mm"));
     assert_eq!(
@@ -1817,25 +1800,7 @@ fn sglang_tp2_extra_ops_is_more_work() {
     let cost = |m: &str| truth[m]["cost_ms_per_step"].as_f64().unwrap_or(f64::NAN);
     let (waits, arrivals) = (cost("verdict"), cost("verdict_by_arrivals"));
     let a = analyze_dir(&dir);
-    assert_eq!(
-        a.verdict.lead.as_deref(),
-        Some("TP01"),
-        "{:#?}",
-        a.verdict.lines
-    );
-    let (line, ms) = first_cost(&a);
-    assert!(
-        line.starts_with("Imbalanced, more kernels: TP01 costs every step "),
-        "{line}"
-    );
-    assert!(
-        (ms - planted).abs() <= 0.10 * planted,
-        "the verdict {ms:.2} ms a step, the plant {planted:.2}: {line}"
-    );
-    assert!(
-        ms >= 0.9 * waits.min(arrivals) && ms <= 1.1 * waits.max(arrivals),
-        "the verdict {ms:.2} ms a step, the waits {waits:.2}, the arrivals {arrivals:.2}: {line}"
-    );
+    holds_to_the_plant(&a, "TP01", "more kernels", planted, (waits, arrivals));
 }
 
 /// `fixtures/real-sglang/tp2-late-start` (the TP2 server of `tp2-host-sleep`): TP01 sleeps
@@ -1955,17 +1920,7 @@ fn sglang_dp2tp2_host_sleep_is_host_bound() {
     let plant = plant_of(&dir);
     let rank = "TP01-DP01";
     assert_eq!(plant["planted_rank"].as_str(), Some(rank));
-    let reduces = raw_events(&dir, "TP-1-DP-1.", |e| {
-        e["ph"] == "X"
-            && e["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("c10d::allreduce_"))
-    });
-    assert_eq!(
-        plant["sleeps_in_window"].as_u64(),
-        Some(reduces as u64),
-        "{plant}"
-    );
+    one_plant_per_all_reduce(&dir, "TP-1-DP-1.", &plant, "sleeps_in_window");
     let truth = python("truth_sglang_tp.py", &[&dir], &[]);
     for measure in ["verdict", "verdict_by_arrivals"] {
         assert_eq!(truth[measure]["rank"].as_str(), Some(rank), "{truth}");
@@ -1992,25 +1947,7 @@ fn sglang_dp2tp2_host_sleep_is_host_bound() {
     };
     let (waits, arrivals) = (mean("imposed_by_waits_ms"), mean("blocked_ms"));
     let a = analyze_dir(&dir);
-    assert_eq!(
-        a.verdict.lead.as_deref(),
-        Some(rank),
-        "{:#?}",
-        a.verdict.lines
-    );
-    let (line, ms) = first_cost(&a);
-    assert!(
-        line.starts_with(&format!("Imbalanced, host-bound: {rank} costs every step ")),
-        "{line}"
-    );
-    assert!(
-        (ms - planted).abs() <= 0.10 * planted,
-        "the verdict {ms:.2} ms a step, the sleep {planted:.2}: {line}"
-    );
-    assert!(
-        ms >= 0.9 * waits.min(arrivals) && ms <= 1.1 * waits.max(arrivals),
-        "the verdict {ms:.2} ms a step, the waits {waits:.2}, the arrivals {arrivals:.2}: {line}"
-    );
+    holds_to_the_plant(&a, rank, "host-bound", planted, (waits, arrivals));
 }
 
 /// `fixtures/real-sglang/dp2tp2-control`: the same server and load as `dp2tp2-host-sleep`,
@@ -2048,6 +1985,52 @@ fn sglang_dp2tp2_control_names_no_rank() {
             && !a.verdict.lines[0].contains(" costs those steps "),
         "{:#?}",
         a.verdict.lines
+    );
+}
+
+/// The planted process logged one plant (`plant[key]` of them in the profiling window) before
+/// each `c10d::allreduce_` of the file in `dir` whose name holds `file_part`, as the raw
+/// events count them: the plant's time is in every all-reduce. The count.
+fn one_plant_per_all_reduce(dir: &Path, file_part: &str, plant: &Value, key: &str) -> u64 {
+    let reduces = raw_events(dir, file_part, |e| {
+        e["ph"] == "X"
+            && e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("c10d::allreduce_"))
+    });
+    assert_eq!(plant[key].as_u64(), Some(reduces as u64), "{plant}");
+    reduces as u64
+}
+
+/// A planted SGLang recording's verdict, held to the plant: `rank` leads, the first line reads
+/// `Imbalanced, <cause>: <rank> costs every step …`, and its cost per step is within 10 % of
+/// `planted` (the plant's time per step, as the planted process measured it) and inside the
+/// span of the truth script's two measures (`waits`, `arrivals`: ms a step), widened by 10 %.
+fn holds_to_the_plant(
+    a: &Analysis,
+    rank: &str,
+    cause: &str,
+    planted: f64,
+    (waits, arrivals): (f64, f64),
+) {
+    assert_eq!(
+        a.verdict.lead.as_deref(),
+        Some(rank),
+        "{:#?}",
+        a.verdict.lines
+    );
+    let (line, ms) = first_cost(a);
+    assert!(
+        line.starts_with(&format!("Imbalanced, {cause}: {rank} costs every step ")),
+        "{line}"
+    );
+    assert!(
+        (ms - planted).abs() <= 0.10 * planted,
+        "the verdict {ms:.2} ms a step, the plant {planted:.2}: {line}"
+    );
+    assert!(
+        ms >= 0.9 * waits.min(arrivals) && ms <= 1.1 * waits.max(arrivals),
+        "the verdict {ms:.2} ms a step, the waits {waits:.2}, the arrivals {arrivals:.2}: {line}"
     );
 }
 
