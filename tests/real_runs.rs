@@ -1736,12 +1736,9 @@ fn sglang_merge_by_sglang_names_the_rank_of_the_last_steps() {
 /// the arrivals and inside the span of the two measures.
 #[test]
 fn sglang_tp2_host_sleep_is_host_bound() {
-    if !have_python("sglang tp2 host sleep") {
+    let Some((dir, plant)) = planted_recording("tp2-host-sleep", "TP01") else {
         return;
-    }
-    let dir = manifest("fixtures/real-sglang/tp2-host-sleep");
-    let plant = plant_of(&dir);
-    assert_eq!(plant["planted_rank"].as_str(), Some("TP01"));
+    };
     one_plant_per_all_reduce(&dir, "TP-1.", &plant, "sleeps_in_window");
     let (truth, a) = sglang_tp_against_both_measures(&dir, "host-bound");
     let v = &truth["verdict_by_arrivals"];
@@ -1771,12 +1768,9 @@ fn sglang_tp2_host_sleep_is_host_bound() {
 /// and inside the two measures' span.
 #[test]
 fn sglang_tp2_extra_ops_is_more_work() {
-    if !have_python("sglang tp2 extra ops") {
+    let Some((dir, plant)) = planted_recording("tp2-extra-ops", "TP01") else {
         return;
-    }
-    let dir = manifest("fixtures/real-sglang/tp2-extra-ops");
-    let plant = plant_of(&dir);
-    assert_eq!(plant["planted_rank"].as_str(), Some("TP01"));
+    };
     let runs = one_plant_per_all_reduce(&dir, "TP-1.", &plant, "matmul_runs_in_window");
     let is = |name: &'static str| move |e: &Value| e["ph"] == "X" && e["name"] == name;
     let extra =
@@ -1812,12 +1806,9 @@ fn sglang_tp2_extra_ops_is_more_work() {
 /// collectives).
 #[test]
 fn sglang_tp2_late_start_is_a_late_start() {
-    if !have_python("sglang tp2 late start") {
+    let Some((dir, plant)) = planted_recording("tp2-late-start", "TP01") else {
         return;
-    }
-    let dir = manifest("fixtures/real-sglang/tp2-late-start");
-    let plant = plant_of(&dir);
-    assert_eq!(plant["planted_rank"].as_str(), Some("TP01"));
+    };
     let truth = python("truth_sglang_tp.py", &[&dir], &[]);
     let steps = truth["replicas"][0]["steps"].as_array().map_or(0, Vec::len);
     assert_eq!(
@@ -1913,13 +1904,10 @@ fn sglang_tp2_control_is_inconclusive() {
 /// step the planted process measured, and within the span of the two measures over all steps.
 #[test]
 fn sglang_dp2tp2_host_sleep_is_host_bound() {
-    if !have_python("sglang dp2tp2 host sleep") {
+    let Some((dir, plant)) = planted_recording("dp2tp2-host-sleep", "TP01-DP01") else {
         return;
-    }
-    let dir = manifest("fixtures/real-sglang/dp2tp2-host-sleep");
-    let plant = plant_of(&dir);
+    };
     let rank = "TP01-DP01";
-    assert_eq!(plant["planted_rank"].as_str(), Some(rank));
     one_plant_per_all_reduce(&dir, "TP-1-DP-1.", &plant, "sleeps_in_window");
     let truth = python("truth_sglang_tp.py", &[&dir], &[]);
     for measure in ["verdict", "verdict_by_arrivals"] {
@@ -1986,6 +1974,18 @@ fn sglang_dp2tp2_control_names_no_rank() {
         "{:#?}",
         a.verdict.lines
     );
+}
+
+/// `fixtures/real-sglang/<set>` and its `plant.json`, whose planted rank is `rank`; `None`
+/// (the test skipped, or failed under `CI=true`) without the truth scripts' Python.
+fn planted_recording(set: &str, rank: &str) -> Option<(PathBuf, Value)> {
+    if !have_python(&format!("sglang {set}")) {
+        return None;
+    }
+    let dir = manifest(&format!("fixtures/real-sglang/{set}"));
+    let plant = plant_of(&dir);
+    assert_eq!(plant["planted_rank"].as_str(), Some(rank), "{plant}");
+    Some((dir, plant))
 }
 
 /// The planted process logged one plant (`plant[key]` of them in the profiling window) before
