@@ -1525,6 +1525,34 @@ fn one_rank_of_a_larger_world_says_so() {
     );
 }
 
+/// The steps `tests/truth_sglang_tp.py` gives for the replica that holds `rank`.
+fn replica_steps<'a>(truth: &'a Value, rank: &str) -> &'a [Value] {
+    truth["replicas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| {
+            r["ranks"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|x| x == rank))
+        })
+        .and_then(|r| r["steps"].as_array())
+        .unwrap_or_else(|| panic!("{rank} in no replica: {truth}"))
+}
+
+/// What the peers waited for `rank` over `steps`, ms a step on the mean, by the truth script's
+/// two measures: (the `Work.wait()` sums, the arrivals).
+fn measures_over(steps: &[Value], rank: &str) -> (f64, f64) {
+    let mean = |field: &str| {
+        steps
+            .iter()
+            .map(|s| s[field][rank].as_f64().unwrap_or(f64::NAN))
+            .sum::<f64>()
+            / steps.len() as f64
+    };
+    (mean("imposed_by_waits_ms"), mean("blocked_ms"))
+}
+
 /// What `tests/truth_sglang_tp.py` reads from a real SGLang TP (gloo, CPU) recording by its two
 /// measures of what the peers waited for a rank — the `Work.wait()` sums (`verdict`) and the
 /// arrivals (`verdict_by_arrivals`, tests/truth_gloo.py's rule) — and the verdict on it.
@@ -1580,26 +1608,7 @@ fn sglang_tp_against_both_measures(dir: &Path, cause: &str) -> (Value, Analysis)
         onsets.contains(&(onset as u64)),
         "onset {onset}, the measures' {onsets:?}: {line}"
     );
-    let steps = truth["replicas"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| {
-            r["ranks"]
-                .as_array()
-                .is_some_and(|v| v.iter().any(|x| x == rank.as_str()))
-        })
-        .and_then(|r| r["steps"].as_array())
-        .unwrap_or_else(|| panic!("{rank} in no replica: {truth}"));
-    let later = &steps[onset..];
-    let mean = |field: &str| {
-        later
-            .iter()
-            .map(|s| s[field][rank.as_str()].as_f64().unwrap_or(f64::NAN))
-            .sum::<f64>()
-            / later.len() as f64
-    };
-    let (waits, arrivals) = (mean("imposed_by_waits_ms"), mean("blocked_ms"));
+    let (waits, arrivals) = measures_over(&replica_steps(&truth, &rank)[onset..], &rank);
     let (lo, hi) = (waits.min(arrivals), waits.max(arrivals));
     let (_, ms) = first_cost(&a);
     assert!(
@@ -1913,27 +1922,9 @@ fn sglang_dp2tp2_host_sleep_is_host_bound() {
     for measure in ["verdict", "verdict_by_arrivals"] {
         assert_eq!(truth[measure]["rank"].as_str(), Some(rank), "{truth}");
     }
-    let steps = truth["replicas"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| {
-            r["ranks"]
-                .as_array()
-                .is_some_and(|v| v.iter().any(|x| x == rank))
-        })
-        .and_then(|r| r["steps"].as_array())
-        .unwrap_or_else(|| panic!("{rank} in no replica: {truth}"));
-    let n = steps.len() as f64;
-    let planted = plant["sleep_ms_total"].as_f64().unwrap_or(0.0) / n;
-    let mean = |field: &str| {
-        steps
-            .iter()
-            .map(|s| s[field][rank].as_f64().unwrap_or(f64::NAN))
-            .sum::<f64>()
-            / n
-    };
-    let (waits, arrivals) = (mean("imposed_by_waits_ms"), mean("blocked_ms"));
+    let steps = replica_steps(&truth, rank);
+    let planted = plant["sleep_ms_total"].as_f64().unwrap_or(0.0) / steps.len() as f64;
+    let (waits, arrivals) = measures_over(steps, rank);
     let a = analyze_dir(&dir);
     holds_to_the_plant(&a, rank, "host-bound", planted, (waits, arrivals));
 }
