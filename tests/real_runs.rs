@@ -1860,6 +1860,42 @@ fn sglang_tp2_late_start_is_a_late_start() {
     );
 }
 
+/// `fixtures/real-sglang/pp2-control` (SGLang 0.5.23, `--pp-size 2` on CPU, gloo; nothing
+/// planted): a stage's `c10d::send` is asynchronous, and gloo's `gloo:send` range lasts on the
+/// calling thread until the transfer is done, while the thread goes on to its next batch. Read
+/// as a wait, it made the whole of stage 0's steps communication: its work 0.00 ms a step, and
+/// a first line of "0.0 % more cpu work than the others' mean (328.49 ms vs 0.00 ms)". Per
+/// stage and step, the work is at least what the thread ran (the union of its CPU ops in the
+/// step, `tests/truth_sglang_pp.py`) and at most the step.
+#[test]
+fn sglang_pp2_stage_work_is_what_its_thread_ran() {
+    if !have_python("sglang pp2") {
+        return;
+    }
+    let dir = manifest("fixtures/real-sglang/pp2-control");
+    let truth = python("truth_sglang_pp.py", &[&dir], &[]);
+    let a = analyze_dir(&dir);
+    assert_eq!(a.ranks.len(), 2);
+    for (r, rank) in a.ranks.iter().enumerate() {
+        let steps = truth["ranks"][rank.figures.rank.as_str()]
+            .as_array()
+            .unwrap_or_else(|| panic!("{} not in {truth}", rank.figures.rank));
+        assert_eq!(steps.len(), a.steps.rows.len(), "{}", rank.figures.rank);
+        for (s, row) in steps.iter().zip(&a.steps.rows) {
+            let work = row.work_ns[r].get() as f64 / 1e6;
+            let ms = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
+            assert!(
+                work + 0.01 >= ms("compute_ms") && work <= ms("dur_ms") + 0.01,
+                "{} step {}: work {work:.2} ms, its ops {:.2}, the step {:.2}",
+                rank.figures.rank,
+                s["step"],
+                ms("compute_ms"),
+                ms("dur_ms")
+            );
+        }
+    }
+}
+
 /// `fixtures/real-sglang/tp2-control`: the same server and load as `tp2-host-sleep`, recorded
 /// just before it with nothing planted. TP00 (SGLang's TP 0 also schedules and broadcasts the
 /// batch) is waited for more often than TP01, but not from step to step: per step, what TP01

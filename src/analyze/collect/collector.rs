@@ -176,9 +176,10 @@ pub(crate) struct Collector<'a> {
     /// `c10d::` ops, for CPU-only traces (dropped, and no longer collected, from the first GPU
     /// op on, as the CPU intervals are).
     pub(crate) cpu_colls: Spool<CollEv>,
-    /// (start, end) of Python's `work.wait()` calls, for CPU-only traces: where a gloo
-    /// collective's thread waits for the others ([`super::names::is_wait`]).
-    pub(crate) cpu_waits: Spool<(i64, i64)>,
+    /// Python's `work.wait()` calls and gloo's own ranges, for CPU-only traces: where a gloo
+    /// collective's thread waits for the others ([`super::names::is_wait`]), each with its
+    /// thread (class: communication).
+    pub(crate) cpu_waits: Spool<CpuIv>,
     /// `cudaStreamWaitEvent` calls seen: the trace records what waited for what, and the
     /// GPU sweep keeps the compute kernels for [`super::overlap`] (none kept when 0).
     pub(crate) stream_waits: u64,
@@ -452,16 +453,25 @@ impl<'a> Collector<'a> {
             CPU_OP => self.cpu_op(ev, start, dur),
             USER_ANNOTATION => {
                 if self.gpu.is_empty() && is_gloo_range(ev.name.raw().as_bytes()) {
-                    self.cpu_waits.push((start, start + dur));
+                    self.wait(ev, start, dur);
                 }
                 self.mark(ev, start, dur, false)
             }
             GPU_USER_ANNOTATION => self.mark(ev, start, dur, true),
             PYTHON_FUNCTION if self.gpu.is_empty() && is_wait(ev.name.raw().as_bytes()) => {
-                self.cpu_waits.push((start, start + dur));
+                self.wait(ev, start, dur);
             }
             _ => {}
         }
+    }
+
+    fn wait(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
+        self.cpu_waits.push(CpuIv {
+            start,
+            end: start + dur,
+            tid: ev.tid.as_int().unwrap_or(-1),
+            class: self.cfg.classes.comm(),
+        });
     }
 
     fn mark(&mut self, ev: &Event<'_>, start: i64, dur: i64, on_gpu: bool) {

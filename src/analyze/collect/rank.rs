@@ -399,7 +399,7 @@ fn stream_rows(streams: impl IntoIterator<Item = (i64, (i64, u64))>) -> Vec<Stre
 struct CpuRank {
     ops: Spool<CpuIv>,
     colls: Spool<CollEv>,
-    waits: Spool<(i64, i64)>,
+    waits: Spool<CpuIv>,
     /// The communication class.
     comm: u8,
 }
@@ -432,21 +432,21 @@ impl CpuRank {
             (c.start, c.end, kind)
         });
         let ops: Vec<(i64, i64)> = cpu_ivs.iter().map(|c| (c.start, c.end)).collect();
-        let mut compute_starts: Vec<i64> = cpu_ivs
-            .iter()
-            .filter(|c| c.class != comm)
-            .map(|c| c.start)
-            .collect();
-        compute_starts.sort_unstable();
+        let compute = segments::ComputeStarts::new(
+            cpu_ivs
+                .iter()
+                .filter(|c| c.class != comm)
+                .map(|c| (c.tid, c.start)),
+        );
         drop(cpu_ivs);
         steps::host_begins(marks, &ops);
         drop(ops);
         let (extended, waited) = waited(segments::extend_by_waits(
             self.colls,
-            self.waits.sorted_by(|w: &(i64, i64)| *w)?,
-            &compute_starts,
+            self.waits.sorted_by(|w: &CpuIv| (w.start, w.end))?,
+            &compute,
         )?)?;
-        drop(compute_starts);
+        drop(compute);
         timeline.add_comm(waited);
         for (f, m) in figs.iter_mut().zip(marks.iter()) {
             f.busy_ns = m.dur;

@@ -19,7 +19,7 @@
 
 use anyhow::Result;
 
-use super::collector::CollEv;
+use super::collector::{CollEv, CpuIv};
 use super::spill::Spool;
 use super::steps::Mark;
 
@@ -241,12 +241,13 @@ pub(crate) const WAIT_SLACK_NS: i64 = 1_000_000;
 /// return and the wait (the thread sat idle in `Work.wait()`, however late the gloo worker was
 /// scheduled), or it starts within [`WAIT_SLACK_NS`] of the return. It extends that
 /// collective, so that an early rank's wait is part of the collective it waited in — as an
-/// NCCL kernel's spinning is — and not of the work before its next collective. `waits` sorted
-/// by start; `compute_starts`: the starts of the rank's non-communication CPU ops, sorted.
+/// NCCL kernel's spinning is — and not of the work before its next collective; up to where its
+/// thread runs compute again, if that is before its end ([`ComputeStarts::waited_until`]).
+/// `waits` sorted by start.
 pub(crate) fn extend_by_waits(
     colls: Spool<CollEv>,
-    mut waits: impl Iterator<Item = Result<(i64, i64)>>,
-    compute_starts: &[i64],
+    mut waits: impl Iterator<Item = Result<CpuIv>>,
+    compute: &ComputeStarts,
 ) -> Result<Spool<CollEv>> {
     let mut out = colls.like();
     let mut sorted = colls.sorted_by(|c: &CollEv| (c.start, c.seq))?.peekable();
@@ -258,21 +259,19 @@ pub(crate) fn extend_by_waits(
             _ => i64::MAX,
         };
         // Waits that start before this collective belong to none.
-        while next_wait.is_some_and(|w| w.0 < c.start) {
+        while next_wait.is_some_and(|w| w.start < c.start) {
             next_wait = waits.next().transpose()?;
         }
         let queued = c.end;
         // The first compute op after the return: a wait before it found the thread idle.
-        let next_compute = compute_starts
-            .get(compute_starts.partition_point(|&s| s <= queued))
-            .copied();
+        let next_compute = compute.first_after(queued);
         while let Some(w) = next_wait {
-            let idle_until_wait = next_compute.is_none_or(|s| s >= w.0);
-            let soon = w.0 <= queued.saturating_add(WAIT_SLACK_NS);
-            if w.0 >= next_start || !(soon || idle_until_wait) {
+            let idle_until_wait = next_compute.is_none_or(|s| s >= w.start);
+            let soon = w.start <= queued.saturating_add(WAIT_SLACK_NS);
+            if w.start >= next_start || !(soon || idle_until_wait) {
                 break;
             }
-            c.end = c.end.max(w.1);
+            c.end = c.end.max(compute.waited_until(&w, queued));
             next_wait = waits.next().transpose()?;
         }
         out.push(c);
@@ -280,17 +279,77 @@ pub(crate) fn extend_by_waits(
     Ok(out)
 }
 
+/// The starts of a CPU rank's compute ops (those not of the communication class), on every
+/// thread and by thread.
+pub(crate) struct ComputeStarts {
+    /// Sorted.
+    all: Vec<i64>,
+    /// (thread, start), sorted.
+    by_thread: Vec<(i64, i64)>,
+}
+
+impl ComputeStarts {
+    pub(crate) fn new(ops: impl Iterator<Item = (i64, i64)>) -> ComputeStarts {
+        let mut by_thread: Vec<(i64, i64)> = ops.collect();
+        by_thread.sort_unstable();
+        let mut all: Vec<i64> = by_thread.iter().map(|&(_, s)| s).collect();
+        all.sort_unstable();
+        ComputeStarts { all, by_thread }
+    }
+
+    /// The first start after `t`, on any thread.
+    fn first_after(&self, t: i64) -> Option<i64> {
+        self.all.get(self.all.partition_point(|&s| s <= t)).copied()
+    }
+
+    /// Where the wait `w` after a collective that returned at `queued` ends as waiting: at its
+    /// end, or where its own thread starts a compute op inside it, whichever is first. A thread
+    /// that runs compute is not waiting: an asynchronous send's `gloo:send` lasts on the calling
+    /// thread until the transfer is done while the thread goes on to its next batch (SGLang's
+    /// pipeline stages), where Python's `Work.wait()` blocks it (the ops inside it are gloo's,
+    /// on its worker thread).
+    fn waited_until(&self, w: &CpuIv, queued: i64) -> i64 {
+        let from = w.start.max(queued);
+        let i = self.by_thread.partition_point(|&p| p <= (w.tid, from));
+        match self.by_thread.get(i) {
+            Some(&(tid, s)) if tid == w.tid => s.min(w.end),
+            _ => w.end,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The ends of collectives `(start, end)` once [`extend_by_waits`] has run, in order.
+    /// The ends of collectives `(start, end)` once [`extend_by_waits`] has run, in order; the
+    /// waits and the compute ops on one thread.
     fn extended_ends(colls: &[(i64, i64)], waits: &[(i64, i64)], compute: &[i64]) -> Vec<i64> {
+        let on = |tid| waits.iter().map(move |&(start, end)| (tid, start, end));
+        extended_ends_on(colls, &on(0).collect::<Vec<_>>(), compute)
+    }
+
+    /// [`extended_ends`] with each wait's thread given (`(tid, start, end)`); the compute ops
+    /// on thread 0.
+    fn extended_ends_on(
+        colls: &[(i64, i64)],
+        waits: &[(i64, i64, i64)],
+        compute: &[i64],
+    ) -> Vec<i64> {
         let mut spool = Spool::default();
         for (seq, &(start, end)) in colls.iter().enumerate() {
             spool.push(coll(seq as u32, start, end));
         }
-        extend_by_waits(spool, waits.iter().copied().map(Ok), compute)
+        let waits = waits.iter().map(|&(tid, start, end)| {
+            Ok(CpuIv {
+                start,
+                end,
+                tid,
+                class: 0,
+            })
+        });
+        let compute = ComputeStarts::new(compute.iter().map(|&s| (0, s)));
+        extend_by_waits(spool, waits, &compute)
             .unwrap()
             .sorted_by(|c: &CollEv| c.seq)
             .unwrap()
@@ -319,6 +378,39 @@ mod tests {
             extended_ends(&colls, &[(3_000_110, 5_000_000)], &[5_100_000]),
             vec![5_000_000, 10_000_010]
         );
+    }
+
+    #[test]
+    fn a_wait_ends_where_its_thread_computes_again() {
+        // An asynchronous send (real SGLang, pipeline parallel): `c10d::send` 100-110, its
+        // `gloo:send` on the calling thread 105-9_000 while the thread runs its next batch from
+        // 400: the send ends there. A `Work.wait()` 120-900 on thread 0 while gloo's worker
+        // (thread 7) copies at 500: the wait is the thread's to its end.
+        let colls = [(100, 110), (10_000, 10_010)];
+        assert_eq!(
+            extended_ends_on(&colls, &[(0, 105, 9_000)], &[400, 9_500]),
+            vec![400, 10_010]
+        );
+        assert_eq!(
+            extended_ends_on(&colls, &[(0, 120, 900)], &[9_500]),
+            vec![900, 10_010]
+        );
+        let mut spool = Spool::default();
+        spool.push(coll(0, 100, 110));
+        let wait = CpuIv {
+            start: 120,
+            end: 900,
+            tid: 0,
+            class: 0,
+        };
+        let compute = ComputeStarts::new([(7, 500), (0, 9_500)].into_iter());
+        let end = extend_by_waits(spool, std::iter::once(Ok(wait)), &compute)
+            .unwrap()
+            .sorted_by(|c: &CollEv| c.seq)
+            .unwrap()
+            .map(|c| c.unwrap().end)
+            .next();
+        assert_eq!(end, Some(900));
     }
 
     fn coll(seq: u32, start: i64, end: i64) -> CollEv {
