@@ -439,10 +439,7 @@ impl<'a> Collector<'a> {
             GPU_MEMCPY => self.gpu_op(ev, start, dur, OpKind::Memcpy),
             GPU_MEMSET => self.gpu_op(ev, start, dur, OpKind::Memset),
             CUDA_RUNTIME | CUDA_DRIVER if is_launch(ev.name.raw().as_bytes()) => {
-                if let Some(c) = ev
-                    .arg_found(&OP_KEYS[0], &mut self.args_memo)
-                    .and_then(|v| v.as_i64())
-                {
+                if let Some(c) = ev.arg_i64(&OP_KEYS[0], &mut self.args_memo) {
                     self.launches.push((c, start));
                 }
                 if is_graph_launch(ev.name.raw().as_bytes()) {
@@ -568,19 +565,21 @@ impl<'a> Collector<'a> {
         // only where `tid` is not the stream.
         let mut v: [Option<Val<'_>>; 7] = [None; 7];
         let keys = if matches!(ev.tid, Id::Int(_)) { 6 } else { 7 };
-        if is_comm {
+        let (corr, stream_arg) = if is_comm {
             ev.arg_found_all(&OP_KEYS[..keys], &mut self.args_memo, &mut v[..keys]);
+            (v[0].and_then(|v| v.as_i64()), v[6].and_then(|v| v.as_i64()))
         } else {
-            v[0] = ev.arg_found(&OP_KEYS[0], &mut self.args_memo);
-            if keys == 7 {
-                v[6] = ev.arg_found(&OP_KEYS[6], &mut self.args_memo);
-            }
-        }
-        let [corr, nelems, pg, coll, out_nelems, dtype, stream_arg] = v;
-        let corr = corr.and_then(|v| v.as_i64()).unwrap_or(-1);
+            let corr = ev.arg_i64(&OP_KEYS[0], &mut self.args_memo);
+            let stream = (keys == 7)
+                .then(|| ev.arg_i64(&OP_KEYS[6], &mut self.args_memo))
+                .flatten();
+            (corr, stream)
+        };
+        let [_, nelems, pg, coll, out_nelems, dtype, _] = v;
+        let corr = corr.unwrap_or(-1);
         let stream = match ev.tid {
             Id::Int(v) => v,
-            _ => stream_arg.and_then(|v| v.as_i64()).unwrap_or(-1),
+            _ => stream_arg.unwrap_or(-1),
         };
         if self.gpu.is_empty() {
             self.gpu_pid = ev.pid.as_int();

@@ -18,7 +18,7 @@ use memchr::memmem::Finder;
 use super::json::{self, Kind};
 use super::memo::Memo;
 use super::swar::same_bytes;
-use super::toplevel::TopLevel;
+use super::toplevel::{KeyAt, TopLevel};
 use super::value::Val;
 
 /// Finds `key` among the top-level fields of the (already validated) JSON object `obj`.
@@ -87,14 +87,73 @@ impl ArgKey {
 pub fn find_in_args<'a>(obj: &'a str, key: &ArgKey, memo: &mut Memo, kind: u8) -> Option<Val<'a>> {
     let b = obj.as_bytes();
     if let Some(finder) = &key.quoted {
-        let p = finder.find(b)?;
         if b.first() == Some(&b'{') {
-            if let Some(v) = member_at(obj, p, key, &mut TopLevel::default()) {
-                return v;
+            // The search and the scan of the text before the match in one pass.
+            match TopLevel::find_key(&b[1..], finder) {
+                KeyAt::Absent => return None,
+                KeyAt::Top(p) => {
+                    if let Some(v) = value_after_key(obj, p + 1, key) {
+                        return v;
+                    }
+                }
+                KeyAt::Elsewhere => {}
             }
+        } else {
+            finder.find(b)?;
         }
     }
     find_in_object_memo(obj, key.key, memo, kind)
+}
+
+/// [`find_in_args`] for a value read as an integer ([`Val::as_i64`]): the same answer, with
+/// a plain integer (what `args` holds for ids and counts) read where it stands.
+pub fn find_int_in_args(obj: &str, key: &ArgKey, memo: &mut Memo, kind: u8) -> Option<i64> {
+    let b = obj.as_bytes();
+    if let (Some(finder), Some(&b'{')) = (&key.quoted, b.first()) {
+        match TopLevel::find_key(&b[1..], finder) {
+            KeyAt::Absent => return None,
+            KeyAt::Top(p) => {
+                let colon = json::skip_ws(b, p + 1 + key.key.len() + 2);
+                if b.get(colon) == Some(&b':') {
+                    if let Some(v) = plain_int(b, json::skip_ws(b, colon + 1)) {
+                        return Some(v);
+                    }
+                }
+            }
+            KeyAt::Elsewhere => {}
+        }
+    }
+    find_in_args(obj, key, memo, kind).and_then(|v| v.as_i64())
+}
+
+/// The integer at `b[j]` when it is plain — an optional `-`, 1 to 18 digits with no leading
+/// zero, then a `,`, a closing bracket or whitespace: a JSON number [`Val::as_i64`] reads as
+/// that value — else `None` (the general path decides).
+#[inline(always)]
+fn plain_int(b: &[u8], j: usize) -> Option<i64> {
+    let neg = b.get(j) == Some(&b'-');
+    let first = j + usize::from(neg);
+    let mut k = first;
+    let mut v: i64 = 0;
+    while let Some(&c) = b.get(k) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v * 10 + i64::from(d);
+        k += 1;
+        if k - first > 18 {
+            return None;
+        }
+    }
+    let n = k - first;
+    if n == 0 || (n > 1 && b[first] == b'0') {
+        return None;
+    }
+    match b.get(k) {
+        Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') => Some(if neg { -v } else { v }),
+        _ => None,
+    }
 }
 
 /// The value of the member whose key (`key` between quotes) starts at `obj[p]`, when `scan`
@@ -107,10 +166,18 @@ fn member_at<'a>(
     key: &ArgKey,
     scan: &mut TopLevel,
 ) -> Option<Option<Val<'a>>> {
-    let b = obj.as_bytes();
-    if !scan.reaches(&b[1..], p - 1) {
+    if !scan.reaches(&obj.as_bytes()[1..], p - 1) {
         return None;
     }
+    value_after_key(obj, p, key)
+}
+
+/// The value of the member whose key (`key` between quotes) starts at `obj[p]`, known to be
+/// at the top level: `None` when no `:` follows (the search cannot say), `Some(None)` when
+/// the value is not readable (the walk stops there too).
+#[inline(always)]
+fn value_after_key<'a>(obj: &'a str, p: usize, key: &ArgKey) -> Option<Option<Val<'a>>> {
+    let b = obj.as_bytes();
     let colon = json::skip_ws(b, p + key.key.len() + 2);
     if b.get(colon) != Some(&b':') {
         return None;
@@ -290,6 +357,26 @@ mod tests {
     use super::super::memo::alike::Objects;
     use super::*;
 
+    /// [`find_in_args`] in two passes, as it was written first: the search for the key, then
+    /// the scan of the text before the match ([`TopLevel::reaches`]).
+    fn find_in_args_two_passes<'a>(
+        obj: &'a str,
+        key: &ArgKey,
+        memo: &mut Memo,
+        kind: u8,
+    ) -> Option<Val<'a>> {
+        let b = obj.as_bytes();
+        if let Some(finder) = &key.quoted {
+            let p = finder.find(b)?;
+            if b.first() == Some(&b'{') {
+                if let Some(v) = member_at(obj, p, key, &mut TopLevel::default()) {
+                    return v;
+                }
+            }
+        }
+        find_in_object_memo(obj, key.key, memo, kind)
+    }
+
     /// `args` objects written alike, varied and damaged now and then, looked up with one memo
     /// per run and without: the same value (kind and text) for every key asked.
     #[test]
@@ -310,6 +397,16 @@ mod tests {
             values: &[
                 "13",
                 "-2.5",
+                // Integers plain and not: as `Val::as_i64` reads them.
+                "0",
+                "-0",
+                "-7",
+                "007",
+                "123456789012345678",
+                "1234567890123456789",
+                "123456789012345678901",
+                "12e3",
+                "1.0",
                 "\"x\"",
                 "[[1, 2], [3]]",
                 "{\"a\": 1}",
@@ -349,6 +446,14 @@ mod tests {
                 // key found after damage the walk stops at.
                 let found = find_in_args(obj, found_key, &mut memo_found, kind)
                     .map(|v| (format!("{:?}", v.kind), v.text));
+                // On every text, valid or not: what the search and then the scan answer.
+                let two = find_in_args_two_passes(obj, found_key, &mut memo_found, kind)
+                    .map(|v| (format!("{:?}", v.kind), v.text));
+                assert_eq!(found, two, "{obj:?} {key:?} (one pass)");
+                let int = find_int_in_args(obj, found_key, &mut memo_found, kind);
+                let int_two = find_in_args_two_passes(obj, found_key, &mut memo_found, kind)
+                    .and_then(|v| v.as_i64());
+                assert_eq!(int, int_two, "{obj:?} {key:?} (integer)");
                 if is_valid || (skimmed && plain.is_some()) {
                     assert_eq!(plain, found, "{obj:?} {key:?} (searched)");
                 } else if skimmed && found.is_some() {

@@ -5,7 +5,7 @@
 //! when [`Event::ctl`] says the event holds any). The values it hands out are
 //! [`super::value`]'s; the lookups in its `args`, [`super::args`]'s.
 
-use super::args::{find_all_in_args, find_in_args, find_in_object, ArgKey};
+use super::args::{find_all_in_args, find_in_args, find_in_object, find_int_in_args, ArgKey};
 use super::json::{Field, Kind};
 use super::memo::Memo;
 use super::object;
@@ -206,6 +206,12 @@ impl<'a> Event<'a> {
     #[inline]
     pub fn arg_found(&self, key: &ArgKey, memo: &mut Memo) -> Option<Val<'a>> {
         find_in_args(self.args?, key, memo, self.args_kind())
+    }
+
+    /// [`Event::arg_found`] read as an integer ([`Val::as_i64`]; [`find_int_in_args`]).
+    #[inline]
+    pub fn arg_i64(&self, key: &ArgKey, memo: &mut Memo) -> Option<i64> {
+        find_int_in_args(self.args?, key, memo, self.args_kind())
     }
 
     /// [`Event::arg_found`] for several keys ([`find_all_in_args`]): `out[n]` is what
