@@ -13,7 +13,8 @@
 //! 5. The `args` lookups through the memo answer as `find_in_object`: one key at a time
 //!    (`find_in_object_memo`) and several in one walk (`find_all_in_object_memo`), with a memo
 //!    kept across runs, so layouts seen before hit it; so do the searched lookups
-//!    (`find_in_args`, `find_all_in_args`) on the validated `args` of an accepted event.
+//!    (`find_in_args`, `find_all_in_args`) on the validated `args` of an accepted event, and
+//!    the integer lookup (`find_int_in_args`) answers as `find_in_args` read by `as_i64`.
 //! 6. The skim's kernels agree: the one this CPU runs (AVX2 where detected) classifies every
 //!    64-byte block as the scalar definition does, and the skim with it answers as with the
 //!    baseline kernel (end, `Incomplete` or decline) from every `{` or `[` of the input.
@@ -22,7 +23,7 @@
 use libfuzzer_sys::fuzz_target;
 use rankprof::trace::read::args::{
     each_field, find_all_in_args, find_all_in_object_memo, find_in_args, find_in_object,
-    find_in_object_memo, ArgKey,
+    find_in_object_memo, find_int_in_args, ArgKey,
 };
 use rankprof::trace::read::escape;
 use rankprof::trace::read::event::scan_event;
@@ -92,6 +93,11 @@ fn args_lookups_agree(args: &str) {
             assert_eq!(plain, canon(all[k]), "{key} in one walk");
             let one = find_in_args(args, &searched[k], &mut memo, b'l');
             assert_eq!(plain, canon(one), "{key} searched");
+            assert_eq!(
+                find_int_in_args(args, &searched[k], &mut memo, b'l'),
+                one.and_then(|v| v.as_i64()),
+                "{key} as an integer"
+            );
             assert_eq!(plain, canon(found[k]), "{key} all searched");
         }
     });
