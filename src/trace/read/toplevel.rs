@@ -118,14 +118,37 @@ impl TopLevel {
         !t.refused && !t.inside() && t.depth == 0
     }
 
-    /// [`TopLevel::find_key`]'s answer for a key first found at byte `k` of a chunk.
+    /// One step of [`TopLevel::find_key`]'s loops over the `width` bytes from `b[*i]`, whose
+    /// masks are `m` and whose places where `q` may start are `cand`: the answer at the first
+    /// place that holds `q`, else `None`, the chunk taken in and `*i` past it.
     #[inline(always)]
-    fn key_in_chunk(&self, p: usize, k: u32, m: Chunk) -> KeyAt {
-        if self.top_before(m, k) {
-            KeyAt::Top(p)
-        } else {
-            KeyAt::Elsewhere
+    fn take_chunk(
+        &mut self,
+        b: &[u8],
+        q: &[u8],
+        i: &mut usize,
+        m: Chunk,
+        mut cand: u32,
+        width: usize,
+    ) -> Option<KeyAt> {
+        while cand != 0 {
+            let k = cand.trailing_zeros();
+            let p = *i + k as usize;
+            if same_at(b, p, q) {
+                return Some(if self.top_before(m, k) {
+                    KeyAt::Top(p)
+                } else {
+                    KeyAt::Elsewhere
+                });
+            }
+            cand &= cand - 1;
         }
+        if !self.refused {
+            self.apply(m, u32::MAX >> (32 - width));
+        }
+        *i += width;
+        self.at = *i;
+        None
     }
 
     /// [`TopLevel::find_key`]'s answer for the first occurrence at `b[p]`, scanned to
@@ -229,21 +252,11 @@ fn find_key_sse2(b: &[u8], q: &[u8], scan: &mut TopLevel, i: &mut usize) -> Opti
     let l = q.len();
     while *i + l + 16 <= b.len() {
         let m = Chunk::of(&b[*i..]);
-        let mut cand =
+        let cand =
             m.quote & eq_mask(load16(b, *i + 1), q[1]) & eq_mask(load16(b, *i + l - 1), b'"');
-        while cand != 0 {
-            let k = cand.trailing_zeros();
-            let p = *i + k as usize;
-            if same_at(b, p, q) {
-                return Some(scan.key_in_chunk(p, k, m));
-            }
-            cand &= cand - 1;
+        if let Some(k) = scan.take_chunk(b, q, i, m, cand, 16) {
+            return Some(k);
         }
-        if !scan.refused {
-            scan.apply(m, 0xFFFF);
-        }
-        *i += 16;
-        scan.at = *i;
     }
     None
 }
@@ -267,7 +280,7 @@ fn same_at(b: &[u8], p: usize, q: &[u8]) -> bool {
 
 #[cfg(target_arch = "x86_64")]
 mod x86_avx2 {
-    use super::{same_at, Chunk, KeyAt, TopLevel};
+    use super::{Chunk, KeyAt, TopLevel};
     use std::arch::x86_64::*;
 
     /// [`super::find_key_sse2`] 32 bytes a step.
@@ -299,20 +312,10 @@ mod x86_avx2 {
                 close: mask(f, close),
                 quote: mask(v, quote),
             };
-            let mut cand = m.quote & mask(load(1), second) & mask(load(l - 1), quote);
-            while cand != 0 {
-                let k = cand.trailing_zeros();
-                let p = *i + k as usize;
-                if same_at(b, p, q) {
-                    return Some(scan.key_in_chunk(p, k, m));
-                }
-                cand &= cand - 1;
+            let cand = m.quote & mask(load(1), second) & mask(load(l - 1), quote);
+            if let Some(k) = scan.take_chunk(b, q, i, m, cand, 32) {
+                return Some(k);
             }
-            if !scan.refused {
-                scan.apply(m, u32::MAX);
-            }
-            *i += 32;
-            scan.at = *i;
         }
         None
     }
