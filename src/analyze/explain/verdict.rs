@@ -682,7 +682,7 @@ fn lead_lines(inp: &Input<'_>, leads: &Leads<'_>, v: &Verdict, work: &[i64]) -> 
         lines.push(moving::line(m, &v.metric));
     }
     if let Some(g) = leads.stage {
-        lines.push(stage_line(inp, g, &v.metric, work));
+        lines.push(stage_line(inp, g, compared(inp, v), work));
     }
     if let Some(c) = leads.path {
         lines.push(
@@ -1090,7 +1090,8 @@ fn unexplained_onset_line(inp: &Input<'_>, v: &Verdict) -> Option<String> {
     let slow = v.slowest.as_deref()?;
     Some(format!(
         "Inconclusive: the busiest rank ({slow}) has {:.1} % more {} than its peers, but no cause of it holds — {capture}",
-        v.excess_pct, v.metric
+        v.excess_pct,
+        compared(inp, v)
     ))
 }
 
@@ -1128,6 +1129,19 @@ fn arrives_early(inp: &Input<'_>, leads: &Leads<'_>, g: &Record) -> bool {
         && leads.path.is_none_or(|c| c.who != g.who)
 }
 
+/// What the work compared between ranks is, as the lines below the first name it: a CPU-only
+/// rank's work over its steps is its step less its collectives ([`work_per_rank`]), which holds
+/// the time its thread recorded no op (a sleep, a late start, Python between ops) as well as
+/// its ops, so it is named for what it measures, not "cpu work" (on a rank that slept 40 ms a
+/// step, "664.7 % more cpu work" below a first line that rightly said late start).
+fn compared(inp: &Input<'_>, v: &Verdict) -> &'static str {
+    match v.metric.as_str() {
+        "cpu work" if !inp.steps.rows.is_empty() => "time outside collectives",
+        "cpu work" => "cpu work",
+        _ => "gpu work",
+    }
+}
+
 /// Balanced, or which rank has the most work and by how much.
 fn balance_line(
     inp: &Input<'_>,
@@ -1145,6 +1159,7 @@ fn balance_line(
         "its replica's other ranks' mean"
     };
     let name = |r: usize| &inp.summaries[r].figures.rank;
+    let metric = compared(inp, v);
     let (slow_ms, others_ms) = (ms(slow_work as f64), ms(others));
     if inp.steps.peers_of(slow, inp.summaries.len()).is_empty() {
         return if v.balanced {
@@ -1166,29 +1181,29 @@ fn balance_line(
             if v.balanced { why.as_str() } else { "" },
             name(slow),
             v.excess_pct,
-            v.metric,
+            metric,
         )
     } else if v.balanced {
         format!(
             "Balanced: the busiest rank ({}) has {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms), within the {:.0} % threshold.",
-            name(slow), v.excess_pct, v.metric, v.threshold_pct
+            name(slow), v.excess_pct, metric, v.threshold_pct
         )
     } else if who != slow {
         // The rank that became slower is not the one with the most work over the profile.
         format!(
             "Imbalanced: rank {} became slower (see the onset); over the whole profile rank {} has the most {}, {:.1} % above {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms).",
-            name(who), name(slow), v.metric, v.excess_pct
+            name(who), name(slow), metric, v.excess_pct
         )
     } else if v.excess_pct <= v.threshold_pct {
         // The gap is elsewhere (between replicas, or an onset): ranks are even against peers.
         format!(
             "Against its peers the busiest rank ({}) has only {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms).",
-            name(slow), v.excess_pct, v.metric
+            name(slow), v.excess_pct, metric
         )
     } else {
         format!(
             "Imbalanced: rank {} is the slowest, with {:.1} % more {} than {mine} ({slow_ms:.2} ms vs {others_ms:.2} ms).",
-            name(slow), v.excess_pct, v.metric
+            name(slow), v.excess_pct, metric
         )
     }
 }
@@ -1280,16 +1295,55 @@ fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
             )
         })
         .collect();
+    let steps = if v.onset.is_some() {
+        " (steps from the onset on)"
+    } else {
+        ""
+    };
+    let name = &inp.summaries[who].figures.rank;
+    if let Some((gap, in_ops)) = ops_short_of_gap(inp, v, who) {
+        // A CPU-only rank whose time outside collectives is mostly time no op covers: its
+        // ops' classes are not where its gap is.
+        return Some(format!(
+            "Of rank {name}'s {:.2} ms of time outside collectives over its peers'{steps}, its ops hold only {:.2} ms ({}); the rest is time its thread recorded no op in (the host's: a sleep, a late start, Python between ops).",
+            gap / 1e6,
+            in_ops / 1e6,
+            v.classes
+                .iter()
+                .map(|c| format!("{} +{:.2} ms", c.class, c.gap_ns as f64 / 1e6))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
     Some(format!(
-        "The gap of rank {} is mostly {}{}.",
-        inp.summaries[who].figures.rank,
+        "The gap of rank {name} is mostly {}{steps}.",
         parts.join(", "),
-        if v.onset.is_some() {
-            " (steps from the onset on)"
-        } else {
-            ""
-        }
     ))
+}
+
+/// For a CPU-only profile with steps: rank `who`'s time outside collectives over its peers'
+/// mean and what its ops' classes hold of it (over the steps from the onset on, as
+/// [`class_shares`]), when they hold less than half of it.
+fn ops_short_of_gap(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<(f64, f64)> {
+    if compared(inp, v) != "time outside collectives" {
+        return None;
+    }
+    let from = v.onset.as_ref().map_or(0, |o| o.step_index);
+    let peers = inp.steps.peers_of(who, inp.summaries.len());
+    let rows = inp.steps.rows.iter().skip(from);
+    let gap: f64 = rows
+        .map(|row| {
+            let mine = row.work_ns.get(who).map_or(0, |x| x.get()) as f64;
+            let rest = peers
+                .iter()
+                .map(|&r| row.work_ns.get(r).map_or(0, |x| x.get()) as f64)
+                .sum::<f64>()
+                / peers.len().max(1) as f64;
+            mine - rest
+        })
+        .sum();
+    let in_ops: f64 = v.classes.iter().map(|c| c.gap_ns as f64).sum();
+    (gap > 0.0 && in_ops < 0.5 * gap).then_some((gap, in_ops))
 }
 
 /// The onset, or that there is none (when there are steps to have one).
