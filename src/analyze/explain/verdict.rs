@@ -1129,16 +1129,21 @@ fn arrives_early(inp: &Input<'_>, leads: &Leads<'_>, g: &Record) -> bool {
         && leads.path.is_none_or(|c| c.who != g.who)
 }
 
-/// What the work compared between ranks is, as the lines below the first name it: a CPU-only
-/// rank's work over its steps is its step less its collectives ([`work_per_rank`]), which holds
-/// the time its thread recorded no op (a sleep, a late start, Python between ops) as well as
-/// its ops, so it is named for what it measures, not "cpu work" (on a rank that slept 40 ms a
-/// step, "664.7 % more cpu work" below a first line that rightly said late start).
-fn compared(inp: &Input<'_>, v: &Verdict) -> &'static str {
-    match v.metric.as_str() {
-        "cpu work" if !inp.steps.rows.is_empty() => "time outside collectives",
-        "cpu work" => "cpu work",
-        _ => "gpu work",
+/// Whether the work compared between ranks is a CPU-only rank's step less its collectives
+/// ([`work_per_rank`] with steps): that holds the time its thread recorded no op (a sleep, a
+/// late start, Python between ops) as well as its ops, so the lines below the first name it
+/// "time outside collectives", not "cpu work" ([`compared`]; on a rank that slept 40 ms a step
+/// they said "664.7 % more cpu work" below a first line that rightly said late start).
+fn outside_collectives(inp: &Input<'_>, v: &Verdict) -> bool {
+    v.metric == "cpu work" && !inp.steps.rows.is_empty()
+}
+
+/// What the work compared between ranks is, as the lines below the first name it.
+fn compared<'v>(inp: &Input<'_>, v: &'v Verdict) -> &'v str {
+    if outside_collectives(inp, v) {
+        "time outside collectives"
+    } else {
+        &v.metric
     }
 }
 
@@ -1322,10 +1327,10 @@ fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
 }
 
 /// For a CPU-only profile with steps: rank `who`'s time outside collectives over its peers'
-/// mean and what its ops' classes hold of it (over the steps from the onset on, as
-/// [`class_shares`]), when they hold less than half of it.
+/// mean and what its ops' classes hold of it (the sum of their positive gaps, over the steps
+/// from the onset on, as [`class_shares`]), when they hold less than half of it.
 fn ops_short_of_gap(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<(f64, f64)> {
-    if compared(inp, v) != "time outside collectives" {
+    if !outside_collectives(inp, v) {
         return None;
     }
     let from = v.onset.as_ref().map_or(0, |o| o.step_index);
@@ -1342,7 +1347,12 @@ fn ops_short_of_gap(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<(f64, f6
             mine - rest
         })
         .sum();
-    let in_ops: f64 = v.classes.iter().map(|c| c.gap_ns as f64).sum();
+    // All the classes' positive gaps, of which `v.classes` lists the largest with their share.
+    let in_ops = v
+        .classes
+        .first()
+        .filter(|c| c.share_pct > 0.0)
+        .map_or(0.0, |c| c.gap_ns as f64 * 100.0 / c.share_pct);
     (gap > 0.0 && in_ops < 0.5 * gap).then_some((gap, in_ops))
 }
 
