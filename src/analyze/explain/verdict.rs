@@ -556,12 +556,21 @@ fn path_steps(c: &path::Cause, p: &CriticalPath, onset: Option<&Onset>) -> Steps
 
 /// A rank's work over its peers' mean in each row of the step table from `from` on.
 fn work_steps(inp: &Input<'_>, r: usize, from: usize) -> Steps {
-    let peers = inp.steps.peers_of(r, inp.summaries.len());
-    if peers.is_empty() {
+    let samples = work_excess(inp, r, from);
+    if samples.is_empty() {
         return Steps::Holds;
     }
-    let samples: Vec<f64> = inp
-        .steps
+    Steps::of(&samples)
+}
+
+/// [`work_steps`]' samples: rank `r`'s work less its peers' mean, each row from `from` on
+/// (none when it has no peers).
+fn work_excess(inp: &Input<'_>, r: usize, from: usize) -> Vec<f64> {
+    let peers = inp.steps.peers_of(r, inp.summaries.len());
+    if peers.is_empty() {
+        return Vec::new();
+    }
+    inp.steps
         .rows
         .iter()
         .skip(from)
@@ -572,8 +581,7 @@ fn work_steps(inp: &Input<'_>, r: usize, from: usize) -> Steps {
                 .sum::<f64>();
             row.work_ns[r].get() as f64 - theirs / peers.len() as f64
         })
-        .collect();
-    Steps::of(&samples)
+        .collect()
 }
 
 /// A rank gap's [`work_steps`] from its record's first step; a replica's holds (replicas'
@@ -1334,19 +1342,7 @@ fn ops_short_of_gap(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<(f64, f6
         return None;
     }
     let from = v.onset.as_ref().map_or(0, |o| o.step_index);
-    let peers = inp.steps.peers_of(who, inp.summaries.len());
-    let rows = inp.steps.rows.iter().skip(from);
-    let gap: f64 = rows
-        .map(|row| {
-            let mine = row.work_ns.get(who).map_or(0, |x| x.get()) as f64;
-            let rest = peers
-                .iter()
-                .map(|&r| row.work_ns.get(r).map_or(0, |x| x.get()) as f64)
-                .sum::<f64>()
-                / peers.len().max(1) as f64;
-            mine - rest
-        })
-        .sum();
+    let gap: f64 = work_excess(inp, who, from).iter().sum();
     // All the classes' positive gaps, of which `v.classes` lists the largest with their share.
     let in_ops = v
         .classes
