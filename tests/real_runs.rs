@@ -150,7 +150,7 @@ fn planted(name: &str) {
     );
     let a = analyze_dir(&dir);
     assert_verdict(&a, &rank, words(&cause), imposed);
-    sleep_is_not_work(name, &a, &rank, &cause);
+    sleep_is_not_work(name, &a, &rank, &cause, &plant_json);
 }
 
 /// A planted sleep or late start is time the rank's thread records no op in (the recording's
@@ -158,11 +158,33 @@ fn planted(name: &str) {
 /// "cpu work" (a CPU-only rank's step less its collectives holds it; the old balance line
 /// said "664.7 % more cpu work" on `dp2tp2-late-start`) or puts the rank's gap in its op
 /// classes ("The gap of rank RANK03 is mostly gemm 67 % (+1.04 ms)" of a 122 ms gap).
-fn sleep_is_not_work(name: &str, a: &Analysis, rank: &str, cause: &str) {
+///
+/// And the figures those lines give for that time agree with the plant: the rank's "time
+/// outside collectives" over its peers' (the balance line's "(A ms vs B ms)", A − B; the class
+/// line's "Of rank R's N ms of time outside collectives over its peers'") is within 10 % of
+/// the sleeps the rank measured itself (`plant.json`'s `per_step_planted_ms`, summed: every
+/// recording plants from its first profiled step on, so "from the onset on" is every step).
+fn sleep_is_not_work(name: &str, a: &Analysis, rank: &str, cause: &str, plant: &Value) {
     if cause == "extra_ops" {
         return;
     }
+    let slept: f64 = plant["per_step_planted_ms"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{name}: per_step_planted_ms in plant.json"))
+        .iter()
+        .filter_map(Value::as_f64)
+        .sum();
+    let mut figures = 0;
     for line in &a.verdict.lines {
+        let gap = balance_gap(line, rank).or_else(|| class_gap(line, rank));
+        if let Some(ms) = gap {
+            figures += 1;
+            assert!(
+                (ms - slept).abs() <= 0.10 * slept,
+                "{name}: {ms:.2} ms of time outside collectives over the peers', the rank slept \
+                 {slept:.2} ms: {line}"
+            );
+        }
         assert!(
             !line.contains("more cpu work than"),
             "{name}: {line}\n{:#?}",
@@ -173,6 +195,28 @@ fn sleep_is_not_work(name: &str, a: &Analysis, rank: &str, cause: &str) {
             "{name}: {line}"
         );
     }
+    assert!(
+        figures > 0,
+        "{name}: no line gives the rank's time outside collectives: {:#?}",
+        a.verdict.lines
+    );
+}
+
+/// The balance line's gap, ms: "Rank R is the slowest, with P % more time outside collectives
+/// than the others' mean (A ms vs B ms)" gives A − B.
+fn balance_gap(line: &str, rank: &str) -> Option<f64> {
+    let rest = line.strip_prefix(&format!("Rank {rank} is the slowest, with "))?;
+    let (_, figures) = rest.split_once("more time outside collectives than the others' mean (")?;
+    let (a, rest) = figures.split_once(" ms vs ")?;
+    let (b, _) = rest.split_once(" ms")?;
+    Some(a.parse::<f64>().ok()? - b.parse::<f64>().ok()?)
+}
+
+/// The class line's gap, ms: "Of rank R's N ms of time outside collectives over its peers'".
+fn class_gap(line: &str, rank: &str) -> Option<f64> {
+    let rest = line.strip_prefix(&format!("Of rank {rank}'s "))?;
+    let (n, _) = rest.split_once(" ms of time outside collectives over its peers'")?;
+    n.parse().ok()
 }
 
 #[test]
@@ -225,7 +269,7 @@ fn planted_dp2tp2(name: &str) -> Option<GlooTruth> {
     );
     let a = analyze_dir(&dir);
     assert_verdict(&a, &truth.rank, words(&truth.cause), truth.planted);
-    sleep_is_not_work(name, &a, &truth.rank, &truth.cause);
+    sleep_is_not_work(name, &a, &truth.rank, &truth.cause, &plant);
     Some(truth)
 }
 
