@@ -1296,18 +1296,6 @@ fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
     if v.balanced || v.inconclusive || even || v.classes.is_empty() {
         return None;
     }
-    let parts: Vec<String> = v
-        .classes
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {:.0} % (+{:.2} ms)",
-                c.class,
-                c.share_pct,
-                c.gap_ns as f64 / 1e6
-            )
-        })
-        .collect();
     let steps = if v.onset.is_some() {
         " (steps from the onset on)"
     } else {
@@ -1328,6 +1316,18 @@ fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
                 .join(", "),
         ));
     }
+    let parts: Vec<String> = v
+        .classes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {:.0} % (+{:.2} ms)",
+                c.class,
+                c.share_pct,
+                c.gap_ns as f64 / 1e6
+            )
+        })
+        .collect();
     Some(format!(
         "The gap of rank {name} is mostly {}{steps}.",
         parts.join(", "),
