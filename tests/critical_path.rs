@@ -474,6 +474,35 @@ fn real_gloo_traces_agree_with_the_script() {
     assert!(first(&a).starts_with("Balanced"), "{:#?}", a.verdict.lines);
 }
 
+/// The late arrivals kept for a merged trace carry the members that waited for them only when
+/// asked (`merge` asks; `analyze` draws no arrows): then each waiter is another rank that
+/// arrived before it, the earliest first; without them the marks are the same arrivals.
+#[test]
+fn waiters_are_kept_only_when_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = synth(tmp.path(), host_delay());
+    let plain = analyze(&files);
+    let with = common::analyze_files(&files, |o| o.waiters = true);
+    assert!(!with.path.marks.is_empty());
+    assert!(plain.path.marks.iter().all(|l| l.waiters.is_empty()));
+    let strip = |a: &Analysis| -> Vec<_> {
+        let mut m = a.path.marks.clone();
+        m.iter_mut().for_each(|l| l.waiters.clear());
+        m
+    };
+    assert_eq!(strip(&plain), strip(&with));
+    let mut waited = 0;
+    for l in &with.path.marks {
+        for (i, w) in l.waiters.iter().enumerate() {
+            assert!(w.rank != l.rank && w.since_ns < l.start_ns, "{l:?}");
+            assert!(i == 0 || l.waiters[i - 1].since_ns <= w.since_ns, "{l:?}");
+            waited += 1;
+        }
+    }
+    // Four ranks: up to three waiters at each of the planted rank's late arrivals.
+    assert!(waited > with.path.marks.len(), "{waited} waiters");
+}
+
 /// `merge --critical-path`: each late arrival is a slice on its rank's "critical path" track,
 /// ending where that rank's collective kernel starts in the merged trace, its cost and cause in
 /// its args; the planted rank's slices carry the planted delay. Each rank that waited for it
@@ -485,7 +514,8 @@ fn the_merged_trace_draws_the_late_arrivals() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("in");
     let files = synth(&dir, host_delay());
-    let a = analyze(&files);
+    // As merge asks for it: with the waiters its arrows join.
+    let a = common::analyze_files(&files, |o| o.waiters = true);
     let d = gather(Some(&dir), &[], false, None, None).unwrap();
     let out = tmp.path().join("merged.trace.json.gz");
     let opts = MergeOptions {

@@ -456,6 +456,7 @@ fn merged_traces_load_in_catapult_and_devtools() {
     let path = {
         let a = rankprof::analyze::analyze(&rankprof::analyze::AnalyzeOptions {
             profile_dir: Some(planted.clone()),
+            waiters: true,
             ..Default::default()
         })
         .unwrap();

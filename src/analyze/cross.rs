@@ -250,7 +250,16 @@ impl<'a> Ctx<'a> {
         let ideal = self.args.ideal_timeline;
         // GPU ranks' hosts run ahead of their devices: a late arrival's lag carries on.
         let run_ahead = results.iter().all(|r| r.gpu);
-        let mut acc = Acc::new(&self.labels, &windows, steps, top_n, ideal, run_ahead);
+        let waiters = self.args.waiters;
+        let mut acc = Acc::new(
+            &self.labels,
+            &windows,
+            steps,
+            top_n,
+            ideal,
+            run_ahead,
+            waiters,
+        );
         let stage_of: Vec<Option<u32>> = results.iter().map(|r| r.id.pp).collect();
         let coll = collectives::analyze_into(
             &self.labels,

@@ -85,6 +85,11 @@ pub struct AnalyzeOptions {
     /// Keep the what-if's "every rank typical" timeline, step by step (`merge --what-if` draws
     /// it; [`crate::analyze::reduce::path::ideal`]). Off by default: `analyze` does not keep it.
     pub ideal_timeline: bool,
+    /// Keep, for each late arrival kept for a merged trace, the members that waited for it
+    /// (`merge --critical-path` joins them to it by flow arrows). Off by default: `analyze`
+    /// does not draw them, and 20,000 late arrivals' waiters with their labels were most of
+    /// the memory its critical path touched.
+    pub waiters: bool,
 }
 
 impl Default for AnalyzeOptions {
@@ -105,6 +110,7 @@ impl Default for AnalyzeOptions {
             keep_partial: false,
             align: true,
             ideal_timeline: false,
+            waiters: false,
         }
     }
 }

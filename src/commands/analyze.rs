@@ -33,6 +33,7 @@ pub(crate) fn options(a: &AnalyzeArgs) -> AnalyzeOptions {
         keep_partial: a.keep_partial,
         align: a.align == crate::cli::AlignArg::Collectives,
         ideal_timeline: false,
+        waiters: false,
     }
 }
 

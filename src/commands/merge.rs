@@ -239,6 +239,7 @@ fn analyzed(g: &Group, ideal_timeline: bool) -> Option<Analysis> {
     let opts = AnalyzeOptions {
         files: g.files.iter().map(|f| f.path.clone()).collect(),
         ideal_timeline,
+        waiters: true,
         ..Default::default()
     };
     match analyze(&opts) {

@@ -32,6 +32,7 @@
 pub(crate) mod acc;
 pub(crate) mod graph;
 pub mod ideal;
+mod kept;
 pub mod whatif;
 
 use serde::{Deserialize, Serialize};

@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::graph::Member;
+use super::kept::{waiters, Kept, LateRec, Names};
 use super::whatif::WhatIfAcc;
 use super::{
-    label, Cause, CriticalPath, Hidden, Kind, Late, PathStep, Transfer, Waiter, MARKS, ROW_CAUSES,
-    WAITERS,
+    label, Cause, CriticalPath, Hidden, Kind, Late, PathStep, Transfer, MARKS, ROW_CAUSES,
 };
 use crate::analyze::collect::collector::CollEv;
 use crate::analyze::collect::segments::NO_PREV;
@@ -137,6 +137,12 @@ pub(crate) struct Acc {
     worst: Kept,
     /// The costliest late arrivals for the merged trace (up to [`MARKS`]).
     marks: Kept,
+    /// The kept late arrivals' collective keys and names.
+    names: Names,
+    /// One late arrival's waiters, before they are kept ([`waiters`]).
+    waiting: Vec<(usize, i64)>,
+    /// Keep the marks' waiters ([`crate::analyze::AnalyzeOptions::waiters`]).
+    keep_waiters: bool,
     /// Buffers for one collective at a time ([`Acc::add`]).
     scratch: Segments,
     /// world → name → the transfer of each matched collective, its bytes (0: unknown) and
@@ -203,6 +209,7 @@ impl Acc {
     /// step order (the step table's `idx` points into them). `ideal`: keep the what-if's ideal
     /// timeline ([`super::ideal`]). `run_ahead`: the ranks' hosts run ahead of their devices
     /// (GPU traces), so a last arrival's lag carries to its next collective ([`Charged::carried`]).
+    /// `waiters`: keep the waiters of the late arrivals kept for a merged trace ([`Late::waiters`]).
     pub(crate) fn new(
         labels: &[String],
         windows: &[Vec<(i64, i64)>],
@@ -210,6 +217,7 @@ impl Acc {
         top_n: usize,
         ideal: bool,
         run_ahead: bool,
+        waiters: bool,
     ) -> Acc {
         let mut w: Vec<Vec<(i64, i64, Option<usize>)>> = windows
             .iter()
@@ -245,6 +253,9 @@ impl Acc {
             row_skipped: vec![false; steps.rows.len()],
             worst: Kept::new(top_n),
             marks: Kept::new(MARKS),
+            names: Names::default(),
+            waiting: Vec::new(),
+            keep_waiters: waiters,
             transfers: BTreeMap::new(),
             scratch: Segments::default(),
             origin: i64::MAX,
@@ -435,30 +446,33 @@ impl Acc {
 
     /// A late arrival among the costliest (its segment from `from`, its cost and the cost's
     /// parts): kept for the report and the merged trace's marks.
-    fn keep_late(&mut self, c: &Matched<'_>, from: i64, cost: i64, [work, host, late]: [i64; 3]) {
+    fn keep_late(&mut self, c: &Matched<'_>, from: i64, cost: i64, parts: [i64; 3]) {
         let (at, lr) = (c.at, c.last());
-        let item = Late {
-            world: at.world,
-            key: at.key.to_string(),
-            index: at.index,
-            name: at.name.to_string(),
-            rank: label(&self.labels, c.members[c.l]),
-            t_ms: lr.start as f64,
-            seg_start_ns: Ns::new(from),
-            start_ns: Ns::new(lr.start),
-            cost_ns: Ns::new(cost),
-            work_ns: Ns::new(work),
-            host_ns: Ns::new(host),
-            late_ns: Ns::new(late),
-            transfer_ns: Ns::new((lr.end - lr.start).max(0)),
-            waiters: Vec::new(),
-        };
+        // Which collective: its world, key, index and name.
+        let which = (
+            at.world,
+            self.names.id(at.key),
+            at.index,
+            self.names.id(at.name),
+        );
+        let transfer = (lr.end - lr.start).max(0);
+        let rec = LateRec::new(
+            which,
+            c.members[c.l],
+            (from, lr.start),
+            cost,
+            parts,
+            transfer,
+        );
         if self.worst.wants(cost) {
-            self.worst.push(cost, item.clone());
+            self.worst.push(rec, &[], &self.names);
         }
         if self.marks.wants(cost) {
-            let waiters = waiters(c.members, c.recs, c.l, &self.labels);
-            self.marks.push(cost, Late { waiters, ..item });
+            self.waiting.clear();
+            if self.keep_waiters {
+                waiters(c.members, c.recs, c.l, &mut self.waiting);
+            }
+            self.marks.push(rec, &self.waiting, &self.names);
         }
     }
 
@@ -492,15 +506,9 @@ impl Acc {
     }
 
     /// A listed late arrival with its parts as settled.
-    fn settled(&self, mut l: Late) -> Late {
-        let rank = self.labels.iter().position(|x| *x == l.rank);
-        if let Some([work, host, late]) = rank.and_then(|r| {
-            let at = l.start_ns.get();
-            self.settled.get(&(r, at, at + l.transfer_ns.get()))
-        }) {
-            l.work_ns = Ns::new(*work);
-            l.host_ns = Ns::new(*host);
-            l.late_ns = Ns::new(*late);
+    fn settled(&self, mut l: LateRec) -> LateRec {
+        if let Some(parts) = self.settled.get(&(l.rank, l.start, l.start + l.transfer)) {
+            l.parts = *parts;
         }
         l
     }
@@ -533,74 +541,6 @@ fn overlap_cap(recs: &[CollEv]) -> Option<i64> {
         return None;
     }
     recs.iter().map(|r| r.waited).max()
-}
-
-/// The members of a collective that arrived before its last arriver `l` and waited for it,
-/// the earliest first, up to [`WAITERS`].
-fn waiters(members: &[usize], recs: &[CollEv], l: usize, labels: &[String]) -> Vec<Waiter> {
-    let Some(last) = recs.get(l).map(|r| r.start) else {
-        return Vec::new();
-    };
-    let mut w: Vec<Waiter> = members
-        .iter()
-        .zip(recs)
-        .enumerate()
-        .filter(|&(i, (_, r))| i != l && r.start < last)
-        .map(|(_, (&m, r))| Waiter {
-            rank: labels.get(m).cloned().unwrap_or_default(),
-            since_ns: Ns::new(r.start),
-        })
-        .collect();
-    w.sort_by_key(|x| x.since_ns);
-    w.truncate(WAITERS);
-    w
-}
-
-/// The `n` costliest late arrivals seen so far: a buffer of up to `2n`, cut back to the `n`
-/// costliest when full; what costs less than the `n`-th kept is not even built.
-struct Kept {
-    v: Vec<(i64, Late)>,
-    n: usize,
-    floor: i64,
-}
-
-impl Kept {
-    fn new(n: usize) -> Kept {
-        Kept {
-            v: Vec::new(),
-            n,
-            floor: i64::MIN,
-        }
-    }
-
-    fn wants(&self, cost: i64) -> bool {
-        self.n > 0 && cost >= self.floor
-    }
-
-    fn push(&mut self, cost: i64, item: Late) {
-        self.v.push((cost, item));
-        if self.v.len() > 2 * self.n {
-            trim(&mut self.v, self.n);
-            self.floor = self.v.last().map_or(i64::MIN, |x| x.0);
-        }
-    }
-
-    /// The `n` costliest, costliest first.
-    fn finish(mut self) -> Vec<Late> {
-        trim(&mut self.v, self.n);
-        self.v.into_iter().map(|x| x.1).collect()
-    }
-}
-
-/// Keeps the `n` costliest (ties in a fixed order).
-fn trim(v: &mut Vec<(i64, Late)>, n: usize) {
-    v.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(a.1.world.cmp(&b.1.world))
-            .then(a.1.key.cmp(&b.1.key))
-            .then(a.1.index.cmp(&b.1.index))
-    });
-    v.truncate(n);
 }
 
 /// The steps the per-step figures are over: the rows measured in full, and their mean time.
@@ -744,31 +684,31 @@ impl Acc {
         out
     }
 
-    /// A late arrival's time as ms from the first matched collective's.
-    fn since_origin(&self, mut l: Late) -> Late {
-        l.t_ms = (l.t_ms - self.origin as f64) / 1e6;
-        l
+    /// The kept late arrivals of `kept` as settled, with their times as ms from the first
+    /// matched collective's, in `kept`'s order (costliest first).
+    fn lates(&self, kept: Kept) -> Vec<Late> {
+        let (recs, pool) = kept.finish(&self.names);
+        recs.into_iter()
+            .map(|r| {
+                let t_ms = (r.start as f64 - self.origin as f64) / 1e6;
+                self.settled(r)
+                    .to_late(&self.labels, &self.names, &pool, t_ms)
+            })
+            .collect()
     }
 
     /// The late arrivals kept for the merged trace, in time order.
     fn marks(&mut self) -> Vec<Late> {
         let kept = std::mem::replace(&mut self.marks, Kept::new(0));
-        let mut marks: Vec<Late> = kept
-            .finish()
-            .into_iter()
-            .map(|l| self.since_origin(self.settled(l)))
-            .collect();
+        let mut marks = self.lates(kept);
         marks.sort_by_key(|l| (l.start_ns, l.world, l.index));
         marks
     }
 
     /// The costliest late arrivals, costliest first.
     fn worst(&mut self) -> Vec<Late> {
-        std::mem::replace(&mut self.worst, Kept::new(0))
-            .finish()
-            .into_iter()
-            .map(|l| self.since_origin(self.settled(l)))
-            .collect()
+        let kept = std::mem::replace(&mut self.worst, Kept::new(0));
+        self.lates(kept)
     }
 
     /// Per step: over the steps measured in full.
