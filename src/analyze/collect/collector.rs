@@ -252,7 +252,8 @@ static COLLECTIVE_NAME: LazyLock<ArgKey> = LazyLock::new(|| ArgKey::new(GPU_OP_K
 static CONCRETE_INPUTS: LazyLock<ArgKey> =
     LazyLock::new(|| ArgKey::new(super::names::CONCRETE_INPUTS));
 
-fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
+/// The id of `s` in `list` (its index), added to both when new.
+pub(crate) fn id_of(map: &mut FxMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
     if let Some(&i) = map.get(s) {
         return i;
     }

@@ -13,8 +13,7 @@
 //! MiB peak RSS against 45.4.
 
 use super::{Late, Waiter, WAITERS};
-use crate::analyze::collect::collector::CollEv;
-use crate::analyze::collect::collector::FxMap;
+use crate::analyze::collect::collector::{id_of, CollEv, FxMap};
 use crate::trace::Ns;
 
 /// Names (collective keys and names) by id, each stored once.
@@ -27,13 +26,7 @@ pub(super) struct Names {
 impl Names {
     /// The id of `s`, added when new.
     pub(super) fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.list.len() as u32;
-        self.list.push(s.to_string());
-        self.ids.insert(s.to_string(), i);
-        i
+        id_of(&mut self.ids, &mut self.list, s)
     }
 
     /// The name of id `i`.
