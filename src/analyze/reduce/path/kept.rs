@@ -12,7 +12,7 @@
 //! ([`Kept::finish`], [`LateRec::to_late`]): on the synth set ~6,900 page faults and 38.6
 //! MiB peak RSS against 45.4.
 
-use super::{Late, Waiter, WAITERS};
+use super::{label, Late, Waiter, WAITERS};
 use crate::analyze::collect::collector::{id_of, CollEv, FxMap};
 use crate::trace::Ns;
 
@@ -53,7 +53,7 @@ pub(super) struct LateRec {
     /// The cost's parts: work, host gap, late start.
     pub(super) parts: [i64; 3],
     pub(super) transfer: i64,
-    /// Its waiters: `Kept::waiters[w.0..w.1]`.
+    /// Its waiters: `Kept::pool[waiters.0..waiters.1]`.
     waiters: (u32, u32),
 }
 
@@ -91,14 +91,13 @@ impl LateRec {
         pool: &[(usize, i64)],
         t_ms: f64,
     ) -> Late {
-        let label = |r: usize| labels.get(r).cloned().unwrap_or_default();
         let [work, host, late] = self.parts;
         let waiters = pool
             .get(self.waiters.0 as usize..self.waiters.1 as usize)
             .unwrap_or_default()
             .iter()
             .map(|&(r, since)| Waiter {
-                rank: label(r),
+                rank: label(labels, r),
                 since_ns: Ns::new(since),
             })
             .collect();
@@ -107,7 +106,7 @@ impl LateRec {
             key: names.get(self.key).to_string(),
             index: self.index,
             name: names.get(self.name).to_string(),
-            rank: label(self.rank),
+            rank: label(labels, self.rank),
             t_ms,
             seg_start_ns: Ns::new(self.from),
             start_ns: Ns::new(self.start),
@@ -172,7 +171,7 @@ impl Kept {
         if self.pool.is_empty() {
             return;
         }
-        let mut pool = Vec::with_capacity(self.v.len() * WAITERS.min(4));
+        let mut pool = Vec::new();
         for r in &mut self.v {
             let at = pool.len() as u32;
             if let Some(w) = self.pool.get(r.waiters.0 as usize..r.waiters.1 as usize) {
