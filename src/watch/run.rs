@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use serde_json::json;
 
-use super::poll::{Poller, Status};
+use super::poll::{Poll, Poller, Status};
 use super::trigger::{Armed, Fired};
 use super::{
     CaptureRecord, Event, ViewState, WatchOptions, WatchOutcome, WorkerTally, DEFAULT_CAPTURE_SECS,
@@ -151,7 +151,7 @@ pub fn watch(o: &WatchOptions, on: &mut dyn FnMut(Event<'_>)) -> Result<WatchOut
     let mut notes = found.notes.clone();
     let (path, note) = timeline_path(o, start_ns)?;
     notes.extend(note);
-    let mut tl = match &path {
+    let tl = match &path {
         Some(p) => Some(Writer::create(p)?),
         None => {
             notes.push("no --output-dir or --timeline: the polls are not kept".into());
@@ -159,63 +159,136 @@ pub fn watch(o: &WatchOptions, on: &mut dyn FnMut(Event<'_>)) -> Result<WatchOut
         }
     };
     let poll_timeout = o.poll_timeout.unwrap_or(o.interval / 2.0).min(o.interval);
+    let urls: Vec<String> = found.workers.iter().map(|w| w.url.clone()).collect();
+    let mut w = Watch::new(o, tl, notes, &urls);
     let header = json!({"kind": "watch", "version": 1, "t_ns": start_ns, "time": timeline::utc(start_ns),
         "interval_s": o.interval, "poll_timeout_s": poll_timeout, "router": found.router,
         "workers": found.workers.iter().map(|w| json!({"url": w.url, "dp_ranks": w.dp_ranks})).collect::<Vec<_>>(),
         "triggers": o.triggers.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "trigger_now": o.trigger_now})
     .to_string();
-    put(&mut tl, &header, &mut notes);
+    w.put(&header);
     on(Event::Started {
         workers: &found.workers,
         router: found.router.as_deref(),
         timeline: path.as_deref(),
-        notes: &notes,
+        notes: &w.notes,
         line: &header,
     });
-
-    let urls: Vec<String> = found.workers.iter().map(|w| w.url.clone()).collect();
     let mut poller = Poller::start(&http, &urls, o.targets.backend, secs(poll_timeout));
-    let mut tallies: Vec<WorkerTally> = urls
-        .iter()
-        .map(|u| WorkerTally {
-            url: u.clone(),
-            ..WorkerTally::default()
-        })
-        .collect();
-    let interval_ns = (o.interval * 1e9) as i64;
-    let mut history = History::new((o.spark_window * 1e9) as i64, interval_ns);
-    let mut armed: Vec<Armed> = o.triggers.iter().cloned().map(Armed::new).collect();
-    let wants_capture = (o.trigger_now || !o.triggers.is_empty()) && o.max_captures > 0;
-    let copts = capture_options(o);
-    let mut running: Option<Running> = None;
-    let mut records: Vec<CaptureRecord> = Vec::new();
-    let mut fired_all: Vec<Fired> = Vec::new();
-    let mut started = 0u32;
-    let mut last_end: Option<Instant> = None;
     let t0 = Instant::now();
-    let deadline = o.duration.map(|d| t0 + secs(d.max(0.0)));
-    let stopped = || o.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
-    let mut seq = 0u64;
-
     let reason = loop {
-        if stopped() {
-            break "interrupted";
+        if let Some(reason) = w.end_reason(t0) {
+            break reason;
         }
-        if o.max_polls.is_some_and(|m| seq >= m) {
-            break "max-polls";
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break "duration";
-        }
-        if wants_capture && running.is_none() && started >= o.max_captures {
-            break "max-captures";
-        }
-        let p = poller.poll(seq);
-        seq += 1;
+        let p = poller.poll(w.seq);
+        w.seq += 1;
         let line = p.json_line();
-        put(&mut tl, &line, &mut notes);
-        for (w, t) in p.workers.iter().zip(tallies.iter_mut()) {
+        w.put(&line);
+        w.take_in(&p);
+        let fire = w.fire(&p);
+        let cooldown_left = w.cooldown_left();
+        let may_fire = w.may_fire(cooldown_left);
+        on(Event::Poll {
+            state: w.view(&p, cooldown_left),
+            line: &line,
+        });
+        if let (Some(f), true) = (fire, may_fire) {
+            w.start_capture(f, p.seq, on);
+        }
+        w.sleep_until(t0 + secs(o.interval * w.seq as f64), on);
+    };
+    if let Some(r) = w.running.take() {
+        on(Event::Waiting { n: r.n });
+        w.done(r, on);
+    }
+    drop(poller);
+    Ok(w.end(reason, found.router, path, on))
+}
+
+/// One watch under way: what the loop carries from one poll to the next.
+struct Watch<'o> {
+    o: &'o WatchOptions,
+    tl: Option<Writer>,
+    notes: Vec<String>,
+    tallies: Vec<WorkerTally>,
+    history: History,
+    armed: Vec<Armed>,
+    /// A trigger (or `--trigger-now`) may start captures.
+    wants_capture: bool,
+    copts: CaptureOptions,
+    running: Option<Running>,
+    records: Vec<CaptureRecord>,
+    fired: Vec<Fired>,
+    /// Captures started.
+    started: u32,
+    last_end: Option<Instant>,
+    /// Polls made.
+    seq: u64,
+}
+
+impl<'o> Watch<'o> {
+    fn new(o: &'o WatchOptions, tl: Option<Writer>, notes: Vec<String>, urls: &[String]) -> Self {
+        let interval_ns = (o.interval * 1e9) as i64;
+        Watch {
+            o,
+            tl,
+            notes,
+            tallies: urls
+                .iter()
+                .map(|u| WorkerTally {
+                    url: u.clone(),
+                    ..WorkerTally::default()
+                })
+                .collect(),
+            history: History::new((o.spark_window * 1e9) as i64, interval_ns),
+            armed: o.triggers.iter().cloned().map(Armed::new).collect(),
+            wants_capture: (o.trigger_now || !o.triggers.is_empty()) && o.max_captures > 0,
+            copts: capture_options(o),
+            running: None,
+            records: Vec::new(),
+            fired: Vec::new(),
+            started: 0,
+            last_end: None,
+            seq: 0,
+        }
+    }
+
+    /// Writes one line to the timeline ([`put`]).
+    fn put(&mut self, line: &str) {
+        put(&mut self.tl, line, &mut self.notes);
+    }
+
+    fn stopped(&self) -> bool {
+        self.o
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::SeqCst))
+    }
+
+    /// Why the watch ends before the next poll, if it does: the stop flag, `max_polls`,
+    /// `duration` (from `t0`), or the last allowed capture done.
+    fn end_reason(&self, t0: Instant) -> Option<&'static str> {
+        let o = self.o;
+        if self.stopped() {
+            Some("interrupted")
+        } else if o.max_polls.is_some_and(|m| self.seq >= m) {
+            Some("max-polls")
+        } else if o
+            .duration
+            .is_some_and(|d| Instant::now() >= t0 + secs(d.max(0.0)))
+        {
+            Some("duration")
+        } else if self.wants_capture && self.running.is_none() && self.started >= o.max_captures {
+            Some("max-captures")
+        } else {
+            None
+        }
+    }
+
+    /// A poll taken into the workers' tallies and the sparklines' history.
+    fn take_in(&mut self, p: &Poll) {
+        for (w, t) in p.workers.iter().zip(self.tallies.iter_mut()) {
             match w.status {
                 Status::Ok => t.ok += 1,
                 Status::Dead => t.dead += 1,
@@ -229,17 +302,22 @@ pub fn watch(o: &WatchOptions, on: &mut dyn FnMut(Event<'_>)) -> Result<WatchOut
         for (i, w) in p.workers.iter().enumerate() {
             if w.status == Status::Ok {
                 for r in &w.ranks {
-                    history.push(i, r.dp, p.t_ns, r.get(o.spark));
+                    self.history.push(i, r.dp, p.t_ns, r.get(self.o.spark));
                 }
             }
         }
+    }
+
+    /// The trigger that fires at this poll: the first of those that fire (every trigger sees
+    /// the poll), or `--trigger-now` at the first poll.
+    fn fire(&mut self, p: &Poll) -> Option<Fired> {
         let mut fire: Option<Fired> = None;
-        for a in armed.iter_mut() {
+        for a in self.armed.iter_mut() {
             if let Some(f) = a.observe(p.t_ns, p.ranks()) {
                 fire.get_or_insert(f);
             }
         }
-        if o.trigger_now && started == 0 && seq == 1 {
+        if self.o.trigger_now && self.started == 0 && self.seq == 1 {
             fire = Some(Fired {
                 trigger: "--trigger-now".into(),
                 value: f64::NAN,
@@ -247,114 +325,140 @@ pub fn watch(o: &WatchOptions, on: &mut dyn FnMut(Event<'_>)) -> Result<WatchOut
                 held_ns: 0,
             });
         }
-        let cooldown_left = last_end
-            .map(|e| o.cooldown - e.elapsed().as_secs_f64())
-            .filter(|l| *l > 0.0);
-        let may_fire = wants_capture
-            && running.is_none()
-            && started < o.max_captures
-            && cooldown_left.is_none();
-        on(Event::Poll {
-            state: ViewState {
-                poll: &p,
-                history: &history,
-                triggers: &armed,
-                spark: o.spark,
-                spark_window: o.spark_window,
-                interval: o.interval,
-                captures: started,
-                max_captures: o.max_captures,
-                capturing: running.as_ref().map(|r| r.n),
-                cooldown_left,
-            },
+        fire
+    }
+
+    /// Seconds of the cooldown after the last capture still to run.
+    fn cooldown_left(&self) -> Option<f64> {
+        self.last_end
+            .map(|e| self.o.cooldown - e.elapsed().as_secs_f64())
+            .filter(|l| *l > 0.0)
+    }
+
+    /// Whether a trigger may start a capture now: none running, fewer than `max_captures`
+    /// started, the cooldown over.
+    fn may_fire(&self, cooldown_left: Option<f64>) -> bool {
+        self.wants_capture
+            && self.running.is_none()
+            && self.started < self.o.max_captures
+            && cooldown_left.is_none()
+    }
+
+    /// What the view shows after poll `p`.
+    fn view<'a>(&'a self, p: &'a Poll, cooldown_left: Option<f64>) -> ViewState<'a> {
+        let o = self.o;
+        ViewState {
+            poll: p,
+            history: &self.history,
+            triggers: &self.armed,
+            spark: o.spark,
+            spark_window: o.spark_window,
+            interval: o.interval,
+            captures: self.started,
+            max_captures: o.max_captures,
+            capturing: self.running.as_ref().map(|r| r.n),
+            cooldown_left,
+        }
+    }
+
+    /// Starts a capture on its own thread for trigger `f` (fired at poll `seq`); the
+    /// triggers are re-armed.
+    fn start_capture(&mut self, f: Fired, seq: u64, on: &mut dyn FnMut(Event<'_>)) {
+        self.started += 1;
+        let n = self.started;
+        let line = json!({"kind": "trigger", "t_ns": f.t_ns, "seq": seq, "trigger": f.trigger,
+                          "value": f.value, "held_ns": f.held_ns, "capture": n})
+        .to_string();
+        self.put(&line);
+        on(Event::Fired {
+            fired: &f,
+            n,
             line: &line,
         });
-        if let (Some(f), true) = (fire, may_fire) {
-            started += 1;
-            let line =
-                json!({"kind": "trigger", "t_ns": f.t_ns, "seq": p.seq, "trigger": f.trigger,
-                              "value": f.value, "held_ns": f.held_ns, "capture": started})
-                .to_string();
-            put(&mut tl, &line, &mut notes);
-            on(Event::Fired {
-                fired: &f,
-                n: started,
-                line: &line,
-            });
-            for a in armed.iter_mut() {
-                a.reset();
-            }
-            let c = copts.clone();
-            let started_ns = now_ns();
-            let begin =
-                json!({"kind": "capture", "n": started, "phase": "start", "t_ns": started_ns,
-                               "time": timeline::utc(started_ns)})
-                .to_string();
-            put(&mut tl, &begin, &mut notes);
-            fired_all.push(f.clone());
-            running = Some(Running {
-                n: started,
-                fired: f,
-                started_ns,
-                handle: std::thread::spawn(move || session::run(&c)),
-            });
+        for a in self.armed.iter_mut() {
+            a.reset();
         }
-        // Sleep until the next tick, noticing a finished capture and the stop flag.
-        let next = t0 + secs(o.interval * seq as f64);
+        let c = self.copts.clone();
+        let started_ns = now_ns();
+        let begin = json!({"kind": "capture", "n": n, "phase": "start", "t_ns": started_ns,
+                           "time": timeline::utc(started_ns)})
+        .to_string();
+        self.put(&begin);
+        self.fired.push(f.clone());
+        self.running = Some(Running {
+            n,
+            fired: f,
+            started_ns,
+            handle: std::thread::spawn(move || session::run(&c)),
+        });
+    }
+
+    /// Sleeps until `next` (the next poll's time) or the stop flag, taking in a capture that
+    /// finishes meanwhile.
+    fn sleep_until(&mut self, next: Instant, on: &mut dyn FnMut(Event<'_>)) {
         loop {
-            if running.as_ref().is_some_and(|r| r.handle.is_finished()) {
-                if let Some(r) = running.take() {
-                    let rec = finish(r);
-                    let line = capture_line(&rec);
-                    put(&mut tl, &line, &mut notes);
-                    on(Event::CaptureDone {
-                        record: &rec,
-                        line: &line,
-                    });
-                    records.push(rec);
-                    last_end = Some(Instant::now());
+            if self
+                .running
+                .as_ref()
+                .is_some_and(|r| r.handle.is_finished())
+            {
+                if let Some(r) = self.running.take() {
+                    self.done(r, on);
+                    self.last_end = Some(Instant::now());
                 }
             }
             let now = Instant::now();
-            if now >= next || stopped() {
+            if now >= next || self.stopped() {
                 break;
             }
             std::thread::sleep((next - now).min(Duration::from_millis(20)));
         }
-    };
-    if let Some(r) = running.take() {
-        on(Event::Waiting { n: r.n });
+    }
+
+    /// A capture's end (waited for), written to the timeline, reported and kept.
+    fn done(&mut self, r: Running, on: &mut dyn FnMut(Event<'_>)) {
         let rec = finish(r);
         let line = capture_line(&rec);
-        put(&mut tl, &line, &mut notes);
+        self.put(&line);
         on(Event::CaptureDone {
             record: &rec,
             line: &line,
         });
-        records.push(rec);
+        self.records.push(rec);
     }
-    drop(poller);
-    if wants_capture && started == 0 {
-        notes.push("no trigger fired: nothing was captured".into());
+
+    /// The end line and what the watch comes to.
+    fn end(
+        mut self,
+        reason: &'static str,
+        router: Option<String>,
+        timeline: Option<PathBuf>,
+        on: &mut dyn FnMut(Event<'_>),
+    ) -> WatchOutcome {
+        if self.wants_capture && self.started == 0 {
+            self.notes
+                .push("no trigger fired: nothing was captured".into());
+        }
+        let end_ns = now_ns();
+        let end = json!({"kind": "end", "t_ns": end_ns, "time": timeline::utc(end_ns),
+                         "polls": self.seq, "reason": reason})
+        .to_string();
+        self.put(&end);
+        on(Event::Ended { reason, line: &end });
+        let outcome = self
+            .records
+            .iter()
+            .fold(exit::Outcome::Ok, |c, r| c.worst(r.ended));
+        WatchOutcome {
+            router,
+            workers: self.tallies,
+            polls: self.seq,
+            timeline,
+            fired: self.fired,
+            captures: self.records,
+            end_reason: reason.to_string(),
+            notes: self.notes,
+            outcome,
+        }
     }
-    let end_ns = now_ns();
-    let end = json!({"kind": "end", "t_ns": end_ns, "time": timeline::utc(end_ns), "polls": seq,
-                     "reason": reason})
-    .to_string();
-    put(&mut tl, &end, &mut notes);
-    on(Event::Ended { reason, line: &end });
-    let outcome = records
-        .iter()
-        .fold(exit::Outcome::Ok, |c, r| c.worst(r.ended));
-    Ok(WatchOutcome {
-        router: found.router,
-        workers: tallies,
-        polls: seq,
-        timeline: path,
-        fired: fired_all,
-        captures: records,
-        end_reason: reason.to_string(),
-        notes,
-        outcome,
-    })
 }
