@@ -234,9 +234,8 @@ fn load_plan(
     })
 }
 
-/// `capture run`.
-// Long on purpose: the capture's steps in order (start, load, wait, stop, flush, move, hand-
-// off), as docs/capture.md lists them.
+/// `capture run`: the capture's steps in order (start, load and wait, stop, flush, move,
+/// hand-off), as docs/capture.md lists them.
 pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     let p = &profiler::settings(a.profiler, &a.profile)?;
     if p.output_dir.is_none() && !a.no_merge {
@@ -248,37 +247,94 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
     let http = Http::for_targets(&a.targets);
     let found = workers::resolve(&http, &a.targets)?;
     let dirs = Dirs::new(p)?;
-    let all_local = found.workers.iter().all(|w| is_loopback(&w.url));
     let mut notes = found.notes.clone();
-    // Snapshot before starting: files already there are not this capture's.
-    let watches: Vec<Watch> = profiler::watches(a.profiler, &dirs);
-    let sent = profiler::request_dirs(a.profiler, &dirs);
+    let steps = Steps {
+        a,
+        p,
+        all_local: found.workers.iter().all(|w| is_loopback(&w.url)),
+        // Snapshot before starting: files already there are not this capture's.
+        watches: profiler::watches(a.profiler, &dirs),
+        sent: profiler::request_dirs(a.profiler, &dirs),
+        http,
+    };
 
     let mut rows = each_worker(&found.workers, "start", &a.targets, |w| {
-        start_one(&http, w, &a.targets, p, &sent)
+        start_one(&steps.http, w, &a.targets, p, &steps.sent)
     });
     notes.extend(profiler::start_notes(a.profiler, &rows));
-    let started = rows
-        .iter()
-        .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
-        .count();
-    let auto_stop = p.num_steps;
-    let stop_timeout = secs(a.stop_timeout);
-    let settle = secs(a.settle);
-    let flush_timeout = secs(a.flush_timeout);
-    let mut load_report = None;
-    let interrupted = || {
-        a.interrupt
+    let load = steps.drive_and_stop(&mut rows, found.router.as_deref(), &mut notes);
+    let mut code = calls::outcome(&rows);
+    let mut traces = steps.wait_for_files(&rows, &mut notes, &mut code);
+    move_into_step(&dirs, &mut traces)?;
+    let trace_dir = profiler::trace_dir(a.profiler, &dirs);
+    let post = if a.no_merge {
+        None
+    } else {
+        hand_off(trace_dir.as_deref(), &traces, &mut notes, &mut code)
+    };
+    if let Some(l) = &load {
+        load_verdict(l, &mut notes, &mut code);
+    }
+    Ok(RunOutcome {
+        command: "capture run",
+        router: found.router,
+        workers: rows,
+        load,
+        traces,
+        trace_dir,
+        post,
+        notes,
+        outcome: code,
+    })
+}
+
+/// What the steps of one `capture run` share.
+struct Steps<'a> {
+    a: &'a CaptureOptions,
+    p: &'a ProfileSettings,
+    http: Http,
+    /// Every server on this machine: the folders they write to are this machine's.
+    all_local: bool,
+    /// The trace folders, as they were before the start.
+    watches: Vec<Watch>,
+    /// The folders the servers are asked to write into.
+    sent: Dirs,
+}
+
+impl Steps<'_> {
+    /// Whether Ctrl-C was pressed.
+    fn interrupted(&self) -> bool {
+        self.a
+            .interrupt
             .as_ref()
             .is_some_and(|f| f.load(Ordering::SeqCst))
-    };
-    let interrupted: &dyn Fn() -> bool = &interrupted;
+    }
 
-    if started == 0 {
-        notes.push("no server started profiling".into());
-    } else {
+    /// The settle time and the flush timeout of the waits for files.
+    fn flush_waits(&self) -> (Duration, Duration) {
+        (secs(self.a.settle), secs(self.a.flush_timeout))
+    }
+
+    /// Where some server started profiling: drives the load (if asked), waits (for
+    /// `--duration`, the load, or `num_steps`), then stops every server that needs it. The
+    /// load's report, if there was load.
+    fn drive_and_stop(
+        &self,
+        rows: &mut [WorkerRow],
+        router: Option<&str>,
+        notes: &mut Vec<String>,
+    ) -> Option<LoadReport> {
+        let a = self.a;
+        let started = rows
+            .iter()
+            .filter(|r| r.start.as_ref().is_some_and(|c| c.ok))
+            .count();
+        if started == 0 {
+            notes.push("no server started profiling".into());
+            return None;
+        }
         let plan = if a.requests > 0 {
-            match load_plan(&http, a, found.router.as_deref(), &rows) {
+            match load_plan(&self.http, a, router, rows) {
                 Ok(plan) => Some(plan),
                 Err(e) => {
                     notes.push(format!("load skipped: {e}"));
@@ -288,73 +344,94 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
         } else {
             None
         };
+        let interrupted = || self.interrupted();
         let cancel = AtomicBool::new(false);
         std::thread::scope(|s| {
             let handle = plan
                 .as_ref()
-                .map(|plan| s.spawn(|| traffic::drive(&http, plan, &cancel)));
+                .map(|plan| s.spawn(|| traffic::drive(&self.http, plan, &cancel)));
             if let Some(d) = a.duration {
-                sleep_for(secs(d), interrupted);
+                sleep_for(secs(d), &interrupted);
                 cancel.store(true, Ordering::Relaxed);
             } else if let Some(h) = handle.as_ref() {
                 while !h.is_finished() && !interrupted() {
                     std::thread::sleep(Duration::from_millis(50));
                 }
-            } else if auto_stop.is_some() {
+            } else if self.p.num_steps.is_some() {
                 // No load of our own: wait until the servers have profiled num_steps (vLLM's
                 // max_iterations) and written them.
+                let (settle, flush_timeout) = self.flush_waits();
                 let w = NumSteps {
-                    by_stage: p.profile_by_stage,
-                    all_local,
+                    by_stage: self.p.profile_by_stage,
+                    all_local: self.all_local,
                     settle,
                     flush_timeout,
                 };
-                notes.extend(w.wait(&watches, &rows, interrupted));
+                notes.extend(w.wait(&self.watches, rows, &interrupted));
             }
-            let needs_stop: Vec<usize> =
-                (0..rows.len()).filter(|&i| rows[i].needs_stop()).collect();
-            let notice = secs(a.targets.notice_after);
-            let stopped = fan_out_with(
-                &needs_stop,
-                "stop",
-                notice,
-                |&i| rows[i].url.clone(),
-                |&i| {
-                    let mut r = rows[i].clone();
-                    // A server that did not answer the start in time gets the short timeout.
-                    let started = r.start.as_ref().is_some_and(|c| c.ok);
-                    let t = if started {
-                        stop_timeout
-                    } else {
-                        secs(a.targets.timeout)
-                    };
-                    stop_one(&http, &mut r, a.targets.backend, auto_stop, t, &sent);
-                    r
-                },
-            );
-            for (i, r) in needs_stop.into_iter().zip(stopped) {
-                rows[i] = r;
-            }
+            self.stop_all(rows);
             cancel.store(true, Ordering::Relaxed);
-            load_report = handle.and_then(|h| h.join().ok());
-        });
+            handle.and_then(|h| h.join().ok())
+        })
     }
 
-    // Wait for the files of every server that stopped.
-    let mut traces = Vec::new();
-    let mut code = calls::outcome(&rows);
-    // Read once: a Ctrl-C during the stops (which are all sent) also skips the wait below.
-    let cut = interrupted();
-    if cut {
-        notes.push(
-            "interrupted (Ctrl-C): the started servers were sent the stop; their traces were \
-             not waited for (merge them later with `rankprof merge`)"
-                .into(),
+    /// Sends the stop to every server that needs it, at once.
+    fn stop_all(&self, rows: &mut [WorkerRow]) {
+        let a = self.a;
+        let needs_stop: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].needs_stop()).collect();
+        let stopped = fan_out_with(
+            &needs_stop,
+            "stop",
+            secs(a.targets.notice_after),
+            |&i| rows[i].url.clone(),
+            |&i| {
+                let mut r = rows[i].clone();
+                // A server that did not answer the start in time gets the short timeout.
+                let started = r.start.as_ref().is_some_and(|c| c.ok);
+                let t = if started {
+                    secs(a.stop_timeout)
+                } else {
+                    secs(a.targets.timeout)
+                };
+                stop_one(
+                    &self.http,
+                    &mut r,
+                    a.targets.backend,
+                    self.p.num_steps,
+                    t,
+                    &self.sent,
+                );
+                r
+            },
         );
-        code = code.worst(exit::Outcome::Failed);
+        for (i, r) in needs_stop.into_iter().zip(stopped) {
+            rows[i] = r;
+        }
     }
-    if !a.no_merge && !cut {
-        for w in &watches {
+
+    /// Waits for the files of every server that stopped, folder by folder; none after a
+    /// Ctrl-C (the stops are all sent) or with `--no-merge`.
+    fn wait_for_files(
+        &self,
+        rows: &[WorkerRow],
+        notes: &mut Vec<String>,
+        code: &mut exit::Outcome,
+    ) -> Vec<Flushed> {
+        // Read once: a Ctrl-C during the stops also skips the wait.
+        if self.interrupted() {
+            notes.push(
+                "interrupted (Ctrl-C): the started servers were sent the stop; their traces were \
+                 not waited for (merge them later with `rankprof merge`)"
+                    .into(),
+            );
+            *code = code.worst(exit::Outcome::Failed);
+            return Vec::new();
+        }
+        if self.a.no_merge {
+            return Vec::new();
+        }
+        let mut traces = Vec::new();
+        for w in &self.watches {
             let expect = rows
                 .iter()
                 .filter(|r| w.serves(r) && r.stop.as_ref().is_some_and(|c| c.ok))
@@ -362,14 +439,14 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
             if expect == 0 {
                 continue;
             }
-            if !w.dir.is_dir() && !all_local {
+            if !w.dir.is_dir() && !self.all_local {
                 notes.push(format!(
                     "{} is not on this machine: the traces stay on the servers (use a shared directory to collect them)",
                     w.dir.display()
                 ));
                 continue;
             }
-            let f = w.wait(expect, (settle, flush_timeout), |_: &Path| true, &|| false);
+            let f = w.wait(expect, self.flush_waits(), |_: &Path| true, &|| false);
             if !f.complete {
                 let what = match w.files {
                     flush::Files::Traces => "trace files",
@@ -381,72 +458,74 @@ pub fn run(a: &CaptureOptions) -> Result<RunOutcome> {
                     w.dir.display(),
                     w.missing_hint()
                 ));
-                code = code.worst(exit::Outcome::Failed);
+                *code = code.worst(exit::Outcome::Failed);
             }
             traces.push(f);
         }
+        traces
     }
+}
 
-    // vLLM writes into its own directory: move this capture's files into the step folder.
-    if let Some(step) = &dirs.step {
-        for f in traces
-            .iter_mut()
-            .filter(|f| Some(&f.dir) != dirs.sglang.as_ref())
-        {
-            std::fs::create_dir_all(step)
-                .with_context(|| format!("cannot create {}", step.display()))?;
-            for (path, _) in f.files.iter_mut() {
-                let Some(name) = path.file_name() else {
-                    continue;
-                };
-                let to = step.join(name);
-                std::fs::rename(&*path, &to).with_context(|| {
-                    format!("cannot move {} to {}", path.display(), to.display())
-                })?;
-                *path = to;
-            }
-            f.dir = step.clone();
+/// vLLM writes into its own directory: this capture's files are moved into the step folder.
+fn move_into_step(dirs: &Dirs, traces: &mut [Flushed]) -> Result<()> {
+    let Some(step) = &dirs.step else {
+        return Ok(());
+    };
+    for f in traces
+        .iter_mut()
+        .filter(|f| Some(&f.dir) != dirs.sglang.as_ref())
+    {
+        std::fs::create_dir_all(step)
+            .with_context(|| format!("cannot create {}", step.display()))?;
+        for (path, _) in f.files.iter_mut() {
+            let Some(name) = path.file_name() else {
+                continue;
+            };
+            let to = step.join(name);
+            std::fs::rename(&*path, &to)
+                .with_context(|| format!("cannot move {} to {}", path.display(), to.display()))?;
+            *path = to;
         }
+        f.dir = step.clone();
     }
+    Ok(())
+}
 
-    let trace_dir = profiler::trace_dir(a.profiler, &dirs);
-    let mut post = None;
-    if !a.no_merge && traces.iter().any(|f| f.rank_files() > 0) {
-        if let Some(dir) = &trace_dir {
-            let files: Vec<PathBuf> = traces
-                .iter()
-                .flat_map(|f| f.files.iter().map(|(p, _)| p.clone()))
-                .filter(|p| !crate::trace::is_merged_trace(p))
-                .collect();
-            let pp = merge_and_analyze(dir, &files);
-            notes.extend(pp.notes());
-            code = code.worst(pp.outcome());
-            post = Some(pp);
-        }
+/// The capture's rank files merged and analyzed in `trace_dir` ([`merge_and_analyze`]), when
+/// there are any.
+fn hand_off(
+    trace_dir: Option<&Path>,
+    traces: &[Flushed],
+    notes: &mut Vec<String>,
+    code: &mut exit::Outcome,
+) -> Option<PostProcess> {
+    if !traces.iter().any(|f| f.rank_files() > 0) {
+        return None;
     }
-    if let Some(l) = &load_report {
-        if l.failed > 0 {
-            notes.push(format!(
-                "{} of {} load requests failed; first: {}",
-                l.failed,
-                l.sent,
-                l.first_error.as_deref().unwrap_or("?")
-            ));
-        }
-        // Every request failed: the profile is of a server without the load it was for.
-        if l.sent > 0 && l.failed == l.sent {
-            code = code.worst(exit::Outcome::Failed);
-        }
+    let dir = trace_dir?;
+    let files: Vec<PathBuf> = traces
+        .iter()
+        .flat_map(|f| f.files.iter().map(|(p, _)| p.clone()))
+        .filter(|p| !crate::trace::is_merged_trace(p))
+        .collect();
+    let pp = merge_and_analyze(dir, &files);
+    notes.extend(pp.notes());
+    *code = code.worst(pp.outcome());
+    Some(pp)
+}
+
+/// What the load's failures say: a note, and a failed capture when every request failed
+/// (the profile is of a server without the load it was for).
+fn load_verdict(l: &LoadReport, notes: &mut Vec<String>, code: &mut exit::Outcome) {
+    if l.failed > 0 {
+        notes.push(format!(
+            "{} of {} load requests failed; first: {}",
+            l.failed,
+            l.sent,
+            l.first_error.as_deref().unwrap_or("?")
+        ));
     }
-    Ok(RunOutcome {
-        command: "capture run",
-        router: found.router,
-        workers: rows,
-        load: load_report,
-        traces,
-        trace_dir,
-        post,
-        notes,
-        outcome: code,
-    })
+    if l.sent > 0 && l.failed == l.sent {
+        *code = code.worst(exit::Outcome::Failed);
+    }
 }
