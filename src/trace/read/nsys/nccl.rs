@@ -290,46 +290,15 @@ fn sweep(
          AND n.globalTid IS NOT NULL ORDER BY n.globalTid, n.start",
         ident(NVTX)
     );
-    let name_col = s.first_of(KERNEL, KERNEL_NAMES).unwrap_or("demangledName");
-    let Some(name) = s.name_expr(KERNEL, "k", name_col, "s") else {
+    let Some(launches_sql) = launches_sql(s, gpu_filter) else {
         return Ok(Counts::default());
     };
-    let launches_sql = format!(
-        "SELECT r.globalTid, r.start, r.correlationId, k.globalPid FROM {} AS r JOIN {} AS k \
-         ON k.correlationId = r.correlationId AND k.globalPid = ((r.globalTid >> 24) << 24){} \
-         WHERE {} LIKE 'nccl%' AND r.globalTid IS NOT NULL{gpu_filter} \
-         ORDER BY r.globalTid, r.start",
-        ident(RUNTIME),
-        ident(KERNEL),
-        name.join,
-        name.expr
-    );
     let mut rst = conn.prepare(&ranges_sql)?;
-    let mut ranges = rst.query([])?;
     let mut lst = conn.prepare(&launches_sql)?;
     let mut launches = lst.query([])?;
+    let mut open = Opened::new(rst.query([])?);
     let mut c = Counts::default();
-    // The next range not yet opened: (thread, start, open).
-    let mut next: Option<(i64, i64, Open)> = None;
-    let mut ranges_done = false;
-    let mut stack: Vec<Open> = Vec::new();
-    let mut thread: Option<i64> = None;
     let mut seen: HashSet<(i64, i64)> = HashSet::new();
-    let open = |r: &Row<'_>| -> Option<(i64, i64, Open)> {
-        let (tid, start, end) = (int(r, 0)?, int(r, 1)?, int(r, 2)?);
-        let name = super::rows::text(r, 3);
-        let op = op_kind(&name);
-        let got = match (
-            op,
-            int(r, 4),
-            r.get_ref(5).ok().and_then(|v| v.as_blob().ok()),
-        ) {
-            (Op::Other, ..) => None,
-            (_, Some(d), Some(b)) => decode(b, d, &layouts),
-            _ => None,
-        };
-        Some((tid, start, Open { end, op, got }))
-    };
     while let Some(l) = launches.next()? {
         let (Some(tid), Some(t), Some(corr), Some(gpid)) =
             (int(l, 0), int(l, 1), int(l, 2), int(l, 3))
@@ -340,69 +309,160 @@ fn sweep(
             continue; // one launch per kernel
         }
         c.kernels += 1;
-        if thread != Some(tid) {
-            stack.clear();
-            thread = Some(tid);
+        let enclosing = open.innermost_at(tid, t, &layouts)?;
+        if let Some(f) = c.take(enclosing) {
+            out.by_kernel.insert((gpid, corr), f);
         }
-        // Open every range of this thread that starts by the launch.
+    }
+    Ok(c)
+}
+
+/// The query of the NCCL kernels' launches (runtime calls joined to their kernels, by thread
+/// and start); `None` when the export names no kernel.
+fn launches_sql(s: &Schema, gpu_filter: &str) -> Option<String> {
+    let name_col = s.first_of(KERNEL, KERNEL_NAMES).unwrap_or("demangledName");
+    let name = s.name_expr(KERNEL, "k", name_col, "s")?;
+    Some(format!(
+        "SELECT r.globalTid, r.start, r.correlationId, k.globalPid FROM {} AS r JOIN {} AS k \
+         ON k.correlationId = r.correlationId AND k.globalPid = ((r.globalTid >> 24) << 24){} \
+         WHERE {} LIKE 'nccl%' AND r.globalTid IS NOT NULL{gpu_filter} \
+         ORDER BY r.globalTid, r.start",
+        ident(RUNTIME),
+        ident(KERNEL),
+        name.join,
+        name.expr
+    ))
+}
+
+/// The NCCL ranges open on one thread as the launches go by in (thread, start) order.
+struct Opened<'r> {
+    ranges: rusqlite::Rows<'r>,
+    /// The next range not yet opened: (thread, start, range).
+    next: Option<(i64, i64, Open)>,
+    done: bool,
+    stack: Vec<Open>,
+    thread: Option<i64>,
+}
+
+impl<'r> Opened<'r> {
+    fn new(ranges: rusqlite::Rows<'r>) -> Self {
+        Opened {
+            ranges,
+            next: None,
+            done: false,
+            stack: Vec::new(),
+            thread: None,
+        }
+    }
+
+    /// The innermost range of thread `tid` open at time `t` (the launches come in (thread,
+    /// start) order): every range of the thread that starts by `t` is opened, those ended
+    /// before it closed.
+    fn innermost_at(
+        &mut self,
+        tid: i64,
+        t: i64,
+        layouts: &HashMap<(i64, i64), Layout>,
+    ) -> rusqlite::Result<Option<&Open>> {
+        if self.thread != Some(tid) {
+            self.stack.clear();
+            self.thread = Some(tid);
+        }
         loop {
-            if next.is_none() && !ranges_done {
-                match ranges.next()? {
-                    Some(r) => next = open(r),
-                    None => ranges_done = true,
+            if self.next.is_none() && !self.done {
+                match self.ranges.next()? {
+                    Some(r) => self.next = opened(r, layouts),
+                    None => self.done = true,
                 }
-                if next.is_none() && !ranges_done {
+                if self.next.is_none() && !self.done {
                     continue; // a row without times
                 }
             }
-            match next.take() {
+            match self.next.take() {
                 Some((rt, rs, o)) if rt < tid || (rt == tid && rs <= t) => {
                     if rt == tid {
-                        while stack.last().is_some_and(|top| top.end < rs) {
-                            stack.pop();
-                        }
-                        if stack.len() >= MAX_DEPTH {
-                            stack.remove(0);
-                        }
-                        stack.push(o);
+                        self.push(rs, o);
                     }
                 }
                 keep => {
-                    next = keep;
+                    self.next = keep;
                     break;
                 }
             }
         }
-        while stack.last().is_some_and(|top| top.end < t) {
-            stack.pop();
+        while self.stack.last().is_some_and(|top| top.end < t) {
+            self.stack.pop();
         }
-        match stack.last() {
+        Ok(self.stack.last())
+    }
+
+    /// A range starting at `start` opened: those it does not nest in are closed, and the
+    /// outermost dropped beyond [`MAX_DEPTH`].
+    fn push(&mut self, start: i64, o: Open) {
+        while self.stack.last().is_some_and(|top| top.end < start) {
+            self.stack.pop();
+        }
+        if self.stack.len() >= MAX_DEPTH {
+            self.stack.remove(0);
+        }
+        self.stack.push(o);
+    }
+}
+
+/// A range row read as (thread, start, range), its payload decoded for a collective's call;
+/// `None` for a row without times.
+fn opened(r: &Row<'_>, layouts: &HashMap<(i64, i64), Layout>) -> Option<(i64, i64, Open)> {
+    let (tid, start, end) = (int(r, 0)?, int(r, 1)?, int(r, 2)?);
+    let name = super::rows::text(r, 3);
+    let op = op_kind(&name);
+    let got = match (
+        op,
+        int(r, 4),
+        r.get_ref(5).ok().and_then(|v| v.as_blob().ok()),
+    ) {
+        (Op::Other, ..) => None,
+        (_, Some(d), Some(b)) => decode(b, d, layouts),
+        _ => None,
+    };
+    Some((tid, start, Open { end, op, got }))
+}
+
+impl Counts {
+    /// A kernel launched in `enclosing` (its innermost open NCCL range) counted; what it is
+    /// given: the whole payload for a whole-message call, the communicator only for one
+    /// rank's share, nothing outside a collective's range or with a payload not read.
+    fn take(&mut self, enclosing: Option<&Open>) -> Option<Found> {
+        match enclosing {
             Some(Open {
                 op: Op::Whole | Op::Share,
                 got: None,
                 ..
-            }) => c.invalid += 1,
+            }) => {
+                self.invalid += 1;
+                None
+            }
             Some(Open {
                 op: Op::Whole,
                 got: Some(f),
                 ..
             }) => {
-                c.sized += 1;
-                out.by_kernel.insert((gpid, corr), *f);
+                self.sized += 1;
+                Some(*f)
             }
             Some(Open {
                 op: Op::Share,
                 got: Some(f),
                 ..
             }) => {
-                c.share += 1;
-                let f = Found { bytes: None, ..*f };
-                out.by_kernel.insert((gpid, corr), f);
+                self.share += 1;
+                Some(Found { bytes: None, ..*f })
             }
-            _ => c.outside += 1,
+            _ => {
+                self.outside += 1;
+                None
+            }
         }
     }
-    Ok(c)
 }
 
 #[cfg(test)]
