@@ -610,6 +610,75 @@ pub(crate) fn cause(t: f64, w: Option<f64>, l: f64, threshold: f64) -> Cause {
     }
 }
 
+/// A subject's ratios to its typical peer: time, work, launches, and time per unit of work.
+#[derive(Debug, Clone, Copy)]
+struct Ratios {
+    t: f64,
+    w: Option<f64>,
+    l: f64,
+    u: Option<f64>,
+}
+
+impl Ratios {
+    fn of(me: &Totals, m: &Totals) -> Ratios {
+        let t = ratio(me.time, m.time);
+        let w = me.work.zip(m.work).map(|(a, b)| ratio(a, b));
+        Ratios {
+            t,
+            w,
+            l: ratio(me.launches, m.launches),
+            u: w.map(|w| t / w),
+        }
+    }
+
+    /// Some ratio is ∞ or NaN: the peers recorded nothing to compare with.
+    fn undefined(&self) -> bool {
+        [Some(self.t), self.w, Some(self.l), self.u]
+            .into_iter()
+            .flatten()
+            .any(|x| !x.is_finite())
+    }
+}
+
+/// The effect by which records are ranked: the log of the time ratio (of the work's, for
+/// uneven load in about the same time), scaled by the share of steps it holds in and halved
+/// without evidence of the batches; 0 when balanced.
+fn effect(c: Cause, r: Ratios, steps: usize, nsteps: usize) -> f64 {
+    let Ratios { t, w, .. } = r;
+    if !t.is_finite() {
+        return f64::MAX;
+    }
+    if c == Cause::Balanced {
+        return 0.0;
+    }
+    let certainty = if c == Cause::NotEnoughEvidence {
+        0.5
+    } else {
+        1.0
+    };
+    // Uneven load in about the same time is as large as the load's ratio.
+    let size = match (c, w) {
+        (Cause::UnevenLoad, Some(w)) if w.is_finite() => t.max(w).ln(),
+        _ => t.ln(),
+    };
+    size * (steps as f64 / nsteps.max(1) as f64).min(1.0) * certainty
+}
+
+/// One subject set against its peers, for the sentence that says its cause.
+struct Gap<'a> {
+    name: &'a str,
+    /// The peers, as the sentence names them (`the median of …`).
+    peers: String,
+    /// ` from step N on`, or nothing.
+    from: String,
+    me: Totals,
+    /// The typical peer.
+    m: Totals,
+    /// The work of the subject and its peers together, and how many they are.
+    group_work: Option<f64>,
+    group: usize,
+}
+
 impl Ctx<'_> {
     #[allow(clippy::too_many_arguments)]
     fn record(
@@ -624,34 +693,11 @@ impl Ctx<'_> {
         others: &[Totals],
     ) -> Record {
         let m = typical(others);
-        let t = ratio(me.time, m.time);
-        let w = me.work.zip(m.work).map(|(a, b)| ratio(a, b));
-        let l = ratio(me.launches, m.launches);
-        let u = w.map(|w| t / w);
+        let r = Ratios::of(&me, &m);
         let c = if scope == "replica" {
-            replica_cause(t, w, l, self.threshold)
+            replica_cause(r.t, r.w, r.l, self.threshold)
         } else {
-            cause(t, w, l, self.threshold)
-        };
-        let share = self.nsteps.max(1) as f64;
-        let certainty = if c == Cause::NotEnoughEvidence {
-            0.5
-        } else {
-            1.0
-        };
-        let effect = if c == Cause::Balanced || !t.is_finite() {
-            if t.is_finite() {
-                0.0
-            } else {
-                f64::MAX
-            }
-        } else {
-            // Uneven load in about the same time is as large as the load's ratio.
-            let size = match (c, w) {
-                (Cause::UnevenLoad, Some(w)) if w.is_finite() => t.max(w).ln(),
-                _ => t.ln(),
-            };
-            size * (steps as f64 / share).min(1.0) * certainty
+            cause(r.t, r.w, r.l, self.threshold)
         };
         let group_time = me.time + others.iter().map(|o| o.time).sum::<f64>();
         let group_work = others
@@ -660,20 +706,62 @@ impl Ctx<'_> {
             .sum::<Option<f64>>()
             .zip(me.work)
             .map(|(a, b)| a + b);
-        let from = from_step
-            .as_ref()
-            .map(|s| format!(" from step {s} on"))
-            .unwrap_or_default();
-        let peer_txt = rankset::median_of(&peers);
+        let gap = Gap {
+            name: &name,
+            peers: rankset::median_of(&peers),
+            from: from_step
+                .as_ref()
+                .map(|s| format!(" from step {s} on"))
+                .unwrap_or_default(),
+            me,
+            m,
+            group_work,
+            group: others.len() + 1,
+        };
+        let sentence = self.sentence(&gap, c, r);
+        Record {
+            scope: scope.to_string(),
+            who,
+            peers,
+            from_step,
+            steps,
+            time_ns: me.time,
+            peers_time_ns: m.time,
+            work: me.work,
+            peers_work: m.work,
+            launches: me.launches,
+            peers_launches: m.launches,
+            time_share_pct: 100.0 * ratio(me.time, group_time).min(1.0),
+            work_share_pct: me
+                .work
+                .zip(group_work)
+                .map(|(a, b)| 100.0 * ratio(a, b).min(1.0)),
+            time_ratio: r.t,
+            work_ratio: r.w,
+            launch_ratio: r.l,
+            unit_time_ratio: r.u,
+            cause: c,
+            effect: effect(c, r, steps, self.nsteps),
+            sentence,
+        }
+    }
+
+    /// The sentence that says a gap's cause `c` with its figures. Peers with nothing
+    /// recorded give no ratio (∞ or NaN): said in words, never printed.
+    fn sentence(&self, g: &Gap<'_>, c: Cause, r: Ratios) -> String {
+        let Ratios { t, w, l, u } = r;
+        let Gap {
+            name,
+            peers: peer_txt,
+            from,
+            me,
+            m,
+            ..
+        } = g;
         let unit = self.unit;
         let units = plural(unit);
-        // Peers with nothing recorded give no ratio (∞ or NaN): said in words, never printed.
-        let nothing = [Some(t), w, Some(l), u]
-            .into_iter()
-            .flatten()
-            .any(|x| !x.is_finite());
-        let sentence = match c {
-            _ if nothing => format!(
+        match c {
+            _ if r.undefined() => format!(
                 "{name}: {peer_txt} recorded no {}{from} to compare with ({name}: {:.2} ms of \
                  kernel time, {:.0} launches)",
                 if m.time > 0.0 { "launches or work" } else { "kernel time" },
@@ -690,7 +778,7 @@ impl Ctx<'_> {
                 w.unwrap_or(1.0),
                 me.work.unwrap_or(0.0),
                 m.work.unwrap_or(0.0),
-                work_share(me.work, group_work, others.len() + 1),
+                work_share(me.work, g.group_work, g.group),
                 seqs_too(unit, me.seqs, m.seqs),
                 if t - 1.0 <= self.threshold {
                     format!("about the same time ({t:.2}×)")
@@ -713,31 +801,6 @@ impl Ctx<'_> {
             Cause::NotEnoughEvidence => format!(
                 "{name}: {t:.2}× the time of {peer_txt}{from} with {l:.2}× the launches; the trace does not say the batch sizes — profile with SGLang's step annotations or vLLM's profiler (execute_new_… ranges), or enable record_shapes"
             ),
-        };
-        Record {
-            scope: scope.to_string(),
-            who,
-            peers,
-            from_step,
-            steps,
-            time_ns: me.time,
-            peers_time_ns: m.time,
-            work: me.work,
-            peers_work: m.work,
-            launches: me.launches,
-            peers_launches: m.launches,
-            time_share_pct: 100.0 * ratio(me.time, group_time).min(1.0),
-            work_share_pct: me
-                .work
-                .zip(group_work)
-                .map(|(a, b)| 100.0 * ratio(a, b).min(1.0)),
-            time_ratio: t,
-            work_ratio: w,
-            launch_ratio: l,
-            unit_time_ratio: u,
-            cause: c,
-            effect,
-            sentence,
         }
     }
 }
