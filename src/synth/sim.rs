@@ -123,9 +123,9 @@ struct Arrival {
     side: Option<usize>,
 }
 
-/// Runs step `index` of profile number `profile` for every rank.
-// Long on purpose: one lock-step of every rank; collectives end together, so the step cannot
-// be split by rank.
+/// Runs step `index` of profile number `profile` for every rank: each rank's program set up
+/// ([`begin_rank`]), then run in lock step ([`Lockstep`]: collectives end together on every
+/// member), then each step's end.
 pub(crate) fn simulate_step(
     cfg: &SynthOptions,
     layout: &Layout,
@@ -148,129 +148,197 @@ pub(crate) fn simulate_step(
     let mut steps = Vec::with_capacity(world);
     let mut rngs = Vec::with_capacity(world);
     for (r, st) in states.iter_mut().enumerate() {
-        let pos = layout.pos(r as u32);
-        let kind = match &cfg.heavy {
-            Some(h) if h.rank as usize == r => kinds[pos.d as usize].scaled(h.factor),
-            _ => kinds[pos.d as usize],
-        };
-        let mut rng = Rng::keyed(
-            cfg.seed,
-            &[0x51EB, r as u64, u64::from(profile), u64::from(index)],
-        );
-        let loader = match &cfg.late_start {
-            Some(l) if l.rank as usize == r && index >= l.from_step => {
-                let at = st.cpu_t;
-                st.cpu_t += l.delay_ns;
-                Some((at, l.delay_ns, st.next_ext(1)))
-            }
-            _ => None,
-        };
-        let cpu_start = st.cpu_t;
-        let step_ext = st.next_ext(1);
-        let fwd_ext = st.next_ext(1);
-        // The scheduler's own work before the forward pass: the same batch on every rank of a
-        // replica, so about the same time.
-        let mut sched = Rng::keyed(
-            cfg.seed,
-            &[
-                0x5C4E,
-                u64::from(profile),
-                u64::from(pos.d),
-                u64::from(index),
-            ],
-        );
-        st.cpu_t += rng.jittered(sched.range(120_000, 300_000) as i64, 0.03);
-        let extra = match &cfg.extra {
-            Some(e) if e.rank as usize == r => e.per_layer,
-            _ => 0,
-        };
-        let moe_factor = match &cfg.hot_expert {
-            Some(h) if h.rank as usize == r => h.factor,
-            _ => 1.0,
-        };
-        let mut ops = if cfg.microbatches > 0 {
-            train::program(
-                cfg.naming,
-                cfg.layers,
-                layout,
-                &pos,
-                kind,
-                cfg.microbatches,
-                extra,
-            )
-        } else {
-            model::program(
-                cfg.naming, cfg.layers, layout, &pos, kind, extra, moe_factor,
-            )
-        };
-        if cfg.overlap_comm {
-            ops = model::overlap_prefetch(ops, layout.tp_group(&pos));
-        }
-        if let Some(d) = &cfg.host_delay {
-            if d.rank as usize == r && index >= d.from_step {
-                // Before the step's second collective (the one that closes the first layer), so
-                // that the stall sits between two collectives in every step, the first included.
-                if let Some(at) = ops
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, o)| matches!(o.gpu, Gpu::Coll(_)))
-                    .nth(1)
-                    .map(|(i, _)| i)
-                {
-                    let stall = model::host_stall(d.delay_ns);
-                    if cfg.cpu_only {
-                        // No GPU to drain: only the time the thread records nothing.
-                        ops.splice(
-                            at..at,
-                            stall.into_iter().filter(|o| matches!(o.gpu, Gpu::Host)),
-                        );
-                    } else {
-                        ops.splice(at..at, stall);
-                    }
-                }
-            }
-        }
-        steps.push(RankStep {
-            index,
-            kind,
-            recs: Vec::with_capacity(ops.len()),
-            ops,
-            cpu_start,
-            cpu_end: 0,
-            fwd_start: st.cpu_t,
-            fwd_end: 0,
-            step_ext,
-            fwd_ext,
-            loader,
-        });
+        let (step, rng) = begin_rank(cfg, layout, &kinds, profile, index, r, st);
+        steps.push(step);
         rngs.push(rng);
     }
+    let mut lock = Lockstep {
+        cfg,
+        layout,
+        index,
+        slow: Slow::of(cfg, layout, profile, index),
+        pc: vec![0; world],
+        waiting: vec![false; world],
+        waiting_side: vec![false; world],
+        pending: BTreeMap::new(),
+    };
+    lock.run(&mut steps, states, &mut rngs)?;
+    for ((step, st), rng) in steps.iter_mut().zip(states.iter_mut()).zip(rngs.iter_mut()) {
+        step.fwd_end = st.cpu_t;
+        st.cpu_t += rng.range(8_000, 30_000) as i64;
+        step.cpu_end = st.cpu_t;
+    }
+    Ok(steps)
+}
 
-    // Step-to-step noise: one factor per rank for this step, from its own stream (none drawn
-    // without --step-noise, so the bytes stay those of before).
-    let noise: Vec<f64> = (0..world)
-        .map(|r| {
-            if cfg.step_noise > 0.0 {
-                Rng::keyed(
-                    cfg.noise_seed.unwrap_or(cfg.seed),
-                    &[0x0015_E000, r as u64, u64::from(profile), u64::from(index)],
-                )
-                .jitter(cfg.step_noise)
-            } else {
-                1.0
-            }
-        })
-        .collect();
-    let slow_here: Vec<bool> = (0..world as u32)
-        .map(|r| cfg.slow_on(layout, &layout.pos(r)))
-        .collect();
-    let slow_mult = |rank: usize, class: Class| -> f64 {
-        noise[rank]
+/// Rank `r`'s step `index` set up: its late start, the scheduler's work before the forward
+/// pass, its program ([`rank_program`]); and its random stream for the step.
+fn begin_rank(
+    cfg: &SynthOptions,
+    layout: &Layout,
+    kinds: &[StepKind],
+    profile: u32,
+    index: u32,
+    r: usize,
+    st: &mut RankState,
+) -> (RankStep, Rng) {
+    let pos = layout.pos(r as u32);
+    let kind = match &cfg.heavy {
+        Some(h) if h.rank as usize == r => kinds[pos.d as usize].scaled(h.factor),
+        _ => kinds[pos.d as usize],
+    };
+    let mut rng = Rng::keyed(
+        cfg.seed,
+        &[0x51EB, r as u64, u64::from(profile), u64::from(index)],
+    );
+    let loader = match &cfg.late_start {
+        Some(l) if l.rank as usize == r && index >= l.from_step => {
+            let at = st.cpu_t;
+            st.cpu_t += l.delay_ns;
+            Some((at, l.delay_ns, st.next_ext(1)))
+        }
+        _ => None,
+    };
+    let cpu_start = st.cpu_t;
+    let step_ext = st.next_ext(1);
+    let fwd_ext = st.next_ext(1);
+    // The scheduler's own work before the forward pass: the same batch on every rank of a
+    // replica, so about the same time.
+    let mut sched = Rng::keyed(
+        cfg.seed,
+        &[
+            0x5C4E,
+            u64::from(profile),
+            u64::from(pos.d),
+            u64::from(index),
+        ],
+    );
+    st.cpu_t += rng.jittered(sched.range(120_000, 300_000) as i64, 0.03);
+    let ops = rank_program(cfg, layout, kind, index, r);
+    let step = RankStep {
+        index,
+        kind,
+        recs: Vec::with_capacity(ops.len()),
+        ops,
+        cpu_start,
+        cpu_end: 0,
+        fwd_start: st.cpu_t,
+        fwd_end: 0,
+        step_ext,
+        fwd_ext,
+        loader,
+    };
+    (step, rng)
+}
+
+/// Rank `r`'s ops in step `index`: its model's program for a step of `kind` with its planted
+/// extra kernels and hot experts, prefetched on a side stream with `--overlap-comm`, and a
+/// host-delay rank's stall before the step's second collective.
+fn rank_program(
+    cfg: &SynthOptions,
+    layout: &Layout,
+    kind: StepKind,
+    index: u32,
+    r: usize,
+) -> Vec<Op> {
+    let pos = layout.pos(r as u32);
+    let extra = match &cfg.extra {
+        Some(e) if e.rank as usize == r => e.per_layer,
+        _ => 0,
+    };
+    let moe_factor = match &cfg.hot_expert {
+        Some(h) if h.rank as usize == r => h.factor,
+        _ => 1.0,
+    };
+    let mut ops = if cfg.microbatches > 0 {
+        train::program(
+            cfg.naming,
+            cfg.layers,
+            layout,
+            &pos,
+            kind,
+            cfg.microbatches,
+            extra,
+        )
+    } else {
+        model::program(
+            cfg.naming, cfg.layers, layout, &pos, kind, extra, moe_factor,
+        )
+    };
+    if cfg.overlap_comm {
+        ops = model::overlap_prefetch(ops, layout.tp_group(&pos));
+    }
+    let Some(d) = cfg
+        .host_delay
+        .as_ref()
+        .filter(|d| d.rank as usize == r && index >= d.from_step)
+    else {
+        return ops;
+    };
+    // Before the step's second collective (the one that closes the first layer), so that the
+    // stall sits between two collectives in every step, the first included.
+    if let Some(at) = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| matches!(o.gpu, Gpu::Coll(_)))
+        .nth(1)
+        .map(|(i, _)| i)
+    {
+        let stall = model::host_stall(d.delay_ns);
+        if cfg.cpu_only {
+            // No GPU to drain: only the time the thread records nothing.
+            ops.splice(
+                at..at,
+                stall.into_iter().filter(|o| matches!(o.gpu, Gpu::Host)),
+            );
+        } else {
+            ops.splice(at..at, stall);
+        }
+    }
+    ops
+}
+
+/// How much longer each rank's work takes in one step: its step-to-step noise and the planted
+/// slowness.
+struct Slow {
+    /// One factor per rank for this step, from its own stream (none drawn without
+    /// `--step-noise`, so the bytes stay those of before).
+    noise: Vec<f64>,
+    /// Which ranks the planted slowness is on.
+    here: Vec<bool>,
+}
+
+impl Slow {
+    fn of(cfg: &SynthOptions, layout: &Layout, profile: u32, index: u32) -> Slow {
+        let world = layout.world() as usize;
+        Slow {
+            noise: (0..world)
+                .map(|r| {
+                    if cfg.step_noise > 0.0 {
+                        Rng::keyed(
+                            cfg.noise_seed.unwrap_or(cfg.seed),
+                            &[0x0015_E000, r as u64, u64::from(profile), u64::from(index)],
+                        )
+                        .jitter(cfg.step_noise)
+                    } else {
+                        1.0
+                    }
+                })
+                .collect(),
+            here: (0..world as u32)
+                .map(|r| cfg.slow_on(layout, &layout.pos(r)))
+                .collect(),
+        }
+    }
+
+    /// The factor on `rank`'s work of `class` in step `index`.
+    fn mult(&self, cfg: &SynthOptions, index: u32, rank: usize, class: Class) -> f64 {
+        self.noise[rank]
             * match &cfg.slow {
-                Some(s) if slow_here[rank] && index >= s.from_step => {
+                Some(s) if self.here[rank] && index >= s.from_step => {
                     let hit = match s.class {
                         // Comm-class kernels (DeepEP dispatch/combine) slow down with `comm`;
-                        // collectives' transfers are slowed where they are matched, below.
+                        // collectives' transfers are slowed where they are matched.
                         Some(c) => c == class,
                         None => class.is_compute(),
                     };
@@ -282,144 +350,225 @@ pub(crate) fn simulate_step(
                 }
                 _ => 1.0,
             }
-    };
+    }
+}
 
-    let mut pc = vec![0usize; world];
-    let mut waiting = vec![false; world];
-    // Waiting at a `cudaStreamWaitEvent` for a side collective (not at a collective).
-    let mut waiting_side = vec![false; world];
-    let mut pending: BTreeMap<CollKey, (usize, Vec<Arrival>)> = BTreeMap::new();
-    loop {
-        let mut moved = false;
-        for r in 0..world {
-            if waiting[r] {
-                continue;
+/// One step of every rank in lock step: each rank runs its ops until it arrives at a
+/// collective (or waits for a side collective), and a collective every member has arrived
+/// at ends for all of them.
+struct Lockstep<'a> {
+    cfg: &'a SynthOptions,
+    layout: &'a Layout,
+    index: u32,
+    slow: Slow,
+    /// Each rank's next op.
+    pc: Vec<usize>,
+    waiting: Vec<bool>,
+    /// Waiting at a `cudaStreamWaitEvent` for a side collective (not at a collective).
+    waiting_side: Vec<bool>,
+    /// The collectives some members have arrived at: their size and arrivals.
+    pending: BTreeMap<CollKey, (usize, Vec<Arrival>)>,
+}
+
+impl Lockstep<'_> {
+    fn run(
+        &mut self,
+        steps: &mut [RankStep],
+        states: &mut [RankState],
+        rngs: &mut [Rng],
+    ) -> Result<()> {
+        loop {
+            let mut moved = false;
+            for r in 0..steps.len() {
+                if !self.waiting[r] {
+                    moved |= self.advance(r, &mut steps[r], &mut states[r], &mut rngs[r]);
+                }
             }
-            while pc[r] < steps[r].ops.len() {
-                let op = steps[r].ops[pc[r]];
-                if matches!(op.gpu, Gpu::WaitSide) && states[r].side_pending > 0 {
-                    // The compute stream waits for a side collective not yet complete.
-                    waiting[r] = true;
-                    waiting_side[r] = true;
-                    break;
-                }
-                let st = &mut states[r];
-                let rng = &mut rngs[r];
-                moved = true;
-                let mut rec = if cfg.cpu_only {
-                    let mult = op.class().map_or(1.0, |c| slow_mult(r, c));
-                    cpu_only_side(&op, st, rng, mult)
-                } else {
-                    cpu_side(&op, st, rng)
-                };
-                match op.gpu {
-                    Gpu::Coll(c) | Gpu::SideColl(c) => {
-                        let side = matches!(op.gpu, Gpu::SideColl(_));
-                        let pos = layout.pos(r as u32);
-                        let local = layout.local(&pos);
-                        let (members, seq, src, dst) = match c.kind {
-                            CollKind::AllReduce | CollKind::AllGather => {
-                                let s = st.seq[c.pg];
-                                st.seq[c.pg] += 1;
-                                (layout.groups()[c.pg].ranks.len(), s, u32::MAX, u32::MAX)
-                            }
-                            CollKind::Send | CollKind::Recv => {
-                                let (src, dst) = if c.kind == CollKind::Send {
-                                    (local, c.peer)
-                                } else {
-                                    (c.peer, local)
-                                };
-                                let s = st.p2p.entry((src, dst)).or_insert(0);
-                                let seq = *s;
-                                *s += 1;
-                                (2, seq, src, dst)
-                            }
-                        };
-                        rec.seq = seq;
-                        // gloo: the op starts when the thread gets there; NCCL: the kernel
-                        // starts when the stream is free and the launch is done.
-                        // A side collective starts when the side stream is free.
-                        let stream_t = if side { st.side_t } else { st.gpu_t };
-                        let at = if cfg.cpu_only {
-                            rec.cpu_start
-                        } else {
-                            (stream_t + rng.range(800, 1_600) as i64).max(rec.rt_start + rec.rt_dur)
-                        };
-                        let arrivals = &mut pending
-                            .entry((pos.d, c.pg, seq, src, dst))
-                            .or_insert_with(|| (members, Vec::new()))
-                            .1;
-                        if side {
-                            // The rank goes on; its record is completed when the last arrives.
-                            st.side_pending += 1;
-                            arrivals.push(Arrival {
-                                rank: r,
-                                at,
-                                rec,
-                                coll: c,
-                                side: Some(steps[r].recs.len()),
-                            });
-                            steps[r].recs.push(rec);
-                            pc[r] += 1;
-                            continue;
-                        }
-                        arrivals.push(Arrival {
-                            rank: r,
-                            at,
-                            rec,
-                            coll: c,
-                            side: None,
-                        });
-                        waiting[r] = true;
-                        break;
-                    }
-                    _ if cfg.cpu_only => {}
-                    Gpu::Sync => {
-                        // The call returns once the GPU has drained.
-                        let end = (rec.rt_start + rec.rt_dur)
-                            .max(st.gpu_t + rng.range(1_500, 3_500) as i64);
-                        rec.rt_dur = end - rec.rt_start;
-                        rec.cpu_dur = end + rng.range(1_500, 3_000) as i64 - rec.cpu_start;
-                        st.cpu_t = rec.cpu_start + rec.cpu_dur;
-                    }
-                    Gpu::Host => {}
-                    Gpu::WaitSide => st.gpu_t = st.gpu_t.max(st.side_t),
-                    Gpu::SideCopy { .. } => {
-                        // The side stream waits for the compute stream's work so far (torch
-                        // orders a collective's stream after the current one), then copies.
-                        let late = match &cfg.overlap_delay {
-                            Some(d) if d.rank as usize == r && index >= d.from_step => d.delay_ns,
-                            _ => 0,
-                        };
-                        let nominal = op.gpu_ns as f64 * rng.jitter(0.015);
-                        rec.gpu_dur = (nominal.round() as i64).max(1) + late;
-                        rec.gpu_start = (st.side_t.max(st.gpu_t) + rng.range(800, 1_600) as i64)
-                            .max(rec.rt_start + rec.rt_dur);
-                        st.side_t = rec.gpu_start + rec.gpu_dur;
-                    }
-                    _ => {
-                        let class = op.class().unwrap_or(Class::Memory);
-                        let nominal = op.gpu_ns as f64 * rng.jitter(0.015) * slow_mult(r, class);
-                        rec.gpu_dur = (nominal.round() as i64).max(1);
-                        rec.gpu_start = (st.gpu_t + rng.range(800, 1_600) as i64)
-                            .max(rec.rt_start + rec.rt_dur);
-                        st.gpu_t = rec.gpu_start + rec.gpu_dur;
-                    }
-                }
-                steps[r].recs.push(rec);
-                pc[r] += 1;
+            moved |= self.complete(steps, states)?;
+            if self.pc.iter().zip(&*steps).all(|(&p, s)| p == s.ops.len()) {
+                return Ok(());
+            }
+            if !moved {
+                bail!(
+                    "synth: the collectives of step {} cannot all complete (bug in the schedule)",
+                    self.index
+                );
             }
         }
-        let ready: Vec<CollKey> = pending
+    }
+
+    /// Rank `r` runs its ops until it waits or its step's ops are done; whether it ran any.
+    fn advance(
+        &mut self,
+        r: usize,
+        step: &mut RankStep,
+        st: &mut RankState,
+        rng: &mut Rng,
+    ) -> bool {
+        let cfg = self.cfg;
+        let mut moved = false;
+        while self.pc[r] < step.ops.len() {
+            let op = step.ops[self.pc[r]];
+            if matches!(op.gpu, Gpu::WaitSide) && st.side_pending > 0 {
+                // The compute stream waits for a side collective not yet complete.
+                self.waiting[r] = true;
+                self.waiting_side[r] = true;
+                break;
+            }
+            moved = true;
+            let mut rec = if cfg.cpu_only {
+                let mult = op
+                    .class()
+                    .map_or(1.0, |c| self.slow.mult(cfg, self.index, r, c));
+                cpu_only_side(&op, st, rng, mult)
+            } else {
+                cpu_side(&op, st, rng)
+            };
+            match op.gpu {
+                Gpu::Coll(c) | Gpu::SideColl(c) => {
+                    if !self.arrive(r, c, matches!(op.gpu, Gpu::SideColl(_)), rec, step, st, rng) {
+                        break;
+                    }
+                    continue;
+                }
+                _ if cfg.cpu_only => {}
+                _ => self.gpu_side(r, &op, &mut rec, st, rng),
+            }
+            step.recs.push(rec);
+            self.pc[r] += 1;
+        }
+        moved
+    }
+
+    /// Rank `r` arrives at collective `c` (a side-stream one with `side`): whether it goes
+    /// on (a side collective: its record is completed when the last member arrives) or
+    /// waits.
+    #[allow(clippy::too_many_arguments)]
+    fn arrive(
+        &mut self,
+        r: usize,
+        c: model::Coll,
+        side: bool,
+        mut rec: Rec,
+        step: &mut RankStep,
+        st: &mut RankState,
+        rng: &mut Rng,
+    ) -> bool {
+        let layout = self.layout;
+        let pos = layout.pos(r as u32);
+        let local = layout.local(&pos);
+        let (members, seq, src, dst) = match c.kind {
+            CollKind::AllReduce | CollKind::AllGather => {
+                let s = st.seq[c.pg];
+                st.seq[c.pg] += 1;
+                (layout.groups()[c.pg].ranks.len(), s, u32::MAX, u32::MAX)
+            }
+            CollKind::Send | CollKind::Recv => {
+                let (src, dst) = if c.kind == CollKind::Send {
+                    (local, c.peer)
+                } else {
+                    (c.peer, local)
+                };
+                let s = st.p2p.entry((src, dst)).or_insert(0);
+                let seq = *s;
+                *s += 1;
+                (2, seq, src, dst)
+            }
+        };
+        rec.seq = seq;
+        // gloo: the op starts when the thread gets there; NCCL: the kernel starts when the
+        // stream is free and the launch is done. A side collective starts when the side
+        // stream is free.
+        let stream_t = if side { st.side_t } else { st.gpu_t };
+        let at = if self.cfg.cpu_only {
+            rec.cpu_start
+        } else {
+            (stream_t + rng.range(800, 1_600) as i64).max(rec.rt_start + rec.rt_dur)
+        };
+        let arrivals = &mut self
+            .pending
+            .entry((pos.d, c.pg, seq, src, dst))
+            .or_insert_with(|| (members, Vec::new()))
+            .1;
+        if side {
+            st.side_pending += 1;
+            arrivals.push(Arrival {
+                rank: r,
+                at,
+                rec,
+                coll: c,
+                side: Some(step.recs.len()),
+            });
+            step.recs.push(rec);
+            self.pc[r] += 1;
+            return true;
+        }
+        arrivals.push(Arrival {
+            rank: r,
+            at,
+            rec,
+            coll: c,
+            side: None,
+        });
+        self.waiting[r] = true;
+        false
+    }
+
+    /// The GPU side of rank `r`'s op other than a collective, on a GPU trace.
+    fn gpu_side(&self, r: usize, op: &Op, rec: &mut Rec, st: &mut RankState, rng: &mut Rng) {
+        let cfg = self.cfg;
+        match op.gpu {
+            Gpu::Sync => {
+                // The call returns once the GPU has drained.
+                let end =
+                    (rec.rt_start + rec.rt_dur).max(st.gpu_t + rng.range(1_500, 3_500) as i64);
+                rec.rt_dur = end - rec.rt_start;
+                rec.cpu_dur = end + rng.range(1_500, 3_000) as i64 - rec.cpu_start;
+                st.cpu_t = rec.cpu_start + rec.cpu_dur;
+            }
+            Gpu::Host => {}
+            Gpu::WaitSide => st.gpu_t = st.gpu_t.max(st.side_t),
+            Gpu::SideCopy { .. } => {
+                // The side stream waits for the compute stream's work so far (torch orders a
+                // collective's stream after the current one), then copies.
+                let late = match &cfg.overlap_delay {
+                    Some(d) if d.rank as usize == r && self.index >= d.from_step => d.delay_ns,
+                    _ => 0,
+                };
+                let nominal = op.gpu_ns as f64 * rng.jitter(0.015);
+                rec.gpu_dur = (nominal.round() as i64).max(1) + late;
+                rec.gpu_start = (st.side_t.max(st.gpu_t) + rng.range(800, 1_600) as i64)
+                    .max(rec.rt_start + rec.rt_dur);
+                st.side_t = rec.gpu_start + rec.gpu_dur;
+            }
+            _ => {
+                let class = op.class().unwrap_or(Class::Memory);
+                let nominal = op.gpu_ns as f64
+                    * rng.jitter(0.015)
+                    * self.slow.mult(cfg, self.index, r, class);
+                rec.gpu_dur = (nominal.round() as i64).max(1);
+                rec.gpu_start =
+                    (st.gpu_t + rng.range(800, 1_600) as i64).max(rec.rt_start + rec.rt_dur);
+                st.gpu_t = rec.gpu_start + rec.gpu_dur;
+            }
+        }
+    }
+
+    /// Every collective all of whose members have arrived ends for all of them: the latest
+    /// arrival plus its transfer. Whether any did.
+    fn complete(&mut self, steps: &mut [RankStep], states: &mut [RankState]) -> Result<bool> {
+        let cfg = self.cfg;
+        let ready: Vec<CollKey> = self
+            .pending
             .iter()
             .filter(|(_, (members, v))| v.len() == *members)
             .map(|(k, _)| *k)
             .collect();
+        let moved = !ready.is_empty();
         for key in ready {
-            let Some((_, arrivals)) = pending.remove(&key) else {
+            let Some((_, arrivals)) = self.pending.remove(&key) else {
                 continue;
             };
-            moved = true;
             let latest = arrivals.iter().map(|a| a.at).max().unwrap_or(0);
             let Some(c) = arrivals.first().map(|a| a.coll) else {
                 bail!("synth: a collective without members (bug)");
@@ -441,14 +590,14 @@ pub(crate) fn simulate_step(
                 model::transfer_ns(&c)
             };
             let mut transfer = nominal as f64 * rng.jitter(0.02);
-            transfer *= link_mult(cfg, index, key.0, &arrivals, &slow_here);
+            transfer *= link_mult(cfg, self.index, key.0, &arrivals, &self.slow.here);
             let end = latest + transfer.round() as i64;
             for a in arrivals {
                 if let Some(i) = a.side {
                     side_done(&mut steps[a.rank], &mut states[a.rank], i, a.at, end);
-                    if waiting_side[a.rank] {
-                        waiting[a.rank] = false;
-                        waiting_side[a.rank] = false;
+                    if self.waiting_side[a.rank] {
+                        self.waiting[a.rank] = false;
+                        self.waiting_side[a.rank] = false;
                     }
                     continue;
                 }
@@ -463,26 +612,12 @@ pub(crate) fn simulate_step(
                 }
                 states[a.rank].gpu_t = end;
                 steps[a.rank].recs.push(rec);
-                pc[a.rank] += 1;
-                waiting[a.rank] = false;
+                self.pc[a.rank] += 1;
+                self.waiting[a.rank] = false;
             }
         }
-        if pc.iter().zip(&steps).all(|(&p, s)| p == s.ops.len()) {
-            break;
-        }
-        if !moved {
-            bail!(
-                "synth: the collectives of step {index} cannot all complete (bug in the schedule)"
-            );
-        }
+        Ok(moved)
     }
-
-    for ((step, st), rng) in steps.iter_mut().zip(states.iter_mut()).zip(rngs.iter_mut()) {
-        step.fwd_end = st.cpu_t;
-        st.cpu_t += rng.range(8_000, 30_000) as i64;
-        step.cpu_end = st.cpu_t;
-    }
-    Ok(steps)
 }
 
 /// A side collective complete at `end`: its record (index `i` in the rank's step) gets its
