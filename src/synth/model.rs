@@ -301,9 +301,10 @@ pub(crate) fn stage_layers(layers: u32, pp: u32, p: u32) -> std::ops::Range<u32>
     lo..hi
 }
 
-/// The program of one rank for one step. `moe_factor`: the tokens routed to this rank's experts
-/// over an even share (1: balanced; a hot-expert rank more).
-// Long on purpose: the kernel program of one layer, written out as the real model runs it.
+/// The program of one rank for one step, as the real model runs it: the input, then each of
+/// its stage's layers ([`layer`]), then the LM head ([`head`]) or the send to the next stage.
+/// `moe_factor`: the tokens routed to this rank's experts over an even share (1: balanced; a
+/// hot-expert rank more).
 pub(crate) fn program(
     naming: Vendor,
     layers: u32,
@@ -317,8 +318,6 @@ pub(crate) fn program(
     let n = kind.tokens() as i64;
     let bs = kind.bs() as i64;
     let nelems = kind.tokens() * HIDDEN;
-    let tp_pg = layout.tp_group(pos);
-    let allreduce = all_reduce(tp_pg, nelems);
     let p2p = |kind: CollKind, peer_p: u32| p2p(layout, pos, kind, peer_p, nelems);
 
     let mut ops = Vec::with_capacity(16 + 14 * layers as usize);
@@ -344,110 +343,146 @@ pub(crate) fn program(
     } else {
         ops.push(p2p(CollKind::Recv, pos.p - 1));
     }
-    let prefill = matches!(kind, StepKind::Extend { .. });
+    let shape = Layer {
+        f: &f,
+        n,
+        prefill: matches!(kind, StepKind::Extend { .. }),
+        allreduce: (layout.tp > 1).then(|| all_reduce(layout.tp_group(pos), nelems)),
+        ep: layout.ep,
+        extra_per_layer,
+        moe_factor,
+    };
     for l in stage_layers(layers, layout.pp, pos.p) {
-        let norm = if l == 0 { f.norm_first } else { f.norm_add };
-        ops.push(kernel(norm, f.cpu_norm, 3_000 + 4 * n, 7_000));
-        for _ in 0..extra_per_layer {
-            ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 6_000 + 6 * n, 6_000));
-        }
-        ops.push(linear(&cat::GEMM_QKV, 20_000 + 40 * n, n));
-        ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 2_500 + 3 * n, 6_000));
-        if prefill {
-            ops.push(kernel(f.attn_prefill, f.cpu_attn, 20_000 + 60 * n, 14_000));
-        } else {
-            ops.push(kernel(f.attn_decode, f.cpu_attn, 12_000 + 900 * n, 14_000));
-        }
-        ops.push(linear(&cat::GEMM_OPROJ, 12_000 + 25 * n, n));
-        if layout.tp > 1 {
-            ops.push(allreduce);
-        }
-        ops.push(kernel(f.norm_add, f.cpu_norm, 3_000 + 4 * n, 7_000));
-        if layout.ep > 1 {
-            // Tokens routed to this rank's experts; a hot-expert rank gets `moe_factor` × them.
-            // Its expert GEMMs take `moe_factor` × as long (compute-bound on the routed tokens).
-            let even = n / i64::from(layout.ep) + 1;
-            let per_ep = (even as f64 * moe_factor).round() as i64;
-            let hot = |ns: i64| (ns as f64 * moe_factor).round() as i64;
-            ops.push(linear(&cat::GEMM_ROUTER, 3_000 + 5 * n, n));
-            ops.push(kernel(
-                &cat::MOE_TOPK,
-                "sgl_kernel::topk_softmax",
-                3_000 + 2 * n,
-                10_000,
-            ));
-            ops.push(kernel(
-                &cat::MOE_ALIGN,
-                "sgl_kernel::moe_align_block_size",
-                5_000,
-                11_000,
-            ));
-            ops.push(kernel(
-                &cat::EP_DISPATCH,
-                "deep_ep::dispatch",
-                8_000 + 6 * n,
-                12_000,
-            ));
-            ops.push(Op {
-                rows: per_ep as u64,
-                ..kernel(
-                    &cat::MOE_FUSED,
-                    "fused_moe_kernel",
-                    hot(50_000 + 90 * even),
-                    16_000,
-                )
-            });
-            ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * per_ep, 6_000));
-            ops.push(Op {
-                rows: per_ep as u64,
-                ..kernel(
-                    &cat::MOE_FUSED,
-                    "fused_moe_kernel",
-                    hot(30_000 + 50 * even),
-                    16_000,
-                )
-            });
-            ops.push(kernel(
-                &cat::EP_COMBINE,
-                "deep_ep::combine",
-                8_000 + 6 * n,
-                12_000,
-            ));
-        } else {
-            ops.push(linear(&cat::GEMM_UP, 45_000 + 80 * n, n));
-            ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * n, 6_000));
-            ops.push(linear(&cat::GEMM_DOWN, 25_000 + 45 * n, n));
-        }
-        if layout.tp > 1 {
-            ops.push(allreduce);
-        }
+        shape.push(&mut ops, l == 0);
     }
     if pos.p + 1 == layout.pp {
-        ops.push(kernel(f.norm_add, f.cpu_norm, 2_500 + 4 * bs, 9_000));
-        ops.push(linear(&cat::GEMM_LM_HEAD, 30_000 + 600 * bs, bs));
-        ops.push(kernel(
-            &cat::ELEM_ARGMAX,
-            "aten::argmax",
-            4_000 + 20 * bs,
-            10_000,
-        ));
-        ops.push(Op {
-            gpu: Gpu::Memcpy {
-                name: cat::MEMCPY_DTOH,
-                bytes: (bs as u64) * 8,
-            },
-            cpu: "aten::to",
-            inner: Some("aten::copy_"),
-            call: cat::MEMCPY,
-            gpu_ns: 1_900,
-            cpu_ns: 15_000,
-            rows: 0,
-        });
+        head(&mut ops, &f, bs);
     } else {
         ops.push(p2p(CollKind::Send, pos.p + 1));
     }
     ops.push(item_sync());
     ops
+}
+
+/// What one decoder layer's kernels depend on in a step.
+struct Layer<'a> {
+    f: &'a Flavour,
+    /// Tokens in the step.
+    n: i64,
+    prefill: bool,
+    /// The tensor-parallel all-reduce after attention and after the MLP (none without TP).
+    allreduce: Option<Op>,
+    ep: u32,
+    extra_per_layer: u32,
+    moe_factor: f64,
+}
+
+impl Layer<'_> {
+    /// One layer's ops (`first`: the model's first layer, whose norm has no residual add).
+    fn push(&self, ops: &mut Vec<Op>, first: bool) {
+        let (f, n) = (self.f, self.n);
+        let norm = if first { f.norm_first } else { f.norm_add };
+        ops.push(kernel(norm, f.cpu_norm, 3_000 + 4 * n, 7_000));
+        for _ in 0..self.extra_per_layer {
+            ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 6_000 + 6 * n, 6_000));
+        }
+        ops.push(linear(&cat::GEMM_QKV, 20_000 + 40 * n, n));
+        ops.push(kernel(&cat::ELEM_ROTARY, "aten::add", 2_500 + 3 * n, 6_000));
+        if self.prefill {
+            ops.push(kernel(f.attn_prefill, f.cpu_attn, 20_000 + 60 * n, 14_000));
+        } else {
+            ops.push(kernel(f.attn_decode, f.cpu_attn, 12_000 + 900 * n, 14_000));
+        }
+        ops.push(linear(&cat::GEMM_OPROJ, 12_000 + 25 * n, n));
+        ops.extend(self.allreduce);
+        ops.push(kernel(f.norm_add, f.cpu_norm, 3_000 + 4 * n, 7_000));
+        if self.ep > 1 {
+            self.moe(ops);
+        } else {
+            ops.push(linear(&cat::GEMM_UP, 45_000 + 80 * n, n));
+            ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * n, 6_000));
+            ops.push(linear(&cat::GEMM_DOWN, 25_000 + 45 * n, n));
+        }
+        ops.extend(self.allreduce);
+    }
+
+    /// The expert-parallel MLP: route, dispatch, the experts' GEMMs, combine. The tokens
+    /// routed to this rank's experts: a hot-expert rank gets `moe_factor` × them, and its
+    /// expert GEMMs take `moe_factor` × as long (compute-bound on the routed tokens).
+    fn moe(&self, ops: &mut Vec<Op>) {
+        let (f, n) = (self.f, self.n);
+        let even = n / i64::from(self.ep) + 1;
+        let per_ep = (even as f64 * self.moe_factor).round() as i64;
+        let hot = |ns: i64| (ns as f64 * self.moe_factor).round() as i64;
+        ops.push(linear(&cat::GEMM_ROUTER, 3_000 + 5 * n, n));
+        ops.push(kernel(
+            &cat::MOE_TOPK,
+            "sgl_kernel::topk_softmax",
+            3_000 + 2 * n,
+            10_000,
+        ));
+        ops.push(kernel(
+            &cat::MOE_ALIGN,
+            "sgl_kernel::moe_align_block_size",
+            5_000,
+            11_000,
+        ));
+        ops.push(kernel(
+            &cat::EP_DISPATCH,
+            "deep_ep::dispatch",
+            8_000 + 6 * n,
+            12_000,
+        ));
+        ops.push(Op {
+            rows: per_ep as u64,
+            ..kernel(
+                &cat::MOE_FUSED,
+                "fused_moe_kernel",
+                hot(50_000 + 90 * even),
+                16_000,
+            )
+        });
+        ops.push(kernel(f.act, f.cpu_act, 3_000 + 8 * per_ep, 6_000));
+        ops.push(Op {
+            rows: per_ep as u64,
+            ..kernel(
+                &cat::MOE_FUSED,
+                "fused_moe_kernel",
+                hot(30_000 + 50 * even),
+                16_000,
+            )
+        });
+        ops.push(kernel(
+            &cat::EP_COMBINE,
+            "deep_ep::combine",
+            8_000 + 6 * n,
+            12_000,
+        ));
+    }
+}
+
+/// The last stage's end of a step: final norm, LM head, argmax, and the tokens copied back.
+fn head(ops: &mut Vec<Op>, f: &Flavour, bs: i64) {
+    ops.push(kernel(f.norm_add, f.cpu_norm, 2_500 + 4 * bs, 9_000));
+    ops.push(linear(&cat::GEMM_LM_HEAD, 30_000 + 600 * bs, bs));
+    ops.push(kernel(
+        &cat::ELEM_ARGMAX,
+        "aten::argmax",
+        4_000 + 20 * bs,
+        10_000,
+    ));
+    ops.push(Op {
+        gpu: Gpu::Memcpy {
+            name: cat::MEMCPY_DTOH,
+            bytes: (bs as u64) * 8,
+        },
+        cpu: "aten::to",
+        inner: Some("aten::copy_"),
+        call: cat::MEMCPY,
+        gpu_ns: 1_900,
+        cpu_ns: 15_000,
+        rows: 0,
+    });
 }
 
 /// The step's input copied to the GPU.
