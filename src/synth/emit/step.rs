@@ -5,12 +5,14 @@
 use anyhow::Result;
 
 use super::*;
+use crate::synth::model::Op;
 
 /// The annotation torch writes around a data-loader `__next__` (a planted late start).
 pub(super) const LOADER: &str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
 
 impl TraceWriter {
-    /// All events of one step.
+    /// All events of one step: its annotations, then each op ([`Self::op`]), then the GPU
+    /// annotation over the step's GPU work.
     pub(crate) fn step(&mut self, s: &RankStep, layout: &Layout) -> Result<()> {
         if self.info.cpu_only {
             return self.cpu_step(s, layout);
@@ -44,73 +46,10 @@ impl TraceWriter {
         }
         let (mut gpu_first, mut gpu_last) = (i64::MAX, i64::MIN);
         for (op, rec) in s.ops.iter().zip(&s.recs) {
-            self.cpu_span_dims(
-                "cpu_op",
-                op.cpu,
-                rec.cpu_start,
-                rec.cpu_dur,
-                rec.ext,
-                op.rows,
-            );
-            let mut launch_ext = rec.ext;
-            if let Some(inner) = op.inner {
-                launch_ext += 1;
-                let start = rec.cpu_start + (rec.rt_start - rec.cpu_start) / 2;
-                let end = rec.rt_start
-                    + rec.rt_dur
-                    + (rec.cpu_start + rec.cpu_dur - rec.rt_start - rec.rt_dur) / 2;
-                self.cpu_span_dims("cpu_op", inner, start, end - start, launch_ext, op.rows);
+            if let Some((start, end)) = self.op(op, rec, layout) {
+                gpu_first = gpu_first.min(start);
+                gpu_last = gpu_last.max(end);
             }
-            if matches!(op.gpu, Gpu::Host) {
-                continue;
-            }
-            let pid = self.info.pid;
-            self.x_head(
-                op.call.cat,
-                op.call.name,
-                pid,
-                pid,
-                rec.rt_start,
-                rec.rt_dur,
-            );
-            self.args_open();
-            self.bytes(b"\"External id\": ");
-            self.n(launch_ext);
-            self.bytes(b", \"cbid\": ");
-            self.n(u64::from(op.call.cbid));
-            self.bytes(b", \"correlation\": ");
-            self.n(rec.corr);
-            self.args_close();
-            if matches!(op.gpu, Gpu::Sync | Gpu::WaitSide) {
-                continue;
-            }
-            let stream = match op.gpu {
-                Gpu::Coll(c) if c.kind == CollKind::AllReduce => STREAM_NCCL,
-                Gpu::Coll(_) => STREAM_P2P,
-                Gpu::SideColl(_) | Gpu::SideCopy { .. } => STREAM_SIDE,
-                _ => STREAM_COMPUTE,
-            };
-            if matches!(op.gpu, Gpu::SideColl(_)) {
-                // The collective's end, recorded for the compute stream to wait on.
-                let at = rec.rt_start + rec.rt_dur + 200;
-                let c = cat::EVENT_RECORD;
-                self.x_head(c.cat, c.name, pid, pid, at, 900);
-                self.args_open();
-                self.bytes(b"\"cbid\": ");
-                self.n(u64::from(c.cbid));
-                self.args_close();
-            }
-            self.flow(true, rec.corr, pid, pid, rec.rt_start);
-            self.gpu_activity(op.gpu, rec, launch_ext, stream, layout);
-            self.flow(
-                false,
-                rec.corr,
-                u64::from(self.info.device),
-                u64::from(stream),
-                rec.gpu_start,
-            );
-            gpu_first = gpu_first.min(rec.gpu_start);
-            gpu_last = gpu_last.max(rec.gpu_start + rec.gpu_dur);
         }
         if gpu_first < gpu_last && annotate {
             // Kineto starts GPU annotations 1 ns early and ends them 1 ns late.
@@ -131,6 +70,77 @@ impl TraceWriter {
         self.memory_step(s);
         self.last_ns = self.last_ns.max(s.cpu_end);
         self.maybe_flush()
+    }
+
+    /// One op's events: its CPU op (and inner op), its CUDA call, and its GPU activity with
+    /// the flow between them; the GPU activity's start and end, if it has one.
+    fn op(&mut self, op: &Op, rec: &Rec, layout: &Layout) -> Option<(i64, i64)> {
+        self.cpu_span_dims(
+            "cpu_op",
+            op.cpu,
+            rec.cpu_start,
+            rec.cpu_dur,
+            rec.ext,
+            op.rows,
+        );
+        let mut launch_ext = rec.ext;
+        if let Some(inner) = op.inner {
+            launch_ext += 1;
+            let start = rec.cpu_start + (rec.rt_start - rec.cpu_start) / 2;
+            let end = rec.rt_start
+                + rec.rt_dur
+                + (rec.cpu_start + rec.cpu_dur - rec.rt_start - rec.rt_dur) / 2;
+            self.cpu_span_dims("cpu_op", inner, start, end - start, launch_ext, op.rows);
+        }
+        if matches!(op.gpu, Gpu::Host) {
+            return None;
+        }
+        let pid = self.info.pid;
+        self.x_head(
+            op.call.cat,
+            op.call.name,
+            pid,
+            pid,
+            rec.rt_start,
+            rec.rt_dur,
+        );
+        self.args_open();
+        self.bytes(b"\"External id\": ");
+        self.n(launch_ext);
+        self.bytes(b", \"cbid\": ");
+        self.n(u64::from(op.call.cbid));
+        self.bytes(b", \"correlation\": ");
+        self.n(rec.corr);
+        self.args_close();
+        if matches!(op.gpu, Gpu::Sync | Gpu::WaitSide) {
+            return None;
+        }
+        let stream = match op.gpu {
+            Gpu::Coll(c) if c.kind == CollKind::AllReduce => STREAM_NCCL,
+            Gpu::Coll(_) => STREAM_P2P,
+            Gpu::SideColl(_) | Gpu::SideCopy { .. } => STREAM_SIDE,
+            _ => STREAM_COMPUTE,
+        };
+        if matches!(op.gpu, Gpu::SideColl(_)) {
+            // The collective's end, recorded for the compute stream to wait on.
+            let at = rec.rt_start + rec.rt_dur + 200;
+            let c = cat::EVENT_RECORD;
+            self.x_head(c.cat, c.name, pid, pid, at, 900);
+            self.args_open();
+            self.bytes(b"\"cbid\": ");
+            self.n(u64::from(c.cbid));
+            self.args_close();
+        }
+        self.flow(true, rec.corr, pid, pid, rec.rt_start);
+        self.gpu_activity(op.gpu, rec, launch_ext, stream, layout);
+        self.flow(
+            false,
+            rec.corr,
+            u64::from(self.info.device),
+            u64::from(stream),
+            rec.gpu_start,
+        );
+        Some((rec.gpu_start, rec.gpu_start + rec.gpu_dur))
     }
 
     fn gpu_activity(&mut self, gpu: Gpu, rec: &Rec, ext: u64, stream: u32, layout: &Layout) {
