@@ -96,7 +96,7 @@ fn check_plant(p: &Planted, a: &Analysis) {
     assert!((v.excess_pct - 100.0 * (slow / others - 1.0)).abs() < 1e-9);
     assert_eq!(v.classes.len(), 1, "{:?}", v.classes);
     assert_eq!(v.classes[0].class, "gemm");
-    assert_eq!(v.classes[0].gap_ns, 5 * 1_500_000);
+    assert_eq!(v.classes[0].gap_ns.get(), 5 * 1_500_000);
     assert!(
         v.lines
             .iter()
@@ -140,7 +140,7 @@ fn check_plant(p: &Planted, a: &Analysis) {
     let sd = (totals.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
     assert!((g.cv - sd / mean).abs() < 1e-12);
     let norm = a.kernels.iter().find(|k| k.class == "norm").unwrap();
-    assert_eq!(norm.per_rank[0].total_ns, NORM_NS * p.steps as i64);
+    assert_eq!(norm.per_rank[0].total_ns.get(), NORM_NS * p.steps as i64);
     assert_eq!(norm.per_rank[0].count, p.steps as u64);
     let _ = TAIL_NS;
 }
@@ -223,10 +223,10 @@ fn one_rank_in_depth() {
     assert_eq!(d.steps.len(), p.steps);
     let gemm = d.kernels.iter().find(|k| k.class == "gemm").unwrap();
     assert_eq!(
-        (gemm.min_ns, gemm.max_ns, gemm.count),
+        (gemm.min_ns.get(), gemm.max_ns.get(), gemm.count),
         (3_000_000, 4_500_000, 8)
     );
-    assert_eq!(gemm.total_ns, 3 * 3_000_000 + 5 * 4_500_000);
+    assert_eq!(gemm.total_ns.get(), 3 * 3_000_000 + 5 * 4_500_000);
     let streams: Vec<(i64, u64)> = d.streams.iter().map(|s| (s.stream, s.ops)).collect();
     assert_eq!(streams, [(7, 24), (20, 8)]);
     let err = rankprof::analyze::analyze(&rankprof::analyze::AnalyzeOptions {

@@ -24,6 +24,7 @@ use super::reduce::kernels::{ClassTable, KernelRow};
 use super::reduce::path::CriticalPath;
 use super::reduce::steps::StepTable;
 use super::summary::Summary;
+use crate::trace::Ns;
 
 /// One rank in depth (`--rank N`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -40,7 +41,7 @@ pub struct RankDepth {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DepthClass {
     pub class: String,
-    pub total_ns: i64,
+    pub total_ns: Ns,
     /// Share of the rank's summed op time, percent.
     pub pct: f64,
 }
@@ -51,11 +52,11 @@ pub struct DepthKernel {
     pub short: String,
     pub class: String,
     pub kind: String,
-    pub total_ns: i64,
+    pub total_ns: Ns,
     pub count: u64,
     pub mean_ns: f64,
-    pub min_ns: i64,
-    pub max_ns: i64,
+    pub min_ns: Ns,
+    pub max_ns: Ns,
     /// Share of the rank's summed op time, percent.
     pub pct: f64,
 }
@@ -145,7 +146,7 @@ pub(super) fn depth(r: &RankResult, class_names: &[String], top_n: usize) -> Ran
             .zip(&r.class_ns)
             .map(|(c, &t)| DepthClass {
                 class: c.clone(),
-                total_ns: t,
+                total_ns: Ns::new(t),
                 pct: pct(t),
             })
             .collect(),
@@ -161,15 +162,15 @@ pub(super) fn depth(r: &RankResult, class_names: &[String], top_n: usize) -> Ran
                     .cloned()
                     .unwrap_or_default(),
                 kind: o.agg.kind.as_str().to_string(),
-                total_ns: o.agg.total,
+                total_ns: Ns::new(o.agg.total),
                 count: o.agg.count,
                 mean_ns: if o.agg.count > 0 {
                     o.agg.total as f64 / o.agg.count as f64
                 } else {
                     0.0
                 },
-                min_ns: if o.agg.count > 0 { o.agg.min } else { 0 },
-                max_ns: o.agg.max,
+                min_ns: Ns::new(if o.agg.count > 0 { o.agg.min } else { 0 }),
+                max_ns: Ns::new(o.agg.max),
                 pct: pct(o.agg.total),
             })
             .collect(),

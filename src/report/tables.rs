@@ -337,7 +337,7 @@ fn kernels(a: &Analysis, ranks: &[&str], wide: bool) -> Table {
             .iter()
             .map(|k| {
                 let mut row = vec![text(k.short.clone()), text(k.class.clone()), ms(k.total_ns)];
-                let t: Vec<i64> = k.per_rank.iter().map(|s| s.total_ns).collect();
+                let t: Vec<i64> = k.per_rank.iter().map(|s| s.total_ns.get()).collect();
                 per_rank_cells(&mut row, &t, k.rank_min_mean_max(), wide);
                 row.extend([
                     Cell::Num(k.max_over_mean, 3),
@@ -362,7 +362,7 @@ fn kernels_by_rank(a: &Analysis, ranks: &[&str]) -> Table {
                 ms(s.total_ns),
                 Cell::Int(s.count as i64),
                 us(s.mean_ns),
-                us(s.max_ns as f64),
+                us(s.max_ns.get() as f64),
             ]);
         }
     }
@@ -462,8 +462,8 @@ fn depth(d: &crate::analyze::RankDepth) -> Vec<Table> {
                         Cell::Num(k.pct, 1),
                         Cell::Int(k.count as i64),
                         us(k.mean_ns),
-                        us(k.min_ns as f64),
-                        us(k.max_ns as f64),
+                        us(k.min_ns.get() as f64),
+                        us(k.max_ns.get() as f64),
                     ]
                 })
                 .collect(),

@@ -33,7 +33,7 @@ use crate::trace::Ns;
 pub struct ClassShare {
     pub class: String,
     /// Slow rank minus the others' mean.
-    pub gap_ns: i64,
+    pub gap_ns: Ns,
     /// Share of the positive gap, percent.
     pub share_pct: f64,
 }
@@ -47,7 +47,7 @@ pub struct Verdict {
     pub metric: String,
     pub slowest: Option<String>,
     pub slowest_index: Option<usize>,
-    pub slowest_work_ns: i64,
+    pub slowest_work_ns: Ns,
     pub others_mean_work_ns: f64,
     /// Slowest work over the others' mean, minus one, percent.
     pub excess_pct: f64,
@@ -133,7 +133,7 @@ pub(crate) fn judge(inp: &Input<'_>) -> Verdict {
         slow_peers.iter().map(|&i| work[i]).sum::<i64>() as f64 / slow_peers.len().max(1) as f64;
     v.slowest = Some(inp.summaries[slow].figures.rank.clone());
     v.slowest_index = Some(slow);
-    v.slowest_work_ns = work[slow];
+    v.slowest_work_ns = Ns::new(work[slow]);
     v.others_mean_work_ns = others;
     v.excess_pct = if others > 0.0 {
         100.0 * (work[slow] as f64 / others - 1.0)
@@ -666,7 +666,7 @@ fn class_shares(
         covered += g;
         out.push(ClassShare {
             class: inp.class_names[c].clone(),
-            gap_ns: g.round() as i64,
+            gap_ns: Ns::new(g.round() as i64),
             share_pct: if positive > 0.0 {
                 100.0 * g / positive
             } else {
@@ -1311,7 +1311,7 @@ fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
             in_ops / 1e6,
             v.classes
                 .iter()
-                .map(|c| format!("{} +{:.2} ms", c.class, c.gap_ns as f64 / 1e6))
+                .map(|c| format!("{} +{:.2} ms", c.class, c.gap_ns.as_ms()))
                 .collect::<Vec<_>>()
                 .join(", "),
         ));
@@ -1324,7 +1324,7 @@ fn classes_line(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<String> {
                 "{} {:.0} % (+{:.2} ms)",
                 c.class,
                 c.share_pct,
-                c.gap_ns as f64 / 1e6
+                c.gap_ns.as_ms()
             )
         })
         .collect();
@@ -1348,7 +1348,7 @@ fn ops_short_of_gap(inp: &Input<'_>, v: &Verdict, who: usize) -> Option<(f64, f6
         .classes
         .first()
         .filter(|c| c.share_pct > 0.0)
-        .map_or(0.0, |c| c.gap_ns as f64 * 100.0 / c.share_pct);
+        .map_or(0.0, |c| c.gap_ns.get() as f64 * 100.0 / c.share_pct);
     (gap > 0.0 && in_ops < 0.5 * gap).then_some((gap, in_ops))
 }
 

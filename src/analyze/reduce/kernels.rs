@@ -8,14 +8,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::collect::ops::{short_name, Agg, NameAgg, OpKind};
 use crate::analyze::stats::{argmax, min_mean_max, spread};
+use crate::trace::Ns;
 
 /// Per-rank figures of one kernel.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct KStat {
-    pub total_ns: i64,
+    pub total_ns: Ns,
     pub count: u64,
     pub mean_ns: f64,
-    pub max_ns: i64,
+    pub max_ns: Ns,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -26,7 +27,7 @@ pub struct KernelRow {
     /// `kernel`, `memcpy`, `memset` or `cpu_op`.
     pub kind: String,
     /// Over all ranks.
-    pub total_ns: i64,
+    pub total_ns: Ns,
     pub per_rank: Vec<KStat>,
     /// Largest per-rank total over the mean per-rank total.
     pub max_over_mean: f64,
@@ -38,7 +39,7 @@ pub struct KernelRow {
 impl KernelRow {
     /// The smallest, mean and largest per-rank total (the summarized form of `per_rank`).
     pub fn rank_min_mean_max(&self) -> (i64, i64, i64) {
-        let t: Vec<i64> = self.per_rank.iter().map(|s| s.total_ns).collect();
+        let t: Vec<i64> = self.per_rank.iter().map(|s| s.total_ns.get()).collect();
         min_mean_max(&t)
     }
 }
@@ -89,19 +90,19 @@ pub(crate) fn top(
                 .iter()
                 .map(|a| match a {
                     Some(a) => KStat {
-                        total_ns: a.total,
+                        total_ns: Ns::new(a.total),
                         count: a.count,
                         mean_ns: if a.count > 0 {
                             a.total as f64 / a.count as f64
                         } else {
                             0.0
                         },
-                        max_ns: a.max,
+                        max_ns: Ns::new(a.max),
                     },
                     None => KStat::default(),
                 })
                 .collect();
-            let totals: Vec<i64> = per_rank.iter().map(|s| s.total_ns).collect();
+            let totals: Vec<i64> = per_rank.iter().map(|s| s.total_ns.get()).collect();
             let (max_over_mean, cv) = spread(&totals);
             // No slowest rank when all are equal.
             let slowest = match argmax(&totals) {
@@ -123,7 +124,7 @@ pub(crate) fn top(
                     .map_or(OpKind::Kernel, |a| a.kind)
                     .as_str()
                     .to_string(),
-                total_ns: total,
+                total_ns: Ns::new(total),
                 per_rank,
                 max_over_mean,
                 cv,
