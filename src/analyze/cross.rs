@@ -245,7 +245,12 @@ impl<'a> Ctx<'a> {
         let colls: Vec<RankColls> = results.iter().map(|r| r.colls.clone()).collect();
         let windows: Vec<Vec<(i64, i64)>> = results
             .iter()
-            .map(|r| r.steps.iter().map(|f| (f.start_ns, f.dur_ns)).collect())
+            .map(|r| {
+                r.steps
+                    .iter()
+                    .map(|f| (f.start_ns.get(), f.dur_ns.get()))
+                    .collect()
+            })
             .collect();
         let ideal = self.args.ideal_timeline;
         // GPU ranks' hosts run ahead of their devices: a late arrival's lag carries on.

@@ -384,7 +384,7 @@ pub fn reduce(read: Read, classifier: &Classifier, args: &AnalyzeOptions) -> Res
     // Where the step times start (as the step table counts them), to place the onset in time.
     let origin = results
         .iter()
-        .filter_map(|r| r.steps.first().map(|s| s.start_ns))
+        .filter_map(|r| r.steps.first().map(|s| s.start_ns.get()))
         .min();
     let mut a = super::cross::cross_rank(
         results,

@@ -558,9 +558,9 @@ fn rank_entries(results: &[RankResult], class_names: &[String]) -> Vec<RankEntry
         .iter()
         .map(|r| {
             let s = &r.summary.figures;
-            let t: Vec<i64> = r.steps.iter().map(|f| f.dur_ns).collect();
-            let b: Vec<i64> = r.steps.iter().map(|f| f.busy_ns).collect();
-            let w: Vec<i64> = r.steps.iter().map(|f| f.work_ns).collect();
+            let t: Vec<i64> = r.steps.iter().map(|f| f.dur_ns.get()).collect();
+            let b: Vec<i64> = r.steps.iter().map(|f| f.busy_ns.get()).collect();
+            let w: Vec<i64> = r.steps.iter().map(|f| f.work_ns.get()).collect();
             let c: Vec<Vec<i64>> = r.steps.iter().map(|f| f.class_ns.clone()).collect();
             RankEntry {
                 figures: RankFigures {

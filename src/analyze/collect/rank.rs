@@ -92,7 +92,7 @@ impl RankResult {
     /// Moves every time of the rank by `ns` (steps and collectives).
     pub(crate) fn add_base(&mut self, ns: i64) {
         for s in &mut self.steps {
-            s.start_ns += ns;
+            s.start_ns += Ns::new(ns);
         }
         self.colls.add_base(ns);
         self.active = self
@@ -269,7 +269,7 @@ fn fold_gpu(
 fn lost_base(header: &Header, figs: &[StepFig], colls: &RankColls) -> bool {
     let earliest = figs
         .iter()
-        .map(|f| f.start_ns)
+        .map(|f| f.start_ns.get())
         .chain(colls.earliest())
         .min();
     crate::trace::time::lost_base(header.base_time_ns, earliest.map(Ns::new))
@@ -347,10 +347,10 @@ fn step_figs(marks: &[steps::Mark], base: i64, classes: usize) -> Vec<StepFig> {
         .map(|m| StepFig {
             name: m.name.clone(),
             number: m.number,
-            start_ns: m.start + base,
-            dur_ns: m.dur,
-            busy_ns: 0,
-            work_ns: 0,
+            start_ns: Ns::new(m.start + base),
+            dur_ns: Ns::new(m.dur),
+            busy_ns: Ns::ZERO,
+            work_ns: Ns::ZERO,
             class_ns: vec![0; classes],
             work: Default::default(),
         })
@@ -449,8 +449,8 @@ impl CpuRank {
         drop(compute);
         timeline.add_comm(waited);
         for (f, m) in figs.iter_mut().zip(marks.iter()) {
-            f.busy_ns = m.dur;
-            f.work_ns = m.dur - timeline.comm.len_within(m.start, m.start + m.dur);
+            f.busy_ns = Ns::new(m.dur);
+            f.work_ns = Ns::new(m.dur - timeline.comm.len_within(m.start, m.start + m.dur));
         }
         let colls = segments::fill_in_memory(
             extended,

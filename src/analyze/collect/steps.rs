@@ -23,6 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::work::{StepWork, WorkMark};
+use crate::trace::Ns;
 
 /// A step annotation as found in the trace (file times).
 #[derive(Debug, Clone)]
@@ -179,14 +180,14 @@ fn open_at(marks: &[Mark], t: i64, k: usize) -> Option<usize> {
 pub struct StepFig {
     pub name: String,
     pub number: Option<i64>,
-    /// Start on the common clock (file time + base time), ns.
-    pub start_ns: i64,
+    /// Start on the common clock (file time + base time).
+    pub start_ns: Ns,
     /// The annotation's duration (CPU time of the step).
-    pub dur_ns: i64,
+    pub dur_ns: Ns,
     /// GPU busy (union of the step's ops); in CPU-only traces the step's duration.
-    pub busy_ns: i64,
+    pub busy_ns: Ns,
     /// GPU busy without communication; in CPU-only traces duration minus `c10d::` time.
-    pub work_ns: i64,
+    pub work_ns: Ns,
     /// Sum of op durations per class (class ids of the classifier).
     #[serde(skip)]
     pub class_ns: Vec<i64>,

@@ -18,6 +18,7 @@ use super::ops::OpKind;
 use super::segments::Cumulative;
 use super::spill::{i64_at, Rec, Spool};
 use super::steps::{Mark, StepFig, WindowCursor};
+use crate::trace::Ns;
 
 impl Rec for CpuIv {
     const SIZE: usize = 25;
@@ -221,8 +222,8 @@ pub(crate) fn fold(
         }
     }
     for (f, (busy, work)) in figs.iter_mut().zip(per) {
-        f.busy_ns = busy.len();
-        f.work_ns = work.len();
+        f.busy_ns = Ns::new(busy.len());
+        f.work_ns = Ns::new(work.len());
     }
     Ok(GpuTotals {
         span: match (first, last) {
@@ -345,10 +346,10 @@ mod tests {
         StepFig {
             name: String::new(),
             number: None,
-            start_ns: 0,
-            dur_ns: 0,
-            busy_ns: 0,
-            work_ns: 0,
+            start_ns: Ns::ZERO,
+            dur_ns: Ns::ZERO,
+            busy_ns: Ns::ZERO,
+            work_ns: Ns::ZERO,
             class_ns: vec![0; 3],
             work: Default::default(),
         }
@@ -447,7 +448,11 @@ mod tests {
                     .filter(|g| step(g) == Some(i) && g.kind == OpKind::Kernel)
                     .count() as u64;
                 assert!(!busy.is_empty(), "step {i}");
-                assert_eq!((f.busy_ns, f.work_ns), (busy.len(), work.len()), "step {i}");
+                assert_eq!(
+                    (f.busy_ns.get(), f.work_ns.get()),
+                    (busy.len(), work.len()),
+                    "step {i}"
+                );
                 assert_eq!(f.work.launches, kernels, "step {i}");
                 let c1: i64 = ops
                     .iter()
@@ -476,6 +481,6 @@ mod tests {
                 .map(|g| (g.start, g.end))
                 .collect(),
         );
-        assert_eq!(figs[0].busy_ns, busy0.len());
+        assert_eq!(figs[0].busy_ns.get(), busy0.len());
     }
 }

@@ -335,7 +335,7 @@ impl Sums<'_> {
         }
         let mut t = Totals::zero();
         for f in self.inp.figs[r] {
-            t.add(f.work_ns, Some(f), self.measure);
+            t.add(f.work_ns.get(), Some(f), self.measure);
         }
         t
     }

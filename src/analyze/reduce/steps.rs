@@ -172,18 +172,24 @@ pub(crate) fn table(
     }
     let origin = per_rank
         .iter()
-        .filter_map(|s| s.first().map(|f| f.start_ns))
+        .filter_map(|s| s.first().map(|f| f.start_ns.get()))
         .min()
         .unwrap_or(0);
     for (key, idx) in &rows {
         let figs: Vec<&StepFig> = idx.iter().zip(per_rank).map(|(&i, s)| &s[i]).collect();
-        let work: Vec<Ns> = figs.iter().map(|f| Ns::new(f.work_ns)).collect();
+        let work: Vec<Ns> = figs.iter().map(|f| f.work_ns).collect();
         t.rows.push(StepRow {
             step: key.clone(),
-            t_ms: (figs.iter().map(|f| f.start_ns).min().unwrap_or(origin) - origin) as f64 / 1e6,
+            t_ms: (figs
+                .iter()
+                .map(|f| f.start_ns.get())
+                .min()
+                .unwrap_or(origin)
+                - origin) as f64
+                / 1e6,
             name: figs[0].name.clone(),
-            busy_ns: figs.iter().map(|f| Ns::new(f.busy_ns)).collect(),
-            dur_ns: figs.iter().map(|f| Ns::new(f.dur_ns)).collect(),
+            busy_ns: figs.iter().map(|f| f.busy_ns).collect(),
+            dur_ns: figs.iter().map(|f| f.dur_ns).collect(),
             excess_pct: (0..work.len())
                 .map(|r| 100.0 * excess_among(&work, r, &peers[r]))
                 .collect(),
@@ -285,7 +291,7 @@ fn onset(
         } else {
             0.0
         };
-        let start = per_rank[r][rows[s0].1[r]].start_ns;
+        let start = per_rank[r][rows[s0].1[r]].start_ns.get();
         let cand = Onset {
             rank: t.ranks[r].clone(),
             rank_id: RankId::default(),
@@ -311,10 +317,10 @@ mod tests {
         StepFig {
             name: "s".into(),
             number: None,
-            start_ns: start,
-            dur_ns: work,
-            busy_ns: work,
-            work_ns: work,
+            start_ns: Ns::new(start),
+            dur_ns: Ns::new(work),
+            busy_ns: Ns::new(work),
+            work_ns: Ns::new(work),
             class_ns: Vec::new(),
             work: Default::default(),
         }
