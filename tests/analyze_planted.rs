@@ -122,13 +122,16 @@ fn check_plant(p: &Planted, a: &Analysis) {
         c.ranks.iter().map(|r| r.arrived_last).collect::<Vec<_>>(),
         last
     );
-    assert_eq!(c.ranks.iter().map(|r| r.wait_ns).collect::<Vec<_>>(), wait);
+    assert_eq!(
+        c.ranks.iter().map(|r| r.wait_ns.get()).collect::<Vec<_>>(),
+        wait
+    );
     assert_eq!(c.straggler.as_deref(), Some("TP02"));
     assert_eq!(c.groups.len(), 1);
     assert_eq!(c.groups[0].key, "pg 0 stream #0");
     assert_eq!(c.groups[0].name, "allreduce");
     // Rank 2 (jitter 2 µs, GEMM +1.5 ms) against rank 0 (jitter 0).
-    assert_eq!(c.groups[0].max_skew_ns, 1_500_000 + 2_000);
+    assert_eq!(c.groups[0].max_skew_ns.get(), 1_500_000 + 2_000);
     // Top kernels: the GEMM is the most imbalanced, slowest on rank 2.
     let g = a.kernels.iter().find(|k| k.class == "gemm").unwrap();
     assert_eq!(g.slowest, "TP02");

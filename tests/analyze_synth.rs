@@ -133,7 +133,7 @@ fn a_rank_cut_before_its_base_time_keeps_the_common_clock() {
         a.collectives
             .ranks
             .iter()
-            .all(|r| r.wait_ns >= 0 && r.wait_ns < span),
+            .all(|r| r.wait_ns.get() >= 0 && r.wait_ns.get() < span),
         "{:?}",
         a.collectives.ranks
     );

@@ -1525,7 +1525,7 @@ fn a_host_clock_offset_is_aligned_from_the_collectives() {
         .zip(&one_host.collectives.groups)
     {
         assert!(
-            (a.max_skew_ns - b.max_skew_ns).abs() < 10_000,
+            (a.max_skew_ns.get() - b.max_skew_ns.get()).abs() < 10_000,
             "{}: max skew {} ns vs {} ns on one host",
             a.key,
             a.max_skew_ns,

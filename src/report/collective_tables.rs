@@ -15,7 +15,7 @@ pub(super) fn ranks(a: &Analysis) -> Table {
             co.source,
             co.ties,
             co.matched,
-            co.tie_tolerance_ns as f64 / 1e3
+            co.tie_tolerance_ns.get() as f64 / 1e3
         ),
         columns: [
             "rank",
@@ -76,7 +76,7 @@ pub(super) fn groups(a: &Analysis) -> Table {
                     text(g.name.clone()),
                     Cell::Int(g.matched as i64),
                     us(g.mean_skew_ns),
-                    us(g.max_skew_ns as f64),
+                    us(g.max_skew_ns.get() as f64),
                     text(if g.last_most.is_empty() {
                         "— (all ties)".to_string()
                     } else {
@@ -108,7 +108,7 @@ pub(super) fn worst(a: &Analysis) -> Table {
                     text(w.key.clone()),
                     Cell::Int(w.index as i64),
                     text(w.name.clone()),
-                    us(w.skew_ns as f64),
+                    us(w.skew_ns.get() as f64),
                     text(w.last.clone()),
                     Cell::Num(w.t_ms, 3),
                 ]

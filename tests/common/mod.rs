@@ -198,7 +198,11 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
         // Collectives of this rank within its world.
         let cc = &c["collectives"]["ranks"][key];
         let mine = &a.collectives.ranks[r];
-        assert_eq!(mine.wait_ns, i(&cc["wait_ns"]), "{ctx} collective wait");
+        assert_eq!(
+            mine.wait_ns.get(),
+            i(&cc["wait_ns"]),
+            "{ctx} collective wait"
+        );
         assert_eq!(
             mine.arrived_last as i64,
             i(&cc["arrived_last"]),
@@ -230,7 +234,7 @@ pub fn assert_matches_checker(a: &Analysis, c: &Value) {
         );
         assert_eq!(g.ties as i64, i(&cg["ties"]), "group {} ties", g.key);
         assert_eq!(
-            g.max_skew_ns,
+            g.max_skew_ns.get(),
             i(&cg["skew_max_ns"]),
             "group {} max skew",
             g.key

@@ -264,8 +264,8 @@ fn wait_rows(inp: &Input<'_>, r: usize, peers: &[usize]) -> Vec<DrillRow> {
         DrillRow::new(
             "wait for the last arrival".into(),
             None,
-            mine.wait_ns as f64,
-            &theirs(&|x| x.wait_ns as f64),
+            mine.wait_ns.get() as f64,
+            &theirs(&|x| x.wait_ns.get() as f64),
             "ns",
         ),
         DrillRow::new(

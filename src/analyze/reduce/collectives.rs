@@ -42,6 +42,7 @@ use crate::analyze::collect::p2p;
 use crate::analyze::collect::rank::RankResult;
 use crate::analyze::rankset;
 use crate::analyze::stats::argmax;
+use crate::trace::Ns;
 
 /// Arrivals less than this before the latest are ties (see the module documentation).
 pub(crate) const TIE_TOLERANCE_NS: i64 = 1_000;
@@ -54,7 +55,7 @@ pub struct GroupRow {
     pub name: String,
     pub matched: usize,
     pub mean_skew_ns: f64,
-    pub max_skew_ns: i64,
+    pub max_skew_ns: Ns,
     /// The rank that arrived last most often on this key (empty when every one was a tie).
     pub last_most: String,
     pub last_most_count: usize,
@@ -73,7 +74,7 @@ pub struct RankRow {
     pub collectives: usize,
     pub matched: usize,
     /// Sum over matched collectives of (latest arrival - own arrival).
-    pub wait_ns: i64,
+    pub wait_ns: Ns,
     pub arrived_last: usize,
 }
 
@@ -94,7 +95,7 @@ pub struct Instance {
     pub key: String,
     pub index: usize,
     pub name: String,
-    pub skew_ns: i64,
+    pub skew_ns: Ns,
     /// The rank that arrived last; at a tie, every rank within the tolerance of the latest,
     /// joined by ` = `.
     pub last: String,
@@ -119,9 +120,9 @@ pub struct CollectiveReport {
     /// Matched collectives with no last arrival (ties), over all keys.
     #[serde(default)]
     pub ties: usize,
-    /// The tie tolerance used, ns.
+    /// The tie tolerance used.
     #[serde(default)]
-    pub tie_tolerance_ns: i64,
+    pub tie_tolerance_ns: Ns,
     /// The rank with the most last arrivals; `None` when no collective had one (all ties).
     pub straggler: Option<String>,
     /// Share of matched collectives at which the straggler arrived last, percent.
@@ -304,7 +305,7 @@ fn empty_report(
                 ..Default::default()
             })
             .collect(),
-        tie_tolerance_ns: TIE_TOLERANCE_NS,
+        tie_tolerance_ns: Ns::new(TIE_TOLERANCE_NS),
         ..Default::default()
     }
 }
@@ -502,7 +503,7 @@ impl Matcher<'_, '_> {
             name: t.first_name,
             matched: n,
             mean_skew_ns: (t.skew_sum as f64) / n as f64,
-            max_skew_ns: t.skew_max,
+            max_skew_ns: Ns::new(t.skew_max),
             last_most: lm.map_or_else(String::new, |m| self.ranks[members[m]].clone()),
             last_most_count: lm.map_or(0, |m| t.last_count[m]),
             ties: t.ties,
@@ -558,7 +559,7 @@ impl Matcher<'_, '_> {
             t.first_name = name_of(0).to_string();
         }
         for (m, &r) in members.iter().enumerate() {
-            self.rep.ranks[r].wait_ns += hi - starts[m];
+            self.rep.ranks[r].wait_ns += Ns::new(hi - starts[m]);
             self.rep.ranks[r].matched += 1;
         }
         // Most collectives are not among the largest skews: their row is not built.
@@ -602,7 +603,7 @@ fn worst_instances(
             key,
             index,
             name,
-            skew_ns: skew,
+            skew_ns: Ns::new(skew),
             tie: last.len() > 1,
             last: last
                 .iter()

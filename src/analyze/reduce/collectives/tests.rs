@@ -47,19 +47,22 @@ fn skew_wait_and_straggler_by_hand() {
     assert_eq!(rep.matched, 3);
     let g = &rep.groups[0];
     assert_eq!(
-        (g.max_skew_ns, g.last_most.as_str(), g.last_most_count),
+        (g.max_skew_ns.get(), g.last_most.as_str(), g.last_most_count),
         (50_000, "C", 2)
     );
     assert_eq!((g.ties, rep.ties), (0, 0));
     assert!((g.mean_skew_ns - (30.0 + 50.0 + 10.0) * 1000.0 / 3.0).abs() < 1e-6);
     // waits: A: 30 + 50 + 0 = 80; B: 25 + 40 + 10 = 75; C: 0 + 0 + 5 = 5
-    let w: Vec<i64> = rep.ranks.iter().map(|r| r.wait_ns).collect();
+    let w: Vec<i64> = rep.ranks.iter().map(|r| r.wait_ns.get()).collect();
     assert_eq!(w, us(&[80, 75, 5]));
     let last: Vec<usize> = rep.ranks.iter().map(|r| r.arrived_last).collect();
     assert_eq!(last, vec![1, 0, 2]);
     assert_eq!(rep.straggler.as_deref(), Some("C"));
     assert_eq!(rep.worst.len(), 2);
-    assert_eq!((rep.worst[0].skew_ns, rep.worst[0].index), (50_000, 1));
+    assert_eq!(
+        (rep.worst[0].skew_ns.get(), rep.worst[0].index),
+        (50_000, 1)
+    );
     assert_eq!((rep.worst[0].last.as_str(), rep.worst[0].tie), ("C", false));
 }
 
@@ -130,7 +133,7 @@ fn one_late_rank_is_last_two_late_ranks_tie() {
         (rep.groups[0].last_most.as_str(), rep.groups[0].ties),
         ("TP03", 0)
     );
-    assert_eq!(rep.ranks[0].wait_ns, 6 * 50_000);
+    assert_eq!(rep.ranks[0].wait_ns.get(), 6 * 50_000);
     // 1 µs (the tolerance) ahead of the others is a last arrival.
     let (ranks, per, worlds) = world(&[0, 1000, 0, 0], 2);
     let rep = analyze(&ranks, &worlds, &per, "gpu", 3).unwrap();
@@ -148,8 +151,8 @@ fn one_late_rank_is_last_two_late_ranks_tie() {
     assert_eq!(rep.worst[0].last, "TP05 = TP02");
     assert!(rep.worst[0].tie);
     // The waits still count: the others waited 50.4 µs for the pair each time.
-    assert_eq!(rep.ranks[0].wait_ns, 6 * 50_400);
-    assert_eq!(rep.ranks[2].wait_ns, 6 * 400);
+    assert_eq!(rep.ranks[0].wait_ns.get(), 6 * 50_400);
+    assert_eq!(rep.ranks[2].wait_ns.get(), 6 * 400);
 }
 
 #[test]
@@ -169,7 +172,7 @@ fn uneven_counts_are_noted_and_worlds_do_not_mix() {
         rep.notes
     );
     assert_eq!(rep.ranks[3].arrived_last, 2);
-    assert_eq!(rep.ranks[2].wait_ns, (50 + 60) * 1000);
+    assert_eq!(rep.ranks[2].wait_ns.get(), (50 + 60) * 1000);
 }
 
 /// Several keys, uneven counts and a key one rank lacks, one rank's records spilled (more than
@@ -209,12 +212,19 @@ fn lockstep_reading_skips_surplus_and_missing_keys() {
     let g: Vec<(&str, usize, i64, &str)> = rep
         .groups
         .iter()
-        .map(|g| (g.key.as_str(), g.matched, g.max_skew_ns, g.name.as_str()))
+        .map(|g| {
+            (
+                g.key.as_str(),
+                g.matched,
+                g.max_skew_ns.get(),
+                g.name.as_str(),
+            )
+        })
         .collect();
     assert_eq!(g, vec![("a", 1, 7_000, "a-op"), ("b", 2, 30_000, "b-op")]);
     // B waits 0 at a, 0 and 0 at b; A waits 7 + 20 + 30 µs.
-    assert_eq!(rep.ranks[0].wait_ns, 57_000);
-    assert_eq!(rep.ranks[1].wait_ns, 0);
+    assert_eq!(rep.ranks[0].wait_ns.get(), 57_000);
+    assert_eq!(rep.ranks[1].wait_ns.get(), 0);
     assert_eq!(
         (rep.ranks[0].collectives, rep.ranks[1].collectives),
         (303, 5)
@@ -239,8 +249,8 @@ fn a_group_of_a_subset_is_matched_among_its_ranks() {
     // R1 last in a's first (3 µs), a tie in its second; R3 last in b's (7 µs).
     assert_eq!(rep.ranks[1].arrived_last, 1);
     assert_eq!(rep.ranks[3].arrived_last, 1);
-    assert_eq!(rep.ranks[0].wait_ns, 3_000);
-    assert_eq!(rep.ranks[2].wait_ns, 7_000);
+    assert_eq!(rep.ranks[0].wait_ns.get(), 3_000);
+    assert_eq!(rep.ranks[2].wait_ns.get(), 7_000);
     assert!(
         rep.notes
             .iter()
