@@ -184,9 +184,9 @@ fn saved_summary_is_stable_small_and_loadable() {
     );
     assert_eq!(gemm.count, [8, 8, 8, 8]);
     // Steps of rank 2: five at 7.0 ms work, three at 5.5: median (nearest rank) 7.0, p90 7.0.
-    assert_eq!(s.ranks[2].steps.work_median_ns, 7_000_000);
-    assert_eq!(s.ranks[0].steps.work_p90_ns, 5_500_000);
-    assert_eq!(s.ranks[0].steps.time_median_ns, 10_000_000);
+    assert_eq!(s.ranks[2].steps.work_median_ns.get(), 7_000_000);
+    assert_eq!(s.ranks[0].steps.work_p90_ns.get(), 5_500_000);
+    assert_eq!(s.ranks[0].steps.time_median_ns.get(), 10_000_000);
     assert_eq!(s.ranks[2].class_ns["gemm"], 31_500_000);
     // Version and kind are checked.
     let bad = out.path().join("bad.json");

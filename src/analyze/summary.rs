@@ -271,19 +271,19 @@ pub struct WorkSummary {
     pub lead: Option<String>,
     pub cause: Option<String>,
     /// The largest time per unit over the ranks (the job runs at the slowest rank's pace).
-    pub time_per_unit_ns_max: Option<i64>,
+    pub time_per_unit_ns_max: Option<Ns>,
     pub ranks: Vec<WorkRank>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WorkRank {
     pub rank: String,
-    pub time_ns: i64,
+    pub time_ns: Ns,
     /// Tokens, sequences or launches (the unit).
     pub work: Option<u64>,
     pub launches: u64,
-    pub time_per_unit_ns: Option<i64>,
-    pub time_per_launch_ns: Option<i64>,
+    pub time_per_unit_ns: Option<Ns>,
+    pub time_per_launch_ns: Option<Ns>,
 }
 
 fn work_summary(a: &Attribution, v: &Verdict) -> WorkSummary {
@@ -297,11 +297,11 @@ fn work_summary(a: &Attribution, v: &Verdict) -> WorkSummary {
             };
             WorkRank {
                 rank: r.rank.clone(),
-                time_ns: r.time_ns,
+                time_ns: Ns::new(r.time_ns),
                 work,
                 launches: r.launches,
-                time_per_unit_ns: per.map(|x| x.round() as i64),
-                time_per_launch_ns: r.time_per_launch_ns.map(|x| x.round() as i64),
+                time_per_unit_ns: per.map(|x| Ns::new(x.round() as i64)),
+                time_per_launch_ns: r.time_per_launch_ns.map(|x| Ns::new(x.round() as i64)),
             }
         })
         .collect();
@@ -328,12 +328,12 @@ pub struct ProfileMeta {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StepStats {
     pub count: usize,
-    pub time_median_ns: i64,
-    pub time_p90_ns: i64,
-    pub busy_median_ns: i64,
-    pub busy_p90_ns: i64,
-    pub work_median_ns: i64,
-    pub work_p90_ns: i64,
+    pub time_median_ns: Ns,
+    pub time_p90_ns: Ns,
+    pub busy_median_ns: Ns,
+    pub busy_p90_ns: Ns,
+    pub work_median_ns: Ns,
+    pub work_p90_ns: Ns,
     /// Median over steps of the step's op time per class (overall: summed over ranks).
     #[serde(default)]
     pub class_median_ns: BTreeMap<String, i64>,
@@ -374,12 +374,12 @@ impl StepStats {
         let (wm, wp) = median_p90(work);
         StepStats {
             count: time.len(),
-            time_median_ns: tm,
-            time_p90_ns: tp,
-            busy_median_ns: bm,
-            busy_p90_ns: bp,
-            work_median_ns: wm,
-            work_p90_ns: wp,
+            time_median_ns: Ns::new(tm),
+            time_p90_ns: Ns::new(tp),
+            busy_median_ns: Ns::new(bm),
+            busy_p90_ns: Ns::new(bp),
+            work_median_ns: Ns::new(wm),
+            work_p90_ns: Ns::new(wp),
             class_median_ns: BTreeMap::new(),
             samples: (!time.is_empty()).then(|| StepSamples {
                 busy_ns: thin(busy),
@@ -420,11 +420,11 @@ impl StepStats {
 pub struct Overall {
     pub ranks: usize,
     pub kernels: u64,
-    pub kernel_sum_ns: i64,
-    pub busy_ns_mean: i64,
-    pub busy_ns_max: i64,
-    pub work_ns_mean: i64,
-    pub work_ns_max: i64,
+    pub kernel_sum_ns: Ns,
+    pub busy_ns_mean: Ns,
+    pub busy_ns_max: Ns,
+    pub work_ns_mean: Ns,
+    pub work_ns_max: Ns,
     pub class_ns: BTreeMap<String, i64>,
     pub steps: StepStats,
 }
@@ -650,12 +650,12 @@ fn overall(results: &[RankResult], class_names: &[String], steps: &StepTable) ->
         kernels: results.iter().map(|r| r.summary.figures.kernels).sum(),
         kernel_sum_ns: results
             .iter()
-            .map(|r| r.summary.figures.kernel_sum_ns.get())
+            .map(|r| r.summary.figures.kernel_sum_ns)
             .sum(),
-        busy_ns_mean: mean(&busy),
-        busy_ns_max: busy.iter().copied().max().unwrap_or(0),
-        work_ns_mean: mean(&work),
-        work_ns_max: work.iter().copied().max().unwrap_or(0),
+        busy_ns_mean: Ns::new(mean(&busy)),
+        busy_ns_max: Ns::new(busy.iter().copied().max().unwrap_or(0)),
+        work_ns_mean: Ns::new(mean(&work)),
+        work_ns_max: Ns::new(work.iter().copied().max().unwrap_or(0)),
         class_ns: class_map(class_names, &class_total),
         steps: job_steps(results, class_names, steps),
     }

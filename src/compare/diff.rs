@@ -571,11 +571,11 @@ impl Sides<'_> {
         let ov = |s: &Summary| -> (i64, i64) {
             if steps {
                 (
-                    s.overall.steps.busy_median_ns,
-                    s.overall.steps.work_median_ns,
+                    s.overall.steps.busy_median_ns.get(),
+                    s.overall.steps.work_median_ns.get(),
                 )
             } else {
-                (s.overall.busy_ns_max, s.overall.work_ns_max)
+                (s.overall.busy_ns_max.get(), s.overall.work_ns_max.get())
             }
         };
         let (bb, bw) = ov(base);
@@ -593,7 +593,7 @@ impl Sides<'_> {
     fn rank_rows(&self) -> Vec<Row> {
         let rank_work = |r: &RankEntry| {
             if self.steps {
-                r.steps.work_median_ns
+                r.steps.work_median_ns.get()
             } else {
                 r.figures.compute_ns.get()
             }
@@ -731,8 +731,8 @@ fn time_per_unit_row(
                 format!("time per {} (slowest rank)", wb.unit),
                 None,
                 None,
-                b,
-                c,
+                b.get(),
+                c.get(),
             )
         }),
         (Some(_), Some(_)) => {

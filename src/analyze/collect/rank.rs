@@ -27,7 +27,7 @@ use crate::trace::{Header, Ns, RankId};
 pub struct StreamRow {
     pub stream: i64,
     pub ops: u64,
-    pub sum_ns: i64,
+    pub sum_ns: Ns,
 }
 
 /// Everything the cross-rank stages need from one rank (also what a partial carries per rank).
@@ -388,7 +388,7 @@ fn stream_rows(streams: impl IntoIterator<Item = (i64, (i64, u64))>) -> Vec<Stre
         .map(|(stream, (sum_ns, ops))| StreamRow {
             stream,
             ops,
-            sum_ns,
+            sum_ns: Ns::new(sum_ns),
         })
         .collect();
     rows.sort_by_key(|s| s.stream);

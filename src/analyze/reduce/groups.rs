@@ -155,14 +155,14 @@ pub struct DimGroups {
 pub struct Outlier {
     pub rank: String,
     pub index: usize,
-    pub work_ns: i64,
+    pub work_ns: Ns,
     /// Work over its peers' mean, minus one, percent (what the outliers are ordered by).
     #[serde(default)]
     pub vs_peers_pct: f64,
     /// Work over the median rank's, minus one, percent.
     pub vs_median_pct: f64,
-    pub busy_ns: i64,
-    pub exposed_comm_ns: i64,
+    pub busy_ns: Ns,
+    pub exposed_comm_ns: Ns,
     pub util_pct: f64,
 }
 
@@ -299,11 +299,11 @@ pub(crate) fn build(
         .map(|&r| Outlier {
             rank: summaries[r].figures.rank.clone(),
             index: r,
-            work_ns: work[r],
+            work_ns: Ns::new(work[r]),
             vs_peers_pct: dev[r],
             vs_median_pct: vs(work[r] as f64),
-            busy_ns: summaries[r].figures.busy_ns.get(),
-            exposed_comm_ns: summaries[r].figures.exposed_comm_ns.get(),
+            busy_ns: summaries[r].figures.busy_ns,
+            exposed_comm_ns: summaries[r].figures.exposed_comm_ns,
             util_pct: summaries[r].figures.utilization_pct,
         })
         .collect();
