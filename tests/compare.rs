@@ -87,13 +87,13 @@ fn planted_gemm_on_one_rank_fails_and_names_the_class_and_the_rank() {
     for r in &c.rank_classes {
         let class = r.class.as_deref().unwrap();
         if class != "comm" && r.name != "gemm on TP02" {
-            assert_eq!(r.delta_ns, 0, "{}", r.name);
+            assert_eq!(r.delta_ns.get(), 0, "{}", r.name);
             assert_eq!(r.status, Status::Ok, "{}", r.name);
         }
     }
     assert_eq!(find(&c.ranks, "TP02").status, Status::Regression);
     for rank in ["TP00", "TP01", "TP03"] {
-        assert_eq!(find(&c.ranks, rank).delta_ns, 0, "{rank}");
+        assert_eq!(find(&c.ranks, rank).delta_ns.get(), 0, "{rank}");
     }
     // The failures name the class and the rank; the comm growth on the others is waiting.
     assert!(c.failures.iter().any(|f| f.kind == "rank-class"
@@ -365,7 +365,7 @@ fn noise_within_two_percent_passes() {
             .delta_pct
             .unwrap_or_else(|| panic!("{} has no baseline", r.name));
         assert!(p.abs() <= 2.0 + 1e-6, "{}: {p}", r.name);
-        if r.delta_ns != 0 {
+        if r.delta_ns.get() != 0 {
             moved += 1;
         }
     }
@@ -448,7 +448,7 @@ fn saved_summaries_and_merged_traces_compare_like_directories() {
     assert!(c.passed, "{:#?}", c.failures);
     assert_eq!(c.ranks.len(), 4);
     for r in time_rows(&c) {
-        assert_eq!(r.delta_ns, 0, "{}", r.name);
+        assert_eq!(r.delta_ns.get(), 0, "{}", r.name);
     }
 }
 
@@ -497,14 +497,14 @@ fn renamed_kernels_pass_only_with_normalize() {
     assert_eq!(c.vanished.len(), n);
     assert!(c.failures.iter().all(|f| f.kind == "new-kernel"));
     assert_eq!(c.failures.len(), n);
-    assert!(time_rows(&c).all(|r| r.delta_ns == 0));
+    assert!(time_rows(&c).all(|r| r.delta_ns.get() == 0));
 
     let mut a = args(&sb, &sr);
     a.normalize = true;
     let c = run_cmp(&a);
     assert!(c.passed, "{:#?}", c.failures);
     assert!(c.appeared.is_empty() && c.vanished.is_empty());
-    assert!(c.kernels.iter().all(|k| k.delta_ns == 0));
+    assert!(c.kernels.iter().all(|k| k.delta_ns.get() == 0));
     assert!(c.kernels.iter().any(|k| k.name.contains("<…>")));
 
     // --allow-new-kernels lets the renamed pair pass too, still listing them.
@@ -533,8 +533,18 @@ fn hta_pair_matches_the_independent_checker() {
         nonzero.len()
     );
     let check = |r: &Row, w: &Value| {
-        assert_eq!(r.baseline_ns, w["baseline"].as_i64().unwrap(), "{}", r.name);
-        assert_eq!(r.current_ns, w["current"].as_i64().unwrap(), "{}", r.name);
+        assert_eq!(
+            r.baseline_ns.get(),
+            w["baseline"].as_i64().unwrap(),
+            "{}",
+            r.name
+        );
+        assert_eq!(
+            r.current_ns.get(),
+            w["current"].as_i64().unwrap(),
+            "{}",
+            r.name
+        );
         let (p, q) = (r.delta_pct.unwrap(), w["delta_pct"].as_f64().unwrap());
         assert!((p - q).abs() < 1e-9, "{}: {p} vs {q}", r.name);
     };
@@ -548,15 +558,25 @@ fn hta_pair_matches_the_independent_checker() {
         check(r, &classes[r.class.as_deref().unwrap()]);
     }
     // The fixture README's figures: NCCL 396,199.0 µs and 379,053.0 µs.
-    assert_eq!(find(&c.classes, "comm").baseline_ns, 396_199_000);
-    assert_eq!(find(&c.classes, "comm").current_ns, 379_053_000);
+    assert_eq!(find(&c.classes, "comm").baseline_ns.get(), 396_199_000);
+    assert_eq!(find(&c.classes, "comm").current_ns.get(), 379_053_000);
 
     let kernels = want["kernels"].as_object().unwrap();
     assert_eq!(c.kernels.len(), kernels.len());
     for k in &c.kernels {
         let w = &kernels[&k.name];
-        assert_eq!(k.baseline_ns, w["baseline"].as_i64().unwrap(), "{}", k.name);
-        assert_eq!(k.current_ns, w["current"].as_i64().unwrap(), "{}", k.name);
+        assert_eq!(
+            k.baseline_ns.get(),
+            w["baseline"].as_i64().unwrap(),
+            "{}",
+            k.name
+        );
+        assert_eq!(
+            k.current_ns.get(),
+            w["current"].as_i64().unwrap(),
+            "{}",
+            k.name
+        );
         assert_eq!(k.baseline_count, w["baseline_count"].as_u64().unwrap());
         assert_eq!(k.current_count, w["current_count"].as_u64().unwrap());
     }
@@ -864,11 +884,14 @@ fn min_time_us_leaves_the_time_per_token_gate_on() {
         (r, work)
     };
     let (r, work) = per_token(50.0);
-    assert!(r.baseline_ns < 50_000 && r.current_ns < 50_000, "{r:?}");
-    assert!(work.baseline_ns > 50_000, "{work:?}");
+    assert!(
+        r.baseline_ns.get() < 50_000 && r.current_ns.get() < 50_000,
+        "{r:?}"
+    );
+    assert!(work.baseline_ns.get() > 50_000, "{work:?}");
     assert_eq!(r.status, Status::Regression, "{r:?}");
     let (r, work) = per_token(2_000.0);
-    assert!(work.baseline_ns < 2_000_000 && work.current_ns < 2_000_000);
+    assert!(work.baseline_ns.get() < 2_000_000 && work.current_ns.get() < 2_000_000);
     assert_eq!(r.status, Status::BelowMinTime, "{r:?}");
 }
 

@@ -200,7 +200,7 @@ pub(crate) fn pool(c: &mut Comparison, more: &[Summary]) -> usize {
                         r.rank.as_deref(),
                         r.class.as_deref(),
                         b,
-                        r.current_ns,
+                        r.current_ns.get(),
                     )
                 };
             }
@@ -227,12 +227,12 @@ pub(crate) fn floor_unsampled(c: &mut Comparison, others: &[Comparison]) -> usiz
         let same = |o: &Comparison| {
             o.time_rows()
                 .find(|x| x.name == r.name && x.rank == r.rank && x.class == r.class)
-                .map(|x| x.baseline_ns)
+                .map(|x| x.baseline_ns.get())
         };
         let Some(mut runs) = others.iter().map(same).collect::<Option<Vec<i64>>>() else {
             continue;
         };
-        runs.push(r.baseline_ns);
+        runs.push(r.baseline_ns.get());
         let mean = runs.iter().map(|&v| v as f64).sum::<f64>() / runs.len() as f64;
         *r = Row {
             floor_ns: r.floor_ns,
@@ -243,7 +243,7 @@ pub(crate) fn floor_unsampled(c: &mut Comparison, others: &[Comparison]) -> usiz
                 r.rank.as_deref(),
                 r.class.as_deref(),
                 mean.round() as i64,
-                r.current_ns,
+                r.current_ns.get(),
             )
         };
         floored += 1;

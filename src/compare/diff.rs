@@ -107,9 +107,9 @@ pub struct Row {
     pub name: String,
     pub rank: Option<String>,
     pub class: Option<String>,
-    pub baseline_ns: i64,
-    pub current_ns: i64,
-    pub delta_ns: i64,
+    pub baseline_ns: Ns,
+    pub current_ns: Ns,
+    pub delta_ns: Ns,
     /// `None` when the baseline is 0.
     pub delta_pct: Option<f64>,
     pub status: Status,
@@ -149,9 +149,9 @@ impl Row {
             name,
             rank: rank.map(String::from),
             class: class.map(String::from),
-            baseline_ns: b,
-            current_ns: c,
-            delta_ns: c - b,
+            baseline_ns: Ns::new(b),
+            current_ns: Ns::new(c),
+            delta_ns: Ns::new(c - b),
             delta_pct: pct(b, c),
             status: Status::Ok,
             floor_ns: None,
@@ -170,9 +170,11 @@ impl Row {
     }
 
     /// Baseline and current (or the work a rate divides) both below `min_ns`: not judged.
-    pub(crate) fn below_min(&self, min_ns: i64) -> bool {
-        let (b, c) = self.floor_ns.unwrap_or((self.baseline_ns, self.current_ns));
-        b < min_ns && c < min_ns
+    pub(crate) fn below_min(&self, min: Ns) -> bool {
+        let (b, c) = self
+            .floor_ns
+            .unwrap_or((self.baseline_ns.get(), self.current_ns.get()));
+        b < min.get() && c < min.get()
     }
 
     /// The row with its metric's key and, when both sides keep them, its samples.
@@ -195,9 +197,9 @@ pub(crate) fn pct(b: i64, c: i64) -> Option<f64> {
 pub struct KernelRow {
     pub name: String,
     pub class: String,
-    pub baseline_ns: i64,
-    pub current_ns: i64,
-    pub delta_ns: i64,
+    pub baseline_ns: Ns,
+    pub current_ns: Ns,
+    pub delta_ns: Ns,
     pub delta_pct: Option<f64>,
     pub baseline_count: u64,
     pub current_count: u64,
@@ -208,7 +210,7 @@ pub struct KernelRow {
 pub struct KernelOnly {
     pub name: String,
     pub class: String,
-    pub total_ns: i64,
+    pub total_ns: Ns,
     pub count: u64,
     /// False when the other side's summary folded kernels into `other_kernels`: this one may
     /// be among them.
@@ -272,7 +274,7 @@ pub struct Thresholds {
     /// `--max-slowdown`: the current side's re-simulated slowdown above it fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_slowdown: Option<f64>,
-    pub min_time_ns: i64,
+    pub min_time_ns: Ns,
     pub new_kernels_fail: bool,
     /// `--gate stats`: rows with per-step samples are tested, not held to the fixed threshold.
     pub statistical: bool,
@@ -663,7 +665,7 @@ impl Sides<'_> {
                     self.steps,
                 )
             })
-            .filter(|r| r.baseline_ns != 0 || r.current_ns != 0)
+            .filter(|r| r.baseline_ns != Ns::ZERO || r.current_ns != Ns::ZERO)
             .collect()
     }
 
@@ -823,9 +825,9 @@ fn kernel_rows(
             kc.get(name).map(|(_, ct, cn)| KernelRow {
                 name: name.clone(),
                 class: class.clone(),
-                baseline_ns: *bt,
-                current_ns: *ct,
-                delta_ns: ct - bt,
+                baseline_ns: Ns::new(*bt),
+                current_ns: Ns::new(*ct),
+                delta_ns: Ns::new(ct - bt),
                 delta_pct: pct(*bt, *ct),
                 baseline_count: *bn,
                 current_count: *cn,
@@ -862,7 +864,7 @@ fn kernels_only(from: &KernelTotals, other: &KernelTotals, certain: bool) -> Vec
         .map(|(n, (class, t, k))| KernelOnly {
             name: n.clone(),
             class: class.clone(),
-            total_ns: *t,
+            total_ns: Ns::new(*t),
             count: *k,
             certain,
             fails: false,

@@ -18,9 +18,11 @@
 use super::diff::{Comparison, Decision, Failure, Row, RowStat, Status};
 use super::memory::MemoryChange;
 use crate::analyze::classes::COMM;
+use crate::trace::Ns;
 
 /// Human form of a time: `834.6 µs`, `12.35 ms`, `1.234 s`.
-pub(crate) fn fmt_ns(ns: i64) -> String {
+pub(crate) fn fmt_ns(ns: impl Into<i64>) -> String {
+    let ns: i64 = ns.into();
     let a = ns.unsigned_abs() as f64;
     let sign = if ns < 0 { "-" } else { "" };
     if a >= 1e9 {
@@ -65,7 +67,7 @@ pub(crate) fn fmt_band(st: &RowStat) -> String {
 
 /// Judges a row: below `--min-time-us`, by its statistical test when it has one, else by the
 /// fixed threshold. True when it regressed.
-fn judge(r: &mut Row, max_pct: f64, min_ns: i64) -> bool {
+fn judge(r: &mut Row, max_pct: f64, min_ns: Ns) -> bool {
     r.status = if r.below_min(min_ns) {
         Status::BelowMinTime
     } else if r.drift {
@@ -79,7 +81,7 @@ fn judge(r: &mut Row, max_pct: f64, min_ns: i64) -> bool {
     } else {
         match r.delta_pct {
             Some(p) if p > r.fixed_band_pct(max_pct) => Status::Regression,
-            None if r.current_ns > 0 => Status::Regression,
+            None if r.current_ns > Ns::ZERO => Status::Regression,
             _ => Status::Ok,
         }
     };
@@ -497,7 +499,7 @@ fn new_kernel_failures(c: &mut Comparison) -> Vec<Failure> {
     };
     let mut out = Vec::new();
     for k in &mut c.appeared {
-        if k.certain && k.total_ns > 0 && k.total_ns >= min {
+        if k.certain && k.total_ns > Ns::ZERO && k.total_ns >= min {
             k.fails = true;
             let msg = format!(
                 "new kernel ({}, {} in {} calls, not in the baseline{hint}): {}",
@@ -653,9 +655,9 @@ mod tests {
             name: "x".into(),
             rank: None,
             class: None,
-            baseline_ns: b,
-            current_ns: c,
-            delta_ns: c - b,
+            baseline_ns: Ns::new(b),
+            current_ns: Ns::new(c),
+            delta_ns: Ns::new(c - b),
             delta_pct: super::super::diff::pct(b, c),
             status: Status::Ok,
             floor_ns: None,
@@ -673,19 +675,22 @@ mod tests {
             noise_floor_pct: Some(10.0),
             ..row(1000, 1075)
         };
-        assert!(!judge(&mut r, 5.0, 0), "+7.5 % is within a 10 % floor");
+        assert!(
+            !judge(&mut r, 5.0, Ns::new(0)),
+            "+7.5 % is within a 10 % floor"
+        );
         let mut r = Row {
             noise_floor_pct: Some(10.0),
             ..row(1000, 1120)
         };
-        assert!(judge(&mut r, 5.0, 0));
+        assert!(judge(&mut r, 5.0, Ns::new(0)));
         assert!(change(&r, false, 5.0).contains("+12.0 % > 10.0 % (noise floor)"));
         let mut r = Row {
             noise_floor_pct: Some(2.0),
             ..row(1000, 1060)
         };
         assert!(
-            judge(&mut r, 5.0, 0),
+            judge(&mut r, 5.0, Ns::new(0)),
             "a floor below --max-regression does not lower it"
         );
     }
@@ -693,19 +698,19 @@ mod tests {
     #[test]
     fn rows_fail_above_the_threshold_only() {
         let mut r = row(1_000_000, 1_050_000);
-        assert!(!judge(&mut r, 5.0, 0), "exactly +5 % passes");
+        assert!(!judge(&mut r, 5.0, Ns::new(0)), "exactly +5 % passes");
         let mut r = row(1_000_000, 1_050_001);
-        assert!(judge(&mut r, 5.0, 0));
+        assert!(judge(&mut r, 5.0, Ns::new(0)));
         let mut r = row(1_000_000, 500_000);
-        assert!(!judge(&mut r, 5.0, 0), "faster passes");
+        assert!(!judge(&mut r, 5.0, Ns::new(0)), "faster passes");
         let mut r = row(0, 10);
-        assert!(judge(&mut r, 5.0, 0), "time from nothing fails");
+        assert!(judge(&mut r, 5.0, Ns::new(0)), "time from nothing fails");
         let mut r = row(0, 10);
-        assert!(!judge(&mut r, 5.0, 11));
+        assert!(!judge(&mut r, 5.0, Ns::new(11)));
         assert_eq!(r.status, Status::BelowMinTime);
         let mut r = row(5, 10_000);
         assert!(
-            judge(&mut r, 5.0, 20),
+            judge(&mut r, 5.0, Ns::new(20)),
             "one side above --min-time-us is judged"
         );
         // A rate (time per token, 2.6 µs → 3.0 µs) is held by the work it divides.
@@ -713,12 +718,12 @@ mod tests {
             floor_ns: Some((400_000, 450_000)),
             ..row(2_600, 3_000)
         };
-        assert!(judge(&mut r, 5.0, 50_000), "time per token judged");
+        assert!(judge(&mut r, 5.0, Ns::new(50_000)), "time per token judged");
         let mut r = Row {
             floor_ns: Some((40_000, 45_000)),
             ..row(2_600, 3_000)
         };
-        assert!(!judge(&mut r, 5.0, 50_000));
+        assert!(!judge(&mut r, 5.0, Ns::new(50_000)));
         assert_eq!(r.status, Status::BelowMinTime);
     }
 }

@@ -48,6 +48,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::trace::Ns;
+
 pub use diff::{CompareBasis, Comparison};
 
 /// What an inconclusive comparison exits with (`--inconclusive`): the choice is the command's.
@@ -164,7 +166,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
             max_regression_pct: args.max_regression,
             max_imbalance: args.max_imbalance,
             max_slowdown: args.max_slowdown,
-            min_time_ns: (args.min_time_us * 1e3).round() as i64,
+            min_time_ns: Ns::new((args.min_time_us * 1e3).round() as i64),
             new_kernels_fail: !args.allow_new_kernels,
             statistical: args.gate == GateRule::Stats,
         },

@@ -15,6 +15,7 @@ use crate::analyze::collect::ops::short_name;
 use crate::compare::diff::{Basis, Comparison, Decision, KernelOnly, Row, Status};
 use crate::compare::gate::{fmt_ns, fmt_pct};
 use crate::compare::power::Power;
+use crate::trace::Ns;
 
 /// A section: title, header, rows; `right[i]` aligns column i to the right.
 struct Section {
@@ -50,7 +51,8 @@ fn change_cell(r: &Row) -> String {
     }
 }
 
-fn delta(ns: i64) -> String {
+fn delta(ns: impl Into<i64>) -> String {
+    let ns: i64 = ns.into();
     if ns > 0 {
         format!("+{}", fmt_ns(ns))
     } else {
@@ -253,7 +255,7 @@ fn gate_line(c: &Comparison) -> String {
         None => s.push_str(", slowdown not gated"),
     }
     s.push_str(&format!(", min time {}", fmt_ns(t.min_time_ns)));
-    if t.min_time_ns > 0 && c.overall.iter().any(|r| r.floor_ns.is_some()) {
+    if t.min_time_ns > Ns::ZERO && c.overall.iter().any(|r| r.floor_ns.is_some()) {
         s.push_str(" (on times; a time per token on the work it divides)");
     }
     s.push_str(if t.new_kernels_fail {
