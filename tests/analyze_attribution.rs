@@ -38,7 +38,7 @@ fn assert_matches_checker(a: &Analysis, files: &[PathBuf]) {
             .find(|r| r.rank == label)
             .unwrap();
         let ctx = format!("{label}: {cr}");
-        assert_eq!(r.time_ns, cr["time_ns"].as_i64().unwrap(), "{ctx}");
+        assert_eq!(r.time_ns.get(), cr["time_ns"].as_i64().unwrap(), "{ctx}");
         assert_eq!(r.tokens, cr["tokens"].as_u64(), "{ctx}");
         assert_eq!(r.seqs, cr["seqs"].as_u64(), "{ctx}");
         assert_eq!(r.launches, cr["launches"].as_u64().unwrap(), "{ctx}");

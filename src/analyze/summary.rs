@@ -297,7 +297,7 @@ fn work_summary(a: &Attribution, v: &Verdict) -> WorkSummary {
             };
             WorkRank {
                 rank: r.rank.clone(),
-                time_ns: Ns::new(r.time_ns),
+                time_ns: r.time_ns,
                 work,
                 launches: r.launches,
                 time_per_unit_ns: per.map(|x| Ns::new(x.round() as i64)),

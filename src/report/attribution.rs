@@ -161,7 +161,7 @@ fn work(at: &Attribution) -> Table {
                 vec![
                     Cell::Text(r.rank.clone()),
                     Cell::Int(r.steps as i64),
-                    ms(r.time_ns as f64),
+                    ms(r.time_ns.get() as f64),
                     opt_int(r.tokens),
                     opt_int(r.seqs),
                     Cell::Int(r.launches as i64),

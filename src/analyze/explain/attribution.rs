@@ -43,6 +43,7 @@ use crate::analyze::collect::work::WorkSource;
 use crate::analyze::rankset;
 use crate::analyze::reduce::steps::{StepRow, StepTable};
 use crate::analyze::stats::{median, ratio};
+use crate::trace::Ns;
 
 /// Work ratios within this fraction of 1 count as the same work.
 pub(crate) const SAME_WORK: f64 = 0.05;
@@ -79,7 +80,7 @@ pub struct RankWork {
     pub rank: String,
     pub dp: Option<u32>,
     pub steps: usize,
-    pub time_ns: i64,
+    pub time_ns: Ns,
     pub tokens: Option<u64>,
     pub seqs: Option<u64>,
     pub launches: u64,
@@ -562,7 +563,7 @@ fn rank_work(inp: &Input<'_>, r: usize, t: &Totals, nsteps: usize, m: Measure) -
         rank: inp.labels[r].clone(),
         dp: inp.dp[r],
         steps: nsteps,
-        time_ns: t.time as i64,
+        time_ns: Ns::new(t.time as i64),
         tokens,
         seqs,
         launches: t.launches as u64,
