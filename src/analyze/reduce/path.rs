@@ -309,7 +309,7 @@ impl CriticalPath {
             for (j, w) in l.waiters.iter().enumerate() {
                 let id = (k * WAITERS + j) as u64 + 1;
                 let mut wait = waiting(l, w);
-                if late.dur_ns >= 2 && wait.dur_ns >= 2 {
+                if late.dur_ns.get() >= 2 && wait.dur_ns.get() >= 2 {
                     late.flows_out.push(id);
                     wait.flows_in.push(id);
                 }
@@ -409,8 +409,8 @@ fn late_slice(l: &Late) -> Slice {
             l.index,
             l.cost_ns.as_us()
         ),
-        start_ns: l.seg_start_ns.get(),
-        dur_ns: l.start_ns.get() - l.seg_start_ns.get(),
+        start_ns: l.seg_start_ns,
+        dur_ns: Ns::new(l.start_ns.get() - l.seg_start_ns.get()),
         args,
         ..Slice::default()
     }
@@ -426,8 +426,8 @@ fn waiting(l: &Late, w: &Waiter) -> Slice {
     Slice {
         rank: w.rank.clone(),
         name: format!("waits for {} at {} #{}", l.rank, l.name, l.index),
-        start_ns: w.since_ns.get(),
-        dur_ns: l.start_ns.get() - w.since_ns.get(),
+        start_ns: w.since_ns,
+        dur_ns: Ns::new(l.start_ns.get() - w.since_ns.get()),
         args,
         ..Slice::default()
     }

@@ -11,15 +11,17 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::trace::Ns;
+
 /// One annotated interval of one rank.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Slice {
     /// The rank's label as the merged trace shows it (`TP02`, `TP01-DP01`).
     pub rank: String,
     pub name: String,
-    /// Start on the common clock, ns.
-    pub start_ns: i64,
-    pub dur_ns: i64,
+    /// Start on the common clock.
+    pub start_ns: Ns,
+    pub dur_ns: Ns,
     pub args: Map<String, Value>,
     /// The thread of the rank's process it is on ([`Overlay::threads`] names it).
     pub tid: u32,
@@ -75,14 +77,14 @@ impl Overlay {
                 threads.push((pid.clone(), s.tid));
             }
             let tid = s.tid;
-            let ts = (s.start_ns - base_ns) as f64 / 1e3;
+            let ts = (s.start_ns.get() - base_ns) as f64 / 1e3;
             out.push(json!({
                 "ph": "X", "cat": "rankprof", "name": s.name, "pid": pid, "tid": tid,
                 "ts": (ts * 1e3).round() / 1e3,
-                "dur": (s.dur_ns.max(0) as f64).round() / 1e3,
+                "dur": (s.dur_ns.get().max(0) as f64).round() / 1e3,
                 "args": s.args,
             }));
-            let at = (s.start_ns + s.dur_ns - 1 - base_ns) as f64 / 1e3;
+            let at = (s.start_ns.get() + s.dur_ns.get() - 1 - base_ns) as f64 / 1e3;
             let flow = |ph: &str, id: u64| {
                 let mut f = json!({"ph": ph, "cat": "rankprof", "name": "waited for", "id": id,
                     "pid": pid, "tid": tid, "ts": (at * 1e3).round() / 1e3});
@@ -143,24 +145,24 @@ mod tests {
                 Slice {
                     rank: "TP02".into(),
                     name: "late".into(),
-                    start_ns: 1_000_002_500,
-                    dur_ns: 2_000_000,
+                    start_ns: Ns::new(1_000_002_500),
+                    dur_ns: Ns::new(2_000_000),
                     args: Map::new(),
                     ..Slice::default()
                 },
                 Slice {
                     rank: "TP02".into(),
                     name: "beside".into(),
-                    start_ns: 1_000_002_500,
-                    dur_ns: 10,
+                    start_ns: Ns::new(1_000_002_500),
+                    dur_ns: Ns::new(10),
                     tid: 1,
                     ..Slice::default()
                 },
                 Slice {
                     rank: "TP09".into(),
                     name: "late".into(),
-                    start_ns: 0,
-                    dur_ns: 1,
+                    start_ns: Ns::new(0),
+                    dur_ns: Ns::new(1),
                     args: Map::new(),
                     ..Slice::default()
                 },

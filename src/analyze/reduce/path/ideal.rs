@@ -394,8 +394,8 @@ impl IdealTimeline {
             out.push(Slice {
                 rank: label(&self.labels, r),
                 name: name.clone(),
-                start_ns: s.start.get(),
-                dur_ns: s.ideal().get(),
+                start_ns: s.start,
+                dur_ns: s.ideal(),
                 args: args.clone(),
                 tid: tid(s.world),
                 ..Slice::default()
@@ -423,8 +423,8 @@ impl IdealTimeline {
         Slice {
             rank: label(&self.labels, m.rank),
             name: name.to_string(),
-            start_ns: m.arrival.get(),
-            dur_ns: (m.end - m.arrival).get().max(0),
+            start_ns: m.arrival,
+            dur_ns: Ns::new((m.end - m.arrival).get().max(0)),
             args,
             tid: tid(s.world),
             ..Slice::default()
@@ -509,14 +509,14 @@ mod tests {
         assert_eq!((on("TP00"), on("TP01")), (3, 3));
         assert_eq!(o.slices[0].name, "step 7 ideal: 0.23 ms (recorded 0.48 ms)");
         assert_eq!(
-            (o.slices[0].start_ns, o.slices[0].dur_ns),
+            (o.slices[0].start_ns.get(), o.slices[0].dur_ns.get()),
             (us(1000), us(230))
         );
         assert_eq!(o.slices[0].args["gives_back_ms"], 0.25);
         // Rank 1 at the first collective: µs after the step's start.
         let a = &o.slices[3];
         assert_eq!((a.rank.as_str(), a.name.as_str()), ("TP01", "a"));
-        assert_eq!((a.start_ns, a.dur_ns), (us(1100), us(50)));
+        assert_eq!((a.start_ns.get(), a.dur_ns.get()), (us(1100), us(50)));
         assert_eq!(a.args["recorded_arrival_us"], 300.0);
         assert_eq!(a.args["ideal_arrival_us"], 100.0);
         assert_eq!(a.args["ideal_end_us"], 150.0);
