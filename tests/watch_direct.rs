@@ -145,13 +145,13 @@ fn drift_fires_the_trigger_once_and_the_capture_carries_the_load() {
     assert_eq!(f.trigger, "waiting spread > 16 for 1s");
     // never before the drift (100 ms for the request's way), within one hold period (and a
     // poll or two) after it
-    let since = f.t_ns - f.held_ns;
+    let since = f.t_ns.get() - f.held_ns.get();
     assert!(
         since >= drift_ns - 100_000_000,
         "held since {} ms before the drift",
         (drift_ns - since) / 1_000_000
     );
-    let after = (f.t_ns - drift_ns) as f64 / 1e9;
+    let after = (f.t_ns.get() - drift_ns) as f64 / 1e9;
     assert!(after >= hold_s - 0.1, "fired {after:.2} s after the drift");
     assert!(
         after <= hold_s + 2.0 * interval_s + 0.5,
@@ -195,7 +195,7 @@ fn drift_fires_the_trigger_once_and_the_capture_carries_the_load() {
         polls.len()
     );
     // polling went on during the capture
-    let (cs, ce) = (rec.started_ns, rec.ended_ns);
+    let (cs, ce) = (rec.started_ns.get(), rec.ended_ns.get());
     let during = polls
         .iter()
         .filter(|p| (cs..ce).contains(&p["t_ns"].as_i64().unwrap()))

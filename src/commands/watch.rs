@@ -131,7 +131,7 @@ impl Printer {
                         "trigger fired: {} (value {:.2}, held {:.1} s): capture {n} starts\n",
                         fired.trigger,
                         fired.value,
-                        fired.held_ns as f64 / 1e9
+                        fired.held_ns.get() as f64 / 1e9
                     ));
                     self.drawn = 0;
                 }

@@ -78,7 +78,7 @@ pub(crate) fn render(s: &ViewState<'_>, width: usize) -> String {
     lines.push(format!(
         "rankprof watch · poll {} · {} · every {} s · {} workers, {} DP ranks{}",
         p.seq,
-        utc(p.t_ns),
+        utc(p.t_ns.get()),
         s.interval,
         p.workers.len(),
         ranks,
@@ -143,9 +143,9 @@ pub(crate) fn render(s: &ViewState<'_>, width: usize) -> String {
         let now = a
             .last
             .map_or_else(|| "no value".to_string(), |v| format!("{v:.2}"));
-        let state = match a.holding_ns(p.t_ns) {
-            Some(h) if a.trigger.hold_ns > 0 => {
-                format!("holding {} of {}", secs(h), secs(a.trigger.hold_ns))
+        let state = match a.holding_ns(p.t_ns.get()) {
+            Some(h) if a.trigger.hold_ns.get() > 0 => {
+                format!("holding {} of {}", secs(h), secs(a.trigger.hold_ns.get()))
             }
             Some(_) => "met".into(),
             None => "not met".into(),

@@ -36,6 +36,7 @@ use serde::Serialize;
 use crate::capture::session::RunOutcome;
 use crate::capture::workers::Worker;
 use crate::capture::{CaptureOptions, Targets};
+use crate::trace::Ns;
 
 pub use crate::load::loads::{Metric, RankLoad};
 pub use poll::{Poll, Status, WorkerPoll};
@@ -112,8 +113,8 @@ pub struct CaptureRecord {
     pub n: u32,
     /// What fired it.
     pub fired: Fired,
-    pub started_ns: i64,
-    pub ended_ns: i64,
+    pub started_ns: Ns,
+    pub ended_ns: Ns,
     /// How the capture ended (failed when it could not run at all; serialized as its exit
     /// code).
     #[serde(rename = "exit_code")]

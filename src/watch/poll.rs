@@ -24,6 +24,7 @@ use crate::capture::Backend;
 use crate::load::loads::{self, Metric, RankLoad};
 use crate::load::stats::Spread;
 use crate::load::timeline::{now_ns, utc};
+use crate::trace::Ns;
 
 /// How long the collector waits past the per-request timeout for answers in flight.
 const GRACE: Duration = Duration::from_millis(100);
@@ -86,8 +87,8 @@ impl WorkerPoll {
 pub struct Poll {
     pub kind: &'static str,
     pub seq: u64,
-    /// Unix time when the poll started, ns.
-    pub t_ns: i64,
+    /// Unix time when the poll started.
+    pub t_ns: Ns,
     pub time: String,
     /// Wall time of the whole poll, ms.
     pub ms: u64,
@@ -388,7 +389,7 @@ impl Poller {
         let mut p = Poll {
             kind: "poll",
             seq,
-            t_ns,
+            t_ns: Ns::new(t_ns),
             time: utc(t_ns),
             ms: t0.elapsed().as_millis() as u64,
             workers,

@@ -26,6 +26,7 @@ use crate::capture::session::{self, RunOutcome};
 use crate::capture::{workers, CaptureOptions};
 use crate::exit;
 use crate::load::timeline::{self, now_ns, History, Writer};
+use crate::trace::Ns;
 
 fn secs(s: f64) -> Duration {
     Duration::try_from_secs_f64(s).unwrap_or(Duration::from_millis(1))
@@ -123,8 +124,8 @@ fn finish(r: Running) -> CaptureRecord {
     CaptureRecord {
         n: r.n,
         fired: r.fired,
-        started_ns: r.started_ns,
-        ended_ns: now_ns(),
+        started_ns: Ns::new(r.started_ns),
+        ended_ns: Ns::new(now_ns()),
         ended: outcome
             .as_ref()
             .map_or(exit::Outcome::Failed, |o| o.outcome),
@@ -136,7 +137,7 @@ fn finish(r: Running) -> CaptureRecord {
 fn capture_line(rec: &CaptureRecord) -> String {
     let o = rec.outcome.as_ref();
     json!({"kind": "capture", "n": rec.n, "phase": "done", "t_ns": rec.ended_ns,
-           "time": timeline::utc(rec.ended_ns), "exit_code": rec.ended, "error": rec.error,
+           "time": timeline::utc(rec.ended_ns.get()), "exit_code": rec.ended, "error": rec.error,
            "trace_dir": o.and_then(|o| o.trace_dir.clone()),
            "merged": o.and_then(|o| o.post.as_ref()).map(|p| p.merged.clone()).unwrap_or_default()})
     .to_string()
@@ -302,7 +303,8 @@ impl<'o> Watch<'o> {
         for (i, w) in p.workers.iter().enumerate() {
             if w.status == Status::Ok {
                 for r in &w.ranks {
-                    self.history.push(i, r.dp, p.t_ns, r.get(self.o.spark));
+                    self.history
+                        .push(i, r.dp, p.t_ns.get(), r.get(self.o.spark));
                 }
             }
         }
@@ -313,7 +315,7 @@ impl<'o> Watch<'o> {
     fn fire(&mut self, p: &Poll) -> Option<Fired> {
         let mut fire: Option<Fired> = None;
         for a in self.armed.iter_mut() {
-            if let Some(f) = a.observe(p.t_ns, p.ranks()) {
+            if let Some(f) = a.observe(p.t_ns.get(), p.ranks()) {
                 fire.get_or_insert(f);
             }
         }
@@ -322,7 +324,7 @@ impl<'o> Watch<'o> {
                 trigger: "--trigger-now".into(),
                 value: f64::NAN,
                 t_ns: p.t_ns,
-                held_ns: 0,
+                held_ns: Ns::ZERO,
             });
         }
         fire

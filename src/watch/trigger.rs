@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::load::loads::{Metric, RankLoad};
 use crate::load::stats::{Agg, Spread};
+use crate::trace::Ns;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -61,8 +62,8 @@ pub struct Trigger {
     pub agg: Agg,
     pub op: Op,
     pub threshold: f64,
-    /// How long the condition must hold, ns (0: one poll).
-    pub hold_ns: i64,
+    /// How long the condition must hold (0: one poll).
+    pub hold_ns: Ns,
 }
 
 impl fmt::Display for Trigger {
@@ -75,8 +76,8 @@ impl fmt::Display for Trigger {
             self.op.name(),
             self.threshold
         )?;
-        if self.hold_ns > 0 {
-            write!(f, " for {}", duration_text(self.hold_ns))?;
+        if self.hold_ns > Ns::ZERO {
+            write!(f, " for {}", duration_text(self.hold_ns.get()))?;
         }
         Ok(())
     }
@@ -310,7 +311,7 @@ pub(crate) fn parse(input: &str) -> Result<Trigger, ParseError> {
         agg,
         op,
         threshold,
-        hold_ns,
+        hold_ns: Ns::new(hold_ns),
     })
 }
 
@@ -368,10 +369,10 @@ pub struct Armed {
 pub struct Fired {
     pub trigger: String,
     pub value: f64,
-    /// Poll time when it fired, Unix ns.
-    pub t_ns: i64,
-    /// How long the condition had held, ns.
-    pub held_ns: i64,
+    /// Poll time when it fired, Unix time.
+    pub t_ns: Ns,
+    /// How long the condition had held.
+    pub held_ns: Ns,
 }
 
 impl Armed {
@@ -397,11 +398,11 @@ impl Armed {
         };
         let since = *self.since.get_or_insert(t_ns);
         let held_ns = t_ns - since;
-        (held_ns >= t.hold_ns).then(|| Fired {
+        (held_ns >= t.hold_ns.get()).then(|| Fired {
             trigger: t.to_string(),
             value: v,
-            t_ns,
-            held_ns,
+            t_ns: Ns::new(t_ns),
+            held_ns: Ns::new(held_ns),
         })
     }
 
@@ -430,22 +431,22 @@ mod tests {
                 agg: Agg::MaxOverMean,
                 op: Op::Gt,
                 threshold: 1.5,
-                hold_ns: 10_000_000_000
+                hold_ns: Ns::new(10_000_000_000)
             }
         );
         assert_eq!(t.to_string(), "token_usage max/mean > 1.5 for 10s");
         let t = parse("waiting spread > 32").unwrap();
         assert_eq!(
-            (t.metric, t.agg, t.hold_ns),
+            (t.metric, t.agg, t.hold_ns.get()),
             (Metric::Waiting, Agg::Spread, 0)
         );
         let t = parse("  running  max / mean>=2 for 500ms ").unwrap();
         assert_eq!(
-            (t.agg, t.op, t.hold_ns),
+            (t.agg, t.op, t.hold_ns.get()),
             (Agg::MaxOverMean, Op::Ge, 500_000_000)
         );
         assert_eq!(
-            parse("tokens cv <= 0.25 for 2m").unwrap().hold_ns,
+            parse("tokens cv <= 0.25 for 2m").unwrap().hold_ns.get(),
             120_000_000_000
         );
         assert_eq!(parse("usage max > 90%").unwrap().threshold, 0.9);
@@ -458,7 +459,7 @@ mod tests {
             Metric::Waiting
         );
         assert_eq!(
-            parse("waiting spread > 3 for 1h").unwrap().hold_ns,
+            parse("waiting spread > 3 for 1h").unwrap().hold_ns.get(),
             3_600_000_000_000
         );
     }
@@ -524,7 +525,10 @@ mod tests {
         assert!(a.observe(3 * s, high.iter()).is_none());
         assert!(a.observe(4 * s, high.iter()).is_none());
         let f = a.observe(5 * s, high.iter()).expect("fires after 2 s");
-        assert_eq!((f.t_ns, f.held_ns, f.value), (5 * s, 2 * s, 20.0));
+        assert_eq!(
+            (f.t_ns.get(), f.held_ns.get(), f.value),
+            (5 * s, 2 * s, 20.0)
+        );
         a.reset();
         assert!(a.observe(6 * s, high.iter()).is_none());
         // no rank answered: does not hold
@@ -538,6 +542,6 @@ mod tests {
         assert!(a.observe(0, ranks(&[1.0, 2.0]).iter()).is_none());
         let f = a.observe(1, ranks(&[0.0, 4.0]).iter()).unwrap();
         assert_eq!(f.value, 2.0);
-        assert_eq!(f.held_ns, 0);
+        assert_eq!(f.held_ns.get(), 0);
     }
 }
