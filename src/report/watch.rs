@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use crate::load::loads::Metric;
 use crate::load::timeline::{utc, Ring};
+use crate::trace::Ns;
 use crate::watch::poll::Status;
 use crate::watch::{ViewState, WatchOutcome};
 
@@ -144,7 +145,7 @@ pub(crate) fn render(s: &ViewState<'_>, width: usize) -> String {
             .last
             .map_or_else(|| "no value".to_string(), |v| format!("{v:.2}"));
         let state = match a.holding_ns(p.t_ns.get()) {
-            Some(h) if a.trigger.hold_ns.get() > 0 => {
+            Some(h) if a.trigger.hold_ns > Ns::ZERO => {
                 format!("holding {} of {}", secs(h), secs(a.trigger.hold_ns.get()))
             }
             Some(_) => "met".into(),

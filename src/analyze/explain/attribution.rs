@@ -669,7 +669,7 @@ fn effect(c: Cause, r: Ratios, steps: usize, nsteps: usize) -> f64 {
 struct Gap<'a> {
     name: &'a str,
     /// The peers, as the sentence names them (`the median of …`).
-    peers: String,
+    peer_text: String,
     /// ` from step N on`, or nothing.
     from: String,
     me: Totals,
@@ -709,7 +709,7 @@ impl Ctx<'_> {
             .map(|(a, b)| a + b);
         let gap = Gap {
             name: &name,
-            peers: rankset::median_of(&peers),
+            peer_text: rankset::median_of(&peers),
             from: from_step
                 .as_ref()
                 .map(|s| format!(" from step {s} on"))
@@ -753,7 +753,7 @@ impl Ctx<'_> {
         let Ratios { t, w, l, u } = r;
         let Gap {
             name,
-            peers: peer_txt,
+            peer_text: peer_txt,
             from,
             me,
             m,

@@ -410,7 +410,7 @@ fn late_slice(l: &Late) -> Slice {
             l.cost_ns.as_us()
         ),
         start_ns: l.seg_start_ns,
-        dur_ns: Ns::new(l.start_ns.get() - l.seg_start_ns.get()),
+        dur_ns: l.start_ns - l.seg_start_ns,
         args,
         ..Slice::default()
     }
@@ -427,7 +427,7 @@ fn waiting(l: &Late, w: &Waiter) -> Slice {
         rank: w.rank.clone(),
         name: format!("waits for {} at {} #{}", l.rank, l.name, l.index),
         start_ns: w.since_ns,
-        dur_ns: Ns::new(l.start_ns.get() - w.since_ns.get()),
+        dur_ns: l.start_ns - w.since_ns,
         args,
         ..Slice::default()
     }

@@ -424,7 +424,7 @@ impl IdealTimeline {
             rank: label(&self.labels, m.rank),
             name: name.to_string(),
             start_ns: m.arrival,
-            dur_ns: Ns::new((m.end - m.arrival).get().max(0)),
+            dur_ns: (m.end - m.arrival).max(Ns::ZERO),
             args,
             tid: tid(s.world),
             ..Slice::default()
