@@ -139,4 +139,16 @@ put("summary", json.dumps(summary, indent=2))
 s2 = json.loads(json.dumps(summary)); s2["imbalance"]["onset"] = None; s2["version"] = 2
 put("summary", json.dumps(s2))
 put("summary", '{"kind":"rankprof-summary"}')
+
+# Inputs that once crashed a target (fuzz/regressions/<target>-*.bin), seeded into it so that
+# every fuzz run replays them first, built as the fuzzer builds (debug assertions, overflow
+# checks), which `cargo test --release --test fuzz_regressions` is not.
+targets = {os.path.basename(d) for d in glob.glob(os.path.join(root, "fuzz", "fuzz_targets", "*.rs"))}
+for p in sorted(glob.glob(os.path.join(root, "fuzz", "regressions", "*.bin"))):
+    name = os.path.basename(p)
+    for t in sorted(targets, key=len, reverse=True):
+        t = t[:-3]
+        if name.startswith(t + "-"):
+            put(t, open(p, "rb").read())
+            break
 PY

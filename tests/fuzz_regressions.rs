@@ -140,3 +140,25 @@ fn the_skim_does_not_depend_on_the_window() {
         assert!(d.is_some_and(|d| d.offset() > at), "{window}");
     }
 }
+
+/// `event` target, property 5 (CI, 2026-12-03): an event whose `args` hold a `correlation` of
+/// 94 digits. The integer lookup read a 19th digit by multiplying the 18 before it by 10, an
+/// overflow in the fuzzer's build (overflow checks on; this test's release build wraps, so
+/// here it checks the answer, and the lib test `long_integers_read_as_the_general_path_reads_them`
+/// the overflow under `cargo test`). The fuzz smoke run replays the input first
+/// (fuzz/seed.sh seeds fuzz/regressions/ into each target's corpus).
+#[test]
+fn a_94_digit_integer_is_not_an_i64() {
+    use rankprof::trace::read::args::{find_in_args, find_int_in_args, ArgKey};
+    use rankprof::trace::read::memo::Memo;
+    let b = input("event-long-integer.bin");
+    let mut f = Vec::new();
+    let ev = scan_event(&b, &mut f).expect("an event");
+    let args = ev.args.expect("args");
+    let key = ArgKey::new("correlation");
+    let mut memo = Memo::default();
+    let general = find_in_args(args, &key, &mut memo, b'l').expect("a correlation");
+    assert!(general.text.len() > 19, "{}", general.text);
+    assert_eq!(general.as_i64(), None);
+    assert_eq!(find_int_in_args(args, &key, &mut memo, b'l'), None);
+}

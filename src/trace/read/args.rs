@@ -150,11 +150,12 @@ fn plain_int(b: &[u8], j: usize) -> Option<i64> {
         if d > 9 {
             break;
         }
-        v = v * 10 + i64::from(d);
-        k += 1;
-        if k - first > 18 {
+        // A 19th digit: not plain (and `v * 10` may not fit).
+        if k - first == 18 {
             return None;
         }
+        v = v * 10 + i64::from(d);
+        k += 1;
     }
     let n = k - first;
     if n == 0 || (n > 1 && b[first] == b'0') {
@@ -391,6 +392,28 @@ mod tests {
             }
         }
         find_in_object_memo(obj, key.key, memo, kind)
+    }
+
+    /// Integers of 1 to 25 digits, signed and not: [`find_int_in_args`] answers as
+    /// [`find_in_args`] read by [`Val::as_i64`], at the edges of the plain reading (18 digits)
+    /// and of `i64`. Found by the `event` fuzz target (CI, 2026-12-03): a 19th digit multiplied
+    /// an 18-digit value by 10 before the length check, an overflow where it is checked.
+    #[test]
+    fn long_integers_read_as_the_general_path_reads_them() {
+        let key = ArgKey::new("correlation");
+        let mut memo = Memo::default();
+        let mut numbers: Vec<String> = (1..=25).map(|n| "9".repeat(n)).collect();
+        numbers.extend((1..=25).map(|n| format!("1{}", "0".repeat(n - 1))));
+        numbers.extend(["9223372036854775807", "9223372036854775808"].map(String::from));
+        for n in numbers {
+            for text in [n.clone(), format!("-{n}")] {
+                let obj = format!("{{\"stream\": 7, \"correlation\": {text}, \"device\": 0}}");
+                let general = find_in_args(&obj, &key, &mut memo, b'l').and_then(|v| v.as_i64());
+                let int = find_int_in_args(&obj, &key, &mut memo, b'l');
+                assert_eq!(int, general, "{text}");
+                assert_eq!(int, text.parse::<i64>().ok(), "{text}");
+            }
+        }
     }
 
     /// `args` objects written alike, varied and damaged now and then, looked up with one memo
