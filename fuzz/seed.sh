@@ -143,12 +143,10 @@ put("summary", '{"kind":"rankprof-summary"}')
 # Inputs that once crashed a target (fuzz/regressions/<target>-*.bin), seeded into it so that
 # every fuzz run replays them first, built as the fuzzer builds (debug assertions, overflow
 # checks), which `cargo test --release --test fuzz_regressions` is not.
-targets = {os.path.basename(d) for d in glob.glob(os.path.join(root, "fuzz", "fuzz_targets", "*.rs"))}
+targets = [os.path.basename(d)[:-3] for d in glob.glob(os.path.join(root, "fuzz", "fuzz_targets", "*.rs"))]
 for p in sorted(glob.glob(os.path.join(root, "fuzz", "regressions", "*.bin"))):
     name = os.path.basename(p)
-    for t in sorted(targets, key=len, reverse=True):
-        t = t[:-3]
+    for t in targets:
         if name.startswith(t + "-"):
             put(t, open(p, "rb").read())
-            break
 PY
